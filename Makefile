@@ -1,0 +1,41 @@
+# `make demo` and `make test` do all set-up on a fresh machine: a virtual environment with the
+# project and its extras, and Icarus Verilog (apt-get) when it is missing.
+PY    ?= python3
+VENV  := .venv
+BIN   := $(CURDIR)/$(VENV)/bin
+SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+
+.PHONY: demo test venv sim-deps lint bench clean generate
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+sim-deps:
+	@command -v iverilog >/dev/null 2>&1 || { \
+	  echo "installing Icarus Verilog (apt-get)"; \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q iverilog; }
+
+demo: venv
+	$(BIN)/vtac demo
+
+test: venv sim-deps
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check isa vta_sim compiler hw tests bench
+	$(BIN)/mypy isa
+
+generate: venv
+	$(BIN)/vtac generate
+
+bench: venv
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
