@@ -1,0 +1,56 @@
+"""The single source of truth: hardware config, instruction formats, semantics, program files.
+
+This package imports only numpy.
+
+Example:
+    >>> import isa
+    >>> cfg = isa.load_config("default")
+    >>> prog = isa.Program.build(cfg, [isa.Finish()])
+    >>> prog.instructions()[0].opcode.name
+    'FINISH'
+"""
+
+from .config import HwConfig, load_config, preset_names
+from .encoding import (
+    INSN_BYTES,
+    decode,
+    decode_fields,
+    decode_stream,
+    decode_uops,
+    encode,
+    encode_int,
+    encode_stream,
+    encode_uops,
+)
+from .errors import AsmError, ConfigError, EncodingError, ExecutionError, IsaError, ProgramError
+from .formats import FORMATS, Field, Layout, layout
+from .insn import (
+    DEP_QUEUES,
+    MODULES,
+    Alu,
+    AluOp,
+    Finish,
+    Gemm,
+    Insn,
+    Load,
+    MemType,
+    Opcode,
+    Store,
+    Uop,
+    module_of,
+    queue_of,
+)
+from .program import ISA_VERSION, Program, Symbol, as_program, load_program
+from .semantics import Machine
+
+__all__ = [
+    "HwConfig", "load_config", "preset_names",
+    "INSN_BYTES", "encode", "encode_int", "decode", "encode_stream", "decode_stream",
+    "decode_fields", "encode_uops", "decode_uops",
+    "IsaError", "ConfigError", "EncodingError", "ProgramError", "AsmError", "ExecutionError",
+    "FORMATS", "Field", "Layout", "layout",
+    "Opcode", "MemType", "AluOp", "Insn", "Load", "Store", "Gemm", "Alu", "Finish", "Uop",
+    "MODULES", "DEP_QUEUES", "module_of", "queue_of",
+    "ISA_VERSION", "Program", "Symbol", "load_program", "as_program",
+    "Machine",
+]

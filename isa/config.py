@@ -1,0 +1,293 @@
+"""The hardware configuration: one frozen object, loaded from the presets file.
+
+Every number about the hardware (GEMM shape, buffer sizes, bus width, latencies, queue depths)
+lives here. The compiler, the simulator, the RTL parameter header and the testbenches all derive
+their numbers from a :class:`HwConfig`.
+
+Example:
+    >>> cfg = load_config("default")
+    >>> cfg.inp_depth, cfg.wgt_depth, cfg.acc_depth, cfg.log_uop_depth
+    (2048, 1024, 2048, 13)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+#: Memory types of LOAD/STORE (ISA.md §2). Repeated here as plain ints to keep this module free
+#: of the instruction layer; :mod:`isa.insn` defines the enum with the same values.
+_MEM_UOP, _MEM_WGT, _MEM_INP, _MEM_ACC, _MEM_OUT, _MEM_ACC8 = range(6)
+
+_INT_FIELDS = (
+    "batch",
+    "block_in",
+    "block_out",
+    "inp_bits",
+    "wgt_bits",
+    "out_bits",
+    "acc_bits",
+    "uop_buf_bytes",
+    "inp_buf_bytes",
+    "wgt_buf_bytes",
+    "acc_buf_bytes",
+    "bus_bytes",
+    "dram_latency",
+    "cmd_queue_depth",
+    "dep_queue_depth",
+    "gemm_ii",
+    "alu_ii",
+)
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and (v & (v - 1)) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class HwConfig:
+    """A hardware configuration (ISA.md §1). Frozen; build one with :func:`load_config`."""
+
+    name: str
+    batch: int
+    block_in: int
+    block_out: int
+    inp_bits: int
+    wgt_bits: int
+    out_bits: int
+    acc_bits: int
+    uop_buf_bytes: int
+    inp_buf_bytes: int
+    wgt_buf_bytes: int
+    acc_buf_bytes: int
+    bus_bytes: int
+    dram_latency: int
+    cmd_queue_depth: int
+    dep_queue_depth: int
+    gemm_ii: int
+    alu_ii: int
+    clock_mhz: float
+
+    def __post_init__(self) -> None:
+        self._validate()
+
+    # ---- validation ---------------------------------------------------------------------
+    def _validate(self) -> None:
+        where = f"config {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("config field 'name' must be a non-empty string")
+        for f in _INT_FIELDS:
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"{where}: field {f!r} must be an integer, got {v!r}")
+            if v <= 0:
+                raise ConfigError(f"{where}: field {f!r} must be positive, got {v}")
+        if not isinstance(self.clock_mhz, (int, float)) or self.clock_mhz <= 0:
+            raise ConfigError(f"{where}: field 'clock_mhz' must be a positive number")
+        for f in ("batch", "block_in", "block_out", "bus_bytes", "cmd_queue_depth",
+                  "dep_queue_depth"):
+            if not _is_pow2(getattr(self, f)):
+                raise ConfigError(
+                    f"{where}: field {f!r} must be a power of two, got {getattr(self, f)}"
+                )
+        for f in ("inp_bits", "wgt_bits", "out_bits"):
+            if getattr(self, f) != 8:
+                raise ConfigError(
+                    f"{where}: field {f!r} = {getattr(self, f)} is not supported; "
+                    "inputs, weights and outputs are int8"
+                )
+        if self.acc_bits != 32:
+            raise ConfigError(
+                f"{where}: field 'acc_bits' = {self.acc_bits} is not supported; "
+                "accumulators are int32"
+            )
+        for buf in ("uop", "inp", "wgt", "acc"):
+            size = getattr(self, f"{buf}_buf_bytes")
+            elem = self.elem_bytes_of(buf)
+            if size % elem:
+                raise ConfigError(
+                    f"{where}: field '{buf}_buf_bytes' = {size} is not a multiple of the "
+                    f"{buf} element size ({elem} bytes)"
+                )
+            depth = size // elem
+            if not _is_pow2(depth) or depth < 2:
+                raise ConfigError(
+                    f"{where}: field '{buf}_buf_bytes' = {size} gives a {buf} depth of {depth} "
+                    "entries; depths must be powers of two of at least 2"
+                )
+        if self.dram_latency > 4096:
+            raise ConfigError(f"{where}: field 'dram_latency' = {self.dram_latency} exceeds 4096")
+        # The formats must fit their words; imported here because formats derive from configs.
+        from .formats import check_config_fits
+
+        check_config_fits(self)
+
+    # ---- element sizes and depths (ISA.md §1 "Derived") ---------------------------------
+    @property
+    def inp_elem_bytes(self) -> int:
+        return self.batch * self.block_in * self.inp_bits // 8
+
+    @property
+    def wgt_elem_bytes(self) -> int:
+        return self.block_out * self.block_in * self.wgt_bits // 8
+
+    @property
+    def acc_elem_bytes(self) -> int:
+        return self.batch * self.block_out * self.acc_bits // 8
+
+    @property
+    def out_elem_bytes(self) -> int:
+        return self.batch * self.block_out * self.out_bits // 8
+
+    @property
+    def uop_elem_bytes(self) -> int:
+        return 4
+
+    def elem_bytes_of(self, buf: str) -> int:
+        """Bytes of one element of buffer ``buf`` ('uop', 'inp', 'wgt', 'acc', 'out', 'acc8')."""
+        if buf == "acc8":
+            return self.out_elem_bytes
+        try:
+            return getattr(self, f"{buf}_elem_bytes")
+        except AttributeError:
+            raise ConfigError(f"unknown buffer {buf!r}") from None
+
+    def mem_elem_bytes(self, memory_type: int) -> int:
+        """Bytes of one DRAM element of a LOAD/STORE ``memory_type`` (UOP=0 … ACC8=5)."""
+        table = {
+            _MEM_UOP: self.uop_elem_bytes,
+            _MEM_WGT: self.wgt_elem_bytes,
+            _MEM_INP: self.inp_elem_bytes,
+            _MEM_ACC: self.acc_elem_bytes,
+            _MEM_OUT: self.out_elem_bytes,
+            _MEM_ACC8: self.out_elem_bytes,
+        }
+        try:
+            return table[int(memory_type)]
+        except KeyError:
+            raise ConfigError(f"unknown memory_type {memory_type}") from None
+
+    @property
+    def uop_depth(self) -> int:
+        return self.uop_buf_bytes // self.uop_elem_bytes
+
+    @property
+    def inp_depth(self) -> int:
+        return self.inp_buf_bytes // self.inp_elem_bytes
+
+    @property
+    def wgt_depth(self) -> int:
+        return self.wgt_buf_bytes // self.wgt_elem_bytes
+
+    @property
+    def acc_depth(self) -> int:
+        return self.acc_buf_bytes // self.acc_elem_bytes
+
+    @property
+    def out_depth(self) -> int:
+        return self.acc_depth
+
+    @property
+    def log_uop_depth(self) -> int:
+        return int(math.log2(self.uop_depth))
+
+    @property
+    def log_inp_depth(self) -> int:
+        return int(math.log2(self.inp_depth))
+
+    @property
+    def log_wgt_depth(self) -> int:
+        return int(math.log2(self.wgt_depth))
+
+    @property
+    def log_acc_depth(self) -> int:
+        return int(math.log2(self.acc_depth))
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """MACs of one GEMM micro-op: batch × block_in × block_out."""
+        return self.batch * self.block_in * self.block_out
+
+    def depth_of(self, buf: str) -> int:
+        """Entries of buffer ``buf`` ('uop', 'inp', 'wgt', 'acc', 'out')."""
+        return int(getattr(self, f"{buf}_depth"))
+
+    # ---- serialisation ------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys), as stored in program files."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, name: str | None = None) -> HwConfig:
+        """Build a config from a mapping; every field must be present, no unknown field."""
+        data = dict(data)
+        if name is not None:
+            data.setdefault("name", name)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ConfigError(f"config {data.get('name', '?')!r}: unknown field(s) {unknown}")
+        missing = sorted(fields - set(data))
+        if missing:
+            raise ConfigError(f"config {data.get('name', '?')!r}: missing field(s) {missing}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> HwConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"config is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError("config JSON must be an object")
+        return cls.from_dict(data)
+
+    def replace(self, **changes: Any) -> HwConfig:
+        """A copy with some fields changed (validated again).
+
+        >>> load_config("default").replace(name="wide-bus", bus_bytes=16).bus_bytes
+        16
+        """
+        return dataclasses.replace(self, **changes)
+
+
+@cache
+def _presets() -> dict[str, dict[str, Any]]:
+    text = resources.files(__package__).joinpath("presets.json").read_text()
+    return json.loads(text)["presets"]
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets."""
+    return list(_presets())
+
+
+def load_config(spec: str | Path | dict[str, Any] | HwConfig = "default") -> HwConfig:
+    """Load a config: a preset name, a path to a JSON file, a mapping, or a config itself.
+
+    >>> load_config("vta-1x16x16").block_in
+    16
+    """
+    if isinstance(spec, HwConfig):
+        return spec
+    if isinstance(spec, dict):
+        return HwConfig.from_dict(spec)
+    presets = _presets()
+    if isinstance(spec, str) and spec in presets:
+        return HwConfig.from_dict(presets[spec], name=spec)
+    path = Path(spec)
+    if path.suffix == ".json" and path.is_file():
+        return HwConfig.from_json(path.read_text())
+    raise ConfigError(
+        f"unknown config {str(spec)!r}: not a preset ({', '.join(presets)}) nor a JSON file"
+    )

@@ -1,0 +1,212 @@
+"""Encode and decode instructions and micro-ops, one at a time or as whole streams.
+
+Every bit position comes from :mod:`isa.formats`; nothing here knows a field's place.
+
+Example:
+    >>> from isa.config import load_config
+    >>> from isa.insn import Finish
+    >>> cfg = load_config("default")
+    >>> raw = encode(Finish(), cfg)
+    >>> len(raw), decode(raw, cfg)
+    (16, Finish(pop_prev_dep=False, pop_next_dep=False, push_prev_dep=False, push_next_dep=False))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import EncodingError
+from .formats import FORMATS, INSN_BITS, Layout, layout
+from .insn import INSN_CLASSES, OPCODE_FORMAT, AluOp, Insn, MemType, Opcode, Uop
+
+if TYPE_CHECKING:
+    from .config import HwConfig
+
+INSN_BYTES = INSN_BITS // 8
+UOP_BYTES = 4
+
+_ENUM_FIELDS = {"memory_type": MemType, "alu_opcode": AluOp}
+_BOOL_FIELDS = {"pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep", "reset",
+                "use_imm"}
+
+
+def _pack_fields(values: dict[str, int], lay: Layout, what: str) -> int:
+    word = 0
+    for f in lay.fields:
+        v = int(values.get(f.name, 0))
+        if not f.min_value <= v <= f.max_value:
+            raise EncodingError(
+                f"{what}: field {f.name!r} = {v} does not fit {f.width} "
+                f"{'signed ' if f.signed else ''}bits [{f.min_value}, {f.max_value}]"
+            )
+        word |= (v & f.mask) << f.lsb
+    return word
+
+
+def _unpack_field(word: int, f) -> int:
+    v = (word >> f.lsb) & f.mask
+    if f.signed and v >> (f.width - 1):
+        v -= 1 << f.width
+    return v
+
+
+def encode_int(insn: Insn, cfg: HwConfig) -> int:
+    """Encode one instruction as a 128-bit integer."""
+    lay = layout(insn.fmt, cfg)
+    return _pack_fields(insn.field_values(), lay, f"{insn.opcode.name} instruction")
+
+
+def encode(insn: Insn, cfg: HwConfig) -> bytes:
+    """Encode one instruction as 16 little-endian bytes."""
+    return encode_int(insn, cfg).to_bytes(INSN_BYTES, "little")
+
+
+def decode(raw: bytes | int, cfg: HwConfig, *, index: int | None = None) -> Insn:
+    """Decode one instruction from 16 bytes or a 128-bit integer.
+
+    Raises :class:`EncodingError` naming the field for an opcode, memory type or ALU opcode
+    that the ISA does not list; ``index`` (the stream position) is added to the message.
+    """
+    where = f"instruction {index}" if index is not None else "instruction"
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        if len(raw) != INSN_BYTES:
+            raise EncodingError(f"{where}: expected {INSN_BYTES} bytes, got {len(raw)}")
+        word = int.from_bytes(raw, "little")
+    else:
+        word = int(raw)
+    opcode = word & 0b111
+    if opcode not in OPCODE_FORMAT:
+        raise EncodingError(f"{where}: field 'opcode' = {opcode} is not an opcode of the ISA")
+    cls = INSN_CLASSES[Opcode(opcode)]
+    lay = layout(cls.fmt, cfg)
+    kwargs: dict[str, object] = {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    for f in lay.fields:
+        if f.name == "opcode" or f.name not in names:
+            continue
+        v = _unpack_field(word, f)
+        if f.name in _ENUM_FIELDS:
+            enum = _ENUM_FIELDS[f.name]
+            try:
+                kwargs[f.name] = enum(v)
+            except ValueError:
+                raise EncodingError(
+                    f"{where}: field {f.name!r} = {v} is not a valid {enum.__name__}"
+                ) from None
+        elif f.name in _BOOL_FIELDS:
+            kwargs[f.name] = bool(v)
+        else:
+            kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
+    """Encode instructions into one uint8 array of 16 bytes each."""
+    chunks = []
+    for i, insn in enumerate(insns):
+        try:
+            chunks.append(encode(insn, cfg))
+        except EncodingError as e:
+            raise EncodingError(f"instruction {i}: {e}") from None
+    return np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
+
+
+def decode_stream(raw: np.ndarray | bytes, cfg: HwConfig) -> list[Insn]:
+    """Decode a byte stream of whole instructions into objects (scalar, for tools and tests)."""
+    buf = bytes(np.asarray(raw, dtype=np.uint8)) if not isinstance(raw, bytes) else raw
+    if len(buf) % INSN_BYTES:
+        raise EncodingError(f"instruction stream of {len(buf)} bytes is not a multiple of 16")
+    return [
+        decode(buf[i : i + INSN_BYTES], cfg, index=i // INSN_BYTES)
+        for i in range(0, len(buf), INSN_BYTES)
+    ]
+
+
+def all_field_names() -> tuple[str, ...]:
+    """Every field name of every instruction format (the keys of :func:`decode_fields`)."""
+    names: list[str] = []
+    for fmt, fields in FORMATS.items():
+        if fmt == "uop":
+            continue
+        for name, _ in fields:
+            if name not in names:
+                names.append(name)
+    return tuple(names)
+
+
+def decode_fields(raw: np.ndarray, cfg: HwConfig) -> dict[str, np.ndarray]:
+    """Fast batch decode: a uint8 array of n×16 bytes → {field: int64 array of length n}.
+
+    Each instruction's fields are read with its own opcode's layout; a field that its format
+    lacks reads as 0. Opcodes outside the ISA decode with every other field 0, so a consumer
+    can report them by index. Example:
+
+    >>> from isa.config import load_config
+    >>> from isa.insn import Finish
+    >>> cfg = load_config("default")
+    >>> f = decode_fields(encode_stream([Finish(), Finish(pop_prev_dep=True)], cfg), cfg)
+    >>> f["opcode"].tolist(), f["pop_prev_dep"].tolist()
+    ([3, 3], [0, 1])
+    """
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    if raw.size % INSN_BYTES:
+        raise EncodingError(f"instruction stream of {raw.size} bytes is not a multiple of 16")
+    words = raw.view("<u8").reshape(-1, 2)
+    n = words.shape[0]
+    opcode = (words[:, 0] & np.uint64(7)).astype(np.int64)
+    out = {name: np.zeros(n, dtype=np.int64) for name in all_field_names()}
+    out["opcode"] = opcode
+    for op, fmt in OPCODE_FORMAT.items():
+        sel = opcode == op
+        if not sel.any():
+            continue
+        w = words[sel]
+        for f in layout(fmt, cfg).fields:
+            if f.name == "opcode":
+                continue
+            v = ((w[:, f.word] >> np.uint64(f.shift)) & np.uint64(f.mask)).astype(np.int64)
+            if f.signed:
+                v = np.where(v >> (f.width - 1), v - (1 << f.width), v)
+            out[f.name][sel] = v
+    return out
+
+
+def encode_uops(uops: Sequence[Uop] | np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """Encode micro-ops into a uint32 array. Accepts Uop objects or an (n, 3) int array."""
+    lay = layout("uop", cfg)
+    arr = (
+        np.asarray([(u.dst, u.src, u.wgt) for u in uops], dtype=np.int64).reshape(-1, 3)
+        if not isinstance(uops, np.ndarray)
+        else np.asarray(uops, dtype=np.int64).reshape(-1, 3)
+    )
+    word = np.zeros(arr.shape[0], dtype=np.uint64)
+    for col, f in enumerate(lay.fields):
+        v = arr[:, col]
+        bad = (v < 0) | (v > f.mask)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise EncodingError(
+                f"micro-op {i}: field {f.name!r} = {int(v[i])} does not fit {f.width} bits"
+            )
+        word |= v.astype(np.uint64) << np.uint64(f.lsb)
+    return word.astype(np.uint32)
+
+
+def decode_uops(words: np.ndarray, cfg: HwConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decode uint32 micro-op words into (dst, src, wgt) int64 arrays."""
+    w = np.asarray(words).astype(np.uint64)
+    dst, src, wgt = (
+        ((w >> np.uint64(f.lsb)) & np.uint64(f.mask)).astype(np.int64)
+        for f in layout("uop", cfg).fields
+    )
+    return dst, src, wgt
+
+
+def uops_from_words(words: np.ndarray, cfg: HwConfig) -> list[Uop]:
+    """Decode uint32 micro-op words into :class:`Uop` objects."""
+    dst, src, wgt = decode_uops(words, cfg)
+    return [Uop(int(d), int(s), int(g)) for d, s, g in zip(dst, src, wgt, strict=True)]

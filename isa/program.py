@@ -1,0 +1,285 @@
+"""The program file (ISA.md §4): the one hand-off between the compiler and its consumers.
+
+A program is a NumPy ``.npz`` archive holding the initial DRAM image (instructions, micro-ops,
+weights, inputs and space for outputs), where the instructions are, the hardware config it was
+built for, and a symbol table naming the tensors in DRAM. It loads with ``allow_pickle=False``.
+
+Example:
+    >>> import numpy as np, tempfile, os
+    >>> from isa.config import load_config
+    >>> from isa.insn import Finish
+    >>> prog = Program.build(load_config("default"), [Finish()], dram_bytes=64)
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.npz")
+    >>> prog.save(path); load_program(path).insn_count
+    1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import HwConfig
+from .encoding import INSN_BYTES, decode_fields, decode_stream, encode_stream
+from .errors import ConfigError, ProgramError
+from .insn import Insn
+
+#: Version of the contract (ISA.md) this package implements.
+ISA_VERSION = 1
+FORMAT_NAME = "vta-program"
+ROLES = ("input", "output", "param")
+_KEYS = ("format", "isa_version", "config", "dram", "insn_base", "insn_count", "symbols")
+
+
+@dataclasses.dataclass(frozen=True)
+class Symbol:
+    """A named tensor in DRAM: ``offset`` in bytes, numpy ``dtype``, ``shape``, layout, role."""
+
+    name: str
+    offset: int
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str = ""
+    role: str = "param"
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "dtype": self.dtype, "shape": list(self.shape),
+                "layout": self.layout, "role": self.role}
+
+    @classmethod
+    def from_dict(cls, name: str, d: Mapping[str, Any]) -> Symbol:
+        try:
+            return cls(name=name, offset=int(d["offset"]), dtype=str(d["dtype"]),
+                       shape=tuple(int(s) for s in d["shape"]), layout=str(d.get("layout", "")),
+                       role=str(d.get("role", "param")))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ProgramError(f"symbol {name!r}: malformed entry ({e})") from None
+
+
+@dataclasses.dataclass
+class Program:
+    """An accelerator program: config, DRAM image, instruction location and symbols."""
+
+    config: HwConfig
+    dram: np.ndarray
+    insn_base: int
+    insn_count: int
+    symbols: dict[str, Symbol] = dataclasses.field(default_factory=dict)
+    isa_version: int = ISA_VERSION
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        config: HwConfig,
+        insns: Sequence[Insn],
+        *,
+        dram_bytes: int | None = None,
+        insn_base: int = 0,
+        data: Mapping[int, np.ndarray] | None = None,
+        symbols: Sequence[Symbol] | Mapping[str, Symbol] = (),
+    ) -> Program:
+        """Lay out a program: instructions at ``insn_base``, raw ``data`` blobs at byte offsets."""
+        code = encode_stream(insns, config)
+        end = insn_base + code.size
+        blobs = {int(k): np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+                 for k, v in (data or {}).items()}
+        syms = dict(symbols) if isinstance(symbols, Mapping) else {s.name: s for s in symbols}
+        need = max([end] + [o + b.size for o, b in blobs.items()]
+                   + [s.offset + s.nbytes for s in syms.values()])
+        size = need if dram_bytes is None else dram_bytes
+        if size < need:
+            raise ProgramError(f"dram_bytes={size} is smaller than the {need} bytes laid out")
+        dram = np.zeros(size, np.uint8)
+        dram[insn_base:end] = code
+        for off, blob in blobs.items():
+            dram[off : off + blob.size] = blob
+        return cls(config, dram, insn_base, len(insns), syms)
+
+    # ---- validation ---------------------------------------------------------------------
+    def validate(self) -> None:
+        if self.isa_version != ISA_VERSION:
+            raise ProgramError(
+                f"program built for isa_version {self.isa_version}; this tool supports "
+                f"{ISA_VERSION}"
+            )
+        d = self.dram
+        if not isinstance(d, np.ndarray) or d.dtype != np.uint8 or d.ndim != 1:
+            raise ProgramError("field 'dram' must be a 1-D uint8 array")
+        if self.insn_base < 0 or self.insn_base % INSN_BYTES:
+            raise ProgramError(f"insn_base={self.insn_base} is not a non-negative multiple of 16")
+        if self.insn_count < 0:
+            raise ProgramError(f"insn_count={self.insn_count} is negative")
+        if self.insn_base + self.insn_count * INSN_BYTES > d.size:
+            raise ProgramError(
+                f"instructions [{self.insn_base}, "
+                f"{self.insn_base + self.insn_count * INSN_BYTES}) run past the "
+                f"{d.size}-byte DRAM image"
+            )
+        for name, s in self.symbols.items():
+            if s.role not in ROLES:
+                raise ProgramError(f"symbol {name!r}: role {s.role!r} is not one of {ROLES}")
+            try:
+                np.dtype(s.dtype)
+            except TypeError:
+                raise ProgramError(f"symbol {name!r}: dtype {s.dtype!r} is not a numpy dtype")
+            if s.offset < 0 or s.offset + s.nbytes > d.size:
+                raise ProgramError(
+                    f"symbol {name!r}: bytes [{s.offset}, {s.offset + s.nbytes}) run past the "
+                    f"{d.size}-byte DRAM image"
+                )
+
+    # ---- access -------------------------------------------------------------------------
+    @property
+    def insn_bytes(self) -> np.ndarray:
+        return self.dram[self.insn_base : self.insn_base + self.insn_count * INSN_BYTES]
+
+    def instructions(self) -> list[Insn]:
+        """Decode the instruction stream into objects."""
+        return decode_stream(self.insn_bytes, self.config)
+
+    def fields(self) -> dict[str, np.ndarray]:
+        """Batch-decode the instruction stream (see :func:`isa.encoding.decode_fields`)."""
+        return decode_fields(self.insn_bytes, self.config)
+
+    def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
+        """Tensor ``name`` from ``dram`` (default: the initial image), as its dtype and shape."""
+        s = self._symbol(name)
+        image = self.dram if dram is None else dram
+        raw = np.asarray(image, np.uint8)[s.offset : s.offset + s.nbytes]
+        return raw.view(np.dtype(s.dtype)).reshape(s.shape).copy()
+
+    def write(self, name: str, value: np.ndarray) -> None:
+        """Overwrite tensor ``name`` in the DRAM image; shape must match, dtype is cast."""
+        s = self._symbol(name)
+        arr = np.asarray(value)
+        if arr.shape != s.shape:
+            raise ProgramError(f"symbol {name!r}: shape {arr.shape} != declared {s.shape}")
+        raw = np.ascontiguousarray(arr.astype(s.dtype)).reshape(-1).view(np.uint8)
+        self.dram[s.offset : s.offset + s.nbytes] = raw
+
+    def _symbol(self, name: str) -> Symbol:
+        try:
+            return self.symbols[name]
+        except KeyError:
+            known = ", ".join(self.symbols) or "none"
+            raise ProgramError(f"no symbol {name!r} in the program (symbols: {known})") from None
+
+    def inputs(self) -> list[str]:
+        return [n for n, s in self.symbols.items() if s.role == "input"]
+
+    def outputs(self) -> list[str]:
+        return [n for n, s in self.symbols.items() if s.role == "output"]
+
+    # ---- files --------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        syms = {n: s.to_dict() for n, s in self.symbols.items()}
+        return {
+            "format": np.array(FORMAT_NAME),
+            "isa_version": np.array(self.isa_version, dtype=np.int64),
+            "config": np.array(self.config.to_json()),
+            "dram": self.dram,
+            "insn_base": np.array(self.insn_base, dtype=np.int64),
+            "insn_count": np.array(self.insn_count, dtype=np.int64),
+            "symbols": np.array(json.dumps(syms, sort_keys=True)),
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the program file atomically (a failed write leaves no partial file)."""
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **self.to_arrays())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def copy(self) -> Program:
+        return dataclasses.replace(self, dram=self.dram.copy(), symbols=dict(self.symbols))
+
+
+def _scalar(arrays: Mapping[str, np.ndarray], key: str, kind: str, where: str) -> Any:
+    a = arrays[key]
+    if a.shape != ():
+        raise ProgramError(f"{where}: key {key!r} must be a 0-d array, has shape {a.shape}")
+    if kind == "str":
+        if a.dtype.kind != "U":
+            raise ProgramError(f"{where}: key {key!r} must be a string, is {a.dtype}")
+        return str(a[()])
+    if a.dtype.kind not in "iu":
+        raise ProgramError(f"{where}: key {key!r} must be an integer, is {a.dtype}")
+    return int(a[()])
+
+
+def program_from_arrays(arrays: Mapping[str, np.ndarray], where: str = "program") -> Program:
+    """Validate the keys of a program archive and build the :class:`Program`."""
+    missing = [k for k in _KEYS if k not in arrays]
+    if missing:
+        raise ProgramError(f"{where}: missing key(s) {missing}")
+    fmt = _scalar(arrays, "format", "str", where)
+    if fmt != FORMAT_NAME:
+        raise ProgramError(f"{where}: format is {fmt!r}, expected {FORMAT_NAME!r}")
+    version = _scalar(arrays, "isa_version", "int", where)
+    if version != ISA_VERSION:
+        raise ProgramError(
+            f"{where}: built for isa_version {version}; this tool supports isa_version "
+            f"{ISA_VERSION}"
+        )
+    try:
+        config = HwConfig.from_json(_scalar(arrays, "config", "str", where))
+    except ConfigError as e:
+        raise ProgramError(f"{where}: unsupported config: {e}") from None
+    try:
+        sym_json = json.loads(_scalar(arrays, "symbols", "str", where))
+    except json.JSONDecodeError as e:
+        raise ProgramError(f"{where}: key 'symbols' is not valid JSON: {e}") from None
+    if not isinstance(sym_json, dict):
+        raise ProgramError(f"{where}: key 'symbols' must be a JSON object")
+    symbols = {n: Symbol.from_dict(n, d) for n, d in sym_json.items()}
+    dram = arrays["dram"]
+    if dram.dtype != np.uint8 or dram.ndim != 1:
+        raise ProgramError(f"{where}: key 'dram' must be a 1-D uint8 array, is {dram.dtype}"
+                           f"{list(dram.shape)}")
+    try:
+        return Program(config, np.array(dram, np.uint8), _scalar(arrays, "insn_base", "int", where),
+                       _scalar(arrays, "insn_count", "int", where), symbols, version)
+    except ProgramError as e:
+        raise ProgramError(f"{where}: {e}") from None
+
+
+def load_program(path: str | os.PathLike[str]) -> Program:
+    """Read and validate a program file; errors name the file and what is wrong with it."""
+    where = str(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise ProgramError(f"{where}: no such file") from None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+        raise ProgramError(
+            f"{where}: not a readable program file (truncated or corrupt .npz: {e})"
+        ) from None
+    return program_from_arrays(arrays, where)
+
+
+def as_program(prog: Program | str | os.PathLike[str]) -> Program:
+    """A :class:`Program` from a program object or a path to a program file."""
+    return prog if isinstance(prog, Program) else load_program(prog)
