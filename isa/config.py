@@ -91,8 +91,14 @@ class HwConfig:
                 raise ConfigError(f"{where}: field {f!r} must be positive, got {v}")
         if not isinstance(self.clock_mhz, (int, float)) or self.clock_mhz <= 0:
             raise ConfigError(f"{where}: field 'clock_mhz' must be a positive number")
-        for f in ("batch", "block_in", "block_out", "bus_bytes", "cmd_queue_depth",
-                  "dep_queue_depth"):
+        for f in (
+            "batch",
+            "block_in",
+            "block_out",
+            "bus_bytes",
+            "cmd_queue_depth",
+            "dep_queue_depth",
+        ):
             if not _is_pow2(getattr(self, f)):
                 raise ConfigError(
                     f"{where}: field {f!r} must be a power of two, got {getattr(self, f)}"

@@ -30,8 +30,14 @@ INSN_BYTES = INSN_BITS // 8
 UOP_BYTES = 4
 
 _ENUM_FIELDS = {"memory_type": MemType, "alu_opcode": AluOp}
-_BOOL_FIELDS = {"pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep", "reset",
-                "use_imm"}
+_BOOL_FIELDS = {
+    "pop_prev_dep",
+    "pop_next_dep",
+    "push_prev_dep",
+    "push_next_dep",
+    "reset",
+    "use_imm",
+}
 
 
 def _pack_fields(values: dict[str, int], lay: Layout, what: str) -> int:

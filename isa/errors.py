@@ -29,6 +29,7 @@ class AsmError(IsaError, ValueError):
         elif line is not None:
             where = f"line {line}: "
         super().__init__(where + message)
+        self.message = message
         self.line = line
         self.source = source
 

@@ -146,6 +146,17 @@ class Layout:
         return max((f.msb + 1 for f in self.fields), default=0)
 
 
+#: Which config fields set each derived width (for error messages).
+_WIDTH_SOURCE = {
+    "log_uop": "uop_buf_bytes",
+    "log_uop+1": "uop_buf_bytes",
+    "log_inp": "inp_buf_bytes and the inp element size",
+    "log_wgt": "wgt_buf_bytes and the wgt element size",
+    "log_acc": "acc_buf_bytes and the acc element size",
+    "log_src": "acc_buf_bytes/inp_buf_bytes and their element sizes",
+}
+
+
 def resolve_width(spec: WidthSpec, cfg: HwConfig) -> int:
     """Turn a width declaration into bits for ``cfg``."""
     if isinstance(spec, int):
@@ -172,9 +183,11 @@ def _pack(name: str, cfg: HwConfig) -> Layout:
         if total > WORD_BITS and pos < WORD_BITS < pos + width:
             pos = WORD_BITS
         if pos + width > total:
+            source = _WIDTH_SOURCE.get(spec, "") if isinstance(spec, str) else ""
             raise ConfigError(
                 f"config {cfg.name!r}: the {name} format does not fit in {total} bits: field "
-                f"{fname!r} ({width} bits) would end at bit {pos + width - 1}"
+                f"{fname!r} ({width} bits{', set by ' + source if source else ''}) would end "
+                f"at bit {pos + width - 1}"
             )
         fields.append(Field(fname, pos, width, (name, fname) in SIGNED_FIELDS))
         pos += width

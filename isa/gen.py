@@ -90,8 +90,12 @@ def field_table_markdown(cfg: HwConfig) -> str:
     out.append("")
     for fmt in FORMATS:
         lay = layout(fmt, cfg)
-        out += [f"**{fmt}** ({lay.total_bits} bits)", "", "| field | bits | width |",
-                "|---|---|---|"]
+        out += [
+            f"**{fmt}** ({lay.total_bits} bits)",
+            "",
+            "| field | bits | width |",
+            "|---|---|---|",
+        ]
         for f in lay.fields:
             bits = f"[{f.msb}:{f.lsb}]" if f.width > 1 else f"[{f.lsb}]"
             signed = ", signed" if f.signed else ""

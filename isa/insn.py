@@ -189,7 +189,7 @@ class Finish(Insn):
 
 @dataclasses.dataclass(frozen=True)
 class Uop:
-    """A micro-op: accumulator ``dst``, source ``src`` (inp for GEMM, acc for ALU), weight ``wgt``."""
+    """A micro-op: acc index ``dst``, source ``src`` (inp for GEMM, acc for ALU), weight ``wgt``."""
 
     dst: int
     src: int = 0

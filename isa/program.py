@@ -55,15 +55,25 @@ class Symbol:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
     def to_dict(self) -> dict[str, Any]:
-        return {"offset": self.offset, "dtype": self.dtype, "shape": list(self.shape),
-                "layout": self.layout, "role": self.role}
+        return {
+            "offset": self.offset,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "layout": self.layout,
+            "role": self.role,
+        }
 
     @classmethod
     def from_dict(cls, name: str, d: Mapping[str, Any]) -> Symbol:
         try:
-            return cls(name=name, offset=int(d["offset"]), dtype=str(d["dtype"]),
-                       shape=tuple(int(s) for s in d["shape"]), layout=str(d.get("layout", "")),
-                       role=str(d.get("role", "param")))
+            return cls(
+                name=name,
+                offset=int(d["offset"]),
+                dtype=str(d["dtype"]),
+                shape=tuple(int(s) for s in d["shape"]),
+                layout=str(d.get("layout", "")),
+                role=str(d.get("role", "param")),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise ProgramError(f"symbol {name!r}: malformed entry ({e})") from None
 
@@ -97,11 +107,16 @@ class Program:
         """Lay out a program: instructions at ``insn_base``, raw ``data`` blobs at byte offsets."""
         code = encode_stream(insns, config)
         end = insn_base + code.size
-        blobs = {int(k): np.ascontiguousarray(v).reshape(-1).view(np.uint8)
-                 for k, v in (data or {}).items()}
+        blobs = {
+            int(k): np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+            for k, v in (data or {}).items()
+        }
         syms = dict(symbols) if isinstance(symbols, Mapping) else {s.name: s for s in symbols}
-        need = max([end] + [o + b.size for o, b in blobs.items()]
-                   + [s.offset + s.nbytes for s in syms.values()])
+        need = max(
+            [end]
+            + [o + b.size for o, b in blobs.items()]
+            + [s.offset + s.nbytes for s in syms.values()]
+        )
         size = need if dram_bytes is None else dram_bytes
         if size < need:
             raise ProgramError(f"dram_bytes={size} is smaller than the {need} bytes laid out")
@@ -137,7 +152,9 @@ class Program:
             try:
                 np.dtype(s.dtype)
             except TypeError:
-                raise ProgramError(f"symbol {name!r}: dtype {s.dtype!r} is not a numpy dtype")
+                raise ProgramError(
+                    f"symbol {name!r}: dtype {s.dtype!r} is not a numpy dtype"
+                ) from None
             if s.offset < 0 or s.offset + s.nbytes > d.size:
                 raise ProgramError(
                     f"symbol {name!r}: bytes [{s.offset}, {s.offset + s.nbytes}) run past the "
@@ -256,11 +273,18 @@ def program_from_arrays(arrays: Mapping[str, np.ndarray], where: str = "program"
     symbols = {n: Symbol.from_dict(n, d) for n, d in sym_json.items()}
     dram = arrays["dram"]
     if dram.dtype != np.uint8 or dram.ndim != 1:
-        raise ProgramError(f"{where}: key 'dram' must be a 1-D uint8 array, is {dram.dtype}"
-                           f"{list(dram.shape)}")
+        raise ProgramError(
+            f"{where}: key 'dram' must be a 1-D uint8 array, is {dram.dtype}{list(dram.shape)}"
+        )
     try:
-        return Program(config, np.array(dram, np.uint8), _scalar(arrays, "insn_base", "int", where),
-                       _scalar(arrays, "insn_count", "int", where), symbols, version)
+        return Program(
+            config,
+            np.array(dram, np.uint8),
+            _scalar(arrays, "insn_base", "int", where),
+            _scalar(arrays, "insn_count", "int", where),
+            symbols,
+            version,
+        )
     except ProgramError as e:
         raise ProgramError(f"{where}: {e}") from None
 

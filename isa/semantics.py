@@ -223,7 +223,7 @@ def store_kernel(
     x_stride: int,
     pad_sum: int,
 ) -> int:
-    """STORE: out entry ``sram_base + y·x_size + x`` → DRAM element ``dram_base + y·x_stride + x``."""
+    """STORE: out entry ``sram_base + y·x_size + x`` → DRAM ``dram_base + y·x_stride + x``."""
     if x_size == 0:
         return OK
     if pad_sum != 0:
@@ -243,7 +243,13 @@ def store_kernel(
 
 # ---- compute kernels --------------------------------------------------------------------
 def _max_index(
-    uop: np.ndarray, col: int, begin: int, end: int, iter_out: int, iter_in: int, f_out: int,
+    uop: np.ndarray,
+    col: int,
+    begin: int,
+    end: int,
+    iter_out: int,
+    iter_in: int,
+    f_out: int,
     f_in: int,
 ) -> int:
     m = 0
@@ -282,8 +288,10 @@ def gemm_kernel(
         return ERR_UOP_RANGE
     if uop_begin == uop_end:
         return OK
-    if _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out,
-                  dst_factor_in) >= acc.shape[0]:
+    if (
+        _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in)
+        >= acc.shape[0]
+    ):
         return ERR_DST_RANGE
     batch = acc.shape[1]
     block_out = acc.shape[2]
@@ -299,11 +307,15 @@ def gemm_kernel(
                             acc[a, b, o] = 0
                             out[a, b, o] = 0
         return OK
-    if _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out,
-                  src_factor_in) >= inp.shape[0]:
+    if (
+        _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in)
+        >= inp.shape[0]
+    ):
         return ERR_SRC_RANGE
-    if _max_index(uop, 2, uop_begin, uop_end, iter_out, iter_in, wgt_factor_out,
-                  wgt_factor_in) >= wgt.shape[0]:
+    if (
+        _max_index(uop, 2, uop_begin, uop_end, iter_out, iter_in, wgt_factor_out, wgt_factor_in)
+        >= wgt.shape[0]
+    ):
         return ERR_WGT_RANGE
     for i in range(iter_out):
         for j in range(iter_in):
@@ -355,12 +367,17 @@ def alu_kernel(
         return ERR_UOP_RANGE
     if uop_begin == uop_end:
         return OK
-    if _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out,
-                  dst_factor_in) >= acc.shape[0]:
+    if (
+        _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in)
+        >= acc.shape[0]
+    ):
         return ERR_DST_RANGE
-    if reset == 0 and use_imm == 0 and _max_index(
-        uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in
-    ) >= acc.shape[0]:
+    if (
+        reset == 0
+        and use_imm == 0
+        and _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in)
+        >= acc.shape[0]
+    ):
         return ERR_SRC_RANGE
     batch = acc.shape[1]
     block_out = acc.shape[2]
@@ -393,9 +410,7 @@ class Machine:
 
     def __init__(self, cfg: HwConfig, dram: np.ndarray | None = None):
         self.cfg = cfg
-        self.dram = (
-            np.zeros(0, np.uint8) if dram is None else np.ascontiguousarray(dram, np.uint8)
-        )
+        self.dram = np.zeros(0, np.uint8) if dram is None else np.ascontiguousarray(dram, np.uint8)
         b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
         self.inp = np.zeros((cfg.inp_depth, b, bi), np.int8)
         self.wgt = np.zeros((cfg.wgt_depth, bo, bi), np.int8)
@@ -426,30 +441,73 @@ class Machine:
             if insn.memory_type != MemType.OUT and insn.x_size:
                 return ERR_MEM_TYPE
             pads = insn.y_pad_0 + insn.y_pad_1 + insn.x_pad_0 + insn.x_pad_1
-            return store_kernel(self._bytes(self.out), self.cfg.out_elem_bytes, self.dram,
-                                insn.sram_base, insn.dram_base, insn.y_size, insn.x_size,
-                                insn.x_stride, pads)
+            return store_kernel(
+                self._bytes(self.out),
+                self.cfg.out_elem_bytes,
+                self.dram,
+                insn.sram_base,
+                insn.dram_base,
+                insn.y_size,
+                insn.x_size,
+                insn.x_stride,
+                pads,
+            )
         if isinstance(insn, Gemm):
-            return gemm_kernel(self.inp, self.wgt, self.acc, self.out, self.uop, int(insn.reset),
-                               insn.uop_begin, insn.uop_end, insn.iter_out, insn.iter_in,
-                               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out,
-                               insn.src_factor_in, insn.wgt_factor_out, insn.wgt_factor_in)
+            return gemm_kernel(
+                self.inp,
+                self.wgt,
+                self.acc,
+                self.out,
+                self.uop,
+                int(insn.reset),
+                insn.uop_begin,
+                insn.uop_end,
+                insn.iter_out,
+                insn.iter_in,
+                insn.dst_factor_out,
+                insn.dst_factor_in,
+                insn.src_factor_out,
+                insn.src_factor_in,
+                insn.wgt_factor_out,
+                insn.wgt_factor_in,
+            )
         if isinstance(insn, Alu):
-            return alu_kernel(self.acc, self.out, self.uop, int(insn.reset), insn.uop_begin,
-                              insn.uop_end, insn.iter_out, insn.iter_in, insn.dst_factor_out,
-                              insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in,
-                              int(insn.alu_opcode), int(insn.use_imm), insn.imm)
+            return alu_kernel(
+                self.acc,
+                self.out,
+                self.uop,
+                int(insn.reset),
+                insn.uop_begin,
+                insn.uop_end,
+                insn.iter_out,
+                insn.iter_in,
+                insn.dst_factor_out,
+                insn.dst_factor_in,
+                insn.src_factor_out,
+                insn.src_factor_in,
+                int(insn.alu_opcode),
+                int(insn.use_imm),
+                insn.imm,
+            )
         if isinstance(insn, Finish):
             return OK
         return ERR_OPCODE
 
     def _load(self, insn: Load) -> int:
         mt = insn.memory_type
-        args = (insn.sram_base, insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
-                insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1)
+        args = (
+            insn.sram_base,
+            insn.dram_base,
+            insn.y_size,
+            insn.x_size,
+            insn.x_stride,
+            insn.y_pad_0,
+            insn.y_pad_1,
+            insn.x_pad_0,
+            insn.x_pad_1,
+        )
         if mt == MemType.ACC8:
-            return load_acc8_kernel(self.acc.reshape(-1), self.cfg.out_elem_bytes, self.dram,
-                                    *args)
+            return load_acc8_kernel(self.acc.reshape(-1), self.cfg.out_elem_bytes, self.dram, *args)
         targets = {
             MemType.INP: self.inp,
             MemType.WGT: self.wgt,
@@ -463,8 +521,7 @@ class Machine:
         if code == OK and mt == MemType.UOP and insn.x_size:
             end = insn.sram_base + insn.rows * insn.row_width
             (dl, dm), (sl, sm), (wl, wm) = self._uop_fields
-            decode_uop_kernel(self.uop_words, self.uop, insn.sram_base, end, dl, dm, sl, sm, wl,
-                              wm)
+            decode_uop_kernel(self.uop_words, self.uop, insn.sram_base, end, dl, dm, sl, sm, wl, wm)
         return code
 
     def run(self, insns: list[Insn]) -> None:

