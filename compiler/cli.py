@@ -45,11 +45,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 2
+    from compiler.errors import CompilerError
     from isa.errors import IsaError
 
     try:
         return int(args.run(args) or 0)
-    except IsaError as e:
+    except (IsaError, CompilerError) as e:
         print(f"vtac {args.command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,0 +1,1 @@
+"""The accelerator target: instruction-stream building, DRAM layout and the static checker."""

@@ -1,0 +1,320 @@
+"""Building one instruction stream for the accelerator: the target's runtime layer.
+
+The lowered loop IR of an accelerator function is evaluated on the host; its DMA, micro-op and
+synchronisation intrinsics call this builder, which produces the instruction stream the way
+VTA's runtime does:
+
+- ``dep_pop(src, dst)`` does not emit anything: it marks a pending pop on module ``dst`` that
+  the next instruction of that module carries (a second pending pop of the same kind first
+  commits the first as a NOP);
+- ``dep_push(src, dst)`` sets the push flag on the last instruction of the stream when that
+  instruction belongs to ``src`` and the flag is free, and otherwise appends a NOP on ``src``;
+- micro-op kernels are cached in the uop buffer (a ring with eviction): a kernel already
+  resident costs nothing, a new one costs a LOAD UOP on compute;
+- ``finish()`` closes the stream with a compute NOP that waits for the last load and the last
+  store, then FINISH.
+
+Example:
+    >>> from isa import load_config
+    >>> b = StreamBuilder(load_config("default"))
+    >>> k = b.uop_kernel([(0, 0, 0)], loops=[(4, 1, 1, 0)])
+    >>> b.gemm(k)
+    >>> [i.opcode.name for i in b.finish().insns]
+    ['LOAD', 'GEMM', 'STORE', 'LOAD', 'LOAD', 'FINISH']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from isa import Alu, AluOp, Finish, Gemm, HwConfig, Insn, Load, MemType, Store
+from isa.insn import module_of
+
+from .errors import VTATargetError
+
+MODULE_ORDER = {"load": 1, "compute": 2, "store": 3}
+
+
+@dataclasses.dataclass(frozen=True)
+class UopKernel:
+    """A micro-op kernel: its micro-ops and up to two loops folded into the instruction.
+
+    ``loops`` lists ``(extent, dst_factor, src_factor, wgt_factor)``, outer first; they become
+    ``iter_out``/``iter_in`` and the factor fields. Kernels are values: equal kernels share one
+    place in the uop buffer.
+    """
+
+    uops: tuple[tuple[int, int, int], ...]
+    loops: tuple[tuple[int, int, int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.loops) > 2:
+            raise VTATargetError(f"a micro-op kernel folds at most 2 loops, got {len(self.loops)}")
+        if not self.uops:
+            raise VTATargetError("a micro-op kernel needs at least one micro-op")
+
+    @property
+    def iters(self) -> tuple[int, int]:
+        ext = [lp[0] for lp in self.loops]
+        return (ext[0], ext[1]) if len(ext) == 2 else (1, ext[0]) if ext else (1, 1)
+
+    def factors(self) -> dict[str, int]:
+        """The loop factor fields of a GEMM/ALU instruction running this kernel."""
+        loops = list(self.loops)
+        if len(loops) == 1:
+            loops = [(1, 0, 0, 0)] + loops
+        while len(loops) < 2:
+            loops.append((1, 0, 0, 0))
+        (_, d0, s0, w0), (_, d1, s1, w1) = loops
+        return {
+            "dst_factor_out": d0,
+            "dst_factor_in": d1,
+            "src_factor_out": s0,
+            "src_factor_in": s1,
+            "wgt_factor_out": w0,
+            "wgt_factor_in": w1,
+        }
+
+    @property
+    def uop_count(self) -> int:
+        io, ii = self.iters
+        return io * ii * len(self.uops)
+
+
+@dataclasses.dataclass
+class _Resident:
+    begin: int
+    end: int
+
+
+@dataclasses.dataclass
+class Stream:
+    """A finished stream: instructions and the micro-op words they load from DRAM."""
+
+    insns: list[Insn]
+    uop_words: np.ndarray  # uint32, placed in DRAM at the builder's uop_dram_base (elements)
+    uop_dram_base: int
+
+
+class StreamBuilder:
+    """Accumulates instructions for one program; see the module docstring."""
+
+    def __init__(self, cfg: HwConfig, *, uop_dram_base: int = 0):
+        self.cfg = cfg
+        self.insns: list[Insn] = []
+        self._pending: dict[str, dict[str, bool]] = {
+            m: {"pop_prev_dep": False, "pop_next_dep": False} for m in MODULE_ORDER
+        }
+        # uop kernels: DRAM copy (deduplicated) and residency in the uop buffer ring
+        self.uop_dram_base = uop_dram_base
+        self._uop_words: list[int] = []
+        self._dram_pos: dict[UopKernel, int] = {}
+        self._resident: dict[UopKernel, _Resident] = {}
+        self._ring_end = 0
+        from isa.formats import layout
+
+        self._uop_layout = layout("uop", cfg)
+        self.uop_loads = 0
+
+    # ---- dependency tokens ------------------------------------------------------------
+    def dep_pop(self, src: str, dst: str) -> None:
+        """The next instruction of module ``dst`` waits for a token from ``src``."""
+        flag = self._pop_flag(src, dst)
+        if self._pending[dst][flag]:
+            self._nop(dst)
+        self._pending[dst][flag] = True
+
+    def dep_push(self, src: str, dst: str) -> None:
+        """Module ``src`` signals ``dst`` once everything it has been given so far is done."""
+        flag = self._push_flag(src, dst)
+        self._commit_pending(src)
+        last = self.insns[-1] if self.insns else None
+        if last is not None and module_of(last) == src and not getattr(last, flag):
+            self.insns[-1] = dataclasses.replace(last, **{flag: True})
+        else:
+            self._nop(src, **{flag: True})
+
+    def _pop_flag(self, src: str, dst: str) -> str:
+        self._check_pair(src, dst)
+        return "pop_prev_dep" if MODULE_ORDER[src] < MODULE_ORDER[dst] else "pop_next_dep"
+
+    def _push_flag(self, src: str, dst: str) -> str:
+        self._check_pair(src, dst)
+        return "push_next_dep" if MODULE_ORDER[src] < MODULE_ORDER[dst] else "push_prev_dep"
+
+    @staticmethod
+    def _check_pair(src: str, dst: str) -> None:
+        if src not in MODULE_ORDER or dst not in MODULE_ORDER:
+            raise VTATargetError(f"unknown module in dependency {src}->{dst}")
+        if abs(MODULE_ORDER[src] - MODULE_ORDER[dst]) != 1:
+            raise VTATargetError(
+                f"no dependency queue {src}->{dst}: tokens flow only between neighbouring "
+                "modules (load<->compute, compute<->store)"
+            )
+
+    def _commit_pending(self, module: str) -> None:
+        if any(self._pending[module].values()):
+            self._nop(module)
+
+    def _nop(self, module: str, **flags: bool) -> None:
+        if module == "load":
+            insn: Insn = Load(memory_type=MemType.INP, x_size=0)
+        elif module == "compute":
+            insn = Load(memory_type=MemType.UOP, x_size=0)
+        else:
+            insn = Store(x_size=0)
+        self._emit(insn, **flags)
+
+    def _emit(self, insn: Insn, **flags: bool) -> None:
+        module = module_of(insn)
+        pending = self._pending[module]
+        fields = {**{k: v for k, v in pending.items() if v}, **flags}
+        for k in pending:
+            pending[k] = False
+        self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
+
+    # ---- DMA ------------------------------------------------------------------------
+    def load(
+        self,
+        memory_type: MemType,
+        sram_base: int,
+        dram_base: int,
+        y_size: int,
+        x_size: int,
+        x_stride: int,
+        pad: tuple[int, int, int, int] = (0, 0, 0, 0),
+    ) -> None:
+        """A 2-D load; ``pad`` is (y_pad_0, y_pad_1, x_pad_0, x_pad_1). Splits rows past the
+        16-bit ``y_size`` field and pads past the 4-bit pad fields are the caller's business."""
+        y0, y1, x0, x1 = pad
+        self._emit(
+            Load(
+                memory_type=memory_type,
+                sram_base=sram_base,
+                dram_base=dram_base,
+                y_size=y_size,
+                x_size=x_size,
+                x_stride=x_stride,
+                y_pad_0=y0,
+                y_pad_1=y1,
+                x_pad_0=x0,
+                x_pad_1=x1,
+            )
+        )
+
+    def store(
+        self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int
+    ) -> None:
+        """A 2-D store of out-buffer entries to DRAM."""
+        self._emit(
+            Store(
+                sram_base=sram_base,
+                dram_base=dram_base,
+                y_size=y_size,
+                x_size=x_size,
+                x_stride=x_stride,
+            )
+        )
+
+    # ---- micro-op kernels -------------------------------------------------------------
+    def uop_kernel(
+        self, uops: Sequence[tuple[int, int, int]], loops: Sequence[tuple[int, int, int, int]] = ()
+    ) -> UopKernel:
+        """Declare a kernel (it is loaded into the uop buffer when first used)."""
+        return UopKernel(
+            tuple(tuple(int(v) for v in u) for u in uops),
+            tuple(tuple(int(v) for v in lp) for lp in loops),
+        )
+
+    def _make_resident(self, kernel: UopKernel) -> _Resident:
+        res = self._resident.get(kernel)
+        if res is not None:
+            return res
+        n = len(kernel.uops)
+        depth = self.cfg.uop_depth
+        if n > depth:
+            raise VTATargetError(
+                f"micro-op kernel of {n} micro-ops does not fit the uop buffer ({depth})"
+            )
+        begin = self._ring_end
+        if begin + n > depth:
+            begin = 0
+        end = begin + n
+        # evict every cached kernel that overlaps the new range
+        for k, r in list(self._resident.items()):
+            if r.begin < end and begin < r.end:
+                del self._resident[k]
+        pos = self._dram_pos.get(kernel)
+        if pos is None:
+            pos = len(self._uop_words)
+            self._dram_pos[kernel] = pos
+            from isa import encode_uops
+
+            self._uop_words.extend(int(w) for w in encode_uops(np.asarray(kernel.uops), self.cfg))
+        self._emit(
+            Load(
+                memory_type=MemType.UOP,
+                sram_base=begin,
+                dram_base=self.uop_dram_base + pos,
+                y_size=1,
+                x_size=n,
+                x_stride=n,
+            )
+        )
+        self.uop_loads += 1
+        res = _Resident(begin, end)
+        self._resident[kernel] = res
+        self._ring_end = end
+        return res
+
+    def gemm(self, kernel: UopKernel, *, reset: bool = False) -> None:
+        """A GEMM running ``kernel`` (loaded into the uop buffer first if not resident)."""
+        res = self._make_resident(kernel)
+        io, ii = kernel.iters
+        self._emit(
+            Gemm(
+                reset=reset,
+                uop_begin=res.begin,
+                uop_end=res.end,
+                iter_out=io,
+                iter_in=ii,
+                **kernel.factors(),
+            )
+        )
+
+    def alu(
+        self, kernel: UopKernel, op: AluOp, *, imm: int | None = None, reset: bool = False
+    ) -> None:
+        """An ALU instruction running ``kernel``; ``imm`` makes it an immediate operation."""
+        res = self._make_resident(kernel)
+        io, ii = kernel.iters
+        f = kernel.factors()
+        if f.pop("wgt_factor_out") or f.pop("wgt_factor_in"):
+            raise VTATargetError("ALU micro-op loops have no weight factors")
+        self._emit(
+            Alu(
+                reset=reset,
+                uop_begin=res.begin,
+                uop_end=res.end,
+                iter_out=io,
+                iter_in=ii,
+                alu_opcode=op,
+                use_imm=imm is not None,
+                imm=0 if imm is None else int(imm),
+                **f,
+            )
+        )
+
+    # ---- closing ----------------------------------------------------------------------
+    def finish(self) -> Stream:
+        """Wait for the last load and the last store, then FINISH."""
+        self.dep_push("store", "compute")
+        self.dep_push("load", "compute")
+        self.dep_pop("store", "compute")
+        self.dep_pop("load", "compute")
+        self._commit_pending("compute")
+        self.insns.append(Finish())
+        return Stream(self.insns, np.asarray(self._uop_words, np.uint32), self.uop_dram_base)
