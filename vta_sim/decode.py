@@ -1,0 +1,62 @@
+"""The program's instruction stream as the event loop's table: one int64 row per instruction.
+
+Fields come from :func:`isa.decode_fields`; the columns the loop derives once, rather than per
+cycle, are the executing module (ISA.md §3 routing), bit masks of the dependency queues each
+instruction pops and pushes, and the column of a flag that names a queue its module lacks.
+Instructions are decoded from the initial DRAM image: a program that stores over its own
+instruction stream is outside the model.
+
+Example:
+    >>> import isa
+    >>> cfg = isa.load_config("default")
+    >>> prog = isa.Program.build(cfg, [isa.Load(memory_type=isa.MemType.INP, x_size=1,
+    ...                                        push_next_dep=True), isa.Finish()])
+    >>> table = instruction_table(prog)
+    >>> table[:, COLUMNS.index("route")].tolist(), table[:, COLUMNS.index("pushes")].tolist()
+    ([1, 2], [1, 0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa import DEP_QUEUES, Program
+from isa.insn import DEP_FLAGS, module_of_fields, queue_of
+
+from .engine import COLUMNS, MODULES
+
+_QUEUE_IDS = {name: q for q, name in enumerate(DEP_QUEUES)}
+_NO_FLAG = -1
+
+
+def instruction_table(prog: Program) -> np.ndarray:
+    """The (insn_count, len(COLUMNS)) int64 table the event loop runs on."""
+    fields = prog.fields()
+    n = prog.insn_count
+    table = np.zeros((n, len(COLUMNS)), np.int64)
+    for c, name in enumerate(COLUMNS):
+        if name in fields:
+            table[:, c] = fields[name]
+    opcode = fields["opcode"]
+    memtype = fields["memory_type"]
+    route = table[:, COLUMNS.index("route")]
+    pops = table[:, COLUMNS.index("pops")]
+    pushes = table[:, COLUMNS.index("pushes")]
+    bad = table[:, COLUMNS.index("bad_flag")]
+    bad[:] = _NO_FLAG
+    # Few distinct (opcode, memory type) pairs exist, so route and flag meaning per pair.
+    pairs = np.unique(np.stack([opcode, memtype], axis=1), axis=0) if n else np.zeros((0, 2))
+    for op, mt in pairs.tolist():
+        sel = (opcode == op) & (memtype == mt)
+        module = module_of_fields(int(op), int(mt))
+        route[sel] = MODULES.index(module)
+        # a flag on a queue the module lacks: the first such flag, in field order, is reported
+        for flag in reversed(DEP_FLAGS):
+            q = queue_of(module, flag)
+            on = sel & (fields[flag] != 0)
+            if q is None:
+                bad[on] = COLUMNS.index(flag)
+            else:
+                target = pops if flag.startswith("pop") else pushes
+                target[on] |= 1 << _QUEUE_IDS[q]
+    return table

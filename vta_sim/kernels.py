@@ -1,0 +1,77 @@
+"""The ISA's reference kernels (:mod:`isa.semantics`), compiled with numba for the event loop.
+
+The functional semantics are written once, in :mod:`isa.semantics`, as plain loops. Those kernels
+call small helpers (``wrap32``, ``low8``, ``alu_apply``, ``_max_index``) that are ordinary Python
+functions in their module, and nopython code cannot call ordinary functions. So each kernel is
+rebuilt from its very code object with a globals mapping in which the helpers are compiled too,
+and the rebuilt function is compiled. The arithmetic stays the ISA's; only the name binding
+differs.
+
+The kernels are not cached on their own: they are linked into the event loop
+(:mod:`vta_sim.engine`), whose cache key includes :data:`SOURCE_STAMP`, a hash of the sources
+they come from, so an edited kernel never runs from a stale cache.
+
+Example:
+    >>> import numpy as np
+    >>> acc = np.zeros(4, np.int32); dram = np.array([255, 1, 128, 127], np.uint8)
+    >>> load_acc8(acc, 4, dram, 0, 0, 1, 1, 1, 0, 0, 0, 0), acc.tolist()
+    (0, [-1, 1, -128, 127])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numba
+
+import isa.semantics as _sem
+
+#: Helpers the kernels call by global name; compiled first so the kernels can call them.
+_HELPERS = ("wrap32", "low8", "alu_apply", "_max_index")
+
+
+def _compile_helpers() -> dict[str, Any]:
+    scope = dict(vars(_sem))
+    for name in _HELPERS:
+        scope[name] = numba.njit(_rebind(getattr(_sem, name), scope))
+    return scope
+
+
+def _rebind(func: Callable[..., Any], scope: dict[str, Any]) -> types.FunctionType:
+    """The same code object as ``func``, resolving its global names in ``scope``."""
+    new = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
+                             func.__closure__)
+    new.__qualname__ = func.__qualname__
+    new.__doc__ = func.__doc__
+    return new
+
+
+_SCOPE = _compile_helpers()
+
+
+def _kernel(name: str) -> Any:
+    return numba.njit(_rebind(getattr(_sem, name), _SCOPE))
+
+
+load = _kernel("load_kernel")
+load_acc8 = _kernel("load_acc8_kernel")
+decode_uops = _kernel("decode_uop_kernel")
+store = _kernel("store_kernel")
+gemm = _kernel("gemm_kernel")
+alu = _kernel("alu_kernel")
+
+
+def _source_stamp() -> int:
+    """A 60-bit hash of the sources compiled into the event loop besides its own file."""
+    h = hashlib.sha256()
+    for mod in (_sem,):
+        h.update(inspect.getsource(mod).encode())
+    h.update(inspect.getsource(inspect.getmodule(_source_stamp)).encode())
+    return int(h.hexdigest()[:15], 16)
+
+
+SOURCE_STAMP = _source_stamp()
