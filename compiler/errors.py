@@ -1,0 +1,44 @@
+"""Exceptions raised by the compiler.
+
+Every error names what is at fault: the stage, axis, tensor, buffer, dtype or shape. Catch
+``CompilerError`` to handle them all.
+
+Example:
+    >>> from compiler.errors import ScheduleError
+    >>> issubclass(ScheduleError, CompilerError)
+    True
+"""
+
+from __future__ import annotations
+
+
+class CompilerError(Exception):
+    """Base class of every error raised by the compiler."""
+
+
+class TEError(CompilerError):
+    """An invalid tensor expression (bad shape, dtype, index or reduction)."""
+
+
+class ShapeError(TEError, ValueError):
+    """Shapes of operands do not agree."""
+
+
+class DTypeError(TEError, TypeError):
+    """Dtypes of operands do not agree or a dtype is not supported."""
+
+
+class ScheduleError(CompilerError):
+    """An illegal scheduling primitive; the message names the stage and axis."""
+
+
+class LoweringError(CompilerError):
+    """A schedule that cannot be lowered to loop IR."""
+
+
+class IRVerifyError(CompilerError):
+    """The loop IR is malformed; raised by the verifier after a pass."""
+
+
+class CodegenError(CompilerError):
+    """A target cannot generate code for a construct in the loop IR."""

@@ -1,0 +1,1 @@
+"""Scheduling primitives, one module per family: loop, attach, cache, annotate."""
