@@ -193,3 +193,43 @@ def prove(cond: Expr, env: Env | None = None) -> bool | None:
             return False
         return True if (lo is not None and lo > 0) or (hi is not None and hi < 0) else None
     return None
+
+
+def tight_upper_bound(e: Expr, env: Env | None = None, max_choices: int = 64) -> int | None:
+    """A constant upper bound of ``e`` that sees through ``min`` and ``max`` terms.
+
+    ``min(a, b) + t <= a + t`` and ``<= b + t`` (and ``-max(a, b) <= -a``): each choice is
+    simplified, so correlated terms cancel before bounding. Used to size buffers of regions
+    like ``min(y*4 + 4, 9) - max(y*4 - 1, 0) + 1``.
+
+    Example:
+        >>> from compiler.ir import op
+        >>> y = Var("y")
+        >>> e = op.minimum(y * 4 + 4, 9) - op.maximum(y * 4 - 1, 0) + 1
+        >>> const_bounds(e, {y: (0, 2)})[1], tight_upper_bound(e, {y: (0, 2)})
+        (10, 6)
+    """
+    from compiler.arith.simplify import simplify
+
+    env = env or {}
+    form = to_linear(e)
+    choices: list[list[tuple[Expr, Expr]]] = []
+    for atom, coeff in form.terms.items():
+        if (isinstance(atom, E.Min) and coeff > 0) or (isinstance(atom, E.Max) and coeff < 0):
+            choices.append([(atom, atom.a), (atom, atom.b)])
+    best = const_bounds(e, env)[1]
+    if not choices or 2 ** len(choices) > max_choices:
+        return best
+    import itertools
+
+    from compiler.arith.linear import LinearForm, from_linear
+
+    for combo in itertools.product(*choices):
+        picked = dict(combo)
+        alt = LinearForm(form.dtype, {}, form.const)
+        for atom, coeff in form.terms.items():
+            alt = alt.plus(to_linear(picked.get(atom, atom)).scaled(coeff))
+        hi = const_bounds(simplify(from_linear(alt), env), env)[1]
+        if hi is not None and (best is None or hi < best):
+            best = hi
+    return best

@@ -197,6 +197,9 @@ class Simplifier:
             return op.minimum(a, b) if isinstance(n, E.Min) else op.maximum(a, b)
         if a == b:
             return a
+        # min(min(x, c1), c2) -> min(x, min(c1, c2)) (and the same for max)
+        if type(a) is type(n) and isinstance(b, IntImm) and isinstance(a.b, IntImm):  # type: ignore[union-attr]
+            return self._minmax(type(n)(a.a, self._minmax(type(n)(a.b, b))))  # type: ignore[union-attr]
         if is_linear_dtype(n.dtype):
             a_le_b = self.prove_le(a, b)
             a_ge_b = not a_le_b and self.prove_le(b, a)

@@ -456,6 +456,8 @@ LOG = CallOp("log")
 SQRT = CallOp("sqrt")
 TANH = CallOp("tanh")
 FABS = CallOp("fabs")
+#: True if any lane of a bool vector is true (a scalar bool).
+REDUCE_OR = CallOp("reduce_or")
 
 #: Math intrinsics every CPU target implements, by name.
 MATH_OPS = {op.name: op for op in (EXP, LOG, SQRT, TANH, FABS)}

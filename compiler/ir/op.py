@@ -38,6 +38,9 @@ def convert(value: ExprLike, like: DType | None = None) -> Expr:
     """
     if isinstance(value, Expr):
         return value
+    axis_var = getattr(value, "var", None)
+    if isinstance(axis_var, E.Var):
+        return axis_var  # an iteration axis stands for its variable
     if isinstance(value, bool | np.bool_):
         return IntImm(int(value), bool_)
     if isinstance(value, int | float | np.integer | np.floating):

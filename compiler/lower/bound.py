@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.arith.bounds import const_bounds
+from compiler.arith.bounds import tight_upper_bound
 from compiler.arith.interval import Interval, eval_interval
 from compiler.arith.simplify import simplify
 from compiler.errors import LoweringError
@@ -64,7 +64,7 @@ class StageBound:
 
 
 def _upper(e: Expr, env: Env) -> int | None:
-    return const_bounds(e, env)[1]
+    return tight_upper_bound(e, env)
 
 
 def _loop_range(extent: Expr, env: Env) -> tuple[int, int]:

@@ -142,8 +142,12 @@ def compute(
     name: str = "compute",
     tag: str = "",
     attrs: dict[str, Any] | None = None,
+    axis_names: Sequence[str] | None = None,
 ) -> Tensor:
     """A tensor whose element at ``indices`` is ``fcompute(*indices)``.
+
+    Axes are named after ``fcompute``'s parameters (``i0, i1, ...`` for ``*args``) unless
+    ``axis_names`` is given.
 
     A reduction (``te.sum``/``max``/``min``) must be the whole body. Reads are checked against
     the shapes of the tensors read, except inside ``if_then_else`` branches (padding).
@@ -155,7 +159,12 @@ def compute(
         compiler.errors.ShapeError: compute B reads A out of bounds: dimension 0 ...
     """
     dims = as_shape(shape, f"compute {name}")
-    names = _arg_names(fcompute, len(dims))
+    if axis_names is not None:
+        names = list(axis_names)
+        if len(names) != len(dims):
+            raise ShapeError(f"compute {name}: {len(names)} axis names for {len(dims)} dimensions")
+    else:
+        names = _arg_names(fcompute, len(dims))
     axis = tuple(IterVar(Var(n), 0, d) for n, d in zip(names, dims, strict=True))
     body = fcompute(*(iv.var for iv in axis))
     if isinstance(body, IterVar):

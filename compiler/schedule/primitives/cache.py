@@ -62,8 +62,10 @@ def cache_read(
     for rs in reader_stages:
         reads = [t for t in rs.op.input_tensors() if schedule.stage_of(t.op) is src_stage]
         if not reads:
+            direct = [t.name for t in rs.op.input_tensors()]
             raise ScheduleError(
-                f"cache_read of {src_stage.name}: stage {rs.name} does not read {src_stage.name}"
+                f"cache_read of {src_stage.name}: stage {rs.name} does not read "
+                f"{src_stage.name} directly (it reads {direct}); list the stages that do"
             )
     name = schedule.unique_name(f"{src_stage.name}.{scope.name}")
     cache_op = _copy_op(name, src)
