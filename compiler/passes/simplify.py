@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from compiler.arith.bounds import const_bounds
+from compiler.arith.bounds import const_bounds, tight_upper_bound
 from compiler.arith.simplify import Simplifier
 from compiler.ir import stmt as S
 from compiler.ir.expr import Expr, IntImm, Var
@@ -82,7 +82,7 @@ class _StmtSimplifier:
         lo = self.expr(s.min, env)
         ext = self.expr(s.extent, env)
         lo_b = const_bounds(lo, env)
-        ext_b = const_bounds(ext, env)
+        ext_b = (const_bounds(ext, env)[0], tight_upper_bound(ext, env))
         if ext_b[1] is not None and ext_b[1] <= 0:
             return S.NOP
         removable = s.kind is not S.ForKind.THREAD_BINDING and not self.keep_loops

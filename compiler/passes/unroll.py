@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from compiler.arith.bounds import const_bounds
+from compiler.arith.bounds import const_bounds, tight_upper_bound
 from compiler.errors import LoweringError
 from compiler.ir import stmt as S
 from compiler.ir.expr import IntImm, Var
@@ -34,7 +34,7 @@ def _unroll(s: S.Stmt, env: Env) -> S.Stmt:
         return S.seq(*(_unroll(x, env) for x in s.stmts))
     if isinstance(s, S.For):
         lo_b = const_bounds(s.min, env)
-        ext_b = const_bounds(s.extent, env)
+        ext_b = (None, tight_upper_bound(s.extent, env))
         inner = dict(env)
         if None not in lo_b and ext_b[1] is not None:
             inner[s.var] = (lo_b[0], lo_b[1] + ext_b[1] - 1)  # type: ignore[operator]

@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from compiler.arith.bounds import const_bounds
+from compiler.arith.bounds import const_bounds, tight_upper_bound
 from compiler.errors import LoweringError
 from compiler.ir import expr as E
 from compiler.ir import op
@@ -228,7 +228,7 @@ def _vectorize(s: S.Stmt, env: Env) -> S.Stmt:
         return S.seq(*(_vectorize(x, env) for x in s.stmts))
     if isinstance(s, S.For):
         lo_b = const_bounds(s.min, env)
-        ext_lo, ext_hi = const_bounds(s.extent, env)
+        ext_hi = tight_upper_bound(s.extent, env)
         inner = dict(env)
         if None not in lo_b and ext_hi is not None:
             inner[s.var] = (lo_b[0], lo_b[1] + ext_hi - 1)  # type: ignore[operator]

@@ -41,6 +41,8 @@ from compiler.topi.pad import pad
 from compiler.topi.utils import accumulate_dtype, conv_out_size, padding4, pair
 
 KERNEL_LAYOUTS = ("OIHWoi", "OIHWio")
+#: Axis names of a packed convolution's output.
+PACKED_AXES = ("n", "ob", "y", "x", "bi", "oi")
 
 
 def _common(
@@ -174,6 +176,7 @@ def conv2d_nchwc(
             name=name,
             tag="depthwise_conv2d_packed",
             attrs=attrs,
+            axis_names=PACKED_AXES,
         )
     cg, opg = (
         (c // groups, o // groups)
@@ -202,6 +205,7 @@ def conv2d_nchwc(
         name=name,
         tag="conv2d_packed",
         attrs=attrs,
+        axis_names=PACKED_AXES,
     )
 
 

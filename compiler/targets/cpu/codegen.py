@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from compiler.arith.bounds import const_bounds
+from compiler.arith.bounds import const_bounds, tight_upper_bound
 from compiler.errors import CodegenError
 from compiler.ir import expr as E
 from compiler.ir import stmt as S
@@ -650,7 +650,8 @@ class CpuCodegen:
         self.vars[var] = Value("i64", iv)
         saved = self.env.get(var)
         lo_b = const_bounds(lo_expr, self.env) if lo_expr is not None else (None, None)
-        ext_b = const_bounds(ext_expr, self.env) if ext_expr is not None else (None, None)
+        ext_hi = tight_upper_bound(ext_expr, self.env) if ext_expr is not None else None
+        ext_b = (None, ext_hi)
         if lo_b[0] is not None and lo_b[1] is not None and ext_b[1] is not None:
             self.env[var] = (lo_b[0], lo_b[1] + ext_b[1] - 1)
         try:

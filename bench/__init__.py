@@ -1,0 +1,1 @@
+"""Benchmarks that print ratios against peers measured in the same run."""

@@ -1,0 +1,34 @@
+"""CPU schedule of elementwise (injective) stages: outer axes fused and parallel, the
+innermost axis vectorized when it divides into whole vectors.
+
+Example:
+    >>> from compiler import te, topi
+    >>> X = te.placeholder((4, 8, 32), name="X")
+    >>> s = schedule_injective(topi.relu(X))
+    >>> s["relu"].axis_names()
+    ['i0.i1.fused', 'i2.outer', 'i2.inner']
+"""
+
+from __future__ import annotations
+
+from compiler.schedule import Schedule, create_schedule
+from compiler.te.tensor import Tensor
+
+
+def schedule_injective(out: Tensor, lanes: int = 16, parallel: bool = True) -> Schedule:
+    """Schedule an elementwise output (its producers stay at the root)."""
+    s = create_schedule(out)
+    st = s[out]
+    axes = list(st.leaf_iter_vars)
+    inner = axes[-1]
+    outer = axes[:-1]
+    if len(outer) > 1:
+        fused = st.fuse(*outer)
+    else:
+        fused = outer[0] if outer else None
+    if inner.extent % lanes == 0:
+        _, vi = st.split(inner, factor=lanes)
+        st.vectorize(vi)
+    if parallel and fused is not None:
+        st.parallel(fused)
+    return s
