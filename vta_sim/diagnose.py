@@ -73,7 +73,7 @@ def instruction_error(code: int, stats: np.ndarray, table: np.ndarray) -> Instru
 
 
 def _waits(table: np.ndarray, snap: np.ndarray, m: int, cmd_depth: int, dep_depth: int) -> dict:
-    """What module ``m`` is doing or waiting for at the stop."""
+    """What module ``m`` is doing or waiting for at the stop (``waits_for`` None: idle)."""
     state = int(snap[E.SN_STATE + m])
     i = int(snap[E.SN_INSN + m])
     tokens = snap[E.SN_TOKENS:E.SN_TOKENS + E.N_QUEUES]
@@ -87,7 +87,8 @@ def _waits(table: np.ndarray, snap: np.ndarray, m: int, cmd_depth: int, dep_dept
             entry["waits_for"] = (f"room in the {target} command queue "
                                   f"({count}/{cmd_depth} entries)")
         elif state == E.F_DONE:
-            entry["waits_for"] = f"nothing: all {int(snap[E.SN_FETCHED])} instructions fetched"
+            entry["waits_for"] = None
+            entry["idle"] = f"all {int(snap[E.SN_FETCHED])} instructions fetched and dispatched"
         else:
             entry["waits_for"] = "the DRAM port"
         return entry
@@ -96,7 +97,8 @@ def _waits(table: np.ndarray, snap: np.ndarray, m: int, cmd_depth: int, dep_dept
         empty = [_QUEUES[q] for q in range(E.N_QUEUES) if pops >> q & 1 and tokens[q] < 1]
         entry["waits_for"] = "a token in " + ", ".join(f"{q} (0 tokens)" for q in empty)
     elif state == E.M_FREE:
-        entry["waits_for"] = "nothing: its command queue is empty"
+        entry["waits_for"] = None
+        entry["idle"] = "its command queue is empty"
     elif state == E.M_PUSHW:
         pushes = int(table[i, _col("pushes")])
         full = [_QUEUES[q] for q in range(E.N_QUEUES)
@@ -125,9 +127,14 @@ def stop_report(table: np.ndarray, snap: np.ndarray, cmd_depth: int, dep_depth: 
 def format_report(report: dict) -> str:
     lines = []
     for name, entry in report["modules"].items():
-        what = (f"instruction {entry['instruction']} ({entry['opcode']}) waits for "
-                if entry["instruction"] is not None else "waits for ")
-        lines.append(f"  {name:8s} {what}{entry['waits_for']}")
+        if entry["waits_for"] is None:
+            what = f"idle: {entry['idle']}"
+        elif entry["instruction"] is not None:
+            what = f"instruction {entry['instruction']} ({entry['opcode']}) waits for " + (
+                entry["waits_for"])
+        else:
+            what = f"waits for {entry['waits_for']}"
+        lines.append(f"  {name:8s} {what}")
     deps = ", ".join(f"{q}={c}" for q, c in report["dependency_queues"].items())
     cmds = ", ".join(f"{q}={c}" for q, c in report["command_queues"].items())
     lines.append(f"  dependency queue tokens: {deps}")

@@ -12,7 +12,7 @@ Example:
     >>> r = vta_sim.simulate(isa.Program.build(cfg, [isa.Finish()]))
     >>> rec = r.trace.records()[0]
     >>> rec.kind, rec.module, rec.issue
-    ('FINISH', 'compute', 38)
+    ('FINISH', 'compute', 35)
 """
 
 from __future__ import annotations
