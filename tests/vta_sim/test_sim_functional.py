@@ -339,3 +339,25 @@ def test_strided_store(preset):
             want[1 + 5 * y + x] = low8[4 + 2 * y + x]
     np.testing.assert_array_equal(region, want)
     assert r.dram_bytes["out"] == 6 * cfg.out_elem_bytes
+
+
+def test_read_symbol_from_the_final_dram():
+    cfg = isa.load_config("default")
+    lay = DramLayout(cfg, insn_space=4096)
+    vals = np.arange(-8, 8, dtype=np.int32).reshape(4, 1, 4) * 1000
+    acc_off = lay.put(vals)
+    uop_off = lay.put(uop_words(cfg, [(0, 0, 0)]))
+    out_off = lay.space(4 * cfg.out_elem_bytes)
+    sym = isa.Symbol("y", out_off, "int8", (4, 4), role="output")
+    insns = [
+        Load(memory_type=MemType.UOP, dram_base=lay.elem(uop_off, MemType.UOP), x_size=1),
+        Load(memory_type=MemType.ACC, dram_base=lay.elem(acc_off, MemType.ACC), x_size=4),
+        Alu(uop_begin=0, uop_end=1, iter_out=4, dst_factor_out=1, alu_opcode=AluOp.SHR,
+            use_imm=True, imm=4, push_next_dep=True),
+        Store(dram_base=lay.elem(out_off, MemType.OUT), x_size=4, pop_prev_dep=True,
+              push_prev_dep=True),
+        Finish(pop_next_dep=True),
+    ]
+    r, _ = run_both(lay.build(insns, symbols=(sym,)))
+    np.testing.assert_array_equal(r.read("y"), (vals.reshape(4, 4) >> 4).astype(np.int8))
+    assert not r.program.read("y").any()  # the program's own image is untouched

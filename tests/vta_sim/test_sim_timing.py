@@ -348,3 +348,18 @@ def test_statistics_partition_every_cycle_on_a_busy_program():
     r = vta_sim.simulate(_tiles_program(DEFAULT, tiles=6, uops_per_gemm=32, double=True))
     check_stats(r)
     assert r.modules["load"]["busy"] > 0 and r.modules["store"]["busy"] > 0
+
+
+def test_timing_constants_are_read_from_isa_timing_at_call_time(monkeypatch):
+    insns = [Gemm(uop_begin=0, uop_end=1, iter_out=5), Alu(uop_begin=0, uop_end=1, iter_out=2),
+             Finish()]
+    base = sim(DEFAULT, insns).cycles
+    monkeypatch.setattr(T, "GEMM_PIPE_LATENCY", T.GEMM_PIPE_LATENCY + 3)
+    monkeypatch.setattr(T, "ALU_PIPE_LATENCY", T.ALU_PIPE_LATENCY + 2)
+    assert sim(DEFAULT, insns).cycles == base + 5
+    # swapping load and compute in the port priority flips who wins a same-cycle request
+    contention = [Load(memory_type=MemType.INP, x_size=1, x_pad_0=1),
+                  Load(memory_type=MemType.ACC, x_size=1), Finish()]
+    monkeypatch.setattr(T, "PORT_PRIORITY", ("fetch", "compute", "load", "store"))
+    r = sim(DEFAULT, contention)
+    assert r.trace.record(1).memory_wait == 0 and r.trace.record(0).memory_wait > 0
