@@ -64,8 +64,9 @@ def instruction_error(code: int, stats: np.ndarray, table: np.ndarray) -> Instru
     i = int(stats[E.S_ERR_INDEX])
     field, what = ERRORS.get(code, ("?", f"unknown error code {code}"))
     module = E.MODULES[int(table[i, _col("route")])]
-    if code == ERR_DEP_FLAG:
+    if stats[E.S_ERR_DETAIL] >= 0:  # decoding named the very field
         field = E.COLUMNS[int(stats[E.S_ERR_DETAIL])]
+    if code == ERR_DEP_FLAG:
         what = f"{field} names a queue the {module} module does not have"
     detail = _fields(table, i)
     message = f"{what} ({describe(table, i)} on {module}" + (f": {detail})" if detail else ")")

@@ -49,13 +49,14 @@ COLUMNS = (
     "reset", "uop_begin", "uop_end", "iter_out", "iter_in",
     "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
     "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm",
-    # derived: executing module, bit masks of popped/pushed queues, an illegal flag's column
-    "route", "pops", "pushes", "bad_flag",
+    # derived: executing module, bit masks of popped/pushed queues, and a fault found by
+    # decoding alone (an ISA error code, 0 if none) with the column of the field at fault
+    "route", "pops", "pushes", "fault", "fault_field",
 )
 (C_OPCODE, C_POP_PREV, C_POP_NEXT, C_PUSH_PREV, C_PUSH_NEXT, C_MEMTYPE, C_SRAM, C_DRAM, C_Y, C_X,
  C_STRIDE, C_YP0, C_YP1, C_XP0, C_XP1, C_RESET, C_UOP_BEGIN, C_UOP_END, C_ITER_OUT, C_ITER_IN,
  C_DST_FO, C_DST_FI, C_SRC_FO, C_SRC_FI, C_WGT_FO, C_WGT_FI, C_ALU_OP, C_USE_IMM, C_IMM,
- C_ROUTE, C_POPS, C_PUSHES, C_BAD_FLAG) = range(len(COLUMNS))
+ C_ROUTE, C_POPS, C_PUSHES, C_FAULT, C_FAULT_FIELD) = range(len(COLUMNS))
 
 OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = 0, 1, 2, 3, 4
 MT_UOP, MT_WGT, MT_INP, MT_ACC, MT_OUT, MT_ACC8 = 0, 1, 2, 3, 4, 5
@@ -87,7 +88,7 @@ S_N_PORT = S_BYTES + len(BYTE_KINDS)
 S_N_TOKEN = S_N_PORT + 1
 S_FINISH = S_N_TOKEN + 1  # index of the FINISH that ended the run
 S_ERR_INDEX = S_FINISH + 1  # instruction at fault
-S_ERR_DETAIL = S_ERR_INDEX + 1  # e.g. the column of an illegal dependency flag
+S_ERR_DETAIL = S_ERR_INDEX + 1  # column of the field at fault, when decoding found it
 S_STAMP = S_ERR_DETAIL + 1
 N_STATS = S_STAMP + 1
 
@@ -339,10 +340,12 @@ def _build(stamp: int) -> Any:
                     if cq_cnt[m] >= 1:
                         slot = cq_head[m] % cmd_depth
                         i = cq_idx[m, slot]
-                        if F[i, C_BAD_FLAG] >= 0:
+                        # a malformed instruction fails at the head of its queue, before it
+                        # waits for tokens that its flags may not even mean
+                        if F[i, C_FAULT] != 0:
                             stats[S_ERR_INDEX] = i
-                            stats[S_ERR_DETAIL] = F[i, C_BAD_FLAG]
-                            code = 11  # ERR_DEP_FLAG
+                            stats[S_ERR_DETAIL] = F[i, C_FAULT_FIELD]
+                            code = F[i, C_FAULT]
                             break
                         pops = F[i, C_POPS]
                         if _has_tokens(pops, tok):

@@ -79,6 +79,7 @@ def simulate(program_or_path: Program | str | os.PathLike[str], *, trace: bool =
     buffers = Buffers(cfg)
     prm = params(cfg, trace=trace, max_cycles=max_cycles)
     stats = np.zeros(E.N_STATS, np.int64)
+    stats[E.S_ERR_DETAIL] = -1
     snap = np.zeros(E.N_SNAP, np.int64)
     if trace:
         bursts = -(-n // max(int(prm[E.P_BURST]), 1))

@@ -45,6 +45,9 @@ def raises(prog: Program, index: int, field: str) -> InstructionError:
 def test_bad_opcode():
     prog = patch_field(build([Gemm(), Gemm(), Finish()]), 1, 6, 0, 3)
     raises(prog, 1, "opcode")
+    # reported when it reaches the head of its queue, not as a wait for a token it cannot mean
+    prog = patch_field(build([Gemm(pop_prev_dep=True), Finish()]), 0, 5, 0, 3)
+    raises(prog, 0, "opcode")
 
 
 @pytest.mark.parametrize("value", [6, 7])
@@ -89,7 +92,7 @@ def test_dram_out_of_range():
 
 
 def test_store_padding():
-    raises(build([Store(x_size=1, x_pad_1=1), Finish()]), 0, "x_pad_0")
+    raises(build([Store(x_size=1, x_pad_1=1), Finish()]), 0, "x_pad_1")
 
 
 @pytest.mark.parametrize("insn,flag", [
