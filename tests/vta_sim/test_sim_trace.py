@@ -160,3 +160,10 @@ def test_runs_with_jit_disabled(tmp_path):
     assert proc.returncode == 0, proc.stderr
     r = vta_sim.simulate(path)
     assert proc.stdout.split() == [str(r.cycles), str(r.gemm_uops)]
+
+
+def test_cli_module_imports_without_numba():
+    code = "import sys, vta_sim.cli; assert 'numba' not in sys.modules, 'numba imported'"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
