@@ -117,7 +117,7 @@ class SimResult:
             vals = list(cats.values())
             cells = " ".join(f"{v:>7d} {100 * v / max(self.cycles, 1):3.0f}%" for v in vals)
             lines.append(f"{name:8s} {cells}")
-        lines.append("(fetch: wait_token is time blocked on a full command queue, wait_queue)")
+        lines.append("(fetch's wait_token is wait_queue: dispatch blocked by a full command queue)")
         lines.append("")
         traffic = ", ".join(f"{k} {v}" for k, v in self.dram_bytes.items())
         lines.append(f"DRAM bytes    {sum(self.dram_bytes.values())} total: {traffic}")
