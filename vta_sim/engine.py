@@ -68,12 +68,12 @@ PARAMS = (
     "rank_fetch", "rank_load", "rank_compute", "rank_store",
     "eb_uop", "eb_wgt", "eb_inp", "eb_acc", "eb_out", "eb_acc8",
     "uop_dst_lsb", "uop_dst_mask", "uop_src_lsb", "uop_src_mask", "uop_wgt_lsb", "uop_wgt_mask",
-    "max_cycles", "trace",
+    "max_cycles", "trace", "every_cycle",
 )
 (P_LATENCY, P_BUS, P_CMD_DEPTH, P_DEP_DEPTH, P_GEMM_II, P_ALU_II, P_GEMM_PIPE, P_ALU_PIPE,
  P_BURST, P_RANK, _P_RANK1, _P_RANK2, _P_RANK3, P_EB, _P_EB1, _P_EB2, _P_EB3, _P_EB4, _P_EB5,
  P_UOP_DST_LSB, P_UOP_DST_MASK, P_UOP_SRC_LSB, P_UOP_SRC_MASK, P_UOP_WGT_LSB, P_UOP_WGT_MASK,
- P_MAX_CYCLES, P_TRACE) = range(len(PARAMS))
+ P_MAX_CYCLES, P_TRACE, P_EVERY_CYCLE) = range(len(PARAMS))
 
 # ---- statistics (int64 vector) ----------------------------------------------------------
 #: DRAM byte counters: the six memory types (by MemType value), then instructions.
@@ -230,6 +230,7 @@ def _build(stamp: int) -> Any:
         burst = prm[P_BURST]
         max_cycles = prm[P_MAX_CYCLES]
         tracing = prm[P_TRACE] != 0
+        every_cycle = prm[P_EVERY_CYCLE] != 0
         n_port = 0
         n_tok = 0
 
@@ -473,10 +474,12 @@ def _build(stamp: int) -> Any:
                 if f_state == F_XFER:
                     t_next = min(t_next, f_from)
                 elif f_state == F_REQ:
-                    t_next = min(t_next, max(f_ask, port_free_at))
+                    t_next = min(t_next, f_ask if t < f_ask else port_free_at)
                 for m in range(1, 4):
                     if m_state[m] == M_REQ:
-                        t_next = min(t_next, max(m_ask[m], port_free_at))
+                        # padding ends (busy turns into waiting for the port), then the port
+                        # frees: each is a change of category or of state
+                        t_next = min(t_next, m_ask[m] if t < m_ask[m] else port_free_at)
                     elif m_state[m] == M_EXEC:
                         t_next = min(t_next, m_end[m])
                 if t_next == _NEVER:
@@ -489,6 +492,8 @@ def _build(stamp: int) -> Any:
                         stats[S_CAT + 4 * m + cat[m]] += 1
                     t += 1
                     break
+                if every_cycle:
+                    t_next = t + 1  # no jumps: a check that jumping skips nothing
                 if t_next > max_cycles:
                     t_next = max_cycles
             for m in range(4):

@@ -29,7 +29,8 @@ from .trace import Trace
 _NO_LIMIT = 1 << 62
 
 
-def params(cfg: HwConfig, *, trace: bool, max_cycles: int | None) -> np.ndarray:
+def _params(cfg: HwConfig, *, trace: bool, max_cycles: int | None,
+            every_cycle: bool) -> np.ndarray:
     """The event loop's parameter vector. Timing constants are read from isa.timing now."""
     t = isa.timing
     priority = tuple(t.PORT_PRIORITY)
@@ -53,13 +54,18 @@ def params(cfg: HwConfig, *, trace: bool, max_cycles: int | None) -> np.ndarray:
         **{f"uop_{k}_mask": uop[k].mask for k in ("dst", "src", "wgt")},
         "max_cycles": _NO_LIMIT if max_cycles is None else int(max_cycles),
         "trace": int(trace),
+        "every_cycle": int(every_cycle),
     }
     return np.array([values[p] for p in E.PARAMS], np.int64)
 
 
 def simulate(program_or_path: Program | str | os.PathLike[str], *, trace: bool = True,
-             max_cycles: int | None = None) -> SimResult:
+             max_cycles: int | None = None, every_cycle: bool = False) -> SimResult:
     """Run a program (object or ``.npz`` path) to FINISH and return its :class:`SimResult`.
+
+    ``trace`` records the per-instruction trace; ``max_cycles`` is a safety limit;
+    ``every_cycle`` visits every cycle instead of jumping from event to event (slower, same
+    result: it exists to check the event loop).
 
     The program itself is not modified. Raises :class:`~vta_sim.errors.InstructionError` for an
     instruction that cannot execute, :class:`~vta_sim.errors.DeadlockError`,
@@ -77,7 +83,7 @@ def simulate(program_or_path: Program | str | os.PathLike[str], *, trace: bool =
     n = table.shape[0]
     dram = prog.dram.copy()
     buffers = Buffers(cfg)
-    prm = params(cfg, trace=trace, max_cycles=max_cycles)
+    prm = _params(cfg, trace=trace, max_cycles=max_cycles, every_cycle=every_cycle)
     stats = np.zeros(E.N_STATS, np.int64)
     stats[E.S_ERR_DETAIL] = -1
     snap = np.zeros(E.N_SNAP, np.int64)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from simkit import PRESETS, run_both
 
 import isa
+import vta_sim
 from isa import Alu, AluOp, Finish, Gemm, Load, MemType, Program, Store
 
 SLOT_INP, SLOT_WGT, SLOT_ACC = 16, 8, 16
@@ -167,3 +168,16 @@ def test_random_token_correct_programs_match_in_order_execution(data):
     # every instruction up to FINISH ran exactly once
     assert r.finish_index == prog.insn_count - 1
     assert all(rec.issue >= 0 for rec in r.trace.records())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_jumping_between_events_equals_visiting_every_cycle(data):
+    d = Draw(data)
+    prog = random_program(d, random_config(d))
+    fast = vta_sim.simulate(prog)
+    slow = vta_sim.simulate(prog, every_cycle=True)
+    assert (fast.cycles, fast.modules) == (slow.cycles, slow.modules)
+    np.testing.assert_array_equal(fast.dram, slow.dram)
+    for name in ("insns", "port", "tokens"):
+        np.testing.assert_array_equal(getattr(fast.trace, name), getattr(slow.trace, name))

@@ -235,6 +235,10 @@ def test_port_contention_fetch_beats_load_in_the_same_cycle():
     assert r.trace.record(burst).dispatch == fetch2_last + 1
     load_last = ld.grant + L + beats(DEFAULT, MemType.INP, 1, 1) - 1
     assert r.cycles == load_last + 2
+    # issue and padding are busy, the wait for the port is not, the transfer is
+    assert r.modules["load"]["busy"] == 1 + pad + L + beats(DEFAULT, MemType.INP, 1, 1)
+    assert r.modules["load"]["wait_memory"] == ld.memory_wait
+    assert r.modules["fetch"]["busy"] == (f + burst) + (fetch2_last + 1 - ask) + 1
 
 
 def test_fetch_bursts_and_dispatch_one_per_cycle():
