@@ -1,8 +1,10 @@
 """Reference semantics of every instruction (ISA.md §3), written once.
 
 The kernels below are plain loops over numpy arrays and integers, with no Python objects, so the
-simulator compiles these very functions with numba (``numba.njit(gemm_kernel)``) while this
-module, the compiler's intrinsic checks and the testbench scoreboard run them as they are.
+simulator compiles these very functions with numba while this module, the compiler's intrinsic
+checks and the testbench scoreboard run them as they are. The kernels call the small functions
+listed in :data:`HELPERS` by global name; a compiler must compile those first and resolve the
+kernels' globals to the compiled helpers (``vta_sim/kernels.py`` shows how).
 A kernel returns 0, or an error code from :data:`ERRORS` that names the field at fault; the
 caller turns it into an :class:`~isa.errors.ExecutionError` carrying the instruction index.
 
@@ -36,7 +38,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import ExecutionError
-from .insn import Alu, AluOp, Finish, Gemm, Insn, Load, MemType, Opcode, Store
+from .insn import (
+    DEP_FLAGS,
+    Alu,
+    AluOp,
+    Finish,
+    Gemm,
+    Insn,
+    Load,
+    MemType,
+    Opcode,
+    Store,
+    module_of,
+    queue_of,
+)
 
 if TYPE_CHECKING:
     from .config import HwConfig
@@ -64,13 +79,25 @@ ERRORS: dict[int, tuple[str, str]] = {
     ERR_SRC_RANGE: ("src", "a micro-op's source index (src) runs past its buffer"),
     ERR_WGT_RANGE: ("wgt", "a micro-op's weight index (wgt) runs past the wgt buffer"),
     ERR_MEM_TYPE: ("memory_type", "this memory type is not allowed here"),
-    ERR_STORE_PAD: ("x_pad_0", "STORE padding must be zero"),
+    ERR_STORE_PAD: ("y_pad_0/y_pad_1/x_pad_0/x_pad_1", "STORE padding must be zero"),
     ERR_ALU_OP: ("alu_opcode", "not an ALU opcode of the ISA"),
     ERR_OPCODE: ("opcode", "not an opcode of the ISA"),
     ERR_DEP_FLAG: ("dependency flags", "a flag names a queue this module does not have"),
 }
 
 _INT32_MIN = -(1 << 31)
+
+#: Functions the kernels call by global name (compile these before the kernels).
+HELPERS = ("wrap32", "low8", "alu_apply", "_max_index")
+#: The instruction kernels.
+KERNELS = (
+    "load_kernel",
+    "load_acc8_kernel",
+    "decode_uop_kernel",
+    "store_kernel",
+    "gemm_kernel",
+    "alu_kernel",
+)
 
 
 def error_message(code: int, *, index: int | None = None, detail: str = "") -> ExecutionError:
@@ -426,7 +453,19 @@ class Machine:
         return arr.reshape(-1).view(np.uint8)
 
     def execute(self, insn: Insn, index: int | None = None) -> None:
-        """Execute one instruction; raise :class:`ExecutionError` naming ``index`` on a fault."""
+        """Execute one instruction; raise :class:`ExecutionError` naming ``index`` on a fault.
+
+        Dependency tokens are not modelled here, but a flag naming a queue the instruction's
+        module does not have is still the error ISA.md §3 makes it.
+        """
+        module = module_of(insn)
+        for flag in DEP_FLAGS:
+            if getattr(insn, flag) and queue_of(module, flag) is None:
+                raise ExecutionError(f"{module} has no queue for {flag}", index=index, field=flag)
+        if isinstance(insn, Store) and insn.x_size:
+            for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+                if getattr(insn, pad):
+                    raise ExecutionError("STORE padding must be zero", index=index, field=pad)
         code = self._execute(insn)
         if code != OK:
             raise error_message(code, index=index)

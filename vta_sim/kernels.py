@@ -31,7 +31,7 @@ import numba
 import isa.semantics as _sem
 
 #: Helpers the kernels call by global name; compiled first so the kernels can call them.
-_HELPERS = ("wrap32", "low8", "alu_apply", "_max_index")
+_HELPERS = _sem.HELPERS
 
 
 def _compile_helpers() -> dict[str, Any]:
