@@ -1,14 +1,21 @@
 """``vtac demo``: the main job on the built-in defaults.
 
 The demo assembles the example matrix product in ``isa/examples/matmul16.vasm``, runs it on the
-cycle-approximate simulator, checks the result against numpy and prints the simulator's summary.
+cycle-approximate simulator, checks the result against numpy and prints the simulator's summary;
+it ends by drawing the run's pipeline Gantt chart to ``out/demo_gantt.png`` under the current
+directory.
 """
 
 from __future__ import annotations
 
 import argparse
 from importlib import resources
+from pathlib import Path
 from typing import Any
+
+#: Where the demo draws its Gantt chart, relative to the current directory (``/out/`` is ignored
+#: by git, so running the demo in a checkout leaves the tree clean).
+GANTT_PATH = Path("out") / "demo_gantt.png"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,4 +39,15 @@ def _demo(args: argparse.Namespace) -> int:
     ok = np.array_equal(result.read("C"), ref)
     print(result.summary())
     print(f"result {'matches' if ok else 'DOES NOT match'} numpy")
+    _write_gantt(result)
     return 0 if ok else 1
+
+
+def _write_gantt(result: Any, path: Path = GANTT_PATH) -> Path:
+    """Draw ``result``'s pipeline Gantt chart to ``path`` and say where it is."""
+    from vta_sim.plot import save_gantt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_gantt(result, path)
+    print(f"pipeline Gantt chart: {path}")
+    return path

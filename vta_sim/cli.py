@@ -32,6 +32,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--dram-out", metavar="FILE",
                    help="write the final DRAM image (raw bytes; .npy if FILE ends with .npy)")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="write a pipeline Gantt chart (PNG; .svg or .pdf by the name)")
     p.add_argument("--max-cycles", metavar="N", type=int, default=None,
                    help="stop with an error if FINISH has not run after N cycles")
     p.set_defaults(run=run)
@@ -44,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     from .simulator import simulate
 
-    result = simulate(args.program, trace=args.trace is not None, max_cycles=args.max_cycles)
+    want_trace = args.trace is not None or args.plot is not None
+    result = simulate(args.program, trace=want_trace, max_cycles=args.max_cycles)
     if args.dram_out:
         out = Path(args.dram_out)
         if out.suffix == ".npy":
@@ -54,5 +57,10 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         assert result.trace is not None
         result.trace.save(args.trace)
+    if args.plot:
+        # matplotlib is imported only when a chart is asked for
+        from .plot import save_gantt
+
+        save_gantt(result, args.plot)
     print(result.to_json() if args.json else result.summary())
     return 0
