@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path as MplPath
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import EngFormatter, FuncFormatter
 
 import isa.timing
 from isa import HwConfig
@@ -594,11 +595,12 @@ def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLaye
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = np.geomspace(lo, hi, 256)
     ax.plot(grid, np.minimum(peak, bus * grid), color="black", linewidth=1.5, label="roof")
-    ax.axvline(peak / bus, color="#aaaaaa", linewidth=0.8, linestyle=":")
-    ax.text(hi, peak, f" compute roof {peak:g} ops/cycle", ha="right", va="bottom",
-            fontsize="small")
-    ax.text(lo * 1.15, bus * lo * 1.3, f"memory roof {bus} B/cycle", rotation=0, ha="left",
+    ax.axvline(peak / bus, color="#aaaaaa", linewidth=0.8, linestyle=":")  # the ridge point
+    ridge = peak / bus
+    ax.text(ridge * 1.1, peak * 1.05, f"compute roof {peak:g} ops/cycle", ha="left",
             va="bottom", fontsize="small")
+    ax.text(lo * 1.3, bus * lo / 1.4, f"memory roof {bus:g} B/cycle", ha="left", va="top",
+            fontsize="small")
     labelled_moved = labelled_comp = False
     for name, x, y, xc in rows:
         if xc:
@@ -613,6 +615,10 @@ def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLaye
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        # plain numbers; on the minor ticks only 2 and 5 times a power of ten
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(_two_five))
     ys = [r[2] for r in rows] or [peak]
     ax.set_ylim(min(min(ys), bus * lo) / 2, peak * 2)
     ax.set_xlim(lo, hi)
@@ -623,6 +629,11 @@ def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLaye
     ax.grid(which="both", color="#eeeeee", linewidth=0.5)
     ax.legend(loc="lower right", fontsize="small")
     return ax
+
+
+def _two_five(value: float, _pos: Any = None) -> str:
+    lead = value / 10 ** math.floor(math.log10(value)) if value > 0 else 0
+    return f"{value:g}" if round(lead, 6) in (2, 5) else ""
 
 
 # ---- stall bars -----------------------------------------------------------------------------
@@ -663,8 +674,9 @@ def stall_bars(results: Mapping[str, SimResult], *, ax: Axes | None = None,
         ax.bar(x, h, bottom=bottom, width=0.85, color=color, hatch=hatch, label=label,
                edgecolor=_HATCH_COLOR.get(cat, "#888888"), linewidth=0.4)
         bottom += h
-    ax.set_xticks(x, [m for _ in names for m in modules], minor=True, fontsize="x-small",
-                  rotation=90)
+    ax.set_xticks(x, [m for _ in names for m in modules], minor=True)
+    # tick_params, not set_xticks' text keywords: those reach only the ticks that exist now
+    ax.tick_params(axis="x", which="minor", labelsize="x-small", labelrotation=90)
     centers = np.arange(len(names)) * (n_mod + 1) + (n_mod - 1) / 2
     ax.set_xticks(centers, [f"{r}\n{results[r].cycles:,} cycles" for r in names])
     ax.tick_params(axis="x", which="major", length=0, pad=40)
