@@ -599,8 +599,10 @@ def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLaye
     ridge = peak / bus
     ax.text(ridge * 1.1, peak * 1.05, f"compute roof {peak:g} ops/cycle", ha="left",
             va="bottom", fontsize="small")
-    ax.text(lo * 1.3, bus * lo / 1.4, f"memory roof {bus:g} B/cycle", ha="left", va="top",
-            fontsize="small")
+    # just below the sloped roof, reading rightwards away from it
+    ax.annotate(f"memory roof {bus:g} B/cycle", (lo * 1.5, bus * lo * 1.5),
+                textcoords="offset points", xytext=(6, -4), ha="left", va="top",
+                fontsize="small")
     labelled_moved = labelled_comp = False
     for name, x, y, xc in rows:
         if xc:
