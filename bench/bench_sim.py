@@ -60,8 +60,14 @@ def gemm_program(cfg: isa.HwConfig, blocks: int, repeat: int) -> Program:
     slot_inp, slot_wgt, slot_acc = cfg.inp_depth // 2, cfg.wgt_depth // 2, cfg.acc_depth // 2
     assert UOPS <= slot_wgt and ITER_OUT * TILES <= min(slot_inp, slot_acc)
     # micro-op sets for slot 0 and 1: (dst, src, wgt) = (d, s, d*TILES + s) in the slot's regions
-    uops = np.array([(slot * slot_acc + d, slot * slot_inp + s, slot * slot_wgt + d * TILES + s)
-                     for slot in range(2) for d in range(TILES) for s in range(TILES)])
+    uops = np.array(
+        [
+            (slot * slot_acc + d, slot * slot_inp + s, slot * slot_wgt + d * TILES + s)
+            for slot in range(2)
+            for d in range(TILES)
+            for s in range(TILES)
+        ]
+    )
     rng = np.random.default_rng(0)
     inp_rows = ITER_OUT * TILES
     inp_data = rng.integers(-128, 128, (inp_rows, cfg.inp_elem_bytes)).astype(np.int8)
@@ -72,23 +78,54 @@ def gemm_program(cfg: isa.HwConfig, blocks: int, repeat: int) -> Program:
     uop_at = wgt_at + wgt_data.nbytes
     out_at = uop_at + uops.shape[0] * 4
     out_bytes = slot_acc * cfg.out_elem_bytes
-    insns: list[isa.Insn] = [Load(memory_type=MemType.UOP, dram_base=uop_at // 4,
-                                  x_size=uops.shape[0])]
+    insns: list[isa.Insn] = [
+        Load(memory_type=MemType.UOP, dram_base=uop_at // 4, x_size=uops.shape[0])
+    ]
     for b in range(blocks):
         slot = b % 2
         insns += [
-            Load(memory_type=MemType.INP, sram_base=slot * slot_inp,
-                 dram_base=inp_at // cfg.inp_elem_bytes, y_size=ITER_OUT, x_size=TILES,
-                 x_stride=TILES, pop_next_dep=b >= 2),
-            Load(memory_type=MemType.WGT, sram_base=slot * slot_wgt,
-                 dram_base=wgt_at // cfg.wgt_elem_bytes, x_size=UOPS, push_next_dep=True),
-            Gemm(reset=True, uop_begin=slot * UOPS, uop_end=slot * UOPS + TILES,
-                 iter_out=ITER_OUT, dst_factor_out=TILES, pop_next_dep=b >= 2),
-            Gemm(uop_begin=slot * UOPS, uop_end=(slot + 1) * UOPS, iter_out=ITER_OUT,
-                 iter_in=repeat, dst_factor_out=TILES, src_factor_out=TILES,
-                 pop_prev_dep=True, push_prev_dep=b + 2 < blocks, push_next_dep=True),
-            Store(sram_base=slot * slot_acc, dram_base=out_at // cfg.out_elem_bytes,
-                  x_size=ITER_OUT * TILES, pop_prev_dep=True, push_prev_dep=True),
+            Load(
+                memory_type=MemType.INP,
+                sram_base=slot * slot_inp,
+                dram_base=inp_at // cfg.inp_elem_bytes,
+                y_size=ITER_OUT,
+                x_size=TILES,
+                x_stride=TILES,
+                pop_next_dep=b >= 2,
+            ),
+            Load(
+                memory_type=MemType.WGT,
+                sram_base=slot * slot_wgt,
+                dram_base=wgt_at // cfg.wgt_elem_bytes,
+                x_size=UOPS,
+                push_next_dep=True,
+            ),
+            Gemm(
+                reset=True,
+                uop_begin=slot * UOPS,
+                uop_end=slot * UOPS + TILES,
+                iter_out=ITER_OUT,
+                dst_factor_out=TILES,
+                pop_next_dep=b >= 2,
+            ),
+            Gemm(
+                uop_begin=slot * UOPS,
+                uop_end=(slot + 1) * UOPS,
+                iter_out=ITER_OUT,
+                iter_in=repeat,
+                dst_factor_out=TILES,
+                src_factor_out=TILES,
+                pop_prev_dep=True,
+                push_prev_dep=b + 2 < blocks,
+                push_next_dep=True,
+            ),
+            Store(
+                sram_base=slot * slot_acc,
+                dram_base=out_at // cfg.out_elem_bytes,
+                x_size=ITER_OUT * TILES,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            ),
         ]
     insns += [Gemm(pop_next_dep=True) for _ in range(min(blocks, 2) - 1)]
     insns.append(Finish(pop_next_dep=True))
@@ -97,8 +134,22 @@ def gemm_program(cfg: isa.HwConfig, blocks: int, repeat: int) -> Program:
 
 
 @numba.njit(cache=True)
-def peer_gemm(inp, wgt, acc, uop, begin, end, iter_out, iter_in, dst_fo, dst_fi, src_fo,
-              src_fi, wgt_fo, wgt_fi):
+def peer_gemm(
+    inp,
+    wgt,
+    acc,
+    uop,
+    begin,
+    end,
+    iter_out,
+    iter_in,
+    dst_fo,
+    dst_fi,
+    src_fo,
+    src_fi,
+    wgt_fo,
+    wgt_fi,
+):
     """A plain loop over the same GEMM micro-ops: acc[a] += inp[x] · wgt[w]ᵀ in int32."""
     for g in range(begin.shape[0]):
         for i in range(iter_out[g]):
@@ -123,8 +174,18 @@ def peer_args(prog: Program) -> tuple:
     cfg = prog.config
     f = prog.fields()
     sel = (f["opcode"] == isa.Opcode.GEMM) & (f["reset"] == 0) & (f["uop_end"] > f["uop_begin"])
-    names = ("uop_begin", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
-             "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in")
+    names = (
+        "uop_begin",
+        "uop_end",
+        "iter_out",
+        "iter_in",
+        "dst_factor_out",
+        "dst_factor_in",
+        "src_factor_out",
+        "src_factor_in",
+        "wgt_factor_out",
+        "wgt_factor_in",
+    )
     loops = [np.ascontiguousarray(f[n][sel]) for n in names]
     uop_load = prog.instructions()[0]  # the program's one LOAD UOP
     at = uop_load.dram_base * 4
@@ -158,11 +219,16 @@ def memory_of(prog: Program) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_sim",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_sim", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--blocks", type=int, default=1024, help="pipeline blocks (default 1024)")
-    parser.add_argument("--repeat", type=int, default=8,
-                        help="iter_in of each GEMM: 4096 micro-ops per unit (default 8)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=8,
+        help="iter_in of each GEMM: 4096 micro-ops per unit (default 8)",
+    )
     parser.add_argument("--runs", type=int, default=5, help="timed runs, median reported")
     args = parser.parse_args(argv)
     pinned = _pin_one_cpu()
@@ -178,10 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     peer_s = timed(lambda: peer_gemm(*pargs), args.runs)
     uops, cycles = result.gemm_uops, result.cycles
     macs = result.macs
-    print(f"bench_sim: preset default ({cfg.batch}x{cfg.block_in}x{cfg.block_out}), "
-          f"{prog.insn_count} instructions, {uops} GEMM micro-ops, {cycles} cycles "
-          f"(utilization {result.utilization:.3f}); numba {numba.__version__}, 1 thread, "
-          f"{pinned}; medians of {args.runs} runs")
+    print(
+        f"bench_sim: preset default ({cfg.batch}x{cfg.block_in}x{cfg.block_out}), "
+        f"{prog.insn_count} instructions, {uops} GEMM micro-ops, {cycles} cycles "
+        f"(utilization {result.utilization:.3f}); numba {numba.__version__}, 1 thread, "
+        f"{pinned}; medians of {args.runs} runs"
+    )
     rows = [
         ("simulator (functional + timing)", sim_s),
         ("peer: plain numba GEMM loop", peer_s),
@@ -196,9 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     large = gemm_program(cfg, min(args.blocks, 256), 4 * args.repeat)
     vta_sim.simulate(small, trace=True)  # first-touch allocations out of the measurement
     (p1, r1), (p4, r4) = memory_of(small), memory_of(large)
-    print(f"memory, trace on, {small.insn_count} instructions: "
-          f"tracemalloc peak {p1 / 2**20:.2f} MiB at 1x micro-ops, {p4 / 2**20:.2f} MiB at 4x; "
-          f"peak RSS {r1 / 1024:.1f} MiB then {r4 / 1024:.1f} MiB")
+    print(
+        f"memory, trace on, {small.insn_count} instructions: "
+        f"tracemalloc peak {p1 / 2**20:.2f} MiB at 1x micro-ops, {p4 / 2**20:.2f} MiB at 4x; "
+        f"peak RSS {r1 / 1024:.1f} MiB then {r4 / 1024:.1f} MiB"
+    )
     return 0
 
 

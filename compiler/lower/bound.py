@@ -50,6 +50,7 @@ class StageBound:
 
     root_min: dict[IterVar, Expr] = field(default_factory=dict)
     root_extent: dict[IterVar, Expr] = field(default_factory=dict)
+    region_extent: dict[IterVar, Expr] = field(default_factory=dict)
     leaf_extent: dict[IterVar, Expr] = field(default_factory=dict)
     all_extent: dict[IterVar, Expr] = field(default_factory=dict)
     root_value: dict[IterVar, Expr] = field(default_factory=dict)
@@ -111,17 +112,29 @@ def _infer_stage(g: Graph, st: Stage, bounds: dict[Stage, StageBound]) -> StageB
         b.root_extent[iv] = IntImm(iv.extent)
     shape = []
     for iv in op.axis:
-        hi = _upper(b.root_extent[iv], env)
+        ext = b.root_extent[iv]
+        hi = _upper(ext, env)
         if hi is None or hi <= 0:
             raise LoweringError(
-                f"cannot bound the region of stage {st.name} along axis {iv.name}: extent "
-                f"{b.root_extent[iv]!r}"
+                f"cannot bound the region of stage {st.name} along axis {iv.name}: extent {ext!r}"
             )
-        shape.append(min(hi, iv.extent))
+        hi = min(hi, iv.extent)
+        shape.append(hi)
+        b.region_extent[iv] = ext
+        if not isinstance(ext, IntImm):
+            # Loops run over the constant bound of a region that varies (at the edges of a
+            # tile); a guard skips the part outside it. Constant extents keep splits and
+            # fuses free of symbolic division.
+            b.root_extent[iv] = IntImm(hi)
     b.shape = tuple(shape)
     _pass_down(st, b, env)
     b.env = env
     _pass_up(st, b)
+    for iv, ext in b.region_extent.items():
+        if not isinstance(ext, IntImm):
+            guard = simplify(b.root_value[iv] < ext, b.env)
+            if not (isinstance(guard, IntImm) and guard.value == 1):
+                b.guards.append(guard)
     return b
 
 
@@ -212,7 +225,8 @@ def _consumer_region(
             lo = _relax(value, dom, env, upper=False)
             hi = _relax(value, dom, env, upper=True)
             lo_dom = _relax(cb.root_min[r], dom, env, upper=False)
-            hi_dom = _relax(simplify(cb.root_min[r] + cb.root_extent[r] - 1), dom, env, upper=True)
+            true_ext = cb.region_extent.get(r, cb.root_extent[r])
+            hi_dom = _relax(simplify(cb.root_min[r] + true_ext - 1), dom, env, upper=True)
             root_dom[r.var] = Interval(lo, hi).intersect(Interval(lo_dom, hi_dom), env)
         for read in g.reads_of(consumer, st):
             for d, index in enumerate(read.indices):

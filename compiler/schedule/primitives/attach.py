@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compiler.errors import ScheduleError
+from compiler.errors import CompilerError, ScheduleError
 from compiler.ir.buffer import Scope, get_scope
 from compiler.schedule.relations import INLINE, ROOT, AttachAt, AttachInline
 from compiler.te.tensor import ComputeOp, Tensor
@@ -108,4 +108,7 @@ def set_scope(stage: Stage, scope: Scope | str) -> None:
         raise ScheduleError(
             f"set_scope: stage {stage.name} is an output and lives in global memory"
         )
-    stage.scope = get_scope(scope)
+    try:
+        stage.scope = get_scope(scope)
+    except CompilerError as exc:
+        raise ScheduleError(f"set_scope of {stage.name}: {exc}") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compiler.errors import ScheduleError
+from compiler.errors import CompilerError, ScheduleError
 from compiler.ir.buffer import Scope, get_scope
 from compiler.ir.expr import Var
 from compiler.ir.functor import rewrite
@@ -20,6 +20,13 @@ from compiler.te.tensor import ComputeOp, IterVar, Tensor, TensorRead
 if TYPE_CHECKING:
     from compiler.schedule.schedule import Schedule
     from compiler.schedule.stage import Stage
+
+
+def _scope(scope: Scope | str, what: str) -> Scope:
+    try:
+        return get_scope(scope)
+    except CompilerError as exc:
+        raise ScheduleError(f"{what}: {exc}") from None
 
 
 def _retarget(body: Node, old: Tensor, new: Tensor) -> Node:
@@ -52,7 +59,7 @@ def cache_read(
     Compute the copy at a loop of a reader to copy one tile at a time.
     """
     src_stage = schedule[tensor]
-    scope = get_scope(scope)
+    scope = _scope(scope, f"cache_read of {src_stage.name}")
     if isinstance(src_stage.attach, AttachInline):
         raise ScheduleError(f"cache_read: stage {src_stage.name} is inlined and has no buffer")
     reader_stages = [schedule[r] for r in readers]
@@ -99,7 +106,7 @@ def cache_write(schedule: Schedule, tensor: Tensor | Stage | str, scope: Scope |
     Must come before any loop transformation of the stage (its loops are rebuilt).
     """
     stage = schedule[tensor]
-    scope = get_scope(scope)
+    scope = _scope(scope, f"cache_write of {stage.name}")
     op = stage.op
     if not isinstance(op, ComputeOp):
         raise ScheduleError(f"cache_write: stage {stage.name} is a placeholder")
