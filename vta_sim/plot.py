@@ -647,7 +647,7 @@ _CATEGORY_STYLE = {
 }
 
 
-def stall_bars(results: Mapping[str, SimResult], *, ax: Axes | None = None,
+def stall_bars(results: Mapping[str, SimResult], ax: Axes | None = None, *,
                modules: Sequence[str] = E.MODULES) -> Axes:
     """Per run and module, the share of cycles busy / waiting on a token / on memory / idle.
 

@@ -300,6 +300,7 @@ def test_chrome_trace_follows_the_trace_event_format(tmp_path):
     path = tmp_path / "trace.json"
     r.trace.save(path)
     doc = assert_trace_event_format(path.read_text())
+    assert_slices_nest(doc)
     events = doc["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert sorted(threads.values()) == sorted([*vta_sim.engine.MODULES, "dram port"])
@@ -322,3 +323,24 @@ def test_chrome_trace_follows_the_trace_event_format(tmp_path):
         assert [t for t, _ in series] == sorted(t for t, _ in series)
         assert all(0 <= c <= CFG.dep_queue_depth for _, c in series)
     assert sum(len(s) - 1 for s in counters.values()) == len(r.trace.token_events())
+
+
+def assert_slices_nest(doc: dict) -> None:
+    """Slices on one track nest or are disjoint, as the JSON importers require."""
+    tracks: dict[int, list[tuple[int, int]]] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            tracks.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in tracks.values():
+        open_ends: list[int] = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1], (start, end, open_ends)
+            open_ends.append(end)
+
+
+@pytest.mark.parametrize("name", list(ODD_ENDINGS))
+def test_chrome_trace_of_odd_endings_is_well_formed(name):
+    r = vta_sim.simulate(Program.build(CFG, ODD_ENDINGS[name], dram_bytes=1 << 14))
+    assert_slices_nest(assert_trace_event_format(json.dumps(r.trace.to_chrome())))
