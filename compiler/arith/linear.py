@@ -143,7 +143,7 @@ def detect_linear_equation(expr: Expr, variables: Sequence[Var]) -> list[int | E
     Example:
         >>> i, j, k = Var("i"), Var("j"), Var("k")
         >>> detect_linear_equation(i * 16 + k, [i, j])
-        [16, 0, Var(...)]
+        [16, 0, k]
         >>> detect_linear_equation(i // 2, [i]) is None
         True
     """

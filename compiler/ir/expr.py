@@ -8,7 +8,7 @@ Using an expression as a Python ``bool`` raises, which catches ``if i < n:`` wri
 Example:
     >>> i = Var("i")
     >>> (i * 4 + 1) < 16
-    LT(...)
+    i*4 + 1 < 16
 """
 
 from __future__ import annotations
@@ -539,7 +539,7 @@ def const(value: int | float | bool, dtype: DType | str | None = None) -> Expr:
         >>> const(2.5).dtype
         DType('float32')
         >>> const(7, "int8")
-        IntImm(...)
+        int8(7)
     """
     if dtype is None:
         if isinstance(value, bool | np.bool_):

@@ -5,7 +5,7 @@ bound to a thread axis), pragmas around the loop they were attached to, allocati
 memory scope, and tensorized regions with the intrinsic they must become.
 
 Example:
-    >>> from compiler.ir.expr import Var
+    >>> from compiler.ir.expr import IntImm, Var
     >>> i = Var("i")
     >>> loop = For(i, IntImm(0), IntImm(4), ForKind.SERIAL, SeqStmt(()))
     >>> loop.kind.value
