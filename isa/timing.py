@@ -20,7 +20,7 @@ FETCH_BURST = 8
 GEMM_PIPE_LATENCY = 4
 
 #: Cycles after its last micro-op issues until an ALU instruction's last write is done.
-ALU_PIPE_LATENCY = 4
+ALU_PIPE_LATENCY = 2
 
 #: Who wins the single DRAM port when several ask for it in the same cycle (first wins).
 PORT_PRIORITY = ("fetch", "load", "compute", "store")

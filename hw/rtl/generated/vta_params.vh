@@ -18,7 +18,7 @@ localparam integer GEMM_II = 1;
 localparam integer ALU_II = 2;
 localparam integer FETCH_BURST = 8;  // instructions per fetch DMA
 localparam integer GEMM_PIPE_LATENCY = 4;
-localparam integer ALU_PIPE_LATENCY = 4;
+localparam integer ALU_PIPE_LATENCY = 2;
 
 localparam integer UOP_ELEM_BYTES = 4;
 localparam integer UOP_ELEM_BITS = 32;

@@ -1,0 +1,51 @@
+"""``vtac rtl``: run a program file on the RTL and compare it with the simulator.
+
+Example:
+    $ vtac rtl program.npz --json
+    {"match": true, "rtl_cycles": 327, "sim_cycles": 327, "cycle_ratio": 1.0, ...}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "rtl",
+        help="run a program on the Verilog RTL and compare with the simulator",
+        description="Run PROG.npz on the RTL (cocotb + Icarus Verilog or Verilator), compare "
+        "the final DRAM image byte for byte with the simulator's, and report both cycle counts.",
+    )
+    p.add_argument("program", metavar="PROG.npz", help="program file")
+    p.add_argument("--simulator", choices=("icarus", "verilator"), default="icarus",
+                   help="HDL simulator (default: icarus)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--max-cycles", type=int, default=None,
+                   help="hang limit in cycles (default: derived from the program)")
+    p.add_argument("--build-dir", type=Path, default=None,
+                   help="where to keep simulator builds (default: $VTA_RTL_BUILD_DIR or a "
+                   "temp dir)")
+    p.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hw.coverify import coverify
+
+    result = coverify(args.program, simulator=args.simulator, max_cycles=args.max_cycles,
+                      build_root=args.build_dir)
+    d = result.to_dict()
+    if args.json:
+        print(json.dumps(d))
+    else:
+        sim = "n/a" if d["sim_cycles"] is None else d["sim_cycles"]
+        ratio = "n/a" if d["cycle_ratio"] is None else f"{d['cycle_ratio']:.4f}"
+        print(f"match        {'yes' if d['match'] else 'NO'}")
+        print(f"rtl_cycles   {d['rtl_cycles']}  ({d['simulator']})")
+        print(f"sim_cycles   {sim}  ({d['reference']})")
+        print(f"cycle_ratio  {ratio}")
+        if "mismatch" in d:
+            print(f"mismatch     {d['mismatch']}")
+    return 0 if result.match else 1

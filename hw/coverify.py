@@ -1,0 +1,345 @@
+"""Co-verification: run a program file on the RTL and compare it with the reference.
+
+The RTL runs in a testbench (``hw/tb/vta_tb_top.v``) whose DRAM model serves the memory port
+with the config's ``dram_latency`` and ``bus_bytes``; cocotb (``hw/tb/cocotb_top.py``) loads
+the program's DRAM image, starts the run at ``insn_base``, waits for FINISH within a cycle
+limit and dumps the final DRAM image. The image is compared byte for byte with the reference's
+(:mod:`hw.reference`); a mismatch names the first differing tensor and element, and a hang names
+the last instruction each module issued.
+
+Example:
+    >>> import isa
+    >>> prog = isa.Program.build(isa.load_config("default"), [isa.Finish()])
+    >>> r = coverify(prog)  # doctest: +SKIP
+    >>> r.match, r.rtl_cycles, r.sim_cycles  # doctest: +SKIP
+    (True, 36, 36)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from isa import timing
+from isa.encoding import decode_fields
+from isa.insn import MemType, Opcode, module_of_fields
+from isa.program import Program, as_program
+
+from . import sim
+from .errors import RtlError, RtlHang
+from .reference import Reference, reference_run
+
+TB_TOP = "vta_tb_top"
+TB_MODULE = "hw.tb.cocotb_top"
+MODULES = ("load", "compute", "store")
+QUEUES = ("load->compute", "compute->load", "compute->store", "store->compute")
+_STATES = {0: "free", 1: "executing", 2: "waiting to push its tokens", 3: "?"}
+#: Smallest DRAM the testbench builds (log2 of bus words); sizes round up to powers of two so
+#: that programs of similar size share a build.
+_MIN_LOG_WORDS = 12
+
+
+@dataclasses.dataclass
+class RtlRun:
+    """One run of a program on the RTL."""
+
+    program: Program
+    simulator: str
+    finished: bool
+    cycles: int
+    dram: np.ndarray | None
+    state: dict[str, Any]
+    wall_seconds: float
+    max_cycles: int
+
+    def hang_report(self) -> str:
+        """Where the run stuck: each module's last issued instruction, queues and tokens."""
+        return hang_report(self.program, self.state, self.cycles, self.max_cycles)
+
+
+@dataclasses.dataclass
+class Mismatch:
+    """The first byte where the RTL's final DRAM differs from the reference's."""
+
+    offset: int
+    tensor: str | None
+    index: tuple[int, ...] | None
+    expected: Any
+    actual: Any
+    differing_bytes: int
+
+    def message(self) -> str:
+        if self.tensor is None:
+            where = f"DRAM byte {self.offset} (no symbol covers it)"
+        else:
+            where = f"tensor {self.tensor!r} element {list(self.index or ())}"
+        return (f"{where}: expected {self.expected}, RTL has {self.actual} "
+                f"({self.differing_bytes} differing bytes in all)")
+
+
+@dataclasses.dataclass
+class CoverifyResult:
+    """Outcome of co-verifying one program."""
+
+    match: bool
+    rtl_cycles: int
+    sim_cycles: int | None
+    reference: str
+    mismatch: Mismatch | None
+    run: RtlRun
+
+    @property
+    def cycle_ratio(self) -> float | None:
+        """Simulator cycles / RTL cycles (None without a cycle-accurate reference)."""
+        if self.sim_cycles is None or not self.rtl_cycles:
+            return None
+        return self.sim_cycles / self.rtl_cycles
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "match": self.match,
+            "rtl_cycles": self.rtl_cycles,
+            "sim_cycles": self.sim_cycles,
+            "cycle_ratio": None if self.cycle_ratio is None else round(self.cycle_ratio, 6),
+            "reference": self.reference,
+            "simulator": self.run.simulator,
+        }
+        if self.mismatch is not None:
+            d["mismatch"] = self.mismatch.message()
+        return d
+
+
+# ---- program analysis ---------------------------------------------------------------------
+def routed_indices(program: Program) -> dict[str, list[int]]:
+    """Instruction indices each module receives, in order (fetch's routing)."""
+    f = program.fields()
+    out: dict[str, list[int]] = {m: [] for m in MODULES}
+    for i, (op, mt) in enumerate(zip(f["opcode"].tolist(), f["memory_type"].tolist(),
+                                     strict=True)):
+        out[module_of_fields(int(op), int(mt))].append(i)
+    return out
+
+
+def serial_cycles(program: Program) -> int:
+    """Cycles of the program with every instruction and fetch burst run one after another.
+
+    An upper bound of any run that does not deadlock (no overlap, no waiting beyond the work
+    itself); the hang limit is derived from it.
+    """
+    cfg = program.config
+    f = decode_fields(program.insn_bytes, cfg)
+    n = program.insn_count
+    lat, bus = cfg.dram_latency, cfg.bus_bytes
+    total = 0
+    bursts = math.ceil(n / timing.FETCH_BURST)
+    total += bursts * (lat + timing.fetch_beats(timing.FETCH_BURST, bus)) + n
+    for i in range(n):
+        op = int(f["opcode"][i])
+        total += 1
+        if op in (Opcode.LOAD, Opcode.STORE):
+            x, y = int(f["x_size"][i]), int(f["y_size"][i])
+            if x == 0:
+                continue
+            mt = int(f["memory_type"][i])
+            eb = cfg.mem_elem_bytes(mt) if mt <= MemType.ACC8 else 1
+            pad = timing.pad_entries(y, x, int(f["y_pad_0"][i]), int(f["y_pad_1"][i]),
+                                     int(f["x_pad_0"][i]), int(f["x_pad_1"][i]))
+            total += pad + lat + timing.dma_beats(y, x, eb, bus)
+        elif op in (Opcode.GEMM, Opcode.ALU):
+            uops = (int(f["iter_out"][i]) * int(f["iter_in"][i])
+                    * max(0, int(f["uop_end"][i]) - int(f["uop_begin"][i])))
+            ii = cfg.gemm_ii if op == Opcode.GEMM else cfg.alu_ii
+            pipe = timing.GEMM_PIPE_LATENCY if op == Opcode.GEMM else timing.ALU_PIPE_LATENCY
+            total += timing.uop_exec_cycles(uops, ii, pipe)
+    return total
+
+
+def default_max_cycles(program: Program) -> int:
+    """The hang limit: twice the serial cycle count, plus slack."""
+    return 2 * serial_cycles(program) + 10_000
+
+
+# ---- DRAM image files ---------------------------------------------------------------------
+def write_hex(dram: np.ndarray, bus_bytes: int, path: Path) -> int:
+    """Write ``dram`` as one little-endian ``bus_bytes`` word per line; returns the words."""
+    words = -(-dram.size // bus_bytes)
+    padded = np.zeros(words * bus_bytes, np.uint8)
+    padded[: dram.size] = dram
+    rows = padded.reshape(words, bus_bytes)[:, ::-1]
+    text = rows.tobytes().hex()
+    width = 2 * bus_bytes
+    path.write_text("\n".join(text[i : i + width] for i in range(0, len(text), width)) + "\n")
+    return words
+
+
+def read_hex(path: Path, bus_bytes: int, nbytes: int) -> np.ndarray:
+    """Read a ``$writememh`` dump back into ``nbytes`` bytes (comments and @addresses allowed)."""
+    words: dict[int, int] = {}
+    addr = 0
+    for raw in path.read_text().splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if not line:
+            continue
+        for tok in line.split():
+            if tok.startswith("@"):
+                addr = int(tok[1:], 16)
+                continue
+            if any(c in tok.lower() for c in "xz"):
+                raise RtlError(f"DRAM dump has unknown bits at word {addr}: {tok}")
+            words[addr] = int(tok, 16)
+            addr += 1
+    n = -(-nbytes // bus_bytes)
+    out = np.zeros(n * bus_bytes, np.uint8)
+    for w, v in words.items():
+        if w < n:
+            out[w * bus_bytes : (w + 1) * bus_bytes] = np.frombuffer(
+                v.to_bytes(bus_bytes, "little"), np.uint8)
+    return out[:nbytes]
+
+
+# ---- running ------------------------------------------------------------------------------
+def dram_log_words(program: Program) -> int:
+    """log2 of the testbench DRAM size in bus words for ``program`` (a power of two)."""
+    words = -(-program.dram.size // program.config.bus_bytes)
+    return max(_MIN_LOG_WORDS, max(words - 1, 1).bit_length())
+
+
+def run_rtl(
+    program: Program | str | os.PathLike[str],
+    *,
+    simulator: str = "icarus",
+    max_cycles: int | None = None,
+    build_root: Path | None = None,
+    plusargs: Sequence[str] = (),
+) -> RtlRun:
+    """Run ``program`` on the RTL to FINISH (or to ``max_cycles``) and return the outcome.
+
+    ``plusargs`` reach the testbench DRAM, e.g. ``+DRAM_GAPS=3`` to insert idle cycles between
+    beats (functional robustness only: it changes the timing).
+    """
+    prog = as_program(program)
+    cfg = prog.config
+    limit = default_max_cycles(prog) if max_cycles is None else int(max_cycles)
+    b = sim.build(TB_TOP, cfg, simulator, parameters={"DRAM_LOG_WORDS": dram_log_words(prog)},
+                  testbench=True, build_root=build_root)
+    with tempfile.TemporaryDirectory(prefix="vtac-rtl-run-") as tmp:
+        tmpd = Path(tmp)
+        init = tmpd / "dram_in.hex"
+        out = tmpd / "dram_out.hex"
+        result = tmpd / "result.json"
+        words = write_hex(prog.dram, cfg.bus_bytes, init)
+        job = {
+            "insn_base": prog.insn_base,
+            "insn_count": prog.insn_count,
+            "max_cycles": limit,
+            "result": str(result),
+        }
+        (tmpd / "job.json").write_text(json.dumps(job))
+        t0 = time.perf_counter()
+        try:
+            xml = sim.run(b, TB_MODULE, extra_env={"VTA_RTL_JOB": str(tmpd / "job.json")},
+                          plusargs=[f"+DRAM_INIT={init}", f"+DRAM_OUT={out}",
+                                    f"+DRAM_WORDS={words}", *plusargs])
+        except SystemExit as e:
+            raise RtlError(f"the {simulator} simulation of the program failed (exit {e.code}); "
+                           "see the cocotb log above") from None
+        wall = time.perf_counter() - t0
+        if not result.exists():
+            raise RtlError(f"the {simulator} simulation ended without a result (see {xml})")
+        res = json.loads(result.read_text())
+        sim.cleanup_run(xml)
+        dram = read_hex(out, cfg.bus_bytes, prog.dram.size) if res["finished"] else None
+    return RtlRun(prog, simulator, bool(res["finished"]), int(res["cycles"]), dram,
+                  res.get("state", {}), wall, limit)
+
+
+# ---- reports ------------------------------------------------------------------------------
+def _describe(program: Program, index: int) -> str:
+    insn = program.instructions()[index]
+    name = insn.opcode.name
+    mt = getattr(insn, "memory_type", None)
+    if mt is not None:
+        name += f" {mt.name}"
+    flags = [f for f in ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+             if getattr(insn, f)]
+    return f"#{index} {name}" + (f" ({', '.join(flags)})" if flags else "")
+
+
+def hang_report(program: Program, state: dict[str, Any], cycles: int, limit: int) -> str:
+    """A readable report of where a run stuck, from the testbench's snapshot of the RTL."""
+    routed = routed_indices(program)
+    lines = [f"RTL hang: no FINISH within {limit} cycles (stopped at cycle {cycles})."]
+    fetched = int(state.get("dispatched", -1))
+    lines.append(f"  fetch: dispatched {fetched} of {program.insn_count} instructions")
+    for k, m in enumerate(MODULES):
+        issued = int(state.get("issued", [0, 0, 0])[k])
+        st = _STATES.get(int(state.get("states", [0, 0, 0])[k]), "?")
+        queued = int(state.get("cmd_counts", [0, 0, 0])[k])
+        mine = routed[m]
+        if issued == 0:
+            last = "none issued yet"
+        else:
+            last = "last issued " + _describe(program, mine[issued - 1])
+        if st == "free" and queued and issued < len(mine):
+            st = f"free, head {_describe(program, mine[issued])} waits for a token"
+        wait = " (asking for the DRAM port)" if state.get("waiting", [0] * 4)[k + 1] else ""
+        lines.append(f"  {m}: {last}; {st}{wait}; {queued} in its command queue")
+    tokens = state.get("tokens", [0, 0, 0, 0])
+    lines.append("  tokens: " + ", ".join(f"{q}={int(t)}" for q, t in zip(QUEUES, tokens,
+                                                                          strict=True)))
+    return "\n".join(lines)
+
+
+def first_mismatch(program: Program, expected: np.ndarray, actual: np.ndarray) -> Mismatch | None:
+    """The first byte where ``actual`` differs from ``expected``, named through the symbols."""
+    exp = np.asarray(expected, np.uint8)
+    act = np.asarray(actual, np.uint8)
+    if exp.shape != act.shape:
+        return Mismatch(0, None, None, f"{exp.size} bytes", f"{act.size} bytes", -1)
+    diff = np.flatnonzero(exp != act)
+    if diff.size == 0:
+        return None
+    off = int(diff[0])
+    for name, s in sorted(program.symbols.items(), key=lambda kv: kv[1].offset):
+        if s.offset <= off < s.offset + s.nbytes:
+            item = np.dtype(s.dtype).itemsize
+            flat = (off - s.offset) // item
+            index = tuple(int(i) for i in np.unravel_index(flat, s.shape)) if s.shape else ()
+            e = program.read(name, exp).reshape(-1)[flat]
+            a = program.read(name, act).reshape(-1)[flat]
+            return Mismatch(off, name, index, e.item(), a.item(), int(diff.size))
+    return Mismatch(off, None, None, int(exp[off]), int(act[off]), int(diff.size))
+
+
+def coverify(
+    program: Program | str | os.PathLike[str],
+    *,
+    simulator: str = "icarus",
+    max_cycles: int | None = None,
+    build_root: Path | None = None,
+    reference: Reference | None = None,
+    plusargs: Sequence[str] = (),
+) -> CoverifyResult:
+    """Run ``program`` on the RTL and compare its final DRAM with the reference's.
+
+    Raises :class:`RtlHang` (naming each module's last instruction) when the RTL does not
+    reach FINISH, and :class:`RtlError` when the RTL cannot run.
+    """
+    prog = as_program(program)
+    ref = reference_run(prog) if reference is None else reference
+    run = run_rtl(prog, simulator=simulator, max_cycles=max_cycles, build_root=build_root,
+                  plusargs=plusargs)
+    if not run.finished:
+        raise RtlHang(run.hang_report())
+    assert run.dram is not None
+    mism = first_mismatch(prog, ref.dram, run.dram)
+    return CoverifyResult(mism is None, run.cycles, ref.cycles, ref.source, mism, run)

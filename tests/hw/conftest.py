@@ -1,0 +1,39 @@
+"""RTL test setup: simulators on PATH, a persistent build directory, simulator selection.
+
+Icarus runs every RTL test. Verilator builds take tens of seconds each, so by default it runs
+only the tests that ask for it explicitly (lint, one co-verification program); set
+``VTA_RTL_SIMULATORS=icarus,verilator`` to run the whole co-verification suite on both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hw.sim import ensure_verilator_on_path, missing_simulator
+
+ensure_verilator_on_path()
+
+
+def selected_simulators() -> list[str]:
+    """Simulators the co-verification suite runs on (``VTA_RTL_SIMULATORS``)."""
+    names = os.environ.get("VTA_RTL_SIMULATORS", "icarus")
+    return [s.strip() for s in names.split(",") if s.strip()]
+
+
+def require(simulator: str) -> None:
+    """Skip the calling test when ``simulator`` cannot run here, saying why."""
+    why = missing_simulator(simulator)
+    if why:
+        pytest.skip(f"{simulator} unavailable: {why}")
+
+
+@pytest.fixture(scope="session")
+def build_root(request) -> Path:
+    """One build directory per session, kept across runs under pytest's cache."""
+    env = os.environ.get("VTA_RTL_BUILD_DIR")
+    if env:
+        return Path(env)
+    return Path(request.config.cache.mkdir("hw-rtl-build"))

@@ -1,0 +1,113 @@
+"""Co-verification: programs run bit-exact on the RTL, in step with the simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import isa
+from hw import programs
+from hw.coverify import coverify, first_mismatch, run_rtl
+from hw.errors import RtlHang
+from hw.reference import Reference, reference_run
+from isa.asm import assemble
+from tests.hw.conftest import require, selected_simulators
+
+pytestmark = pytest.mark.rtl
+
+EXAMPLES = Path(isa.__file__).resolve().parent / "examples"
+#: docs/timing.md is followed by both models; allow 10% (ISA.md section 5), expect equality.
+TOLERANCE = 0.10
+
+
+def check(result) -> None:
+    assert result.match, result.mismatch.message()
+    if result.sim_cycles is not None:
+        ratio = result.cycle_ratio
+        assert abs(ratio - 1) <= TOLERANCE, (
+            f"simulator {result.sim_cycles} vs RTL {result.rtl_cycles} cycles")
+
+
+@pytest.mark.parametrize("simulator", selected_simulators())
+@pytest.mark.parametrize("name", list(programs.PROGRAMS))
+def test_hand_assembled_default(name, simulator, build_root):
+    require(simulator)
+    cfg = isa.load_config("default")
+    check(coverify(programs.PROGRAMS[name](cfg), simulator=simulator, build_root=build_root))
+
+
+@pytest.mark.parametrize("preset", ["vta-1x16x16", "4x4x4"])
+@pytest.mark.parametrize("name", list(programs.PROGRAMS))
+def test_hand_assembled_presets(name, preset, build_root):
+    require("icarus")
+    cfg = isa.load_config(preset)
+    check(coverify(programs.PROGRAMS[name](cfg), build_root=build_root))
+
+
+@pytest.mark.parametrize("example", ["alu_ops", "matmul16", "padded_load"])
+def test_assembler_examples(example, build_root):
+    require("icarus")
+    prog = assemble((EXAMPLES / f"{example}.vasm").read_text(),
+                            source=f"{example}.vasm")
+    check(coverify(prog, build_root=build_root))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_gemm_shapes(seed, build_root):
+    require("icarus")
+    rng = np.random.default_rng(100 + seed)
+    m, k, n = (int(v) for v in rng.integers(1, 6, size=3))
+    prog = programs.gemm(isa.load_config("default"), m=m, k=k, n=n, seed=seed,
+                         requant=bool(seed % 2))
+    check(coverify(prog, build_root=build_root))
+
+
+@pytest.mark.parametrize("name", ["gemm", "pingpong", "strided", "alu_all", "padded"])
+def test_dram_gaps_and_latency_keep_results(name, build_root):
+    """Idle cycles between beats and a longer latency change timing only, never results."""
+    require("icarus")
+    prog = programs.PROGRAMS[name](isa.load_config("default"))
+    run = run_rtl(prog, build_root=build_root,
+                  plusargs=["+DRAM_GAPS=3", "+DRAM_EXTRA_LATENCY=7"])
+    assert run.finished
+    mism = first_mismatch(prog, reference_run(prog).dram, run.dram)
+    assert mism is None, mism.message()
+
+
+def test_verilator_runs_the_gemm(build_root):
+    """One key program on Verilator (the suite runs there with VTA_RTL_SIMULATORS)."""
+    require("verilator")
+    if "verilator" in selected_simulators():
+        pytest.skip("covered by the suite on verilator")
+    check(coverify(programs.gemm(isa.load_config("default")), simulator="verilator",
+                   build_root=build_root))
+
+
+def test_hang_names_the_blocked_instructions(build_root):
+    require("icarus")
+    prog = assemble((EXAMPLES / "deadlock.vasm").read_text(), source="deadlock.vasm")
+    with pytest.raises(RtlHang) as e:
+        coverify(prog, build_root=build_root, max_cycles=400,
+                 reference=Reference(prog.dram.copy(), None, "none"))
+    msg = str(e.value)
+    assert "no FINISH within 400 cycles" in msg
+    assert "load: last issued #0 LOAD INP" in msg
+    assert "compute: none issued yet; free, head #1 GEMM (pop_prev_dep) waits for a token" in msg
+    assert "load->compute=0" in msg
+
+
+def test_mismatch_names_tensor_and_element(build_root):
+    require("icarus")
+    prog = programs.gemm(isa.load_config("default"), m=2, k=1, n=2)
+    ref = reference_run(prog)
+    wrong = ref.dram.copy()
+    c = prog.symbols["C"]
+    wrong[c.offset + 5] ^= 0x40  # element (0, 1, 0, 1) of C: (m, n, batch, block_out)
+    result = coverify(prog, build_root=build_root,
+                      reference=Reference(wrong, ref.cycles, ref.source))
+    assert not result.match
+    msg = result.mismatch.message()
+    assert msg.startswith("tensor 'C' element [0, 1, 0, 1]: expected ")
+    assert "1 differing bytes" in msg
