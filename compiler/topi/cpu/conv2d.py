@@ -13,7 +13,7 @@ Example:
     >>> out = topi.conv2d_nchwc(X, W, 1, 1, kernel_layout="OIHWio")
     >>> s = schedule_conv2d_nchwc(out)
     >>> s["conv2d_packed"].axis_names()
-    ['n.ob.fused', 'y', 'x.outer', 'bi', 'x.inner', 'oi']
+    ['n.ob.outer.fused', 'y', 'x.outer', 'ob.inner', 'bi', 'x.inner', 'oi']
 """
 
 from __future__ import annotations
@@ -34,9 +34,14 @@ def default_ow_block(width: int, limit: int = 28) -> int:
 
 
 def schedule_conv2d_nchwc(
-    out: Tensor, ow_block: int | None = None, parallel: bool = True
+    out: Tensor, ow_block: int | None = None, oc_blocks: int | None = None, parallel: bool = True
 ) -> Schedule:
-    """Schedule a packed convolution whose kernel layout is ``OIHWio``."""
+    """Schedule a packed convolution whose kernel layout is ``OIHWio``.
+
+    ``ow_block`` output columns times ``oc_blocks`` output-channel blocks form the register
+    tile; by default the widest column block up to 28 and, when that is narrower than 14,
+    two channel blocks (so every broadcast input feeds two FMAs).
+    """
     if out.op.tag != "conv2d_packed" or out.op.attrs.get("kernel_layout") != "OIHWio":
         raise ScheduleError(
             f"schedule_conv2d_nchwc: {out.name} is not a conv2d_nchwc with kernel_layout OIHWio"
@@ -45,17 +50,25 @@ def schedule_conv2d_nchwc(
     padded = [t for t in out.op.input_tensors() if t.op.tag == "pad"]
     width = out.shape[3]
     block = ow_block or default_ow_block(width)
+    n_oc = out.shape[1]
+    pairs = oc_blocks or (2 if block < 14 and n_oc % 2 == 0 else 1)
+    if n_oc % pairs:
+        raise ScheduleError(
+            f"schedule_conv2d_nchwc: oc_blocks={pairs} does not divide {n_oc} channel blocks"
+        )
     cl = s.cache_write(out, "local")
     n, ob, y, x, bi, oi = s[out].leaf_iter_vars
+    obo, obi = s[out].split(ob, factor=pairs)
     xo, xi = s[out].split(x, factor=block)
-    s[out].reorder(n, ob, y, xo, bi, xi, oi)
-    nob = s[out].fuse(n, ob)
+    s[out].reorder(n, obo, y, xo, obi, bi, xi, oi)
+    nob = s[out].fuse(n, obo)
     s[out].vectorize(oi)
     if parallel:
         s[out].parallel(nob)
     s[cl].compute_at(s[out], xo)
     cn, cob, cy, cx, cbi, coi, rcb, ry, rx, rci = s[cl].leaf_iter_vars
-    s[cl].reorder(cn, cob, cy, cbi, rcb, ry, rx, rci, cx, coi)
+    s[cl].reorder(cn, cy, cbi, rcb, ry, rx, rci, cob, cx, coi)
+    s[cl].unroll(cob)
     s[cl].unroll(cx)
     s[cl].vectorize(coi)
     for p in padded:
