@@ -1,7 +1,9 @@
 """JIT compilation of LLVM IR text with llvmlite, and the numpy-facing compiled function.
 
 Modules are optimised at -O3 for the host CPU and added to one process-wide MCJIT engine.
-Identical IR text is compiled once per process (the cache key is the text's hash).
+Identical IR text is compiled once per process, and machine code is kept on disk between
+processes in ``$VTAC_CACHE_DIR`` (default ``~/.cache/vtac/llvm``; ``VTAC_CACHE_DIR=off``
+disables it). The cache key covers the IR text, the LLVM version and the host CPU and features.
 
 Example:
     >>> import numpy as np
@@ -19,9 +21,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +37,47 @@ from compiler.ir.stmt import ArgInfo
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
 _CACHE: dict[str, int] = {}
+
+
+def cache_dir() -> Path | None:
+    """Directory of the on-disk object cache, or None when disabled."""
+    raw = os.environ.get("VTAC_CACHE_DIR")
+    if raw is not None and raw.strip().lower() in ("", "0", "off", "none"):
+        return None
+    if raw:
+        return Path(raw)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "vtac" / "llvm"
+
+
+def _cache_path(module: Any) -> Path | None:
+    root = cache_dir()
+    name = getattr(module, "name", "")
+    if root is None or not name.startswith("vtac_"):
+        return None
+    return root / f"{name}.o"
+
+
+def _cache_load(module: Any) -> bytes | None:
+    path = _cache_path(module)
+    if path is None or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def _cache_store(module: Any, buf: bytes) -> None:
+    path = _cache_path(module)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Write then rename, so a concurrent reader never sees a partial object file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buf)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the cache is an optimisation; an unwritable directory only costs compile time
 
 
 def _engine() -> tuple[Any, Any, Any]:
@@ -49,8 +95,13 @@ def _engine() -> tuple[Any, Any, Any]:
         )
         empty = llvm.parse_assembly("")
         engine = llvm.create_mcjit_compiler(empty, tm)
+        engine.set_object_cache(_cache_store, _cache_load)
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        _STATE.update(engine=engine, tm=tm, pto=pto, llvm=llvm)
+        identity = "|".join(
+            [str(llvm.llvm_version_info), tm.triple, llvm.get_host_cpu_name(),
+             llvm.get_host_cpu_features().flatten()]
+        )  # fmt: skip
+        _STATE.update(engine=engine, tm=tm, pto=pto, llvm=llvm, identity=identity)
     return _STATE["engine"], _STATE["tm"], _STATE["pto"]
 
 
@@ -62,13 +113,15 @@ def compile_llvm(ir_text: str, symbol: str) -> int:
         >>> ctypes.CFUNCTYPE(ctypes.c_int32)(addr)()
         7
     """
-    key = hashlib.sha256((symbol + "\n" + ir_text).encode()).hexdigest()
     with _LOCK:
+        engine, tm, pto = _engine()
+        llvm = _STATE["llvm"]
+        key = hashlib.sha256(
+            (_STATE["identity"] + "\n" + symbol + "\n" + ir_text).encode()
+        ).hexdigest()
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-        engine, tm, pto = _engine()
-        llvm = _STATE["llvm"]
         # Symbols must be unique in the shared engine: rename the entry point per module.
         unique = f"{symbol}_{key[:16]}"
         text = ir_text.replace(f"@{symbol}(", f"@{unique}(").replace(
@@ -81,8 +134,11 @@ def compile_llvm(ir_text: str, symbol: str) -> int:
             raise CodegenError(f"generated LLVM IR for {symbol} is invalid: {exc}") from None
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        mod.name = f"vtac_{key[:32]}"
+        if _cache_load(mod) is None:
+            # Optimise only what MCJIT will compile; a cached object skips both steps.
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(mod, pb)
         engine.add_module(mod)
         engine.finalize_object()
         addr = engine.get_function_address(unique)

@@ -178,3 +178,19 @@ def test_compiled_function_checks_its_arguments():
     out = np.empty((4, 4), np.float32)
     assert f(a, out) is out and (out == 1).all()
     np.testing.assert_array_equal(f(np.asfortranarray(a + 1)), a + 2)
+
+
+def test_machine_code_is_cached_on_disk(tmp_path, monkeypatch):
+    from compiler.targets.cpu import jit
+
+    monkeypatch.setenv("VTAC_CACHE_DIR", str(tmp_path))
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] * 5.0 - 3.0, name="B")
+    f = build(create_schedule(B), [A, B], CpuTarget(num_threads=1))
+    objects = list(tmp_path.glob("vtac_*.o"))
+    assert len(objects) == 1
+    monkeypatch.setattr(jit, "_CACHE", {})  # forget the in-process cache: load from disk
+    g = build(create_schedule(B), [A, B], CpuTarget(num_threads=1))
+    assert g.address != f.address
+    a = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(g(a), a * 5 - 3)
