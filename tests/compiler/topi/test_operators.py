@@ -177,3 +177,46 @@ def test_operator_shape_errors_name_the_operands():
         topi.conv2d_nchw(X, te.placeholder((4, 6, 11, 11), name="K2"))
     with pytest.raises(DTypeError, match="int8"):
         topi.conv2d_nchw(X, te.placeholder((4, 6, 3, 3), "int8", name="K3"))
+
+
+@pytest.mark.parametrize("trial", range(8))
+def test_conv2d_random_configurations(trial):
+    rng = np.random.default_rng(1000 + trial)
+    groups = int(rng.choice([1, 2, 3]))
+    c, o = groups * int(rng.integers(1, 4)), groups * int(rng.integers(1, 4))
+    k, dil, stride = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    pads = tuple(int(p) for p in rng.integers(0, 3, size=4))
+    span = dil * (k - 1) + 1
+    h = max(span - pads[0] - pads[2], 1) + int(rng.integers(0, 8))
+    w = max(span - pads[1] - pads[3], 1) + int(rng.integers(0, 8))
+    n = int(rng.integers(1, 3))
+    dtype = str(rng.choice(["float32", "int8"]))
+    X = te.placeholder((n, c, h, w), dtype, name="X")
+    K = te.placeholder((o, c // groups, k, k), dtype, name="K")
+    out = topi.conv2d_nchw(X, K, stride, pads, dil, groups)
+    x, kk = rand(X.shape, dtype), rand(K.shape, dtype)
+    acc = np.float32 if dtype == "float32" else np.int32
+    ref = reference.conv2d_nchw(x, kk, (stride,) * 2, pads, (dil,) * 2, groups, acc)
+    np.testing.assert_allclose(run([X, K], out, [x, kk]), ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_pooling_and_broadcast_random_shapes(trial):
+    rng = np.random.default_rng(2000 + trial)
+    k, s = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    pad = int(rng.integers(0, k))
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 5))) + tuple(
+        int(v) for v in rng.integers(k, 11, size=2)
+    )
+    x = rand(shape, "float32")
+    X = te.placeholder(shape, "float32", name="X")
+    pads = (pad,) * 4
+    got = run([X], topi.max_pool2d(X, k, s, pad), [x])
+    np.testing.assert_array_equal(got, reference.pool2d(x, (k, k), (s, s), pads, "max"))
+    got = run([X], topi.avg_pool2d(X, k, s, pad, count_include_pad=False), [x])
+    ref = reference.pool2d(x, (k, k), (s, s), pads, "avg", False)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    other = tuple(1 if rng.random() < 0.5 else d for d in shape[-int(rng.integers(1, 5)) :])
+    y = rand(other, "float32")
+    Y = te.placeholder(other, "float32", name="Y")
+    np.testing.assert_allclose(run([X, Y], topi.subtract(X, Y), [x, y]), x - y, rtol=1e-6)
