@@ -145,7 +145,7 @@ def bench_matmul(n: int, threads: int, repeat: int) -> dict:
     feed = {"a": a, "b": b}
     t_ort = median_time(lambda: sess.run(None, feed), repeat)
     return dict(
-        name=f"matmul {n}", flops=2 * n**3, ours=t_ours, layout=t_ours, numpy=t_np, ort=t_ort, ok=ok
+        name=f"matmul {n}", flops=2 * n**3, ours=t_ours, layout=None, numpy=t_np, ort=t_ort, ok=ok
     )
 
 
@@ -204,9 +204,9 @@ def print_table(rows: list[dict]) -> None:
     print(head)
     print("-" * len(head))
     for r in rows:
+        layout = f"{r['layout'] * 1e3:>9.2f}" if r["layout"] is not None else f"{'-':>9}"
         print(
-            f"{r['name']:<12}{r['ours'] * 1e3:>9.2f}{r['layout'] * 1e3:>9.2f}"
-            f"{r['numpy'] * 1e3:>10.2f}"
+            f"{r['name']:<12}{r['ours'] * 1e3:>9.2f}{layout}{r['numpy'] * 1e3:>10.2f}"
             f"{r['ort'] * 1e3:>9.2f}{r['numpy'] / r['ours']:>12.2f}{r['ort'] / r['ours']:>10.2f}"
             f"{r['flops'] / r['ours'] / 1e9:>9.1f}  {'ok' if r['ok'] else 'MISMATCH'}"
         )
