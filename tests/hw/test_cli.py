@@ -1,0 +1,41 @@
+"""`vtac rtl PROG.npz`: runs a program file on the RTL and reports the comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import isa
+from compiler.cli import main
+from hw import programs
+from tests.hw.conftest import require
+
+pytestmark = pytest.mark.rtl
+
+
+def test_vtac_rtl_json(tmp_path, capsys, build_root):
+    require("icarus")
+    path = tmp_path / "gemm.npz"
+    programs.gemm(isa.load_config("default")).save(path)
+    assert main(["rtl", str(path), "--json", "--build-dir", str(build_root)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["match"] is True
+    assert out["rtl_cycles"] > 0
+    assert {"match", "rtl_cycles", "sim_cycles", "cycle_ratio"} <= set(out)
+    if out["sim_cycles"] is not None:
+        assert abs(out["cycle_ratio"] - 1) <= 0.10
+
+
+def test_vtac_rtl_text(tmp_path, capsys, build_root):
+    require("icarus")
+    path = tmp_path / "finish.npz"
+    programs.finish_only(isa.load_config("default")).save(path)
+    assert main(["rtl", str(path), "--build-dir", str(build_root)]) == 0
+    out = capsys.readouterr().out
+    assert "match        yes" in out and "rtl_cycles   36" in out
+
+
+def test_vtac_rtl_reports_a_bad_file(tmp_path, capsys):
+    assert main(["rtl", str(tmp_path / "missing.npz")]) == 1
+    assert "no such file" in capsys.readouterr().err
