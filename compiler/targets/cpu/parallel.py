@@ -106,7 +106,10 @@ def emit_parallel_for(cg: CpuCodegen, loop: S.For) -> None:
     cg.fb.entry.append(f"  {clos} = alloca [{n} x {struct}], align 64")
     cg.fb.entry.append(f"  {tids} = alloca [{n} x i64], align 8")
     few = cg.op("i1", f"icmp slt i64 {ext.ref}, {n}")
-    ntask = cg.op("i64", f"select i1 {few.ref}, i64 {ext.ref}, i64 {n}")
+    capped = cg.op("i64", f"select i1 {few.ref}, i64 {ext.ref}, i64 {n}")
+    # At least one task, so an empty loop still divides its range by a non-zero count.
+    empty = cg.op("i1", f"icmp slt i64 {capped.ref}, 1")
+    ntask = cg.op("i64", f"select i1 {empty.ref}, i64 1, i64 {capped.ref}")
 
     def fill(t: str) -> str:
         c = cg.op("ptr", f"getelementptr inbounds [{n} x {struct}], ptr {clos}, i64 0, i64 {t}")
