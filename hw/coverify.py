@@ -248,18 +248,25 @@ def run_rtl(
         try:
             xml = sim.run(b, TB_MODULE, extra_env={"VTA_RTL_JOB": str(tmpd / "job.json")},
                           plusargs=[f"+DRAM_INIT={init}", f"+DRAM_OUT={out}",
-                                    f"+DRAM_WORDS={words}", *plusargs])
-        except SystemExit as e:
-            raise RtlError(f"the {simulator} simulation of the program failed (exit {e.code}); "
-                           "see the cocotb log above") from None
+                                    f"+DRAM_WORDS={words}", *plusargs], log_file="sim.log")
+        except (SystemExit, RuntimeError) as e:
+            raise RtlError(f"the {simulator} simulation of the program failed ({e}):\n"
+                           f"{_latest_log(b)}") from None
         wall = time.perf_counter() - t0
         if not result.exists():
-            raise RtlError(f"the {simulator} simulation ended without a result (see {xml})")
+            raise RtlError(f"the {simulator} simulation ended without a result:\n"
+                           f"{_latest_log(b)}")
         res = json.loads(result.read_text())
         sim.cleanup_run(xml)
         dram = read_hex(out, cfg.bus_bytes, prog.dram.size) if res["finished"] else None
     return RtlRun(prog, simulator, bool(res["finished"]), int(res["cycles"]), dram,
                   res.get("state", {}), wall, limit)
+
+
+def _latest_log(b: sim.Build) -> str:
+    """The end of the most recent simulator log of build ``b``."""
+    logs = sorted((b.build_dir / "runs").glob("*/sim.log"), key=lambda p: p.stat().st_mtime)
+    return logs[-1].read_text()[-4000:] if logs else "(no simulator log)"
 
 
 # ---- reports ------------------------------------------------------------------------------

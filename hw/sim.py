@@ -218,10 +218,13 @@ def run(
     plusargs: Sequence[str] = (),
     seed: int | None = None,
     waves: bool = False,
+    log_file: str | None = None,
 ) -> Path:
     """Run the cocotb tests of ``test_module`` on build ``b``; returns the results XML path.
 
-    Under pytest, the runner raises ``SystemExit`` when a cocotb test fails.
+    The simulator's output goes to ``log_file`` (a name inside the run directory) when given,
+    else to this process's stdout. Under pytest, the runner raises ``SystemExit`` when a cocotb
+    test fails; a crashed simulator raises ``RuntimeError`` or ``SystemExit``.
     """
     from cocotb_tools.runner import get_runner
 
@@ -243,6 +246,7 @@ def run(
         seed=seed,
         waves=waves,
         timescale=("1ns", "1ps"),
+        log_file=None if log_file is None else test_dir / log_file,
     )
 
 
