@@ -42,7 +42,6 @@ TB_TOP = "vta_tb_top"
 TB_MODULE = "hw.tb.cocotb_top"
 MODULES = ("load", "compute", "store")
 QUEUES = ("load->compute", "compute->load", "compute->store", "store->compute")
-_STATES = {0: "free", 1: "executing", 2: "waiting to push its tokens", 3: "?"}
 #: Smallest DRAM the testbench builds (log2 of bus words); sizes round up to powers of two so
 #: that programs of similar size share a build.
 _MIN_LOG_WORDS = 12
@@ -281,29 +280,81 @@ def _describe(program: Program, index: int) -> str:
     return f"#{index} {name}" + (f" ({', '.join(flags)})" if flags else "")
 
 
-def hang_report(program: Program, state: dict[str, Any], cycles: int, limit: int) -> str:
-    """A readable report of where a run stuck, from the testbench's snapshot of the RTL."""
+_FETCH_STATES = {0: None, 1: "the DRAM port", 2: "the end of its transfer"}
+
+
+def hang_state(program: Program, state: dict[str, Any]) -> dict[str, Any]:
+    """Where each module stands, from the testbench's snapshot of the RTL's debug outputs.
+
+    The same shape as the simulator's stop report: per module the instruction it is on (or
+    None) and what it waits for (None when idle), and every queue's count.
+    """
+    cfg = program.config
+    insns = program.instructions()
     routed = routed_indices(program)
-    lines = [f"RTL hang: no FINISH within {limit} cycles (stopped at cycle {cycles})."]
-    fetched = int(state.get("dispatched", -1))
-    lines.append(f"  fetch: dispatched {fetched} of {program.insn_count} instructions")
+    tokens = {q: int(t) for q, t in zip(QUEUES, state["tokens"], strict=True)}
+    cmds = {m: int(c) for m, c in zip(MODULES, state["cmd_counts"], strict=True)}
+    modules: dict[str, dict[str, Any]] = {}
+    fetched = int(state["dispatched"])
+    fst = int(state.get("fetch_state", 0))
+    if fst == 3 and fetched < program.insn_count:
+        target = routed_module(program, fetched)
+        modules["fetch"] = {"instruction": fetched, "waits_for": (
+            f"room in the {target} command queue ({cmds[target]}/{cfg.cmd_queue_depth} "
+            "entries)")}
+    else:
+        modules["fetch"] = {"instruction": None, "waits_for": _FETCH_STATES.get(fst)}
     for k, m in enumerate(MODULES):
-        issued = int(state.get("issued", [0, 0, 0])[k])
-        st = _STATES.get(int(state.get("states", [0, 0, 0])[k]), "?")
-        queued = int(state.get("cmd_counts", [0, 0, 0])[k])
-        mine = routed[m]
-        if issued == 0:
-            last = "none issued yet"
-        else:
-            last = "last issued " + _describe(program, mine[issued - 1])
-        if st == "free" and queued and issued < len(mine):
-            st = f"free, head {_describe(program, mine[issued])} waits for a token"
-        wait = " (asking for the DRAM port)" if state.get("waiting", [0] * 4)[k + 1] else ""
-        lines.append(f"  {m}: {last}; {st}{wait}; {queued} in its command queue")
-    tokens = state.get("tokens", [0, 0, 0, 0])
-    lines.append("  tokens: " + ", ".join(f"{q}={int(t)}" for q, t in zip(QUEUES, tokens,
-                                                                          strict=True)))
+        issued = int(state["issued"][k])
+        st = int(state["states"][k])
+        entry: dict[str, Any] = {"instruction": None, "waits_for": None,
+                                 "last_issued": routed[m][issued - 1] if issued else None}
+        if st == 2:  # holding: its pushes wait for room
+            i = routed[m][issued - 1]
+            full = [q for q in insns[i].pushes() if tokens[q] >= cfg.dep_queue_depth]
+            entry.update(instruction=i, waits_for="room to push into " + ", ".join(
+                f"{q} (full, {cfg.dep_queue_depth}/{cfg.dep_queue_depth})" for q in full))
+        elif st == 1:
+            entry.update(instruction=routed[m][issued - 1],
+                         waits_for="the DRAM port" if state["waiting"][k + 1]
+                         else "the end of its execution")
+        elif cmds[m] and issued < len(routed[m]):
+            i = routed[m][issued]
+            empty = [q for q in insns[i].pops() if tokens[q] < 1]
+            entry.update(instruction=i, waits_for="a token in " + ", ".join(
+                f"{q} (0 tokens)" for q in empty))
+        modules[m] = entry
+    return {"modules": modules, "dependency_queues": tokens, "command_queues": cmds}
+
+
+def routed_module(program: Program, index: int) -> str:
+    f = program.fields()
+    return module_of_fields(int(f["opcode"][index]), int(f["memory_type"][index]))
+
+
+def hang_report(program: Program, state: dict[str, Any], cycles: int, limit: int) -> str:
+    """A readable report of where a run stuck: each module's instruction and what it waits
+    for, the last instruction each module issued, and every queue's count."""
+    hs = hang_state(program, state)
+    lines = [f"RTL hang: no FINISH within {limit} cycles (stopped at cycle {cycles})."]
+    lines.append(f"  fetch: dispatched {int(state['dispatched'])} of {program.insn_count} "
+                 "instructions" + _waiting(program, hs["modules"]["fetch"]))
+    for m in MODULES:
+        e = hs["modules"][m]
+        last = ("none issued yet" if e["last_issued"] is None
+                else "last issued " + _describe(program, e["last_issued"]))
+        lines.append(f"  {m}: {last}" + _waiting(program, e)
+                     + f"; {hs['command_queues'][m]} in its command queue")
+    lines.append("  tokens: " + ", ".join(f"{q}={t}" for q, t in hs["dependency_queues"].items()))
     return "\n".join(lines)
+
+
+def _waiting(program: Program, entry: dict[str, Any]) -> str:
+    if entry["waits_for"] is None:
+        return "; idle"
+    if entry["instruction"] is None:
+        return f"; waits for {entry['waits_for']}"
+    return f"; {_describe(program, entry['instruction'])} waits for {entry['waits_for']}"
 
 
 def first_mismatch(program: Program, expected: np.ndarray, actual: np.ndarray) -> Mismatch | None:

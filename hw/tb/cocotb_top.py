@@ -69,6 +69,7 @@ class TopTB:
             "waiting": unpack(int(top.dbg_waiting.value), 1, 4, signed=False).tolist(),
             "tokens": unpack(int(top.dbg_tokens.value), dep_w, 4, signed=False).tolist(),
             "cmd_counts": unpack(int(top.dbg_cmd_counts.value), cmd_w, 3, signed=False).tolist(),
+            "fetch_state": int(top.u_fetch.st.value),
         }
 
 

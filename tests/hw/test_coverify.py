@@ -9,7 +9,7 @@ import pytest
 
 import isa
 from hw import programs
-from hw.coverify import coverify, first_mismatch, run_rtl
+from hw.coverify import coverify, first_mismatch, hang_state, run_rtl
 from hw.errors import RtlHang
 from hw.reference import Reference, reference_run
 from isa.asm import assemble
@@ -43,6 +43,25 @@ def test_hand_assembled_default(name, simulator, build_root):
 def test_hand_assembled_presets(name, preset, build_root):
     require("icarus")
     cfg = isa.load_config(preset)
+    check(coverify(programs.PROGRAMS[name](cfg), build_root=build_root))
+
+
+#: Configs beyond the presets: other bus widths and latencies, initiation intervals, small
+#: queues. The RTL takes every number from the generated header, so each must just work.
+CUSTOM = {
+    "bus16-lat1": ("default", {"bus_bytes": 16, "dram_latency": 1}),
+    "bus4-ii": ("default", {"bus_bytes": 4, "dram_latency": 3, "gemm_ii": 2, "alu_ii": 3}),
+    "bus32-queues": ("4x4x4", {"bus_bytes": 32, "dram_latency": 7, "cmd_queue_depth": 4,
+                               "dep_queue_depth": 2}),
+}
+
+
+@pytest.mark.parametrize("custom", list(CUSTOM))
+@pytest.mark.parametrize("name", [n for n in programs.PROGRAMS if n != "token_flood"])
+def test_hand_assembled_custom_configs(name, custom, build_root):
+    require("icarus")
+    base, changes = CUSTOM[custom]
+    cfg = isa.load_config(base).replace(name=custom, **changes)
     check(coverify(programs.PROGRAMS[name](cfg), build_root=build_root))
 
 
@@ -93,9 +112,31 @@ def test_hang_names_the_blocked_instructions(build_root):
                  reference=Reference(prog.dram.copy(), None, "none"))
     msg = str(e.value)
     assert "no FINISH within 400 cycles" in msg
-    assert "load: last issued #0 LOAD INP" in msg
-    assert "compute: none issued yet; free, head #1 GEMM (pop_prev_dep) waits for a token" in msg
-    assert "load->compute=0" in msg
+    assert "load: last issued #0 LOAD INP; idle" in msg
+    assert ("compute: none issued yet; #1 GEMM (pop_prev_dep) waits for a token in "
+            "load->compute (0 tokens)") in msg
+    assert "tokens: load->compute=0" in msg
+
+
+@pytest.mark.parametrize("name", ["token_flood", "pingpong"])
+def test_hang_matches_the_simulators_deadlock(name, build_root):
+    """Queues too small for the program: both models stop in the same state."""
+    require("icarus")
+    vta_sim = pytest.importorskip("vta_sim")
+    cfg = isa.load_config("default").replace(name="tiny-queues", cmd_queue_depth=2,
+                                             dep_queue_depth=1)
+    prog = programs.PROGRAMS[name](cfg)
+    with pytest.raises(vta_sim.DeadlockError) as dead:
+        vta_sim.simulate(prog, trace=False)
+    report = dead.value.report
+    run = run_rtl(prog, build_root=build_root, max_cycles=report["cycle"] + 200)
+    assert not run.finished
+    hs = hang_state(prog, run.state)
+    assert hs["dependency_queues"] == report["dependency_queues"]
+    assert hs["command_queues"] == report["command_queues"]
+    for m, entry in report["modules"].items():
+        assert hs["modules"][m]["instruction"] == entry["instruction"], m
+        assert hs["modules"][m]["waits_for"] == entry["waits_for"], m
 
 
 def test_mismatch_names_tensor_and_element(build_root):
