@@ -35,6 +35,8 @@ def suite(presets: list[str]) -> list[tuple[str, str, isa.Program]]:
         cfg = isa.load_config(preset)
         for name, build in programs.PROGRAMS.items():
             out.append((name, preset, build(cfg)))
+        for seed in range(3):
+            out.append((f"random_{seed}", preset, programs.random_program(cfg, seed)))
     for ex in ("alu_ops", "matmul16", "padded_load"):
         prog = assemble((EXAMPLES / f"{ex}.vasm").read_text(), source=f"{ex}.vasm")
         out.append((f"{ex}.vasm", prog.config.name, prog))

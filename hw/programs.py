@@ -477,6 +477,114 @@ PROGRAMS: dict[str, Callable[[HwConfig], Program]] = {
 }
 
 
+# ---- random, token-correct programs ---------------------------------------------------------
+#: SRAM entries of each double-buffering slot of the random programs.
+_SLOT = {"inp": 16, "wgt": 8, "acc": 16, "uop": 8}
+
+
+def _shape_2d(r: np.random.Generator, room: int, y_max: int = 3) -> dict:
+    """A random 2-D LOAD shape (with padding) whose footprint fits ``room`` entries."""
+    while True:
+        g = dict(y_size=int(r.integers(0, y_max + 1)), x_size=int(r.integers(1, 5)),
+                 y_pad_0=int(r.integers(0, 2)), y_pad_1=int(r.integers(0, 2)),
+                 x_pad_0=int(r.integers(0, 3)), x_pad_1=int(r.integers(0, 2)))
+        rows = g["y_pad_0"] + g["y_size"] + g["y_pad_1"]
+        width = g["x_pad_0"] + g["x_size"] + g["x_pad_1"]
+        if rows * width <= room:
+            g["x_stride"] = g["x_size"] + int(r.integers(0, 4))
+            return g | {"footprint": rows * width}
+
+
+def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Program:
+    """A random software-pipelined program whose tokens order every conflicting access.
+
+    Block ``b`` works in SRAM slot ``b % 2`` (double buffering): its loads fill the slot's inp
+    and wgt entries (random 2-D shapes with padding), compute loads micro-ops (and sometimes
+    acc, from int32 or int8 data), resets the slot's accumulators and runs random GEMM and
+    ALU loops in it, and a store writes a random 2-D block of the slot's out entries to DRAM.
+    Load b waits for compute b - 2, compute b for load b and store b - 2, store b for compute
+    b; so any timing gives the in-order result while the modules overlap across blocks.
+    """
+    r = _rng(1000 + seed)
+    b = ProgramBuilder(cfg)
+    nblk = int(r.integers(3, 7)) if blocks is None else blocks
+    inp_dram = b.tensor("data", r.integers(-128, 128, 8192).astype(np.int8), role="input")
+    out_bytes = 4096 * max(1, cfg.out_elem_bytes // 4)
+    outs = [b.tensor(f"out{k}", shape=(out_bytes,), role="output") for k in range(nblk)]
+    uop_tables = []
+    for k in range(nblk):
+        s = k % 2
+        uops = []
+        for _ in range(_SLOT["uop"]):
+            dst = s * _SLOT["acc"] + int(r.integers(0, 8))
+            src = s * _SLOT["inp"] + int(r.integers(0, 8))
+            uops.append(Uop(dst, src, s * _SLOT["wgt"] + int(r.integers(0, 4))))
+        uop_tables.append(b.uops(f"uops{k}", uops))
+    alu_ops = list(AluOp)
+    imms = [-40, -32, -31, -8, -1, 0, 1, 3, 8, 31, 32, 40, 1000, -32768, 32767]
+
+    def load_from_data(mt: MemType, region: str, slot: int, **flags) -> Load:
+        g = _shape_2d(r, _SLOT[region])
+        room = _SLOT[region] - g.pop("footprint")
+        base = slot * _SLOT[region] + int(r.integers(0, room + 1))
+        eb = cfg.mem_elem_bytes(mt)
+        span = (max(g["y_size"] - 1, 0) * g["x_stride"] + g["x_size"]) * eb
+        dram = inp_dram // eb + int(r.integers(0, (8192 - span) // eb + 1))
+        return Load(memory_type=mt, sram_base=base, dram_base=dram, **g, **flags)
+
+    def loops() -> dict:
+        f = [0, 1, 2]
+        return dict(iter_out=int(r.integers(1, 4)), iter_in=int(r.integers(1, 4)),
+                    dst_factor_out=int(r.choice(f)), dst_factor_in=int(r.choice(f)),
+                    src_factor_out=int(r.choice(f)), src_factor_in=int(r.choice(f)))
+
+    for k in range(nblk):
+        s = k % 2
+        # ---- load: inp and wgt into slot s
+        n_loads = int(r.integers(1, 3))
+        for j in range(n_loads):
+            mt = MemType.INP if (j == 0 or r.random() < 0.5) else MemType.WGT
+            b.add(load_from_data(mt, "inp" if mt == MemType.INP else "wgt", s,
+                                 pop_next_dep=(j == 0 and k >= 2),
+                                 push_next_dep=(j == n_loads - 1)))
+        # ---- compute: micro-ops, maybe acc data, reset, GEMMs and ALUs in slot s
+        body: list[Insn] = [Load(memory_type=MemType.UOP, sram_base=s * _SLOT["uop"],
+                                 dram_base=uop_tables[k], x_size=_SLOT["uop"],
+                                 x_stride=_SLOT["uop"])]
+        body.append(Gemm(reset=True, uop_begin=s * 8, uop_end=s * 8 + 8, iter_out=2,
+                         dst_factor_out=8))
+        if r.random() < 0.4:
+            mt = MemType.ACC8 if r.random() < 0.5 else MemType.ACC
+            body.append(load_from_data(mt, "acc", s))
+        for _ in range(int(r.integers(1, 4))):
+            u0 = s * 8 + int(r.integers(0, 8))
+            u1 = u0 + int(r.integers(0, s * 8 + 8 - u0 + 1))
+            lp = loops()
+            if r.random() < 0.6:
+                body.append(Gemm(uop_begin=u0, uop_end=u1, wgt_factor_out=int(r.integers(0, 2)),
+                                 wgt_factor_in=int(r.integers(0, 2)), **lp))
+            else:
+                tensor = r.random() < 0.4
+                body.append(Alu(alu_opcode=alu_ops[int(r.integers(0, len(alu_ops)))],
+                                use_imm=not tensor, imm=0 if tensor else int(r.choice(imms)),
+                                uop_begin=u0, uop_end=u1, **lp))
+        # first instruction waits for load k (and store k - 2); last one releases both slots
+        body[0] = body[0].with_deps(pop_prev_dep=True, pop_next_dep=k >= 2)
+        body.append(Gemm(uop_begin=0, uop_end=0, push_prev_dep=True, push_next_dep=True))
+        b.add(*body)
+        # ---- store: a 2-D block of slot s's out entries
+        x = int(r.integers(1, 5))
+        y = int(r.integers(1, _SLOT["acc"] // x + 1))
+        y = min(y, 4)
+        b.add(Store(sram_base=s * _SLOT["acc"] + int(r.integers(0, _SLOT["acc"] - x * y + 1)),
+                    dram_base=b.elem(outs[k], MemType.OUT), y_size=y, x_size=x,
+                    x_stride=x + int(r.integers(0, 3)), pop_prev_dep=True, push_prev_dep=True))
+    for _ in range(min(nblk, 2) - 1):
+        b.add(Load(memory_type=MemType.UOP, pop_next_dep=True))
+    b.add(Finish(pop_next_dep=True))
+    return b.build()
+
+
 def large_gemm(cfg: HwConfig, m: int = 16, k: int = 16, n: int = 16, seed: int = 11) -> Program:
     """The largest hand-made GEMM (m·k·n micro-ops), for benchmarks."""
     return gemm(cfg, m=m, k=k, n=n, seed=seed)

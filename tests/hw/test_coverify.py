@@ -73,6 +73,23 @@ def test_assembler_examples(example, build_root):
     check(coverify(prog, build_root=build_root))
 
 
+@pytest.mark.parametrize("simulator", selected_simulators())
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_default(seed, simulator, build_root):
+    """Random double-buffered programs: loads with padding, acc loads, GEMM/ALU loops, stores."""
+    require(simulator)
+    prog = programs.random_program(isa.load_config("default"), seed)
+    check(coverify(prog, simulator=simulator, build_root=build_root))
+
+
+@pytest.mark.parametrize("preset", ["vta-1x16x16", "4x4x4"])
+@pytest.mark.parametrize("seed", range(12, 16))
+def test_random_programs_presets(seed, preset, build_root):
+    require("icarus")
+    check(coverify(programs.random_program(isa.load_config(preset), seed),
+                   build_root=build_root))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_gemm_shapes(seed, build_root):
     require("icarus")
