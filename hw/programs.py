@@ -586,5 +586,88 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
 
 
 def large_gemm(cfg: HwConfig, m: int = 16, k: int = 16, n: int = 16, seed: int = 11) -> Program:
-    """The largest hand-made GEMM (m·k·n micro-ops), for benchmarks."""
+    """A GEMM held entirely on chip (m·k·n micro-ops), for benchmarks."""
     return gemm(cfg, m=m, k=k, n=n, seed=seed)
+
+
+def tiled_gemm(cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: int = 12,
+               shift: int = 8) -> Program:
+    """C = clip(A · Wᵀ >> shift) for A of m×k input tiles and W of n×k weight tiles, streamed
+    through the buffers in chunks of kt (reduction) by nt (output) tiles, double-buffered.
+
+    Step t (one chunk of k for one chunk of n) loads A[:, kc] and W[nc, kc] into slot t % 2 of
+    inp and wgt while compute accumulates the previous step; output chunk nc accumulates in
+    acc slot nc % 2 and is requantized and stored while the next chunk accumulates. An
+    im2col'ed convolution is this GEMM: ResNet-18 C12 (7x7, 512 -> 512, 3x3) on 1x16x16 is
+    m = 49, k = 288, n = 32.
+    """
+    bt, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    if k % kt or n % nt:
+        raise ValueError("kt must divide k and nt must divide n")
+    if 2 * m * kt > cfg.inp_depth or 2 * nt * kt > cfg.wgt_depth or 2 * m * nt > cfg.acc_depth:
+        raise ValueError("the chunks do not fit the buffers twice")
+    r = _rng(seed)
+    b = ProgramBuilder(cfg)
+    a_off = b.tensor("A", _i8(r, (m, k, bt, bi), -16, 16), role="input", layout="MKbk")
+    w_off = b.tensor("W", _i8(r, (n, k, bo, bi), -16, 16), role="param", layout="NKnk")
+    c_off = b.tensor("C", shape=(m, n, bt, bo), role="output", layout="MNbn")
+    ins, ws, accs = m * kt, nt * kt, m * nt  # slot sizes
+    uops: list[Uop] = []
+    reset_at, gemm_at = [], {}
+    for a in range(2):
+        reset_at.append(len(uops))
+        uops.append(Uop(a * accs, 0, 0))
+    for a in range(2):
+        for sl in range(2):
+            gemm_at[a, sl] = len(uops)
+            uops += [Uop(a * accs, sl * ins + kk, sl * ws + kk) for kk in range(kt)]
+    u_off = b.uops("uops", uops)
+    b.add(Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=len(uops),
+               x_stride=len(uops)))
+    a_elem, w_elem = b.elem(a_off, MemType.INP), b.elem(w_off, MemType.WGT)
+    c_elem = b.elem(c_off, MemType.OUT)
+    acc_loops = dict(iter_out=m, iter_in=nt, dst_factor_out=nt, dst_factor_in=1)
+    step = 0
+    n_chunks, k_chunks = n // nt, k // kt
+    for nc in range(n_chunks):
+        a = nc % 2
+        b.add(Gemm(reset=True, uop_begin=reset_at[a], uop_end=reset_at[a] + 1,
+                   pop_next_dep=nc >= 2, **acc_loops))
+        for kc in range(k_chunks):
+            sl = step % 2
+            b.add(
+                Load(memory_type=MemType.INP, sram_base=sl * ins, dram_base=a_elem + kc * kt,
+                     y_size=m, x_size=kt, x_stride=k, pop_next_dep=step >= 2),
+                Load(memory_type=MemType.WGT, sram_base=sl * ws,
+                     dram_base=w_elem + nc * nt * k + kc * kt, y_size=nt, x_size=kt,
+                     x_stride=k, push_next_dep=True),
+                Gemm(uop_begin=gemm_at[a, sl], uop_end=gemm_at[a, sl] + kt, src_factor_out=kt,
+                     wgt_factor_in=kt, pop_prev_dep=True, push_prev_dep=True, **acc_loops),
+            )
+            step += 1
+        ru = dict(uop_begin=reset_at[a], uop_end=reset_at[a] + 1, **acc_loops)
+        b.add(
+            Alu(alu_opcode=AluOp.SHR, use_imm=True, imm=shift, **ru),
+            Alu(alu_opcode=AluOp.MAX, use_imm=True, imm=-128, **ru),
+            Alu(alu_opcode=AluOp.MIN, use_imm=True, imm=127, push_next_dep=True, **ru),
+            Store(sram_base=a * accs, dram_base=c_elem + nc * nt, y_size=m, x_size=nt,
+                  x_stride=n, pop_prev_dep=True, push_prev_dep=True),
+        )
+    for _ in range(min(n_chunks, 2) - 1):
+        b.add(Load(memory_type=MemType.UOP, pop_next_dep=True))
+    b.add(Finish(pop_next_dep=True))
+    return b.build()
+
+
+def resnet_c12_gemm(cfg: HwConfig) -> Program:
+    """The GEMM of ResNet-18's C12 layer (7x7 output, 512 -> 512 channels, 3x3 kernel) after
+    im2col: 49 rows, 4608 reductions, 512 outputs, as batch·block_in·block_out tiles."""
+    m = 49 // cfg.batch if 49 % cfg.batch == 0 else -(-49 // cfg.batch)
+    k, n = 4608 // cfg.block_in, 512 // cfg.block_out
+    kt = 16
+    while 2 * m * kt > cfg.inp_depth:
+        kt //= 2
+    nt = n
+    while 2 * nt * kt > cfg.wgt_depth or 2 * m * nt > cfg.acc_depth:
+        nt //= 2
+    return tiled_gemm(cfg, m, k, n, kt, nt)

@@ -90,6 +90,14 @@ def test_random_programs_presets(seed, preset, build_root):
                    build_root=build_root))
 
 
+@pytest.mark.parametrize("preset", isa.preset_names())
+def test_tiled_double_buffered_gemm(preset, build_root):
+    """A GEMM streamed through the buffers in chunks: the shape the benchmark runs full size."""
+    require("icarus")
+    prog = programs.tiled_gemm(isa.load_config(preset), m=5, k=8, n=6, kt=2, nt=3)
+    check(coverify(prog, build_root=build_root))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_gemm_shapes(seed, build_root):
     require("icarus")
