@@ -1,8 +1,10 @@
 """RTL test setup: simulators on PATH, a persistent build directory, simulator selection.
 
-Icarus runs every RTL test. Verilator builds take tens of seconds each, so by default it runs
-only the tests that ask for it explicitly (lint, one co-verification program); set
-``VTA_RTL_SIMULATORS=icarus,verilator`` to run the whole co-verification suite on both.
+Icarus runs every RTL test. Verilator builds take tens of seconds each (one per config and
+DRAM size), so by default it runs the core co-verification suite (every hand-assembled and
+random program on the default preset) when it is installed; set
+``VTA_RTL_SIMULATORS=icarus,verilator`` to run every co-verification test on both, or
+``VTA_RTL_SIMULATORS=icarus`` to leave Verilator out.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from hw.sim import ensure_verilator_on_path, missing_simulator
 ensure_verilator_on_path()
 
 
-def selected_simulators() -> list[str]:
-    """Simulators the co-verification suite runs on (``VTA_RTL_SIMULATORS``)."""
-    names = os.environ.get("VTA_RTL_SIMULATORS", "icarus")
+def selected_simulators(core: bool = False) -> list[str]:
+    """Simulators a co-verification test runs on: ``VTA_RTL_SIMULATORS`` when set, else both
+    for the ``core`` suite and Icarus for the rest."""
+    names = os.environ.get("VTA_RTL_SIMULATORS", "icarus,verilator" if core else "icarus")
     return [s.strip() for s in names.split(",") if s.strip()]
 
 

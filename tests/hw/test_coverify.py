@@ -30,7 +30,7 @@ def check(result) -> None:
             f"simulator {result.sim_cycles} vs RTL {result.rtl_cycles} cycles")
 
 
-@pytest.mark.parametrize("simulator", selected_simulators())
+@pytest.mark.parametrize("simulator", selected_simulators(core=True))
 @pytest.mark.parametrize("name", list(programs.PROGRAMS))
 def test_hand_assembled_default(name, simulator, build_root):
     require(simulator)
@@ -38,12 +38,13 @@ def test_hand_assembled_default(name, simulator, build_root):
     check(coverify(programs.PROGRAMS[name](cfg), simulator=simulator, build_root=build_root))
 
 
+@pytest.mark.parametrize("simulator", selected_simulators())
 @pytest.mark.parametrize("preset", ["vta-1x16x16", "4x4x4"])
 @pytest.mark.parametrize("name", list(programs.PROGRAMS))
-def test_hand_assembled_presets(name, preset, build_root):
-    require("icarus")
+def test_hand_assembled_presets(name, preset, simulator, build_root):
+    require(simulator)
     cfg = isa.load_config(preset)
-    check(coverify(programs.PROGRAMS[name](cfg), build_root=build_root))
+    check(coverify(programs.PROGRAMS[name](cfg), simulator=simulator, build_root=build_root))
 
 
 #: Configs beyond the presets: other bus widths and latencies, initiation intervals, small
@@ -56,13 +57,14 @@ CUSTOM = {
 }
 
 
+@pytest.mark.parametrize("simulator", selected_simulators())
 @pytest.mark.parametrize("custom", list(CUSTOM))
 @pytest.mark.parametrize("name", [n for n in programs.PROGRAMS if n != "token_flood"])
-def test_hand_assembled_custom_configs(name, custom, build_root):
-    require("icarus")
+def test_hand_assembled_custom_configs(name, custom, simulator, build_root):
+    require(simulator)
     base, changes = CUSTOM[custom]
     cfg = isa.load_config(base).replace(name=custom, **changes)
-    check(coverify(programs.PROGRAMS[name](cfg), build_root=build_root))
+    check(coverify(programs.PROGRAMS[name](cfg), simulator=simulator, build_root=build_root))
 
 
 @pytest.mark.parametrize("example", ["alu_ops", "matmul16", "padded_load"])
@@ -73,7 +75,7 @@ def test_assembler_examples(example, build_root):
     check(coverify(prog, build_root=build_root))
 
 
-@pytest.mark.parametrize("simulator", selected_simulators())
+@pytest.mark.parametrize("simulator", selected_simulators(core=True))
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs_default(seed, simulator, build_root):
     """Random double-buffered programs: loads with padding, acc loads, GEMM/ALU loops, stores."""
@@ -82,20 +84,22 @@ def test_random_programs_default(seed, simulator, build_root):
     check(coverify(prog, simulator=simulator, build_root=build_root))
 
 
+@pytest.mark.parametrize("simulator", selected_simulators())
 @pytest.mark.parametrize("preset", ["vta-1x16x16", "4x4x4"])
 @pytest.mark.parametrize("seed", range(12, 16))
-def test_random_programs_presets(seed, preset, build_root):
-    require("icarus")
+def test_random_programs_presets(seed, preset, simulator, build_root):
+    require(simulator)
     check(coverify(programs.random_program(isa.load_config(preset), seed),
-                   build_root=build_root))
+                   simulator=simulator, build_root=build_root))
 
 
+@pytest.mark.parametrize("simulator", selected_simulators())
 @pytest.mark.parametrize("preset", isa.preset_names())
-def test_tiled_double_buffered_gemm(preset, build_root):
+def test_tiled_double_buffered_gemm(preset, simulator, build_root):
     """A GEMM streamed through the buffers in chunks: the shape the benchmark runs full size."""
-    require("icarus")
+    require(simulator)
     prog = programs.tiled_gemm(isa.load_config(preset), m=5, k=8, n=6, kt=2, nt=3)
-    check(coverify(prog, build_root=build_root))
+    check(coverify(prog, simulator=simulator, build_root=build_root))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -118,15 +122,6 @@ def test_dram_gaps_and_latency_keep_results(name, build_root):
     assert run.finished
     mism = first_mismatch(prog, reference_run(prog).dram, run.dram)
     assert mism is None, mism.message()
-
-
-def test_verilator_runs_the_gemm(build_root):
-    """One key program on Verilator (the suite runs there with VTA_RTL_SIMULATORS)."""
-    require("verilator")
-    if "verilator" in selected_simulators():
-        pytest.skip("covered by the suite on verilator")
-    check(coverify(programs.gemm(isa.load_config("default")), simulator="verilator",
-                   build_root=build_root))
 
 
 def test_hang_names_the_blocked_instructions(build_root):
