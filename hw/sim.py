@@ -152,7 +152,9 @@ def build(
     build_args = _build_args(simulator)
     key = _key(toplevel, simulator, cfg, params, sources, header, build_args)
     root = Path(build_root) if build_root is not None else default_build_root()
-    build_dir = root / f"{toplevel}-{cfg.name}-{simulator}-{key}"
+    suffix = "".join(f"-{k}{v}" for k, v in sorted(params.items()))
+    family = f"{toplevel}-{cfg.name}-{simulator}{suffix}-"
+    build_dir = root / f"{family}{key}"
     stamp = build_dir / ".built"
     with _locked(root / f".{toplevel}-{key}.lock"):
         if not stamp.exists():
@@ -178,7 +180,15 @@ def build(
                 raise RtlError(f"building {toplevel} with {simulator} failed ({e}):\n{tail}") \
                     from None
             stamp.write_text(key)
+            _prune(root, family, build_dir)
     return Build(toplevel, simulator, cfg, build_dir, params)
+
+
+def _prune(root: Path, family: str, keep: Path) -> None:
+    """Remove older builds of the same toplevel, config name, simulator and parameters."""
+    for old in root.glob(f"{family}*"):
+        if old != keep and old.is_dir() and len(old.name) == len(keep.name):
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @contextlib.contextmanager
