@@ -31,6 +31,7 @@ import numpy as np
 
 from isa import timing
 from isa.encoding import decode_fields
+from isa.errors import IsaError
 from isa.insn import MemType, Opcode, module_of_fields
 from isa.program import Program, as_program
 
@@ -393,7 +394,19 @@ def coverify(
     reach FINISH, and :class:`RtlError` when the RTL cannot run.
     """
     prog = as_program(program)
-    ref = reference_run(prog) if reference is None else reference
+    try:
+        ref = reference_run(prog) if reference is None else reference
+    except IsaError as e:
+        if not hasattr(e, "report"):  # an instruction error: the program is wrong
+            raise
+        # the simulator stopped without FINISH (deadlock, no FINISH): see what the RTL does
+        limit = max_cycles if max_cycles is not None else 2 * int(getattr(e, "cycle", 0)) + 1000
+        run = run_rtl(prog, simulator=simulator, max_cycles=limit, build_root=build_root,
+                      plusargs=plusargs)
+        if run.finished:
+            raise RtlError(f"the RTL finished in {run.cycles} cycles, but the simulator "
+                           f"stopped: {e}") from None
+        raise RtlHang(f"{run.hang_report()}\nThe simulator stops too: {e}") from None
     run = run_rtl(prog, simulator=simulator, max_cycles=max_cycles, build_root=build_root,
                   plusargs=plusargs)
     if not run.finished:

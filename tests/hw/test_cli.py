@@ -39,3 +39,18 @@ def test_vtac_rtl_text(tmp_path, capsys, build_root):
 def test_vtac_rtl_reports_a_bad_file(tmp_path, capsys):
     assert main(["rtl", str(tmp_path / "missing.npz")]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_vtac_rtl_deadlock_reports_both_models(tmp_path, capsys, build_root):
+    require("icarus")
+    pytest.importorskip("vta_sim")
+    from isa.insn import Finish, Gemm, Load, MemType
+
+    cfg = isa.load_config("default")
+    path = tmp_path / "deadlock.npz"
+    isa.Program.build(cfg, [Load(memory_type=MemType.INP, x_size=1, x_stride=1),
+                            Gemm(pop_prev_dep=True), Finish()]).save(path)
+    assert main(["rtl", str(path), "--build-dir", str(build_root)]) == 1
+    err = capsys.readouterr().err
+    assert "RTL hang" in err and "The simulator stops too: deadlock" in err
+    assert "#1 GEMM (pop_prev_dep) waits for a token in load->compute (0 tokens)" in err
