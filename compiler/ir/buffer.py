@@ -77,15 +77,21 @@ SHARED = Scope("shared")
 _REGISTRY: dict[str, Scope] = {s.name: s for s in (GLOBAL, LOCAL, SHARED)}
 
 
-def register_scope(scope: Scope) -> Scope:
+def register_scope(scope: Scope, replace: bool = False) -> Scope:
     """Make ``scope`` resolvable by name (re-registering an identical scope is a no-op).
+
+    ``replace=True`` lets a target whose memories depend on a hardware configuration re-bind
+    the name to the scopes of the configuration it was built for; buffers keep the scope object
+    they were created with, so this only changes what later lookups by name return.
 
     Example:
         >>> register_scope(Scope("local.demo")).name
         'local.demo'
+        >>> register_scope(Scope("local.demo", capacity_bits=64), replace=True).capacity_bits
+        64
     """
     existing = _REGISTRY.get(scope.name)
-    if existing is not None and existing != scope:
+    if existing is not None and existing != scope and not replace:
         raise CompilerError(
             f"scope {scope.name} is already registered with a different definition: {existing}"
         )

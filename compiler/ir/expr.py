@@ -458,6 +458,10 @@ TANH = CallOp("tanh")
 FABS = CallOp("fabs")
 #: True if any lane of a bool vector is true (a scalar bool).
 REDUCE_OR = CallOp("reduce_or")
+#: The element index a ``BufferLoad`` argument refers to, without reading it: how intrinsics
+#: name an operand's position in a buffer (TVM's ``address_of``). Passes that rewrite buffer
+#: accesses (flattening, virtual-thread expansion) rewrite the load inside it too.
+ADDRESS_OF = CallOp("address_of")
 
 #: Math intrinsics every CPU target implements, by name.
 MATH_OPS = {op.name: op for op in (EXP, LOG, SQRT, TANH, FABS)}

@@ -411,6 +411,20 @@ def call(op: E.CallOp, args: Sequence[ExprLike], dtype: DType | str | None = Non
     return E.Call(op, conv, out_dtype)
 
 
+def address_of(load: E.BufferLoad) -> Expr:
+    """The position of ``load``'s element in its buffer, as an operand of an intrinsic.
+
+    Example:
+        >>> from compiler.ir.buffer import Buffer
+        >>> A = Buffer("A", (4, 8), "int8")
+        >>> address_of(A[1, 0])
+        address_of(A[1, 0])
+    """
+    if not isinstance(load, E.BufferLoad):
+        raise DTypeError(f"address_of needs a buffer access, got {load!r}")
+    return E.Call(E.ADDRESS_OF, (load,), as_dtype("int32"))
+
+
 def exp(x: ExprLike) -> Expr:
     """Natural exponential (float)."""
     return call(E.EXP, [x])

@@ -52,6 +52,8 @@ class Target:
 
 
 _FACTORIES: dict[str, Callable[..., Target]] = {}
+#: Targets shipped with the compiler, imported on first use.
+_BUILTIN = {"cpu": "compiler.targets.cpu", "vta": "compiler.targets.vta"}
 
 
 def register_target(name: str, factory: Callable[..., Target]) -> None:
@@ -70,8 +72,10 @@ def get_target(target: Target | str | None = None, **options: Any) -> Target:
     if isinstance(target, Target):
         return target
     name = target or "cpu"
-    if name not in _FACTORIES and name == "cpu":
-        import compiler.targets.cpu  # noqa: F401  (registers itself)
+    if name not in _FACTORIES and name in _BUILTIN:
+        import importlib
+
+        importlib.import_module(_BUILTIN[name])  # registers itself
     try:
         factory = _FACTORIES[name]
     except KeyError:
