@@ -10,13 +10,7 @@ import pytest
 
 import compiler
 
-#: Modules owned by other parts of the project (their examples are tested there).
-FOREIGN = ("compiler.targets.vta", "compiler.cli", "compiler.vta_cli")
-MODULES = sorted(
-    m.name
-    for m in pkgutil.walk_packages(compiler.__path__, "compiler.")
-    if not m.name.startswith(FOREIGN)
-)
+MODULES = sorted(m.name for m in pkgutil.walk_packages(compiler.__path__, "compiler."))
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,415 @@
+"""Code generation: from the lowered accelerator function to a program file.
+
+The function that leaves the pass pipeline is host code around accelerator calls. Code
+generation
+
+1. lays the function's tensors out in DRAM (:class:`DramLayout`, named in ``symbols``) and gives
+   every SRAM allocation a fixed place in its buffer (checking the capacity of each scope);
+2. compiles the host code into closures and runs it: loops, branches and address arithmetic
+   execute on the host, DMA calls become LOAD/STORE instructions (split to the fields' limits),
+   dependency calls become the push/pop flags, and each micro-op kernel is built once per
+   distinct value of the host variables it uses (its signature, as in VTA's runtime) and then
+   issued as a GEMM or ALU instruction, the stream builder caching kernels in the uop buffer;
+3. closes the stream (the final token exchange and FINISH), assembles the program and runs the
+   static checker on it.
+
+Example:
+    >>> import isa
+    >>> from compiler.ir import PrimFunc, NOP
+    >>> prog = generate_program(isa.load_config("default"), PrimFunc("f", (), NOP))
+    >>> [i.opcode.name for i in prog.instructions()][-1]
+    'FINISH'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from compiler.ir.buffer import Buffer
+from compiler.ir.expr import BufferLoad, Call, IntImm
+from compiler.ir.functor import free_vars
+from compiler.ir.printer import to_text
+from compiler.ir.stmt import (
+    Allocate,
+    BufferStore,
+    Evaluate,
+    For,
+    If,
+    LetStmt,
+    Pragma,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+)
+from isa import HwConfig, MemType, Program
+
+from . import dma
+from .calls import (
+    DEP_POP,
+    DEP_PUSH,
+    MODULE_NAME,
+    STORE_OP,
+    address_load,
+    dep_args,
+    is_uop,
+    load_memory_type,
+    uop_operands,
+    vta_call,
+)
+from .check import check_program
+from .dram import DramLayout
+from .errors import VTATargetError
+from .host import Env, compile_expr
+from .intrin import ACC_SCOPE, INP_SCOPE, WGT_SCOPE
+from .passes.coproc import COPROC_SCOPE
+from .passes.fold_uop import UOP_KERNEL, UopKernelInfo
+from .stream import StreamBuilder
+
+Run = Callable[[Env], None]
+
+
+def scope_lanes(cfg: HwConfig) -> dict[str, int]:
+    """Scalars per SRAM entry of each scope."""
+    return {
+        INP_SCOPE: cfg.batch * cfg.block_in,
+        WGT_SCOPE: cfg.block_out * cfg.block_in,
+        ACC_SCOPE: cfg.batch * cfg.block_out,
+    }
+
+
+@dataclass
+class SramPlan:
+    """Where every SRAM allocation lives (first entry) and how full each buffer is."""
+
+    base: dict[Buffer, int] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+    owners: dict[str, list[str]] = field(default_factory=dict)
+
+
+def plan_sram(cfg: HwConfig, func: PrimFunc) -> SramPlan:
+    """Give each allocation in an SRAM scope its own entries; raise if a buffer overflows.
+
+    Allocations stay where they are for the whole run (nested allocations are live together),
+    and virtual-thread copies are already part of an allocation's size.
+    """
+    lanes = scope_lanes(cfg)
+    depth = {INP_SCOPE: cfg.inp_depth, WGT_SCOPE: cfg.wgt_depth, ACC_SCOPE: cfg.acc_depth}
+    plan = SramPlan()
+
+    def walk(s: Stmt) -> None:
+        if isinstance(s, Allocate):
+            buf = s.buffer
+            scope = buf.scope.name
+            if scope in lanes and buf not in plan.base:
+                n = lanes[scope]
+                if buf.size % n:
+                    raise VTATargetError(
+                        f"stage {buf.name}: buffer {buf.name} holds {buf.size} values, not a whole "
+                        f"number of {scope} entries of {n}"
+                    )
+                entries = buf.size // n
+                used = plan.used.get(scope, 0)
+                if used + entries > depth[scope]:
+                    others = ", ".join(plan.owners.get(scope, [])) or "nothing else"
+                    raise VTATargetError(
+                        f"stage {buf.name}: buffer {buf.name} needs {entries} entries of {scope} "
+                        f"but {depth[scope] - used} of its {depth[scope]} are free (already "
+                        f"allocated: {others}); use smaller tiles or fewer virtual threads"
+                    )
+                plan.base[buf] = used
+                plan.used[scope] = used + entries
+                plan.owners.setdefault(scope, []).append(f"{buf.name} ({entries})")
+            elif scope == "global":
+                raise VTATargetError(
+                    f"stage {buf.name}: intermediate tensors in main memory are not supported on "
+                    "the accelerator; keep it in an SRAM scope or inline it"
+                )
+            walk(s.body)
+            return
+        for child in s.children():
+            if isinstance(child, Stmt):
+                walk(child)
+
+    walk(func.body)
+    return plan
+
+
+class _Generator:
+    def __init__(self, cfg: HwConfig, func: PrimFunc, layout: DramLayout,
+                 names: Mapping[Buffer, str]) -> None:  # fmt: skip
+        self.cfg = cfg
+        self.func = func
+        self.layout = layout
+        self.names = dict(names)
+        self.plan = plan_sram(cfg, func)
+        self.lanes = scope_lanes(cfg)
+        self.builder = StreamBuilder(cfg, uop_dram_base=layout.uop_dram_base())
+
+    # ---- addresses --------------------------------------------------------------------------
+    def sram_address(self, load: BufferLoad, scope: str | None = None) -> Callable[[Env], int]:
+        buf = load.buffer
+        if buf not in self.plan.base:
+            raise VTATargetError(f"{buf.name} is not an SRAM allocation ({buf.scope.name})")
+        if scope is not None and buf.scope.name != scope:
+            raise VTATargetError(f"{buf.name} is in {buf.scope.name}, expected {scope}")
+        base, lanes = self.plan.base[buf], self.lanes[buf.scope.name]
+        idx = compile_expr(load.indices[0])
+        name = buf.name
+
+        def addr(env: Env) -> int:
+            flat = idx(env)
+            if flat % lanes:
+                raise VTATargetError(
+                    f"{name}[{flat}] is not the start of an SRAM entry of {lanes} values"
+                )
+            return base + flat // lanes
+
+        return addr
+
+    def dram_address(self, load: BufferLoad, mem: MemType) -> Callable[[Env], int]:
+        buf = load.buffer
+        name = self.names.get(buf)
+        if name is None:
+            raise VTATargetError(f"{buf.name} is not a tensor in main memory")
+        base = self.layout.elem_base(name, mem)
+        lanes = self.cfg.mem_elem_bytes(mem) // buf.dtype.bytes
+        idx = compile_expr(load.indices[0])
+
+        def addr(env: Env) -> int:
+            flat = idx(env)
+            if flat % lanes:
+                raise VTATargetError(
+                    f"{name}[{flat}] is not the start of a {mem.name} element of {lanes} values"
+                )
+            return base + flat // lanes
+
+        return addr
+
+    # ---- statements -------------------------------------------------------------------------
+    def compile(self, s: Stmt) -> Run:
+        if isinstance(s, SeqStmt):
+            parts = [self.compile(x) for x in s.stmts]
+
+            def run_seq(env: Env) -> None:
+                for p in parts:
+                    p(env)
+
+            return run_seq
+        if isinstance(s, For):
+            lo, ext, body, var = (
+                compile_expr(s.min),
+                compile_expr(s.extent),
+                self.compile(s.body),
+                s.var,
+            )
+
+            def run_for(env: Env) -> None:
+                start = lo(env)
+                for i in range(start, start + ext(env)):
+                    env[var] = i
+                    body(env)
+
+            return run_for
+        if isinstance(s, If):
+            cond, then = compile_expr(s.cond), self.compile(s.then_body)
+            other = self.compile(s.else_body) if s.else_body is not None else None
+
+            def run_if(env: Env) -> None:
+                if cond(env):
+                    then(env)
+                elif other is not None:
+                    other(env)
+
+            return run_if
+        if isinstance(s, LetStmt):
+            value, body, var = compile_expr(s.value), self.compile(s.body), s.var
+
+            def run_let(env: Env) -> None:
+                env[var] = value(env)
+                body(env)
+
+            return run_let
+        if isinstance(s, Allocate):
+            return self.compile(s.body)
+        if isinstance(s, Pragma):
+            if s.key == COPROC_SCOPE:
+                return self.compile(s.body)
+            if s.key == UOP_KERNEL:
+                return self.kernel(s)
+            raise VTATargetError(f"pragma {s.key!r} was not lowered for the accelerator")
+        call = vta_call(s)
+        if call is not None:
+            return self.call(call)
+        if isinstance(s, Evaluate):
+            return lambda env: None
+        if isinstance(s, BufferStore):
+            raise VTATargetError(
+                f"the host would compute {to_text(s)}; on the accelerator every stage must be a "
+                "DMA copy, a tensorized GEMM or an ALU operation"
+            )
+        raise VTATargetError(f"cannot generate code for {type(s).__name__}")
+
+    def call(self, call: Call) -> Run:
+        b = self.builder
+        if call.op in (DEP_PUSH, DEP_POP):
+            src, dst = (MODULE_NAME[v] for v in dep_args(call))
+            if call.op == DEP_PUSH:
+                return lambda env: b.dep_push(src, dst)
+            return lambda env: b.dep_pop(src, dst)
+        mem = load_memory_type(call)
+        if mem is not None:
+            sram = self.sram_address(address_load(call.args[0]))
+            dram_addr = self.dram_address(address_load(call.args[1]), mem)
+            y_ext, x_ext, stride, p0, p1, p2, p3 = (compile_expr(a) for a in call.args[2:])
+
+            def run_load(env: Env) -> None:
+                dma.load_2d(
+                    b,
+                    mem,
+                    sram(env),
+                    dram_addr(env),
+                    y_ext=y_ext(env),
+                    x_ext=x_ext(env),
+                    x_stride=stride(env),
+                    pads=(p0(env), p1(env), p2(env), p3(env)),
+                )
+
+            return run_load
+        if call.op == STORE_OP:
+            sram = self.sram_address(address_load(call.args[0]), ACC_SCOPE)
+            dram_addr = self.dram_address(address_load(call.args[1]), MemType.OUT)
+            y_ext, x_ext, stride = (compile_expr(a) for a in call.args[2:])
+
+            def run_store(env: Env) -> None:
+                dma.store_2d(
+                    b, sram(env), dram_addr(env), y_ext=y_ext(env), x_ext=x_ext(env),
+                    x_stride=stride(env),
+                )  # fmt: skip
+
+            return run_store
+        if is_uop(call):
+            raise VTATargetError(f"micro-op {call.op.name} outside a micro-op kernel")
+        raise VTATargetError(f"unknown accelerator call {call.op.name}")
+
+    # ---- micro-op kernels ---------------------------------------------------------------------
+    def kernel(self, s: Pragma) -> Run:
+        info = s.value
+        assert isinstance(info, UopKernelInfo)
+        folded = {v for vs in info.folded for v in vs}
+        inner: Stmt = s.body
+        while isinstance(inner, For) and inner.var in folded:
+            inner = inner.body
+        sig_vars = sorted(free_vars(inner) - folded, key=lambda v: v.uid)
+        gen = self.uop_generator(inner)
+        cache: dict[tuple[int, ...], object] = {}
+        b = self.builder
+        sig = info.signature
+        zero = dict.fromkeys(folded, 0)
+
+        def run_kernel(env: Env) -> None:
+            key = tuple(env[v] for v in sig_vars)
+            kern = cache.get(key)
+            if kern is None:
+                uops: list[tuple[int, int, int]] = []
+                gen({**env, **zero}, uops)
+                if not uops:
+                    return
+                kern = b.uop_kernel(uops, info.loops)
+                cache[key] = kern
+            if sig.kind == "gemm":
+                b.gemm(kern)  # type: ignore[arg-type]
+            elif sig.kind == "gemm_reset":
+                b.gemm(kern, reset=True)  # type: ignore[arg-type]
+            else:
+                assert sig.alu is not None
+                b.alu(kern, sig.alu, imm=sig.imm if sig.use_imm else None)  # type: ignore[arg-type]
+
+        return run_kernel
+
+    def uop_generator(self, s: Stmt) -> Callable[[Env, list], None]:
+        if isinstance(s, SeqStmt):
+            parts = [self.uop_generator(x) for x in s.stmts]
+
+            def gen_seq(env: Env, out: list) -> None:
+                for p in parts:
+                    p(env, out)
+
+            return gen_seq
+        if isinstance(s, For):
+            lo, ext, var = compile_expr(s.min), compile_expr(s.extent), s.var
+            body = self.uop_generator(s.body)
+
+            def gen_for(env: Env, out: list) -> None:
+                start = lo(env)
+                for i in range(start, start + ext(env)):
+                    env[var] = i
+                    body(env, out)
+
+            return gen_for
+        if isinstance(s, If):
+            cond, then = compile_expr(s.cond), self.uop_generator(s.then_body)
+            other = self.uop_generator(s.else_body) if s.else_body is not None else None
+
+            def gen_if(env: Env, out: list) -> None:
+                if cond(env):
+                    then(env, out)
+                elif other is not None:
+                    other(env, out)
+
+            return gen_if
+        if isinstance(s, LetStmt):
+            value, body, var = compile_expr(s.value), self.uop_generator(s.body), s.var
+
+            def gen_let(env: Env, out: list) -> None:
+                env[var] = value(env)
+                body(env, out)
+
+            return gen_let
+        call = vta_call(s)
+        if call is None or not is_uop(call):
+            raise VTATargetError(f"a micro-op kernel contains {to_text(s)}")
+        addrs = [self.sram_address(load) for load in uop_operands(call)]
+        while len(addrs) < 3:
+            addrs.append(lambda env: 0)
+        a0, a1, a2 = addrs
+
+        def gen_uop(env: Env, out: list) -> None:
+            out.append((a0(env), a1(env), a2(env)))
+
+        return gen_uop
+
+    def run(self) -> Program:
+        self.compile(self.func.body)({})
+        prog = self.layout.finalize(self.builder.finish())
+        check_program(prog)
+        return prog
+
+
+def generate_program(
+    cfg: HwConfig,
+    func: PrimFunc,
+    *,
+    layouts: Mapping[str, str] | None = None,
+    roles: Mapping[str, str] | None = None,
+) -> Program:
+    """The program of a lowered accelerator function; its tensors are zero until written
+    (``Program.write``). ``layouts``/``roles`` annotate the symbols by tensor name."""
+    layout = DramLayout(cfg)
+    names: dict[Buffer, str] = {}
+    args = func.args or ()
+    for k, buf in enumerate(func.params):
+        info = args[k] if k < len(args) else None
+        name = info.name if info else buf.name
+        shape = tuple(info.shape) if info else tuple(_dims(buf))
+        role = (roles or {}).get(name) or ("output" if info and info.is_output else "input")
+        layout.alloc(name, shape, buf.dtype.name, layout=(layouts or {}).get(name, ""), role=role)
+        names[buf] = name
+    return _Generator(cfg, func, layout, names).run()
+
+
+def _dims(buf: Buffer) -> list[int]:
+    return [d.value if isinstance(d, IntImm) else 0 for d in buf.shape]
+
+
+__all__ = ["SramPlan", "generate_program", "plan_sram", "scope_lanes"]

@@ -1,0 +1,309 @@
+"""Which module runs each block (coproc scopes), and the dependency tokens between blocks.
+
+``annotate_coproc_scopes`` wraps every maximal statement whose accelerator calls all run on
+one module in ``pragma coproc_scope = <module>``; consecutive blocks of the same module in a
+sequence share one scope (VTA's LiftAttrScope), so they need no tokens between them.
+
+``inject_coproc_sync`` is VTA's CoProcInstDepDetector. It walks the blocks in program order,
+per virtual thread (``cthread`` loops are transparent: the threads are expanded afterwards,
+each with a copy of this synchronisation):
+
+* between consecutive blocks on different modules ``a -> b`` it pushes ``(a, b)`` at the end of
+  the first and pops it at the start of the second;
+* a loop adds the same pair from its last block back to its first (loop-carried); the loop then
+  starts with a pending pop and ends with a pending push, which the block before the loop
+  pre-charges (a push before the loop) and the block after drains (a pop after it), as do the
+  start and end of the function;
+* both branches of an ``if`` are closed on their own (pre-charged and drained).
+
+Tokens are ``vta.dep_push(from, to)``/``vta.dep_pop(from, to)`` with modules 1 load,
+2 compute, 3 store.
+
+Example (a loop of loads feeding GEMMs, then a store)::
+
+    compute{reset; push(2,1)}                       # pre-charge compute->load
+    for ko:  load{pop(2,1); ...; push(1,2)}
+             compute{pop(1,2); gemm; push(2,1)}     # loop-carried compute->load
+    pop(2,1)                                        # drain
+    ... compute{...; push(2,3)}  store{pop(2,3); ...}
+
+    >>> from compiler.ir import PrimFunc, NOP
+    >>> inject_coproc_sync(PrimFunc("f", (), NOP)).body == NOP
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.ir.stmt import (
+    Allocate,
+    Evaluate,
+    For,
+    ForKind,
+    If,
+    LetStmt,
+    Pragma,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    seq,
+)
+
+from ..calls import MODULE_ID, dep_pop, dep_push, module_of_call, vta_call
+from ..errors import VTATargetError
+
+COPROC_SCOPE = "coproc_scope"
+_MIXED = "mixed"
+_HOST = "host"
+
+
+# ---- coproc scopes ----------------------------------------------------------------------
+def _module(s: Stmt, memo: dict[int, str | None]) -> str | None:
+    key = id(s)
+    if key in memo:
+        return memo[key]
+    out: str | None
+    call = vta_call(s)
+    if call is not None:
+        out = module_of_call(call)
+    elif isinstance(s, Evaluate):
+        out = None
+    elif isinstance(s, SeqStmt):
+        out = _combine([_module(x, memo) for x in s.stmts])
+    elif isinstance(s, For | Allocate | LetStmt | Pragma):
+        out = _module(s.body, memo)
+    elif isinstance(s, If):
+        kids = [s.then_body] + ([s.else_body] if s.else_body is not None else [])
+        out = _combine([_module(x, memo) for x in kids])
+    else:
+        out = _HOST
+    memo[key] = out
+    return out
+
+
+def _combine(mods: list[str | None]) -> str | None:
+    found = {m for m in mods if m is not None}
+    if not found:
+        return None
+    if len(found) == 1:
+        return found.pop()
+    return _MIXED
+
+
+def _wrap(s: Stmt, memo: dict[int, str | None]) -> Stmt:
+    m = _module(s, memo)
+    if m is None:
+        return s
+    if m == _HOST:
+        raise VTATargetError(
+            f"host computation inside an accelerator function is not supported:\n{s!r}"
+        )
+    if m != _MIXED:
+        return Pragma(COPROC_SCOPE, m, s)
+    if isinstance(s, SeqStmt):
+        out: list[Stmt] = []
+        run: list[Stmt] = []
+        run_mod: str | None = None
+
+        def flush() -> None:
+            if run:
+                out.append(Pragma(COPROC_SCOPE, run_mod, seq(*run)))
+                run.clear()
+
+        for x in s.stmts:
+            xm = _module(x, memo)
+            if xm in MODULE_ID:
+                if xm != run_mod:
+                    flush()
+                    run_mod = xm
+                run.append(x)
+            else:
+                flush()
+                run_mod = None
+                out.append(_wrap(x, memo))
+        flush()
+        return seq(*out)
+    if isinstance(s, For | Allocate | LetStmt | Pragma):
+        return s.replace(body=_wrap(s.body, memo))
+    if isinstance(s, If):
+        other = None if s.else_body is None else _wrap(s.else_body, memo)
+        return If(s.cond, _wrap(s.then_body, memo), other)
+    return s
+
+
+def annotate_coproc_scopes(func: PrimFunc) -> PrimFunc:
+    """The ``coproc_scopes`` pass."""
+    return func.with_body(_wrap(func.body, {}))
+
+
+def block_module(s: Stmt) -> str | None:
+    """The module of a coproc block, or None if ``s`` is not one."""
+    if isinstance(s, Pragma) and s.key == COPROC_SCOPE:
+        return str(s.value)
+    return None
+
+
+# ---- dependency tokens ------------------------------------------------------------------
+Pair = tuple[int, int]
+
+
+@dataclass
+class _State:
+    node: Stmt | None = None
+    enter_ctx: set[int] = field(default_factory=set)
+    exit_ctx: set[int] = field(default_factory=set)
+    enter_pop: list[Pair] = field(default_factory=list)
+    exit_push: list[Pair] = field(default_factory=list)
+
+
+class _DepDetector:
+    def __init__(self) -> None:
+        self.before: dict[int, list[Stmt]] = {}
+        self.after: dict[int, list[Stmt]] = {}
+        self.first = _State()
+        self.last = _State()
+
+    def plan(self, s: Stmt) -> None:
+        self.visit(s)
+        if self.last.node is not None:
+            self.fix_enter_pop(self.first)
+            self.fix_exit_push(self.last)
+
+    def _add(self, where: dict[int, list[Stmt]], node: Stmt | None, stmts: list[Stmt]) -> None:
+        if stmts:
+            assert node is not None
+            where.setdefault(id(node), []).extend(stmts)
+
+    def inject(self, prev: _State, nxt: _State) -> tuple[list[Pair], list[Pair]]:
+        """Synchronise ``prev`` -> ``nxt``; returns (pushes left pending at prev's exit, pops
+        left pending at nxt's entry)."""
+        if (
+            not prev.exit_push
+            and not nxt.enter_pop
+            and len(prev.exit_ctx) == 1
+            and len(nxt.enter_ctx) == 1
+        ):
+            a, b = next(iter(prev.exit_ctx)), next(iter(nxt.enter_ctx))
+            if a != b:
+                self._add(self.after, prev.node, [dep_push(a, b)])
+                self._add(self.before, nxt.node, [dep_pop(a, b)])
+                return [(a, b)], [(a, b)]
+            return [], []
+        vpush = list(prev.exit_push)
+        vpop = list(nxt.enter_pop)
+        pending = [(a, b) for a in sorted(prev.exit_ctx) for b in sorted(nxt.enter_ctx) if a != b]
+        prev_after: list[Stmt] = []
+        next_before: list[Stmt] = []
+        for p in pending:
+            if p not in prev.exit_push:
+                vpush.append(p)
+                prev_after.append(dep_push(*p))
+            if p not in nxt.enter_pop:
+                vpop.append(p)
+                next_before.append(dep_pop(*p))
+        exit_push: list[Pair] = []
+        enter_pop: list[Pair] = []
+        for p in vpush:
+            if p not in vpop:
+                prev_after.append(dep_pop(*p))
+            else:
+                exit_push.append(p)
+        for p in vpop:
+            if p not in vpush:
+                next_before.append(dep_push(*p))
+            else:
+                enter_pop.append(p)
+        self._add(self.after, prev.node, prev_after)
+        self._add(self.before, nxt.node, next_before)
+        return exit_push, enter_pop
+
+    def fix_enter_pop(self, st: _State) -> None:
+        self._add(self.before, st.node, [dep_push(*p) for p in st.enter_pop])
+
+    def fix_exit_push(self, st: _State) -> None:
+        self._add(self.after, st.node, [dep_pop(*p) for p in st.exit_push])
+
+    def update(self, cur: _State) -> None:
+        if self.last.node is not None:
+            self.inject(self.last, cur)
+            self.last = cur
+        else:
+            self.first = cur
+            self.last = cur
+
+    def visit(self, s: Stmt) -> None:
+        module = block_module(s)
+        if module is not None:
+            ctx = MODULE_ID[module]
+            self.update(_State(s, {ctx}, {ctx}))
+            return
+        if isinstance(s, SeqStmt):
+            for x in s.stmts:
+                self.visit(x)
+            return
+        if isinstance(s, For):
+            if s.kind is ForKind.THREAD_BINDING and s.thread is not None and s.thread.is_virtual:
+                self.visit(s.body)  # one thread's program; threads are expanded later
+                return
+            saved = (self.first, self.last)
+            self.first, self.last = _State(), _State()
+            self.visit(s.body)
+            cur = _State()
+            if self.last.node is not None:
+                cur.node = s
+                cur.exit_push, cur.enter_pop = self.inject(self.last, self.first)
+                cur.enter_ctx = set(self.first.enter_ctx)
+                cur.exit_ctx = set(self.last.exit_ctx)
+            self.first, self.last = saved
+            if cur.node is not None:
+                self.update(cur)
+            return
+        if isinstance(s, If):
+            saved = (self.first, self.last)
+            cur = _State()
+            for branch in (s.then_body, s.else_body):
+                if branch is None:
+                    continue
+                self.first, self.last = _State(), _State()
+                self.visit(branch)
+                if self.last.node is not None:
+                    cur.node = s
+                    self.fix_enter_pop(self.first)
+                    self.fix_exit_push(self.last)
+                    cur.enter_ctx |= self.first.enter_ctx
+                    cur.exit_ctx |= self.last.exit_ctx
+            self.first, self.last = saved
+            if cur.node is not None:
+                self.update(cur)
+            return
+        if isinstance(s, Allocate | LetStmt | Pragma):
+            self.visit(s.body)
+
+    # ---- rebuilding ---------------------------------------------------------------------------
+    def apply(self, s: Stmt) -> Stmt:
+        key = id(s)
+        if isinstance(s, SeqStmt):
+            out = seq(*(self.apply(x) for x in s.stmts))
+        elif isinstance(s, For | Allocate | LetStmt):
+            out = s.replace(body=self.apply(s.body))
+        elif isinstance(s, Pragma):
+            body = self.apply(s.body)
+            if block_module(s) is not None:
+                # a block's own tokens go inside it: it pops before and pushes after its work
+                body = seq(*self.before.get(key, []), body, *self.after.get(key, []))
+                return s.replace(body=body)
+            out = s.replace(body=body)
+        elif isinstance(s, If):
+            other = None if s.else_body is None else self.apply(s.else_body)
+            out = If(s.cond, self.apply(s.then_body), other)
+        else:
+            out = s
+        return seq(*self.before.get(key, []), out, *self.after.get(key, []))
+
+
+def inject_coproc_sync(func: PrimFunc) -> PrimFunc:
+    """The ``coproc_sync`` pass."""
+    det = _DepDetector()
+    det.plan(func.body)
+    return func.with_body(det.apply(func.body))

@@ -1,0 +1,233 @@
+"""ALU injection: elementwise nests on the accumulator under ``pragma alu`` become ALU
+micro-op nests.
+
+The tensor ALU updates accumulator entries in place, lane by lane:
+``acc[dst] = op(acc[dst], imm or acc[src])`` with op one of MIN, MAX, ADD, SHR (a negative
+amount shifts left) and MUL. A stage's expression is decomposed into a chain of such steps
+starting from one accumulator operand:
+
+* ``min``/``max``/``+``/``*`` with an immediate or another accumulator tensor (either side);
+* ``x >> k`` and ``x >> t`` (SHR by an immediate or per lane by a tensor); ``x << k`` is SHR by
+  ``-k``; ``x - k`` is ADD of ``-k``;
+* a plain copy. In place (the stage reads the element it writes) it is a no-op and emits
+  nothing; otherwise the destination is cleared (MUL by 0) and the source added.
+
+What the ALU cannot do raises :class:`VTATargetError` naming the stage and the operation:
+division or modulo, subtracting a tensor, shifting left by a tensor, immediates that do not fit
+the 16-bit field, operands outside the accumulator, values that are not whole accumulator
+entries.
+
+Before / after (in place, ``default`` core: an entry is 4 int32 lanes)::
+
+    pragma alu = 1:                        for i in range(8):
+      for i in range(8):                     vta.uop_alu_max_imm(address_of(acc[i*4]), -128)
+        for l in range(4):                 for i in range(8):
+          acc[i*4 + l] =                     vta.uop_alu_min_imm(address_of(acc[i*4]), 127)
+            min(max(acc[i*4 + l], -128), 127)
+
+Example:
+    >>> import isa
+    >>> make_inject_alu(isa.load_config("default")).__name__
+    'inject_alu'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from compiler.ir import expr as E
+from compiler.ir.expr import BufferLoad, Expr, IntImm
+from compiler.ir.functor import rewrite, substitute
+from compiler.ir.node import Node
+from compiler.ir.printer import to_text
+from compiler.ir.stmt import BufferStore, For, Pragma, PrimFunc, Stmt, seq
+from isa import AluOp, HwConfig
+
+from ..calls import alu_uop
+from ..errors import VTATargetError
+from ..intrin import ACC_SCOPE
+from .nest import analyze, perfect_nest, split_entry
+
+IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+
+_BINARY = {E.Add: AluOp.ADD, E.Mul: AluOp.MUL, E.Min: AluOp.MIN, E.Max: AluOp.MAX}
+
+Step = tuple[AluOp, "IntImm | BufferLoad"]
+
+
+class _NotChain(Exception):
+    pass
+
+
+class _AluLowering:
+    def __init__(self, cfg: HwConfig, body: Stmt) -> None:
+        self.cfg = cfg
+        self.loops, leaf = perfect_nest(body, "alu")
+        if not isinstance(leaf, BufferStore):
+            raise VTATargetError(
+                "alu: an ALU stage must be a perfect loop nest around one store; found "
+                f"{type(leaf).__name__}:\n{to_text(leaf)}"
+            )
+        self.store = leaf
+        self.what = f"alu stage {leaf.buffer.name}"
+
+    def fail(self, why: str) -> VTATargetError:
+        return VTATargetError(f"{self.what}: {why}")
+
+    # ---- the expression as a chain of in-place steps --------------------------------------------
+    def leaf(self, e: Expr) -> IntImm | BufferLoad | None:
+        if isinstance(e, IntImm):
+            return e
+        if isinstance(e, E.Cast) and e.dtype.name == "int32":
+            e = e.value
+        if isinstance(e, BufferLoad):
+            if e.buffer.scope.name != ACC_SCOPE:
+                raise self.fail(
+                    f"operand {e.buffer.name} is in scope {e.buffer.scope.name}; the ALU reads "
+                    f"only the accumulator ({ACC_SCOPE}); cache it there with a dma_copy"
+                )
+            return e
+        return None
+
+    def is_dst(self, e: Expr) -> bool:
+        return (
+            isinstance(e, BufferLoad)
+            and e.buffer == self.store.buffer
+            and (e.indices == self.store.indices)
+        )
+
+    def chain(self, e: Expr) -> tuple[BufferLoad, list[Step]]:
+        base = self.leaf(e)
+        if isinstance(base, BufferLoad):
+            return base, []
+        if isinstance(e, tuple(_BINARY)):
+            alu = _BINARY[type(e)]
+            options = []
+            for a, b in ((e.a, e.b), (e.b, e.a)):  # type: ignore[attr-defined]
+                operand = self.leaf(b)
+                if operand is None:
+                    continue
+                try:
+                    got_base, steps = self.chain(a)
+                except _NotChain:
+                    continue
+                options.append((got_base, steps + [(alu, operand)]))
+            if not options:
+                raise _NotChain(to_text(e))
+            # Prefer the order whose base is the destination itself (in place).
+            options.sort(key=lambda o: not self.is_dst(o[0]))
+            return options[0]
+        if isinstance(e, E.ShiftRight):
+            operand = self.leaf(e.b)
+            if operand is None:
+                raise _NotChain(to_text(e))
+            got_base, steps = self.chain(e.a)
+            return got_base, steps + [(AluOp.SHR, operand)]
+        if isinstance(e, E.ShiftLeft):
+            operand = self.leaf(e.b)
+            if isinstance(operand, BufferLoad):
+                raise self.fail(
+                    f"{to_text(e)} shifts left by a tensor; the ALU shifts left only by an "
+                    "immediate (SHR by a negative amount)"
+                )
+            if operand is None:
+                raise _NotChain(to_text(e))
+            got_base, steps = self.chain(e.a)
+            return got_base, steps + [(AluOp.SHR, IntImm(-operand.value))]
+        if isinstance(e, E.Sub):
+            operand = self.leaf(e.b)
+            if isinstance(operand, BufferLoad):
+                raise self.fail(
+                    f"{to_text(e)} subtracts a tensor; the ALU has MIN, MAX, ADD, SHR and MUL "
+                    "(negate the operand where it is produced)"
+                )
+            if operand is None:
+                raise _NotChain(to_text(e))
+            got_base, steps = self.chain(e.a)
+            return got_base, steps + [(AluOp.ADD, IntImm(-operand.value))]
+        if isinstance(e, E.Div | E.FloorDiv | E.FloorMod):
+            raise self.fail(
+                f"{to_text(e)} divides; the ALU has MIN, MAX, ADD, SHR and MUL (divide by a "
+                "power of two with a right shift)"
+            )
+        raise _NotChain(to_text(e))
+
+    # ---- micro-op nests ----------------------------------------------------------------------
+    def run(self) -> Stmt:
+        dst = self.store.buffer
+        if dst.scope.name != ACC_SCOPE:
+            raise self.fail(
+                f"the ALU writes the accumulator ({ACC_SCOPE}); {dst.name} is in {dst.scope.name}"
+            )
+        if dst.dtype.name != "int32":
+            raise self.fail(f"the accumulator holds int32 values; {dst.name} is {dst.dtype}")
+        try:
+            base, steps = self.chain(self.store.value)
+        except _NotChain as exc:
+            raise self.fail(
+                f"{to_text(self.store.value)} is not a chain of ALU operations (MIN, MAX, ADD, "
+                f"SHR, MUL with an immediate or an accumulator tensor); cannot map {exc}"
+            ) from None
+        if not self.is_dst(base):
+            if base.buffer == dst:
+                raise self.fail("the stage reads its own output at another element")
+            steps = [(AluOp.MUL, IntImm(0)), (AluOp.ADD, base)] + steps
+        for alu, operand in steps:
+            if isinstance(operand, IntImm) and not IMM_MIN <= operand.value <= IMM_MAX:
+                raise self.fail(
+                    f"the {alu.name} immediate {operand.value} does not fit the ALU's 16-bit "
+                    f"signed imm field [{IMM_MIN}, {IMM_MAX}]"
+                )
+            if (
+                isinstance(operand, BufferLoad)
+                and operand.buffer == dst
+                and not self.is_dst(operand)
+            ):
+                raise self.fail("the stage reads its own output at another element")
+        tensors = [o for _, o in steps if isinstance(o, BufferLoad)]
+        vars_ = [lp.var for lp in self.loops]
+        exts = [lp.extent.value for lp in self.loops]  # type: ignore[attr-defined]
+        lanes = self.cfg.batch * self.cfg.block_out
+        indices = [self.store.indices[0]] + [t.indices[0] for t in tensors]
+        _, elem = split_entry(analyze(vars_, exts, indices, self.what), lanes, self.what)
+        zero = dict.fromkeys(elem, IntImm(0))
+        dst_at = BufferLoad(dst, (substitute(self.store.indices[0], zero),))
+        nests = []
+        for alu, operand in steps:
+            if isinstance(operand, IntImm):
+                uop = alu_uop(alu, dst_at, operand, use_imm=True)
+            else:
+                src_at = BufferLoad(operand.buffer, (substitute(operand.indices[0], zero),))
+                uop = alu_uop(alu, dst_at, src_at, use_imm=False)
+            nests.append(self._loops(elem, uop))
+        return seq(*nests)
+
+    def _loops(self, elem: list, uop: Stmt) -> Stmt:
+        body = uop
+        for lp in reversed(self.loops):
+            if lp.var in elem:
+                continue
+            if lp.extent.value == 1:  # type: ignore[attr-defined]
+                body = substitute(body, {lp.var: IntImm(0)})
+                continue
+            body = For(lp.var, lp.min, lp.extent, lp.kind, body, lp.thread, lp.annotations)
+        return body
+
+
+def lower_alu(cfg: HwConfig, body: Stmt) -> Stmt:
+    """The ALU micro-op nests of one ``alu`` stage (see the module docstring)."""
+    return _AluLowering(cfg, body).run()
+
+
+def make_inject_alu(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
+    """The ``inject_alu`` pass for ``cfg``."""
+
+    def inject_alu(func: PrimFunc) -> PrimFunc:
+        def post(n: Node) -> Node | None:
+            if isinstance(n, Pragma) and n.key == "alu":
+                return lower_alu(cfg, n.body)
+            return None
+
+        return func.with_body(rewrite(func.body, post))
+
+    return inject_alu
