@@ -35,8 +35,6 @@ TB_DIR = HW_DIR / "tb"
 SIMULATORS = ("icarus", "verilator")
 #: Executable each simulator needs on PATH.
 _EXECUTABLES = {"icarus": "iverilog", "verilator": "verilator"}
-#: Simulated clock period (the RTL has no delays; any period works).
-CLOCK_NS = 10
 
 
 def ensure_verilator_on_path() -> None:

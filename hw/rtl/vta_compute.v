@@ -8,6 +8,7 @@
 module vta_compute (
     clk,
     rst,
+    enable,
     // command queue
     cmd_valid,
     cmd_data,
@@ -74,6 +75,7 @@ module vta_compute (
 
     input wire clk;
     input wire rst;  // active-high, synchronous
+    input wire enable;  // issuing allowed (low after the run's FINISH)
 
     input wire cmd_valid;
     input wire [INSN_BITS-1:0] cmd_data;
@@ -144,6 +146,7 @@ module vta_compute (
     vta_issue_ctrl u_ctrl (
         .clk(clk),
         .rst(rst),
+        .enable(enable),
         .head_valid(cmd_valid),
         .head_pop_prev(cmd_data[MEM_POP_PREV_DEP_LSB]),
         .head_pop_next(cmd_data[MEM_POP_NEXT_DEP_LSB]),

@@ -10,6 +10,7 @@ module vta_fetch (
     clk,
     rst,
     // run control
+    enable,
     start,
     insn_base,
     insn_count,
@@ -57,6 +58,7 @@ module vta_fetch (
     input wire clk;
     input wire rst;  // active-high, synchronous
 
+    input wire enable;  // fetching allowed (low after the run's FINISH; a burst under way ends)
     input wire start;  // begin a run (the next cycle is cycle 0)
     input wire [DADDR_W-1:0] insn_base;  // byte address of the first instruction (16-aligned)
     input wire [CNT_W-1:0] insn_count;
@@ -96,7 +98,7 @@ module vta_fetch (
     /* verilator lint_off WIDTHEXPAND */  // k * 16 fits ROWB_W (FETCH_BURST * 16 bytes)
     assign req_row_bytes = {{(ROWB_W - BW) {1'b0}}, k} << $clog2(INSN_BYTES);
     /* verilator lint_on WIDTHEXPAND */
-    assign req = (st == S_REQ);
+    assign req = enable && (st == S_REQ);
     assign waiting = req;
     assign req_addr = next_addr;
     assign busy = (st != S_IDLE);
@@ -110,7 +112,7 @@ module vta_fetch (
     wire to_load = (opc == OPC_LOAD) && (mt == MT_INP || mt == MT_WGT);
     wire to_compute = !to_store && !to_load;
     wire room = to_store ? room_store : (to_load ? room_load : room_compute);
-    wire dispatch = (st == S_DISP) && room;
+    wire dispatch = enable && (st == S_DISP) && room;
     assign push_load = dispatch && to_load;
     assign push_compute = dispatch && to_compute;
     assign push_store = dispatch && to_store;
@@ -132,7 +134,7 @@ module vta_fetch (
         end else begin
             case (st)
                 S_REQ: begin
-                    if (grant) begin
+                    if (req && grant) begin
                         st <= S_XFER;
                         burst_n <= k;
                         beat_idx <= {BEW{1'b0}};

@@ -7,10 +7,12 @@
 // instruction pushes its tokens if every pushed queue has room, otherwise it holds until they
 // all have room and pushes them together. The module is free again the cycle after the push.
 // A module has a "prev" and a "next" queue pair; a flag naming a queue the module lacks is
-// tied off by the parent (its *_prev or *_next inputs are 0).
+// tied off by the parent (its *_prev or *_next inputs are 0). Nothing issues while `enable` is
+// low (after the run's FINISH), but an instruction under way runs to its end.
 module vta_issue_ctrl (
     clk,
     rst,
+    enable,
     // head of the command queue, decoded
     head_valid,
     head_pop_prev,
@@ -41,6 +43,7 @@ module vta_issue_ctrl (
 
     input wire clk;
     input wire rst;  // active-high, synchronous
+    input wire enable;  // issuing allowed (the run is on)
 
     input wire head_valid;  // the command queue holds an instruction
     input wire head_pop_prev;  // the head pops its prev queue
@@ -69,7 +72,7 @@ module vta_issue_ctrl (
     reg push_next_r;
 
     wire is_free = (st == ST_FREE);
-    assign issue = is_free && head_valid && (!head_pop_prev || tok_prev) &&
+    assign issue = enable && is_free && head_valid && (!head_pop_prev || tok_prev) &&
                    (!head_pop_next || tok_next);
     assign pop_prev = issue && head_pop_prev;
     assign pop_next = issue && head_pop_next;

@@ -5,6 +5,7 @@
 module vta_load (
     clk,
     rst,
+    enable,
     // command queue
     cmd_valid,
     cmd_data,
@@ -52,6 +53,7 @@ module vta_load (
 
     input wire clk;
     input wire rst;  // active-high, synchronous
+    input wire enable;  // issuing allowed (low after the run's FINISH)
 
     input wire cmd_valid;
     input wire [INSN_BITS-1:0] cmd_data;
@@ -99,6 +101,7 @@ module vta_load (
     vta_issue_ctrl u_ctrl (
         .clk(clk),
         .rst(rst),
+        .enable(enable),
         .head_valid(cmd_valid),
         .head_pop_prev(1'b0),
         .head_pop_next(cmd_data[MEM_POP_NEXT_DEP_LSB]),

@@ -12,6 +12,7 @@
 module vta_store (
     clk,
     rst,
+    enable,
     // command queue
     cmd_valid,
     cmd_data,
@@ -68,6 +69,7 @@ module vta_store (
 
     input wire clk;
     input wire rst;  // active-high, synchronous
+    input wire enable;  // issuing allowed (low after the run's FINISH)
 
     input wire cmd_valid;
     input wire [INSN_BITS-1:0] cmd_data;
@@ -107,6 +109,7 @@ module vta_store (
     vta_issue_ctrl u_ctrl (
         .clk(clk),
         .rst(rst),
+        .enable(enable),
         .head_valid(cmd_valid),
         .head_pop_prev(cmd_data[MEM_POP_PREV_DEP_LSB]),
         .head_pop_next(1'b0),

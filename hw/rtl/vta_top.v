@@ -5,7 +5,9 @@
 // Run control: pulse `start` for one cycle with `insn_base` (byte address, 16-aligned) and
 // `insn_count`; the next cycle is cycle 0 of the run (docs/timing.md section 1). `done` rises
 // after the cycle in which compute issues FINISH, and `cycles` then holds that cycle's number
-// plus one. `cycles` counts while `running`.
+// plus one. `cycles` counts while `running`. After FINISH nothing new issues (fetch stops too),
+// while instructions under way run to their end: `quiescent` rises when none is left, and
+// every DRAM write the run started is then complete.
 //
 // Memory port: one 2-D transfer at a time. In its grant cycle the accelerator drives
 // mem_req_valid with a descriptor: byte address of the first row, bytes per row, rows, bytes
@@ -25,6 +27,7 @@ module vta_top (
     running,
     done,
     cycles,
+    quiescent,
     // memory port: request (one descriptor per transfer)
     mem_req_valid,
     mem_req_write,
@@ -62,6 +65,7 @@ module vta_top (
     output wire running;
     output wire done;
     output wire [CNT_W-1:0] cycles;
+    output wire quiescent;  // no instruction under way and the DRAM port free
 
     output wire mem_req_valid;
     output wire mem_req_write;
@@ -128,6 +132,7 @@ module vta_top (
     vta_fetch u_fetch (
         .clk(clk),
         .rst(rst),
+        .enable(running_r),
         .start(start),
         .insn_base(insn_base),
         .insn_count(insn_count),
@@ -336,6 +341,7 @@ module vta_top (
     vta_load u_load (
         .clk(clk),
         .rst(rst),
+        .enable(running_r),
         .cmd_valid(ldq_valid),
         .cmd_data(ldq_head),
         .cmd_pop(ldq_pop),
@@ -368,6 +374,7 @@ module vta_top (
     vta_compute u_compute (
         .clk(clk),
         .rst(rst),
+        .enable(running_r),
         .cmd_valid(cpq_valid),
         .cmd_data(cpq_head),
         .cmd_pop(cpq_pop),
@@ -407,6 +414,7 @@ module vta_top (
     vta_store u_store (
         .clk(clk),
         .rst(rst),
+        .enable(running_r),
         .cmd_valid(stq_valid),
         .cmd_data(stq_head),
         .cmd_pop(stq_pop),
@@ -462,8 +470,11 @@ module vta_top (
         .busy(port_busy)
     );
 
+    assign quiescent = !port_busy && (dbg_states[1:0] != ST_EXEC) &&
+                       (dbg_states[3:2] != ST_EXEC) && (dbg_states[5:4] != ST_EXEC);
+
     /* verilator lint_off UNUSEDSIGNAL */  // kept for waveform inspection
-    wire unused_status = port_busy ^ f_busy;
+    wire unused_status = f_busy;
     /* verilator lint_on UNUSEDSIGNAL */
 
 endmodule

@@ -42,6 +42,7 @@ class LoadTB:
                               busy=float(self.k.get("busy", 0.0)),
                               gaps=float(self.k.get("gaps", 0.0)), rng=self.rng)
         start_clock(dut.clk)
+        dut.enable.value = 1
         for name in ("cmd_valid", "cmd_data", "tok_next", "room_next", "grant", "beat", "last",
                      "rdata"):
             getattr(dut, name).value = 0

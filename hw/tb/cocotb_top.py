@@ -2,8 +2,9 @@
 
 The job (``VTA_RTL_JOB``, written by :func:`hw.coverify.run_rtl`) names the instruction
 stream and the cycle limit; the DRAM image comes in through ``+DRAM_INIT``. The test resets
-the machine, pulses ``start``, waits for ``done`` without stepping Python every cycle, and on
-FINISH has the DRAM model dump the final image. On a hang it snapshots the debug outputs
+the machine, pulses ``start``, waits for ``done`` without stepping Python every cycle, lets the
+instructions issued up to FINISH end (nothing new issues after it), and has the DRAM model dump
+the final image. On a hang it snapshots the debug outputs
 (instructions issued per module, states, command-queue counts, tokens) so the caller can name
 where the run stuck. Comparison happens outside, in :mod:`hw.coverify`.
 """
@@ -50,6 +51,14 @@ class TopTB:
         fired = await First(RisingEdge(self.dut.done), timeout)
         return fired is not timeout
 
+    async def drain(self, max_cycles: int) -> bool:
+        """Let instructions issued up to FINISH end (a STORE's last beats land)."""
+        if int(self.dut.quiescent.value):
+            return True
+        timeout = Timer(max_cycles * CLOCK_NS, unit="ns")
+        fired = await First(RisingEdge(self.dut.quiescent), timeout)
+        return fired is not timeout
+
     async def dump(self) -> None:
         await FallingEdge(self.dut.clk)
         self.dut.dump.value = 1
@@ -82,6 +91,7 @@ async def run_program(dut):
     finished = await tb.wait_done(int(job["max_cycles"]))
     result = {"finished": finished, "cycles": int(dut.cycles.value)}
     if finished:
+        result["drained"] = await tb.drain(int(job["max_cycles"]))
         await tb.dump()
     else:
         result["state"] = tb.snapshot()

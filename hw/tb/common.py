@@ -1,4 +1,4 @@
-"""Shared testbench pieces: the config of the build, clock and reset, knobs, bit packing."""
+"""Shared testbench pieces: the config of the build, clock and reset, knobs, bit fields."""
 
 from __future__ import annotations
 
@@ -42,15 +42,6 @@ async def reset(dut, cycles: int = 3) -> None:
         await RisingEdge(dut.clk)
     await FallingEdge(dut.clk)
     dut.rst.value = 0
-
-
-def pack(values, bits: int) -> int:
-    """Pack integers (two's complement, ``bits`` each) into one integer, element 0 lowest."""
-    out = 0
-    mask = (1 << bits) - 1
-    for i, v in enumerate(np.asarray(values).reshape(-1).tolist()):
-        out |= (int(v) & mask) << (i * bits)
-    return out
 
 
 def unpack(word: int, bits: int, count: int, signed: bool = True) -> np.ndarray:

@@ -11,7 +11,8 @@ module vta_tb_top (
     dump,
     running,
     done,
-    cycles
+    cycles,
+    quiescent
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -29,6 +30,7 @@ module vta_tb_top (
     output wire running;
     output wire done;
     output wire [CNT_W-1:0] cycles;
+    output wire quiescent;  // every instruction under way has ended
 
     wire mem_req_valid;
     wire mem_req_write;
@@ -51,6 +53,7 @@ module vta_tb_top (
         .running(running),
         .done(done),
         .cycles(cycles),
+        .quiescent(quiescent),
         .mem_req_valid(mem_req_valid),
         .mem_req_write(mem_req_write),
         .mem_req_addr(mem_req_addr),

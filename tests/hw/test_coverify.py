@@ -172,3 +172,21 @@ def test_mismatch_names_tensor_and_element(build_root):
     msg = result.mismatch.message()
     assert msg.startswith("tensor 'C' element [0, 1, 0, 1]: expected ")
     assert "1 differing bytes" in msg
+
+
+def test_store_in_flight_at_finish_completes(build_root):
+    """FINISH that does not wait for the last STORE: the run ends at FINISH (cycles), nothing
+    new issues after it, and the STORE under way still lands, as the simulator applies it."""
+    require("icarus")
+    cfg = isa.load_config("default")
+    b = programs.ProgramBuilder(cfg)
+    c = b.tensor("C", shape=(40, cfg.batch, cfg.block_out), role="output")
+    u = b.uops("uops", [isa.Uop(0, 0, 0)])
+    b.add(isa.Load(memory_type=isa.MemType.UOP, dram_base=u, x_size=1, x_stride=1),
+          isa.Alu(alu_opcode=isa.AluOp.ADD, use_imm=True, imm=5, uop_begin=0, uop_end=1,
+                  iter_out=40, dst_factor_out=1, push_next_dep=True),
+          isa.Store(sram_base=0, dram_base=b.elem(c, isa.MemType.OUT), x_size=40, x_stride=40,
+                    pop_prev_dep=True),
+          isa.Load(memory_type=isa.MemType.UOP),  # a compute NOP: FINISH soon after the ALU
+          isa.Finish())
+    check(coverify(b.build(), build_root=build_root))
