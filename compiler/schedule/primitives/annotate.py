@@ -78,11 +78,15 @@ def bind(stage: Stage, axis: AxisRef, thread: ThreadAxis | str) -> None:
           ...                          ...
 
     Virtual threads (``cthread``, ``vthread``) stay visible in the IR as such loops; a target
-    either interleaves them (the accelerator) or runs them one after another (the CPU).
+    either interleaves them (the accelerator) or runs them one after another (the CPU). Several
+    loops of a stage may be virtual threads (their product is the thread count); a GPU axis
+    binds at most one loop.
     """
     tag = thread if isinstance(thread, ThreadAxis) else ThreadAxis(thread)
     iv = stage.leaf(axis, "bind")
-    for other in stage.leaf_iter_vars:
+    # A GPU axis names one hardware index, so it binds one loop; virtual threads may nest
+    # (e.g. threads over output channels and over rows give 2 x 2 interleaved threads).
+    for other in [] if tag.is_virtual else stage.leaf_iter_vars:
         other_attr = stage.iter_attrs.get(other)
         if other is not iv and other_attr is not None and other_attr.thread == tag:
             raise ScheduleError(
