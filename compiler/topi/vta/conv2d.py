@@ -1,0 +1,292 @@
+"""int8 conv2d on the accelerator: packed layout, requantize epilogue, schedule template.
+
+The layer is a chain of tensor expressions (VTA's ``conv2d_packed`` plus its epilogue):
+
+* ``conv``: packed convolution, data ``(N/b, C/bi, H, W, b, bi)`` int8 with kernel
+  ``(O/bo, C/bi, KH, KW, bo, bi)`` int8 into int32 (any stride, padding, kernel size);
+* ``shr``: ``conv >> shift``; optionally ``add``: plus a residual int8 tensor of the output's
+  layout, loaded into the accumulator (``res_acc``, an ACC8 load);
+* ``clip``: to ``[0, 127]`` with relu, ``[-128, 127]`` without; ``out``: cast to int8.
+
+:func:`schedule_conv2d_packed` is VTA's conv2d schedule with knobs (:class:`Conv2dKnobs`):
+output tiles of ``tile_b`` batch blocks x ``tile_co`` channel blocks x ``tile_h`` rows x
+``tile_w`` columns, each accumulated over steps of ``tile_ci`` input-channel blocks whose input
+window and weights are DMA'd per step; virtual threads split the tile loops over output
+channels (``oc_nthread``) and/or rows (``h_nthread``); ``loop_order`` puts the row tiles
+(``"h_co"``, VTA's template) or the channel tiles (``"co_h"``, the conv2d tutorial's) outside.
+Inside a step the GEMM loops run (co, h, ci, ky, kx, w): co and h fold into the instruction,
+the rest are the micro-ops.
+
+Example:
+    >>> import isa
+    >>> from compiler import te
+    >>> cfg = isa.load_config("default")
+    >>> x = te.placeholder((1, 4, 8, 8, 1, 4), "int8", name="x")
+    >>> w = te.placeholder((4, 4, 3, 3, 4, 4), "int8", name="w")
+    >>> out = conv2d_packed(x, w, stride=1, padding=1, shift=8, relu=True)
+    >>> out.shape, out.dtype
+    ((1, 4, 8, 8, 1, 4), DType('int8'))
+    >>> s = schedule_conv2d_packed(out, Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=2, tile_co=2,
+    ...                                             oc_nthread=2), cfg)
+    >>> 's["out"].bind("i1.outer.inner", "cthread")' in s.trace_text()
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from compiler import topi
+from compiler.errors import ScheduleError, ShapeError
+from compiler.schedule import Schedule, create_schedule
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from isa import HwConfig
+
+from .epilogue import requantize_epilogue
+
+CONV_TAG = "conv2d_packed"
+LOOP_ORDERS = ("h_co", "co_h")
+
+
+def conv2d_packed(
+    data: Tensor,
+    kernel: Tensor,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, ...] = 0,
+    *,
+    shift: int = 0,
+    relu: bool = False,
+    residual: Tensor | None = None,
+    name: str = "conv",
+) -> Tensor:
+    """The int8 layer ``clip((conv(data, kernel) >> shift) [+ residual])`` as int8."""
+    if data.dtype.name != "int8" or kernel.dtype.name != "int8":
+        raise ShapeError(
+            f"{name}: the accelerator convolves int8 data and weights, got {data.name} "
+            f"{data.dtype} and {kernel.name} {kernel.dtype}"
+        )
+    conv = topi.conv2d_nchwc(data, kernel, stride, padding, out_dtype="int32", name=name)
+    return requantize_epilogue(conv, shift=shift, relu=relu, residual=residual)
+
+
+@dataclass(frozen=True)
+class Conv2dKnobs:
+    """Schedule knobs of :func:`schedule_conv2d_packed` (tile sizes in blocks / pixels).
+
+    Example:
+        >>> Conv2dKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=8, oc_nthread=2).nthreads
+        2
+    """
+
+    tile_h: int
+    tile_w: int
+    tile_ci: int
+    tile_co: int
+    tile_b: int = 1
+    oc_nthread: int = 1
+    h_nthread: int = 1
+    loop_order: str = "h_co"
+
+    @property
+    def nthreads(self) -> int:
+        return self.oc_nthread * self.h_nthread
+
+    def single_thread(self) -> Conv2dKnobs:
+        """The same tiles without virtual threads."""
+        return replace(self, oc_nthread=1, h_nthread=1)
+
+    def describe(self) -> str:
+        return (
+            f"tile_b={self.tile_b} tile_co={self.tile_co} tile_h={self.tile_h} "
+            f"tile_w={self.tile_w} tile_ci={self.tile_ci} oc_nthread={self.oc_nthread} "
+            f"h_nthread={self.h_nthread} loop_order={self.loop_order}"
+        )
+
+
+@dataclass(frozen=True)
+class ConvStages:
+    """The stages of a conv2d layer, found from its output."""
+
+    out: Tensor
+    clip: Tensor
+    conv: Tensor
+    ewise: tuple[Tensor, ...]  # accumulator stages between conv and out (shr, add, clip)
+    res_acc: Tensor | None
+    data: Tensor  # the placeholder
+    pad: Tensor | None
+    kernel: Tensor
+
+
+def find_stages(out: Tensor) -> ConvStages:
+    """Walk from the layer's output to its convolution (names what is missing).
+
+    Stages between the convolution and the output are accumulator (ALU) stages, except those
+    computed from input tensors only, which load an operand into the accumulator (a DMA).
+    """
+    ewise: list[Tensor] = []
+    res_acc = None
+    conv = None
+    stack = [out.op.input_tensors()[0]] if isinstance(out.op, ComputeOp) else []
+    while stack:
+        t = stack.pop()
+        op = t.op
+        if not isinstance(op, ComputeOp) or t in ewise:
+            continue
+        if op.tag == CONV_TAG:
+            conv = t
+            continue
+        inputs = op.input_tensors()
+        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
+            res_acc = t
+            continue
+        ewise.append(t)
+        stack.extend(inputs)
+    if conv is None:
+        raise ScheduleError(f"{out.name} is not computed from a packed conv2d ({CONV_TAG})")
+    inputs = conv.op.input_tensors()
+    src, kernel = inputs[0], inputs[1]
+    pad = src if isinstance(src.op, ComputeOp) and src.op.tag == "pad" else None
+    data = pad.op.input_tensors()[0] if pad is not None else src
+    if not isinstance(kernel.op, PlaceholderOp):
+        raise ScheduleError(f"the kernel of {conv.name} must be an input tensor")
+    if not ewise:
+        raise ScheduleError(f"{out.name} needs at least one accumulator stage before the cast")
+    order = {t: k for k, t in enumerate(_topo(out))}
+    ewise.sort(key=lambda t: order[t])
+    return ConvStages(out, ewise[-1], conv, tuple(ewise), res_acc, data, pad, kernel)
+
+
+def _topo(out: Tensor) -> list[Tensor]:
+    seen: list[Tensor] = []
+
+    def visit(t: Tensor) -> None:
+        if t in seen:
+            return
+        for i in t.op.input_tensors():
+            visit(i)
+        seen.append(t)
+
+    visit(out)
+    return seen
+
+
+def check_knobs(st: ConvStages, knobs: Conv2dKnobs) -> None:
+    """Raise unless the tiles divide their axes and the thread split divides the tile loop."""
+    nb, ob, oh, ow, _, _ = st.conv.shape
+    icb = st.kernel.shape[1]
+    for name, tile, ext in (
+        ("tile_b", knobs.tile_b, nb),
+        ("tile_co", knobs.tile_co, ob),
+        ("tile_h", knobs.tile_h, oh),
+        ("tile_w", knobs.tile_w, ow),
+        ("tile_ci", knobs.tile_ci, icb),
+    ):
+        if tile < 1 or ext % tile:
+            raise ScheduleError(
+                f"conv2d {st.conv.name}: {name}={tile} must divide the axis of extent {ext}"
+            )
+    for name, n, tiles in (
+        ("oc_nthread", knobs.oc_nthread, ob // knobs.tile_co),
+        ("h_nthread", knobs.h_nthread, oh // knobs.tile_h),
+    ):
+        if n not in (1, 2):
+            raise ScheduleError(f"conv2d {st.conv.name}: {name} must be 1 or 2, got {n}")
+        if tiles % n:
+            raise ScheduleError(
+                f"conv2d {st.conv.name}: {name}={n} needs an even number of tiles along its "
+                f"axis, there are {tiles}"
+            )
+    if knobs.loop_order not in LOOP_ORDERS:
+        raise ScheduleError(f"loop_order must be one of {LOOP_ORDERS}, got {knobs.loop_order!r}")
+
+
+def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Schedule:
+    """VTA's conv2d schedule for the layer ending in ``out`` (see the module docstring)."""
+    from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
+
+    st = find_stages(out)
+    check_knobs(st, knobs)
+    scopes = make_scopes(cfg)
+    s = create_schedule(out)
+    conv = st.conv
+    if st.pad is not None:
+        s[st.pad].set_scope(scopes.inp)
+        cdata = st.pad
+    else:
+        cdata = s.cache_read(st.data, scopes.inp, [conv])
+    ckernel = s.cache_read(st.kernel, scopes.wgt, [conv])
+    s[conv].set_scope(scopes.acc)
+    if st.res_acc is not None:
+        s[st.res_acc].set_scope(scopes.acc)
+    for t in st.ewise:
+        s[t].set_scope(scopes.acc)
+        s[t].pragma(s[t].leaf_iter_vars[0], "alu")
+
+    # output tiles
+    x_b, x_co, x_h, x_w, _, _ = s[out].leaf_iter_vars
+    b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
+    co0, co1 = s[out].split(x_co, factor=knobs.tile_co)
+    h0, h1 = s[out].split(x_h, factor=knobs.tile_h)
+    w0, w1 = s[out].split(x_w, factor=knobs.tile_w)
+    bi, ci = s[out].leaf_iter_vars[-2:]
+    outer = [h0, co0] if knobs.loop_order == "h_co" else [co0, h0]
+    s[out].reorder(b0, *outer, w0, b1, co1, h1, w1, bi, ci)
+    for t in (conv, *st.ewise):
+        s[t].compute_at(s[out], w0)
+    if st.res_acc is not None:
+        s[st.res_acc].compute_at(s[out], w0)
+        s[st.res_acc].pragma(s[st.res_acc].leaf_iter_vars[0], "dma_copy")
+
+    # virtual threads: consecutive tiles of the split axis go to different threads
+    if knobs.oc_nthread > 1:
+        _, vt = s[out].split(co0, factor=knobs.oc_nthread)
+        s[out].reorder(vt, b0)
+        s[out].bind(vt, "cthread")
+    if knobs.h_nthread > 1:
+        _, vt = s[out].split(h0, factor=knobs.h_nthread)
+        s[out].reorder(vt, b0)
+        s[out].bind(vt, "cthread")
+
+    # the convolution: reduction steps of tile_ci input blocks, then the GEMM loops
+    n, ob, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]
+    rcb, ry, rx, rci = s[conv].leaf_iter_vars[6:]
+    ko, ki = s[conv].split(rcb, factor=knobs.tile_ci)
+    s[conv].reorder(ko, n, ob, y, ki, ry, rx, x, cbi, coi, rci)
+    s[cdata].compute_at(s[conv], ko)
+    s[ckernel].compute_at(s[conv], ko)
+    s[cdata].pragma(s[cdata].leaf_iter_vars[0], "dma_copy")
+    s[ckernel].pragma(s[ckernel].leaf_iter_vars[0], "dma_copy")
+    s[conv].tensorize(cbi, gemm_intrinsic(cfg))
+    s[out].pragma(co1, "dma_copy")
+    return s
+
+
+def conv2d_shapes(
+    cfg: HwConfig, batch: int, in_c: int, out_c: int, h: int, w: int, k: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Packed data and kernel shapes; channels and batch padded up to the block sizes.
+
+    Example:
+        >>> import isa
+        >>> conv2d_shapes(isa.load_config("default"), 1, 3, 64, 224, 224, 7)
+        ((1, 1, 224, 224, 1, 4), (16, 1, 7, 7, 4, 4))
+    """
+    b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    nb, cb, ob = -(-batch // b), -(-in_c // bi), -(-out_c // bo)
+    return (nb, cb, h, w, b, bi), (ob, cb, k, k, bo, bi)
+
+
+def output_size(size: int, k: int, stride: int, pad: int) -> int:
+    return (size + 2 * pad - k) // stride + 1
+
+
+__all__ = [
+    "Conv2dKnobs",
+    "ConvStages",
+    "check_knobs",
+    "conv2d_packed",
+    "conv2d_shapes",
+    "find_stages",
+    "output_size",
+    "schedule_conv2d_packed",
+]

@@ -1,0 +1,158 @@
+"""int8 dense (fully connected) on the accelerator: packed layout, epilogue, schedule.
+
+``data (N/b, K/bi, b, bi)`` int8 times ``weight (M/bo, K/bi, bo, bi)`` int8 gives
+``(N/b, M/bo, b, bo)`` int32, followed by the requantize epilogue. The schedule is VTA's dense
+schedule with knobs (:class:`DenseKnobs`): output tiles of ``tile_b`` batch blocks x
+``tile_co`` output blocks, reduced over steps of ``tile_ci`` input blocks, virtual threads on
+output channels.
+
+Example:
+    >>> import isa
+    >>> from compiler import te
+    >>> x = te.placeholder((1, 8, 1, 4), "int8", name="x")
+    >>> w = te.placeholder((4, 8, 4, 4), "int8", name="w")
+    >>> out = dense_packed(x, w, shift=4)
+    >>> out.shape
+    (1, 4, 1, 4)
+    >>> s = schedule_dense_packed(out, DenseKnobs(tile_co=2, tile_ci=4, oc_nthread=2),
+    ...                           isa.load_config("default"))
+    >>> "tensorize" in s.trace_text()
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler import te
+from compiler.errors import ScheduleError, ShapeError
+from compiler.schedule import Schedule, create_schedule
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from isa import HwConfig
+
+from .epilogue import requantize_epilogue
+
+DENSE_TAG = "dense_packed"
+
+
+def dense_packed(
+    data: Tensor,
+    weight: Tensor,
+    *,
+    shift: int = 0,
+    relu: bool = False,
+    residual: Tensor | None = None,
+    name: str = "dense",
+) -> Tensor:
+    """The int8 layer ``clip((data . weight^T) >> shift [+ residual])`` as int8."""
+    if data.ndim != 4 or weight.ndim != 4:
+        raise ShapeError(
+            f"{name}: packed data (N/b, K/bi, b, bi) and weight (M/bo, K/bi, bo, bi) are 4-d, "
+            f"got {data.shape} and {weight.shape}"
+        )
+    nb, kb, b, bi = data.shape
+    mb, kb2, bo, bi2 = weight.shape
+    if kb != kb2 or bi != bi2:
+        raise ShapeError(f"{name}: input features differ: {data.shape} vs {weight.shape}")
+    if data.dtype.name != "int8" or weight.dtype.name != "int8":
+        raise ShapeError(f"{name}: the accelerator multiplies int8 values")
+    ko = te.reduce_axis(kb, name="ko")
+    ki = te.reduce_axis(bi, name="ki")
+    acc = te.compute(
+        (nb, mb, b, bo),
+        lambda n, m, i, j: te.sum(
+            data[n, ko, i, ki].astype("int32") * weight[m, ko, j, ki].astype("int32"),
+            axis=[ko, ki],
+        ),
+        name=name,
+        tag=DENSE_TAG,
+        axis_names=("n", "m", "bi", "oi"),
+    )
+    return requantize_epilogue(acc, shift=shift, relu=relu, residual=residual)
+
+
+@dataclass(frozen=True)
+class DenseKnobs:
+    """Schedule knobs of :func:`schedule_dense_packed` (tile sizes in blocks)."""
+
+    tile_co: int
+    tile_ci: int
+    tile_b: int = 1
+    oc_nthread: int = 1
+
+    @property
+    def nthreads(self) -> int:
+        return self.oc_nthread
+
+
+def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Schedule:
+    """VTA's dense schedule for the layer ending in ``out``."""
+    from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
+
+    ewise: list[Tensor] = []
+    res_acc = None
+    dense = None
+    stack = [out.op.input_tensors()[0]]
+    while stack:
+        t = stack.pop()
+        if not isinstance(t.op, ComputeOp) or t in ewise:
+            continue
+        if t.op.tag == DENSE_TAG:
+            dense = t
+            continue
+        inputs = t.op.input_tensors()
+        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
+            res_acc = t
+            continue
+        ewise.append(t)
+        stack.extend(inputs)
+    if dense is None:
+        raise ScheduleError(f"{out.name} is not computed from a packed dense ({DENSE_TAG})")
+    nb, mb = dense.shape[:2]
+    kb = dense.op.input_tensors()[0].shape[1]
+    for name, tile, ext in (
+        ("tile_b", knobs.tile_b, nb),
+        ("tile_co", knobs.tile_co, mb),
+        ("tile_ci", knobs.tile_ci, kb),
+    ):
+        if tile < 1 or ext % tile:
+            raise ScheduleError(f"dense {dense.name}: {name}={tile} must divide {ext}")
+    if knobs.oc_nthread not in (1, 2) or (mb // knobs.tile_co) % knobs.oc_nthread:
+        raise ScheduleError(
+            f"dense {dense.name}: oc_nthread={knobs.oc_nthread} needs 1 or 2 and an even "
+            f"number of output tiles ({mb // knobs.tile_co})"
+        )
+    scopes = make_scopes(cfg)
+    data, weight = dense.op.input_tensors()
+    s = create_schedule(out)
+    cdata = s.cache_read(data, scopes.inp, [dense])
+    cweight = s.cache_read(weight, scopes.wgt, [dense])
+    s[dense].set_scope(scopes.acc)
+    for t in ewise:
+        s[t].set_scope(scopes.acc)
+        s[t].pragma(s[t].leaf_iter_vars[0], "alu")
+    x_b, x_c, x_bi, x_ci = s[out].leaf_iter_vars
+    b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
+    co0, co1 = s[out].split(x_c, factor=knobs.tile_co)
+    s[out].reorder(b0, co0, b1, co1, x_bi, x_ci)
+    store_pt = co0
+    if knobs.oc_nthread > 1:
+        store_pt, vt = s[out].split(co0, factor=knobs.oc_nthread)
+        s[out].reorder(vt, b0)
+        s[out].bind(vt, "cthread")
+    for t in (dense, *ewise):
+        s[t].compute_at(s[out], store_pt)
+    if res_acc is not None:
+        s[res_acc].set_scope(scopes.acc)
+        s[res_acc].compute_at(s[out], store_pt)
+        s[res_acc].pragma(s[res_acc].leaf_iter_vars[0], "dma_copy")
+    n, m, bi, oi, ko, ki = s[dense].leaf_iter_vars
+    ko0, ko1 = s[dense].split(ko, factor=knobs.tile_ci)
+    s[dense].reorder(ko0, n, m, ko1, bi, oi, ki)
+    s[cdata].compute_at(s[dense], ko0)
+    s[cweight].compute_at(s[dense], ko0)
+    s[cdata].pragma(s[cdata].leaf_iter_vars[0], "dma_copy")
+    s[cweight].pragma(s[cweight].leaf_iter_vars[0], "dma_copy")
+    s[dense].tensorize(bi, gemm_intrinsic(cfg))
+    s[out].pragma(b1, "dma_copy")
+    return s

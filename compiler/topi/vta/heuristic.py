@@ -1,0 +1,194 @@
+"""Choosing schedule knobs: tiles that fit each virtual thread's share of the buffers.
+
+Every tiling whose sizes divide the layer's axes is checked against the on-chip buffers (each of
+``nthreads`` threads owns ``1/nthreads`` of the input, weight and accumulator buffers, and the
+micro-op kernels of all threads must fit the uop buffer together) and scored with a small model
+of the machine: the compute module's busy time (GEMM micro-ops, reset, ALU epilogue and a fixed
+cost per instruction), the DRAM traffic (input windows with their halo and the weights are
+re-loaded for every tile and reduction step) and how the two overlap (with two or more threads
+loads hide behind compute; with one they alternate). The best score wins; ties go to whole rows
+and to bigger tiles.
+
+Example:
+    >>> import isa
+    >>> k = conv2d_knobs(isa.load_config("default"), ocb=16, icb=16, oh=56, ow=56, k=3, stride=1)
+    >>> k.tile_w, k.nthreads
+    (56, 2)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from compiler.errors import ScheduleError
+from isa import HwConfig
+from isa.timing import ALU_PIPE_LATENCY, GEMM_PIPE_LATENCY
+
+from .conv2d import Conv2dKnobs
+from .dense import DenseKnobs
+
+
+def divisors(n: int) -> list[int]:
+    """Divisors of ``n`` in increasing order.
+
+    Example:
+        >>> divisors(12)
+        [1, 2, 3, 4, 6, 12]
+    """
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The model's figures for one tiling (cycles)."""
+
+    compute: float
+    dram: float
+    cycles: float
+
+
+def estimate_conv2d(
+    cfg: HwConfig,
+    knobs: Conv2dKnobs,
+    *,
+    nb: int,
+    ocb: int,
+    icb: int,
+    oh: int,
+    ow: int,
+    k: int,
+    stride: int,
+    alu_ops: int = 3,
+) -> Estimate:
+    """Model the run time of a conv2d schedule (see the module docstring)."""
+    tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
+    in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+    tiles = (nb // tb) * (ocb // tco) * (oh // th) * (ow // tw)
+    steps = icb // tci
+    acc_tile = tb * tco * th * tw
+    acc_total = tiles * acc_tile
+    per_insn = GEMM_PIPE_LATENCY + 1
+    step_uops = acc_tile * tci * k * k
+    compute = (
+        tiles * steps * (step_uops * cfg.gemm_ii + per_insn)
+        + acc_total * cfg.gemm_ii
+        + tiles * per_insn
+        + alu_ops * (acc_total * cfg.alu_ii + tiles * (ALU_PIPE_LATENCY + 1))
+    )
+    lat = cfg.dram_latency
+    step_bytes = (
+        tb * tci * in_h * in_w * cfg.inp_elem_bytes + tco * tci * k * k * cfg.wgt_elem_bytes
+    )
+    step_load = step_bytes / cfg.bus_bytes + lat * (tb * tci + 1)
+    out_dram = acc_total * cfg.out_elem_bytes / cfg.bus_bytes + tiles * tco * lat
+    dram = tiles * steps * step_load + out_dram
+    if knobs.nthreads > 1:
+        cycles = max(compute, dram) + step_load + step_uops
+    else:
+        # one thread: each step's loads wait for the previous step's GEMM and vice versa
+        cycles = compute + tiles * steps * step_load + out_dram / 2
+    return Estimate(compute, dram, cycles)
+
+
+def conv2d_knobs(
+    cfg: HwConfig,
+    *,
+    ocb: int,
+    icb: int,
+    oh: int,
+    ow: int,
+    k: int,
+    stride: int,
+    nb: int = 1,
+    nthreads: int = 2,
+    loop_order: str = "h_co",
+    alu_ops: int = 3,
+    acc_buffers: int = 1,
+) -> Conv2dKnobs:
+    """The best-scoring tiling of a packed conv2d for ``nthreads`` virtual threads (1, 2 or 4:
+    2 splits output channels or rows, whichever the tiling allows; 4 splits both).
+    ``acc_buffers`` counts the accumulator tiles each output tile needs (2 with a residual)."""
+    if nthreads not in (1, 2, 4):
+        raise ScheduleError(f"conv2d: nthreads must be 1, 2 or 4, got {nthreads}")
+    inp_share = cfg.inp_depth // nthreads
+    wgt_share = cfg.wgt_depth // nthreads
+    acc_share = cfg.acc_depth // nthreads
+    uop_budget = cfg.uop_depth * 3 // 4
+    scored: list[tuple[float, Conv2dKnobs]] = []
+    for tb, tco, th, tw, tci in itertools.product(
+        divisors(nb), divisors(ocb), divisors(oh), divisors(ow), divisors(icb)
+    ):
+        if acc_buffers * tb * tco * th * tw > acc_share or tco * tci * k * k > wgt_share:
+            continue
+        in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+        if tb * tci * in_h * in_w > inp_share:
+            continue
+        if nthreads * (tci * k * k * tw + tw + 8) > uop_budget:
+            continue
+        co_tiles, h_tiles = ocb // tco, oh // th
+        for oc_n, h_n in _splits(nthreads):
+            if co_tiles % oc_n or h_tiles % h_n:
+                continue
+            knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, loop_order)
+            est = estimate_conv2d(
+                cfg, knobs, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride,
+                alu_ops=alu_ops,
+            )  # fmt: skip
+            scored.append((est.cycles, knobs))
+    if not scored:
+        raise ScheduleError(
+            f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "
+            f"{icb} input blocks) fits the buffers of {cfg.name} with {nthreads} virtual threads"
+        )
+    # The model is an estimate: among tilings within 1% of the best, prefer whole rows (one
+    # row-contiguous store and fewer, longer DMA rows), then bigger tiles, then deeper steps.
+    best = min(c for c, _ in scored)
+    near = [(c, kn) for c, kn in scored if c <= best * 1.01]
+
+    def preference(item: tuple[float, Conv2dKnobs]) -> tuple[float, ...]:
+        c, kn = item
+        tile = kn.tile_b * kn.tile_co * kn.tile_h * kn.tile_w
+        return (kn.tile_w != ow, -tile, -kn.tile_ci, -kn.oc_nthread, c)
+
+    return min(near, key=preference)[1]
+
+
+def _splits(nthreads: int) -> list[tuple[int, int]]:
+    if nthreads == 1:
+        return [(1, 1)]
+    if nthreads == 2:
+        return [(2, 1), (1, 2)]
+    return [(2, 2)]
+
+
+def dense_knobs(cfg: HwConfig, *, nb: int, mb: int, kb: int, nthreads: int = 2) -> DenseKnobs:
+    """The tiling of a packed dense layer that moves the fewest bytes for ``nthreads``.
+
+    Example:
+        >>> import isa
+        >>> dense_knobs(isa.load_config("default"), nb=1, mb=16, kb=64)
+        DenseKnobs(tile_co=8, tile_ci=64, tile_b=1, oc_nthread=2)
+    """
+    share = {n: getattr(cfg, f"{n}_depth") // nthreads for n in ("inp", "wgt", "acc")}
+    best: tuple[tuple[float, ...], DenseKnobs] | None = None
+    for tb, tco, tci in itertools.product(divisors(nb), divisors(mb), divisors(kb)):
+        if tb * tco > share["acc"] or tb * tci > share["inp"] or tco * tci > share["wgt"]:
+            continue
+        if nthreads * (tci + 8) > cfg.uop_depth * 3 // 4:
+            continue
+        if (mb // tco) % nthreads:
+            continue
+        tiles = (nb // tb) * (mb // tco)
+        steps = kb // tci
+        moved = tiles * steps * (tb * tci * cfg.inp_elem_bytes + tco * tci * cfg.wgt_elem_bytes)
+        insns = tiles * steps
+        score = (moved / cfg.bus_bytes + insns * cfg.dram_latency, -tci, -tco)
+        if best is None or score < best[0]:
+            best = (score, DenseKnobs(tco, tci, tb, nthreads))
+    if best is None:
+        raise ScheduleError(
+            f"dense: no tiling of {mb} output blocks x {kb} input blocks fits {cfg.name} with "
+            f"{nthreads} virtual threads"
+        )
+    return best[1]
