@@ -3,9 +3,9 @@
 For every co-verification program (hand-assembled for each preset, the assembler examples, and
 compiler-produced layers when the compiler can emit them) it runs the RTL and the simulator
 and prints rtl_cycles, sim_cycles and their ratio; every program must also match bit for bit.
-Then it runs the largest program on Verilator and reports the simulation rate: the compiler
-cannot emit full-size layers yet, so this is ResNet-18's C12 convolution as its im2col GEMM
-(451,584 micro-ops on vta-1x16x16), written by hand with double buffering.
+Then it runs the largest program on Verilator and reports the simulation rate: ResNet-18's C12
+convolution at full size (451,584 micro-ops on vta-1x16x16) as the compiler builds it, or, when
+the compiler cannot build layers, as its im2col GEMM written by hand with double buffering.
 
     python -m bench.bench_rtl [--presets default,4x4x4] [--simulator icarus] [--no-large]
 """
@@ -13,8 +13,6 @@ cannot emit full-size layers yet, so this is ResNet-18's C12 convolution as its 
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,18 +43,35 @@ def suite(presets: list[str]) -> list[tuple[str, str, isa.Program]]:
     return out
 
 
+def _layer_api():
+    """The compiler's layer builder and ResNet-18 workloads, or None when it has none yet."""
+    try:
+        from compiler.topi.vta import layer, workloads
+    except ImportError:
+        return None
+    return layer, workloads
+
+
 def compiler_programs() -> list[tuple[str, str, isa.Program]]:
-    """Scaled-down ResNet-18 layers from ``vtac layer``, when the compiler provides it."""
-    tool = shutil.which("vtac")
-    if tool is None:
-        return []
-    probe = subprocess.run([tool, "layer", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        print("note: `vtac layer` is not available yet; no compiler-produced programs",
+    """Scaled-down ResNet-18 layers compiled by the compiler (1 and 2 virtual threads, the
+    requantize epilogue, a residual add), when it can build them."""
+    api = _layer_api()
+    if api is None:
+        print("note: the compiler cannot build layers yet; no compiler-produced programs",
               file=sys.stderr)
         return []
-    print("note: `vtac layer` exists but this benchmark does not drive it yet", file=sys.stderr)
-    return []
+    layer_api, workloads = api
+    out = []
+    for name, max_hw, max_c in (("C2", 8, 16), ("C5", 8, 16), ("C9", 6, 16), ("C12", 5, 32)):
+        layer = workloads.RESNET18[name].scaled(max_hw, max_c)
+        for nthreads in (1, 2):
+            built = layer_api.build_conv2d(layer, "default", nthreads=nthreads)
+            out.append((f"{name}/{layer.h}x{layer.in_c}x{layer.out_c} vt{nthreads}", "default",
+                        built.program))
+    layer = workloads.RESNET18["C6"].scaled(8, 16)
+    built = layer_api.build_conv2d(layer, "default", nthreads=2, residual=True, relu=True)
+    out.append(("C6 +residual vt2", "default", built.program))
+    return out
 
 
 def agreement_table(simulator: str, presets: list[str]) -> bool:
@@ -85,17 +100,30 @@ def agreement_table(simulator: str, presets: list[str]) -> bool:
 
 def large_run(simulator: str, preset: str) -> None:
     cfg = isa.load_config(preset)
-    prog = programs.resnet_c12_gemm(cfg)
-    print(f"\nLarge program on {simulator}: ResNet-18 C12 (7x7, 512->512, 3x3) as its im2col "
-          f"GEMM, hand-made and double-buffered ({preset}); the compiler cannot emit layers yet")
+    api = _layer_api()
+    if api is not None:
+        layer_api, workloads = api
+        layer = workloads.RESNET18["C12"]
+        built = layer_api.build_conv2d(layer, cfg, nthreads=2)
+        prog = built.program
+        what = (f"ResNet-18 C12 full size ({layer.h}x{layer.w}, {layer.in_c}->{layer.out_c}, "
+                f"{layer.k}x{layer.k}), compiled, 2 virtual threads ({preset})")
+    else:
+        built = None
+        prog = programs.resnet_c12_gemm(cfg)
+        what = (f"ResNet-18 C12 as its im2col GEMM, hand-made and double-buffered ({preset}); "
+                "the compiler cannot build layers yet")
+    print(f"\nLarge program on {simulator}: {what}")
     t0 = time.perf_counter()
     r = coverify(prog, simulator=simulator)
     wall = time.perf_counter() - t0
     uops = 49 * 4608 * 512 // cfg.macs_per_cycle
     rate = r.rtl_cycles / r.run.wall_seconds if r.run.wall_seconds else float("nan")
-    print(f"  bit-exact: {r.match}; rtl_cycles {r.rtl_cycles}, sim_cycles {r.sim_cycles}, "
-          f"ratio {r.cycle_ratio:.4f}; {uops} GEMM micro-ops, utilization "
-          f"{uops / r.rtl_cycles:.3f}")
+    numpy_ok = "" if built is None else (
+        f"; output equals numpy: {built.matches(prog.read('out', r.run.dram))}")
+    print(f"  bit-exact with the simulator: {r.match}{numpy_ok}")
+    print(f"  rtl_cycles {r.rtl_cycles}, sim_cycles {r.sim_cycles}, ratio {r.cycle_ratio:.4f}; "
+          f"{uops} GEMM micro-ops of MACs, utilization {uops / r.rtl_cycles:.3f}")
     print(f"  wall {wall:.1f} s (build and reference included), RTL simulation "
           f"{r.run.wall_seconds:.1f} s, {rate:,.0f} cycles/s")
 
