@@ -16,6 +16,8 @@ from isa.gen import rtl_header
 
 ensure_verilator_on_path()
 
+pytestmark = pytest.mark.rtl
+
 
 def _header(preset: str, tmp: Path) -> Path:
     d = tmp / preset

@@ -26,6 +26,8 @@ vast = pytest.importorskip("pyverilog.vparser.ast")
 
 GENERATED = RTL_DIR / "generated"
 
+pytestmark = pytest.mark.rtl
+
 
 def _need_iverilog() -> None:
     if shutil.which("iverilog") is None:
