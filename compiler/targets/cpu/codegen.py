@@ -531,10 +531,7 @@ class CpuCodegen:
             if s.predicate is None:
                 self.emit(f"store {value}, ptr {p.ref}, align {align}")
                 return
-            fn = f"llvm.masked.store.{mangle(elem, lanes)}.p0"
-            self.declare(fn, f"declare void @{fn}({vty}, ptr, i32, <{lanes} x i1>)")
-            mask = self._mask(s.predicate, lanes)
-            self.emit(f"call void @{fn}({value}, ptr {p.ref}, i32 {align}, <{lanes} x i1> {mask})")
+            self._store_lanes(value, p, elem, lanes, align, self._mask(s.predicate, lanes))
             return
         idx = self.index(index)
         ptrs = self.op(f"<{lanes} x ptr>", f"getelementptr inbounds {elem}, {base_ptr}, {idx}")
@@ -545,6 +542,28 @@ class CpuCodegen:
             f"call void @{fn}({value}, <{lanes} x ptr> {ptrs.ref}, i32 {align}, "
             f"<{lanes} x i1> {mask})"
         )
+
+    def _store_lanes(
+        self, value: Value, base: Value, elem: str, lanes: int, align: int, mask: str
+    ) -> None:
+        """A masked contiguous store, one guarded scalar store per lane.
+
+        Not ``llvm.masked.store``: LLVM 20's x86 backend folds a truncation feeding a masked
+        store whose constant mask keeps one lane into a full-width scalar store, writing the
+        masked-off bytes (seen with ``trunc <4 x i32> to <4 x i8>`` and mask <1,0,0,0>: a
+        ``vmovd`` of four bytes). Predicated stores only occur at ragged tile edges, so the
+        per-lane form costs little; LLVM still merges lanes where it can prove the mask.
+        """
+        for lane in range(lanes):
+            bit = self.op("i1", f"extractelement <{lanes} x i1> {mask}, i32 {lane}")
+            on, done = self.new_label("lane_on"), self.new_label("lane_done")
+            self.emit(f"br i1 {bit.ref}, label %{on}, label %{done}")
+            self.start_block(on)
+            v = self.op(elem, f"extractelement {value}, i32 {lane}")
+            q = self.op("ptr", f"getelementptr inbounds {elem}, ptr {base.ref}, i64 {lane}")
+            self.emit(f"store {elem} {v.ref}, ptr {q.ref}, align {align}")
+            self.emit(f"br label %{done}")
+            self.start_block(done)
 
     def _allocate(self, s: S.Allocate) -> None:
         buf = s.buffer
