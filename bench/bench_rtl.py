@@ -83,18 +83,24 @@ def agreement_table(simulator: str, presets: list[str]) -> bool:
         wall = time.perf_counter() - t0
         ratio = r.cycle_ratio
         ok &= r.match and ratio is not None and abs(ratio - 1) <= 0.10
-        rows.append((name, preset, r.rtl_cycles, r.sim_cycles, ratio, r.match, wall))
+        rows.append((name, preset, r.rtl_cycles, r.sim_cycles, ratio, r.match, r.stats_match,
+                     wall))
     print(f"\nCycle agreement, RTL ({simulator}) vs simulator (vta_sim): ratio = sim / rtl")
     head = f"{'program':<18} {'preset':<12} {'rtl_cycles':>10} {'sim_cycles':>10} " \
-           f"{'ratio':>7} {'bit-exact':>9} {'wall s':>7}"
+           f"{'ratio':>7} {'bit-exact':>9} {'stats':>6} {'wall s':>7}"
     print(head)
     print("-" * len(head))
-    for name, preset, rc, sc, ratio, match, wall in rows:
+    for name, preset, rc, sc, ratio, match, stats, wall in rows:
         rs = "n/a" if ratio is None else f"{ratio:.4f}"
+        st = {True: "equal", False: "DIFFER", None: "n/a"}[stats]
         print(f"{name:<18} {preset:<12} {rc:>10} {sc if sc is not None else 'n/a':>10} "
-              f"{rs:>7} {'yes' if match else 'NO':>9} {wall:>7.1f}")
+              f"{rs:>7} {'yes' if match else 'NO':>9} {st:>6} {wall:>7.1f}")
     exact = sum(1 for r in rows if r[2] == r[3])
-    print(f"{len(rows)} programs, {exact} with equal cycle counts, all within 10%: {ok}")
+    same = sum(1 for r in rows if r[6])
+    print(f"{len(rows)} programs, {exact} with equal cycle counts, {same} with equal per-module "
+          f"cycle statistics; all bit-exact and within 10%: {ok}")
+    print("stats: each module's cycles per category (busy, waiting on a token or queue, waiting "
+          "on memory, idle; docs/timing.md section 6)")
     return ok
 
 

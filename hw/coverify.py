@@ -42,6 +42,13 @@ from .reference import Reference, reference_run
 TB_TOP = "vta_tb_top"
 TB_MODULE = "hw.tb.cocotb_top"
 MODULES = ("load", "compute", "store")
+#: Statistics categories per module (docs/timing.md section 6), in the RTL's counter order.
+CATEGORIES = {
+    "fetch": ("busy", "wait_queue", "wait_memory", "idle"),
+    "load": ("busy", "wait_token", "wait_memory", "idle"),
+    "compute": ("busy", "wait_token", "wait_memory", "idle"),
+    "store": ("busy", "wait_token", "wait_memory", "idle"),
+}
 QUEUES = ("load->compute", "compute->load", "compute->store", "store->compute")
 #: Smallest DRAM the testbench builds (log2 of bus words); sizes round up to powers of two so
 #: that programs of similar size share a build.
@@ -60,6 +67,8 @@ class RtlRun:
     state: dict[str, Any]
     wall_seconds: float
     max_cycles: int
+    #: cycles per module and statistics category, counted by the RTL (vta_stats)
+    stats: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
     def hang_report(self) -> str:
         """Where the run stuck: each module's last issued instruction, queues and tokens."""
@@ -97,6 +106,25 @@ class CoverifyResult:
     mismatch: Mismatch | None
     run: RtlRun
 
+    reference_stats: dict[str, dict[str, int]] | None = None
+
+    @property
+    def stats_match(self) -> bool | None:
+        """Whether every module's cycles per category equal the simulator's (None: unknown)."""
+        if self.reference_stats is None or not self.run.stats:
+            return None
+        return self.run.stats == self.reference_stats
+
+    def stats_diff(self) -> str:
+        """The categories where the RTL and the simulator disagree."""
+        out = []
+        for m, cats in self.run.stats.items():
+            for c, n in cats.items():
+                ref = (self.reference_stats or {}).get(m, {}).get(c)
+                if ref != n:
+                    out.append(f"{m}.{c}: RTL {n}, simulator {ref}")
+        return "; ".join(out)
+
     @property
     def cycle_ratio(self) -> float | None:
         """Simulator cycles / RTL cycles (None without a cycle-accurate reference)."""
@@ -110,6 +138,7 @@ class CoverifyResult:
             "rtl_cycles": self.rtl_cycles,
             "sim_cycles": self.sim_cycles,
             "cycle_ratio": None if self.cycle_ratio is None else round(self.cycle_ratio, 6),
+            "stats_match": self.stats_match,
             "reference": self.reference,
             "simulator": self.run.simulator,
         }
@@ -259,8 +288,11 @@ def run_rtl(
         res = json.loads(result.read_text())
         sim.cleanup_run(xml)
         dram = read_hex(out, cfg.bus_bytes, prog.dram.size) if res["finished"] else None
+    counts = res.get("stats", [])
+    stats = {m: {c: int(counts[4 * k + j]) for j, c in enumerate(cats)}
+             for k, (m, cats) in enumerate(CATEGORIES.items())} if counts else {}
     return RtlRun(prog, simulator, bool(res["finished"]), int(res["cycles"]), dram,
-                  res.get("state", {}), wall, limit)
+                  res.get("state", {}), wall, limit, stats)
 
 
 def _latest_log(b: sim.Build) -> str:
@@ -413,4 +445,5 @@ def coverify(
         raise RtlHang(run.hang_report())
     assert run.dram is not None
     mism = first_mismatch(prog, ref.dram, run.dram)
-    return CoverifyResult(mism is None, run.cycles, ref.cycles, ref.source, mism, run)
+    return CoverifyResult(mism is None, run.cycles, ref.cycles, ref.source, mism, run,
+                          ref.modules)

@@ -30,6 +30,8 @@ class Reference:
     dram: np.ndarray
     cycles: int | None
     source: str
+    #: cycles per module and statistics category (docs/timing.md section 6), when known
+    modules: dict[str, dict[str, int]] | None = None
 
 
 def _simulator() -> Callable[..., Any] | None:
@@ -50,7 +52,9 @@ def reference_run(program: Program) -> Reference:
     simulate = _simulator()
     if simulate is not None:
         result = simulate(program, trace=False)
-        return Reference(np.asarray(result.dram, np.uint8).copy(), int(result.cycles), "vta_sim")
+        modules = {m: {c: int(n) for c, n in cats.items()} for m, cats in result.modules.items()}
+        return Reference(np.asarray(result.dram, np.uint8).copy(), int(result.cycles), "vta_sim",
+                         modules)
     machine = Machine(program.config, program.dram.copy())
     machine.run(program.instructions())
     return Reference(machine.dram, None, "isa.Machine")

@@ -47,6 +47,7 @@ module vta_compute (
     // run control and observation
     finish,
     state,
+    category,
     waiting,
     issued
 );
@@ -116,6 +117,7 @@ module vta_compute (
 
     output wire finish;  // FINISH issues in this cycle
     output wire [1:0] state;
+    output wire [1:0] category;  // statistics category of this cycle (CAT_*)
     output wire waiting;  // asking for the DRAM port
     output wire [CNT_W-1:0] issued;
 
@@ -158,12 +160,14 @@ module vta_compute (
         .room_prev(room_prev),
         .room_next(room_next),
         .exec_done(exec_done),
+        .mem_wait(req && !grant),
         .issue(issue),
         .pop_prev(pop_prev),
         .pop_next(pop_next),
         .push_prev(push_prev),
         .push_next(push_next),
-        .state(state)
+        .state(state),
+        .category(category)
     );
     assign cmd_pop = issue;
     assign finish = issue && h_finish;

@@ -46,6 +46,13 @@ localparam integer DEPQ_CW = $clog2(DEP_QUEUE_DEPTH + 1);
 localparam integer FETCH_BEATS = (FETCH_BURST * INSN_BYTES + BUS_BYTES - 1) / BUS_BYTES;
 localparam integer FETCH_BUF_BITS = FETCH_BEATS * BUS_BITS;
 
+// Statistics categories of a cycle (docs/timing.md section 6), as vta_sim numbers them.
+localparam [1:0] CAT_BUSY = 2'd0;  // issue, execution, padding, transfers; fetch: dispatch
+localparam [1:0] CAT_WAIT_TOKEN = 2'd1;  // head waits for a token, push back-pressure;
+                                         // fetch: dispatch blocked by a full command queue
+localparam [1:0] CAT_WAIT_MEMORY = 2'd2;  // asked for the DRAM port, not granted
+localparam [1:0] CAT_IDLE = 2'd3;  // nothing to do
+
 // States of the issue controller (vta_issue_ctrl), reported on the debug outputs.
 localparam [1:0] ST_FREE = 2'd0;  // free to issue the head of the command queue
 localparam [1:0] ST_EXEC = 2'd1;  // executing an instruction (E > 0)

@@ -33,7 +33,8 @@ module vta_fetch (
     // observation
     dispatched,
     waiting,
-    busy
+    busy,
+    category
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -82,6 +83,7 @@ module vta_fetch (
     output wire [CNT_W-1:0] dispatched;  // instructions dispatched so far
     output wire waiting;  // asking for the port
     output wire busy;  // fetching or dispatching (not idle)
+    output wire [1:0] category;  // statistics category of this cycle (CAT_*)
 
     reg [1:0] st;
     reg [DADDR_W-1:0] next_addr;
@@ -116,6 +118,9 @@ module vta_fetch (
     assign push_load = dispatch && to_load;
     assign push_compute = dispatch && to_compute;
     assign push_store = dispatch && to_store;
+    assign category = (st == S_IDLE) ? CAT_IDLE :
+                      (st == S_REQ) ? (grant ? CAT_BUSY : CAT_WAIT_MEMORY) :
+                      (st == S_XFER || dispatch) ? CAT_BUSY : CAT_WAIT_TOKEN;
 
     always @(posedge clk) begin
         if (rst) begin

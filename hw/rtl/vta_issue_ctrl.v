@@ -27,6 +27,7 @@ module vta_issue_ctrl (
     room_next,
     // datapath
     exec_done,
+    mem_wait,
     // decisions of this cycle
     issue,
     pop_prev,
@@ -34,7 +35,8 @@ module vta_issue_ctrl (
     push_prev,
     push_next,
     // observation
-    state
+    state,
+    category
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -58,6 +60,7 @@ module vta_issue_ctrl (
     input wire room_next;  // next queue has room for a token
 
     input wire exec_done;  // last execution cycle of the current instruction (state EXEC)
+    input wire mem_wait;  // the datapath asks for the DRAM port and is not granted this cycle
 
     output wire issue;  // take the head: pop the command queue, start the datapath
     output wire pop_prev;
@@ -66,6 +69,7 @@ module vta_issue_ctrl (
     output wire push_next;
 
     output wire [1:0] state;
+    output wire [1:0] category;  // statistics category of this cycle (CAT_*)
 
     reg [1:0] st;
     reg push_prev_r;
@@ -87,6 +91,9 @@ module vta_issue_ctrl (
     assign push_prev = do_push && cur_push_prev;
     assign push_next = do_push && cur_push_next;
     assign state = st;
+    assign category = (st == ST_HOLD) ? CAT_WAIT_TOKEN :
+                      (st == ST_EXEC) ? (mem_wait ? CAT_WAIT_MEMORY : CAT_BUSY) :
+                      issue ? CAT_BUSY : (head_valid ? CAT_WAIT_TOKEN : CAT_IDLE);
 
     always @(posedge clk) begin
         if (rst) begin

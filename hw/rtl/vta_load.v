@@ -37,6 +37,7 @@ module vta_load (
     wgt_wr_data,
     // observation
     state,
+    category,
     waiting,
     issued
 );
@@ -85,6 +86,7 @@ module vta_load (
     output wire [K_WGT*WGT_ELEM_BITS-1:0] wgt_wr_data;
 
     output wire [1:0] state;
+    output wire [1:0] category;  // statistics category of this cycle (CAT_*)
     output wire waiting;  // asking for the DRAM port
     output wire [CNT_W-1:0] issued;  // instructions issued so far
 
@@ -113,12 +115,14 @@ module vta_load (
         .room_prev(1'b0),
         .room_next(room_next),
         .exec_done(exec_done),
+        .mem_wait(req && !grant),
         .issue(issue),
         .pop_prev(),
         .pop_next(pop_next),
         .push_prev(),
         .push_next(push_next),
-        .state(state)
+        .state(state),
+        .category(category)
     );
     /* verilator lint_on PINCONNECTEMPTY */
     assign cmd_pop = issue;

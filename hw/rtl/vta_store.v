@@ -39,6 +39,7 @@ module vta_store (
     out_rd_data,
     // observation
     state,
+    category,
     waiting,
     issued
 );
@@ -96,6 +97,7 @@ module vta_store (
     input wire [K_OUT*OUT_ELEM_BITS-1:0] out_rd_data;
 
     output wire [1:0] state;
+    output wire [1:0] category;  // statistics category of this cycle (CAT_*)
     output wire waiting;
     output wire [CNT_W-1:0] issued;
 
@@ -121,12 +123,14 @@ module vta_store (
         .room_prev(room_prev),
         .room_next(1'b0),
         .exec_done(exec_done),
+        .mem_wait(req && !grant),
         .issue(issue),
         .pop_prev(pop_prev),
         .pop_next(),
         .push_prev(push_prev),
         .push_next(),
-        .state(state)
+        .state(state),
+        .category(category)
     );
     /* verilator lint_on PINCONNECTEMPTY */
     assign cmd_pop = issue;

@@ -46,7 +46,8 @@ module vta_top (
     dbg_states,
     dbg_waiting,
     dbg_tokens,
-    dbg_cmd_counts
+    dbg_cmd_counts,
+    dbg_stats
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -85,6 +86,7 @@ module vta_top (
     output wire [3:0] dbg_waiting;  // asking for the port: {store, compute, load, fetch}
     output wire [4*DEPQ_CW-1:0] dbg_tokens;  // {s->c, c->s, c->l, l->c}
     output wire [3*CMDQ_CW-1:0] dbg_cmd_counts;  // {store, compute, load}
+    output wire [16*CNT_W-1:0] dbg_stats;  // cycles per module and category (vta_stats)
 
     // ---- run control and cycle counter
     reg running_r;
@@ -128,6 +130,7 @@ module vta_top (
     wire [3:0] last;
     wire [3:0] xdone;
     wire f_busy;
+    wire [7:0] cat;  // statistics category of this cycle: {store, compute, load, fetch}
 
     vta_fetch u_fetch (
         .clk(clk),
@@ -152,7 +155,8 @@ module vta_top (
         .room_store(stq_not_full),
         .dispatched(dbg_dispatched),
         .waiting(dbg_waiting[0]),
-        .busy(f_busy)
+        .busy(f_busy),
+        .category(cat[1:0])
     );
 
     wire ldq_valid;
@@ -367,6 +371,7 @@ module vta_top (
         .wgt_wr_mask(wgt_wr_mask),
         .wgt_wr_data(wgt_wr_data),
         .state(dbg_states[1:0]),
+        .category(cat[3:2]),
         .waiting(dbg_waiting[1]),
         .issued(dbg_issued[0*CNT_W+:CNT_W])
     );
@@ -407,6 +412,7 @@ module vta_top (
         .out_wr_data(out_wr_data),
         .finish(finish),
         .state(dbg_states[3:2]),
+        .category(cat[5:4]),
         .waiting(dbg_waiting[2]),
         .issued(dbg_issued[1*CNT_W+:CNT_W])
     );
@@ -436,6 +442,7 @@ module vta_top (
         .out_rd_addr(out_rd_addr),
         .out_rd_data(out_rd_data),
         .state(dbg_states[5:4]),
+        .category(cat[7:6]),
         .waiting(dbg_waiting[3]),
         .issued(dbg_issued[2*CNT_W+:CNT_W])
     );
@@ -468,6 +475,15 @@ module vta_top (
         .mem_beat(mem_beat),
         .mem_last(mem_last),
         .busy(port_busy)
+    );
+
+    vta_stats u_stats (
+        .clk(clk),
+        .rst(rst),
+        .start(start),
+        .running(running_r),
+        .category(cat),
+        .counts(dbg_stats)
     );
 
     assign quiescent = !port_busy && (dbg_states[1:0] != ST_EXEC) &&

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 import cocotb
-from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
+from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 
 from hw.tb.common import CLOCK_NS, config, reset, start_clock, unpack
 
@@ -89,7 +89,9 @@ async def run_program(dut):
     await tb.reset()
     await tb.start(int(job["insn_base"]), int(job["insn_count"]))
     finished = await tb.wait_done(int(job["max_cycles"]))
+    await ReadOnly()  # every register updated at the edge that raised done
     result = {"finished": finished, "cycles": int(dut.cycles.value)}
+    result["stats"] = unpack(int(dut.u_dut.dbg_stats.value), 32, 16, signed=False).tolist()
     if finished:
         result["drained"] = await tb.drain(int(job["max_cycles"]))
         await tb.dump()

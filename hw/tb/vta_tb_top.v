@@ -69,7 +69,8 @@ module vta_tb_top (
         .dbg_states(),
         .dbg_waiting(),
         .dbg_tokens(),
-        .dbg_cmd_counts()
+        .dbg_cmd_counts(),
+        .dbg_stats()
     );
     /* verilator lint_on PINCONNECTEMPTY */
 

@@ -31,6 +31,8 @@ def run_layer(name, preset, build_root, *, nthreads=2, residual=False, relu=Fals
     assert result.match, result.mismatch.message()
     if result.sim_cycles is not None:
         assert abs(result.cycle_ratio - 1) <= 0.10
+    if result.stats_match is not None:
+        assert result.stats_match, f"cycle statistics differ: {result.stats_diff()}"
     out = built.program.read("out", result.run.dram)
     assert built.matches(out), f"{layer.describe()}: the RTL's output differs from numpy"
 

@@ -23,11 +23,15 @@ TOLERANCE = 0.10
 
 
 def check(result) -> None:
+    """Bit-exact; cycles within the tolerance; and, since both models follow docs/timing.md to
+    the cycle, every module's cycles per statistics category equal to the simulator's."""
     assert result.match, result.mismatch.message()
     if result.sim_cycles is not None:
         ratio = result.cycle_ratio
         assert abs(ratio - 1) <= TOLERANCE, (
             f"simulator {result.sim_cycles} vs RTL {result.rtl_cycles} cycles")
+    if result.stats_match is not None:
+        assert result.stats_match, f"cycle statistics differ: {result.stats_diff()}"
 
 
 @pytest.mark.parametrize("simulator", selected_simulators(core=True))
