@@ -71,6 +71,15 @@ def compiler_programs() -> list[tuple[str, str, isa.Program]]:
     layer = workloads.RESNET18["C6"].scaled(8, 16)
     built = layer_api.build_conv2d(layer, "default", nthreads=2, residual=True, relu=True)
     out.append(("C6 +residual vt2", "default", built.program))
+    built = layer_api.build_conv2d(workloads.RESNET18["C2"].scaled(8, 16), "default",
+                                   nthreads=4)
+    out.append(("C2/8x16x16 vt4", "default", built.program))
+    for preset in ("vta-1x16x16", "4x4x4"):
+        layer = workloads.RESNET18["C9"].scaled(6, 32)
+        built = layer_api.build_conv2d(layer, preset, nthreads=2, residual=True)
+        out.append(("C9/6x32x32 +res vt2", preset, built.program))
+    built = layer_api.build_dense(1, 64, 32, "default", nthreads=2)
+    out.append(("dense 64->32 vt2", "default", built.program))
     return out
 
 

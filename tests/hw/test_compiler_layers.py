@@ -4,6 +4,8 @@ simulator and against numpy. Skipped while the compiler cannot build layers."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import isa
@@ -53,3 +55,31 @@ def test_residual_add_and_relu(nthreads, build_root):
 @pytest.mark.parametrize("preset", ["vta-1x16x16", "4x4x4"])
 def test_layers_on_other_presets(preset, build_root):
     run_layer("C9", preset, build_root, residual=True, max_hw=6, max_c=32)
+
+
+def test_four_virtual_threads(build_root):
+    run_layer("C2", "default", build_root, nthreads=4, residual=True)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_dense_layer(nthreads, build_root):
+    require("icarus")
+    built = layer_api.build_dense(1, 64, 32, isa.load_config("default"), nthreads=nthreads)
+    result = coverify(built.program, build_root=build_root)
+    assert result.match, result.mismatch.message()
+    assert result.stats_match is not False, result.stats_diff()
+    assert built.matches(built.program.read("out", result.run.dram))
+
+
+def test_vtac_layer_then_vtac_rtl(tmp_path, capsys, build_root):
+    """The command-line path: the compiler writes a program file, the RTL runs it."""
+    require("icarus")
+    from compiler.cli import main
+
+    path = tmp_path / "layer.npz"
+    assert main(["layer", "conv2d", "--h", "6", "--w", "6", "--in-c", "8", "--out-c", "16",
+                 "--k", "3", "--pad", "1", "--vthreads", "2", "-o", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["rtl", str(path), "--json", "--build-dir", str(build_root)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["match"] is True and out["stats_match"] in (True, None)
