@@ -77,7 +77,7 @@ def compiler_programs() -> list[tuple[str, str, isa.Program]]:
     for preset in ("vta-1x16x16", "4x4x4"):
         layer = workloads.RESNET18["C9"].scaled(6, 32)
         built = layer_api.build_conv2d(layer, preset, nthreads=2, residual=True)
-        out.append(("C9/6x32x32 +res vt2", preset, built.program))
+        out.append(("C9/6x32 +res vt2", preset, built.program))
     built = layer_api.build_dense(1, 64, 32, "default", nthreads=2)
     out.append(("dense 64->32 vt2", "default", built.program))
     return out
