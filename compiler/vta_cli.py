@@ -210,11 +210,11 @@ class BenchRow:
         return self.one.cycles / max(1, self.one.cycles - wait)
 
 
-def bench_rows(config: str, names: list[str] | None = None, out: Any = sys.stdout
-               ) -> list[BenchRow]:  # fmt: skip
-    """Run the benchmark, printing one progress line per layer."""
+def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> list[BenchRow]:
+    """Run the benchmark, printing one progress line per layer (to ``out``, default stdout)."""
     from compiler.topi.vta import RESNET18_LAYERS, build_conv2d
 
+    out = sys.stdout if out is None else out
     rows = []
     for layer in RESNET18_LAYERS:
         if names and layer.name not in names:
@@ -306,10 +306,11 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 # ---- the demo ------------------------------------------------------------------------------------
-def c9_cross_check(out: Any = sys.stdout) -> bool:
+def c9_cross_check(out: Any = None) -> bool:
     """C9 under vta-1x16x16 with VTA's tutorial schedule against VTA's published counters."""
     from compiler.topi.vta import C9_VTA_TUTORIAL_COUNTS, RESNET18, Conv2dKnobs, build_conv2d
 
+    out = sys.stdout if out is None else out
     knobs = Conv2dKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=8, oc_nthread=2,
                         loop_order="co_h")  # fmt: skip
     built = build_conv2d(RESNET18["C9"], "vta-1x16x16", knobs, relu=True, shift=8)

@@ -105,10 +105,13 @@ def conv2d_knobs(
     loop_order: str = "h_co",
     alu_ops: int = 3,
     acc_buffers: int = 1,
+    fewer_threads: bool = True,
 ) -> Conv2dKnobs:
     """The best-scoring tiling of a packed conv2d for ``nthreads`` virtual threads (1, 2 or 4:
     2 splits output channels or rows, whichever the tiling allows; 4 splits both).
-    ``acc_buffers`` counts the accumulator tiles each output tile needs (2 with a residual)."""
+    ``acc_buffers`` counts the accumulator tiles each output tile needs (2 with a residual).
+    When no tiling can be split between the threads (a single channel tile and an odd number of
+    row tiles), ``fewer_threads`` falls back to half as many threads instead of failing."""
     if nthreads not in (1, 2, 4):
         raise ScheduleError(f"conv2d: nthreads must be 1, 2 or 4, got {nthreads}")
     inp_share = cfg.inp_depth // nthreads
@@ -137,6 +140,13 @@ def conv2d_knobs(
             )  # fmt: skip
             scored.append((est.cycles, knobs))
     if not scored:
+        if nthreads > 1 and fewer_threads:
+            # e.g. one channel tile and an odd number of rows: nothing to split between threads
+            return conv2d_knobs(
+                cfg, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride, nb=nb,
+                nthreads=nthreads // 2, loop_order=loop_order, alu_ops=alu_ops,
+                acc_buffers=acc_buffers,
+            )  # fmt: skip
         raise ScheduleError(
             f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "
             f"{icb} input blocks) fits the buffers of {cfg.name} with {nthreads} virtual threads"
@@ -162,20 +172,25 @@ def _splits(nthreads: int) -> list[tuple[int, int]]:
     return [(2, 2)]
 
 
-def dense_knobs(cfg: HwConfig, *, nb: int, mb: int, kb: int, nthreads: int = 2) -> DenseKnobs:
-    """The tiling of a packed dense layer that moves the fewest bytes for ``nthreads``.
+def dense_knobs(
+    cfg: HwConfig, *, nb: int, mb: int, kb: int, nthreads: int = 2, acc_buffers: int = 1
+) -> DenseKnobs:
+    """The tiling of a packed dense layer that moves the fewest bytes for ``nthreads`` (1 or 2;
+    1 when the output tiles cannot be split evenly).
 
     Example:
         >>> import isa
         >>> dense_knobs(isa.load_config("default"), nb=1, mb=16, kb=64)
         DenseKnobs(tile_co=8, tile_ci=64, tile_b=1, oc_nthread=2)
     """
+    if nthreads not in (1, 2):
+        raise ScheduleError(f"dense: nthreads must be 1 or 2, got {nthreads}")
     share = {n: getattr(cfg, f"{n}_depth") // nthreads for n in ("inp", "wgt", "acc")}
     best: tuple[tuple[float, ...], DenseKnobs] | None = None
     for tb, tco, tci in itertools.product(divisors(nb), divisors(mb), divisors(kb)):
-        if tb * tco > share["acc"] or tb * tci > share["inp"] or tco * tci > share["wgt"]:
+        if acc_buffers * tb * tco > share["acc"] or tb * tci > share["inp"]:
             continue
-        if nthreads * (tci + 8) > cfg.uop_depth * 3 // 4:
+        if tco * tci > share["wgt"] or nthreads * (tci + 8) > cfg.uop_depth * 3 // 4:
             continue
         if (mb // tco) % nthreads:
             continue
@@ -187,6 +202,8 @@ def dense_knobs(cfg: HwConfig, *, nb: int, mb: int, kb: int, nthreads: int = 2) 
         if best is None or score < best[0]:
             best = (score, DenseKnobs(tco, tci, tb, nthreads))
     if best is None:
+        if nthreads > 1:
+            return dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=1, acc_buffers=acc_buffers)
         raise ScheduleError(
             f"dense: no tiling of {mb} output blocks x {kb} input blocks fits {cfg.name} with "
             f"{nthreads} virtual threads"

@@ -228,7 +228,8 @@ def build_dense(
     res = te.placeholder((nb, mb, b, bo), "int8", name="residual") if residual else None
     out = dense_packed(data, weight, shift=shift, relu=relu, residual=res)
     if knobs is None:
-        knobs = dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=nthreads)
+        knobs = dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=nthreads,
+                            acc_buffers=2 if residual else 1)  # fmt: skip
     s = schedule_dense_packed(out, knobs, cfg)
     args = [data, weight] + ([res] if res is not None else []) + [out]
     prog = tgt.codegen(lower(s, args, target=tgt, options=options), roles={"weight": "param"})

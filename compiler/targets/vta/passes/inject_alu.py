@@ -9,8 +9,9 @@ starting from one accumulator operand:
 * ``min``/``max``/``+``/``*`` with an immediate or another accumulator tensor (either side);
 * ``x >> k`` and ``x >> t`` (SHR by an immediate or per lane by a tensor); ``x << k`` is SHR by
   ``-k``; ``x - k`` is ADD of ``-k``;
-* a plain copy. In place (the stage reads the element it writes) it is a no-op and emits
-  nothing; otherwise the destination is cleared (MUL by 0) and the source added.
+* a plain copy: in place (the stage reads the element it writes) a SHR by 0, which refreshes
+  the out buffer that stores read (accumulator loads do not write it); otherwise the
+  destination is cleared (MUL by 0) and the source added.
 
 What the ALU cannot do raises :class:`VTATargetError` naming the stage and the operation:
 division or modulo, subtracting a tensor, shifting left by a tensor, immediates that do not fit
@@ -172,6 +173,10 @@ class _AluLowering:
             if base.buffer == dst:
                 raise self.fail("the stage reads its own output at another element")
             steps = [(AluOp.MUL, IntImm(0)), (AluOp.ADD, base)] + steps
+        elif not steps:
+            # An in-place copy still rewrites the entries: the out buffer that stores read is
+            # refreshed only by GEMM/ALU writes, not by accumulator loads (VTA emits SHR 0).
+            steps = [(AluOp.SHR, IntImm(0))]
         for alu, operand in steps:
             if isinstance(operand, IntImm) and not IMM_MIN <= operand.value <= IMM_MAX:
                 raise self.fail(

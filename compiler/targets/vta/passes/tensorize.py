@@ -60,6 +60,7 @@ class _Matcher:
         self.bound: dict[str, BufferLoad] = {}
         self.loops: list[For] = []
         self.covered: set[Var] = set()
+        self.shape_errors: list[str] = []
 
     def fail(self, why: str) -> VTATargetError:
         return VTATargetError(f"{self.where}: {why}")
@@ -103,32 +104,35 @@ class _Matcher:
         want = self.scopes.get(role)
         what = f"operand {role!r} ({buf.name})" if role != "out" else f"the output {buf.name}"
         if want is not None and buf.scope.name != want:
-            raise self.fail(f"{what} is in scope {buf.scope.name}, the intrinsic needs {want}")
+            raise _Mismatch(f"{what} is in scope {buf.scope.name}, the intrinsic needs {want}")
         if buf.dtype != dtype:
-            raise self.fail(f"{what} has dtype {buf.dtype}, the intrinsic's {role} is {dtype}")
+            raise _Mismatch(f"{what} has dtype {buf.dtype}, the intrinsic's {role} is {dtype}")
         nd = len(shape)
-        if buf.ndim < nd or tuple(_const(d) for d in buf.shape[-nd:]) != tuple(shape):
-            dims = tuple(_const(d) for d in buf.shape[-nd:])
-            raise self.fail(
+        if buf.ndim < nd:
+            raise _Mismatch(f"{what} has fewer dimensions than one {role} tile {tuple(shape)}")
+        dims = tuple(_const(d) for d in buf.shape[-nd:])
+        if dims != tuple(shape):
+            # reported after the loop extents, which usually say more about the mismatch
+            self.shape_errors.append(
                 f"{what}: its last dimensions {dims} are not one {role} tile {tuple(shape)}; "
                 "pack the tensor so that a tile is its innermost block"
             )
         lead, trail = load.indices[:-nd], load.indices[-nd:]
         for k, (p, e) in enumerate(zip(pattern, trail, strict=True)):
             if not isinstance(p, Var):
-                raise self.fail(f"the intrinsic indexes {role} with {to_text(p)}")
+                raise _Mismatch(f"the intrinsic indexes {role} with {to_text(p)}")
             expected = self.mapping.get(p)
             if expected is None:
                 if isinstance(e, IntImm) and e.value == 0 and shape[k] == 1:
                     continue
                 if not isinstance(e, Var) or e not in self.covered or e in self.mapping.values():
-                    raise self.fail(
+                    raise _Mismatch(
                         f"{what} is indexed by {to_text(e)} in its tile dimension {k}, where the "
                         f"intrinsic's axis {p.name} needs one of the tensorized loops of its own"
                     )
                 self.mapping[p] = e
             elif e != expected and not (isinstance(e, IntImm) and e.value == 0 and shape[k] == 1):
-                raise self.fail(
+                raise _Mismatch(
                     f"{what} is indexed by {to_text(e)} in its tile dimension {k} but the "
                     f"intrinsic's axis {p.name} is loop {expected.name} there (not element "
                     "aligned)"
@@ -137,12 +141,12 @@ class _Matcher:
             inner = used_vars(e) & self.covered
             if inner:
                 names = ", ".join(sorted(v.name for v in inner))
-                raise self.fail(
+                raise _Mismatch(
                     f"{what}: the outer index {to_text(e)} uses the tensorized loop(s) {names}; "
                     "a micro-op must address whole tiles (element-aligned indices)"
                 )
         if role in self.bound and self.bound[role] != load:
-            raise self.fail(f"operand {role!r} is read at two different places")
+            raise _Mismatch(f"operand {role!r} is read at two different places")
         if isinstance(load, BufferLoad):
             self.bound[role] = load
 
@@ -165,17 +169,21 @@ class _Matcher:
             self.match(p.value, e.value)
             return
         if isinstance(p, E.BinaryOp):
-            saved = (dict(self.mapping), dict(self.bound))
+            saved = (dict(self.mapping), dict(self.bound), list(self.shape_errors))
             try:
                 self.match(p.a, e.a)  # type: ignore[attr-defined]
                 self.match(p.b, e.b)  # type: ignore[attr-defined]
                 return
-            except _Mismatch:
+            except _Mismatch as first:
                 if not isinstance(p, _COMMUTATIVE):
                     raise
                 self.mapping, self.bound = dict(saved[0]), dict(saved[1])
-            self.match(p.a, e.b)  # type: ignore[attr-defined]
-            self.match(p.b, e.a)  # type: ignore[attr-defined]
+                self.shape_errors = list(saved[2])
+                try:
+                    self.match(p.a, e.b)  # type: ignore[attr-defined]
+                    self.match(p.b, e.a)  # type: ignore[attr-defined]
+                except _Mismatch:
+                    raise first from None
             return
         if p != e:
             raise _Mismatch(f"the intrinsic has {to_text(p)} where the nest has {to_text(e)}")
@@ -197,9 +205,17 @@ class _Matcher:
         for lp in self.loops:
             if lp.var not in mapped:
                 raise self.fail(f"loop {lp.var.name} is not an axis of the intrinsic")
+        if self.shape_errors:
+            raise self.fail(self.shape_errors[0])
 
     # ---- the whole region ------------------------------------------------------------------
     def run(self) -> Stmt:
+        try:
+            return self._run()
+        except _Mismatch as exc:
+            raise self.fail(str(exc)) from None
+
+    def _run(self) -> Stmt:
         op = self.intrin.op
         store = self.nest()
         out_pattern = tuple(iv.var for iv in op.axis)
@@ -223,10 +239,7 @@ class _Matcher:
                 f"the update must accumulate into {store.buffer.name}[...] with '+' (the "
                 f"intrinsic is a sum); found {to_text(value)}"
             )
-        try:
-            self.match(op.body.source, body)
-        except _Mismatch as exc:
-            raise self.fail(str(exc)) from None
+        self.match(op.body.source, body)
         self.check_extents()
         inp, wgt = self.bound.get("inp"), self.bound.get("wgt")
         if inp is None or wgt is None:

@@ -1,0 +1,37 @@
+"""``vtac layer``, ``vtac bench`` and ``vtac demo``."""
+
+import json
+
+from compiler.cli import main
+
+
+def test_layer_check_json(tmp_path, capsys):
+    prog = tmp_path / "p.npz"
+    code = main(["layer", "conv2d", "--h", "8", "--w", "8", "--in-c", "8", "--out-c", "16",
+                 "--k", "3", "--stride", "1", "--pad", "1", "--relu", "--vthreads", "2",
+                 "-o", str(prog), "--check", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and prog.exists()
+    assert {"match", "cycles", "ideal_cycles", "utilization", "roofline_cycles",
+            "dram_bytes"} <= set(out)  # fmt: skip
+    assert out["match"] is True and out["ideal_cycles"] == 8 * 8 * 8 * 16 * 9 / 16
+
+
+def test_layer_compiles_without_running(tmp_path, capsys):
+    code = main(["layer", "dense", "--in-c", "64", "--out-c", "32", "--config", "4x4x4",
+                 "-o", str(tmp_path / "d.npz")])  # fmt: skip
+    assert code == 0 and "instructions" in capsys.readouterr().out
+
+
+def test_bench_prints_the_table_and_targets(capsys):
+    assert main(["bench", "resnet18-layers", "--layers", "C9"]) == 0
+    out = capsys.readouterr().out
+    assert "C9" in out and "roofline" in out and "targets:" in out
+
+
+def test_demo_runs_layers_cross_checks_and_draws(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "C12" in out and "same" in out and "DIFFERS" not in out
+    assert (tmp_path / "out" / "demo_gantt.png").stat().st_size > 0

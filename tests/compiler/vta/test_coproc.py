@@ -1,0 +1,78 @@
+"""Coproc scopes and dependency tokens (VTA's CoProcInstDepDetector) on small programs."""
+
+import isa
+from compiler.ir import Allocate, Buffer, For, ForKind, IntImm, PrimFunc, Var, seq, to_text
+from compiler.targets.vta import get_vta_target
+from compiler.targets.vta.calls import dma_load, dma_store, gemm_reset_uop, gemm_uop
+from compiler.targets.vta.passes.coproc import annotate_coproc_scopes, inject_coproc_sync
+from compiler.topi.vta import Conv2dKnobs
+
+from .helpers import lower_dumps, small_conv
+
+SRAM = get_vta_target("default").sram
+
+
+def matmul_like():
+    """reset; for ko: load, gemm; store -- the shape of VTA's matrix-multiply example."""
+    A = Buffer("A", (64,), "int8")
+    O = Buffer("O", (16,), "int8")
+    inp = Buffer("inp", (16,), "int8", SRAM.inp)
+    wgt = Buffer("wgt", (16,), "int8", SRAM.wgt)
+    acc = Buffer("acc", (16,), "int32", SRAM.acc)
+    ko = Var("ko")
+    body = seq(
+        gemm_reset_uop(acc[0]),
+        For(ko, IntImm(0), IntImm(4), ForKind.SERIAL, seq(
+            dma_load(isa.MemType.INP, inp[0], A[ko * 16], 1, 4, 4),
+            dma_load(isa.MemType.WGT, wgt[0], A[ko * 16], 1, 1, 1),
+            gemm_uop(acc[0], inp[0], wgt[0]),
+        )),
+        dma_store(acc[0], O[0], 1, 4, 4),
+    )  # fmt: skip
+    body = Allocate(inp, Allocate(wgt, Allocate(acc, body)))
+    return PrimFunc("f", (A, O), body)
+
+
+def test_blocks_are_scoped_and_same_module_neighbours_share_one():
+    text = to_text(annotate_coproc_scopes(matmul_like()).body)
+    assert text.count("pragma coproc_scope = 'load':") == 1  # both loads in one block
+    assert text.count("pragma coproc_scope = 'compute':") == 2
+    assert text.count("pragma coproc_scope = 'store':") == 1
+
+
+def tokens(text):
+    return [ln.strip() for ln in text.splitlines() if "dep_" in ln or "coproc_scope" in ln
+            or ln.strip().startswith("for ")]  # fmt: skip
+
+
+def test_push_after_pop_before_loop_carried_precharge_and_drain():
+    f = inject_coproc_sync(annotate_coproc_scopes(matmul_like()))
+    assert tokens(to_text(f.body)) == [
+        "pragma coproc_scope = 'compute':",
+        "vta.dep_push(2, 1)",  # pre-charges the loop's compute->load pair
+        "for ko in range(4):",
+        "pragma coproc_scope = 'load':",
+        "vta.dep_pop(2, 1)",
+        "vta.dep_push(1, 2)",
+        "pragma coproc_scope = 'compute':",
+        "vta.dep_pop(1, 2)",
+        "vta.dep_push(2, 1)",  # loop-carried
+        "vta.dep_push(2, 3)",
+        "vta.dep_pop(2, 1)",  # drains the last loop-carried token
+        "pragma coproc_scope = 'store':",
+        "vta.dep_pop(2, 3)",
+    ]
+
+
+def test_each_virtual_thread_carries_its_own_tokens():
+    knobs = Conv2dKnobs(tile_h=3, tile_w=6, tile_ci=1, tile_co=2, oc_nthread=2)
+    tgt, s, args = small_conv(knobs=knobs)  # 2 threads on output channels, 2 row tiles
+    dumps = lower_dumps(tgt, s, args)[1]
+    before = dumps["coproc_sync"]
+    after = dumps["expand_virtual_threads"]
+    # per thread: one pre-charge of store->compute for the loop over row tiles
+    assert before.count("vta.dep_push(3, 2)") == 2  # pre-charge + loop-carried
+    assert after.count("vta.dep_push(3, 2)") == 4
+    for pair in ("(1, 2)", "(2, 1)", "(2, 3)", "(3, 2)"):
+        assert after.count("dep_push" + pair) == 2 * before.count("dep_push" + pair)
+        assert after.count("dep_pop" + pair) == 2 * before.count("dep_pop" + pair)

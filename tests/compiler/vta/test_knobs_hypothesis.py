@@ -1,0 +1,71 @@
+"""Random valid schedule knobs compile to programs that run bit-exact (hypothesis)."""
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import isa
+from compiler.topi.vta import Conv2dKnobs, Conv2dLayer, build_conv2d
+from compiler.topi.vta.heuristic import divisors
+
+from .helpers import PRESETS, run
+
+
+def fits(cfg, layer, knobs, residual):
+    """The per-thread buffer shares the tiles need (as the heuristic counts them)."""
+    n = knobs.nthreads
+    in_h = (knobs.tile_h - 1) * layer.stride + layer.k
+    in_w = (knobs.tile_w - 1) * layer.stride + layer.k
+    acc = knobs.tile_co * knobs.tile_h * knobs.tile_w * (2 if residual else 1)
+    inp = knobs.tile_ci * in_h * in_w
+    wgt = knobs.tile_co * knobs.tile_ci * layer.k * layer.k
+    uops = knobs.tile_ci * layer.k * layer.k * knobs.tile_w
+    return (
+        n * acc <= cfg.acc_depth
+        and n * inp <= cfg.inp_depth
+        and n * wgt <= cfg.wgt_depth
+        and n * (uops + knobs.tile_w + 8) <= cfg.uop_depth
+    )
+
+
+@st.composite
+def cases(draw):
+    preset = draw(st.sampled_from(PRESETS))
+    cfg = isa.load_config(preset)
+    k = draw(st.sampled_from([1, 3, 5]))
+    stride = draw(st.sampled_from([1, 2]))
+    pad = draw(st.integers(0, k // 2))
+    h = draw(st.integers(max(1, k - 2 * pad), 9))
+    w = draw(st.integers(max(1, k - 2 * pad), 9))
+    icb, ocb = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    layer = Conv2dLayer("random", h, w, icb * cfg.block_in, ocb * cfg.block_out, k, stride, pad,
+                        cfg.batch)  # fmt: skip
+    tile_co = draw(st.sampled_from(divisors(ocb)))
+    tile_h = draw(st.sampled_from(divisors(layer.out_h)))
+    oc_n = draw(st.sampled_from([1, 2])) if (ocb // tile_co) % 2 == 0 else 1
+    h_n = draw(st.sampled_from([1, 2])) if (layer.out_h // tile_h) % 2 == 0 else 1
+    knobs = Conv2dKnobs(
+        tile_h=tile_h,
+        tile_w=draw(st.sampled_from(divisors(layer.out_w))),
+        tile_ci=draw(st.sampled_from(divisors(icb))),
+        tile_co=tile_co,
+        oc_nthread=oc_n,
+        h_nthread=h_n,
+        loop_order=draw(st.sampled_from(["h_co", "co_h"])),
+    )
+    relu, residual = draw(st.booleans()), draw(st.booleans())
+    return cfg, layer, knobs, relu, residual
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(cases())
+def test_random_knobs_run_bit_exact(case):
+    cfg, layer, knobs, relu, residual = case
+    assume(fits(cfg, layer, knobs, residual))
+    built = build_conv2d(layer, cfg, knobs, relu=relu, residual=residual, seed=3)
+    got = built.output_from(run(built.program).read("out"))
+    np.testing.assert_array_equal(got, built.expected)
