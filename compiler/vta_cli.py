@@ -29,7 +29,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,13 +212,16 @@ class BenchRow:
 
 def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> list[BenchRow]:
     """Run the benchmark, printing one progress line per layer (to ``out``, default stdout)."""
+    import isa
     from compiler.topi.vta import RESNET18_LAYERS, build_conv2d
 
     out = sys.stdout if out is None else out
+    batch = isa.load_config(config).batch  # a batch-4 core runs 4 images at a time
     rows = []
     for layer in RESNET18_LAYERS:
         if names and layer.name not in names:
             continue
+        layer = replace(layer, batch=batch)
         t0 = time.time()
         two = build_conv2d(layer, config, nthreads=2, relu=True)
         one = build_conv2d(layer, config, knobs=two.knobs.single_thread(), relu=True)
