@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,18 @@ class _Section:
     layout: str = ""
     body: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     data: np.ndarray | None = None  # bytes once built
+
+    @property
+    def at(self) -> int:
+        """The byte offset, once placed."""
+        assert self.offset is not None, "section not placed yet"
+        return self.offset
+
+    @property
+    def raw(self) -> np.ndarray:
+        """The section's bytes, once built."""
+        assert self.data is not None, "section not built yet"
+        return self.data
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -165,7 +178,7 @@ def _parse_insn(no: int, line: str, resolve) -> Insn | int:
         if not 0 <= word < 1 << (8 * INSN_BYTES):
             raise AsmError(f"raw word {args[0]} does not fit 128 bits", line=no)
         return word
-    kw: dict[str, object] = {}
+    kw: dict[str, Any] = {}
     allowed: tuple[str, ...]
     cls: type[Insn]
     if op in ("load", "store"):
@@ -233,10 +246,10 @@ def _section_bytes(sec: _Section, cfg: HwConfig) -> np.ndarray:
                 raise AsmError("a micro-op line is 'dst src wgt'", line=no)
             rows.append(vals)
         try:
-            words = encode_uops(np.asarray(rows, np.int64).reshape(-1, 3), cfg)
+            uop_words = encode_uops(np.asarray(rows, np.int64).reshape(-1, 3), cfg)
         except EncodingError as e:
             raise AsmError(str(e), line=sec.line) from None
-        return words.view(np.uint8)
+        return uop_words.view(np.uint8)
     if sec.kind == "bytes":
         vals = [
             _int(t, no, "byte") if t.startswith("0x") else _int("0x" + t, no, "byte")
@@ -342,12 +355,12 @@ def _assemble(text: str, config: HwConfig | None) -> Program:
         raise AsmError(
             f".text offset {text_sec.offset} is not a multiple of 16", line=text_sec.line
         )
-    end = max([s.offset + s.data.size for s in sections if s.offset is not None], default=0)
+    end = max([s.at + s.raw.size for s in sections if s.offset is not None], default=0)
     for s in sections:
         if s.offset is None:
             s.offset = -(-end // _ALIGN) * _ALIGN
-            end = s.offset + s.data.size
-    labels = {s.name: s.offset for s in sections if s.name}
+            end = s.at + s.raw.size
+    labels = {s.name: s.at for s in sections if s.name}
 
     def resolve(ref: str, memory_type: MemType, no: int) -> int:
         name, plus, extra = ref[1:].partition("+")
@@ -373,7 +386,7 @@ def _assemble(text: str, config: HwConfig | None) -> Program:
         except EncodingError as e:
             raise AsmError(str(e), line=no) from None
     text_sec.data = np.frombuffer(b"".join(code), np.uint8)
-    size = max(s.offset + s.data.size for s in sections)
+    size = max(s.at + s.raw.size for s in sections)
     if dram_size is not None:
         if dram_size < size:
             raise AsmError(f".dram {dram_size} is smaller than the {size} bytes laid out")
@@ -381,29 +394,30 @@ def _assemble(text: str, config: HwConfig | None) -> Program:
     dram = np.zeros(size, np.uint8)
     owner = np.full(size, -1, np.int32)
     for idx, s in enumerate(sections):
-        lo, hi = s.offset, s.offset + s.data.size
+        lo, hi = s.at, s.at + s.raw.size
         clash = owner[lo:hi] >= 0
-        if clash.any() and not np.array_equal(dram[lo:hi][clash], s.data[clash]):
+        if clash.any() and not np.array_equal(dram[lo:hi][clash], s.raw[clash]):
             other = sections[int(owner[lo:hi][clash][0])]
             raise AsmError(
                 f"{s.kind} section at byte {lo} overlaps the {other.kind} section of line "
                 f"{other.line} with different bytes",
                 line=s.line,
             )
-        dram[lo:hi] = s.data
+        dram[lo:hi] = s.raw
         owner[lo:hi] = idx
     symbols = {
-        s.name: Symbol(s.name, s.offset, s.dtype, s.shape, s.layout, s.role)
+        s.name: Symbol(s.name, s.at, s.dtype, s.shape, s.layout, s.role)
         for s in sections
         if s.kind == "tensor"
     }
-    return Program(cfg, dram, text_sec.offset, n_insns, symbols)
+    return Program(cfg, dram, text_sec.at, n_insns, symbols)
 
 
 # ---- disassembly ------------------------------------------------------------------------
 def format_insn(insn: Insn) -> str:
     """One instruction in the text form (fields at their defaults are left out)."""
     parts: list[str]
+    names: tuple[str, ...]
     if isinstance(insn, (Load, Store)):
         parts = [insn.opcode.name.lower(), insn.memory_type.name.lower()]
         names = _MEM_FIELDS
@@ -490,18 +504,17 @@ def disassemble(prog: Program, *, insns_only: bool = False) -> str:
         lo, hi = start * 4, stop * 4
         if covered[lo:hi].any():
             continue
-        words = prog.dram[lo:hi].view(np.uint32)
-        d, s, w = decode_uops(words, cfg)
+        d, src, w = decode_uops(prog.dram[lo:hi].view(np.uint32), cfg)
         lines.append(f".uops {lo}")
-        lines += [f"  {a} {b} {c}" for a, b, c in zip(d, s, w, strict=True)]
+        lines += [f"  {a} {b} {c}" for a, b, c in zip(d, src, w, strict=True)]
         covered[lo:hi] = True
-    for s in prog.symbols.values():
-        arr = prog.read(s.name)
-        layout = f" layout={s.layout}" if s.layout else ""
-        shape = ",".join(str(x) for x in s.shape)
-        lines.append(f".tensor {s.name} {s.role} {s.dtype} {shape} {s.offset}{layout}")
+    for sym in prog.symbols.values():
+        arr = prog.read(sym.name)
+        layout = f" layout={sym.layout}" if sym.layout else ""
+        shape = ",".join(str(x) for x in sym.shape)
+        lines.append(f".tensor {sym.name} {sym.role} {sym.dtype} {shape} {sym.offset}{layout}")
         lines += _format_values(arr) if arr.size and arr.any() else ["  zeros"]
-        covered[s.offset : s.offset + s.nbytes] = True
+        covered[sym.offset : sym.offset + sym.nbytes] = True
     # Whatever else is non-zero.
     rest = prog.dram.copy()
     rest[covered] = 0

@@ -26,9 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "generate", help="regenerate the RTL parameter header and docs/isa.md from isa/"
     )
     p.add_argument("--root", default=".", help="project root (default: current directory)")
-    p.add_argument(
-        "--check", action="store_true", help="only report stale files; exit 1 if any"
-    )
+    p.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
     p.set_defaults(run=_generate)
 
 
@@ -70,7 +68,8 @@ def _generate(args: argparse.Namespace) -> int:
     root = Path(args.root)
     if args.check:
         stale = [
-            p for p, text in generated_files(root).items()
+            p
+            for p, text in generated_files(root).items()
             if not p.exists() or p.read_text() != text.rstrip("\n") + "\n"
         ]
         for p in stale:

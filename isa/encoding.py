@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -89,7 +89,7 @@ def decode(raw: bytes | int, cfg: HwConfig, *, index: int | None = None) -> Insn
         raise EncodingError(f"{where}: field 'opcode' = {opcode} is not an opcode of the ISA")
     cls = INSN_CLASSES[Opcode(opcode)]
     lay = layout(cls.fmt, cfg)
-    kwargs: dict[str, object] = {}
+    kwargs: dict[str, Any] = {}
     names = {f.name for f in dataclasses.fields(cls)}
     for f in lay.fields:
         if f.name == "opcode" or f.name not in names:

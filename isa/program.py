@@ -222,7 +222,8 @@ class Program:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **self.to_arrays())
+                arrays: dict[str, Any] = self.to_arrays()
+                np.savez(f, **arrays)
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

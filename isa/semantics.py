@@ -87,6 +87,9 @@ ERRORS: dict[int, tuple[str, str]] = {
 
 _INT32_MIN = -(1 << 31)
 
+#: Integer arguments of the lane helpers: Python ints, or numpy scalars inside the kernels.
+IntLike = int | np.integer
+
 #: Functions the kernels call by global name (compile these before the kernels).
 HELPERS = ("wrap32", "low8", "alu_apply", "_max_index")
 #: The instruction kernels.
@@ -107,17 +110,17 @@ def error_message(code: int, *, index: int | None = None, detail: str = "") -> E
 
 
 # ---- helpers usable from compiled code --------------------------------------------------
-def wrap32(v: int) -> int:
+def wrap32(v: IntLike) -> int:
     """Two's complement wrap of an integer to int32."""
     return ((v + (1 << 31)) & 0xFFFFFFFF) + _INT32_MIN
 
 
-def low8(v: int) -> int:
+def low8(v: IntLike) -> int:
     """The low 8 bits of an integer, as a signed int8 value."""
     return ((v + 128) & 0xFF) - 128
 
 
-def alu_apply(op: int, x: int, y: int) -> int:
+def alu_apply(op: int, x: IntLike, y: IntLike) -> IntLike:
     """One ALU lane: ``op(x, y)`` on int32 values, result wrapped to int32.
 
     SHR by y ≥ 0 is floor(x / 2**y) (arithmetic); by y < 0 it is x · 2**(−y) wrapped, so a
@@ -418,7 +421,7 @@ def alu_kernel(
                 for b in range(batch):
                     for o in range(block_out):
                         if reset != 0:
-                            v = 0
+                            v = np.int64(0)
                         else:
                             y = imm if use_imm != 0 else np.int64(acc[x, b, o])
                             v = alu_apply(alu_opcode, np.int64(acc[a, b, o]), y)
@@ -547,7 +550,7 @@ class Machine:
         )
         if mt == MemType.ACC8:
             return load_acc8_kernel(self.acc.reshape(-1), self.cfg.out_elem_bytes, self.dram, *args)
-        targets = {
+        targets: dict[MemType, np.ndarray] = {
             MemType.INP: self.inp,
             MemType.WGT: self.wgt,
             MemType.ACC: self.acc,
