@@ -421,7 +421,7 @@ def alu_kernel(
                 for b in range(batch):
                     for o in range(block_out):
                         if reset != 0:
-                            v = np.int64(0)
+                            v: IntLike = 0
                         else:
                             y = imm if use_imm != 0 else np.int64(acc[x, b, o])
                             v = alu_apply(alu_opcode, np.int64(acc[a, b, o]), y)
