@@ -237,15 +237,20 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         s[st.res_acc].compute_at(s[out], w0)
         s[st.res_acc].pragma(s[st.res_acc].leaf_iter_vars[0], "dma_copy")
 
-    # virtual threads: consecutive tiles of the split axis go to different threads
+    # virtual threads: consecutive tiles of the split axis go to different threads, and the
+    # thread loops enclose everything else (each thread is a whole program of its own)
+    threads = []
     if knobs.oc_nthread > 1:
         _, vt = s[out].split(co0, factor=knobs.oc_nthread)
-        s[out].reorder(vt, b0)
-        s[out].bind(vt, "cthread")
+        threads.append(vt)
     if knobs.h_nthread > 1:
         _, vt = s[out].split(h0, factor=knobs.h_nthread)
-        s[out].reorder(vt, b0)
-        s[out].bind(vt, "cthread")
+        threads.append(vt)
+    if threads:
+        rest = [iv for iv in s[out].leaf_iter_vars if all(iv is not t for t in threads)]
+        s[out].reorder(*threads, *rest)
+        for vt in threads:
+            s[out].bind(vt, "cthread")
 
     # the convolution: reduction steps of tile_ci input blocks, then the GEMM loops
     n, ob, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]

@@ -1,5 +1,7 @@
 """Coproc scopes and dependency tokens (VTA's CoProcInstDepDetector) on small programs."""
 
+import pytest
+
 import isa
 from compiler.ir import Allocate, Buffer, For, ForKind, IntImm, PrimFunc, Var, seq, to_text
 from compiler.targets.vta import get_vta_target
@@ -76,3 +78,26 @@ def test_each_virtual_thread_carries_its_own_tokens():
     for pair in ("(1, 2)", "(2, 1)", "(2, 3)", "(3, 2)"):
         assert after.count("dep_push" + pair) == 2 * before.count("dep_push" + pair)
         assert after.count("dep_pop" + pair) == 2 * before.count("dep_pop" + pair)
+
+
+def test_virtual_threads_must_enclose_the_program():
+    from compiler import te, topi
+    from compiler.build import lower
+    from compiler.schedule import create_schedule
+    from compiler.targets.vta import VTATargetError
+
+    tgt = get_vta_target("default")
+    A = te.placeholder((4, 4, 4), "int32", name="A")
+    a_acc = te.compute(A.shape, lambda i, j, k: A[i, j, k], name="A_acc")
+    out = topi.cast(a_acc, "int8", name="out")
+    s = create_schedule(out)
+    s[a_acc].set_scope(tgt.sram.acc)
+    i, j, k = s[out].leaf_iter_vars
+    jo, ji = s[out].split(j, factor=2)
+    s[out].bind(jo, "cthread")  # inside the serial loop i
+    s[a_acc].compute_at(s[out], ji)
+    s[a_acc].pragma(s[a_acc].leaf_iter_vars[0], "dma_copy")
+    s[out].pragma(k, "dma_copy")
+    msg = "virtual thread loop i1.outer \\(cthread\\) is inside the loop i0"
+    with pytest.raises(VTATargetError, match=msg):
+        lower(s, [A, out], target=tgt)

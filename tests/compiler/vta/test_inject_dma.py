@@ -99,7 +99,7 @@ def test_non_contiguous_sram_side_stays_a_host_loop():
             lambda: copy_nest(value=Buffer("X", (8,), "int8")[0] * const(2, "int8"))[0],
             "a DMA load copies from main memory",
         ),
-        (lambda: copy_nest(dst_scope=SRAM.acc)[0], "int8 values cast to int32"),
+        (lambda: copy_nest(dst_scope=SRAM.acc)[0], "not int8 into int32"),
     ],
 )
 def test_what_a_dma_cannot_copy_is_named(make, message):

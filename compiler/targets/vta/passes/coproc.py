@@ -302,8 +302,47 @@ class _DepDetector:
         return seq(*self.before.get(key, []), out, *self.after.get(key, []))
 
 
+def _is_thread_loop(s: Stmt) -> bool:
+    return isinstance(s, For) and s.thread is not None and s.thread.is_virtual
+
+
+def check_thread_nesting(body: Stmt) -> None:
+    """Virtual threads must enclose the whole program: the tokens of a thread's program are
+    replicated with it, so a serial loop around a thread loop, or a block outside the thread
+    loops, would leave the copies unbalanced."""
+    threads_found = False
+    outside: list[str] = []
+
+    def walk(s: Stmt, in_thread: bool, serial: str | None) -> None:
+        nonlocal threads_found
+        if _is_thread_loop(s):
+            threads_found = True
+            if serial is not None:
+                raise VTATargetError(
+                    f"virtual thread loop {s.var.name} ({s.thread}) is inside the loop "
+                    f"{serial}; bind axes that enclose every other loop to virtual threads"
+                )
+            walk(s.body, True, None)  # type: ignore[union-attr]
+            return
+        if block_module(s) is not None:
+            if not in_thread:
+                outside.append(str(s.value))  # type: ignore[attr-defined]
+            return
+        for child in s.children():
+            if isinstance(child, Stmt):
+                walk(child, in_thread, s.var.name if isinstance(s, For) else serial)
+
+    walk(body, False, None)
+    if threads_found and outside:
+        raise VTATargetError(
+            f"{len(outside)} {outside[0]} block(s) run outside the virtual threads; with virtual "
+            "threads every accelerator block must be inside them"
+        )
+
+
 def inject_coproc_sync(func: PrimFunc) -> PrimFunc:
     """The ``coproc_sync`` pass."""
+    check_thread_nesting(func.body)
     det = _DepDetector()
     det.plan(func.body)
     return func.with_body(det.apply(func.body))

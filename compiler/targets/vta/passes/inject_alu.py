@@ -80,7 +80,7 @@ class _AluLowering:
         if isinstance(e, IntImm):
             return e
         if isinstance(e, E.Cast) and e.dtype.name == "int32":
-            e = e.value
+            e = e.value  # an int8 operand in the accumulator is already sign-extended
         if isinstance(e, BufferLoad):
             if e.buffer.scope.name != ACC_SCOPE:
                 raise self.fail(
@@ -160,13 +160,21 @@ class _AluLowering:
             raise self.fail(
                 f"the ALU writes the accumulator ({ACC_SCOPE}); {dst.name} is in {dst.scope.name}"
             )
-        if dst.dtype.name != "int32":
-            raise self.fail(f"the accumulator holds int32 values; {dst.name} is {dst.dtype}")
+        value = self.store.value
+        if dst.dtype.name == "int8" and isinstance(value, E.Cast) and value.dtype.name == "int8":
+            # an int8 stage kept in the accumulator (cache_write of an int8 result): the entry
+            # holds the int32 value and stores take its low 8 bits, which are the cast
+            value = value.value
+        elif dst.dtype.name != "int32":
+            raise self.fail(
+                f"the accumulator holds int32 values; {dst.name} is {dst.dtype} (an int8 stage "
+                "there must be a cast of an accumulator expression)"
+            )
         try:
-            base, steps = self.chain(self.store.value)
+            base, steps = self.chain(value)
         except _NotChain as exc:
             raise self.fail(
-                f"{to_text(self.store.value)} is not a chain of ALU operations (MIN, MAX, ADD, "
+                f"{to_text(value)} is not a chain of ALU operations (MIN, MAX, ADD, "
                 f"SHR, MUL with an immediate or an accumulator tensor); cannot map {exc}"
             ) from None
         if not self.is_dst(base):

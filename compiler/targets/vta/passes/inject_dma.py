@@ -4,10 +4,12 @@ A copy nest is a perfect loop nest around one store (run after flattening, so in
 affine in the loops):
 
 * into an SRAM scope from main memory: a LOAD. ``inp``/``wgt`` copy int8 to int8; into the
-  accumulator an int32 copy is an ACC load and an int8 value cast to int32 an ACC8 load (the
-  hardware sign-extends). A padding stage inlined into the copy,
-  ``if_then_else(lo <= y + c and ..., X[...], 0)``, becomes the LOAD's zero padding.
-* from the accumulator to main memory with a cast to int8: a STORE of the out buffer.
+  accumulator an int32 copy is an ACC load and an int8 copy (cast to int32 or not, as
+  ``cache_read`` of an int8 tensor makes) an ACC8 load (the hardware sign-extends). A padding
+  stage inlined into the copy, ``if_then_else(lo <= y + c and ..., X[...], 0)``, becomes the
+  LOAD's zero padding.
+* from the accumulator to main memory with a cast to int8 (or from an int8 stage kept in the
+  accumulator, as ``cache_write`` makes): a STORE of the out buffer, the entries' low 8 bits.
 
 The innermost loops must copy whole SRAM entries; loops that walk memory contiguously are
 merged (the pattern analysis of VTA's ``_get_2d_pattern``); the innermost remaining loop is
@@ -150,18 +152,16 @@ class _CopyLowering:
                 )
             src = value
             if dst.scope.name == ACC_SCOPE:
-                if dst.dtype.name != "int32":
-                    raise self.fail(
-                        f"{dst.name} is {dst.dtype} but {ACC_SCOPE} holds int32 accumulators; "
-                        "load an int8 tensor with a cast to int32 (an ACC8 load)"
-                    )
-                if src.buffer.dtype.name == "int8" and cast is not None:
+                # int8 values, cast to int32 or kept as int8 (cache_read of an int8 tensor),
+                # are sign-extended into accumulator entries: an ACC8 load.
+                src_dt, dst_dt = src.buffer.dtype.name, dst.dtype.name
+                if src_dt == "int8" and (dst_dt == "int32") == (cast is not None):
                     return MemType.ACC8, dst, src, cond
-                if src.buffer.dtype.name == "int32" and cast is None:
+                if src_dt == "int32" and dst_dt == "int32" and cast is None:
                     return MemType.ACC, dst, src, cond
                 raise self.fail(
-                    f"the accumulator loads int32 values or int8 values cast to int32, not "
-                    f"{src.buffer.dtype} ({to_text(self.store.value)})"
+                    f"the accumulator loads int32 values or int8 values (cast to int32 or not), "
+                    f"not {src_dt} into {dst_dt} ({to_text(self.store.value)})"
                 )
             if dst.dtype.name != "int8" or src.buffer.dtype.name != "int8" or cast is not None:
                 raise self.fail(
@@ -180,6 +180,14 @@ class _CopyLowering:
             and dst.dtype.name == "int8"
         ):
             return MemType.OUT, dst, value.value, None
+        if (
+            isinstance(value, BufferLoad)
+            and value.buffer.scope.name == ACC_SCOPE
+            and value.buffer.dtype.name == "int8"
+            and dst.dtype.name == "int8"
+        ):
+            # an int8 stage kept in the accumulator (cache_write): its entries' low 8 bits
+            return MemType.OUT, dst, value, None
         raise self.fail(
             "a DMA store copies the low 8 bits of accumulators (int8(acc[...])) to main memory; "
             f"the value is {to_text(value)}"
