@@ -213,6 +213,7 @@ class BenchRow:
 def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> list[BenchRow]:
     """Run the benchmark, printing one progress line per layer (to ``out``, default stdout)."""
     import isa
+    from compiler.errors import CompilerError
     from compiler.topi.vta import RESNET18_LAYERS, build_conv2d
 
     out = sys.stdout if out is None else out
@@ -223,8 +224,11 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
             continue
         layer = replace(layer, batch=batch)
         t0 = time.time()
-        two = build_conv2d(layer, config, nthreads=2, relu=True)
-        one = build_conv2d(layer, config, knobs=two.knobs.single_thread(), relu=True)
+        try:
+            two = build_conv2d(layer, config, nthreads=2, relu=True)
+            one = build_conv2d(layer, config, knobs=two.knobs.single_thread(), relu=True)
+        except CompilerError as exc:
+            raise CompilerError(f"layer {layer.name} ({layer.describe()}): {exc}") from exc
         row = BenchRow(layer, run_built(two), run_built(one))
         rows.append(row)
         status = "ok" if row.two.match and row.one.match else "MISMATCH"

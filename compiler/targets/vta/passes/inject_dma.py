@@ -54,7 +54,7 @@ from isa import HwConfig, MemType
 from ..calls import dma_load, dma_store
 from ..errors import VTATargetError
 from ..intrin import ACC_SCOPE, INP_SCOPE, WGT_SCOPE
-from .nest import LoopGroup, analyze, merge_contiguous, perfect_nest, split_entry
+from .nest import analyze, merge_contiguous, perfect_nest, split_entry
 
 SRAM_SCOPES = (INP_SCOPE, WGT_SCOPE, ACC_SCOPE)
 
@@ -307,5 +307,3 @@ def make_inject_dma(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
 
     return inject_dma
 
-
-__all__ = ["LoopGroup", "lower_copy", "make_inject_dma"]
