@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.ir import op
-from compiler.ir.buffer import Buffer
 from compiler.ir.dtype import int32
 from compiler.ir.expr import ADDRESS_OF, BufferLoad, Call, CallOp, Expr, IntImm
 from compiler.ir.stmt import Evaluate, Stmt
@@ -219,11 +218,3 @@ def uop_operands(call: Call) -> list[BufferLoad]:
         return [address_load(call.args[0])]
     _, use_imm = _ALU_OF[call.op]
     return [address_load(call.args[0])] + ([] if use_imm else [address_load(call.args[1])])
-
-
-def buffers_of_call(call: Call) -> list[Buffer]:
-    out = []
-    for a in call.args:
-        if isinstance(a, Call) and a.op == ADDRESS_OF:
-            out.append(address_load(a).buffer)
-    return out
