@@ -41,6 +41,7 @@ from .insn import (
     queue_of,
 )
 from .program import ISA_VERSION, Program, Symbol, as_program, load_program
+from . import timing
 from .semantics import Machine
 
 __all__ = [
@@ -86,4 +87,5 @@ __all__ = [
     "load_program",
     "as_program",
     "Machine",
+    "timing",
 ]

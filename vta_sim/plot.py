@@ -682,6 +682,8 @@ def stall_bars(results: Mapping[str, SimResult], ax: Axes | None = None, *,
     centers = np.arange(len(names)) * (n_mod + 1) + (n_mod - 1) / 2
     ax.set_xticks(centers, [f"{r}\n{results[r].cycles:,} cycles" for r in names])
     ax.tick_params(axis="x", which="major", length=0, pad=40)
+    # a run's label sits at its middle module's position: keep both ticks, not just one
+    ax.xaxis.remove_overlapping_locs = False
     ax.set_ylim(0, 1)
     ax.set_ylabel("fraction of cycles")
     ax.set_title("where the cycles went", fontsize="medium")
