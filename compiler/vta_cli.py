@@ -144,7 +144,7 @@ def run_built(built: Any) -> LayerRun:
     r = vta_sim.simulate(built.program)
     cfg = built.config
     comp = compulsory_bytes(built.program)
-    knobs = built.knobs.describe() if hasattr(built.knobs, "describe") else repr(built.knobs)
+    knobs = built.knobs.describe()
     return LayerRun(
         built.name, cfg.name, knobs, built.matches(r.read("out")), r.cycles,
         ideal_cycles(built.macs, cfg), roofline_cycles(built.macs, comp, cfg),
@@ -172,7 +172,7 @@ def _layer(args: argparse.Namespace) -> int:
         built.program.save(args.output)
     if not (args.check or args.json):
         print(f"{what} on {cfg.name}: {built.program.insn_count} instructions, "
-              f"knobs {built.knobs}")  # fmt: skip
+              f"knobs {built.knobs.describe()}")  # fmt: skip
         if args.output:
             print(f"wrote {args.output}")
         return 0
@@ -180,7 +180,7 @@ def _layer(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(run.to_json()))
     else:
-        print(f"{what} on {cfg.name} with {built.knobs}")
+        print(f"{what} on {cfg.name} with {built.knobs.describe()}")
         print(run.result.summary())
         print(f"ideal cycles {run.ideal_cycles:.0f}, roofline {run.roofline_cycles:.0f} "
               f"({run.roofline_fraction:.1%} of the roofline)")  # fmt: skip

@@ -84,6 +84,12 @@ class DenseKnobs:
     def nthreads(self) -> int:
         return self.oc_nthread
 
+    def describe(self) -> str:
+        return (
+            f"tile_b={self.tile_b} tile_co={self.tile_co} tile_ci={self.tile_ci} "
+            f"oc_nthread={self.oc_nthread}"
+        )
+
 
 def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Schedule:
     """VTA's dense schedule for the layer ending in ``out``."""
