@@ -125,6 +125,43 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def check_supported(cfg: HwConfig) -> None:
+    """Raise :class:`RtlError` naming the field when the RTL cannot implement ``cfg``.
+
+    Beyond the config's own checks, the RTL needs two cycles per ALU micro-op (one acc read port
+    serves both operands), room for two commands per queue, and buffers deeper than their banks
+    (a beat of narrow entries is written in one cycle across ``bus_bytes / elem_bytes`` banks).
+
+    Example:
+        >>> from isa import load_config
+        >>> try:
+        ...     check_supported(load_config("default").replace(name="fast-alu", alu_ii=1))
+        ... except RtlError as e:
+        ...     print(str(e)[:52])
+        config 'fast-alu': field 'alu_ii' = 1 is not support
+    """
+    if cfg.alu_ii < 2:
+        raise RtlError(
+            f"config {cfg.name!r}: field 'alu_ii' = {cfg.alu_ii} is not supported by the RTL; "
+            "it needs alu_ii >= 2 (one acc read port serves both ALU operands)"
+        )
+    if cfg.cmd_queue_depth < 2:
+        raise RtlError(
+            f"config {cfg.name!r}: field 'cmd_queue_depth' = {cfg.cmd_queue_depth} is not "
+            "supported by the RTL; it needs at least 2"
+        )
+    for buf, eb in (("uop", cfg.uop_elem_bytes), ("inp", cfg.inp_elem_bytes),
+                    ("wgt", cfg.wgt_elem_bytes), ("acc", cfg.out_elem_bytes),
+                    ("out", cfg.out_elem_bytes)):  # fmt: skip
+        banks = max(1, cfg.bus_bytes // eb)
+        if cfg.depth_of(buf) <= banks:
+            raise RtlError(
+                f"config {cfg.name!r}: the {buf} buffer ({cfg.depth_of(buf)} entries, from "
+                f"'{buf}_buf_bytes') must be deeper than its {banks} banks "
+                f"(bus_bytes / element bytes)"
+            )
+
+
 def build(
     toplevel: str,
     cfg: HwConfig,
@@ -139,6 +176,7 @@ def build(
     ``testbench`` adds the testbench Verilog (DRAM model, co-verification top) to the sources.
     Raises :class:`RtlError` when the simulator is missing or the build fails.
     """
+    check_supported(cfg)
     why = missing_simulator(simulator)
     if why:
         raise RtlError(f"cannot run the RTL on {simulator}: {why}")
