@@ -10,6 +10,7 @@ Example:
     'FINISH'
 """
 
+from . import timing
 from .config import HwConfig, load_config, preset_names
 from .encoding import (
     INSN_BYTES,
@@ -41,7 +42,6 @@ from .insn import (
     queue_of,
 )
 from .program import ISA_VERSION, Program, Symbol, as_program, load_program
-from . import timing
 from .semantics import Machine
 
 __all__ = [

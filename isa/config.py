@@ -235,10 +235,20 @@ class HwConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, name: str | None = None) -> HwConfig:
-        """Build a config from a mapping; every field must be present, no unknown field."""
+        """Build a config from a mapping of the knobs of ISA.md §1; no unknown field.
+
+        ``name`` is not one of the contract's knobs: when the mapping has none, a config equal
+        to a preset takes the preset's name and any other is called ``custom``.
+
+        >>> knobs = load_config("vta-1x16x16").to_dict(); del knobs["name"]
+        >>> HwConfig.from_dict(knobs).name
+        'vta-1x16x16'
+        """
         data = dict(data)
         if name is not None:
             data.setdefault("name", name)
+        if "name" not in data:
+            data["name"] = _preset_name_of(data)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - fields)
         if unknown:
@@ -271,6 +281,13 @@ class HwConfig:
 def _presets() -> dict[str, dict[str, Any]]:
     text = resources.files(__package__).joinpath("presets.json").read_text()
     return json.loads(text)["presets"]
+
+
+def _preset_name_of(knobs: dict[str, Any]) -> str:
+    for pname, pknobs in _presets().items():
+        if pknobs == knobs:
+            return pname
+    return "custom"
 
 
 def preset_names() -> list[str]:
