@@ -29,6 +29,7 @@ test: venv sim-deps
 
 lint: venv
 	$(BIN)/ruff check isa vta_sim compiler hw tests bench
+	$(BIN)/ruff format --check isa vta_sim compiler hw tests bench
 	$(BIN)/mypy isa
 
 generate: venv

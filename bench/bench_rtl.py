@@ -57,8 +57,10 @@ def compiler_programs() -> list[tuple[str, str, isa.Program]]:
     requantize epilogue, a residual add), when it can build them."""
     api = _layer_api()
     if api is None:
-        print("note: the compiler cannot build layers yet; no compiler-produced programs",
-              file=sys.stderr)
+        print(
+            "note: the compiler cannot build layers yet; no compiler-produced programs",
+            file=sys.stderr,
+        )
         return []
     layer_api, workloads = api
     out = []
@@ -66,13 +68,17 @@ def compiler_programs() -> list[tuple[str, str, isa.Program]]:
         layer = workloads.RESNET18[name].scaled(max_hw, max_c)
         for nthreads in (1, 2):
             built = layer_api.build_conv2d(layer, "default", nthreads=nthreads)
-            out.append((f"{name}/{layer.h}x{layer.in_c}x{layer.out_c} vt{nthreads}", "default",
-                        built.program))
+            out.append(
+                (
+                    f"{name}/{layer.h}x{layer.in_c}x{layer.out_c} vt{nthreads}",
+                    "default",
+                    built.program,
+                )
+            )
     layer = workloads.RESNET18["C6"].scaled(8, 16)
     built = layer_api.build_conv2d(layer, "default", nthreads=2, residual=True, relu=True)
     out.append(("C6 +residual vt2", "default", built.program))
-    built = layer_api.build_conv2d(workloads.RESNET18["C2"].scaled(8, 16), "default",
-                                   nthreads=4)
+    built = layer_api.build_conv2d(workloads.RESNET18["C2"].scaled(8, 16), "default", nthreads=4)
     out.append(("C2/8x16x16 vt4", "default", built.program))
     for preset in ("vta-1x16x16", "4x4x4"):
         layer = workloads.RESNET18["C9"].scaled(6, 32)
@@ -92,24 +98,31 @@ def agreement_table(simulator: str, presets: list[str]) -> bool:
         wall = time.perf_counter() - t0
         ratio = r.cycle_ratio
         ok &= r.match and ratio is not None and abs(ratio - 1) <= 0.10
-        rows.append((name, preset, r.rtl_cycles, r.sim_cycles, ratio, r.match, r.stats_match,
-                     wall))
+        rows.append((name, preset, r.rtl_cycles, r.sim_cycles, ratio, r.match, r.stats_match, wall))
     print(f"\nCycle agreement, RTL ({simulator}) vs simulator (vta_sim): ratio = sim / rtl")
-    head = f"{'program':<18} {'preset':<12} {'rtl_cycles':>10} {'sim_cycles':>10} " \
-           f"{'ratio':>7} {'bit-exact':>9} {'stats':>6} {'wall s':>7}"
+    head = (
+        f"{'program':<18} {'preset':<12} {'rtl_cycles':>10} {'sim_cycles':>10} "
+        f"{'ratio':>7} {'bit-exact':>9} {'stats':>6} {'wall s':>7}"
+    )
     print(head)
     print("-" * len(head))
     for name, preset, rc, sc, ratio, match, stats, wall in rows:
         rs = "n/a" if ratio is None else f"{ratio:.4f}"
         st = {True: "equal", False: "DIFFER", None: "n/a"}[stats]
-        print(f"{name:<18} {preset:<12} {rc:>10} {sc if sc is not None else 'n/a':>10} "
-              f"{rs:>7} {'yes' if match else 'NO':>9} {st:>6} {wall:>7.1f}")
+        print(
+            f"{name:<18} {preset:<12} {rc:>10} {sc if sc is not None else 'n/a':>10} "
+            f"{rs:>7} {'yes' if match else 'NO':>9} {st:>6} {wall:>7.1f}"
+        )
     exact = sum(1 for r in rows if r[2] == r[3])
     same = sum(1 for r in rows if r[6])
-    print(f"{len(rows)} programs, {exact} with equal cycle counts, {same} with equal per-module "
-          f"cycle statistics; all bit-exact and within 10%: {ok}")
-    print("stats: each module's cycles per category (busy, waiting on a token or queue, waiting "
-          "on memory, idle; docs/timing.md section 6)")
+    print(
+        f"{len(rows)} programs, {exact} with equal cycle counts, {same} with equal per-module "
+        f"cycle statistics; all bit-exact and within 10%: {ok}"
+    )
+    print(
+        "stats: each module's cycles per category (busy, waiting on a token or queue, waiting "
+        "on memory, idle; docs/timing.md section 6)"
+    )
     return ok
 
 
@@ -121,26 +134,37 @@ def large_run(simulator: str, preset: str) -> None:
         layer = workloads.RESNET18["C12"]
         built = layer_api.build_conv2d(layer, cfg, nthreads=2)
         prog = built.program
-        what = (f"ResNet-18 C12 full size ({layer.h}x{layer.w}, {layer.in_c}->{layer.out_c}, "
-                f"{layer.k}x{layer.k}), compiled, 2 virtual threads ({preset})")
+        what = (
+            f"ResNet-18 C12 full size ({layer.h}x{layer.w}, {layer.in_c}->{layer.out_c}, "
+            f"{layer.k}x{layer.k}), compiled, 2 virtual threads ({preset})"
+        )
     else:
         built = None
         prog = programs.resnet_c12_gemm(cfg)
-        what = (f"ResNet-18 C12 as its im2col GEMM, hand-made and double-buffered ({preset}); "
-                "the compiler cannot build layers yet")
+        what = (
+            f"ResNet-18 C12 as its im2col GEMM, hand-made and double-buffered ({preset}); "
+            "the compiler cannot build layers yet"
+        )
     print(f"\nLarge program on {simulator}: {what}")
     t0 = time.perf_counter()
     r = coverify(prog, simulator=simulator)
     wall = time.perf_counter() - t0
     uops = 49 * 4608 * 512 // cfg.macs_per_cycle
     rate = r.rtl_cycles / r.run.wall_seconds if r.run.wall_seconds else float("nan")
-    numpy_ok = "" if built is None else (
-        f"; output equals numpy: {built.matches(prog.read('out', r.run.dram))}")
+    numpy_ok = (
+        ""
+        if built is None
+        else (f"; output equals numpy: {built.matches(prog.read('out', r.run.dram))}")
+    )
     print(f"  bit-exact with the simulator: {r.match}{numpy_ok}")
-    print(f"  rtl_cycles {r.rtl_cycles}, sim_cycles {r.sim_cycles}, ratio {r.cycle_ratio:.4f}; "
-          f"{uops} GEMM micro-ops of MACs, utilization {uops / r.rtl_cycles:.3f}")
-    print(f"  wall {wall:.1f} s (build and reference included), RTL simulation "
-          f"{r.run.wall_seconds:.1f} s, {rate:,.0f} cycles/s")
+    print(
+        f"  rtl_cycles {r.rtl_cycles}, sim_cycles {r.sim_cycles}, ratio {r.cycle_ratio:.4f}; "
+        f"{uops} GEMM micro-ops of MACs, utilization {uops / r.rtl_cycles:.3f}"
+    )
+    print(
+        f"  wall {wall:.1f} s (build and reference included), RTL simulation "
+        f"{r.run.wall_seconds:.1f} s, {rate:,.0f} cycles/s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presets", default=",".join(isa.preset_names()))
     ap.add_argument("--simulator", default="icarus", choices=("icarus", "verilator"))
     ap.add_argument("--no-large", action="store_true", help="skip the large Verilator run")
-    ap.add_argument("--large-preset", default="vta-1x16x16",
-                    help="preset of the large run (default: vta-1x16x16)")
+    ap.add_argument(
+        "--large-preset",
+        default="vta-1x16x16",
+        help="preset of the large run (default: vta-1x16x16)",
+    )
     args = ap.parse_args(argv)
     why = missing_simulator(args.simulator)
     if why:

@@ -20,22 +20,37 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "the final DRAM image byte for byte with the simulator's, and report both cycle counts.",
     )
     p.add_argument("program", metavar="PROG.npz", help="program file")
-    p.add_argument("--simulator", choices=("icarus", "verilator"), default="icarus",
-                   help="HDL simulator (default: icarus)")
+    p.add_argument(
+        "--simulator",
+        choices=("icarus", "verilator"),
+        default="icarus",
+        help="HDL simulator (default: icarus)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--max-cycles", type=int, default=None,
-                   help="hang limit in cycles (default: derived from the program)")
-    p.add_argument("--build-dir", type=Path, default=None,
-                   help="where to keep simulator builds (default: $VTA_RTL_BUILD_DIR or a "
-                   "temp dir)")
+    p.add_argument(
+        "--max-cycles",
+        type=int,
+        default=None,
+        help="hang limit in cycles (default: derived from the program)",
+    )
+    p.add_argument(
+        "--build-dir",
+        type=Path,
+        default=None,
+        help="where to keep simulator builds (default: $VTA_RTL_BUILD_DIR or a temp dir)",
+    )
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from hw.coverify import coverify
 
-    result = coverify(args.program, simulator=args.simulator, max_cycles=args.max_cycles,
-                      build_root=args.build_dir)
+    result = coverify(
+        args.program,
+        simulator=args.simulator,
+        max_cycles=args.max_cycles,
+        build_root=args.build_dir,
+    )
     d = result.to_dict()
     if args.json:
         print(json.dumps(d))

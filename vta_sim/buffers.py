@@ -37,8 +37,20 @@ class Buffers:
 
     def engine_args(self) -> tuple[np.ndarray, ...]:
         """The buffers in the event loop's argument order (after the table and DRAM)."""
-        return (self.inp, self.inp_bytes, self.wgt, self.wgt_bytes, self.acc, self.acc_bytes,
-                self.acc_flat, self.out, self.out_bytes, self.uop_words, self.uop_bytes, self.uop)
+        return (
+            self.inp,
+            self.inp_bytes,
+            self.wgt,
+            self.wgt_bytes,
+            self.acc,
+            self.acc_bytes,
+            self.acc_flat,
+            self.out,
+            self.out_bytes,
+            self.uop_words,
+            self.uop_bytes,
+            self.uop,
+        )
 
 
 def _bytes(arr: np.ndarray) -> np.ndarray:

@@ -29,13 +29,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("program", metavar="PROG.npz", help="program file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    p.add_argument("--dram-out", metavar="FILE",
-                   help="write the final DRAM image (raw bytes; .npy if FILE ends with .npy)")
+    p.add_argument(
+        "--dram-out",
+        metavar="FILE",
+        help="write the final DRAM image (raw bytes; .npy if FILE ends with .npy)",
+    )
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
-    p.add_argument("--plot", metavar="FILE.png",
-                   help="write a pipeline Gantt chart (PNG; .svg or .pdf by the name)")
-    p.add_argument("--max-cycles", metavar="N", type=int, default=None,
-                   help="stop with an error if FINISH has not run after N cycles")
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="write a pipeline Gantt chart (PNG; .svg or .pdf by the name)",
+    )
+    p.add_argument(
+        "--max-cycles",
+        metavar="N",
+        type=int,
+        default=None,
+        help="stop with an error if FINISH has not run after N cycles",
+    )
     p.set_defaults(run=run)
     return p
 

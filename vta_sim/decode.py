@@ -83,9 +83,13 @@ def _static_faults(table: np.ndarray, fields: dict[str, np.ndarray], bad_flag: n
     first_pad = np.select([p != 0 for p in pads], [COLUMNS.index(p) for p in _PADS], -1)
     mark((op == Opcode.STORE) & (x != 0) & (first_pad >= 0), ERR_STORE_PAD, first_pad)
     misplaced = ((op == Opcode.LOAD) & (mt == MemType.OUT)) | (
-        (op == Opcode.STORE) & (mt != MemType.OUT))
+        (op == Opcode.STORE) & (mt != MemType.OUT)
+    )
     mark(misplaced & (x != 0), ERR_MEM_TYPE, COLUMNS.index("memory_type"))
-    mark((op == Opcode.ALU) & ~np.isin(fields["alu_opcode"], list(AluOp)), ERR_ALU_OP,
-         COLUMNS.index("alu_opcode"))
+    mark(
+        (op == Opcode.ALU) & ~np.isin(fields["alu_opcode"], list(AluOp)),
+        ERR_ALU_OP,
+        COLUMNS.index("alu_opcode"),
+    )
     mark(mem & ~np.isin(mt, list(MemType)), ERR_MEM_TYPE, COLUMNS.index("memory_type"))
     mark(~np.isin(op, list(Opcode)), ERR_OPCODE, COLUMNS.index("opcode"))

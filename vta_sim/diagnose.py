@@ -21,10 +21,29 @@ from . import engine as E
 from .errors import CycleLimitError, DeadlockError, InstructionError, NoFinishError
 
 _QUEUES = tuple(DEP_QUEUES)
-_MEM_FIELDS = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride",
-               "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
-_LOOP_FIELDS = ("reset", "uop_begin", "uop_end", "iter_out", "iter_in", "dst_factor_out",
-                "dst_factor_in", "src_factor_out", "src_factor_in")
+_MEM_FIELDS = (
+    "memory_type",
+    "sram_base",
+    "dram_base",
+    "y_size",
+    "x_size",
+    "x_stride",
+    "y_pad_0",
+    "y_pad_1",
+    "x_pad_0",
+    "x_pad_1",
+)
+_LOOP_FIELDS = (
+    "reset",
+    "uop_begin",
+    "uop_end",
+    "iter_out",
+    "iter_in",
+    "dst_factor_out",
+    "dst_factor_in",
+    "src_factor_out",
+    "src_factor_in",
+)
 
 
 def _col(name: str) -> int:
@@ -77,7 +96,7 @@ def _waits(table: np.ndarray, snap: np.ndarray, m: int, cmd_depth: int, dep_dept
     """What module ``m`` is doing or waiting for at the stop (``waits_for`` None: idle)."""
     state = int(snap[E.SN_STATE + m])
     i = int(snap[E.SN_INSN + m])
-    tokens = snap[E.SN_TOKENS:E.SN_TOKENS + E.N_QUEUES]
+    tokens = snap[E.SN_TOKENS : E.SN_TOKENS + E.N_QUEUES]
     entry: dict[str, Any] = {"instruction": i if i >= 0 else None}
     if i >= 0:
         entry["opcode"] = describe(table, i)
@@ -85,8 +104,7 @@ def _waits(table: np.ndarray, snap: np.ndarray, m: int, cmd_depth: int, dep_dept
         if state == E.F_DISP:
             target = E.MODULES[int(table[i, _col("route")])]
             count = int(snap[E.SN_CMD + E.MODULES.index(target)])
-            entry["waits_for"] = (f"room in the {target} command queue "
-                                  f"({count}/{cmd_depth} entries)")
+            entry["waits_for"] = f"room in the {target} command queue ({count}/{cmd_depth} entries)"
         elif state == E.F_DONE:
             entry["waits_for"] = None
             entry["idle"] = f"all {int(snap[E.SN_FETCHED])} instructions fetched and dispatched"
@@ -102,10 +120,10 @@ def _waits(table: np.ndarray, snap: np.ndarray, m: int, cmd_depth: int, dep_dept
         entry["idle"] = "its command queue is empty"
     elif state == E.M_PUSHW:
         pushes = int(table[i, _col("pushes")])
-        full = [_QUEUES[q] for q in range(E.N_QUEUES)
-                if pushes >> q & 1 and tokens[q] >= dep_depth]
+        full = [_QUEUES[q] for q in range(E.N_QUEUES) if pushes >> q & 1 and tokens[q] >= dep_depth]
         entry["waits_for"] = "room to push into " + ", ".join(
-            f"{q} (full, {dep_depth}/{dep_depth})" for q in full)
+            f"{q} (full, {dep_depth}/{dep_depth})" for q in full
+        )
     elif state == E.M_REQ:
         entry["waits_for"] = "the DRAM port"
     else:
@@ -117,11 +135,13 @@ def stop_report(table: np.ndarray, snap: np.ndarray, cmd_depth: int, dep_depth: 
     """Every module's instruction and wait, and every queue's count, at the stop."""
     return {
         "cycle": int(snap[E.SN_CYCLE]),
-        "modules": {name: _waits(table, snap, m, cmd_depth, dep_depth)
-                    for m, name in enumerate(E.MODULES)},
+        "modules": {
+            name: _waits(table, snap, m, cmd_depth, dep_depth) for m, name in enumerate(E.MODULES)
+        },
         "dependency_queues": {q: int(snap[E.SN_TOKENS + k]) for k, q in enumerate(_QUEUES)},
-        "command_queues": {name: int(snap[E.SN_CMD + m])
-                           for m, name in enumerate(E.MODULES) if m != E.FETCH},
+        "command_queues": {
+            name: int(snap[E.SN_CMD + m]) for m, name in enumerate(E.MODULES) if m != E.FETCH
+        },
     }
 
 
@@ -131,8 +151,10 @@ def format_report(report: dict) -> str:
         if entry["waits_for"] is None:
             what = f"idle: {entry['idle']}"
         elif entry["instruction"] is not None:
-            what = f"instruction {entry['instruction']} ({entry['opcode']}) waits for " + (
-                entry["waits_for"])
+            what = (
+                f"instruction {entry['instruction']} ({entry['opcode']}) waits for "
+                + (entry["waits_for"])
+            )
         else:
             what = f"waits for {entry['waits_for']}"
         lines.append(f"  {name:8s} {what}")
@@ -143,8 +165,9 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def run_error(code: int, table: np.ndarray, snap: np.ndarray, cmd_depth: int, dep_depth: int,
-              max_cycles: int) -> Exception:
+def run_error(
+    code: int, table: np.ndarray, snap: np.ndarray, cmd_depth: int, dep_depth: int, max_cycles: int
+) -> Exception:
     """The exception for a run that stopped without FINISH (deadlock, end of stream, limit)."""
     report = stop_report(table, snap, cmd_depth, dep_depth)
     cycle = report["cycle"]
@@ -152,11 +175,19 @@ def run_error(code: int, table: np.ndarray, snap: np.ndarray, cmd_depth: int, de
     if code == E.DEADLOCK:
         return DeadlockError(
             f"deadlock at cycle {cycle}: no module can make progress and FINISH has not run\n"
-            + body, cycle=cycle, report=report)
+            + body,
+            cycle=cycle,
+            report=report,
+        )
     if code == E.NO_FINISH:
         return NoFinishError(
             f"the instruction stream ended without FINISH (cycle {cycle}: every instruction "
-            f"fetched and executed, all modules idle)\n" + body, cycle=cycle, report=report)
+            f"fetched and executed, all modules idle)\n" + body,
+            cycle=cycle,
+            report=report,
+        )
     return CycleLimitError(
         f"no FINISH within max_cycles={max_cycles}; state at the limit:\n" + body,
-        cycle=cycle, report=report)
+        cycle=cycle,
+        report=report,
+    )

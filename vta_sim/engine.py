@@ -43,37 +43,144 @@ N_QUEUES = 4
 
 #: Columns of the instruction table: the ISA fields, then what :mod:`vta_sim.decode` derives.
 COLUMNS = (
-    "opcode", "pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep",
-    "memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride",
-    "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1",
-    "reset", "uop_begin", "uop_end", "iter_out", "iter_in",
-    "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
-    "wgt_factor_out", "wgt_factor_in", "alu_opcode", "use_imm", "imm",
+    "opcode",
+    "pop_prev_dep",
+    "pop_next_dep",
+    "push_prev_dep",
+    "push_next_dep",
+    "memory_type",
+    "sram_base",
+    "dram_base",
+    "y_size",
+    "x_size",
+    "x_stride",
+    "y_pad_0",
+    "y_pad_1",
+    "x_pad_0",
+    "x_pad_1",
+    "reset",
+    "uop_begin",
+    "uop_end",
+    "iter_out",
+    "iter_in",
+    "dst_factor_out",
+    "dst_factor_in",
+    "src_factor_out",
+    "src_factor_in",
+    "wgt_factor_out",
+    "wgt_factor_in",
+    "alu_opcode",
+    "use_imm",
+    "imm",
     # derived: executing module, bit masks of popped/pushed queues, and a fault found by
     # decoding alone (an ISA error code, 0 if none) with the column of the field at fault
-    "route", "pops", "pushes", "fault", "fault_field",
+    "route",
+    "pops",
+    "pushes",
+    "fault",
+    "fault_field",
 )
-(C_OPCODE, C_POP_PREV, C_POP_NEXT, C_PUSH_PREV, C_PUSH_NEXT, C_MEMTYPE, C_SRAM, C_DRAM, C_Y, C_X,
- C_STRIDE, C_YP0, C_YP1, C_XP0, C_XP1, C_RESET, C_UOP_BEGIN, C_UOP_END, C_ITER_OUT, C_ITER_IN,
- C_DST_FO, C_DST_FI, C_SRC_FO, C_SRC_FI, C_WGT_FO, C_WGT_FI, C_ALU_OP, C_USE_IMM, C_IMM,
- C_ROUTE, C_POPS, C_PUSHES, C_FAULT, C_FAULT_FIELD) = range(len(COLUMNS))
+(
+    C_OPCODE,
+    C_POP_PREV,
+    C_POP_NEXT,
+    C_PUSH_PREV,
+    C_PUSH_NEXT,
+    C_MEMTYPE,
+    C_SRAM,
+    C_DRAM,
+    C_Y,
+    C_X,
+    C_STRIDE,
+    C_YP0,
+    C_YP1,
+    C_XP0,
+    C_XP1,
+    C_RESET,
+    C_UOP_BEGIN,
+    C_UOP_END,
+    C_ITER_OUT,
+    C_ITER_IN,
+    C_DST_FO,
+    C_DST_FI,
+    C_SRC_FO,
+    C_SRC_FI,
+    C_WGT_FO,
+    C_WGT_FI,
+    C_ALU_OP,
+    C_USE_IMM,
+    C_IMM,
+    C_ROUTE,
+    C_POPS,
+    C_PUSHES,
+    C_FAULT,
+    C_FAULT_FIELD,
+) = range(len(COLUMNS))
 
 OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = 0, 1, 2, 3, 4
 MT_UOP, MT_WGT, MT_INP, MT_ACC, MT_OUT, MT_ACC8 = 0, 1, 2, 3, 4, 5
 
 # ---- parameters (int64 vector) ----------------------------------------------------------
 PARAMS = (
-    "dram_latency", "bus_bytes", "cmd_queue_depth", "dep_queue_depth", "gemm_ii", "alu_ii",
-    "gemm_pipe", "alu_pipe", "fetch_burst",
-    "rank_fetch", "rank_load", "rank_compute", "rank_store",
-    "eb_uop", "eb_wgt", "eb_inp", "eb_acc", "eb_out", "eb_acc8",
-    "uop_dst_lsb", "uop_dst_mask", "uop_src_lsb", "uop_src_mask", "uop_wgt_lsb", "uop_wgt_mask",
-    "max_cycles", "trace", "every_cycle",
+    "dram_latency",
+    "bus_bytes",
+    "cmd_queue_depth",
+    "dep_queue_depth",
+    "gemm_ii",
+    "alu_ii",
+    "gemm_pipe",
+    "alu_pipe",
+    "fetch_burst",
+    "rank_fetch",
+    "rank_load",
+    "rank_compute",
+    "rank_store",
+    "eb_uop",
+    "eb_wgt",
+    "eb_inp",
+    "eb_acc",
+    "eb_out",
+    "eb_acc8",
+    "uop_dst_lsb",
+    "uop_dst_mask",
+    "uop_src_lsb",
+    "uop_src_mask",
+    "uop_wgt_lsb",
+    "uop_wgt_mask",
+    "max_cycles",
+    "trace",
+    "every_cycle",
 )
-(P_LATENCY, P_BUS, P_CMD_DEPTH, P_DEP_DEPTH, P_GEMM_II, P_ALU_II, P_GEMM_PIPE, P_ALU_PIPE,
- P_BURST, P_RANK, _P_RANK1, _P_RANK2, _P_RANK3, P_EB, _P_EB1, _P_EB2, _P_EB3, _P_EB4, _P_EB5,
- P_UOP_DST_LSB, P_UOP_DST_MASK, P_UOP_SRC_LSB, P_UOP_SRC_MASK, P_UOP_WGT_LSB, P_UOP_WGT_MASK,
- P_MAX_CYCLES, P_TRACE, P_EVERY_CYCLE) = range(len(PARAMS))
+(
+    P_LATENCY,
+    P_BUS,
+    P_CMD_DEPTH,
+    P_DEP_DEPTH,
+    P_GEMM_II,
+    P_ALU_II,
+    P_GEMM_PIPE,
+    P_ALU_PIPE,
+    P_BURST,
+    P_RANK,
+    _P_RANK1,
+    _P_RANK2,
+    _P_RANK3,
+    P_EB,
+    _P_EB1,
+    _P_EB2,
+    _P_EB3,
+    _P_EB4,
+    _P_EB5,
+    P_UOP_DST_LSB,
+    P_UOP_DST_MASK,
+    P_UOP_SRC_LSB,
+    P_UOP_SRC_MASK,
+    P_UOP_WGT_LSB,
+    P_UOP_WGT_MASK,
+    P_MAX_CYCLES,
+    P_TRACE,
+    P_EVERY_CYCLE,
+) = range(len(PARAMS))
 
 # ---- statistics (int64 vector) ----------------------------------------------------------
 #: DRAM byte counters: the six memory types (by MemType value), then instructions.
@@ -125,8 +232,25 @@ _NEVER = np.int64(1) << np.int64(62)
 
 
 @numba.njit
-def _execute(i, F, dram, inp3, inp_b, wgt3, wgt_b, acc3, acc_b, acc_flat, out3, out_b, uopw,
-             uopw_b, uop_tab, prm, stats):
+def _execute(
+    i,
+    F,
+    dram,
+    inp3,
+    inp_b,
+    wgt3,
+    wgt_b,
+    acc3,
+    acc_b,
+    acc_flat,
+    out3,
+    out_b,
+    uopw,
+    uopw_b,
+    uop_tab,
+    prm,
+    stats,
+):
     """Apply instruction ``i``'s functional effect; return 0 or an ISA error code."""
     op = F[i, C_OPCODE]
     if op == OP_LOAD or op == OP_STORE:
@@ -139,12 +263,32 @@ def _execute(i, F, dram, inp3, inp_b, wgt3, wgt_b, acc3, acc_b, acc_flat, out3, 
             if mt != MT_OUT and x != 0:
                 return 7
             pads = F[i, C_YP0] + F[i, C_YP1] + F[i, C_XP0] + F[i, C_XP1]
-            code = _k.store(out_b, prm[P_EB + MT_OUT], dram, F[i, C_SRAM], F[i, C_DRAM], y, x,
-                            F[i, C_STRIDE], pads)
+            code = _k.store(
+                out_b,
+                prm[P_EB + MT_OUT],
+                dram,
+                F[i, C_SRAM],
+                F[i, C_DRAM],
+                y,
+                x,
+                F[i, C_STRIDE],
+                pads,
+            )
         elif mt == MT_ACC8:
-            code = _k.load_acc8(acc_flat, prm[P_EB + MT_ACC8], dram, F[i, C_SRAM],
-                                F[i, C_DRAM], y, x, F[i, C_STRIDE], F[i, C_YP0], F[i, C_YP1],
-                                F[i, C_XP0], F[i, C_XP1])
+            code = _k.load_acc8(
+                acc_flat,
+                prm[P_EB + MT_ACC8],
+                dram,
+                F[i, C_SRAM],
+                F[i, C_DRAM],
+                y,
+                x,
+                F[i, C_STRIDE],
+                F[i, C_YP0],
+                F[i, C_YP1],
+                F[i, C_XP0],
+                F[i, C_XP1],
+            )
         elif mt == MT_OUT:
             code = 0 if x == 0 else 7
         else:
@@ -156,22 +300,57 @@ def _execute(i, F, dram, inp3, inp_b, wgt3, wgt_b, acc3, acc_b, acc_flat, out3, 
                 sram = inp_b
             else:
                 sram = acc_b
-            code = _k.load(sram, prm[P_EB + mt], dram, F[i, C_SRAM], F[i, C_DRAM], y, x,
-                           F[i, C_STRIDE], F[i, C_YP0], F[i, C_YP1], F[i, C_XP0], F[i, C_XP1])
+            code = _k.load(
+                sram,
+                prm[P_EB + mt],
+                dram,
+                F[i, C_SRAM],
+                F[i, C_DRAM],
+                y,
+                x,
+                F[i, C_STRIDE],
+                F[i, C_YP0],
+                F[i, C_YP1],
+                F[i, C_XP0],
+                F[i, C_XP1],
+            )
             if code == 0 and mt == MT_UOP and x != 0:
                 rows = F[i, C_YP0] + y + F[i, C_YP1]
                 width = F[i, C_XP0] + x + F[i, C_XP1]
-                _k.decode_uops(uopw, uop_tab, F[i, C_SRAM], F[i, C_SRAM] + rows * width,
-                               prm[P_UOP_DST_LSB], prm[P_UOP_DST_MASK], prm[P_UOP_SRC_LSB],
-                               prm[P_UOP_SRC_MASK], prm[P_UOP_WGT_LSB], prm[P_UOP_WGT_MASK])
+                _k.decode_uops(
+                    uopw,
+                    uop_tab,
+                    F[i, C_SRAM],
+                    F[i, C_SRAM] + rows * width,
+                    prm[P_UOP_DST_LSB],
+                    prm[P_UOP_DST_MASK],
+                    prm[P_UOP_SRC_LSB],
+                    prm[P_UOP_SRC_MASK],
+                    prm[P_UOP_WGT_LSB],
+                    prm[P_UOP_WGT_MASK],
+                )
         if code == 0:
             stats[S_BYTES + mt] += y * x * prm[P_EB + mt]
         return code
     if op == OP_GEMM:
-        code = _k.gemm(inp3, wgt3, acc3, out3, uop_tab, F[i, C_RESET], F[i, C_UOP_BEGIN],
-                       F[i, C_UOP_END], F[i, C_ITER_OUT], F[i, C_ITER_IN], F[i, C_DST_FO],
-                       F[i, C_DST_FI], F[i, C_SRC_FO], F[i, C_SRC_FI], F[i, C_WGT_FO],
-                       F[i, C_WGT_FI])
+        code = _k.gemm(
+            inp3,
+            wgt3,
+            acc3,
+            out3,
+            uop_tab,
+            F[i, C_RESET],
+            F[i, C_UOP_BEGIN],
+            F[i, C_UOP_END],
+            F[i, C_ITER_OUT],
+            F[i, C_ITER_IN],
+            F[i, C_DST_FO],
+            F[i, C_DST_FI],
+            F[i, C_SRC_FO],
+            F[i, C_SRC_FI],
+            F[i, C_WGT_FO],
+            F[i, C_WGT_FI],
+        )
         if code == 0:
             n = _uop_count(F, i)
             if F[i, C_RESET] != 0:
@@ -180,10 +359,23 @@ def _execute(i, F, dram, inp3, inp_b, wgt3, wgt_b, acc3, acc_b, acc_flat, out3, 
                 stats[S_GEMM] += n
         return code
     if op == OP_ALU:
-        code = _k.alu(acc3, out3, uop_tab, F[i, C_RESET], F[i, C_UOP_BEGIN], F[i, C_UOP_END],
-                      F[i, C_ITER_OUT], F[i, C_ITER_IN], F[i, C_DST_FO], F[i, C_DST_FI],
-                      F[i, C_SRC_FO], F[i, C_SRC_FI], F[i, C_ALU_OP], F[i, C_USE_IMM],
-                      F[i, C_IMM])
+        code = _k.alu(
+            acc3,
+            out3,
+            uop_tab,
+            F[i, C_RESET],
+            F[i, C_UOP_BEGIN],
+            F[i, C_UOP_END],
+            F[i, C_ITER_OUT],
+            F[i, C_ITER_IN],
+            F[i, C_DST_FO],
+            F[i, C_DST_FI],
+            F[i, C_SRC_FO],
+            F[i, C_SRC_FI],
+            F[i, C_ALU_OP],
+            F[i, C_USE_IMM],
+            F[i, C_IMM],
+        )
         if code == 0:
             stats[S_ALU] += _uop_count(F, i)
         return code
@@ -219,8 +411,28 @@ def _has_tokens(mask, tok):
 def _build(stamp: int) -> Any:
     # ``stamp`` is a closure variable so that numba's cache key (which hashes closure contents)
     # changes whenever the kernels' sources change; see vta_sim.kernels.SOURCE_STAMP.
-    def run(F, dram, inp3, inp_b, wgt3, wgt_b, acc3, acc_b, acc_flat, out3, out_b, uopw, uopw_b,
-            uop_tab, prm, stats, snap, ti, tp, tt):
+    def run(
+        F,
+        dram,
+        inp3,
+        inp_b,
+        wgt3,
+        wgt_b,
+        acc3,
+        acc_b,
+        acc_flat,
+        out3,
+        out_b,
+        uopw,
+        uopw_b,
+        uop_tab,
+        prm,
+        stats,
+        snap,
+        ti,
+        tp,
+        tt,
+    ):
         stats[S_STAMP] = stamp
         n = F.shape[0]
         lat = prm[P_LATENCY]
@@ -259,7 +471,7 @@ def _build(stamp: int) -> Any:
         m_free = np.zeros(4, np.int64)  # first cycle the module is free to issue
         cat = np.zeros(4, np.int64)
         port_free_at = 0
-        rank = prm[P_RANK:P_RANK + 4]
+        rank = prm[P_RANK : P_RANK + 4]
 
         t = 0
         code = DONE
@@ -355,9 +567,25 @@ def _build(stamp: int) -> Any:
                                     d_tok[q] -= 1
                             cq_head[m] += 1
                             d_cmd[m] -= 1
-                            err = _execute(i, F, dram, inp3, inp_b, wgt3, wgt_b, acc3, acc_b,
-                                           acc_flat, out3, out_b, uopw, uopw_b, uop_tab, prm,
-                                           stats)
+                            err = _execute(
+                                i,
+                                F,
+                                dram,
+                                inp3,
+                                inp_b,
+                                wgt3,
+                                wgt_b,
+                                acc3,
+                                acc_b,
+                                acc_flat,
+                                out3,
+                                out_b,
+                                uopw,
+                                uopw_b,
+                                uop_tab,
+                                prm,
+                                stats,
+                            )
                             if err != 0:
                                 stats[S_ERR_INDEX] = i
                                 code = err

@@ -43,8 +43,9 @@ def _compile_helpers() -> dict[str, Any]:
 
 def _rebind(func: Callable[..., Any], scope: dict[str, Any]) -> types.FunctionType:
     """The same code object as ``func``, resolving its global names in ``scope``."""
-    new = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
-                             func.__closure__)
+    new = types.FunctionType(
+        func.__code__, scope, func.__name__, func.__defaults__, func.__closure__
+    )
     new.__qualname__ = func.__qualname__
     new.__doc__ = func.__doc__
     return new

@@ -78,8 +78,14 @@ STYLES: tuple[Style, ...] = (
 _S = {s.name: k for k, s in enumerate(STYLES)}
 _HATCH_COLOR = {"wait_token": "#707070", "wait_memory": "#d94801"}
 #: Each instruction kind's owner is fixed by routing, so the port lane's colours name the owner.
-_OWNER = {"LOAD INP": "load", "LOAD WGT": "load", "LOAD UOP": "compute", "LOAD ACC": "compute",
-          "STORE": "store", "fetch burst": "fetch"}
+_OWNER = {
+    "LOAD INP": "load",
+    "LOAD WGT": "load",
+    "LOAD UOP": "compute",
+    "LOAD ACC": "compute",
+    "STORE": "store",
+    "fetch burst": "fetch",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,8 +134,9 @@ class RooflineLayer:
     compulsory_bytes: int | None = None
 
     @classmethod
-    def from_result(cls, name: str, result: SimResult,
-                    compulsory_bytes: int | None = None) -> RooflineLayer:
+    def from_result(
+        cls, name: str, result: SimResult, compulsory_bytes: int | None = None
+    ) -> RooflineLayer:
         """The point of a simulated run (all DRAM bytes it moved, instructions included).
 
         >>> import isa, vta_sim
@@ -137,8 +144,9 @@ class RooflineLayer:
         >>> RooflineLayer.from_result("nop", r).dram_bytes
         16
         """
-        return cls(name, result.macs, sum(result.dram_bytes.values()), result.cycles,
-                   compulsory_bytes)
+        return cls(
+            name, result.macs, sum(result.dram_bytes.values()), result.cycles, compulsory_bytes
+        )
 
 
 # ---- from the trace's arrays to intervals -------------------------------------------------
@@ -180,20 +188,30 @@ class _Collector:
         self.cycles = cycles
         self.parts: list[tuple[np.ndarray, ...]] = []
 
-    def add(self, lane: np.ndarray | int, style: np.ndarray | int, start: np.ndarray,
-            end: np.ndarray) -> None:
+    def add(
+        self, lane: np.ndarray | int, style: np.ndarray | int, start: np.ndarray, end: np.ndarray
+    ) -> None:
         start = np.minimum(np.asarray(start, np.int64), self.cycles)
         end = np.minimum(np.asarray(end, np.int64), self.cycles)
         keep = end > start
         n = int(keep.sum())
-        self.parts.append((np.broadcast_to(lane, start.shape)[keep].astype(np.int64),
-                           np.broadcast_to(style, start.shape)[keep].astype(np.int64),
-                           start[keep], end[keep]) if n else ())
+        self.parts.append(
+            (
+                np.broadcast_to(lane, start.shape)[keep].astype(np.int64),
+                np.broadcast_to(style, start.shape)[keep].astype(np.int64),
+                start[keep],
+                end[keep],
+            )
+            if n
+            else ()
+        )
 
     def result(self) -> Intervals:
         parts = [p for p in self.parts if p]
-        cols = [np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64)
-                for k in range(4)]
+        cols = [
+            np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64)
+            for k in range(4)
+        ]
         return Intervals(*cols, self.cycles)
 
 
@@ -235,8 +253,9 @@ def trace_intervals(result_or_trace: SimResult | Trace) -> Intervals:
     granted = grant[ok] >= 0
     # a DMA issued but not granted before the end has waited for the port since padding ended
     pending = ~granted & (last[ok] < 0) & _uses_port(table)[ok]
-    ask = np.where(granted, grant[ok] - mem_wait[ok],
-                   np.where(pending, i_s + 1 + _padding(table)[ok], end))
+    ask = np.where(
+        granted, grant[ok] - mem_wait[ok], np.where(pending, i_s + 1 + _padding(table)[ok], end)
+    )
     resume = np.where(granted, grant[ok], end)
     busy_end = end - push_wait[ok]
     out.add(lane, i_k, i_s, np.where(granted | pending, ask, busy_end))
@@ -306,9 +325,16 @@ def _bin_edges(t0: int, t1: int, bins: int) -> tuple[int, np.ndarray]:
     return width, edges
 
 
-def _bin_cycles(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int,
-                t0: int, width: int, n_bins: int,
-                weight: np.ndarray | None = None) -> np.ndarray:
+def _bin_cycles(
+    group: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    n_groups: int,
+    t0: int,
+    width: int,
+    n_bins: int,
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
     """Cycles (times ``weight``) each group's intervals cover in each bin: (n_groups, n_bins).
 
     Exact for any interval lengths: the first and last bin of an interval get their partial
@@ -326,8 +352,9 @@ def _bin_cycles(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups:
     first_share = np.where(same, e - s, (bs + 1) * width - s)
     flat = np.bincount(g * cols + bs, w * first_share, n_groups * cols)
     tail = ~same
-    flat += np.bincount(g[tail] * cols + be[tail], w[tail] * (e[tail] - be[tail] * width),
-                        n_groups * cols)
+    flat += np.bincount(
+        g[tail] * cols + be[tail], w[tail] * (e[tail] - be[tail] * width), n_groups * cols
+    )
     diff = np.bincount(g[tail] * cols + bs[tail] + 1, w[tail] * width, n_groups * cols)
     diff -= np.bincount(g[tail] * cols + be[tail], w[tail] * width, n_groups * cols)
     cov = flat.reshape(n_groups, cols) + np.cumsum(diff.reshape(n_groups, cols), axis=1)
@@ -354,13 +381,25 @@ def _patch(verts: np.ndarray, style: Style, edges: bool) -> PathPatch:
 
 
 def _rects(x0: np.ndarray, x1: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> np.ndarray:
-    return np.stack([np.stack([x0, y0], 1), np.stack([x0, y1], 1), np.stack([x1, y1], 1),
-                     np.stack([x1, y0], 1)], 1).astype(float)
+    return np.stack(
+        [
+            np.stack([x0, y0], 1),
+            np.stack([x0, y1], 1),
+            np.stack([x1, y1], 1),
+            np.stack([x1, y0], 1),
+        ],
+        1,
+    ).astype(float)
 
 
-def gantt(result_or_trace: SimResult | Trace, *, ax: Axes | None = None,
-          title: str | None = None, max_bars: int = 1000,
-          window: tuple[int, int] | None = None) -> Axes:
+def gantt(
+    result_or_trace: SimResult | Trace,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    max_bars: int = 1000,
+    window: tuple[int, int] | None = None,
+) -> Axes:
     """Pipeline Gantt chart: lanes fetch, load, compute, store and the DRAM port over cycles.
 
     Instructions are coloured by kind; the cycles an instruction waits for a token before it
@@ -407,8 +446,9 @@ def gantt(result_or_trace: SimResult | Trace, *, ax: Axes | None = None,
     else:
         width, bin_edges = _bin_edges(t0, t1, max_bars)
         n_bins = bin_edges.size - 1
-        cov = _bin_cycles(lane * len(STYLES) + style, start, end, n_lanes * len(STYLES), t0,
-                          width, n_bins)
+        cov = _bin_cycles(
+            lane * len(STYLES) + style, start, end, n_lanes * len(STYLES), t0, width, n_bins
+        )
         frac = cov.reshape(n_lanes, len(STYLES), n_bins) / np.diff(bin_edges)
         # quantised so that runs of equal bins merge into one rectangle; far below a pixel
         frac = np.round(np.minimum(frac, 1.0) * 256) / 256
@@ -424,8 +464,9 @@ def gantt(result_or_trace: SimResult | Trace, *, ax: Axes | None = None,
                 heads = np.concatenate([[0], np.flatnonzero(brk) + 1])
                 tails = np.concatenate([heads[1:] - 1, [b.size - 1]])
                 y0 = base[ln] + height * key_y[heads]
-                verts = _rects(bin_edges[b[heads]], bin_edges[b[tails] + 1], y0,
-                               y0 + height * key_h[heads])
+                verts = _rects(
+                    bin_edges[b[heads]], bin_edges[b[tails] + 1], y0, y0 + height * key_h[heads]
+                )
                 ax.add_artist(_patch(verts, STYLES[st], False))
                 present.add(st)
     ax.set_xlim(t0, t1)
@@ -437,13 +478,26 @@ def gantt(result_or_trace: SimResult | Trace, *, ax: Axes | None = None,
     ax.set_axisbelow(True)
     for y in np.arange(n_lanes - 1) + 0.5:
         ax.axhline(y, color="#cccccc", linewidth=0.5)
-    handles = [Patch(facecolor=s.color, hatch=s.hatch,
-                     edgecolor=_HATCH_COLOR.get(s.category, "none") if s.hatch else "none",
-                     linewidth=0,
-                     label=f"{s.name} ({_OWNER[s.name]})" if s.name in _OWNER else s.name)
-               for k, s in enumerate(STYLES) if k in present]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small",
-              frameon=False, title="kind (port owner)", title_fontsize="small")
+    handles = [
+        Patch(
+            facecolor=s.color,
+            hatch=s.hatch,
+            edgecolor=_HATCH_COLOR.get(s.category, "none") if s.hatch else "none",
+            linewidth=0,
+            label=f"{s.name} ({_OWNER[s.name]})" if s.name in _OWNER else s.name,
+        )
+        for k, s in enumerate(STYLES)
+        if k in present
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.005, 1.0),
+        fontsize="small",
+        frameon=False,
+        title="kind (port owner)",
+        title_fontsize="small",
+    )
     if title is None:
         n = trace.insns.shape[0]
         title = f"pipeline: {n:,} instructions, {trace.cycles:,} cycles"
@@ -455,8 +509,9 @@ def gantt(result_or_trace: SimResult | Trace, *, ax: Axes | None = None,
     return ax
 
 
-def save_gantt(result_or_trace: SimResult | Trace, path: str | os.PathLike[str],
-               **kwargs: Any) -> Path:
+def save_gantt(
+    result_or_trace: SimResult | Trace, path: str | os.PathLike[str], **kwargs: Any
+) -> Path:
     """Draw :func:`gantt` (``kwargs`` go to it) and write it to ``path`` (PNG, SVG, PDF...).
 
     >>> import isa, vta_sim, tempfile, os
@@ -508,10 +563,17 @@ def utilization_bins(result: SimResult, bins: int = 200) -> UtilizationBins:
     # a GEMM takes its micro-ops in cycles issue+1 ... issue+n·ii (docs/timing.md §3)
     table = trace._table
     ti = trace.insns
-    uops = (table[:, E.C_ITER_OUT] * table[:, E.C_ITER_IN]
-            * np.maximum(table[:, E.C_UOP_END] - table[:, E.C_UOP_BEGIN], 0))
-    gemm = ((table[:, E.C_OPCODE] == E.OP_GEMM) & (table[:, E.C_RESET] == 0) & (uops > 0)
-            & (ti[:, E.T_ISSUE] >= 0))
+    uops = (
+        table[:, E.C_ITER_OUT]
+        * table[:, E.C_ITER_IN]
+        * np.maximum(table[:, E.C_UOP_END] - table[:, E.C_UOP_BEGIN], 0)
+    )
+    gemm = (
+        (table[:, E.C_OPCODE] == E.OP_GEMM)
+        & (table[:, E.C_RESET] == 0)
+        & (uops > 0)
+        & (ti[:, E.T_ISSUE] >= 0)
+    )
     s = ti[gemm, E.T_ISSUE] + 1
     e = s + uops[gemm] * result.config.gemm_ii
     rate = uops[gemm] / (e - s)
@@ -522,8 +584,7 @@ def utilization_bins(result: SimResult, bins: int = 200) -> UtilizationBins:
 _MODULE_COLORS = {"fetch": "#e377c2", "load": "#1f77b4", "compute": "#2ca02c", "store": "#ff7f0e"}
 
 
-def utilization_over_time(result: SimResult, *, ax: Axes | None = None,
-                          bins: int = 200) -> Axes:
+def utilization_over_time(result: SimResult, *, ax: Axes | None = None, bins: int = 200) -> Axes:
     """Each module's busy fraction per bin of cycles, and GEMM micro-ops per cycle.
 
     >>> import isa, vta_sim
@@ -535,16 +596,25 @@ def utilization_over_time(result: SimResult, *, ax: Axes | None = None,
     ax = _new_axes(ax, (12, 3.5))
     for m, frac in u.busy.items():
         ax.stairs(frac, u.edges, label=f"{m} busy", color=_MODULE_COLORS[m], linewidth=1.2)
-    ax.stairs(u.gemm_uops_per_cycle, u.edges, label="GEMM uops / cycle", color="black",
-              linewidth=1.6, linestyle="--")
+    ax.stairs(
+        u.gemm_uops_per_cycle,
+        u.edges,
+        label="GEMM uops / cycle",
+        color="black",
+        linewidth=1.6,
+        linestyle="--",
+    )
     ax.set_xlim(u.edges[0], u.edges[-1])
     ax.set_ylim(0, 1.05)
     ax.xaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_xlabel("cycle")
     ax.set_ylabel("fraction of cycles")
     width = int(u.edges[1] - u.edges[0])
-    ax.set_title(f"utilization over time ({width:,} cycles per bin; overall GEMM "
-                 f"utilization {result.utilization:.3f})", fontsize="medium")
+    ax.set_title(
+        f"utilization over time ({width:,} cycles per bin; overall GEMM "
+        f"utilization {result.utilization:.3f})",
+        fontsize="medium",
+    )
     ax.grid(color="#dddddd", linewidth=0.5)
     ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small", frameon=False)
     return ax
@@ -561,8 +631,12 @@ def _field(layer: Any, name: str, default: Any = dataclasses.MISSING) -> Any:
     return value
 
 
-def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLayer | Any], *,
-             ax: Axes | None = None) -> Axes:
+def roofline(
+    config: HwConfig,
+    layers: Iterable[Mapping[str, Any] | RooflineLayer | Any],
+    *,
+    ax: Axes | None = None,
+) -> Axes:
     """Roofline of ``layers`` on ``config``: achieved ops/cycle against ops per DRAM byte.
 
     The compute roof is ``2·batch·block_in·block_out / gemm_ii`` ops per cycle (a MAC is two
@@ -585,34 +659,61 @@ def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLaye
         macs, moved = int(_field(layer, "macs")), int(_field(layer, "dram_bytes"))
         cycles = int(_field(layer, "cycles"))
         if moved <= 0 or cycles <= 0:
-            raise ValueError(f"roofline layer {_field(layer, 'name')!r} needs dram_bytes > 0 and "
-                             f"cycles > 0 (got {moved}, {cycles})")
+            raise ValueError(
+                f"roofline layer {_field(layer, 'name')!r} needs dram_bytes > 0 and "
+                f"cycles > 0 (got {moved}, {cycles})"
+            )
         comp = _field(layer, "compulsory_bytes", None)
         ops = 2 * macs
-        rows.append((str(_field(layer, "name")), ops / moved, ops / cycles,
-                     ops / comp if comp else None))
+        rows.append(
+            (str(_field(layer, "name")), ops / moved, ops / cycles, ops / comp if comp else None)
+        )
     xs = [r[1] for r in rows] + [r[3] for r in rows if r[3]] + [peak / bus]
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = np.geomspace(lo, hi, 256)
     ax.plot(grid, np.minimum(peak, bus * grid), color="black", linewidth=1.5, label="roof")
     ax.axvline(peak / bus, color="#aaaaaa", linewidth=0.8, linestyle=":")  # the ridge point
     ridge = peak / bus
-    ax.text(ridge * 1.1, peak * 1.05, f"compute roof {peak:g} ops/cycle", ha="left",
-            va="bottom", fontsize="small")
+    ax.text(
+        ridge * 1.1,
+        peak * 1.05,
+        f"compute roof {peak:g} ops/cycle",
+        ha="left",
+        va="bottom",
+        fontsize="small",
+    )
     # just below the sloped roof, reading rightwards away from it
-    ax.annotate(f"memory roof {bus:g} B/cycle", (lo * 1.5, bus * lo * 1.5),
-                textcoords="offset points", xytext=(6, -4), ha="left", va="top",
-                fontsize="small")
+    ax.annotate(
+        f"memory roof {bus:g} B/cycle",
+        (lo * 1.5, bus * lo * 1.5),
+        textcoords="offset points",
+        xytext=(6, -4),
+        ha="left",
+        va="top",
+        fontsize="small",
+    )
     labelled_moved = labelled_comp = False
     for name, x, y, xc in rows:
         if xc:
             ax.plot([x, xc], [y, y], color="#1f77b4", linewidth=0.6, linestyle=":")
-            ax.plot([xc], [y], marker="o", markerfacecolor="white", color="#1f77b4",
-                    linestyle="none",
-                    label=None if labelled_comp else "intensity of compulsory bytes")
+            ax.plot(
+                [xc],
+                [y],
+                marker="o",
+                markerfacecolor="white",
+                color="#1f77b4",
+                linestyle="none",
+                label=None if labelled_comp else "intensity of compulsory bytes",
+            )
             labelled_comp = True
-        ax.plot([x], [y], marker="o", color="#1f77b4", linestyle="none",
-                label=None if labelled_moved else "intensity of bytes moved")
+        ax.plot(
+            [x],
+            [y],
+            marker="o",
+            color="#1f77b4",
+            linestyle="none",
+            label=None if labelled_moved else "intensity of bytes moved",
+        )
         labelled_moved = True
         ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
     ax.set_xscale("log")
@@ -626,8 +727,11 @@ def roofline(config: HwConfig, layers: Iterable[Mapping[str, Any] | RooflineLaye
     ax.set_xlim(lo, hi)
     ax.set_xlabel("arithmetic intensity (ops per DRAM byte)")
     ax.set_ylabel("ops per cycle")
-    ax.set_title(f"roofline: {config.name} ({config.batch}x{config.block_in}x{config.block_out} "
-                 f"GEMM core, {bus} B/cycle)", fontsize="medium")
+    ax.set_title(
+        f"roofline: {config.name} ({config.batch}x{config.block_in}x{config.block_out} "
+        f"GEMM core, {bus} B/cycle)",
+        fontsize="medium",
+    )
     ax.grid(which="both", color="#eeeeee", linewidth=0.5)
     ax.legend(loc="lower right", fontsize="small")
     return ax
@@ -647,8 +751,9 @@ _CATEGORY_STYLE = {
 }
 
 
-def stall_bars(results: Mapping[str, SimResult], ax: Axes | None = None, *,
-               modules: Sequence[str] = E.MODULES) -> Axes:
+def stall_bars(
+    results: Mapping[str, SimResult], ax: Axes | None = None, *, modules: Sequence[str] = E.MODULES
+) -> Axes:
     """Per run and module, the share of cycles busy / waiting on a token / on memory / idle.
 
     One group of stacked bars per run (labelled with its cycles), one bar per module: for a
@@ -671,10 +776,24 @@ def stall_bars(results: Mapping[str, SimResult], ax: Axes | None = None, *,
     x = np.array([g * (n_mod + 1) + j for g in range(len(names)) for j in range(n_mod)], float)
     bottom = np.zeros(x.size)
     for k, (cat, (label, color, hatch)) in enumerate(_CATEGORY_STYLE.items()):
-        h = np.array([results[r].modules[m][MODULE_CATEGORIES[m][k]] / max(results[r].cycles, 1)
-                      for r in names for m in modules])
-        ax.bar(x, h, bottom=bottom, width=0.85, color=color, hatch=hatch, label=label,
-               edgecolor=_HATCH_COLOR.get(cat, "#888888"), linewidth=0.4)
+        h = np.array(
+            [
+                results[r].modules[m][MODULE_CATEGORIES[m][k]] / max(results[r].cycles, 1)
+                for r in names
+                for m in modules
+            ]
+        )
+        ax.bar(
+            x,
+            h,
+            bottom=bottom,
+            width=0.85,
+            color=color,
+            hatch=hatch,
+            label=label,
+            edgecolor=_HATCH_COLOR.get(cat, "#888888"),
+            linewidth=0.4,
+        )
         bottom += h
     ax.set_xticks(x, [m for _ in names for m in modules], minor=True)
     # tick_params, not set_xticks' text keywords: those reach only the ticks that exist now

@@ -110,8 +110,7 @@ class SimResult:
             f"ALU uops      {self.alu_uops}",
             f"utilization   {self.utilization:.4f}  (GEMM micro-ops per cycle)",
             "",
-            f"{'module':8s} {'busy':>12s} {'wait_token':>12s} {'wait_memory':>12s} "
-            f"{'idle':>12s}",
+            f"{'module':8s} {'busy':>12s} {'wait_token':>12s} {'wait_memory':>12s} {'idle':>12s}",
         ]
         for name, cats in self.modules.items():
             vals = list(cats.values())

@@ -29,8 +29,7 @@ from .trace import Trace
 _NO_LIMIT = 1 << 62
 
 
-def _params(cfg: HwConfig, *, trace: bool, max_cycles: int | None,
-            every_cycle: bool) -> np.ndarray:
+def _params(cfg: HwConfig, *, trace: bool, max_cycles: int | None, every_cycle: bool) -> np.ndarray:
     """The event loop's parameter vector. Timing constants are read from isa.timing now."""
     t = isa.timing
     priority = tuple(t.PORT_PRIORITY)
@@ -59,8 +58,13 @@ def _params(cfg: HwConfig, *, trace: bool, max_cycles: int | None,
     return np.array([values[p] for p in E.PARAMS], np.int64)
 
 
-def simulate(program_or_path: Program | str | os.PathLike[str], *, trace: bool = True,
-             max_cycles: int | None = None, every_cycle: bool = False) -> SimResult:
+def simulate(
+    program_or_path: Program | str | os.PathLike[str],
+    *,
+    trace: bool = True,
+    max_cycles: int | None = None,
+    every_cycle: bool = False,
+) -> SimResult:
     """Run a program (object or ``.npz`` path) to FINISH and return its :class:`SimResult`.
 
     ``trace`` records the per-instruction trace; ``max_cycles`` is a safety limit;
@@ -100,20 +104,21 @@ def simulate(program_or_path: Program | str | os.PathLike[str], *, trace: bool =
     if code in ERRORS:
         raise instruction_error(code, stats, table)
     if code != E.DONE:
-        raise run_error(code, table, snap, cfg.cmd_queue_depth, cfg.dep_queue_depth,
-                        int(prm[E.P_MAX_CYCLES]))
+        raise run_error(
+            code, table, snap, cfg.cmd_queue_depth, cfg.dep_queue_depth, int(prm[E.P_MAX_CYCLES])
+        )
     cycles = int(stats[E.S_CYCLES])
     modules = {
-        name: {c: int(stats[E.S_CAT + 4 * m + k])
-               for k, c in enumerate(MODULE_CATEGORIES[name])}
+        name: {c: int(stats[E.S_CAT + 4 * m + k]) for k, c in enumerate(MODULE_CATEGORIES[name])}
         for m, name in enumerate(E.MODULES)
     }
     order = ("uop", "wgt", "inp", "acc", "acc8", "out", "insn")
     dram_bytes = {k: int(stats[E.S_BYTES + E.BYTE_KINDS.index(k)]) for k in order}
     tr = None
     if trace:
-        tr = Trace(table, ti, tp[: stats[E.S_N_PORT]].copy(), tt[: stats[E.S_N_TOKEN]].copy(),
-                   cycles)
+        tr = Trace(
+            table, ti, tp[: stats[E.S_N_PORT]].copy(), tt[: stats[E.S_N_TOKEN]].copy(), cycles
+        )
     return SimResult(
         program=prog,
         cycles=cycles,

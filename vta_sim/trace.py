@@ -72,8 +72,14 @@ class PortInterval:
 class Trace:
     """The trace of one run, stored as arrays (see :data:`vta_sim.engine.TRACE_COLUMNS`)."""
 
-    def __init__(self, table: np.ndarray, insns: np.ndarray, port: np.ndarray,
-                 tokens: np.ndarray, cycles: int):
+    def __init__(
+        self,
+        table: np.ndarray,
+        insns: np.ndarray,
+        port: np.ndarray,
+        tokens: np.ndarray,
+        cycles: int,
+    ):
         self._table = table
         self.insns = insns  # (n, len(TRACE_COLUMNS)) int64
         self.port = port  # (k, len(PORT_COLUMNS)) int64
@@ -93,8 +99,10 @@ class Trace:
 
     def port_intervals(self) -> list[PortInterval]:
         """Every DRAM-port transfer, in grant order."""
-        return [PortInterval(E.MODULES[int(o)], int(s), int(last), int(i))
-                for o, s, last, i in self.port.tolist()]
+        return [
+            PortInterval(E.MODULES[int(o)], int(s), int(last), int(i))
+            for o, s, last, i in self.port.tolist()
+        ]
 
     def token_events(self) -> list[tuple[int, str, int]]:
         """(cycle from which visible, queue, token count) for every change of a queue's count."""
@@ -104,21 +112,35 @@ class Trace:
     def to_chrome(self) -> dict[str, Any]:
         """The trace as a Chrome trace object: ``{"traceEvents": [...], ...}``."""
         ev: list[dict[str, Any]] = [
-            {"ph": "M", "pid": 0, "name": "process_name",
-             "args": {"name": "accelerator (1 us = 1 cycle)"}},
+            {
+                "ph": "M",
+                "pid": 0,
+                "name": "process_name",
+                "args": {"name": "accelerator (1 us = 1 cycle)"},
+            },
         ]
         for tid, name in enumerate((*E.MODULES, "dram port")):
-            ev.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
-                       "args": {"name": name}})
-            ev.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
-                       "args": {"sort_index": tid}})
+            ev.append(
+                {"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": name}}
+            )
+            ev.append(
+                {
+                    "ph": "M",
+                    "pid": 0,
+                    "tid": tid,
+                    "name": "thread_sort_index",
+                    "args": {"sort_index": tid},
+                }
+            )
         ev += self._insn_events()
         ev += self._port_events()
         ev += self._fetch_events()
         ev += self._counter_events()
-        return {"traceEvents": ev, "displayTimeUnit": "ns",
-                "otherData": {"time_unit": "1 us on the time axis = 1 cycle",
-                              "cycles": self.cycles}}
+        return {
+            "traceEvents": ev,
+            "displayTimeUnit": "ns",
+            "otherData": {"time_unit": "1 us on the time axis = 1 cycle", "cycles": self.cycles},
+        }
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the Chrome trace JSON to ``path``."""
@@ -139,8 +161,14 @@ class Trace:
             end = (r.last if r.last >= 0 else self.cycles - 1) + 1
             if r.token_wait > 0:
                 ev.append(self._slice(tid, "wait token", r.issue - r.token_wait, r.issue))
-            args = {"index": r.index, "dispatch": r.dispatch, "token_wait": r.token_wait,
-                    "memory_wait": r.memory_wait, "push_wait": r.push_wait, "grant": r.grant}
+            args = {
+                "index": r.index,
+                "dispatch": r.dispatch,
+                "token_wait": r.token_wait,
+                "memory_wait": r.memory_wait,
+                "push_wait": r.push_wait,
+                "grant": r.grant,
+            }
             ev.append(self._slice(tid, r.kind, r.issue, end, args))
             # children nest inside the instruction's slice
             if r.memory_wait > 0:
@@ -156,8 +184,11 @@ class Trace:
                 name = "fetch burst"
             else:
                 name = f"{p.owner}: {describe(self._table, p.insn)}"
-            ev.append(self._slice(_PORT_TID, name, p.start, p.last + 1,
-                                  {"owner": p.owner, "insn": p.insn}))
+            ev.append(
+                self._slice(
+                    _PORT_TID, name, p.start, p.last + 1, {"owner": p.owner, "insn": p.insn}
+                )
+            )
         return ev
 
     def _fetch_events(self) -> list[dict[str, Any]]:
@@ -167,11 +198,18 @@ class Trace:
         for b, p in enumerate(bursts):
             hi = bursts[b + 1].insn if b + 1 < len(bursts) else n
             ev.append(self._slice(E.FETCH, f"burst {p.insn}..{hi - 1}", p.start, p.last + 1))
-            disp = self.insns[p.insn:hi, E.T_DISPATCH]
+            disp = self.insns[p.insn : hi, E.T_DISPATCH]
             done = disp[disp >= 0]
             if done.size:
-                ev.append(self._slice(E.FETCH, "dispatch", int(done.min()), int(done.max()) + 1,
-                                      {"first": p.insn, "dispatched": int(done.size)}))
+                ev.append(
+                    self._slice(
+                        E.FETCH,
+                        "dispatch",
+                        int(done.min()),
+                        int(done.max()) + 1,
+                        {"first": p.insn, "dispatched": int(done.size)},
+                    )
+                )
         return ev
 
     def _counter_events(self) -> list[dict[str, Any]]:

@@ -39,8 +39,17 @@ class AluTB:
         self.ref_acc = acc.copy()
         self.ref_out = np.zeros(shape, np.int8)
         start_clock(dut.clk)
-        for name in ("op", "use_imm", "imm", "in_valid", "in_reset", "in_dst", "in_src",
-                     "in_last", "acc_rd_data"):
+        for name in (
+            "op",
+            "use_imm",
+            "imm",
+            "in_valid",
+            "in_reset",
+            "in_dst",
+            "in_src",
+            "in_last",
+            "acc_rd_data",
+        ):
             getattr(dut, name).value = 0
 
     def instructions(self):
@@ -52,16 +61,32 @@ class AluTB:
             for use_imm in (False, True):
                 for _ in range(2):
                     uops = [(r.choice(pool[8:]), r.choice(pool)) for _ in range(r.randint(1, 10))]
-                    out.append((int(op), use_imm, r.choice(IMMEDIATES) if use_imm else 0, False,
-                                uops))
+                    out.append(
+                        (int(op), use_imm, r.choice(IMMEDIATES) if use_imm else 0, False, uops)
+                    )
         out.append((int(AluOp.ADD), True, 5, True, [(r.choice(pool[8:]), 0) for _ in range(3)]))
         return out
 
     def reference(self, op, use_imm, imm, reset_flag, uops) -> None:
         table = np.array([(d, s, 0) for d, s in uops], np.int32).reshape(-1, 3)
         for k in range(len(uops)):
-            code = alu_kernel(self.ref_acc, self.ref_out, table, int(reset_flag), k, k + 1, 1, 1,
-                              0, 0, 0, 0, op, int(use_imm), imm)
+            code = alu_kernel(
+                self.ref_acc,
+                self.ref_out,
+                table,
+                int(reset_flag),
+                k,
+                k + 1,
+                1,
+                1,
+                0,
+                0,
+                0,
+                0,
+                op,
+                int(use_imm),
+                imm,
+            )
             assert code == 0
 
     async def run(self) -> None:
@@ -110,8 +135,10 @@ class AluTB:
                 cycle += 1
             self.reference(op, use_imm, imm, reset_flag, uops)
             bad = np.flatnonzero((self.s_acc.mem != self.ref_acc).any(axis=(1, 2)))
-            assert bad.size == 0, (f"{AluOp(op).name} use_imm={use_imm} imm={imm}: acc entries "
-                                   f"{bad[:8].tolist()} differ from the reference")
+            assert bad.size == 0, (
+                f"{AluOp(op).name} use_imm={use_imm} imm={imm}: acc entries "
+                f"{bad[:8].tolist()} differ from the reference"
+            )
             assert np.array_equal(self.s_out.mem, self.ref_out), f"{AluOp(op).name}: out differs"
 
 

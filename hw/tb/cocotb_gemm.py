@@ -46,8 +46,17 @@ class GemmTB:
         self.ref_acc = self.acc.copy()
         self.ref_out = self.out.copy()
         start_clock(dut.clk)
-        for name in ("in_valid", "in_reset", "in_dst", "in_src", "in_wgt", "in_last",
-                     "inp_rd_data", "wgt_rd_data", "acc_rd_data"):
+        for name in (
+            "in_valid",
+            "in_reset",
+            "in_dst",
+            "in_src",
+            "in_wgt",
+            "in_last",
+            "inp_rd_data",
+            "wgt_rd_data",
+            "acc_rd_data",
+        ):
             getattr(dut, name).value = 0
 
     def instructions(self):
@@ -67,8 +76,24 @@ class GemmTB:
     def reference(self, reset_flag: bool, uops) -> None:
         table = np.array(uops, np.int32).reshape(-1, 3)
         for k in range(len(uops)):
-            code = gemm_kernel(self.inp, self.wgt, self.ref_acc, self.ref_out, table,
-                               int(reset_flag), k, k + 1, 1, 1, 0, 0, 0, 0, 0, 0)
+            code = gemm_kernel(
+                self.inp,
+                self.wgt,
+                self.ref_acc,
+                self.ref_out,
+                table,
+                int(reset_flag),
+                k,
+                k + 1,
+                1,
+                1,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            )
             assert code == 0
 
     async def run(self) -> None:

@@ -38,13 +38,26 @@ class LoadTB:
         # byte images: the RTL's buffers (from the write ports) and the reference's
         self.rtl = {mt: np.full(self.depth[mt] * self.eb[mt], 0xA5, np.uint8) for mt in self.eb}
         self.ref = {mt: img.copy() for mt, img in self.rtl.items()}
-        self.port = PortModel(self.dram, cfg.bus_bytes, cfg.dram_latency,
-                              busy=float(self.k.get("busy", 0.0)),
-                              gaps=float(self.k.get("gaps", 0.0)), rng=self.rng)
+        self.port = PortModel(
+            self.dram,
+            cfg.bus_bytes,
+            cfg.dram_latency,
+            busy=float(self.k.get("busy", 0.0)),
+            gaps=float(self.k.get("gaps", 0.0)),
+            rng=self.rng,
+        )
         start_clock(dut.clk)
         dut.enable.value = 1
-        for name in ("cmd_valid", "cmd_data", "tok_next", "room_next", "grant", "beat", "last",
-                     "rdata"):
+        for name in (
+            "cmd_valid",
+            "cmd_data",
+            "tok_next",
+            "room_next",
+            "grant",
+            "beat",
+            "last",
+            "rdata",
+        ):
             getattr(dut, name).value = 0
 
     def instructions(self) -> list[Load]:
@@ -68,23 +81,39 @@ class LoadTB:
             base = r.randrange(0, depth - rows * width)
             dram_elems = self.dram.size // eb
             dram_base = r.randrange(0, dram_elems - (y * stride + x))
-            out.append(Load(memory_type=mt, sram_base=base, dram_base=dram_base, y_size=y,
-                            x_size=x, x_stride=stride, y_pad_0=pads[0], y_pad_1=pads[1],
-                            x_pad_0=pads[2], x_pad_1=pads[3], pop_next_dep=r.random() < 0.5,
-                            push_next_dep=r.random() < 0.7))
+            out.append(
+                Load(
+                    memory_type=mt,
+                    sram_base=base,
+                    dram_base=dram_base,
+                    y_size=y,
+                    x_size=x,
+                    x_stride=stride,
+                    y_pad_0=pads[0],
+                    y_pad_1=pads[1],
+                    x_pad_0=pads[2],
+                    x_pad_1=pads[3],
+                    pop_next_dep=r.random() < 0.5,
+                    push_next_dep=r.random() < 0.7,
+                )
+            )
         return out
 
     def expected_exec(self, insn: Load) -> int:
         """E of docs/timing.md section 3 with the port free and no gaps."""
         if insn.x_size == 0:
             return 0
-        p = timing.pad_entries(insn.y_size, insn.x_size, insn.y_pad_0, insn.y_pad_1,
-                               insn.x_pad_0, insn.x_pad_1)
+        p = timing.pad_entries(
+            insn.y_size, insn.x_size, insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1
+        )
         if insn.y_size == 0:
             return p
         eb = self.eb[insn.memory_type]
-        return p + self.cfg.dram_latency + timing.dma_beats(insn.y_size, insn.x_size, eb,
-                                                            self.cfg.bus_bytes)
+        return (
+            p
+            + self.cfg.dram_latency
+            + timing.dma_beats(insn.y_size, insn.x_size, eb, self.cfg.bus_bytes)
+        )
 
     def capture(self, prefix: str, mt: MemType) -> None:
         d = self.dut
@@ -101,7 +130,8 @@ class LoadTB:
                 entry = (addr + j) % self.depth[mt]
                 word = (data >> (j * bits)) & ((1 << bits) - 1)
                 self.rtl[mt][entry * eb : (entry + 1) * eb] = np.frombuffer(
-                    word.to_bytes(eb, "little"), np.uint8)
+                    word.to_bytes(eb, "little"), np.uint8
+                )
 
     async def run(self) -> None:
         d = self.dut
@@ -134,8 +164,12 @@ class LoadTB:
             d.room_next.value = int(has_room)
             grant = False
             if int(d.req.value):
-                grant = self.port.grant(int(d.req_addr.value), int(d.req_row_bytes.value),
-                                        int(d.req_rows.value), int(d.req_stride.value))
+                grant = self.port.grant(
+                    int(d.req_addr.value),
+                    int(d.req_row_bytes.value),
+                    int(d.req_rows.value),
+                    int(d.req_stride.value),
+                )
             d.grant.value = int(grant)
             # ---- outputs of this cycle
             await ReadOnly()
@@ -164,17 +198,30 @@ class LoadTB:
                 if exact:
                     got = end - s
                     assert got == self.expected_exec(insn), (
-                        f"{insn}: execution took {got} cycles, expected "
-                        f"{self.expected_exec(insn)}")
+                        f"{insn}: execution took {got} cycles, expected {self.expected_exec(insn)}"
+                    )
                 mt = insn.memory_type
-                code = load_kernel(self.ref[mt], self.eb[mt], self.dram, insn.sram_base,
-                                   insn.dram_base, insn.y_size, insn.x_size, insn.x_stride,
-                                   insn.y_pad_0, insn.y_pad_1, insn.x_pad_0, insn.x_pad_1)
+                code = load_kernel(
+                    self.ref[mt],
+                    self.eb[mt],
+                    self.dram,
+                    insn.sram_base,
+                    insn.dram_base,
+                    insn.y_size,
+                    insn.x_size,
+                    insn.x_stride,
+                    insn.y_pad_0,
+                    insn.y_pad_1,
+                    insn.x_pad_0,
+                    insn.x_pad_1,
+                )
                 assert code == 0
                 for m in self.rtl:
                     diff = np.flatnonzero(self.rtl[m] != self.ref[m])
-                    assert diff.size == 0, (f"after {insn}: {m.name} byte {int(diff[0])} "
-                                            f"(entry {int(diff[0]) // self.eb[m]}) differs")
+                    assert diff.size == 0, (
+                        f"after {insn}: {m.name} byte {int(diff[0])} "
+                        f"(entry {int(diff[0]) // self.eb[m]}) differs"
+                    )
                 cur = None
         d._log.info("%d instructions in %d cycles", len(program), cycle)
 

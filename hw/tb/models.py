@@ -47,8 +47,16 @@ class PortModel:
     once per cycle to get the beat presented in that cycle.
     """
 
-    def __init__(self, dram: np.ndarray, bus_bytes: int, latency: int, *, busy: float = 0.0,
-                 gaps: float = 0.0, rng: random.Random | None = None):
+    def __init__(
+        self,
+        dram: np.ndarray,
+        bus_bytes: int,
+        latency: int,
+        *,
+        busy: float = 0.0,
+        gaps: float = 0.0,
+        rng: random.Random | None = None,
+    ):
         self.dram = dram
         self.bus = bus_bytes
         self.latency = latency

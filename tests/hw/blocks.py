@@ -10,15 +10,23 @@ from hw import sim
 from tests.hw.conftest import require
 
 
-def run_block(toplevel: str, module: str, testcase: str, build_root: Path, *,
-              preset: str = "default", knobs: dict | None = None,
-              simulator: str = "icarus") -> None:
+def run_block(
+    toplevel: str,
+    module: str,
+    testcase: str,
+    build_root: Path,
+    *,
+    preset: str = "default",
+    knobs: dict | None = None,
+    simulator: str = "icarus",
+) -> None:
     """Build ``toplevel`` for ``preset`` and run ``module.testcase`` with ``knobs``.
 
     A failing cocotb test makes the runner raise SystemExit, which pytest reports.
     """
     require(simulator)
     b = sim.build(toplevel, isa.load_config(preset), simulator, build_root=build_root)
-    results = sim.run(b, f"hw.tb.{module}", testcase=testcase,
-                      extra_env={"VTA_TB_KNOBS": json.dumps(knobs or {})})
+    results = sim.run(
+        b, f"hw.tb.{module}", testcase=testcase, extra_env={"VTA_TB_KNOBS": json.dumps(knobs or {})}
+    )
     sim.cleanup_run(results)

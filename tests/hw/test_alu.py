@@ -15,5 +15,11 @@ def test_alu_default(idle, build_root):
 
 
 def test_alu_4x4x4(build_root):
-    run_block("vta_alu", "cocotb_alu", "alu_ops", build_root, preset="4x4x4",
-              knobs={"idle": 0.3, "seed": 9})
+    run_block(
+        "vta_alu",
+        "cocotb_alu",
+        "alu_ops",
+        build_root,
+        preset="4x4x4",
+        knobs={"idle": 0.3, "seed": 9},
+    )

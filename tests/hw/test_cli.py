@@ -48,8 +48,10 @@ def test_vtac_rtl_deadlock_reports_both_models(tmp_path, capsys, build_root):
 
     cfg = isa.load_config("default")
     path = tmp_path / "deadlock.npz"
-    isa.Program.build(cfg, [Load(memory_type=MemType.INP, x_size=1, x_stride=1),
-                            Gemm(pop_prev_dep=True), Finish()]).save(path)
+    isa.Program.build(
+        cfg,
+        [Load(memory_type=MemType.INP, x_size=1, x_stride=1), Gemm(pop_prev_dep=True), Finish()],
+    ).save(path)
     assert main(["rtl", str(path), "--build-dir", str(build_root)]) == 1
     err = capsys.readouterr().err
     assert "RTL hang" in err and "The simulator stops too: deadlock" in err

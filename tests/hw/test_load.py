@@ -17,12 +17,23 @@ KNOBS = {
 
 @pytest.mark.parametrize("knobs", list(KNOBS))
 def test_padded_load_default(knobs, build_root):
-    run_block("vta_load", "cocotb_load", "padded_load", build_root,
-              knobs={**KNOBS[knobs], "instructions": 18, "seed": 21})
+    run_block(
+        "vta_load",
+        "cocotb_load",
+        "padded_load",
+        build_root,
+        knobs={**KNOBS[knobs], "instructions": 18, "seed": 21},
+    )
 
 
 @pytest.mark.parametrize("preset", ["vta-1x16x16", "4x4x4"])
 @pytest.mark.parametrize("knobs", list(KNOBS))
 def test_padded_load_presets(preset, knobs, build_root):
-    run_block("vta_load", "cocotb_load", "padded_load", build_root, preset=preset,
-              knobs={**KNOBS[knobs], "instructions": 12, "seed": 5})
+    run_block(
+        "vta_load",
+        "cocotb_load",
+        "padded_load",
+        build_root,
+        preset=preset,
+        knobs={**KNOBS[knobs], "instructions": 12, "seed": 5},
+    )

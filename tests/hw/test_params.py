@@ -63,12 +63,18 @@ class Evaluator:
         if isinstance(node, vast.Cond):
             return ev(node.true_value) if ev(node.cond) else ev(node.false_value)
         binary = {
-            vast.Plus: lambda a, b: a + b, vast.Minus: lambda a, b: a - b,
-            vast.Times: lambda a, b: a * b, vast.Divide: lambda a, b: a // b,
-            vast.Sll: lambda a, b: a << b, vast.Srl: lambda a, b: a >> b,
-            vast.GreaterThan: lambda a, b: int(a > b), vast.LessThan: lambda a, b: int(a < b),
-            vast.GreaterEq: lambda a, b: int(a >= b), vast.LessEq: lambda a, b: int(a <= b),
-            vast.Eq: lambda a, b: int(a == b), vast.NotEq: lambda a, b: int(a != b),
+            vast.Plus: lambda a, b: a + b,
+            vast.Minus: lambda a, b: a - b,
+            vast.Times: lambda a, b: a * b,
+            vast.Divide: lambda a, b: a // b,
+            vast.Sll: lambda a, b: a << b,
+            vast.Srl: lambda a, b: a >> b,
+            vast.GreaterThan: lambda a, b: int(a > b),
+            vast.LessThan: lambda a, b: int(a < b),
+            vast.GreaterEq: lambda a, b: int(a >= b),
+            vast.LessEq: lambda a, b: int(a <= b),
+            vast.Eq: lambda a, b: int(a == b),
+            vast.NotEq: lambda a, b: int(a != b),
         }
         for cls, fn in binary.items():
             if isinstance(node, cls):
@@ -79,10 +85,13 @@ class Evaluator:
 def parse(path: Path, include: Path, tmp: Path):
     """The module of ``path`` with its constants evaluated: (module AST, {name: value})."""
     parser = vparser.VerilogCodeParser(
-        [str(path)], preprocess_output=str(tmp / f"{path.stem}.pp.v"),
-        preprocess_include=[str(include), str(RTL_DIR)], outputdir=str(tmp), debug=False)
-    mod = next(d for d in parser.parse().description.definitions
-               if isinstance(d, vast.ModuleDef))
+        [str(path)],
+        preprocess_output=str(tmp / f"{path.stem}.pp.v"),
+        preprocess_include=[str(include), str(RTL_DIR)],
+        outputdir=str(tmp),
+        debug=False,
+    )
+    mod = next(d for d in parser.parse().description.definitions if isinstance(d, vast.ModuleDef))
     values: dict[str, int] = {}
     ev = Evaluator(values)
     for p in mod.paramlist.params if mod.paramlist else ():
@@ -99,20 +108,34 @@ def parse(path: Path, include: Path, tmp: Path):
 def expected_header(cfg) -> dict[str, int]:
     """Every generated constant, computed from isa (not from the generator)."""
     exp = {
-        "ISA_VERSION": isa.ISA_VERSION, "BATCH": cfg.batch, "BLOCK_IN": cfg.block_in,
-        "BLOCK_OUT": cfg.block_out, "INP_BITS": cfg.inp_bits, "WGT_BITS": cfg.wgt_bits,
-        "OUT_BITS": cfg.out_bits, "ACC_BITS": cfg.acc_bits, "BUS_BYTES": cfg.bus_bytes,
-        "BUS_BITS": 8 * cfg.bus_bytes, "DRAM_LATENCY": cfg.dram_latency,
-        "CMD_QUEUE_DEPTH": cfg.cmd_queue_depth, "DEP_QUEUE_DEPTH": cfg.dep_queue_depth,
-        "GEMM_II": cfg.gemm_ii, "ALU_II": cfg.alu_ii, "FETCH_BURST": timing.FETCH_BURST,
+        "ISA_VERSION": isa.ISA_VERSION,
+        "BATCH": cfg.batch,
+        "BLOCK_IN": cfg.block_in,
+        "BLOCK_OUT": cfg.block_out,
+        "INP_BITS": cfg.inp_bits,
+        "WGT_BITS": cfg.wgt_bits,
+        "OUT_BITS": cfg.out_bits,
+        "ACC_BITS": cfg.acc_bits,
+        "BUS_BYTES": cfg.bus_bytes,
+        "BUS_BITS": 8 * cfg.bus_bytes,
+        "DRAM_LATENCY": cfg.dram_latency,
+        "CMD_QUEUE_DEPTH": cfg.cmd_queue_depth,
+        "DEP_QUEUE_DEPTH": cfg.dep_queue_depth,
+        "GEMM_II": cfg.gemm_ii,
+        "ALU_II": cfg.alu_ii,
+        "FETCH_BURST": timing.FETCH_BURST,
         "GEMM_PIPE_LATENCY": timing.GEMM_PIPE_LATENCY,
         "ALU_PIPE_LATENCY": timing.ALU_PIPE_LATENCY,
     }
     for buf in ("uop", "inp", "wgt", "acc", "out"):
         eb = cfg.elem_bytes_of(buf)
         depth = cfg.depth_of(buf)
-        exp |= {f"{buf.upper()}_ELEM_BYTES": eb, f"{buf.upper()}_ELEM_BITS": 8 * eb,
-                f"{buf.upper()}_DEPTH": depth, f"LOG_{buf.upper()}_DEPTH": int(math.log2(depth))}
+        exp |= {
+            f"{buf.upper()}_ELEM_BYTES": eb,
+            f"{buf.upper()}_ELEM_BITS": 8 * eb,
+            f"{buf.upper()}_DEPTH": depth,
+            f"LOG_{buf.upper()}_DEPTH": int(math.log2(depth)),
+        }
     for enum, prefix in ((Opcode, "OPCODE"), (MemType, "MEM"), (AluOp, "ALU")):
         exp |= {f"{prefix}_{m.name}": int(m) for m in enum}
     for fmt in FORMATS:
@@ -133,8 +156,9 @@ def header_dir(preset: str, tmp: Path) -> Path:
 
 def test_committed_header_is_current():
     text = (GENERATED / "vta_params.vh").read_text()
-    assert text.rstrip("\n") == rtl_header(isa.load_config("default")).rstrip("\n"), \
+    assert text.rstrip("\n") == rtl_header(isa.load_config("default")).rstrip("\n"), (
         "hw/rtl/generated/vta_params.vh is stale: regenerate it with isa.gen.write_generated"
+    )
 
 
 @pytest.mark.parametrize("preset", isa.preset_names())
@@ -182,8 +206,11 @@ def test_buffers_have_the_configured_shapes(preset, tmp_path):
             assert all(isinstance(v, vast.Identifier) for v in params.values()), inst.name
             seen[inst.name] = {k: ev(v) for k, v in params.items()}
     for buf in ("uop", "inp", "wgt", "acc", "out"):
-        assert seen[f"u_{buf}_buf"] == {"WIDTH": 8 * cfg.elem_bytes_of(buf),
-                                        "DEPTH": cfg.depth_of(buf), "BANKS": lanes[buf]}, buf
+        assert seen[f"u_{buf}_buf"] == {
+            "WIDTH": 8 * cfg.elem_bytes_of(buf),
+            "DEPTH": cfg.depth_of(buf),
+            "BANKS": lanes[buf],
+        }, buf
 
 
 def test_port_priority_matches_the_timing_contract(tmp_path):

@@ -14,11 +14,21 @@ TRAFFIC = [(0.9, 0.25, True), (0.6, 0.6, False), (0.25, 0.9, False)]
 
 @pytest.mark.parametrize("push,pop,full", TRAFFIC)
 def test_cmd_queue(push, pop, full, build_root):
-    run_block("vta_cmd_queue", "cocotb_queues", "cmd_queue", build_root,
-              knobs={"push": push, "pop": pop, "expect_full": full, "seed": 7})
+    run_block(
+        "vta_cmd_queue",
+        "cocotb_queues",
+        "cmd_queue",
+        build_root,
+        knobs={"push": push, "pop": pop, "expect_full": full, "seed": 7},
+    )
 
 
 @pytest.mark.parametrize("push,pop,full", TRAFFIC)
 def test_dep_queue(push, pop, full, build_root):
-    run_block("vta_dep_queue", "cocotb_queues", "dep_queue", build_root,
-              knobs={"push": push, "pop": pop, "expect_full": full, "seed": 3})
+    run_block(
+        "vta_dep_queue",
+        "cocotb_queues",
+        "dep_queue",
+        build_root,
+        knobs={"push": push, "pop": pop, "expect_full": full, "seed": 3},
+    )

@@ -39,8 +39,10 @@ def test_finish_alone(build_root):
 
 
 def test_load_then_finish_waits_for_the_token(build_root):
-    insns = [Load(memory_type=MemType.INP, x_size=4, x_stride=4, push_next_dep=True),
-             Finish(pop_prev_dep=True)]
+    insns = [
+        Load(memory_type=MemType.INP, x_size=4, x_stride=4, push_next_dep=True),
+        Finish(pop_prev_dep=True),
+    ]
     f = fetched(2)  # LOAD dispatched at f, visible (and issued) at f + 1
     s = f + 1
     last_beat = (s + 1) + L + 2 - 1  # asks at s + 1, granted at once; 16 bytes = 2 beats
@@ -49,8 +51,18 @@ def test_load_then_finish_waits_for_the_token(build_root):
 
 def test_padding_comes_before_the_port(build_root):
     # rows 1 + 1, width 1 + 4 + 1: 12 entries, 4 of data, P = 8
-    insns = [Load(memory_type=MemType.INP, x_size=4, x_stride=4, y_pad_0=1, x_pad_0=1,
-                  x_pad_1=1, push_next_dep=True), Finish(pop_prev_dep=True)]
+    insns = [
+        Load(
+            memory_type=MemType.INP,
+            x_size=4,
+            x_stride=4,
+            y_pad_0=1,
+            x_pad_0=1,
+            x_pad_1=1,
+            push_next_dep=True,
+        ),
+        Finish(pop_prev_dep=True),
+    ]
     s = fetched(2) + 1
     last_beat = (s + 1 + 8) + L + 2 - 1
     assert cycles(insns, build_root) == last_beat + 2
@@ -59,8 +71,11 @@ def test_padding_comes_before_the_port(build_root):
 @pytest.mark.parametrize("n", [1, 10])
 def test_gemm_costs_n_plus_pipe(n, build_root):
     uop = isa.encode_uops([Uop(0, 0, 0)], CFG)
-    insns = [Load(memory_type=MemType.UOP, dram_base=0, x_size=1, x_stride=1),
-             Gemm(uop_begin=0, uop_end=1, iter_out=n), Finish()]
+    insns = [
+        Load(memory_type=MemType.UOP, dram_base=0, x_size=1, x_stride=1),
+        Gemm(uop_begin=0, uop_end=1, iter_out=n),
+        Finish(),
+    ]
     s_load = fetched(3) + 1  # compute issues the LOAD UOP
     last_beat = (s_load + 1) + L + 1 - 1  # one 4-byte micro-op: 1 beat
     s_gemm = last_beat + 1
@@ -71,9 +86,11 @@ def test_gemm_costs_n_plus_pipe(n, build_root):
 @pytest.mark.parametrize("n", [1, 5])
 def test_alu_costs_n_ii_plus_pipe(n, build_root):
     uop = isa.encode_uops([Uop(0, 0, 0)], CFG)
-    insns = [Load(memory_type=MemType.UOP, dram_base=0, x_size=1, x_stride=1),
-             Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=1, uop_begin=0, uop_end=1,
-                 iter_out=n), Finish()]
+    insns = [
+        Load(memory_type=MemType.UOP, dram_base=0, x_size=1, x_stride=1),
+        Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=1, uop_begin=0, uop_end=1, iter_out=n),
+        Finish(),
+    ]
     s_alu = (fetched(3) + 2) + L + 1
     e_alu = s_alu + n * CFG.alu_ii + timing.ALU_PIPE_LATENCY
     assert cycles(insns, build_root, {0: uop}) == e_alu + 2
@@ -81,10 +98,12 @@ def test_alu_costs_n_ii_plus_pipe(n, build_root):
 
 def test_port_priority_load_before_compute(build_root):
     """Load and compute ask in the same cycle: load is granted first, compute waits."""
-    insns = [Load(memory_type=MemType.INP, x_size=4, x_stride=4),
-             Load(memory_type=MemType.UOP, x_size=2, x_stride=2, push_next_dep=True),
-             Store(pop_prev_dep=True, push_prev_dep=True),  # store NOP: waits for compute
-             Finish(pop_next_dep=True)]
+    insns = [
+        Load(memory_type=MemType.INP, x_size=4, x_stride=4),
+        Load(memory_type=MemType.UOP, x_size=2, x_stride=2, push_next_dep=True),
+        Store(pop_prev_dep=True, push_prev_dep=True),  # store NOP: waits for compute
+        Finish(pop_next_dep=True),
+    ]
     # both LOADs are dispatched in cycles f, f+1: load issues at f+1, compute at f+2; load asks
     # at f+2 and is granted; compute asks at f+3 and waits until the load's L+2 cycles end.
     f = fetched(4)

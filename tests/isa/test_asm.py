@@ -47,8 +47,11 @@ def test_cli_round_trip(path, tmp_path, capsys):
 
 def test_other_preset_and_inline_config_round_trip():
     cfg = isa.load_config("default").replace(name="slow-dram", dram_latency=100)
-    prog = isa.Program.build(cfg, [isa.Gemm(uop_end=3, iter_in=2), isa.Finish()],
-                             data={200: np.arange(7, dtype=np.uint8)})
+    prog = isa.Program.build(
+        cfg,
+        [isa.Gemm(uop_end=3, iter_in=2), isa.Finish()],
+        data={200: np.arange(7, dtype=np.uint8)},
+    )
     text = disassemble(prog)
     assert text.startswith(".config {")
     _same(prog, assemble(text))
@@ -74,8 +77,10 @@ def test_raw_words_keep_undecodable_instructions():
         (".config default\n.text 0\n gemm uop_begin=99999", "line 3: .*uop_begin"),
         (".config default\n.text 0\n load inp dram_base=@nope", "line 3: unknown symbol"),
         (".config default\n.text 8\n finish", ".text offset 8"),
-        (".config default\n.text 0\n finish\n.tensor A input int8 2,2 0\n 1 2 3",
-         r"3 values for shape \(2, 2\)"),
+        (
+            ".config default\n.text 0\n finish\n.tensor A input int8 2,2 0\n 1 2 3",
+            r"3 values for shape \(2, 2\)",
+        ),
         (".config default\n.text 0\n finish\n.tensor A input int8 1 0\n 300", "does not fit"),
         (".config nonesuch\n.text 0\n finish", "line 1: unknown config"),
         (".config default\n finish", "line 2: a line outside any section"),

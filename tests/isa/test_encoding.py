@@ -73,16 +73,63 @@ def test_uop_round_trip(preset, data):
 def test_known_bit_positions_default():
     """Hand-computed from ISA.md §2 for the default preset (VTA's own layout)."""
     cfg = load_config("default")
-    g = isa.Gemm(pop_prev_dep=True, push_next_dep=True, reset=True, uop_begin=3, uop_end=5,
-                 iter_out=7, iter_in=9, dst_factor_out=1, dst_factor_in=2, src_factor_out=3,
-                 src_factor_in=4, wgt_factor_out=5, wgt_factor_in=6)
-    expect = (2 | 1 << 3 | 1 << 6 | 1 << 7 | 3 << 8 | 5 << 21 | 7 << 35 | 9 << 49
-              | 1 << 64 | 2 << 75 | 3 << 86 | 4 << 97 | 5 << 108 | 6 << 118)
+    g = isa.Gemm(
+        pop_prev_dep=True,
+        push_next_dep=True,
+        reset=True,
+        uop_begin=3,
+        uop_end=5,
+        iter_out=7,
+        iter_in=9,
+        dst_factor_out=1,
+        dst_factor_in=2,
+        src_factor_out=3,
+        src_factor_in=4,
+        wgt_factor_out=5,
+        wgt_factor_in=6,
+    )
+    expect = (
+        2
+        | 1 << 3
+        | 1 << 6
+        | 1 << 7
+        | 3 << 8
+        | 5 << 21
+        | 7 << 35
+        | 9 << 49
+        | 1 << 64
+        | 2 << 75
+        | 3 << 86
+        | 4 << 97
+        | 5 << 108
+        | 6 << 118
+    )
     assert encode_int(g, cfg) == expect
-    ld = isa.Load(memory_type=isa.MemType.INP, sram_base=0x1234, dram_base=0xDEADBEEF, y_size=2,
-                  x_size=3, x_stride=4, y_pad_0=1, y_pad_1=2, x_pad_0=3, x_pad_1=15)
-    expect = (0 | 2 << 7 | 0x1234 << 10 | 0xDEADBEEF << 26 | 2 << 64 | 3 << 80 | 4 << 96
-              | 1 << 112 | 2 << 116 | 3 << 120 | 15 << 124)
+    ld = isa.Load(
+        memory_type=isa.MemType.INP,
+        sram_base=0x1234,
+        dram_base=0xDEADBEEF,
+        y_size=2,
+        x_size=3,
+        x_stride=4,
+        y_pad_0=1,
+        y_pad_1=2,
+        x_pad_0=3,
+        x_pad_1=15,
+    )
+    expect = (
+        0
+        | 2 << 7
+        | 0x1234 << 10
+        | 0xDEADBEEF << 26
+        | 2 << 64
+        | 3 << 80
+        | 4 << 96
+        | 1 << 112
+        | 2 << 116
+        | 3 << 120
+        | 15 << 124
+    )
     assert encode_int(ld, cfg) == expect
     alu = isa.Alu(alu_opcode=isa.AluOp.SHR, use_imm=True, imm=-1, uop_end=1)
     word = encode_int(alu, cfg)

@@ -16,8 +16,10 @@ def _prog():
         cfg,
         [isa.Load(memory_type=isa.MemType.INP, dram_base=16, x_size=1, x_stride=1), isa.Finish()],
         data={64: np.arange(16, dtype=np.int8)},
-        symbols=[Symbol("x", 64, "int8", (4, 4), "NC", "input"),
-                 Symbol("y", 128, "int32", (2,), "", "output")],
+        symbols=[
+            Symbol("x", 64, "int8", (4, 4), "NC", "input"),
+            Symbol("y", 128, "int32", (2,), "", "output"),
+        ],
     )
 
 

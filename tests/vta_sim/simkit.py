@@ -49,8 +49,7 @@ class DramLayout:
 
     def build(self, insns: list[isa.Insn], symbols: tuple = ()) -> Program:
         assert len(insns) * 16 <= min(self.data, default=self.top)
-        return Program.build(self.cfg, insns, data=self.data, dram_bytes=self.top,
-                             symbols=symbols)
+        return Program.build(self.cfg, insns, data=self.data, dram_bytes=self.top, symbols=symbols)
 
 
 def uop_words(cfg: HwConfig, uops: list[tuple[int, int, int]]) -> np.ndarray:

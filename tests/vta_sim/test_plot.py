@@ -46,23 +46,54 @@ def long_pipeline(tiles: int, uops: int = 4) -> Program:
     """Double-buffered load -> compute -> store over ``tiles`` tiles, 5 instructions per tile."""
     n = 2 + 5 * tiles + 1
     data = -(-16 * n // 4096) * 4096  # first byte after the instructions
-    inp, wgt, out = (data // CFG.mem_elem_bytes(mt) for mt in (MemType.INP, MemType.WGT,
-                                                                MemType.OUT))
-    insns: list[isa.Insn] = [Load(memory_type=MemType.UOP, dram_base=data // 4, x_size=2),
-                             Load(memory_type=MemType.WGT, dram_base=wgt, x_size=4)]
+    inp, wgt, out = (
+        data // CFG.mem_elem_bytes(mt) for mt in (MemType.INP, MemType.WGT, MemType.OUT)
+    )
+    insns: list[isa.Insn] = [
+        Load(memory_type=MemType.UOP, dram_base=data // 4, x_size=2),
+        Load(memory_type=MemType.WGT, dram_base=wgt, x_size=4),
+    ]
     for t in range(tiles):
         b = t % 2
         insns += [
-            Load(memory_type=MemType.INP, sram_base=8 * b, dram_base=inp, x_size=8,
-                 pop_next_dep=t >= 2, push_next_dep=True),
-            Gemm(reset=True, uop_begin=0, uop_end=1, iter_out=2, dst_factor_out=1,
-                 pop_next_dep=t >= 2),
-            Gemm(uop_begin=1, uop_end=2, iter_out=uops, pop_prev_dep=True,
-                 push_prev_dep=t + 2 < tiles),
-            Alu(alu_opcode=AluOp.SHR, uop_begin=0, uop_end=1, iter_out=2, use_imm=True, imm=1,
-                push_next_dep=True),
-            Store(dram_base=out, x_size=2, pop_prev_dep=True,
-                  push_prev_dep=t + 2 < tiles or t == tiles - 1),
+            Load(
+                memory_type=MemType.INP,
+                sram_base=8 * b,
+                dram_base=inp,
+                x_size=8,
+                pop_next_dep=t >= 2,
+                push_next_dep=True,
+            ),
+            Gemm(
+                reset=True,
+                uop_begin=0,
+                uop_end=1,
+                iter_out=2,
+                dst_factor_out=1,
+                pop_next_dep=t >= 2,
+            ),
+            Gemm(
+                uop_begin=1,
+                uop_end=2,
+                iter_out=uops,
+                pop_prev_dep=True,
+                push_prev_dep=t + 2 < tiles,
+            ),
+            Alu(
+                alu_opcode=AluOp.SHR,
+                uop_begin=0,
+                uop_end=1,
+                iter_out=2,
+                use_imm=True,
+                imm=1,
+                push_next_dep=True,
+            ),
+            Store(
+                dram_base=out,
+                x_size=2,
+                pop_prev_dep=True,
+                push_prev_dep=t + 2 < tiles or t == tiles - 1,
+            ),
         ]
     insns.append(Finish(pop_next_dep=True))
     assert len(insns) == n
@@ -80,24 +111,33 @@ def assert_intervals_match_statistics(r: vta_sim.SimResult) -> None:
         got = {c: iv.cycles_in(lane, "wait_token" if c == "wait_queue" else c) for c in cats[:3]}
         assert got == {c: r.modules[lane][c] for c in cats[:3]}, lane
     port = iv.lane == LANES.index("DRAM port")
-    held = sum(min(p.last + 1, r.cycles) - p.start for p in r.trace.port_intervals()
-               if p.start < r.cycles)
+    held = sum(
+        min(p.last + 1, r.cycles) - p.start for p in r.trace.port_intervals() if p.start < r.cycles
+    )
     assert int((iv.end[port] - iv.start[port]).sum()) == held
 
 
 ODD_ENDINGS = {
     # FINISH ends the run while a LOAD transfers, pads, or a STORE waits for the port / a token;
     # instructions after FINISH keep fetch busy
-    "load in flight": [Load(memory_type=MemType.INP, dram_base=1024, x_size=64, y_size=4,
-                            x_stride=64), Finish()],
-    "padding at the end": [Load(memory_type=MemType.INP, dram_base=1024, x_size=4,
-                                x_pad_0=15, y_pad_0=15), Finish()],
-    "store waits for the port": [Load(memory_type=MemType.INP, dram_base=1024, x_size=64,
-                                      y_size=4, x_stride=64),
-                                 Store(x_size=64, dram_base=1024), Finish()],
+    "load in flight": [
+        Load(memory_type=MemType.INP, dram_base=1024, x_size=64, y_size=4, x_stride=64),
+        Finish(),
+    ],
+    "padding at the end": [
+        Load(memory_type=MemType.INP, dram_base=1024, x_size=4, x_pad_0=15, y_pad_0=15),
+        Finish(),
+    ],
+    "store waits for the port": [
+        Load(memory_type=MemType.INP, dram_base=1024, x_size=64, y_size=4, x_stride=64),
+        Store(x_size=64, dram_base=1024),
+        Finish(),
+    ],
     "store waits for a token": [Store(x_size=1, dram_base=1024, pop_prev_dep=True), Finish()],
-    "push back-pressure": [Load(memory_type=MemType.INP, dram_base=1024, x_size=1,
-                                push_next_dep=True) for _ in range(12)]
+    "push back-pressure": [
+        Load(memory_type=MemType.INP, dram_base=1024, x_size=1, push_next_dep=True)
+        for _ in range(12)
+    ]
     + [Gemm(uop_begin=0, uop_end=1, iter_out=20, pop_prev_dep=True) for _ in range(12)]
     + [Finish()],
     "command queue full": [Gemm(uop_begin=0, uop_end=1, iter_out=50) for _ in range(40)]
@@ -150,8 +190,17 @@ def test_gantt_png_lanes_and_legend(tmp_path):
     assert lane_labels(ax) == ["fetch", "load", "compute", "store", "DRAM port"]
     assert ax.get_xlabel() == "cycle" and ax.get_xlim() == (0, r.cycles)
     legend = {t.get_text() for t in ax.get_legend().texts}
-    assert {"LOAD INP (load)", "LOAD WGT (load)", "LOAD UOP (compute)", "GEMM", "ALU",
-            "STORE (store)", "FINISH", "token wait", "port wait"} <= legend
+    assert {
+        "LOAD INP (load)",
+        "LOAD WGT (load)",
+        "LOAD UOP (compute)",
+        "GEMM",
+        "ALU",
+        "STORE (store)",
+        "FINISH",
+        "token wait",
+        "port wait",
+    } <= legend
     assert "binned" not in ax.get_title()
 
 
@@ -195,7 +244,12 @@ def test_utilization_over_time_png(tmp_path):
     ax = utilization_over_time(r, bins=50)
     assert ax.get_xlabel() == "cycle"
     assert [t.get_text() for t in ax.get_legend().texts] == [
-        "fetch busy", "load busy", "compute busy", "store busy", "GEMM uops / cycle"]
+        "fetch busy",
+        "load busy",
+        "compute busy",
+        "store busy",
+        "GEMM uops / cycle",
+    ]
     ax.figure.savefig(tmp_path / "u.png")
     assert (tmp_path / "u.png").read_bytes().startswith(PNG_MAGIC)
 
@@ -213,8 +267,11 @@ def test_roofline_points_and_roofs(tmp_path):
     x, y = roof.get_xdata(), roof.get_ydata()
     slope = y[x < peak / CFG.bus_bytes] / x[x < peak / CFG.bus_bytes]
     assert np.allclose(slope, CFG.bus_bytes)
-    points = {(float(line.get_xdata()[0]), float(line.get_ydata()[0]))
-              for line in ax.get_lines() if line.get_marker() == "o"}
+    points = {
+        (float(line.get_xdata()[0]), float(line.get_ydata()[0]))
+        for line in ax.get_lines()
+        if line.get_marker() == "o"
+    }
     ops = 2 * r.macs
     moved = sum(r.dram_bytes.values())
     assert (ops / moved, ops / r.cycles) in points
@@ -237,7 +294,11 @@ def test_stall_bars_stack_to_one(tmp_path):
         tops[x] = max(tops.get(x, 0), p.get_y() + p.get_height())
     assert len(tops) == 8 and all(math.isclose(t, 1.0) for t in tops.values())
     assert [t.get_text() for t in ax.get_xticklabels(minor=True)] == [
-        "fetch", "load", "compute", "store"] * 2
+        "fetch",
+        "load",
+        "compute",
+        "store",
+    ] * 2
     ax.figure.savefig(tmp_path / "s.png")
     assert (tmp_path / "s.png").read_bytes().startswith(PNG_MAGIC)
 
@@ -307,9 +368,14 @@ def test_chrome_trace_follows_the_trace_event_format(tmp_path):
     # per module track: the wait slices add up to the run's statistics
     for tid, name in threads.items():
         if name in ("load", "compute", "store"):
-            dur = {k: sum(e["dur"] for e in events
-                          if e["ph"] == "X" and e["tid"] == tid and e["name"] == k)
-                   for k in ("wait token", "wait push", "wait port")}
+            dur = {
+                k: sum(
+                    e["dur"]
+                    for e in events
+                    if e["ph"] == "X" and e["tid"] == tid and e["name"] == k
+                )
+                for k in ("wait token", "wait push", "wait port")
+            }
             assert dur["wait token"] + dur["wait push"] == r.modules[name]["wait_token"]
             assert dur["wait port"] == r.modules[name]["wait_memory"]
     # one counter per dependency queue, replaying the token counts, starting at 0

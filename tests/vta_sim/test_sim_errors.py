@@ -26,9 +26,9 @@ def build(insns, **kw) -> Program:
 def patch_field(prog: Program, index: int, value: int, lsb: int, width: int) -> Program:
     """Overwrite bits [lsb, lsb + width) of instruction ``index`` (fields the encoder refuses)."""
     p = prog.copy()
-    word = int.from_bytes(p.dram[p.insn_base + 16 * index:][:16].tobytes(), "little")
+    word = int.from_bytes(p.dram[p.insn_base + 16 * index :][:16].tobytes(), "little")
     word = (word & ~(((1 << width) - 1) << lsb)) | (value << lsb)
-    p.dram[p.insn_base + 16 * index:][:16] = np.frombuffer(word.to_bytes(16, "little"), np.uint8)
+    p.dram[p.insn_base + 16 * index :][:16] = np.frombuffer(word.to_bytes(16, "little"), np.uint8)
     return p
 
 
@@ -53,8 +53,9 @@ def test_bad_opcode():
 @pytest.mark.parametrize("value", [6, 7])
 def test_memory_type_outside_the_isa(value):
     lay = isa.layout("mem", CFG).field("memory_type")
-    prog = patch_field(build([Load(memory_type=MemType.ACC, x_size=1), Finish()]), 0, value,
-                       lay.lsb, lay.width)
+    prog = patch_field(
+        build([Load(memory_type=MemType.ACC, x_size=1), Finish()]), 0, value, lay.lsb, lay.width
+    )
     raises(prog, 0, "memory_type")
 
 
@@ -73,8 +74,11 @@ def test_sram_index_out_of_range():
     ld = Load(memory_type=MemType.INP, sram_base=CFG.inp_depth - 1, x_size=2, x_stride=2)
     err = raises(build([Finish(pop_prev_dep=True), ld]), 1, "sram_base")
     assert "LOAD INP on load" in str(err)
-    raises(build([Load(memory_type=MemType.ACC, y_pad_1=1, x_size=CFG.acc_depth), Finish()]), 0,
-           "sram_base")
+    raises(
+        build([Load(memory_type=MemType.ACC, y_pad_1=1, x_size=CFG.acc_depth), Finish()]),
+        0,
+        "sram_base",
+    )
 
 
 def test_micro_op_index_out_of_range():
@@ -95,30 +99,38 @@ def test_store_padding():
     raises(build([Store(x_size=1, x_pad_1=1), Finish()]), 0, "x_pad_1")
 
 
-@pytest.mark.parametrize("insn,flag", [
-    (Load(memory_type=MemType.INP, x_size=1, pop_prev_dep=True), "pop_prev_dep"),
-    (Load(memory_type=MemType.WGT, x_size=0, push_prev_dep=True), "push_prev_dep"),
-    (Store(x_size=1, pop_next_dep=True), "pop_next_dep"),
-    (Store(x_size=0, push_next_dep=True), "push_next_dep"),
-])
+@pytest.mark.parametrize(
+    "insn,flag",
+    [
+        (Load(memory_type=MemType.INP, x_size=1, pop_prev_dep=True), "pop_prev_dep"),
+        (Load(memory_type=MemType.WGT, x_size=0, push_prev_dep=True), "push_prev_dep"),
+        (Store(x_size=1, pop_next_dep=True), "pop_next_dep"),
+        (Store(x_size=0, push_next_dep=True), "push_next_dep"),
+    ],
+)
 def test_illegal_dependency_flag(insn, flag):
     err = raises(build([Gemm(), insn, Finish()]), 1, flag)
     assert "does not have" in str(err)
 
 
 def test_compute_may_use_every_flag():
-    insns = [Load(memory_type=MemType.INP, x_size=0, push_next_dep=True),
-             Store(x_size=0, push_prev_dep=True),
-             Gemm(pop_prev_dep=True, pop_next_dep=True, push_prev_dep=True, push_next_dep=True),
-             Load(memory_type=MemType.INP, x_size=0, pop_next_dep=True),
-             Store(x_size=0, pop_prev_dep=True, push_prev_dep=True),
-             Finish(pop_next_dep=True)]
+    insns = [
+        Load(memory_type=MemType.INP, x_size=0, push_next_dep=True),
+        Store(x_size=0, push_prev_dep=True),
+        Gemm(pop_prev_dep=True, pop_next_dep=True, push_prev_dep=True, push_next_dep=True),
+        Load(memory_type=MemType.INP, x_size=0, pop_next_dep=True),
+        Store(x_size=0, pop_prev_dep=True, push_prev_dep=True),
+        Finish(pop_next_dep=True),
+    ]
     assert vta_sim.simulate(build(insns)).finish_index == 5
 
 
 # ---- runs that stop without FINISH ------------------------------------------------------
-DEADLOCK = [Load(memory_type=MemType.INP, x_size=1, pop_next_dep=True), Gemm(),
-            Finish(pop_prev_dep=True)]
+DEADLOCK = [
+    Load(memory_type=MemType.INP, x_size=1, pop_next_dep=True),
+    Gemm(),
+    Finish(pop_prev_dep=True),
+]
 
 
 def test_deadlock_reports_every_module_and_queue():
@@ -134,15 +146,24 @@ def test_deadlock_reports_every_module_and_queue():
     assert rep["modules"]["store"]["instruction"] is None
     assert rep["dependency_queues"] == dict.fromkeys(isa.DEP_QUEUES, 0)
     assert rep["command_queues"] == {"load": 1, "compute": 1, "store": 0}
-    for word in ("fetch", "load", "compute", "store", "LOAD INP", "FINISH",
-                 "store->compute=0", "compute=1"):
+    for word in (
+        "fetch",
+        "load",
+        "compute",
+        "store",
+        "LOAD INP",
+        "FINISH",
+        "store->compute=0",
+        "compute=1",
+    ):
         assert word in msg
 
 
 def test_deadlock_on_a_full_queue_names_the_blocked_push():
     cfg = CFG.replace(name="dep1", dep_queue_depth=1)
     insns = [Load(memory_type=MemType.INP, x_size=0, push_next_dep=True)] * 2 + [
-        Finish(pop_next_dep=True)]
+        Finish(pop_next_dep=True)
+    ]
     with pytest.raises(DeadlockError) as e:
         vta_sim.simulate(Program.build(cfg, insns))
     rep = e.value.report
@@ -170,8 +191,9 @@ def test_stream_without_finish():
 
 def test_max_cycles_limit():
     with pytest.raises(CycleLimitError, match="max_cycles=50"):
-        vta_sim.simulate(build([Gemm(uop_begin=0, uop_end=1, iter_out=100), Finish()]),
-                         max_cycles=50)
+        vta_sim.simulate(
+            build([Gemm(uop_begin=0, uop_end=1, iter_out=100), Finish()]), max_cycles=50
+        )
     assert vta_sim.simulate(build([Finish()]), max_cycles=36).cycles == 36
 
 
@@ -207,13 +229,11 @@ def test_wrong_isa_version(tmp_path, capsys):
 def test_cli_exits_nonzero_naming_the_instruction(case, tmp_path, capsys):
     progs = {
         "opcode": patch_field(build([Gemm(), Finish()]), 0, 7, 0, 3),
-        "sram": build([Load(memory_type=MemType.WGT, sram_base=CFG.wgt_depth, x_size=1),
-                       Finish()]),
+        "sram": build([Load(memory_type=MemType.WGT, sram_base=CFG.wgt_depth, x_size=1), Finish()]),
         "flag": build([Store(x_size=1, push_next_dep=True), Finish()]),
         "dram": build([Load(memory_type=MemType.UOP, dram_base=1 << 20, x_size=1), Finish()]),
     }
-    fields = {"opcode": "opcode", "sram": "sram_base", "flag": "push_next_dep",
-              "dram": "dram_base"}
+    fields = {"opcode": "opcode", "sram": "sram_base", "flag": "push_next_dep", "dram": "dram_base"}
     path = tmp_path / f"{case}.npz"
     progs[case].save(path)
     assert vtac(["sim", str(path)]) == 1
@@ -226,7 +246,12 @@ def test_cli_deadlock_in_process_and_in_a_subprocess(tmp_path, capsys):
     build(DEADLOCK).save(path)
     assert vtac(["sim", str(path)]) == 1
     assert "deadlock at cycle" in capsys.readouterr().err
-    proc = subprocess.run([sys.executable, "-m", "compiler.cli", "sim", str(path)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "compiler.cli", "sim", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "deadlock at cycle" in proc.stderr and "load->compute" in proc.stderr

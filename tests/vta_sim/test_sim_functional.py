@@ -39,26 +39,71 @@ def _matmul_program(cfg: isa.HwConfig, a: np.ndarray, b: np.ndarray):
     out_offs = [lay.space(tiles * cfg.out_elem_bytes) for _ in range(4)]
 
     def store(byte: int) -> Store:
-        return Store(sram_base=0, dram_base=lay.elem(out_offs[byte], MemType.OUT), y_size=1,
-                     x_size=tiles, x_stride=tiles, pop_prev_dep=True, push_prev_dep=True)
+        return Store(
+            sram_base=0,
+            dram_base=lay.elem(out_offs[byte], MemType.OUT),
+            y_size=1,
+            x_size=tiles,
+            x_stride=tiles,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        )
 
     def shift8(byte: int) -> Alu:
-        return Alu(uop_begin=a0, uop_end=a0 + 1, iter_out=tiles, iter_in=1, dst_factor_out=1,
-                   alu_opcode=AluOp.SHR, use_imm=True, imm=8, pop_next_dep=True,
-                   push_next_dep=True)
+        return Alu(
+            uop_begin=a0,
+            uop_end=a0 + 1,
+            iter_out=tiles,
+            iter_in=1,
+            dst_factor_out=1,
+            alu_opcode=AluOp.SHR,
+            use_imm=True,
+            imm=8,
+            pop_next_dep=True,
+            push_next_dep=True,
+        )
 
     insns = [
-        Load(memory_type=MemType.INP, dram_base=lay.elem(inp_off, MemType.INP), y_size=1,
-             x_size=mt * kt, x_stride=mt * kt),
-        Load(memory_type=MemType.WGT, dram_base=lay.elem(wgt_off, MemType.WGT), y_size=1,
-             x_size=nt * kt, x_stride=nt * kt, push_next_dep=True),
-        Load(memory_type=MemType.UOP, dram_base=lay.elem(uop_off, MemType.UOP), y_size=1,
-             x_size=len(uops), x_stride=len(uops)),
-        Gemm(reset=True, uop_begin=r0, uop_end=r0 + nt, iter_out=mt, iter_in=1,
-             dst_factor_out=nt),
-        Gemm(uop_begin=g0, uop_end=g0 + nt * kt, iter_out=mt, iter_in=1, dst_factor_out=nt,
-             src_factor_out=kt, pop_prev_dep=True, push_next_dep=True),
-        store(0), shift8(1), store(1), shift8(2), store(2), shift8(3), store(3),
+        Load(
+            memory_type=MemType.INP,
+            dram_base=lay.elem(inp_off, MemType.INP),
+            y_size=1,
+            x_size=mt * kt,
+            x_stride=mt * kt,
+        ),
+        Load(
+            memory_type=MemType.WGT,
+            dram_base=lay.elem(wgt_off, MemType.WGT),
+            y_size=1,
+            x_size=nt * kt,
+            x_stride=nt * kt,
+            push_next_dep=True,
+        ),
+        Load(
+            memory_type=MemType.UOP,
+            dram_base=lay.elem(uop_off, MemType.UOP),
+            y_size=1,
+            x_size=len(uops),
+            x_stride=len(uops),
+        ),
+        Gemm(reset=True, uop_begin=r0, uop_end=r0 + nt, iter_out=mt, iter_in=1, dst_factor_out=nt),
+        Gemm(
+            uop_begin=g0,
+            uop_end=g0 + nt * kt,
+            iter_out=mt,
+            iter_in=1,
+            dst_factor_out=nt,
+            src_factor_out=kt,
+            pop_prev_dep=True,
+            push_next_dep=True,
+        ),
+        store(0),
+        shift8(1),
+        store(1),
+        shift8(2),
+        store(2),
+        shift8(3),
+        store(3),
         Finish(pop_next_dep=True),
     ]
     prog = lay.build(insns)
@@ -73,8 +118,9 @@ def test_matmul_16x16x16_int32_exact(preset):
     r, _ = run_both(prog)
     tiles = mt * nt
     nbytes = tiles * cfg.out_elem_bytes
-    planes = [r.dram[o:o + nbytes].astype(np.uint32) << np.uint32(8 * k)
-              for k, o in enumerate(out_offs)]
+    planes = [
+        r.dram[o : o + nbytes].astype(np.uint32) << np.uint32(8 * k) for k, o in enumerate(out_offs)
+    ]
     c_tiles = (planes[0] | planes[1] | planes[2] | planes[3]).view(np.int32)
     c_tiles = c_tiles.reshape(mt, nt, cfg.batch, cfg.block_out)
     c = c_tiles.transpose(0, 2, 1, 3).reshape(16, 16)
@@ -118,11 +164,19 @@ def _alu_program(cfg: isa.HwConfig, x: np.ndarray, y: np.ndarray, alu: Alu):
     out_off = lay.space(tiles * cfg.out_elem_bytes)
     insns = [
         Load(memory_type=MemType.UOP, dram_base=lay.elem(uop_off, MemType.UOP), x_size=1),
-        Load(memory_type=MemType.ACC, dram_base=lay.elem(acc_off, MemType.ACC), y_size=1,
-             x_size=2 * tiles),
+        Load(
+            memory_type=MemType.ACC,
+            dram_base=lay.elem(acc_off, MemType.ACC),
+            y_size=1,
+            x_size=2 * tiles,
+        ),
         alu,
-        Store(dram_base=lay.elem(out_off, MemType.OUT), x_size=tiles, pop_prev_dep=True,
-              push_prev_dep=True),
+        Store(
+            dram_base=lay.elem(out_off, MemType.OUT),
+            x_size=tiles,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     ]
     return lay.build(insns), out_off
@@ -145,14 +199,22 @@ def test_alu_ops_with_accumulator_source(preset, op):
     tiles = 8
     pool = SHIFTS if op == AluOp.SHR else np.roll(INT32_EDGES, 3)
     x, y = _operands(cfg, tiles, pool)
-    alu = Alu(uop_begin=0, uop_end=1, iter_out=tiles, iter_in=1, dst_factor_out=1,
-              src_factor_out=1, alu_opcode=op, push_next_dep=True)
+    alu = Alu(
+        uop_begin=0,
+        uop_end=1,
+        iter_out=tiles,
+        iter_in=1,
+        dst_factor_out=1,
+        src_factor_out=1,
+        alu_opcode=op,
+        push_next_dep=True,
+    )
     prog, out_off = _alu_program(cfg, x, y, alu)
     r, m = run_both(prog)
     want = np_alu(op, x, y)
     np.testing.assert_array_equal(r.buffers.acc[:tiles], want)
     np.testing.assert_array_equal(r.buffers.acc, m.acc)
-    stored = r.dram[out_off:out_off + tiles * cfg.out_elem_bytes].view(np.int8)
+    stored = r.dram[out_off : out_off + tiles * cfg.out_elem_bytes].view(np.int8)
     np.testing.assert_array_equal(stored, want.astype(np.int8).reshape(-1))
     assert r.alu_uops == tiles
 
@@ -172,13 +234,22 @@ def test_alu_ops_with_immediates(op):
     tiles = 4
     for imm in IMMEDIATES[op]:
         x, y = _operands(cfg, tiles, INT32_EDGES)
-        alu = Alu(uop_begin=0, uop_end=1, iter_out=tiles, iter_in=1, dst_factor_out=1,
-                  alu_opcode=op, use_imm=True, imm=imm, push_next_dep=True)
+        alu = Alu(
+            uop_begin=0,
+            uop_end=1,
+            iter_out=tiles,
+            iter_in=1,
+            dst_factor_out=1,
+            alu_opcode=op,
+            use_imm=True,
+            imm=imm,
+            push_next_dep=True,
+        )
         prog, _ = _alu_program(cfg, x, y, alu)
         r, _ = run_both(prog)
         want = np_alu(op, x, np.full_like(x, imm))
         np.testing.assert_array_equal(r.buffers.acc[:tiles], want, err_msg=f"imm={imm}")
-        np.testing.assert_array_equal(r.buffers.acc[tiles:2 * tiles], y)
+        np.testing.assert_array_equal(r.buffers.acc[tiles : 2 * tiles], y)
 
 
 def test_mul_wraps_to_low_32_bits():
@@ -204,11 +275,22 @@ def test_gemm_reset_zeroes_acc_and_out(preset):
     insns = [
         Load(memory_type=MemType.UOP, dram_base=lay.elem(uop_off, MemType.UOP), x_size=2),
         Load(memory_type=MemType.ACC, dram_base=lay.elem(acc_off, MemType.ACC), x_size=6),
-        Alu(uop_begin=0, uop_end=1, iter_out=6, dst_factor_out=1, use_imm=True, imm=0,
-            alu_opcode=AluOp.ADD),  # writes out = low8(acc) at 1..6 (dst 1 + i)
+        Alu(
+            uop_begin=0,
+            uop_end=1,
+            iter_out=6,
+            dst_factor_out=1,
+            use_imm=True,
+            imm=0,
+            alu_opcode=AluOp.ADD,
+        ),  # writes out = low8(acc) at 1..6 (dst 1 + i)
         Gemm(reset=True, uop_begin=0, uop_end=2, iter_out=1, iter_in=1, push_next_dep=True),
-        Store(dram_base=lay.elem(out_off, MemType.OUT), x_size=6, pop_prev_dep=True,
-              push_prev_dep=True),
+        Store(
+            dram_base=lay.elem(out_off, MemType.OUT),
+            x_size=6,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     ]
     r, _ = run_both(lay.build(insns))
@@ -223,10 +305,13 @@ def test_gemm_reset_zeroes_acc_and_out(preset):
 def _padded(elems: np.ndarray, geom: dict) -> np.ndarray:
     """numpy model of a padded 2-D LOAD: rows of (x_pad_0 0s, x_size elems, x_pad_1 0s)."""
     y, x, stride = geom["y_size"], geom["x_size"], geom["x_stride"]
-    rows = [elems[geom["dram"] + r * stride: geom["dram"] + r * stride + x] for r in range(y)]
+    rows = [elems[geom["dram"] + r * stride : geom["dram"] + r * stride + x] for r in range(y)]
     block = np.stack(rows)
-    return np.pad(block, [(geom["y_pad_0"], geom["y_pad_1"]), (geom["x_pad_0"], geom["x_pad_1"])]
-                  + [(0, 0)] * (elems.ndim - 1))
+    return np.pad(
+        block,
+        [(geom["y_pad_0"], geom["y_pad_1"]), (geom["x_pad_0"], geom["x_pad_1"])]
+        + [(0, 0)] * (elems.ndim - 1),
+    )
 
 
 GEOM = dict(dram=3, y_size=3, x_size=2, x_stride=5, y_pad_0=1, y_pad_1=2, x_pad_0=1, x_pad_1=3)
@@ -238,8 +323,11 @@ def test_padded_2d_load(preset, mt):
     cfg = isa.load_config(preset)
     buf = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc"}[mt]
     lay = DramLayout(cfg, insn_space=4096)
-    shape = {"inp": (cfg.batch, cfg.block_in), "wgt": (cfg.block_out, cfg.block_in),
-             "acc": (cfg.batch, cfg.block_out)}[buf]
+    shape = {
+        "inp": (cfg.batch, cfg.block_in),
+        "wgt": (cfg.block_out, cfg.block_in),
+        "acc": (cfg.batch, cfg.block_out),
+    }[buf]
     if buf == "acc":
         elems = RNG.integers(-(2**31), 2**31, (20, *shape)).astype(np.int32)
     else:
@@ -248,10 +336,18 @@ def test_padded_2d_load(preset, mt):
     base = 7
     g = GEOM
     insns = [
-        Load(memory_type=mt, sram_base=base, dram_base=lay.elem(off, mt) + g["dram"],
-             y_size=g["y_size"], x_size=g["x_size"], x_stride=g["x_stride"],
-             y_pad_0=g["y_pad_0"], y_pad_1=g["y_pad_1"], x_pad_0=g["x_pad_0"],
-             x_pad_1=g["x_pad_1"]),
+        Load(
+            memory_type=mt,
+            sram_base=base,
+            dram_base=lay.elem(off, mt) + g["dram"],
+            y_size=g["y_size"],
+            x_size=g["x_size"],
+            x_stride=g["x_stride"],
+            y_pad_0=g["y_pad_0"],
+            y_pad_1=g["y_pad_1"],
+            x_pad_0=g["x_pad_0"],
+            x_pad_1=g["x_pad_1"],
+        ),
         Finish(),
     ]
     prog = lay.build(insns)
@@ -259,7 +355,7 @@ def test_padded_2d_load(preset, mt):
     want = _padded(elems, g).reshape(-1, *shape)
     sram = getattr(r.buffers, buf)
     sram_before = np.zeros_like(sram)
-    sram_before[base:base + want.shape[0]] = want
+    sram_before[base : base + want.shape[0]] = want
     np.testing.assert_array_equal(sram, sram_before)
     np.testing.assert_array_equal(sram, getattr(m, buf))
     assert r.dram_bytes[buf] == g["y_size"] * g["x_size"] * cfg.mem_elem_bytes(mt)
@@ -275,15 +371,23 @@ def test_acc8_load_sign_extends_negative_values(preset):
     off = lay.put(elems)
     g = GEOM
     insns = [
-        Load(memory_type=MemType.ACC8, sram_base=2, dram_base=lay.elem(off, MemType.ACC8) + 3,
-             y_size=g["y_size"], x_size=g["x_size"], x_stride=g["x_stride"],
-             y_pad_0=g["y_pad_0"], y_pad_1=g["y_pad_1"], x_pad_0=g["x_pad_0"],
-             x_pad_1=g["x_pad_1"]),
+        Load(
+            memory_type=MemType.ACC8,
+            sram_base=2,
+            dram_base=lay.elem(off, MemType.ACC8) + 3,
+            y_size=g["y_size"],
+            x_size=g["x_size"],
+            x_stride=g["x_stride"],
+            y_pad_0=g["y_pad_0"],
+            y_pad_1=g["y_pad_1"],
+            x_pad_0=g["x_pad_0"],
+            x_pad_1=g["x_pad_1"],
+        ),
         Finish(),
     ]
     r, m = run_both(lay.build(insns))
     want = _padded(elems.astype(np.int32), g).reshape(-1, cfg.batch, cfg.block_out)
-    np.testing.assert_array_equal(r.buffers.acc[2:2 + want.shape[0]], want)
+    np.testing.assert_array_equal(r.buffers.acc[2 : 2 + want.shape[0]], want)
     assert (r.buffers.acc < 0).any()
     np.testing.assert_array_equal(r.buffers.acc, m.acc)
     assert r.dram_bytes["acc8"] == 3 * 2 * lanes
@@ -292,14 +396,22 @@ def test_acc8_load_sign_extends_negative_values(preset):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_uop_load_2d_decodes_micro_ops(preset):
     cfg = isa.load_config(preset)
-    uops = [(i % cfg.acc_depth, (3 * i) % cfg.inp_depth, (5 * i) % cfg.wgt_depth)
-            for i in range(1, 13)]
+    uops = [
+        (i % cfg.acc_depth, (3 * i) % cfg.inp_depth, (5 * i) % cfg.wgt_depth) for i in range(1, 13)
+    ]
     words = uop_words(cfg, uops)
     lay = DramLayout(cfg, insn_space=4096)
     off = lay.put(words)
     insns = [
-        Load(memory_type=MemType.UOP, sram_base=10, dram_base=lay.elem(off, MemType.UOP),
-             y_size=2, x_size=3, x_stride=4, x_pad_0=1),
+        Load(
+            memory_type=MemType.UOP,
+            sram_base=10,
+            dram_base=lay.elem(off, MemType.UOP),
+            y_size=2,
+            x_size=3,
+            x_stride=4,
+            x_pad_0=1,
+        ),
         Finish(),
     ]
     r, m = run_both(lay.build(insns))
@@ -324,14 +436,29 @@ def test_strided_store(preset):
     insns = [
         Load(memory_type=MemType.UOP, dram_base=lay.elem(uop_off, MemType.UOP), x_size=1),
         Load(memory_type=MemType.ACC, dram_base=lay.elem(acc_off, MemType.ACC), x_size=12),
-        Alu(uop_begin=0, uop_end=1, iter_out=12, dst_factor_out=1, use_imm=True, imm=0,
-            alu_opcode=AluOp.ADD, push_next_dep=True),
-        Store(sram_base=4, dram_base=lay.elem(out_off, MemType.OUT) + 1, y_size=3, x_size=2,
-              x_stride=5, pop_prev_dep=True, push_prev_dep=True),
+        Alu(
+            uop_begin=0,
+            uop_end=1,
+            iter_out=12,
+            dst_factor_out=1,
+            use_imm=True,
+            imm=0,
+            alu_opcode=AluOp.ADD,
+            push_next_dep=True,
+        ),
+        Store(
+            sram_base=4,
+            dram_base=lay.elem(out_off, MemType.OUT) + 1,
+            y_size=3,
+            x_size=2,
+            x_stride=5,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     ]
     r, _ = run_both(lay.build(insns))
-    region = r.dram[out_off:out_off + 20 * cfg.out_elem_bytes].reshape(20, lanes)
+    region = r.dram[out_off : out_off + 20 * cfg.out_elem_bytes].reshape(20, lanes)
     low8 = vals.astype(np.int8).view(np.uint8)
     want = np.full((20, lanes), 0x5A, np.uint8)
     for y in range(3):
@@ -352,10 +479,22 @@ def test_read_symbol_from_the_final_dram():
     insns = [
         Load(memory_type=MemType.UOP, dram_base=lay.elem(uop_off, MemType.UOP), x_size=1),
         Load(memory_type=MemType.ACC, dram_base=lay.elem(acc_off, MemType.ACC), x_size=4),
-        Alu(uop_begin=0, uop_end=1, iter_out=4, dst_factor_out=1, alu_opcode=AluOp.SHR,
-            use_imm=True, imm=4, push_next_dep=True),
-        Store(dram_base=lay.elem(out_off, MemType.OUT), x_size=4, pop_prev_dep=True,
-              push_prev_dep=True),
+        Alu(
+            uop_begin=0,
+            uop_end=1,
+            iter_out=4,
+            dst_factor_out=1,
+            alu_opcode=AluOp.SHR,
+            use_imm=True,
+            imm=4,
+            push_next_dep=True,
+        ),
+        Store(
+            dram_base=lay.elem(out_off, MemType.OUT),
+            x_size=4,
+            pop_prev_dep=True,
+            push_prev_dep=True,
+        ),
         Finish(pop_next_dep=True),
     ]
     r, _ = run_both(lay.build(insns, symbols=(sym,)))

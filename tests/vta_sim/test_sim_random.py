@@ -48,8 +48,14 @@ class Draw:
 def _block_2d(d: Draw, room: int) -> dict:
     """A 2-D LOAD shape whose padded footprint fits ``room`` SRAM entries."""
     while True:
-        g = dict(y_size=d.int(0, 3), x_size=d.int(1, 4), y_pad_0=d.int(0, 1), y_pad_1=d.int(0, 1),
-                 x_pad_0=d.int(0, 2), x_pad_1=d.int(0, 1))
+        g = dict(
+            y_size=d.int(0, 3),
+            x_size=d.int(1, 4),
+            y_pad_0=d.int(0, 1),
+            y_pad_1=d.int(0, 1),
+            x_pad_0=d.int(0, 2),
+            x_pad_1=d.int(0, 1),
+        )
         rows = g["y_pad_0"] + g["y_size"] + g["y_pad_1"]
         width = g["x_pad_0"] + g["x_size"] + g["x_pad_1"]
         if rows * width <= room:
@@ -68,17 +74,28 @@ def _load(d: Draw, cfg: isa.HwConfig, mt: MemType, region: int, size: int) -> Lo
 
 
 def _uops(d: Draw, slot: int) -> list[tuple[int, int, int]]:
-    return [(slot * SLOT_ACC + d.int(0, SLOT_ACC // 2 - 1),
-             slot * SLOT_INP + d.int(0, SLOT_INP // 2 - 1),
-             slot * SLOT_WGT + d.int(0, SLOT_WGT // 2 - 1)) for _ in range(d.int(1, 6))]
+    return [
+        (
+            slot * SLOT_ACC + d.int(0, SLOT_ACC // 2 - 1),
+            slot * SLOT_INP + d.int(0, SLOT_INP // 2 - 1),
+            slot * SLOT_WGT + d.int(0, SLOT_WGT // 2 - 1),
+        )
+        for _ in range(d.int(1, 6))
+    ]
 
 
 def _loop(d: Draw, n_uops: int) -> dict:
     # The outer loop moves indices by at most 3, inside the margins the micro-ops leave free in
     # their slot; the inner loop repeats the same micro-ops (factor 0) to make long GEMMs.
     begin = d.int(0, n_uops - 1)
-    return dict(uop_begin=begin, uop_end=d.int(begin, n_uops), iter_out=d.int(1, 4),
-                iter_in=d.int(1, 8), dst_factor_out=d.int(0, 1), src_factor_out=d.int(0, 1))
+    return dict(
+        uop_begin=begin,
+        uop_end=d.int(begin, n_uops),
+        iter_out=d.int(1, 4),
+        iter_in=d.int(1, 8),
+        dst_factor_out=d.int(0, 1),
+        src_factor_out=d.int(0, 1),
+    )
 
 
 def _compute(d: Draw, cfg: isa.HwConfig, slot: int, n_uops: int) -> isa.Insn:
@@ -89,8 +106,7 @@ def _compute(d: Draw, cfg: isa.HwConfig, slot: int, n_uops: int) -> isa.Insn:
         op = d.pick(list(AluOp))
         use_imm = d.flag()
         imm = d.pick(SHIFT_IMMS) if op == AluOp.SHR else d.int(-300, 300)
-        return Alu(alu_opcode=op, use_imm=use_imm, imm=imm if use_imm else 0,
-                   **_loop(d, n_uops))
+        return Alu(alu_opcode=op, use_imm=use_imm, imm=imm if use_imm else 0, **_loop(d, n_uops))
     mt = MemType.ACC if kind == "acc" else MemType.ACC8
     return _load(d, cfg, mt, slot * SLOT_ACC, SLOT_ACC)
 
@@ -128,14 +144,17 @@ def random_program(d: Draw, cfg: isa.HwConfig) -> Program:
                 loads.append(_load(d, cfg, mt, slot * size, size))
         uops = _uops(d, slot)
         compute: list[isa.Insn] = [
-            Load(memory_type=MemType.UOP, dram_base=UOPS_AT // 4 + len(uop_table),
-                 x_size=len(uops))]
+            Load(memory_type=MemType.UOP, dram_base=UOPS_AT // 4 + len(uop_table), x_size=len(uops))
+        ]
         uop_table += uops
         compute += [_compute(d, cfg, slot, len(uops)) for _ in range(d.int(1, 4))]
         stores: list[isa.Insn] = [_store(d, cfg, slot) for _ in range(d.int(1, 4))]
         stream += _sync(loads, {"pop_next_dep": b >= 2}, {"push_next_dep": True})
-        stream += _sync(compute, {"pop_prev_dep": True, "pop_next_dep": b >= 2},
-                        {"push_prev_dep": b + 2 < blocks, "push_next_dep": True})
+        stream += _sync(
+            compute,
+            {"pop_prev_dep": True, "pop_next_dep": b >= 2},
+            {"push_prev_dep": b + 2 < blocks, "push_next_dep": True},
+        )
         stream += _sync(stores, {"pop_prev_dep": True}, {"push_prev_dep": True})
     # consume the store tokens no later block consumed, the last one with FINISH
     stream += [Gemm(pop_next_dep=True) for _ in range(min(blocks, 2) - 1)]
@@ -151,10 +170,15 @@ def random_program(d: Draw, cfg: isa.HwConfig) -> Program:
 
 def random_config(d: Draw) -> isa.HwConfig:
     cfg = isa.load_config(d.pick(PRESETS))
-    return cfg.replace(name="random-timing", dram_latency=d.pick([1, 5, 32]),
-                       bus_bytes=d.pick([4, 8, 64]), cmd_queue_depth=d.pick([1, 2, 16]),
-                       dep_queue_depth=d.pick([2, 8]), gemm_ii=d.int(1, 2),
-                       alu_ii=d.int(1, 3))
+    return cfg.replace(
+        name="random-timing",
+        dram_latency=d.pick([1, 5, 32]),
+        bus_bytes=d.pick([4, 8, 64]),
+        cmd_queue_depth=d.pick([1, 2, 16]),
+        dep_queue_depth=d.pick([2, 8]),
+        gemm_ii=d.int(1, 2),
+        alu_ii=d.int(1, 3),
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

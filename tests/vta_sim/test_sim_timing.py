@@ -50,8 +50,14 @@ def test_finish_alone():
     assert r.modules["compute"] == {"busy": 1, "wait_token": 0, "wait_memory": 0, "idle": f + 1}
 
 
-LOADS = [(MemType.INP, 1, 1), (MemType.INP, 3, 5), (MemType.WGT, 2, 3), (MemType.UOP, 1, 7),
-         (MemType.ACC, 2, 2), (MemType.ACC8, 3, 3)]
+LOADS = [
+    (MemType.INP, 1, 1),
+    (MemType.INP, 3, 5),
+    (MemType.WGT, 2, 3),
+    (MemType.UOP, 1, 7),
+    (MemType.ACC, 2, 2),
+    (MemType.ACC8, 3, 3),
+]
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -76,13 +82,23 @@ def test_single_load(preset, mt, y, x):
     assert r.modules[module]["busy"] == 1 + cfg.dram_latency + b + (0 if on_load else 1)
     assert r.modules[module]["wait_memory"] == 0
     assert r.dram_bytes[{MemType.ACC8: "acc8"}.get(mt, mt.name.lower())] == (
-        y * x * cfg.mem_elem_bytes(mt))
+        y * x * cfg.mem_elem_bytes(mt)
+    )
     assert r.trace.port_intervals()[1].start == f + 2
 
 
 def test_load_padding_is_one_entry_per_cycle_before_the_port():
-    ld = Load(memory_type=MemType.INP, y_size=2, x_size=3, x_stride=3, y_pad_0=1, y_pad_1=2,
-              x_pad_0=1, x_pad_1=2, push_next_dep=True)
+    ld = Load(
+        memory_type=MemType.INP,
+        y_size=2,
+        x_size=3,
+        x_stride=3,
+        y_pad_0=1,
+        y_pad_1=2,
+        x_pad_0=1,
+        x_pad_1=2,
+        push_next_dep=True,
+    )
     pad = T.pad_entries(2, 3, 1, 2, 1, 2)
     assert pad == 5 * 6 - 6
     r = sim(DEFAULT, [ld, Finish(pop_prev_dep=True)])
@@ -96,8 +112,7 @@ def test_load_padding_is_one_entry_per_cycle_before_the_port():
 
 
 def test_load_with_no_rows_only_pads_and_never_asks_for_the_port():
-    ld = Load(memory_type=MemType.INP, y_size=0, x_size=2, y_pad_0=1, y_pad_1=1,
-              push_next_dep=True)
+    ld = Load(memory_type=MemType.INP, y_size=0, x_size=2, y_pad_0=1, y_pad_1=1, push_next_dep=True)
     r = sim(DEFAULT, [ld, Finish(pop_prev_dep=True)])
     f = fetch_done(DEFAULT, 2)
     pad = 2 * 2
@@ -107,9 +122,11 @@ def test_load_with_no_rows_only_pads_and_never_asks_for_the_port():
 
 
 def test_nop_load_and_store_take_only_the_issue_cycle():
-    insns = [Load(memory_type=MemType.INP, x_size=0, push_next_dep=True),
-             Store(x_size=0, push_prev_dep=True),
-             Finish(pop_prev_dep=True, pop_next_dep=True)]
+    insns = [
+        Load(memory_type=MemType.INP, x_size=0, push_next_dep=True),
+        Store(x_size=0, push_prev_dep=True),
+        Finish(pop_prev_dep=True, pop_next_dep=True),
+    ]
     r = sim(DEFAULT, insns)
     f = fetch_done(DEFAULT, 3)
     # the STORE NOP is dispatched at f + 1, issues and pushes at f + 2; FINISH sees it at f + 3
@@ -188,8 +205,11 @@ def test_chain_load_compute_store_has_no_bubble():
 
 def test_port_contention_load_beats_compute_in_the_same_cycle():
     # load pads 1 entry, so both ask in cycle F + 3: load wins (PORT_PRIORITY), compute waits
-    insns = [Load(memory_type=MemType.INP, x_size=1, x_pad_0=1),
-             Load(memory_type=MemType.ACC, x_size=1), Finish()]
+    insns = [
+        Load(memory_type=MemType.INP, x_size=1, x_pad_0=1),
+        Load(memory_type=MemType.ACC, x_size=1),
+        Finish(),
+    ]
     r = sim(DEFAULT, insns)
     L = DEFAULT.dram_latency
     ask = fetch_done(DEFAULT, 3) + 3
@@ -200,12 +220,18 @@ def test_port_contention_load_beats_compute_in_the_same_cycle():
     assert r.cycles == acc.grant + L + b_acc + 1
     assert r.modules["compute"]["wait_memory"] == L + b_inp
     assert [(p.owner, p.start) for p in r.trace.port_intervals()] == [
-        ("fetch", 0), ("load", ask), ("compute", ask + L + b_inp)]
+        ("fetch", 0),
+        ("load", ask),
+        ("compute", ask + L + b_inp),
+    ]
 
 
 def test_port_contention_compute_beats_store_in_the_same_cycle():
-    insns = [Load(memory_type=MemType.ACC, x_size=1, x_pad_0=1),
-             Store(x_size=1, push_prev_dep=True), Finish(pop_next_dep=True)]
+    insns = [
+        Load(memory_type=MemType.ACC, x_size=1, x_pad_0=1),
+        Store(x_size=1, push_prev_dep=True),
+        Finish(pop_next_dep=True),
+    ]
     r = sim(DEFAULT, insns)
     L = DEFAULT.dram_latency
     ask = fetch_done(DEFAULT, 3) + 3
@@ -290,8 +316,7 @@ def test_full_command_queue_blocks_dispatch():
     e_a = f + 1 + n * cfg.gemm_ii + T.GEMM_PIPE_LATENCY
     assert [rec.dispatch for rec in r.trace.records()] == [f, f + 2, e_a + 2]
     assert r.cycles == e_a + 4
-    assert r.modules["fetch"] == {"busy": f + 3, "wait_queue": e_a - f, "wait_memory": 0,
-                                  "idle": 1}
+    assert r.modules["fetch"] == {"busy": f + 3, "wait_queue": e_a - f, "wait_memory": 0, "idle": 1}
 
 
 def _tiles_program(cfg: isa.HwConfig, tiles: int, uops_per_gemm: int, double: bool) -> Program:
@@ -312,12 +337,26 @@ def _tiles_program(cfg: isa.HwConfig, tiles: int, uops_per_gemm: int, double: bo
     gemms: list[isa.Insn] = []
     for t in range(tiles):
         region = t % 2 if double else 0
-        loads.append(Load(memory_type=MemType.INP, sram_base=region * x,
-                          dram_base=inp_base // cfg.inp_elem_bytes + t * x, x_size=x,
-                          push_next_dep=True, pop_next_dep=t >= lag))
-        gemms.append(Gemm(uop_begin=region * x, uop_end=region * x + x,
-                          iter_out=uops_per_gemm // x, pop_prev_dep=True,
-                          push_prev_dep=t + lag < tiles, push_next_dep=t == tiles - 1))
+        loads.append(
+            Load(
+                memory_type=MemType.INP,
+                sram_base=region * x,
+                dram_base=inp_base // cfg.inp_elem_bytes + t * x,
+                x_size=x,
+                push_next_dep=True,
+                pop_next_dep=t >= lag,
+            )
+        )
+        gemms.append(
+            Gemm(
+                uop_begin=region * x,
+                uop_end=region * x + x,
+                iter_out=uops_per_gemm // x,
+                pop_prev_dep=True,
+                push_prev_dep=t + lag < tiles,
+                push_next_dep=t == tiles - 1,
+            )
+        )
     insns: list[isa.Insn] = [
         Load(memory_type=MemType.UOP, dram_base=uop_base // 4, x_size=len(uops)),
         Load(memory_type=MemType.WGT, dram_base=wgt_base // cfg.wgt_elem_bytes, x_size=1),
@@ -327,12 +366,18 @@ def _tiles_program(cfg: isa.HwConfig, tiles: int, uops_per_gemm: int, double: bo
         insns.append(loads[t])
         if t >= lag - 1:
             insns.append(gemms[t - lag + 1])
-    insns += gemms[tiles - lag + 1:]
-    insns += [Store(x_size=x, pop_prev_dep=True, push_prev_dep=True),
-              Finish(pop_next_dep=True)]
-    return Program.build(cfg, insns, dram_bytes=1 << 17,
-                         data={inp_base: inp_data, wgt_base: wgt_data,
-                               uop_base: isa.encode_uops(np.array(uops), cfg)})
+    insns += gemms[tiles - lag + 1 :]
+    insns += [Store(x_size=x, pop_prev_dep=True, push_prev_dep=True), Finish(pop_next_dep=True)]
+    return Program.build(
+        cfg,
+        insns,
+        dram_bytes=1 << 17,
+        data={
+            inp_base: inp_data,
+            wgt_base: wgt_data,
+            uop_base: isa.encode_uops(np.array(uops), cfg),
+        },
+    )
 
 
 def test_double_buffering_overlaps_load_and_compute():
@@ -355,15 +400,21 @@ def test_statistics_partition_every_cycle_on_a_busy_program():
 
 
 def test_timing_constants_are_read_from_isa_timing_at_call_time(monkeypatch):
-    insns = [Gemm(uop_begin=0, uop_end=1, iter_out=5), Alu(uop_begin=0, uop_end=1, iter_out=2),
-             Finish()]
+    insns = [
+        Gemm(uop_begin=0, uop_end=1, iter_out=5),
+        Alu(uop_begin=0, uop_end=1, iter_out=2),
+        Finish(),
+    ]
     base = sim(DEFAULT, insns).cycles
     monkeypatch.setattr(T, "GEMM_PIPE_LATENCY", T.GEMM_PIPE_LATENCY + 3)
     monkeypatch.setattr(T, "ALU_PIPE_LATENCY", T.ALU_PIPE_LATENCY + 2)
     assert sim(DEFAULT, insns).cycles == base + 5
     # swapping load and compute in the port priority flips who wins a same-cycle request
-    contention = [Load(memory_type=MemType.INP, x_size=1, x_pad_0=1),
-                  Load(memory_type=MemType.ACC, x_size=1), Finish()]
+    contention = [
+        Load(memory_type=MemType.INP, x_size=1, x_pad_0=1),
+        Load(memory_type=MemType.ACC, x_size=1),
+        Finish(),
+    ]
     monkeypatch.setattr(T, "PORT_PRIORITY", ("fetch", "compute", "load", "store"))
     r = sim(DEFAULT, contention)
     assert r.trace.record(1).memory_wait == 0 and r.trace.record(0).memory_wait > 0

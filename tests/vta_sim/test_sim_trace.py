@@ -27,11 +27,20 @@ def pipeline(uops_per_gemm: int = 8, tiles: int = 12) -> Program:
     """A load -> compute -> store pipeline over ``tiles`` tiles (tokens in every queue)."""
     insns: list[isa.Insn] = [Load(memory_type=MemType.UOP, x_size=1)]
     for t in range(tiles):
-        insns.append(Load(memory_type=MemType.INP, x_size=4, push_next_dep=True,
-                          pop_next_dep=t > 0))
-        insns.append(Gemm(uop_begin=0, uop_end=1, iter_out=uops_per_gemm, pop_prev_dep=True,
-                          push_prev_dep=t + 1 < tiles, push_next_dep=True,
-                          pop_next_dep=t > 0))
+        insns.append(
+            Load(memory_type=MemType.INP, x_size=4, push_next_dep=True, pop_next_dep=t > 0)
+        )
+        insns.append(
+            Gemm(
+                uop_begin=0,
+                uop_end=1,
+                iter_out=uops_per_gemm,
+                pop_prev_dep=True,
+                push_prev_dep=t + 1 < tiles,
+                push_next_dep=True,
+                pop_next_dep=t > 0,
+            )
+        )
         insns.append(Store(x_size=2, pop_prev_dep=True, push_prev_dep=True))
     insns.append(Finish(pop_next_dep=True))
     return Program.build(CFG, insns, dram_bytes=8192)
@@ -48,8 +57,13 @@ def test_records_describe_every_instruction():
         if rec.grant >= 0:
             assert rec.issue < rec.grant <= rec.last and rec.memory_wait >= 0
     kinds = {(rec.module, rec.kind) for rec in recs}
-    assert kinds == {("compute", "LOAD UOP"), ("load", "LOAD INP"), ("compute", "GEMM"),
-                     ("store", "STORE OUT"), ("compute", "FINISH")}
+    assert kinds == {
+        ("compute", "LOAD UOP"),
+        ("load", "LOAD INP"),
+        ("compute", "GEMM"),
+        ("store", "STORE OUT"),
+        ("compute", "FINISH"),
+    }
     # the DRAM port is never held by two transfers at once
     spans = sorted((p.start, p.last) for p in r.trace.port_intervals())
     assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
@@ -113,18 +127,28 @@ def prog_file(tmp_path) -> Path:
 def test_cli_summary(prog_file, capsys):
     assert vtac(["sim", str(prog_file)]) == 0
     out = capsys.readouterr().out
-    for word in ("cycles", "us at 200 MHz", "GOPS", "utilization", "fetch", "load", "compute",
-                 "store", "DRAM bytes", "wait_memory"):
+    for word in (
+        "cycles",
+        "us at 200 MHz",
+        "GOPS",
+        "utilization",
+        "fetch",
+        "load",
+        "compute",
+        "store",
+        "DRAM bytes",
+        "wait_memory",
+    ):
         assert word in out
 
 
 def test_cli_json_dram_and_trace(prog_file, tmp_path, capsys):
     raw, npy, trace = tmp_path / "dram.bin", tmp_path / "dram.npy", tmp_path / "trace.json"
-    assert vtac(["sim", str(prog_file), "--json", "--dram-out", str(raw), "--trace",
-                 str(trace)]) == 0
+    assert (
+        vtac(["sim", str(prog_file), "--json", "--dram-out", str(raw), "--trace", str(trace)]) == 0
+    )
     doc = json.loads(capsys.readouterr().out)
-    assert {"cycles", "gemm_uops", "alu_uops", "utilization", "modules",
-            "dram_bytes"} <= set(doc)
+    assert {"cycles", "gemm_uops", "alu_uops", "utilization", "modules", "dram_bytes"} <= set(doc)
     r = vta_sim.simulate(prog_file)
     assert doc["cycles"] == r.cycles and doc["modules"] == r.modules
     assert doc["dram_bytes"] == r.dram_bytes and doc["gemm_uops"] == r.gemm_uops
@@ -154,8 +178,14 @@ def test_runs_with_jit_disabled(tmp_path):
         print(r.cycles, r.gemm_uops)
     """)
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     r = vta_sim.simulate(path)
     assert proc.stdout.split() == [str(r.cycles), str(r.gemm_uops)]
@@ -163,6 +193,7 @@ def test_runs_with_jit_disabled(tmp_path):
 
 def test_cli_module_imports_without_numba():
     code = "import sys, vta_sim.cli; assert 'numba' not in sys.modules, 'numba imported'"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr

@@ -306,4 +306,3 @@ def make_inject_dma(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
         return func.with_body(rewrite(func.body, post))
 
     return inject_dma
-
