@@ -43,7 +43,6 @@ def test_vtac_rtl_reports_a_bad_file(tmp_path, capsys):
 
 def test_vtac_rtl_deadlock_reports_both_models(tmp_path, capsys, build_root):
     require("icarus")
-    pytest.importorskip("vta_sim")
     from isa.insn import Finish, Gemm, Load, MemType
 
     cfg = isa.load_config("default")

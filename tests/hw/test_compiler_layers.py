@@ -1,6 +1,6 @@
 """Compiler-produced programs on the RTL: scaled-down ResNet-18 convolution layers with one and
 two virtual threads, the requantize epilogue and a residual add, bit-exact against the
-simulator and against numpy. Skipped while the compiler cannot build layers."""
+simulator and against numpy."""
 
 from __future__ import annotations
 
@@ -8,18 +8,14 @@ import json
 
 import pytest
 
+import compiler.topi.vta.layer as layer_api
+import compiler.topi.vta.workloads as workloads
 import isa
 from hw.coverify import coverify
 from tests.hw.conftest import require, selected_simulators
 
 pytestmark = pytest.mark.rtl
 
-layer_api = pytest.importorskip(
-    "compiler.topi.vta.layer", reason="the compiler cannot build accelerator layers yet"
-)
-workloads = pytest.importorskip(
-    "compiler.topi.vta.workloads", reason="the compiler has no ResNet-18 workload list yet"
-)
 
 #: (layer, largest height/width, largest channel count) of the scaled-down layers.
 LAYERS = [("C2", 8, 16), ("C4", 8, 16), ("C5", 8, 16), ("C9", 6, 16), ("C12", 5, 32)]

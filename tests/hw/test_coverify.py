@@ -159,7 +159,8 @@ def test_hang_names_the_blocked_instructions(build_root):
 def test_hang_matches_the_simulators_deadlock(name, build_root):
     """Queues too small for the program: both models stop in the same state."""
     require("icarus")
-    vta_sim = pytest.importorskip("vta_sim")
+    import vta_sim
+
     cfg = isa.load_config("default").replace(
         name="tiny-queues", cmd_queue_depth=2, dep_queue_depth=1
     )
