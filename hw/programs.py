@@ -86,6 +86,13 @@ class ProgramBuilder:
         )
 
 
+def _row_load(mt: MemType, sram_base: int, dram_base: int, n: int, **flags: bool) -> Load:
+    """A LOAD of ``n`` contiguous elements into ``n`` consecutive SRAM entries (one row)."""
+    return Load(
+        memory_type=mt, sram_base=sram_base, dram_base=dram_base, x_size=n, x_stride=n, **flags
+    )
+
+
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -128,28 +135,9 @@ def gemm(
     u_off = b.uops("uops", uops)
     loops = dict(iter_out=m, iter_in=n, dst_factor_out=n, dst_factor_in=1)
     b.add(
-        Load(
-            memory_type=MemType.UOP,
-            sram_base=0,
-            dram_base=u_off,
-            x_size=len(uops),
-            x_stride=len(uops),
-        ),
-        Load(
-            memory_type=MemType.INP,
-            sram_base=0,
-            dram_base=b.elem(a_off, MemType.INP),
-            x_size=m * k,
-            x_stride=m * k,
-        ),
-        Load(
-            memory_type=MemType.WGT,
-            sram_base=0,
-            dram_base=b.elem(w_off, MemType.WGT),
-            x_size=n * k,
-            x_stride=n * k,
-            push_next_dep=True,
-        ),
+        _row_load(MemType.UOP, 0, u_off, len(uops)),
+        _row_load(MemType.INP, 0, b.elem(a_off, MemType.INP), m * k),
+        _row_load(MemType.WGT, 0, b.elem(w_off, MemType.WGT), n * k, push_next_dep=True),
         Gemm(reset=True, uop_begin=0, uop_end=1, **loops),
         Gemm(
             uop_begin=1,
@@ -367,27 +355,9 @@ def alu_all(cfg: HwConfig, tiles: int = 3, seed: int = 3) -> Program:
     uops.append(Uop(blk, 0, 0))  # whole-region SHR 8
     u_off = b.uops("uops", uops)
     b.add(
-        Load(
-            memory_type=MemType.UOP,
-            sram_base=0,
-            dram_base=u_off,
-            x_size=len(uops),
-            x_stride=len(uops),
-        ),
-        Load(
-            memory_type=MemType.ACC,
-            sram_base=y_base,
-            dram_base=b.elem(y_off, MemType.ACC),
-            x_size=tiles,
-            x_stride=tiles,
-        ),
-        Load(
-            memory_type=MemType.ACC,
-            sram_base=s_base,
-            dram_base=b.elem(s_off, MemType.ACC),
-            x_size=tiles,
-            x_stride=tiles,
-        ),
+        _row_load(MemType.UOP, 0, u_off, len(uops)),
+        _row_load(MemType.ACC, y_base, b.elem(y_off, MemType.ACC), tiles),
+        _row_load(MemType.ACC, s_base, b.elem(s_off, MemType.ACC), tiles),
         # X, once per case: y_size rows re-reading the same DRAM row (x_stride 0)
         Load(
             memory_type=MemType.ACC,
@@ -516,20 +486,8 @@ def pingpong(
         uops += [Uop(t * half_acc, t * half_inp + kk, kk) for kk in range(k)]
     u_off = b.uops("uops", uops)
     b.add(
-        Load(
-            memory_type=MemType.UOP,
-            sram_base=0,
-            dram_base=u_off,
-            x_size=len(uops),
-            x_stride=len(uops),
-        ),
-        Load(
-            memory_type=MemType.WGT,
-            sram_base=0,
-            dram_base=b.elem(w_off, MemType.WGT),
-            x_size=n * k,
-            x_stride=n * k,
-        ),
+        _row_load(MemType.UOP, 0, u_off, len(uops)),
+        _row_load(MemType.WGT, 0, b.elem(w_off, MemType.WGT), n * k),
     )
     loops = dict(iter_out=m, iter_in=n, dst_factor_out=n, dst_factor_in=1)
     a_elem = b.elem(a_off, MemType.INP)
@@ -596,13 +554,7 @@ def token_flood(cfg: HwConfig, count: int = 12, seed: int = 6) -> Program:
     u_off = b.uops("uops", [Uop(i, i, 0) for i in range(count)])
     b.add(
         Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=count, x_stride=count),
-        Load(
-            memory_type=MemType.WGT,
-            sram_base=0,
-            dram_base=b.elem(w_off, MemType.WGT),
-            x_size=1,
-            x_stride=1,
-        ),
+        _row_load(MemType.WGT, 0, b.elem(w_off, MemType.WGT), 1),
         # a slow start for compute: 300 reset micro-ops over the acc tiles used below
         Gemm(
             reset=True,
@@ -614,16 +566,7 @@ def token_flood(cfg: HwConfig, count: int = 12, seed: int = 6) -> Program:
         ),
     )
     for i in range(count):
-        b.add(
-            Load(
-                memory_type=MemType.INP,
-                sram_base=i,
-                dram_base=b.elem(a_off, MemType.INP) + i,
-                x_size=1,
-                x_stride=1,
-                push_next_dep=True,
-            )
-        )
+        b.add(_row_load(MemType.INP, i, b.elem(a_off, MemType.INP) + i, 1, push_next_dep=True))
     for i in range(count):
         b.add(Gemm(uop_begin=i, uop_end=i + 1, pop_prev_dep=True, push_next_dep=True))
     for i in range(count):
@@ -655,21 +598,8 @@ def cmdq_full(cfg: HwConfig, extra: int = 24, seed: int = 7) -> Program:
     u_off = b.uops("uops", [Uop(0, 0, 0), Uop(1, 0, 0)])
     b.add(
         Load(memory_type=MemType.UOP, sram_base=0, dram_base=u_off, x_size=2, x_stride=2),
-        Load(
-            memory_type=MemType.INP,
-            sram_base=0,
-            dram_base=b.elem(a_off, MemType.INP),
-            x_size=1,
-            x_stride=1,
-        ),
-        Load(
-            memory_type=MemType.WGT,
-            sram_base=0,
-            dram_base=b.elem(w_off, MemType.WGT),
-            x_size=1,
-            x_stride=1,
-            push_next_dep=True,
-        ),
+        _row_load(MemType.INP, 0, b.elem(a_off, MemType.INP), 1),
+        _row_load(MemType.WGT, 0, b.elem(w_off, MemType.WGT), 1, push_next_dep=True),
         Gemm(reset=True, uop_begin=0, uop_end=2),
         # 600 accumulating micro-ops into acc[0] (wraps happily)
         Gemm(uop_begin=0, uop_end=1, iter_out=30, iter_in=20, pop_prev_dep=True),
@@ -897,15 +827,7 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
                 )
             )
         # ---- compute: micro-ops, maybe acc data, reset, GEMMs and ALUs in slot s
-        body: list[Insn] = [
-            Load(
-                memory_type=MemType.UOP,
-                sram_base=s * _SLOT["uop"],
-                dram_base=uop_tables[k],
-                x_size=_SLOT["uop"],
-                x_stride=_SLOT["uop"],
-            )
-        ]
+        body: list[Insn] = [_row_load(MemType.UOP, s * _SLOT["uop"], uop_tables[k], _SLOT["uop"])]
         body.append(
             Gemm(reset=True, uop_begin=s * 8, uop_end=s * 8 + 8, iter_out=2, dst_factor_out=8)
         )
@@ -1001,15 +923,7 @@ def tiled_gemm(
             gemm_at[a, sl] = len(uops)
             uops += [Uop(a * accs, sl * ins + kk, sl * ws + kk) for kk in range(kt)]
     u_off = b.uops("uops", uops)
-    b.add(
-        Load(
-            memory_type=MemType.UOP,
-            sram_base=0,
-            dram_base=u_off,
-            x_size=len(uops),
-            x_stride=len(uops),
-        )
-    )
+    b.add(_row_load(MemType.UOP, 0, u_off, len(uops)))
     a_elem, w_elem = b.elem(a_off, MemType.INP), b.elem(w_off, MemType.WGT)
     c_elem = b.elem(c_off, MemType.OUT)
     acc_loops = dict(iter_out=m, iter_in=nt, dst_factor_out=nt, dst_factor_in=1)
