@@ -69,6 +69,8 @@ ERR_STORE_PAD = 8
 ERR_ALU_OP = 9
 ERR_OPCODE = 10
 ERR_DEP_FLAG = 11
+#: Not an error: a GEMM/ALU loop with no micro-op to run (used inside the kernels only).
+NOTHING_TO_DO = -1
 
 #: code -> (field at fault, what is wrong)
 ERRORS: dict[int, tuple[str, str]] = {
@@ -91,7 +93,7 @@ _INT32_MIN = -(1 << 31)
 IntLike = int | np.integer
 
 #: Functions the kernels call by global name (compile these before the kernels).
-HELPERS = ("wrap32", "low8", "alu_apply", "_max_index")
+HELPERS = ("wrap32", "low8", "alu_apply", "_max_index", "_uop_loop_check")
 #: The instruction kernels.
 KERNELS = (
     "load_kernel",
@@ -289,6 +291,32 @@ def _max_index(
     return m + (iter_out - 1) * f_out + (iter_in - 1) * f_in
 
 
+def _uop_loop_check(
+    uop: np.ndarray,
+    acc_depth: int,
+    uop_begin: int,
+    uop_end: int,
+    iter_out: int,
+    iter_in: int,
+    dst_factor_out: int,
+    dst_factor_in: int,
+) -> int:
+    """Checks shared by GEMM and ALU: the micro-op range and every accumulator index.
+
+    Returns :data:`NOTHING_TO_DO` for an empty loop, otherwise ``OK`` or an error code.
+    """
+    if iter_out == 0 or iter_in == 0:
+        return NOTHING_TO_DO
+    if uop_begin > uop_end or uop_end > uop.shape[0]:
+        return ERR_UOP_RANGE
+    if uop_begin == uop_end:
+        return NOTHING_TO_DO
+    top = _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in)
+    if top >= acc_depth:
+        return ERR_DST_RANGE
+    return OK
+
+
 def gemm_kernel(
     inp: np.ndarray,
     wgt: np.ndarray,
@@ -312,17 +340,11 @@ def gemm_kernel(
     ``out[a]`` takes the low 8 bits of ``acc[a]`` after every write. Indices are checked
     before anything is written, so a failing instruction leaves the buffers untouched.
     """
-    if iter_out == 0 or iter_in == 0:
-        return OK
-    if uop_begin > uop_end or uop_end > uop.shape[0]:
-        return ERR_UOP_RANGE
-    if uop_begin == uop_end:
-        return OK
-    if (
-        _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in)
-        >= acc.shape[0]
-    ):
-        return ERR_DST_RANGE
+    code = _uop_loop_check(
+        uop, acc.shape[0], uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in
+    )
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
     batch = acc.shape[1]
     block_out = acc.shape[2]
     block_in = inp.shape[2]
@@ -391,17 +413,11 @@ def alu_kernel(
     """
     if alu_opcode < 0 or alu_opcode > 4:
         return ERR_ALU_OP
-    if iter_out == 0 or iter_in == 0:
-        return OK
-    if uop_begin > uop_end or uop_end > uop.shape[0]:
-        return ERR_UOP_RANGE
-    if uop_begin == uop_end:
-        return OK
-    if (
-        _max_index(uop, 0, uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in)
-        >= acc.shape[0]
-    ):
-        return ERR_DST_RANGE
+    code = _uop_loop_check(
+        uop, acc.shape[0], uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in
+    )
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
     if (
         reset == 0
         and use_imm == 0
