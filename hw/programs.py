@@ -885,11 +885,6 @@ def random_program(cfg: HwConfig, seed: int, blocks: int | None = None) -> Progr
     return b.build()
 
 
-def large_gemm(cfg: HwConfig, m: int = 16, k: int = 16, n: int = 16, seed: int = 11) -> Program:
-    """A GEMM held entirely on chip (m·k·n micro-ops), for benchmarks."""
-    return gemm(cfg, m=m, k=k, n=n, seed=seed)
-
-
 def tiled_gemm(
     cfg: HwConfig, m: int, k: int, n: int, kt: int, nt: int, seed: int = 12, shift: int = 8
 ) -> Program:

@@ -42,11 +42,6 @@ def _simulator() -> Callable[..., Any] | None:
     return getattr(vta_sim, "simulate", None)
 
 
-def simulator_available() -> bool:
-    """Whether ``vta_sim.simulate`` exists (then cycle counts are compared)."""
-    return _simulator() is not None
-
-
 def reference_run(program: Program) -> Reference:
     """Run ``program`` on the reference and return its final DRAM image (and cycles)."""
     simulate = _simulator()

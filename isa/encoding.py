@@ -210,9 +210,3 @@ def decode_uops(words: np.ndarray, cfg: HwConfig) -> tuple[np.ndarray, np.ndarra
         for f in layout("uop", cfg).fields
     )
     return dst, src, wgt
-
-
-def uops_from_words(words: np.ndarray, cfg: HwConfig) -> list[Uop]:
-    """Decode uint32 micro-op words into :class:`Uop` objects."""
-    dst, src, wgt = decode_uops(words, cfg)
-    return [Uop(int(d), int(s), int(g)) for d, s, g in zip(dst, src, wgt, strict=True)]

@@ -233,8 +233,3 @@ class Simplifier:
         if isinstance(y, E.Max) and (self.prove_le(x, y.a, d) or self.prove_le(x, y.b, d)):
             return True
         return False
-
-
-def simplify_cond(cond: Expr, env: Env | None = None) -> Expr:
-    """Simplify a condition and decide it when bounds allow."""
-    return simplify(cond, env)

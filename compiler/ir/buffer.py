@@ -115,10 +115,6 @@ def get_scope(scope: Scope | str) -> Scope:
         raise CompilerError(f"unknown memory scope {scope!r}; registered: {known}") from None
 
 
-def registered_scopes() -> tuple[Scope, ...]:
-    return tuple(_REGISTRY.values())
-
-
 @dataclass(frozen=True, eq=False)
 class Buffer:
     """A named, typed n-d memory region. Identity matters: two buffers named ``A`` differ.

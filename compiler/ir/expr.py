@@ -529,13 +529,6 @@ def is_const_int(expr: object, value: int | None = None) -> bool:
     )
 
 
-def const_value(expr: Expr) -> int | float | None:
-    """The Python value of a constant, or None."""
-    if isinstance(expr, IntImm | FloatImm):
-        return expr.value
-    return None
-
-
 def const(value: int | float | bool, dtype: DType | str | None = None) -> Expr:
     """A constant of ``dtype`` (inferred from the Python type when omitted).
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,10 +141,6 @@ def _dump(opts: PassOptions, k: int, name: str, func: PrimFunc) -> None:
         (opts.dump_dir / f"{k:02d}_{name}.txt").write_text(text)
     else:
         sys.stderr.write(f"# ---- after {name} ----\n{text}")
-
-
-def pipeline_of(passes: Iterable[Pass] | Sequence[Pass]) -> Pipeline:
-    return Pipeline(tuple(passes))
 
 
 def default_pipeline() -> Pipeline:

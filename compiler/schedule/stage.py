@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from compiler.errors import ScheduleError
@@ -218,7 +217,3 @@ class Stage:
     def tensorize(self, axis: AxisRef, intrin: TensorIntrin | str) -> None:
         """Replace the loop nest from ``axis`` inward by the intrinsic ``intrin``."""
         annotate.tensorize(self, axis, intrin)
-
-
-def axes_of(stage: Stage, refs: Sequence[AxisRef]) -> list[IterVar]:
-    return [stage.axis(r) for r in refs]

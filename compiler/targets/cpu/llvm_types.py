@@ -61,9 +61,3 @@ def mangle(elem: str, lanes: int = 1) -> str:
 def float_literal(value: float) -> str:
     """LLVM hex form of a float constant (exact for float32 values too)."""
     return "0x" + struct.pack(">d", value).hex().upper()
-
-
-def int_literal(value: int, dtype: DType) -> str:
-    if dtype.is_bool:
-        return "true" if value else "false"
-    return str(value)

@@ -146,11 +146,6 @@ def load_memory_type(call: Call) -> MemType | None:
     return _MEM_OF_LOAD.get(call.op)
 
 
-def alu_of(call: Call) -> tuple[AluOp, bool] | None:
-    """(opcode, use_imm) of an ALU micro-op call."""
-    return _ALU_OF.get(call.op)
-
-
 def is_uop(call: Call) -> bool:
     return call.op in UOP_OPS
 
