@@ -28,8 +28,8 @@ test: venv sim-deps
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: venv
-	$(BIN)/ruff check isa vta_sim compiler hw tests bench
-	$(BIN)/ruff format --check isa vta_sim compiler hw tests bench
+	$(BIN)/ruff check isa vta_sim compiler runtime hw tests bench
+	$(BIN)/ruff format --check isa vta_sim compiler runtime hw tests bench
 	$(BIN)/mypy isa
 
 generate: venv

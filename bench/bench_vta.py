@@ -17,7 +17,7 @@ import argparse
 import sys
 
 import isa
-from compiler.vta_cli import bench_rows, c9_cross_check, format_table, format_targets
+from runtime.layer_cli import bench_rows, c9_cross_check, format_table, format_targets
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -95,7 +95,7 @@ def write_program(path):
 
 
 def _vtac(*args):
-    return subprocess.run([sys.executable, "-m", "compiler.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
                           text=True)  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """``vtac sim PROG.npz``: run a program on the simulator and print what it cost.
 
-The dispatcher (``compiler/cli.py``) calls :func:`add_parser`; numba is imported only when the
+The dispatcher (``runtime/cli.py``) calls :func:`add_parser`; numba is imported only when the
 command runs, so ``vtac --help`` stays fast. Errors of the ISA layer (a malformed program, an
 instruction that cannot execute, a deadlock) propagate to the dispatcher, which prints them and
 exits non-zero.

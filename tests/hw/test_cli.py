@@ -7,7 +7,7 @@ import json
 import pytest
 
 import isa
-from compiler.cli import main
+from runtime.cli import main
 from hw import programs
 from tests.hw.conftest import require
 

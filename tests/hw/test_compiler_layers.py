@@ -90,7 +90,7 @@ def test_dense_layer(nthreads, build_root):
 def test_vtac_layer_then_vtac_rtl(tmp_path, capsys, build_root):
     """The command-line path: the compiler writes a program file, the RTL runs it."""
     require("icarus")
-    from compiler.cli import main
+    from runtime.cli import main
 
     path = tmp_path / "layer.npz"
     assert (

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import isa
-from compiler.cli import main as vtac
+from runtime.cli import main as vtac
 from isa.asm import assemble, disassemble
 from isa.errors import AsmError
 from isa.program import load_program

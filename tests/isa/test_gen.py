@@ -2,7 +2,7 @@
 
 import shutil
 
-from compiler.cli import main as vtac
+from runtime.cli import main as vtac
 from isa.config import load_config
 from isa.gen import generated_files, rtl_header, write_generated
 from tests.conftest import ROOT

@@ -16,7 +16,7 @@ from test_sim_random import Draw, random_config, random_program
 
 import isa
 import vta_sim
-from compiler.cli import main as vtac
+from runtime.cli import main as vtac
 from isa import Alu, AluOp, Finish, Gemm, Load, MemType, Program, Store
 from isa.asm import assemble
 from vta_sim.plot import (

@@ -11,7 +11,7 @@ import pytest
 
 import isa
 import vta_sim
-from compiler.cli import main as vtac
+from runtime.cli import main as vtac
 from isa import Alu, Finish, Gemm, Load, MemType, Program, ProgramError, Store
 from vta_sim import CycleLimitError, DeadlockError, InstructionError, NoFinishError
 
@@ -247,7 +247,7 @@ def test_cli_deadlock_in_process_and_in_a_subprocess(tmp_path, capsys):
     assert vtac(["sim", str(path)]) == 1
     assert "deadlock at cycle" in capsys.readouterr().err
     proc = subprocess.run(
-        [sys.executable, "-m", "compiler.cli", "sim", str(path)],
+        [sys.executable, "-m", "runtime.cli", "sim", str(path)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -16,7 +16,7 @@ from simkit import run_both
 
 import isa
 import vta_sim
-from compiler.cli import main as vtac
+from runtime.cli import main as vtac
 from isa import Finish, Gemm, Load, MemType, Program, Store
 
 CFG = isa.load_config("default")

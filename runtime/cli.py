@@ -18,7 +18,7 @@ COMMAND_MODULES = (
     "isa.cli",  # asm, disasm, generate
     "vta_sim.cli",  # sim
     "hw.cli",  # rtl
-    "compiler.vta_cli",  # layer, bench, demo
+    "runtime.layer_cli",  # layer, bench, demo
 )
 
 

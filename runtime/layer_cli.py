@@ -11,7 +11,7 @@ the simulator and checked against numpy.
 * ``vtac demo`` is the main job: the benchmark on the default core, the C9 cross-check against
   VTA's published counts, and a pipeline Gantt chart of one layer's run in ``out/``.
 
-This module (with ``compiler/cli.py``) is where the compiler meets the simulator.
+This module (with ``runtime/cli.py``) is where the compiler meets the simulator.
 
 Example:
     >>> import argparse

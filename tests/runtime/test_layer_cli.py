@@ -2,7 +2,7 @@
 
 import json
 
-from compiler.cli import main
+from runtime.cli import main
 
 
 def test_layer_check_json(tmp_path, capsys):
