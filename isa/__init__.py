@@ -24,7 +24,7 @@ from .encoding import (
     encode_uops,
 )
 from .errors import AsmError, ConfigError, EncodingError, ExecutionError, IsaError, ProgramError
-from .formats import FORMATS, Field, Layout, layout
+from .formats import FORMATS, Field, Layout, Limits, layout, limits
 from .insn import (
     DEP_QUEUES,
     MODULES,
@@ -67,6 +67,8 @@ __all__ = [
     "Field",
     "Layout",
     "layout",
+    "Limits",
+    "limits",
     "Opcode",
     "MemType",
     "AluOp",

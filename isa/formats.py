@@ -15,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from functools import cache
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError
@@ -210,3 +212,66 @@ def check_config_fits(cfg: HwConfig) -> None:
     """Raise :class:`ConfigError` naming the field when a format does not fit its word."""
     for name in FORMATS:
         _pack(name, cfg)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The value range of every instruction and micro-op field for one config.
+
+    Derived from the format declarations (:data:`FORMATS`) and the config's buffer depths, so
+    every consumer reads the same numbers instead of retyping them: the compiler's DMA sizes,
+    strides and pads (``mem``), micro-op loop extents and factors (``gemm``/``alu``), ALU
+    immediates (``alu``, ``imm``, signed) and micro-op indices (``uop``).
+
+    ``ranges[fmt][field]`` is the inclusive ``(min, max)`` a field can encode.
+
+    >>> from isa.config import load_config
+    >>> lim = limits(load_config("default"))
+    >>> lim.max("mem", "x_size"), lim.max("mem", "y_pad_0"), lim.max("gemm", "iter_out")
+    (65535, 15, 16383)
+    >>> lim.range("alu", "imm")
+    (-32768, 32767)
+    >>> lim.max("gemm", "uop_end") >= 8192
+    True
+    """
+
+    config_name: str
+    ranges: Mapping[str, Mapping[str, tuple[int, int]]]
+
+    def range(self, fmt: str, field: str) -> tuple[int, int]:
+        """Inclusive ``(min, max)`` of ``field`` in format ``fmt``."""
+        if fmt not in self.ranges:
+            raise KeyError(f"unknown format {fmt!r}; formats: {', '.join(self.ranges)}")
+        fields = self.ranges[fmt]
+        if field not in fields:
+            raise KeyError(f"format {fmt!r} has no field {field!r} (fields: {', '.join(fields)})")
+        return fields[field]
+
+    def max(self, fmt: str, field: str) -> int:
+        """The largest value ``field`` of format ``fmt`` encodes."""
+        return self.range(fmt, field)[1]
+
+    def min(self, fmt: str, field: str) -> int:
+        """The smallest value ``field`` of format ``fmt`` encodes (negative only for ``imm``)."""
+        return self.range(fmt, field)[0]
+
+    def fields(self, fmt: str) -> tuple[str, ...]:
+        """The fields of ``fmt`` in packing order."""
+        return tuple(self.ranges[fmt])
+
+
+@cache
+def limits(cfg: HwConfig) -> Limits:
+    """Per-field encodable ranges of every format for ``cfg`` (see :class:`Limits`).
+
+    >>> from isa.config import load_config
+    >>> limits(load_config("default")).max("mem", "x_stride")
+    65535
+    """
+    ranges = {
+        name: MappingProxyType(
+            {f.name: (f.min_value, f.max_value) for f in layout(name, cfg).fields}
+        )
+        for name in FORMATS
+    }
+    return Limits(cfg.name, MappingProxyType(ranges))
