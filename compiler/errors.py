@@ -42,3 +42,13 @@ class IRVerifyError(CompilerError):
 
 class CodegenError(CompilerError):
     """A target cannot generate code for a construct in the loop IR."""
+
+
+class GraphError(CompilerError):
+    """A malformed operator graph: unknown operator, bad attribute, broken topology, a pass's
+    output that fails the graph verifier. The message names the node and the input at fault."""
+
+
+class FrontendError(CompilerError):
+    """A model file the frontend refuses: unreadable, malformed, or using unsupported
+    operators (every one is listed with its node name, op type and opset)."""
