@@ -1,0 +1,257 @@
+"""The compiled-model file (``vtac compile -o model.vtac``): one zip archive holding a
+:class:`~runtime.program.Program`, so a model runs again without its ONNX file.
+
+Members:
+
+* ``manifest.json``: the format name and version, the model's inputs and outputs, the
+  placement of every tensor (the static memory plan), the kernels in order (group name, fused
+  ops, target, entry symbol, arguments) and the SHA-256 of every other member;
+* ``graph.txt``: the optimized graph after all passes, as the graph printer writes it;
+* ``kernels/<hash>.ll``: each distinct kernel's LLVM IR text (the machine code comes from the
+  on-disk object cache when the machine and LLVM are the same, else LLVM compiles it again);
+* ``constants/<index>.npy``: the constants, pre-packed in the layouts the kernels read.
+
+Writing is atomic (a temporary file in the same directory, then ``os.replace``) and the file
+gets the usual ``0666 & ~umask`` mode. Reading refuses, naming the fault, a file that is not a
+zip archive, a manifest of another format or version, a missing member or one whose checksum
+does not match.
+
+Example:
+    >>> import os, tempfile
+    >>> from runtime.program import MemoryStats, Program, TensorSpec
+    >>> prog = Program("m", "cpu", 1, (TensorSpec("x", (2,), "float32"),), (), {}, (), {}, 0,
+    ...                MemoryStats(0, 0))
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.vtac")
+    >>> save_artifact(prog, path)
+    >>> load_artifact(path).inputs
+    (TensorSpec(name='x', shape=(2,), dtype='float32'),)
+    >>> is_artifact(path)
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runtime.errors import ArtifactError
+from runtime.program import (
+    KernelArg,
+    KernelSpec,
+    MemoryStats,
+    Placement,
+    Program,
+    TensorSpec,
+)
+
+FORMAT_NAME = "vtac-artifact"
+#: Bumped whenever the manifest's meaning changes; other versions are refused.
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def artifact_members(program: Program) -> dict[str, bytes]:
+    """Every member of the archive, the manifest last (it holds the others' checksums).
+
+    Example:
+        >>> from runtime.program import MemoryStats, Program
+        >>> prog = Program("m", "cpu", 1, (), (), {}, (), {}, 0, MemoryStats(0, 0))
+        >>> sorted(artifact_members(prog))
+        ['graph.txt', 'manifest.json']
+    """
+    members: dict[str, bytes] = {"graph.txt": program.graph_text.encode()}
+    kernels = []
+    for k in program.kernels:
+        member = f"kernels/{_sha256(k.code.encode())[:24]}.ll"
+        members.setdefault(member, k.code.encode())
+        kernels.append(
+            {
+                "name": k.name,
+                "ops": list(k.ops),
+                "target": k.target,
+                "symbol": k.symbol,
+                "args": [a.to_json() for a in k.args],
+                "tensors": list(k.tensors),
+                "code": member,
+            }
+        )
+    constants = []
+    for i, (name, arr) in enumerate(program.constants.items()):
+        member = f"constants/{i}.npy"
+        members[member] = _npy_bytes(arr)
+        constants.append({"name": name, "member": member})
+    manifest = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "name": program.name,
+        "target": program.target,
+        "num_threads": program.num_threads,
+        "inputs": [s.to_json() for s in program.inputs],
+        "outputs": [s.to_json() for s in program.outputs],
+        "output_tensors": dict(program.output_tensors),
+        "placements": {t: p.to_json() for t, p in program.placements.items()},
+        "kernels": kernels,
+        "constants": constants,
+        "arena_bytes": program.arena_bytes,
+        "memory": {
+            "peak_bytes": program.memory.peak_bytes,
+            "naive_bytes": program.memory.naive_bytes,
+        },
+        "checksums": {m: _sha256(b) for m, b in sorted(members.items())},
+    }
+    members[MANIFEST] = json.dumps(manifest, indent=1).encode()
+    return members
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def save_artifact(program: Program, path: str | os.PathLike) -> None:
+    """Write ``program`` to ``path`` atomically (see the module docstring)."""
+    path = Path(path)
+    members = artifact_members(program)
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
+            for member, data in members.items():
+                # Weights do not compress; text does.
+                method = zipfile.ZIP_STORED if member.endswith(".npy") else zipfile.ZIP_DEFLATED
+                zf.writestr(member, data, compress_type=method)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def is_artifact(source: str | os.PathLike | bytes) -> bool:
+    """Whether ``source`` (a path or the file's bytes) starts like a zip archive, which an ONNX
+    protobuf never does.
+
+    Example:
+        >>> is_artifact(b"\\x08\\x0a\\x12")
+        False
+    """
+    if isinstance(source, bytes):
+        return source[:4] == ZIP_MAGIC
+    try:
+        with open(source, "rb") as fh:
+            return fh.read(4) == ZIP_MAGIC
+    except OSError:
+        return False
+
+
+def _field(d: dict[str, Any], key: str, where: str) -> Any:
+    if key not in d:
+        raise ArtifactError(f"{where}: the manifest has no field {key!r}")
+    return d[key]
+
+
+def load_artifact(source: str | os.PathLike | bytes) -> Program:
+    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes)."""
+    where = "artifact" if isinstance(source, bytes) else f"artifact {os.fspath(source)}"
+    try:
+        handle: Any = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
+    except OSError as e:
+        raise ArtifactError(f"{where}: cannot open: {e.strerror}") from None
+    try:
+        with handle, zipfile.ZipFile(handle) as zf:
+            names = set(zf.namelist())
+            if MANIFEST not in names:
+                raise ArtifactError(f"{where}: not a vtac artifact (no {MANIFEST})")
+            try:
+                manifest = json.loads(zf.read(MANIFEST))
+            except ValueError as e:
+                raise ArtifactError(f"{where}: {MANIFEST} is not valid JSON ({e})") from None
+            if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+                raise ArtifactError(f"{where}: not a vtac artifact (format is not {FORMAT_NAME})")
+            version = manifest.get("version")
+            if version != FORMAT_VERSION:
+                raise ArtifactError(
+                    f"{where}: format version {version}, but this vtac reads version "
+                    f"{FORMAT_VERSION} (compile the model again)"
+                )
+            checksums = _field(manifest, "checksums", where)
+
+            def read(member: str) -> bytes:
+                if member not in names or member not in checksums:
+                    raise ArtifactError(f"{where}: member {member} is missing")
+                data = zf.read(member)
+                if _sha256(data) != checksums[member]:
+                    raise ArtifactError(f"{where}: member {member} is corrupted (checksum differs)")
+                return data
+
+            return _program(manifest, read, where)
+    except zipfile.BadZipFile as e:
+        raise ArtifactError(f"{where}: not a readable zip archive ({e})") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise ArtifactError(f"{where}: malformed manifest ({type(e).__name__}: {e})") from None
+
+
+def _program(manifest: dict[str, Any], read: Any, where: str) -> Program:
+    codes: dict[str, str] = {}
+    kernels = []
+    for k in _field(manifest, "kernels", where):
+        member = k["code"]
+        if member not in codes:
+            codes[member] = read(member).decode()
+        kernels.append(
+            KernelSpec(
+                name=str(k["name"]),
+                ops=tuple(str(o) for o in k["ops"]),
+                target=str(k["target"]),
+                symbol=str(k["symbol"]),
+                args=tuple(KernelArg.from_json(a) for a in k["args"]),
+                tensors=tuple(str(t) for t in k["tensors"]),
+                code=codes[member],
+            )
+        )
+    constants: dict[str, np.ndarray] = {}
+    for c in _field(manifest, "constants", where):
+        data = read(c["member"])
+        try:
+            constants[str(c["name"])] = np.load(io.BytesIO(data), allow_pickle=False)
+        except ValueError as e:
+            member = c["member"]
+            raise ArtifactError(f"{where}: member {member} is not an npy array ({e})") from None
+    memory = _field(manifest, "memory", where)
+    return Program(
+        name=str(_field(manifest, "name", where)),
+        target=str(_field(manifest, "target", where)),
+        num_threads=int(_field(manifest, "num_threads", where)),
+        inputs=tuple(TensorSpec.from_json(s) for s in _field(manifest, "inputs", where)),
+        outputs=tuple(TensorSpec.from_json(s) for s in _field(manifest, "outputs", where)),
+        placements={
+            str(t): Placement.from_json(p) for t, p in _field(manifest, "placements", where).items()
+        },
+        kernels=tuple(kernels),
+        constants=constants,
+        arena_bytes=int(_field(manifest, "arena_bytes", where)),
+        memory=MemoryStats(int(memory["peak_bytes"]), int(memory["naive_bytes"])),
+        graph_text=read("graph.txt").decode(),
+        output_tensors={str(k): str(v) for k, v in manifest.get("output_tensors", {}).items()},
+    )

@@ -1,0 +1,179 @@
+"""Runs a :class:`~runtime.program.Program`: its kernels in order over one activation arena.
+
+At construction the executor allocates the arena once (the static memory plan's peak bytes),
+binds the constants, rebuilds every kernel (for the CPU, LLVM IR text compiled by llvmlite, the
+machine code coming from the on-disk cache when it holds it) and resolves the address of every
+argument that does not change between runs. A run then only allocates the outputs, points the
+input and output arguments at the caller's arrays and calls each kernel through ctypes: there is
+no per-element Python and no allocation beyond the outputs.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler import te
+    >>> from compiler.build import build
+    >>> from compiler.schedule import create_schedule
+    >>> from runtime.program import KernelArg, KernelSpec, MemoryStats, Placement, Program
+    >>> from runtime.program import TensorSpec
+    >>> X = te.placeholder((4,), "float32", name="X")
+    >>> Y = te.compute((4,), lambda i: X[i] * 2.0, name="Y")
+    >>> f = build(create_schedule(Y), [X, Y], name="double")
+    >>> args = tuple(KernelArg(a.name, a.shape, a.dtype, a.is_output) for a in f.args)
+    >>> k = KernelSpec("double", ("multiply",), "cpu", "double", args, ("x", "y"), f.llvm_ir)
+    >>> places = {"x": Placement("input", "x", 0, (4,), "float32"),
+    ...           "y": Placement("output", "y", 0, (4,), "float32")}
+    >>> prog = Program("m", "cpu", 1, (TensorSpec("x", (4,), "float32"),),
+    ...                (TensorSpec("y", (4,), "float32"),), places, (k,), {}, 0,
+    ...                MemoryStats(0, 0), output_tensors={"y": "y"})
+    >>> outs, profile = Executor(prog).run({"x": np.arange(4, dtype="float32")})
+    >>> outs["y"], [g.name for g in profile.groups]
+    (array([0., 2., 4., 6.], dtype=float32), ['double'])
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from runtime.errors import SessionError
+from runtime.profile import GroupRecord, Profile
+from runtime.program import KernelSpec, Placement, Program
+
+#: Byte alignment of the arena's start (a cache line; also what 512-bit vectors want).
+ARENA_ALIGN = 64
+
+
+def aligned_empty(nbytes: int, align: int = ARENA_ALIGN) -> np.ndarray:
+    """A zeroed byte array of ``nbytes`` whose data pointer is a multiple of ``align``.
+
+    Example:
+        >>> aligned_empty(100).ctypes.data % ARENA_ALIGN, aligned_empty(100).nbytes
+        (0, 100)
+    """
+    raw = np.zeros(nbytes + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start : start + nbytes]
+
+
+def _cpu_function(kernel: KernelSpec) -> Callable[..., None]:
+    from compiler.targets.cpu.jit import compile_llvm
+
+    address = compile_llvm(kernel.code, kernel.symbol)
+    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(kernel.args)))(address)
+
+
+#: How each target turns a kernel's stored code into something callable with raw pointers.
+KERNEL_LOADERS: dict[str, Callable[[KernelSpec], Callable[..., None]]] = {"cpu": _cpu_function}
+
+
+class Executor:
+    """Binds a program once; :meth:`run` executes it on checked, contiguous feeds."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.arena = aligned_empty(program.arena_bytes)
+        for name, p in program.placements.items():
+            if p.kind not in ("input", "constant", "arena", "output"):
+                raise SessionError(f"tensor {name}: unknown placement kind {p.kind!r}")
+            if p.kind == "arena" and p.offset + p.nbytes > program.arena_bytes:
+                raise SessionError(
+                    f"tensor {name}: bytes [{p.offset}, {p.offset + p.nbytes}) lie outside the "
+                    f"{program.arena_bytes}-byte arena"
+                )
+            if p.kind == "constant" and p.key not in program.constants:
+                raise SessionError(f"tensor {name}: constant {p.key!r} is missing")
+        # Constants are bound once: contiguous arrays kept alive for the session's lifetime.
+        self.constants = {
+            k: np.ascontiguousarray(v) for k, v in program.constants.items()
+        }  # fmt: skip
+        self._functions: list[Callable[..., None]] = []
+        self._static: list[list[int | None]] = []
+        self._dynamic: list[list[tuple[int, str, str]]] = []
+        loaded: dict[tuple[str, str, str], Callable[..., None]] = {}
+        for kernel in program.kernels:
+            loader = KERNEL_LOADERS.get(kernel.target)
+            if loader is None:
+                raise SessionError(
+                    f"group {kernel.name}: no runtime for target {kernel.target!r} "
+                    f"(known: {sorted(KERNEL_LOADERS)})"
+                )
+            key = (kernel.target, kernel.symbol, kernel.code)
+            if key not in loaded:
+                loaded[key] = loader(kernel)
+            self._functions.append(loaded[key])
+            static: list[int | None] = []
+            dynamic: list[tuple[int, str, str]] = []
+            for pos, (arg, tensor) in enumerate(zip(kernel.args, kernel.tensors, strict=True)):
+                p = program.placements.get(tensor)
+                if p is None:
+                    raise SessionError(f"group {kernel.name}: tensor {tensor} has no placement")
+                self._check_arg(kernel, arg.name, arg.shape, arg.dtype, p)
+                if p.kind in ("input", "output"):
+                    static.append(None)
+                    dynamic.append((pos, p.kind, p.key))
+                else:
+                    static.append(self._address(p))
+            self._static.append(static)
+            self._dynamic.append(dynamic)
+
+    @staticmethod
+    def _check_arg(
+        kernel: KernelSpec, arg: str, shape: tuple[int, ...], dtype: str, p: Placement
+    ) -> None:
+        n_arg = int(np.prod(shape, dtype=np.int64))
+        n_p = int(np.prod(p.shape, dtype=np.int64))
+        if np.dtype(dtype) != np.dtype(p.dtype) or n_arg != n_p:
+            raise SessionError(
+                f"group {kernel.name}: argument {arg} is {dtype}{list(shape)} but its tensor "
+                f"({p.kind} {p.key}) is {p.dtype}{list(p.shape)}"
+            )
+
+    def _address(self, p: Placement) -> int:
+        if p.kind == "arena":
+            return int(self.arena.ctypes.data) + p.offset
+        return int(self.constants[p.key].ctypes.data)
+
+    def view(self, p: Placement, feeds: dict[str, np.ndarray], outs: dict[str, np.ndarray]):  # noqa: ANN201
+        """The array a placement denotes during a run (a view, never a copy)."""
+        if p.kind == "arena":
+            return np.ndarray(p.shape, p.dtype, buffer=self.arena, offset=p.offset)
+        base = {"input": feeds, "output": outs, "constant": self.constants}[p.kind][p.key]
+        return base.reshape(p.shape)
+
+    def run(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], Profile]:
+        """Run every kernel on ``feeds`` (already checked: C-contiguous, right shape and dtype).
+
+        Returns the model outputs by name and the per-group profile.
+        """
+        prog = self.program
+        outs: dict[str, np.ndarray] = {}
+        for spec in prog.outputs:
+            p = prog.placements[prog.output_tensors[spec.name]]
+            if p.kind == "output":
+                outs[p.key] = np.empty(spec.shape, spec.dtype)
+        pointers = {
+            "input": {k: int(v.ctypes.data) for k, v in feeds.items()},
+            "output": {k: int(v.ctypes.data) for k, v in outs.items()},
+        }
+        records: list[GroupRecord] = []
+        clock = time.perf_counter_ns
+        for kernel, fn, static, dynamic in zip(
+            prog.kernels, self._functions, self._static, self._dynamic, strict=True
+        ):
+            args = list(static)
+            for pos, kind, key in dynamic:
+                args[pos] = pointers[kind][key]
+            t0 = clock()
+            fn(*args)
+            t1 = clock()
+            records.append(GroupRecord(kernel.name, kernel.ops, kernel.target, (t1 - t0) / 1e3))
+        result: dict[str, np.ndarray] = {}
+        for spec in prog.outputs:
+            p = prog.placements[prog.output_tensors[spec.name]]
+            if p.kind == "output" and p.key == spec.name:
+                result[spec.name] = outs[spec.name]
+            else:  # an output that is an input, a constant or another output: a copy of it
+                result[spec.name] = self.view(p, feeds, outs).reshape(spec.shape).copy()
+        return result, Profile(tuple(records))

@@ -1,0 +1,179 @@
+"""What a compiled model is at run time: the kernels in order, where every tensor lives, the
+constants and the arena size. The executor runs a :class:`Program`; the artifact format stores
+one; the graph compiler (``runtime/graph_compile.py``) produces one from an optimized graph.
+
+A tensor lives in one of four places (:class:`Placement`):
+
+* ``input``: a feed, given at ``run`` (``key`` is the model input's name);
+* ``constant``: a weight bound once when the session is created (``key`` names it);
+* ``arena``: a region of the one activation arena, at byte ``offset`` (the static memory plan);
+* ``output``: an array allocated by each ``run`` and returned to the caller (``key`` is the
+  model output's name).
+
+A placement whose shape differs from its base's (same element count) is a view: a reshape that
+costs nothing.
+
+Example:
+    >>> spec = TensorSpec("x", (1, 3, 8, 8), "float32")
+    >>> spec.type, spec.nbytes
+    ('tensor(float)', 768)
+    >>> Placement("arena", "conv1", 0, (1, 4, 8, 8, 1, 16), "float32").nbytes
+    16384
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: ONNX's type strings (what onnxruntime's ``NodeArg.type`` prints) for the project's dtypes.
+ONNX_TYPE_NAMES = {
+    "float32": "tensor(float)",
+    "float64": "tensor(double)",
+    "int8": "tensor(int8)",
+    "uint8": "tensor(uint8)",
+    "int32": "tensor(int32)",
+    "int64": "tensor(int64)",
+    "bool": "tensor(bool)",
+}
+
+PLACEMENT_KINDS = ("input", "constant", "arena", "output")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A model input or output as the caller sees it (like onnxruntime's ``NodeArg``).
+
+    Example:
+        >>> TensorSpec("logits", (1, 10), "float32")
+        TensorSpec(name='logits', shape=(1, 10), dtype='float32')
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def type(self) -> str:
+        """ONNX's type string, e.g. ``tensor(float)``."""
+        return ONNX_TYPE_NAMES.get(self.dtype, f"tensor({self.dtype})")
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TensorSpec:
+        return cls(str(d["name"]), tuple(int(s) for s in d["shape"]), str(d["dtype"]))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one tensor of the compiled graph lives at run time (see the module docstring)."""
+
+    kind: str
+    key: str
+    offset: int
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "offset": self.offset,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Placement:
+        return cls(
+            str(d["kind"]),
+            str(d["key"]),
+            int(d["offset"]),
+            tuple(int(s) for s in d["shape"]),
+            str(d["dtype"]),
+        )
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One argument of a compiled kernel: its logical shape and dtype, and whether it is written."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    is_output: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "is_output": self.is_output,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> KernelArg:
+        return cls(
+            str(d["name"]), tuple(int(s) for s in d["shape"]), str(d["dtype"]), bool(d["is_output"])
+        )
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One fused group, compiled: called with the tensors ``tensors`` in argument order.
+
+    ``name`` is the group's name (its anchor node's name), ``ops`` the operators fused into it,
+    ``code`` what the target needs to rebuild the kernel (for the CPU: LLVM IR text whose entry
+    point is ``symbol``; the machine code itself comes from the on-disk object cache).
+    """
+
+    name: str
+    ops: tuple[str, ...]
+    target: str
+    symbol: str
+    args: tuple[KernelArg, ...]
+    tensors: tuple[str, ...]
+    code: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """The static memory plan's figures: the arena (peak) against one buffer per tensor (naive)."""
+
+    peak_bytes: int
+    naive_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.peak_bytes / self.naive_bytes if self.naive_bytes else 0.0
+
+
+@dataclass(frozen=True)
+class Program:
+    """A whole compiled model: run the kernels in order over the placements."""
+
+    name: str
+    target: str
+    num_threads: int
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    placements: dict[str, Placement]
+    kernels: tuple[KernelSpec, ...]
+    constants: dict[str, np.ndarray] = field(repr=False)
+    arena_bytes: int
+    memory: MemoryStats
+    graph_text: str = field(default="", repr=False)
+    #: the tensor holding each model output, by output name
+    output_tensors: dict[str, str] = field(default_factory=dict)
