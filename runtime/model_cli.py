@@ -1,0 +1,265 @@
+"""``vtac compile`` and ``vtac run``: whole models on the CPU.
+
+* ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
+  [--progress]`` compiles an ONNX file or a zoo name (``resnet18``, ``digits``, ...) into one
+  artifact file (see :mod:`runtime.artifact`);
+* ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy ...] [--target cpu]
+  [--output out.npz] [--json]`` runs it once and prints every output (the top-5 classes of a
+  classifier's scores, otherwise shape, dtype, min, max and mean) and the per-group profile.
+  Without ``--input`` it feeds seeded random data and says so on stderr. ``--output`` saves
+  every output under its ONNX name; ``--json`` prints one JSON object
+  ``{"outputs": {name: {shape, dtype, top5?, ...}}, "groups": [...], "total_us": ...}``.
+
+Errors (a missing file, a malformed model, a feed of the wrong shape) print one line through the
+dispatcher: ``vtac run: error: ...``.
+
+Example:
+    >>> import argparse
+    >>> sub = argparse.ArgumentParser(prog="vtac").add_subparsers()
+    >>> add_parser(sub)
+    >>> args = sub.choices["run"].parse_args(["m.vtac", "--input", "data=x.npy", "--json"])
+    >>> args.model, args.input, args.json, args.target
+    ('m.vtac', ['data=x.npy'], True, 'cpu')
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+#: An output is shown as a classifier's scores when it is 2-D with at least this many classes.
+TOP_K = 5
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``compile`` and ``run``."""
+    c = subparsers.add_parser(
+        "compile",
+        help="compile an ONNX model (or a zoo name) into an artifact file",
+        description="Import an ONNX model, optimize the graph, compile every fused group for the "
+        "target and write one artifact file that `vtac run` executes without the model.",
+    )
+    c.add_argument(
+        "model", help="an ONNX file or a zoo name (resnet18, resnet34, resnet50, digits)"
+    )
+    c.add_argument("-o", "--output", required=True, metavar="ARTIFACT", help="the file to write")
+    _common(c)
+    c.set_defaults(run=_compile)
+
+    r = subparsers.add_parser(
+        "run",
+        help="run an ONNX model, a zoo name or an artifact once, with its per-group profile",
+        description="Compile (unless given an artifact) and run a model once; print its outputs "
+        "(top-5 classes for a classifier) and the time of every fused group.",
+    )
+    r.add_argument("model", help="an artifact, an ONNX file or a zoo name")
+    r.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="[NAME=]X.npy",
+        help="an input array (NAME= may be left out for a single-input model); repeatable",
+    )
+    r.add_argument("--output", metavar="OUT.npz", help="save every output under its ONNX name")
+    r.add_argument("--json", action="store_true", help="print the outputs and profile as JSON")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    _common(r)
+    r.set_defaults(run=_run)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default="cpu", choices=["cpu"], help="where groups run (cpu)")
+    p.add_argument("--image-size", type=int, default=None, help="zoo models: image height/width")
+    p.add_argument("--batch", type=int, default=None, help="zoo models: batch size")
+    p.add_argument(
+        "--threads", type=int, default=None,
+        help="threads of the CPU kernels (default: VTAC_NUM_THREADS or every CPU)",
+    )  # fmt: skip
+    p.add_argument(
+        "--progress", action="store_true",
+        help="show a progress bar while compiling (default: when stderr is a terminal)",
+    )  # fmt: skip
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from runtime.session import InferenceSession
+
+    return InferenceSession(
+        args.model,
+        args.target,
+        image_size=args.image_size,
+        batch=args.batch,
+        num_threads=args.threads,
+        progress=True if args.progress else None,
+    )
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from runtime.artifact import save_artifact
+
+    sess = _session(args)
+    prog = sess.program
+    save_artifact(prog, args.output)
+    consts = sum(a.nbytes for a in prog.constants.values())
+    distinct = len({(k.symbol, k.code) for k in prog.kernels})
+    print(
+        f"compiled {prog.name} for {prog.target} in {sess.compile_seconds:.2f} s: "
+        f"{len(prog.kernels)} groups ({distinct} distinct kernels), constants {_mib(consts)}, "
+        f"activation arena {_mib(prog.memory.peak_bytes)} "
+        f"(naive {_mib(prog.memory.naive_bytes)}) -> {args.output}"
+    )
+    return 0
+
+
+def parse_inputs(specs: list[str], inputs: list[Any]) -> dict[str, np.ndarray]:
+    """Load ``--input`` arguments: ``NAME=x.npy``, or ``x.npy`` for a single-input model.
+
+    Example:
+        >>> from runtime.program import TensorSpec
+        >>> parse_inputs(["nope.npy"], [TensorSpec("a", (1,), "float32"),
+        ...                             TensorSpec("b", (1,), "float32")])
+        Traceback (most recent call last):
+        ...
+        runtime.errors.FeedError: --input nope.npy: the model has 2 inputs (a, b): write NAME=FILE
+    """
+    from runtime.errors import FeedError
+
+    names = [s.name for s in inputs]
+    feeds: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or name not in names:
+            if len(names) != 1:
+                raise FeedError(
+                    f"--input {spec}: the model has {len(names)} inputs ({', '.join(names)}): "
+                    "write NAME=FILE"
+                )
+            name, path = names[0], spec
+        if name in feeds:
+            raise FeedError(f"--input {spec}: input {name!r} is given twice")
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise FeedError(f"--input {spec}: no such file {path}") from None
+        except (OSError, ValueError) as e:
+            raise FeedError(f"--input {spec}: not a .npy array ({e})") from None
+        if not isinstance(arr, np.ndarray):
+            raise FeedError(f"--input {spec}: {path} is an archive, not one .npy array")
+        feeds[name] = arr
+    return feeds
+
+
+def random_inputs(inputs: list[Any], seed: int) -> dict[str, np.ndarray]:
+    """Seeded random feeds: standard normal floats, small non-negative integers.
+
+    Example:
+        >>> from runtime.program import TensorSpec
+        >>> random_inputs([TensorSpec("x", (2, 3), "float32")], 0)["x"].dtype
+        dtype('float32')
+    """
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for s in inputs:
+        if np.issubdtype(np.dtype(s.dtype), np.floating):
+            feeds[s.name] = rng.standard_normal(s.shape).astype(s.dtype)
+        elif s.dtype == "bool":
+            feeds[s.name] = rng.integers(0, 2, s.shape).astype(bool)
+        else:
+            feeds[s.name] = rng.integers(0, 10, s.shape).astype(s.dtype)
+    return feeds
+
+
+def describe_output(arr: np.ndarray) -> dict[str, Any]:
+    """Shape, dtype, min/max/mean and, for a 2-D output with at least 5 columns, the top-5
+    ``[class, score]`` pairs of every row.
+
+    Example:
+        >>> d = describe_output(np.array([[0.1, 0.5, 0.2, 0.9, 0.0, 0.3]], np.float32))
+        >>> d["top5"][0][:2]
+        [[3, 0.9], [1, 0.5]]
+    """
+    d: dict[str, Any] = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
+    if arr.size:
+        d.update(
+            min=float(arr.min()), max=float(arr.max()), mean=float(arr.astype(np.float64).mean())
+        )
+    if arr.ndim == 2 and arr.shape[1] >= TOP_K:
+        order = np.argsort(-arr, axis=1, kind="stable")[:, :TOP_K]
+        d["top5"] = [
+            [[int(c), round(float(row[c]), 6)] for c in idx]
+            for row, idx in zip(arr, order, strict=True)
+        ]
+    return d
+
+
+def _format_output(name: str, d: dict[str, Any]) -> str:
+    shape = ",".join(str(s) for s in d["shape"])
+    head = f"{name}: {d['dtype']}[{shape}]"
+    if "top5" in d:
+        rows = [
+            f"  row {i} top-5: " + ", ".join(f"{c} ({s:.4g})" for c, s in top)
+            for i, top in enumerate(d["top5"])
+        ]
+        return "\n".join([head, *rows])
+    if "min" in d:
+        return f"{head} min {d['min']:.6g} max {d['max']:.6g} mean {d['mean']:.6g}"
+    return head
+
+
+def _run(args: argparse.Namespace) -> int:
+    sess = _session(args)
+    inputs = sess.get_inputs()
+    if args.input:
+        feeds = parse_inputs(args.input, inputs)
+    else:
+        feeds = random_inputs(inputs, args.seed)
+        described = ", ".join(f"{s.name} {s.dtype}{list(s.shape)}" for s in inputs)
+        print(
+            f"vtac run: no --input given: feeding seeded random data (seed {args.seed}) to "
+            f"{described}",
+            file=sys.stderr,
+        )
+    names = [s.name for s in sess.get_outputs()]
+    outs = dict(zip(names, sess.run(None, feeds), strict=True))
+    profile = sess.profile()
+    if args.output:
+        _save_npz(args.output, outs)
+    described_outs = {n: describe_output(a) for n, a in outs.items()}
+    if args.json:
+        print(json.dumps({"outputs": described_outs, **profile.to_json()}))
+        return 0
+    for n, d in described_outs.items():
+        print(_format_output(n, d))
+    print()
+    print(profile.table())
+    if args.output:
+        print(f"outputs saved to {args.output}")
+    return 0
+
+
+def _save_npz(path: str, outs: dict[str, np.ndarray]) -> None:
+    """An ``.npz`` archive with one ``NAME.npy`` member per output (``np.load`` reads it back
+    keyed by the ONNX names, whatever characters they hold)."""
+    import io
+    import zipfile
+
+    from runtime.errors import SessionError
+
+    if not path.endswith(".npz"):
+        raise SessionError(f"--output {path}: the file must end in .npz")
+    try:
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, arr in outs.items():
+                buf = io.BytesIO()
+                np.save(buf, arr, allow_pickle=False)
+                zf.writestr(f"{name}.npy", buf.getvalue())
+    except OSError as e:
+        raise SessionError(f"--output {path}: cannot write: {e.strerror}") from None

@@ -1,0 +1,241 @@
+"""An onnxruntime-like session: compile a whole model once, then run it many times.
+
+``InferenceSession(model)`` takes a zoo name (``"resnet18"``), a path to an ONNX file or to a
+compiled artifact (``vtac compile -o model.vtac``), the bytes of either, or an
+``onnx.ModelProto``. An ONNX model is imported into the graph IR, optimized by the graph pass
+pipeline (constant and batch-norm folding, fusion, layout packing, static memory planning), and
+every fused group is turned into tensor expressions, scheduled for the target and compiled (for
+the CPU by LLVM); an artifact already holds all of that.
+
+``run(output_names, feeds)`` checks every feed's name, shape and dtype (an error names the input
+and what was expected), runs the groups in order and returns the outputs as a list, in the order
+asked for; :meth:`InferenceSession.profile` gives the last run's per-group records.
+
+Example:
+    >>> import numpy as np
+    >>> sess = InferenceSession("digits")                          # doctest: +SKIP
+    >>> [(i.name, i.shape, i.type) for i in sess.get_inputs()]     # doctest: +SKIP
+    [('data', (1, 1, 28, 28), 'tensor(float)')]
+    >>> x = np.zeros((1, 1, 28, 28), np.float32)
+    >>> (logits,) = sess.run(None, {"data": x})                    # doctest: +SKIP
+    >>> logits.shape, sess.profile().groups[0].target              # doctest: +SKIP
+    ((1, 10), 'cpu')
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runtime.artifact import is_artifact, load_artifact, save_artifact
+from runtime.errors import FeedError, ModelLoadError, SessionError
+from runtime.executor import Executor
+from runtime.profile import Profile
+from runtime.program import MemoryStats, Program, TensorSpec
+
+#: Targets a session can compile whole models for.
+TARGETS = ("cpu",)
+
+ModelSource = str | bytes | os.PathLike | Any  # Any: an onnx.ModelProto
+
+
+def check_feeds(inputs: Sequence[TensorSpec], feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Check ``feeds`` against the model's inputs; return them as C-contiguous arrays.
+
+    Every input must be fed exactly once, as a numpy array of the input's shape and dtype.
+
+    Example:
+        >>> spec = [TensorSpec("data", (1, 4), "float32")]
+        >>> check_feeds(spec, {"data": np.zeros((1, 4), np.float32)})["data"].shape
+        (1, 4)
+        >>> check_feeds(spec, {"data": np.zeros((1, 5), np.float32)})
+        Traceback (most recent call last):
+        ...
+        runtime.errors.FeedError: input 'data' has shape (1, 5), expected (1, 4) (float32)
+    """
+    if not isinstance(feeds, Mapping):
+        raise FeedError(f"feeds must be a dict of input name to array, got {type(feeds).__name__}")
+    known = {s.name: s for s in inputs}
+    names = ", ".join(known) or "(none)"
+    for name in feeds:
+        if name not in known:
+            raise FeedError(f"unknown input {name!r} (the model's inputs: {names})")
+    checked: dict[str, np.ndarray] = {}
+    for spec in inputs:
+        if spec.name not in feeds:
+            raise FeedError(
+                f"input {spec.name!r} is not fed (expected {spec.dtype} of shape {spec.shape})"
+            )
+        arr = feeds[spec.name]
+        if not isinstance(arr, np.ndarray):
+            raise FeedError(
+                f"input {spec.name!r} is a {type(arr).__name__}, expected a numpy array "
+                f"({spec.dtype} of shape {spec.shape})"
+            )
+        if arr.dtype != np.dtype(spec.dtype):
+            raise FeedError(
+                f"input {spec.name!r} has dtype {arr.dtype}, expected {spec.dtype} "
+                f"(shape {spec.shape})"
+            )
+        if tuple(arr.shape) != tuple(spec.shape):
+            raise FeedError(
+                f"input {spec.name!r} has shape {tuple(arr.shape)}, expected {spec.shape} "
+                f"({spec.dtype})"
+            )
+        checked[spec.name] = np.ascontiguousarray(arr)
+    return checked
+
+
+def _zoo_names() -> tuple[str, ...]:
+    from compiler.frontend.zoo import zoo_names
+
+    return zoo_names()
+
+
+def load_onnx(
+    model: ModelSource, *, image_size: int | None = None, batch: int | None = None
+) -> Any:
+    """The ``onnx.ModelProto`` of a zoo name, a path, the file's bytes or a ModelProto.
+
+    A file that is not a protobuf (empty, truncated, another format) is refused naming the
+    file; a string that is neither an existing path nor a zoo name lists the zoo names.
+
+    Example:
+        >>> load_onnx(b"\\x00not onnx")
+        Traceback (most recent call last):
+        ...
+        runtime.errors.ModelLoadError: model (bytes): not an ONNX model (cannot parse the protobuf)
+    """
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        where, data = "model (bytes)", bytes(model)
+    elif isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.exists():
+            if isinstance(model, str) and model in _zoo_names():
+                from compiler.frontend.zoo import load_zoo
+
+                kwargs: dict[str, int] = {}
+                if image_size is not None:
+                    kwargs["image_size"] = image_size
+                if batch is not None:
+                    kwargs["batch"] = batch
+                return load_zoo(model, **kwargs)
+            raise ModelLoadError(
+                f"model {os.fspath(model)}: no such file, and not a zoo model "
+                f"({', '.join(_zoo_names())})"
+            )
+        where = f"model {os.fspath(model)}"
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise ModelLoadError(f"{where}: cannot read: {e.strerror}") from None
+    else:
+        raise ModelLoadError(
+            f"a model is a zoo name, a path, bytes or an onnx.ModelProto, "
+            f"not {type(model).__name__}"
+        )
+    if not data:
+        raise ModelLoadError(f"{where}: the file is empty")
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception:  # noqa: BLE001 - protobuf raises DecodeError (and others) on bad bytes
+        raise ModelLoadError(f"{where}: not an ONNX model (cannot parse the protobuf)") from None
+    if not proto.HasField("graph"):
+        raise ModelLoadError(f"{where}: not an ONNX model (no graph in the protobuf)")
+    return proto
+
+
+class InferenceSession:
+    """A compiled model and its executor (see the module docstring).
+
+    ``target``: where the groups run (``"cpu"``). ``image_size``/``batch``: for zoo names only.
+    ``num_threads``: threads of the CPU kernels' parallel loops (default: ``VTAC_NUM_THREADS``,
+    else every CPU this process may use). ``progress``: a progress bar on stderr while groups
+    compile (``None``: only when stderr is a terminal).
+    """
+
+    def __init__(
+        self,
+        model: ModelSource,
+        target: str = "cpu",
+        *,
+        image_size: int | None = None,
+        batch: int | None = None,
+        num_threads: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        if target not in TARGETS:
+            raise SessionError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
+        t0 = time.perf_counter()
+        if _is_artifact_source(model):
+            program = load_artifact(model if isinstance(model, bytes) else os.fspath(model))
+            if program.target != target:
+                raise SessionError(
+                    f"the artifact was compiled for target {program.target!r}, not {target!r}"
+                )
+            self.graph = None
+        else:
+            from runtime.graph_compile import compile_graph, optimize
+
+            proto = load_onnx(model, image_size=image_size, batch=batch)
+            self.graph = optimize(proto)
+            program = compile_graph(
+                self.graph, target=target, num_threads=num_threads, progress=progress
+            )
+        self.program: Program = program
+        self._executor = Executor(program)
+        self.compile_seconds = time.perf_counter() - t0
+        self._profile: Profile | None = None
+
+    def get_inputs(self) -> list[TensorSpec]:
+        """The model's inputs (name, shape, dtype; ``type`` as onnxruntime prints it)."""
+        return list(self.program.inputs)
+
+    def get_outputs(self) -> list[TensorSpec]:
+        """The model's outputs, in the model's order."""
+        return list(self.program.outputs)
+
+    @property
+    def memory(self) -> MemoryStats:
+        """The static memory plan: peak arena bytes against one buffer per tensor."""
+        return self.program.memory
+
+    def run(self, output_names: Sequence[str] | None, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """Run the model on ``feeds``; return the outputs named (all when ``None``), in order."""
+        known = [s.name for s in self.program.outputs]
+        names = known if output_names is None else list(output_names)
+        for name in names:
+            if name not in known:
+                raise SessionError(
+                    f"unknown output {name!r} (the model's outputs: {', '.join(known)})"
+                )
+        outs, self._profile = self._executor.run(check_feeds(self.program.inputs, feeds))
+        return [outs[n] for n in names]
+
+    def profile(self) -> Profile:
+        """The last run's per-group records (name, fused ops, target, time in µs)."""
+        if self._profile is None:
+            raise SessionError("no profile yet: call run() first")
+        return self._profile
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the compiled model as an artifact (see :mod:`runtime.artifact`)."""
+        save_artifact(self.program, path)
+
+
+def _is_artifact_source(model: ModelSource) -> bool:
+    if isinstance(model, bytes):
+        return is_artifact(model)
+    if isinstance(model, (str, os.PathLike)):
+        return os.path.isfile(model) and is_artifact(model)
+    return False
