@@ -23,7 +23,15 @@ from .encoding import (
     encode_stream,
     encode_uops,
 )
-from .errors import AsmError, ConfigError, EncodingError, ExecutionError, IsaError, ProgramError
+from .errors import (
+    AsmError,
+    ConfigError,
+    EncodingError,
+    ExecutionError,
+    IsaError,
+    OutputError,
+    ProgramError,
+)
 from .formats import FORMATS, Field, Layout, Limits, layout, limits
 from .insn import (
     DEP_QUEUES,
@@ -63,6 +71,7 @@ __all__ = [
     "ProgramError",
     "AsmError",
     "ExecutionError",
+    "OutputError",
     "FORMATS",
     "Field",
     "Layout",

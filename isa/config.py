@@ -47,6 +47,28 @@ _INT_FIELDS = (
 )
 
 
+#: Largest value of each integer knob. Far above any real core, low enough that every product the
+#: tools form from knobs (buffer allocations, ``micro-ops x ii`` cycle counts, queue rings) stays
+#: well inside 64 bits and inside memory.
+MAX_KNOB = {
+    "batch": 256,
+    "block_in": 256,
+    "block_out": 256,
+    "uop_buf_bytes": 1 << 27,
+    "inp_buf_bytes": 1 << 27,
+    "wgt_buf_bytes": 1 << 27,
+    "acc_buf_bytes": 1 << 27,
+    "bus_bytes": 4096,
+    "dram_latency": 4096,
+    "cmd_queue_depth": 4096,
+    "dep_queue_depth": 4096,
+    "gemm_ii": 1024,
+    "alu_ii": 1024,
+}
+#: Largest ``clock_mhz`` (a THz clock: any figure past it is a typo).
+MAX_CLOCK_MHZ = 1e6
+
+
 def _is_pow2(v: int) -> bool:
     return v > 0 and (v & (v - 1)) == 0
 
@@ -89,8 +111,19 @@ class HwConfig:
                 raise ConfigError(f"{where}: field {f!r} must be an integer, got {v!r}")
             if v <= 0:
                 raise ConfigError(f"{where}: field {f!r} must be positive, got {v}")
-        if not isinstance(self.clock_mhz, (int, float)) or self.clock_mhz <= 0:
-            raise ConfigError(f"{where}: field 'clock_mhz' must be a positive number")
+            top = MAX_KNOB.get(f)
+            if top is not None and v > top:
+                raise ConfigError(f"{where}: field {f!r} = {v} exceeds its maximum of {top}")
+        clock = self.clock_mhz
+        if (
+            isinstance(clock, bool)
+            or not isinstance(clock, (int, float))
+            or not 0 < clock <= MAX_CLOCK_MHZ  # also refuses NaN and infinities
+        ):
+            raise ConfigError(
+                f"{where}: field 'clock_mhz' must be a finite number in (0, {MAX_CLOCK_MHZ:g}], "
+                f"got {clock!r}"
+            )
         for f in (
             "batch",
             "block_in",
@@ -128,8 +161,6 @@ class HwConfig:
                     f"{where}: field '{buf}_buf_bytes' = {size} gives a {buf} depth of {depth} "
                     "entries; depths must be powers of two of at least 2"
                 )
-        if self.dram_latency > 4096:
-            raise ConfigError(f"{where}: field 'dram_latency' = {self.dram_latency} exceeds 4096")
         # The formats must fit their words; imported here because formats derive from configs.
         from .formats import check_config_fits
 
@@ -260,10 +291,7 @@ class HwConfig:
 
     @classmethod
     def from_json(cls, text: str) -> HwConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"config is not valid JSON: {e}") from None
+        data = parse_json(text, "config", ConfigError)
         if not isinstance(data, dict):
             raise ConfigError("config JSON must be an object")
         return cls.from_dict(data)
@@ -275,6 +303,52 @@ class HwConfig:
         16
         """
         return dataclasses.replace(self, **changes)
+
+
+#: Deepest nesting of arrays and objects accepted in a JSON text read from a file.
+MAX_JSON_DEPTH = 32
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str, what: str, error: type[Exception] = ConfigError) -> Any:
+    """Parse ``text``: strict JSON (no NaN/Infinity), nested at most :data:`MAX_JSON_DEPTH` deep.
+
+    Any fault raises ``error`` naming ``what``.
+
+    >>> parse_json('{"a": [1, 2]}', "knobs")
+    {'a': [1, 2]}
+    >>> parse_json('[' * 100 + ']' * 100, "knobs")
+    Traceback (most recent call last):
+    ...
+    isa.errors.ConfigError: knobs: JSON nested deeper than 32 levels
+    """
+    depth = 0
+    deepest = 0
+    in_string = escaped = False
+    for ch in text:  # cheap scan: brackets outside strings
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    if deepest > MAX_JSON_DEPTH:
+        raise error(f"{what}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:
+        raise error(f"{what} is not valid JSON: {e}") from None
 
 
 @cache

@@ -19,6 +19,14 @@ class ProgramError(IsaError, ValueError):
     """A program file is malformed, truncated, or built for another ISA version or config."""
 
 
+class OutputError(IsaError, OSError):
+    """An output file cannot be written: a missing directory, a directory given as the file,
+    no permission. The message names the path."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class AsmError(IsaError, ValueError):
     """The assembler text form could not be parsed; the message names the line."""
 

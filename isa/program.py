@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,15 +26,23 @@ from typing import Any
 
 import numpy as np
 
-from .config import HwConfig
+from .config import HwConfig, parse_json
 from .encoding import INSN_BYTES, decode_fields, decode_stream, encode_stream
 from .errors import ConfigError, ProgramError
 from .insn import Insn
+from .outputs import OutputFiles
 
 #: Version of the contract (ISA.md) this package implements.
 ISA_VERSION = 1
 FORMAT_NAME = "vta-program"
 ROLES = ("input", "output", "param")
+#: numpy dtype kinds a symbol may have: bool, signed and unsigned integers, floats, complex.
+DTYPE_KINDS = "biufc"
+#: Most axes a symbol's shape may have (numpy's own limit).
+MAX_NDIM = 32
+#: Largest DRAM image a program file may hold (bytes, 1 GiB): far above any real program, and
+#: a bound on what loading a file may allocate.
+MAX_DRAM_BYTES = 1 << 30
 _KEYS = ("format", "isa_version", "config", "dram", "insn_base", "insn_count", "symbols")
 
 
@@ -52,7 +59,43 @@ class Symbol:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        count = 1
+        for dim in self.shape:
+            count *= int(dim)
+        return count * np.dtype(self.dtype).itemsize
+
+    def check(self) -> None:
+        """Raise :class:`ProgramError` naming the symbol when its dtype or shape is unusable.
+
+        A tensor has a fixed-size numeric dtype (bool, integers, floats, complex; no structured,
+        string, object or date types) and at most 32 dimensions, each of at least 1.
+
+        >>> Symbol("x", 0, "int8", (2, 0)).check()
+        Traceback (most recent call last):
+        ...
+        isa.errors.ProgramError: symbol 'x': shape (2, 0) has a dimension below 1 (axis 1)
+        """
+        where = f"symbol {self.name!r}"
+        try:
+            dt = np.dtype(self.dtype)
+        except (TypeError, ValueError):
+            raise ProgramError(f"{where}: dtype {self.dtype!r} is not a numpy dtype") from None
+        if dt.kind not in DTYPE_KINDS or dt.fields is not None or dt.subdtype is not None:
+            raise ProgramError(
+                f"{where}: dtype {self.dtype!r} is not a fixed-size numeric dtype "
+                "(bool, int, uint, float or complex)"
+            )
+        if not isinstance(self.offset, int) or isinstance(self.offset, bool):
+            raise ProgramError(f"{where}: offset {self.offset!r} is not an integer")
+        if len(self.shape) > MAX_NDIM:
+            raise ProgramError(f"{where}: shape has {len(self.shape)} axes (at most {MAX_NDIM})")
+        for axis, dim in enumerate(self.shape):
+            if not isinstance(dim, int) or isinstance(dim, bool):
+                raise ProgramError(f"{where}: shape axis {axis} is {dim!r}, not an integer")
+            if dim < 1:
+                raise ProgramError(
+                    f"{where}: shape {self.shape} has a dimension below 1 (axis {axis})"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,17 +108,31 @@ class Symbol:
 
     @classmethod
     def from_dict(cls, name: str, d: Mapping[str, Any]) -> Symbol:
-        try:
-            return cls(
-                name=name,
-                offset=int(d["offset"]),
-                dtype=str(d["dtype"]),
-                shape=tuple(int(s) for s in d["shape"]),
-                layout=str(d.get("layout", "")),
-                role=str(d.get("role", "param")),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ProgramError(f"symbol {name!r}: malformed entry ({e})") from None
+        where = f"symbol {name!r}"
+        if not isinstance(d, Mapping):
+            raise ProgramError(f"{where}: entry must be an object, got {type(d).__name__}")
+        for key in ("offset", "dtype", "shape"):
+            if key not in d:
+                raise ProgramError(f"{where}: missing key {key!r}")
+        unknown = sorted(set(d) - {"offset", "dtype", "shape", "layout", "role"})
+        if unknown:
+            raise ProgramError(f"{where}: unknown key(s) {unknown}")
+        shape = d["shape"]
+        if not isinstance(shape, (list, tuple)):
+            raise ProgramError(f"{where}: shape must be a list of integers, got {shape!r}")
+        for key in ("dtype", "layout", "role"):
+            if key in d and not isinstance(d[key], str):
+                raise ProgramError(f"{where}: {key} must be a string, got {d[key]!r}")
+        sym = cls(
+            name=name,
+            offset=d["offset"],
+            dtype=d["dtype"],
+            shape=tuple(shape),
+            layout=d.get("layout", ""),
+            role=d.get("role", "param"),
+        )
+        sym.check()
+        return sym
 
 
 @dataclasses.dataclass
@@ -136,6 +193,10 @@ class Program:
         d = self.dram
         if not isinstance(d, np.ndarray) or d.dtype != np.uint8 or d.ndim != 1:
             raise ProgramError("field 'dram' must be a 1-D uint8 array")
+        if d.size > MAX_DRAM_BYTES:
+            raise ProgramError(
+                f"the DRAM image has {d.size} bytes, more than the maximum of {MAX_DRAM_BYTES}"
+            )
         if self.insn_base < 0 or self.insn_base % INSN_BYTES:
             raise ProgramError(f"insn_base={self.insn_base} is not a non-negative multiple of 16")
         if self.insn_count < 0:
@@ -149,12 +210,7 @@ class Program:
         for name, s in self.symbols.items():
             if s.role not in ROLES:
                 raise ProgramError(f"symbol {name!r}: role {s.role!r} is not one of {ROLES}")
-            try:
-                np.dtype(s.dtype)
-            except TypeError:
-                raise ProgramError(
-                    f"symbol {name!r}: dtype {s.dtype!r} is not a numpy dtype"
-                ) from None
+            s.check()
             if s.offset < 0 or s.offset + s.nbytes > d.size:
                 raise ProgramError(
                     f"symbol {name!r}: bytes [{s.offset}, {s.offset + s.nbytes}) run past the "
@@ -217,18 +273,17 @@ class Program:
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the program file atomically (a failed write leaves no partial file)."""
-        path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                arrays: dict[str, Any] = self.to_arrays()
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        """Write the program file atomically (a failed write leaves no partial file), with the
+        usual permissions; :class:`isa.OutputError` names a path that cannot be written."""
+        with OutputFiles() as out:
+            self.save_to(out.reserve(path, "program file"))
+
+    def save_to(self, path: str | os.PathLike[str]) -> None:
+        """Write the program file to ``path`` as it is (see :class:`isa.outputs.OutputFiles`
+        for writing it together with other outputs, all or none)."""
+        arrays: dict[str, Any] = self.to_arrays()
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
 
     def copy(self) -> Program:
         return dataclasses.replace(self, dram=self.dram.copy(), symbols=dict(self.symbols))
@@ -265,13 +320,14 @@ def program_from_arrays(arrays: Mapping[str, np.ndarray], where: str = "program"
         config = HwConfig.from_json(_scalar(arrays, "config", "str", where))
     except ConfigError as e:
         raise ProgramError(f"{where}: unsupported config: {e}") from None
-    try:
-        sym_json = json.loads(_scalar(arrays, "symbols", "str", where))
-    except json.JSONDecodeError as e:
-        raise ProgramError(f"{where}: key 'symbols' is not valid JSON: {e}") from None
+    sym_text = _scalar(arrays, "symbols", "str", where)
+    sym_json = parse_json(sym_text, f"{where}: key 'symbols'", ProgramError)
     if not isinstance(sym_json, dict):
         raise ProgramError(f"{where}: key 'symbols' must be a JSON object")
-    symbols = {n: Symbol.from_dict(n, d) for n, d in sym_json.items()}
+    try:
+        symbols = {n: Symbol.from_dict(n, d) for n, d in sym_json.items()}
+    except ProgramError as e:
+        raise ProgramError(f"{where}: {e}") from None
     dram = arrays["dram"]
     if dram.dtype != np.uint8 or dram.ndim != 1:
         raise ProgramError(
@@ -293,15 +349,34 @@ def program_from_arrays(arrays: Mapping[str, np.ndarray], where: str = "program"
 def load_program(path: str | os.PathLike[str]) -> Program:
     """Read and validate a program file; errors name the file and what is wrong with it."""
     where = str(path)
+    if Path(path).is_dir():
+        raise ProgramError(f"{where}: is a directory, not a program file")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise ProgramError(f"{where}: no such file") from None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeError) as e:
         raise ProgramError(
             f"{where}: not a readable program file (truncated or corrupt .npz: {e})"
         ) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ProgramError(f"{where}: a single .npy array, not a program archive (.npz, ISA.md §4)")
+    with loaded as z:
+        members = z.zip.infolist() if z.zip is not None else []
+        total = sum(info.file_size for info in members)
+        if total > MAX_DRAM_BYTES + (1 << 20):
+            raise ProgramError(
+                f"{where}: the archive holds {total} bytes uncompressed, more than the "
+                f"{MAX_DRAM_BYTES}-byte DRAM image a program may have"
+            )
+        arrays = {}
+        for k in z.files:
+            try:
+                arrays[k] = z[k]
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeError) as e:
+                raise ProgramError(
+                    f"{where}: member {k!r} is not a readable array (truncated or corrupt: {e})"
+                ) from None
     return program_from_arrays(arrays, where)
 
 

@@ -165,8 +165,38 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _limit_name(max_cycles: int, default: bool) -> str:
+    if default:
+        return f"max_cycles={max_cycles} (the default limit; name another with --max-cycles)"
+    return f"max_cycles={max_cycles}"
+
+
+def insn_limit_error(
+    stats: np.ndarray, table: np.ndarray, max_cycles: int, *, default: bool = False
+) -> CycleLimitError:
+    """The exception for an instruction whose execution alone would end past the limit."""
+    i = int(stats[E.S_ERR_INDEX])
+    end = int(stats[E.S_ERR_DETAIL])
+    loops = ", ".join(
+        f"{f}={int(table[i, _col(f)])}" for f in ("uop_begin", "uop_end", "iter_out", "iter_in")
+    )
+    return CycleLimitError(
+        f"instruction {i} ({describe(table, i)}) would execute until cycle {end}, past "
+        f"{_limit_name(max_cycles, default)}; stopped before running its micro-ops ({loops})",
+        cycle=end,
+        report={"instruction": i},
+    )
+
+
 def run_error(
-    code: int, table: np.ndarray, snap: np.ndarray, cmd_depth: int, dep_depth: int, max_cycles: int
+    code: int,
+    table: np.ndarray,
+    snap: np.ndarray,
+    cmd_depth: int,
+    dep_depth: int,
+    max_cycles: int,
+    *,
+    default: bool = False,
 ) -> Exception:
     """The exception for a run that stopped without FINISH (deadlock, end of stream, limit)."""
     report = stop_report(table, snap, cmd_depth, dep_depth)
@@ -186,8 +216,10 @@ def run_error(
             cycle=cycle,
             report=report,
         )
+    if code == E.INTERRUPTED:
+        raise KeyboardInterrupt
     return CycleLimitError(
-        f"no FINISH within max_cycles={max_cycles}; state at the limit:\n" + body,
+        f"no FINISH within {_limit_name(max_cycles, default)}; state at the limit:\n" + body,
         cycle=cycle,
         report=report,
     )

@@ -227,6 +227,11 @@ DONE = 0
 DEADLOCK = 100
 NO_FINISH = 101
 CYCLE_LIMIT = 102
+#: An instruction about to issue would end past ``max_cycles``: stopped before doing its work
+#: (``S_ERR_INDEX`` names it, ``S_ERR_DETAIL`` holds the cycle its execution would end).
+CYCLE_LIMIT_INSN = 103
+#: The caller raised the stop flag (``ctl[0] != 0``), e.g. on Ctrl-C.
+INTERRUPTED = 104
 
 _NEVER = np.int64(1) << np.int64(62)
 
@@ -432,6 +437,7 @@ def _build(stamp: int) -> Any:
         ti,
         tp,
         tt,
+        ctl,
     ):
         stats[S_STAMP] = stamp
         n = F.shape[0]
@@ -479,6 +485,9 @@ def _build(stamp: int) -> Any:
             if t >= max_cycles:
                 code = CYCLE_LIMIT
                 break
+            if ctl[0] != 0:  # the caller asks to stop (the loop runs without the GIL)
+                code = INTERRUPTED
+                break
             changed = False
             finished = False
 
@@ -498,7 +507,7 @@ def _build(stamp: int) -> Any:
             if f_state == F_REQ:
                 if winner == FETCH:
                     k = min(burst, n - f_next)
-                    last = t + lat + (16 * k + bus - 1) // bus - 1
+                    last = t + lat + _k.fetch_beats(k, bus) - 1
                     port_free_at = last + 1
                     f_from = last + 1
                     f_disp = f_next
@@ -562,6 +571,22 @@ def _build(stamp: int) -> Any:
                             break
                         pops = F[i, C_POPS]
                         if _has_tokens(pops, tok):
+                            # an execution that would end past the limit stops the run before
+                            # its work is done: FINISH, on compute, could only follow it
+                            op = F[i, C_OPCODE]
+                            if op == OP_GEMM or op == OP_ALU:
+                                nu = _uop_count(F, i)
+                                if nu > 0:
+                                    if op == OP_GEMM:
+                                        e = _k.uop_exec_cycles(nu, prm[P_GEMM_II], prm[P_GEMM_PIPE])
+                                    else:
+                                        e = _k.uop_exec_cycles(nu, prm[P_ALU_II], prm[P_ALU_PIPE])
+                                    e_end = t + e
+                                    if e_end >= max_cycles:
+                                        stats[S_ERR_INDEX] = i
+                                        stats[S_ERR_DETAIL] = e_end
+                                        code = CYCLE_LIMIT_INSN
+                                        break
                             for q in range(N_QUEUES):
                                 if (pops >> q) & 1:
                                     d_tok[q] -= 1
@@ -602,27 +627,30 @@ def _build(stamp: int) -> Any:
                             m_end[m] = t
                             if op == OP_GEMM or op == OP_ALU:
                                 nu = _uop_count(F, i)
-                                if nu > 0:
-                                    if op == OP_GEMM:
-                                        m_end[m] = t + nu * prm[P_GEMM_II] + prm[P_GEMM_PIPE]
-                                    else:
-                                        m_end[m] = t + nu * prm[P_ALU_II] + prm[P_ALU_PIPE]
+                                if op == OP_GEMM:
+                                    m_end[m] = t + _k.uop_exec_cycles(
+                                        nu, prm[P_GEMM_II], prm[P_GEMM_PIPE]
+                                    )
+                                else:
+                                    m_end[m] = t + _k.uop_exec_cycles(
+                                        nu, prm[P_ALU_II], prm[P_ALU_PIPE]
+                                    )
                             elif op == OP_LOAD or op == OP_STORE:
                                 x = F[i, C_X]
                                 y = F[i, C_Y]
                                 if x > 0:
                                     pad = 0
                                     if op == OP_LOAD:
-                                        rows = F[i, C_YP0] + y + F[i, C_YP1]
-                                        width = F[i, C_XP0] + x + F[i, C_XP1]
-                                        pad = rows * width - y * x
+                                        pad = _k.pad_entries(
+                                            y, x, F[i, C_YP0], F[i, C_YP1], F[i, C_XP0], F[i, C_XP1]
+                                        )
                                     if op == OP_LOAD and y == 0:
                                         m_end[m] = t + pad
                                     else:
                                         eb = prm[P_EB + F[i, C_MEMTYPE]]
                                         m_state[m] = M_REQ
                                         m_ask[m] = t + 1 + pad
-                                        m_beats[m] = y * ((x * eb + bus - 1) // bus)
+                                        m_beats[m] = _k.dma_beats(y, x, eb, bus)
                             elif op == OP_FINISH:
                                 finished = True
                                 stats[S_FINISH] = i
@@ -756,8 +784,12 @@ _ENGINE: Any = None
 
 
 def engine() -> Any:
-    """The compiled event loop (compiled, or loaded from numba's cache, on first use)."""
+    """The compiled event loop (compiled, or loaded from numba's cache, on first use).
+
+    It runs without the GIL, so a caller can run it in a worker thread and stay responsive
+    (Ctrl-C) while it runs; raising ``ctl[0]`` makes it stop with :data:`INTERRUPTED`.
+    """
     global _ENGINE
     if _ENGINE is None:
-        _ENGINE = numba.njit(cache=True)(_build(_k.SOURCE_STAMP))
+        _ENGINE = numba.njit(cache=True, nogil=True)(_build(_k.SOURCE_STAMP))
     return _ENGINE

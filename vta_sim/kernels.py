@@ -1,4 +1,5 @@
-"""The ISA's reference kernels (:mod:`isa.semantics`), compiled with numba for the event loop.
+"""The ISA's reference kernels (:mod:`isa.semantics`) and timing formulas (:mod:`isa.timing`),
+compiled with numba for the event loop.
 
 The functional semantics are written once, in :mod:`isa.semantics`, as plain loops. Those kernels
 call small helpers (``wrap32``, ``low8``, ``alu_apply``, ``_max_index``) that are ordinary Python
@@ -29,6 +30,7 @@ from typing import Any
 import numba
 
 import isa.semantics as _sem
+import isa.timing as _timing
 
 #: Helpers the kernels call by global name; compiled first so the kernels can call them.
 _HELPERS = _sem.HELPERS
@@ -66,10 +68,21 @@ gemm = _kernel("gemm_kernel")
 alu = _kernel("alu_kernel")
 
 
+# The timing formulas of docs/timing.md, compiled from isa.timing in the same way: the event
+# loop calls these, so the simulator's cycle counts come from the very functions the contract
+# names.
+_TIMING_SCOPE = dict(vars(_timing))
+_TIMING_SCOPE["ceil_div"] = numba.njit(_timing.ceil_div)
+dma_beats = numba.njit(_rebind(_timing.dma_beats, _TIMING_SCOPE))
+pad_entries = numba.njit(_rebind(_timing.pad_entries, _TIMING_SCOPE))
+uop_exec_cycles = numba.njit(_rebind(_timing.uop_exec_cycles, _TIMING_SCOPE))
+fetch_beats = numba.njit(_rebind(_timing.fetch_beats, _TIMING_SCOPE))
+
+
 def _source_stamp() -> int:
     """A 60-bit hash of the sources compiled into the event loop besides its own file."""
     h = hashlib.sha256()
-    for mod in (_sem,):
+    for mod in (_sem, _timing):
         h.update(inspect.getsource(mod).encode())
     h.update(inspect.getsource(inspect.getmodule(_source_stamp)).encode())
     return int(h.hexdigest()[:15], 16)

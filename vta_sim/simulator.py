@@ -11,6 +11,8 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
+from typing import Any
 
 import numpy as np
 
@@ -22,14 +24,21 @@ from isa.semantics import ERRORS
 from . import engine as E
 from .buffers import Buffers
 from .decode import instruction_table
-from .diagnose import instruction_error, run_error
+from .diagnose import insn_limit_error, instruction_error, run_error
+from .errors import CycleLimitError
 from .result import MODULE_CATEGORIES, SimResult
 from .trace import Trace
 
-_NO_LIMIT = 1 << 62
+#: The cycle limit of a run when the caller names none. It bounds the work of every run: a
+#: micro-op costs at least one cycle and an instruction that would end past the limit is refused
+#: before its work is done. ResNet layers run in millions of cycles; a run past a billion is a
+#: program that loops, not a workload.
+DEFAULT_MAX_CYCLES = 1_000_000_000
+#: The largest limit a caller may name (cycle arithmetic stays far inside 64 bits).
+MAX_CYCLES_LIMIT = 1 << 60
 
 
-def _params(cfg: HwConfig, *, trace: bool, max_cycles: int | None, every_cycle: bool) -> np.ndarray:
+def _params(cfg: HwConfig, *, trace: bool, max_cycles: int, every_cycle: bool) -> np.ndarray:
     """The event loop's parameter vector. Timing constants are read from isa.timing now."""
     t = isa.timing
     priority = tuple(t.PORT_PRIORITY)
@@ -51,11 +60,43 @@ def _params(cfg: HwConfig, *, trace: bool, max_cycles: int | None, every_cycle: 
         **{f"eb_{k}": cfg.mem_elem_bytes(mt) for mt, k in enumerate(E.BYTE_KINDS[:6])},
         **{f"uop_{k}_lsb": uop[k].lsb for k in ("dst", "src", "wgt")},
         **{f"uop_{k}_mask": uop[k].mask for k in ("dst", "src", "wgt")},
-        "max_cycles": _NO_LIMIT if max_cycles is None else int(max_cycles),
+        "max_cycles": max_cycles,
         "trace": int(trace),
         "every_cycle": int(every_cycle),
     }
     return np.array([values[p] for p in E.PARAMS], np.int64)
+
+
+def _run_engine(*args: np.ndarray) -> int:
+    """Run the event loop in a worker thread, so that Ctrl-C reaches this one.
+
+    The loop runs without the GIL and watches a stop flag; on KeyboardInterrupt the flag is
+    raised, the loop stops at its next event, and the interrupt goes on to the caller.
+    """
+    ctl = np.zeros(1, np.int64)
+    fn = E.engine()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["code"] = int(fn(*args, ctl))
+        except BaseException as e:  # handed to the caller's thread
+            outcome["error"] = e
+
+    worker = threading.Thread(target=work, name="vta_sim-event-loop", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.25)
+    except KeyboardInterrupt:
+        ctl[0] = 1
+        # one instruction's work is not split; the loop stops once it is done (a daemon
+        # thread, so an exiting process does not wait for it)
+        worker.join(1.0)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["code"]
 
 
 def simulate(
@@ -67,7 +108,9 @@ def simulate(
 ) -> SimResult:
     """Run a program (object or ``.npz`` path) to FINISH and return its :class:`SimResult`.
 
-    ``trace`` records the per-instruction trace; ``max_cycles`` is a safety limit;
+    ``trace`` records the per-instruction trace; ``max_cycles`` bounds the run (default
+    :data:`DEFAULT_MAX_CYCLES`; an instruction that would end past it stops the run before its
+    work is done);
     ``every_cycle`` visits every cycle instead of jumping from event to event (slower, same
     result: it exists to check the event loop).
 
@@ -81,13 +124,21 @@ def simulate(
     >>> r.cycles, r.dram_bytes["insn"]
     (36, 16)
     """
+    default_limit = max_cycles is None
+    limit = DEFAULT_MAX_CYCLES if max_cycles is None else max_cycles
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
+        raise ValueError(f"max_cycles must be an integer, got {max_cycles!r}")
+    if not 1 <= limit <= MAX_CYCLES_LIMIT:
+        raise CycleLimitError(
+            f"max_cycles={limit} is outside [1, {MAX_CYCLES_LIMIT}]", cycle=0, report={}
+        )
     prog = as_program(program_or_path)
     cfg = prog.config
     table = instruction_table(prog)
     n = table.shape[0]
     dram = prog.dram.copy()
     buffers = Buffers(cfg)
-    prm = _params(cfg, trace=trace, max_cycles=max_cycles, every_cycle=every_cycle)
+    prm = _params(cfg, trace=trace, max_cycles=int(limit), every_cycle=every_cycle)
     stats = np.zeros(E.N_STATS, np.int64)
     stats[E.S_ERR_DETAIL] = -1
     snap = np.zeros(E.N_SNAP, np.int64)
@@ -100,14 +151,24 @@ def simulate(
         ti = np.full((1, len(E.TRACE_COLUMNS)), -1, np.int64)
         tp = np.zeros((1, len(E.PORT_COLUMNS)), np.int64)
         tt = np.zeros((1, len(E.TOKEN_COLUMNS)), np.int64)
-    code = E.engine()(table, dram, *buffers.engine_args(), prm, stats, snap, ti, tp, tt)
+    code = _run_engine(table, dram, *buffers.engine_args(), prm, stats, snap, ti, tp, tt)
     if code in ERRORS:
         raise instruction_error(code, stats, table)
+    if code == E.CYCLE_LIMIT_INSN:
+        raise insn_limit_error(stats, table, int(limit), default=default_limit)
     if code != E.DONE:
         raise run_error(
-            code, table, snap, cfg.cmd_queue_depth, cfg.dep_queue_depth, int(prm[E.P_MAX_CYCLES])
+            code,
+            table,
+            snap,
+            cfg.cmd_queue_depth,
+            cfg.dep_queue_depth,
+            int(limit),
+            default=default_limit,
         )
     cycles = int(stats[E.S_CYCLES])
+    if (stats[: E.S_FINISH] < 0).any():  # not reachable within the knob and limit bounds
+        raise CycleLimitError(f"a cycle counter overflowed (cycles {cycles})", cycle=0, report={})
     modules = {
         name: {c: int(stats[E.S_CAT + 4 * m + k]) for k, c in enumerate(MODULE_CATEGORIES[name])}
         for m, name in enumerate(E.MODULES)
