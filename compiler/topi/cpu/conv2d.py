@@ -42,21 +42,74 @@ def schedule_conv2d_nchwc(
     tile; by default the widest column block up to 28 and, when that is narrower than 14,
     two channel blocks (so every broadcast input feeds two FMAs).
     """
-    if out.op.tag != "conv2d_packed" or out.op.attrs.get("kernel_layout") != "OIHWio":
-        raise ScheduleError(
-            f"schedule_conv2d_nchwc: {out.name} is not a conv2d_nchwc with kernel_layout OIHWio"
-        )
+    _check(out)
     s = create_schedule(out)
-    padded = [t for t in out.op.input_tensors() if t.op.tag == "pad"]
-    width = out.shape[3]
-    block = ow_block or default_ow_block(width)
-    n_oc = out.shape[1]
+    apply_conv2d_nchwc(s, out, None, ow_block, oc_blocks, parallel)
+    return s
+
+
+def _check(conv: Tensor) -> None:
+    if conv.op.tag != "conv2d_packed" or conv.op.attrs.get("kernel_layout") != "OIHWio":
+        raise ScheduleError(
+            f"schedule_conv2d_nchwc: {conv.name} is not a conv2d_nchwc with kernel_layout OIHWio"
+        )
+
+
+def conv2d_nchwc_knobs(
+    conv: Tensor, ow_block: int | None = None, oc_blocks: int | None = None
+) -> dict[str, int]:
+    """The register tile :func:`schedule_conv2d_nchwc` uses (the heuristic fills ``None``).
+
+    Example:
+        >>> from compiler import te, topi
+        >>> X = te.placeholder((1, 4, 7, 7, 1, 16), name="X")
+        >>> W = te.placeholder((8, 4, 3, 3, 16, 16), name="W")
+        >>> conv2d_nchwc_knobs(topi.conv2d_nchwc(X, W, 1, 1, kernel_layout="OIHWio"))
+        {'ow_block': 7, 'oc_blocks': 2}
+    """
+    block = ow_block or default_ow_block(conv.shape[3])
+    n_oc = conv.shape[1]
     pairs = oc_blocks or (2 if block < 14 and n_oc % 2 == 0 else 1)
+    return {"ow_block": block, "oc_blocks": pairs}
+
+
+def apply_conv2d_nchwc(
+    s: Schedule,
+    conv: Tensor,
+    final: Tensor | None = None,
+    ow_block: int | None = None,
+    oc_blocks: int | None = None,
+    parallel: bool = True,
+) -> dict[str, int]:
+    """Schedule ``conv`` inside ``s``; returns the knobs used.
+
+    With ``final`` (an output of ``s`` of the convolution's shape whose elementwise producers
+    between it and ``conv`` are already inlined), the convolution becomes ``final``'s
+    register tile: its accumulators live in a local buffer computed at ``final``'s column
+    block, and the epilogue (bias, residual, relu) runs on them before the store, as TVM
+    fuses injective consumers into a convolution.
+    """
+    _check(conv)
+    knobs = conv2d_nchwc_knobs(conv, ow_block, oc_blocks)
+    block, pairs = knobs["ow_block"], knobs["oc_blocks"]
+    n_oc = conv.shape[1]
     if n_oc % pairs:
         raise ScheduleError(
             f"schedule_conv2d_nchwc: oc_blocks={pairs} does not divide {n_oc} channel blocks"
         )
-    cl = s.cache_write(out, "local")
+    padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
+    if final is None or final.op is conv.op:
+        out = conv
+        cl = s.cache_write(conv, "local")
+    else:
+        if tuple(final.shape) != tuple(conv.shape):
+            raise ScheduleError(
+                f"schedule_conv2d_nchwc: epilogue output {final.name}{final.shape} does not "
+                f"have the shape of {conv.name}{conv.shape}"
+            )
+        out = final
+        cl = conv
+        s[conv].set_scope("local")
     n, ob, y, x, bi, oi = s[out].leaf_iter_vars
     obo, obi = s[out].split(ob, factor=pairs)
     xo, xi = s[out].split(x, factor=block)
@@ -76,4 +129,4 @@ def schedule_conv2d_nchwc(
         s[p].vectorize(pci)
         if parallel:
             s[p].parallel(s[p].fuse(pn, pc))
-    return s
+    return knobs

@@ -18,6 +18,24 @@ from compiler.te.tensor import Tensor
 def schedule_injective(out: Tensor, lanes: int = 16, parallel: bool = True) -> Schedule:
     """Schedule an elementwise output (its producers stay at the root)."""
     s = create_schedule(out)
+    apply_injective(s, out, lanes, parallel)
+    return s
+
+
+def apply_injective(
+    s: Schedule, out: Tensor, lanes: int = 16, parallel: bool = True
+) -> dict[str, object]:
+    """Schedule the elementwise stage ``out`` of ``s`` in place; returns the knobs used
+    (``vectorized`` says whether the innermost axis divided into ``lanes``).
+
+    Example:
+        >>> from compiler import te, topi
+        >>> from compiler.schedule import create_schedule
+        >>> X = te.placeholder((4, 7), name="X")
+        >>> Y = topi.relu(X)
+        >>> apply_injective(create_schedule(Y), Y)
+        {'lanes': 16, 'parallel': True, 'vectorized': False}
+    """
     st = s[out]
     axes = list(st.leaf_iter_vars)
     inner = axes[-1]
@@ -26,9 +44,10 @@ def schedule_injective(out: Tensor, lanes: int = 16, parallel: bool = True) -> S
         fused = st.fuse(*outer)
     else:
         fused = outer[0] if outer else None
-    if inner.extent % lanes == 0:
+    vectorized = inner.extent % lanes == 0
+    if vectorized:
         _, vi = st.split(inner, factor=lanes)
         st.vectorize(vi)
     if parallel and fused is not None:
         st.parallel(fused)
-    return s
+    return {"lanes": lanes, "parallel": parallel, "vectorized": vectorized}

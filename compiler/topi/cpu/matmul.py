@@ -26,10 +26,34 @@ def schedule_matmul(
     """Schedule ``out = topi.matmul(A, B)`` (``rows x cols`` accumulator tile)."""
     if out.op.tag != "matmul":
         raise ScheduleError(f"schedule_matmul: {out.name} is not a topi.matmul output")
+    s = create_schedule(out)
+    apply_matmul(s, out, rows, cols, lanes, parallel)
+    return s
+
+
+def apply_matmul(
+    s: Schedule,
+    out: Tensor,
+    rows: int = 6,
+    cols: int = 32,
+    lanes: int = 16,
+    parallel: bool = True,
+) -> dict[str, object]:
+    """Schedule the ``topi.matmul`` stage ``out`` of ``s`` in place (it may be an
+    intermediate that its consumers read from memory); returns the knobs used.
+
+    Example:
+        >>> from compiler import te, topi
+        >>> from compiler.schedule import create_schedule
+        >>> C = topi.matmul(te.placeholder((8, 16), name="A"), te.placeholder((16, 32), name="B"))
+        >>> apply_matmul(create_schedule(C), C)
+        {'rows': 6, 'cols': 32, 'lanes': 16, 'parallel': True}
+    """
+    if out.op.tag != "matmul":
+        raise ScheduleError(f"schedule_matmul: {out.name} is not a topi.matmul output")
     if cols % lanes:
         raise ScheduleError(f"schedule_matmul: cols={cols} must be a multiple of lanes={lanes}")
     b = out.op.input_tensors()[1]
-    s = create_schedule(out)
     cl = s.cache_write(out, "local")
     i, j = s[out].leaf_iter_vars
     jo, ji = s[out].split(j, factor=cols)
@@ -50,4 +74,4 @@ def schedule_matmul(
     s[panel].compute_at(s[out], jo)
     _, cols_axis = s[panel].leaf_iter_vars
     s[panel].vectorize(cols_axis)
-    return s
+    return {"rows": rows, "cols": cols, "lanes": lanes, "parallel": parallel}

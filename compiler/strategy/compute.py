@@ -1,0 +1,376 @@
+"""Tensor expressions of the graph operators, by contract name (see ``compiler.strategy``).
+
+Each entry takes the node's input tensors, its attributes and a name, checks the attributes
+(raising a ``compiler.errors`` error that names the node and the operator) and returns the
+output tensor built from ``compiler.topi``.
+
+Example:
+    >>> from compiler import te
+    >>> x = te.placeholder((1, 2, 8, 8, 1, 16), name="x")
+    >>> w = te.placeholder((4, 2, 3, 3, 16, 16), name="w")
+    >>> attrs = dict(strides=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=1,
+    ...              data_layout="NCHW1n16c", kernel_layout="OIHW16i16o")
+    >>> compute_op("conv2d", [x, w], attrs, "conv0").shape
+    (1, 4, 8, 8, 1, 16)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from compiler import topi
+from compiler.errors import CompilerError, ShapeError, TEError
+from compiler.ir.dtype import as_dtype
+from compiler.te import compute
+from compiler.te.tensor import Tensor
+from compiler.topi import activation, transform
+from compiler.topi.matmul import batch_matmul, dense_split_k
+
+ComputeFn = Callable[[Sequence[Tensor], Mapping[str, Any], str], Tensor]
+
+#: Lanes of the split-K dense (one AVX-512 register of float32).
+DENSE_LANES = 16
+
+_KERNEL = re.compile(r"^OIHW(\d+)i(\d+)o$")
+
+
+class StrategyError(TEError):
+    """A graph node the CPU strategy cannot implement (unknown operator, bad attribute)."""
+
+
+def _fail(op: str, name: str, msg: str) -> StrategyError:
+    return StrategyError(f"{op} node {name!r}: {msg}")
+
+
+def _arity(op: str, name: str, inputs: Sequence[Tensor], *counts: int) -> None:
+    if len(inputs) not in counts:
+        want = " or ".join(str(c) for c in counts)
+        raise _fail(op, name, f"takes {want} inputs, got {len(inputs)}")
+
+
+def _attr(op: str, name: str, attrs: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    if key in attrs:
+        return attrs[key]
+    if default is None:
+        raise _fail(op, name, f"missing attribute {key!r} (has {sorted(attrs)})")
+    return default
+
+
+def _known(op: str, name: str, attrs: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    extra = sorted(set(attrs) - set(allowed))
+    if extra:
+        raise _fail(op, name, f"unsupported attributes {extra} (supported: {sorted(allowed)})")
+
+
+def _ints(op: str, name: str, value: Any, n: int, key: str) -> tuple[int, ...]:
+    vals = tuple(value) if isinstance(value, list | tuple) else (value,) * n
+    if len(vals) != n or not all(isinstance(v, int) for v in vals):
+        raise _fail(op, name, f"attribute {key}={value!r} must be {n} ints")
+    return vals
+
+
+# Convolution -----------------------------------------------------------------------------------
+
+_CONV_ATTRS = ("strides", "padding", "dilation", "groups", "data_layout", "kernel_layout")
+
+
+def _conv2d(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("conv2d", name, attrs, _CONV_ATTRS)
+    strides = _ints("conv2d", name, attrs.get("strides", (1, 1)), 2, "strides")
+    padding = _ints("conv2d", name, attrs.get("padding", (0, 0, 0, 0)), 4, "padding")
+    dilation = _ints("conv2d", name, attrs.get("dilation", (1, 1)), 2, "dilation")
+    groups = attrs.get("groups", 1)
+    data_layout = attrs.get("data_layout", "NCHW")
+    kernel_layout = attrs.get("kernel_layout", "OIHW")
+    if not isinstance(groups, int) or groups < 1:
+        raise _fail("conv2d", name, f"groups={groups!r} must be a positive int")
+    try:
+        blocks = transform.parse_layout(data_layout, f"conv2d node {name!r} data_layout")
+    except ShapeError as e:
+        raise _fail("conv2d", name, str(e)) from None
+    if blocks is None:
+        if kernel_layout != "OIHW":
+            raise _fail(
+                "conv2d", name, f"NCHW data needs kernel_layout 'OIHW', got {kernel_layout!r}"
+            )
+        _arity("conv2d", name, inputs, 2, 3)
+        out = topi.conv2d_nchw(inputs[0], inputs[1], strides, padding, dilation, groups, name=name)
+        if len(inputs) == 2:
+            return out
+        bias = inputs[2]
+        if bias.shape != (out.shape[1],) or bias.dtype != out.dtype:
+            raise _fail(
+                "conv2d",
+                name,
+                f"bias must be {out.dtype}[{out.shape[1]}], got {bias.dtype}{list(bias.shape)}",
+            )
+        return compute(
+            out.shape,
+            lambda n, o, y, x: out[n, o, y, x] + bias[o],
+            name=f"{name}_bias",
+            tag="bias_add",
+        )
+    m = _KERNEL.match(kernel_layout) if isinstance(kernel_layout, str) else None
+    if m is None:
+        raise _fail(
+            "conv2d",
+            name,
+            f"packed data ({data_layout}) needs kernel_layout 'OIHW{{i}}i{{o}}o', "
+            f"got {kernel_layout!r}",
+        )
+    _arity("conv2d", name, inputs, 2)
+    data, kernel = inputs
+    bi, bo = int(m.group(1)), int(m.group(2))
+    if data.ndim != 6 or data.shape[4:] != blocks:
+        raise _fail("conv2d", name, f"data {data.shape} is not in layout {data_layout}")
+    depthwise = groups > 1 and groups == data.shape[1] * blocks[1]
+    want_i = 1 if depthwise else blocks[1]
+    if kernel.ndim != 6 or kernel.shape[4] != bi or kernel.shape[5] != bo or bi != want_i:
+        raise _fail(
+            "conv2d",
+            name,
+            f"kernel {kernel.shape} is not in layout {kernel_layout} with an input "
+            f"block of {want_i} (the data's channel block is {blocks[1]})",
+        )
+    return topi.conv2d_nchwc(
+        data, kernel, strides, padding, dilation, groups, kernel_layout="OIHWio", name=name
+    )
+
+
+# Dense and matmul ------------------------------------------------------------------------------
+
+
+def _dense(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("dense", name, attrs, ())
+    _arity("dense", name, inputs, 2, 3)
+    data, weight = inputs[0], inputs[1]
+    bias = inputs[2] if len(inputs) == 3 else None
+    if data.ndim == 2 and data.dtype.is_float and data.shape[1] % DENSE_LANES == 0:
+        return dense_split_k(data, weight, bias, DENSE_LANES, name=name)
+    return topi.dense(data, weight, bias, name=name)
+
+
+def _matmul(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("matmul", name, attrs, ())
+    _arity("matmul", name, inputs, 2)
+    return batch_matmul(inputs[0], inputs[1], name=name)
+
+
+# Elementwise ------------------------------------------------------------------------------------
+
+
+def _binary(fn: Callable[..., Tensor]) -> ComputeFn:
+    def run(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+        _known(fn.__name__, name, attrs, ())
+        _arity(fn.__name__, name, inputs, 2)
+        return fn(inputs[0], inputs[1], name=name)
+
+    return run
+
+
+def _unary(fn: Callable[..., Tensor], op: str, keys: Sequence[str] = ()) -> ComputeFn:
+    def run(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+        _known(op, name, attrs, keys)
+        _arity(op, name, inputs, 1)
+        values = [_attr(op, name, attrs, k) for k in keys]
+        for k, v in zip(keys, values, strict=True):
+            if not isinstance(v, int | float):
+                raise _fail(op, name, f"attribute {k}={v!r} must be a number")
+        return fn(inputs[0], *[float(v) for v in values], name=name)
+
+    return run
+
+
+def _clip(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("clip", name, attrs, ("a_min", "a_max"))
+    _arity("clip", name, inputs, 1)
+    lo = float(attrs.get("a_min", -math.inf))
+    hi = float(attrs.get("a_max", math.inf))
+    x = inputs[0]
+    if x.dtype.is_int:
+        lo = max(lo, float(x.dtype.min_value))
+        hi = min(hi, float(x.dtype.max_value))
+        return topi.clip(x, int(math.ceil(lo)), int(math.floor(hi)), name=name)
+    if lo == -math.inf and hi == math.inf:
+        return topi.add(x, 0.0, name=name)
+    if lo == -math.inf:
+        return topi.minimum(x, hi, name=name)
+    if hi == math.inf:
+        return topi.maximum(x, lo, name=name)
+    return topi.clip(x, lo, hi, name=name)
+
+
+def _batch_norm(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("batch_norm", name, attrs, ("epsilon",))
+    _arity("batch_norm", name, inputs, 5)
+    eps = attrs.get("epsilon", 1e-5)
+    return activation.batch_norm(*inputs, epsilon=float(eps), name=name)
+
+
+# Pooling ----------------------------------------------------------------------------------------
+
+_POOL_ATTRS = ("pool_size", "strides", "padding", "dilation", "ceil_mode", "layout")
+
+
+def _pool_common(
+    op: str, inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str, extra: Sequence[str]
+) -> dict[str, Any]:
+    _known(op, name, attrs, (*_POOL_ATTRS, *extra))
+    _arity(op, name, inputs, 1)
+    layout = attrs.get("layout", "NCHW")
+    try:
+        transform.logical_shape(inputs[0].shape, layout, f"{op} node {name!r} layout")
+    except ShapeError as e:
+        raise _fail(op, name, str(e)) from None
+    size = _ints(op, name, _attr(op, name, attrs, "pool_size"), 2, "pool_size")
+    return dict(
+        pool_size=size,
+        stride=_ints(op, name, attrs.get("strides", size), 2, "strides"),
+        padding=_ints(op, name, attrs.get("padding", (0, 0, 0, 0)), 4, "padding"),
+        dilation=_ints(op, name, attrs.get("dilation", (1, 1)), 2, "dilation"),
+        ceil_mode=bool(attrs.get("ceil_mode", False)),
+    )
+
+
+def _max_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    kw = _pool_common("max_pool2d", inputs, attrs, name, ())
+    return topi.max_pool2d(inputs[0], name=name, **kw)
+
+
+def _avg_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    kw = _pool_common("avg_pool2d", inputs, attrs, name, ("count_include_pad",))
+    include = bool(attrs.get("count_include_pad", False))
+    return topi.avg_pool2d(inputs[0], count_include_pad=include, name=name, **kw)
+
+
+def _global_avg_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("global_avg_pool2d", name, attrs, ("layout",))
+    _arity("global_avg_pool2d", name, inputs, 1)
+    layout = attrs.get("layout", "NCHW")
+    try:
+        transform.logical_shape(inputs[0].shape, layout, f"global_avg_pool2d node {name!r}")
+    except ShapeError as e:
+        raise _fail("global_avg_pool2d", name, str(e)) from None
+    return topi.global_avg_pool2d(inputs[0], name=name)
+
+
+def _softmax(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("softmax", name, attrs, ("axis",))
+    _arity("softmax", name, inputs, 1)
+    axis = _attr("softmax", name, attrs, "axis")
+    if not isinstance(axis, int) or not 0 <= axis < inputs[0].ndim:
+        raise _fail("softmax", name, f"axis={axis!r} must be in [0, {inputs[0].ndim})")
+    return topi.softmax(inputs[0], axis, name=name)
+
+
+# Data movement ----------------------------------------------------------------------------------
+
+
+def _reshape(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("reshape", name, attrs, ("newshape",))
+    _arity("reshape", name, inputs, 1)
+    shape = _attr("reshape", name, attrs, "newshape")
+    if not isinstance(shape, tuple | list) or not all(isinstance(d, int) and d > 0 for d in shape):
+        raise _fail("reshape", name, f"newshape={shape!r} must be positive ints (no -1 or 0)")
+    return transform.reshape(inputs[0], shape, name=name)
+
+
+def _transpose(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("transpose", name, attrs, ("axes",))
+    _arity("transpose", name, inputs, 1)
+    return transform.transpose(inputs[0], _attr("transpose", name, attrs, "axes"), name=name)
+
+
+def _concat(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("concat", name, attrs, ("axis",))
+    axis = _attr("concat", name, attrs, "axis")
+    if not isinstance(axis, int):
+        raise _fail("concat", name, f"axis={axis!r} must be an int")
+    return transform.concat(inputs, axis, name=name)
+
+
+def _pad(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("pad", name, attrs, ("pad_width", "pad_value"))
+    _arity("pad", name, inputs, 1)
+    width = _attr("pad", name, attrs, "pad_width")
+    x = inputs[0]
+    if len(width) != x.ndim or any(len(p) != 2 for p in width):
+        raise _fail(
+            "pad", name, f"pad_width={width!r} needs one (before, after) per axis of {x.shape}"
+        )
+    value = attrs.get("pad_value", 0.0)
+    fill = int(value) if x.dtype.is_int else float(value)
+    return topi.pad(x, [p[0] for p in width], [p[1] for p in width], fill, name=name)
+
+
+def _cast(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("cast", name, attrs, ("dtype",))
+    _arity("cast", name, inputs, 1)
+    dtype = _attr("cast", name, attrs, "dtype")
+    try:
+        target = as_dtype(dtype)
+    except CompilerError as e:
+        raise _fail("cast", name, f"unknown dtype {dtype!r}: {e}") from None
+    return topi.cast(inputs[0], target, name=name)
+
+
+def _layout_transform(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("layout_transform", name, attrs, ("src_layout", "dst_layout"))
+    _arity("layout_transform", name, inputs, 1)
+    src = _attr("layout_transform", name, attrs, "src_layout")
+    dst = _attr("layout_transform", name, attrs, "dst_layout")
+    try:
+        return transform.layout_transform(inputs[0], src, dst, name=name)
+    except ShapeError as e:
+        raise _fail("layout_transform", name, str(e)) from None
+
+
+OPS: dict[str, ComputeFn] = {
+    "conv2d": _conv2d,
+    "dense": _dense,
+    "matmul": _matmul,
+    "add": _binary(topi.add),
+    "subtract": _binary(topi.subtract),
+    "multiply": _binary(topi.multiply),
+    "divide": _binary(activation.divide),
+    "maximum": _binary(topi.maximum),
+    "minimum": _binary(topi.minimum),
+    "relu": _unary(topi.relu, "relu"),
+    "sigmoid": _unary(activation.sigmoid, "sigmoid"),
+    "exp": _unary(activation.exp, "exp"),
+    "sqrt": _unary(activation.sqrt, "sqrt"),
+    "negative": _unary(activation.negative, "negative"),
+    "clip": _clip,
+    "leaky_relu": _unary(activation.leaky_relu, "leaky_relu", ("alpha",)),
+    "hard_sigmoid": _unary(activation.hard_sigmoid, "hard_sigmoid", ("alpha", "beta")),
+    "hard_swish": _unary(activation.hard_swish, "hard_swish"),
+    "batch_norm": _batch_norm,
+    "max_pool2d": _max_pool,
+    "avg_pool2d": _avg_pool,
+    "global_avg_pool2d": _global_avg_pool,
+    "softmax": _softmax,
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "concat": _concat,
+    "pad": _pad,
+    "cast": _cast,
+    "layout_transform": _layout_transform,
+}
+
+
+def compute_op(op: str, inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """The output tensor of graph node ``name`` running ``op`` (see the module example)."""
+    fn = OPS.get(op)
+    if fn is None:
+        raise StrategyError(
+            f"node {name!r}: operator {op!r} has no CPU strategy (known: {sorted(OPS)})"
+        )
+    try:
+        return fn(inputs, attrs, name)
+    except StrategyError:
+        raise
+    except CompilerError as e:
+        raise StrategyError(f"{op} node {name!r}: {e}") from None
