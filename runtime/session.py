@@ -190,7 +190,12 @@ class InferenceSession:
             proto = load_onnx(model, image_size=image_size, batch=batch)
             self.graph = optimize(proto)
             program = compile_graph(
-                self.graph, target=target, num_threads=num_threads, progress=progress
+                self.graph,
+                target=target,
+                num_threads=num_threads,
+                progress=progress,
+                name=_model_name(model, proto),
+                output_names=tuple(o.name for o in proto.graph.output),
             )
         self.program: Program = program
         self._executor = Executor(program)
@@ -231,6 +236,13 @@ class InferenceSession:
     def save(self, path: str | os.PathLike) -> None:
         """Write the compiled model as an artifact (see :mod:`runtime.artifact`)."""
         save_artifact(self.program, path)
+
+
+def _model_name(model: ModelSource, proto: Any) -> str:
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        return path.stem if path.exists() else str(model)
+    return proto.graph.name or "model"
 
 
 def _is_artifact_source(model: ModelSource) -> bool:
