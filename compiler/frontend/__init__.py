@@ -1,0 +1,1 @@
+"""Model frontends: ONNX import and the built-in model zoo."""
