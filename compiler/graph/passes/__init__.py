@@ -1,0 +1,15 @@
+"""Graph passes: plain functions ``Graph -> Graph``, one per module.
+
+Example:
+    >>> from compiler.graph.passes import fuse_ops
+    >>> fuse_ops.__name__
+    'fuse_ops'
+"""
+
+from compiler.graph.passes.dead_nodes import eliminate_dead_nodes
+from compiler.graph.passes.fold_batch_norm import fold_batch_norm
+from compiler.graph.passes.fold_constants import fold_constants
+from compiler.graph.passes.fuse_ops import fuse_ops
+from compiler.graph.passes.pack_layout import pack_layout
+
+__all__ = ["eliminate_dead_nodes", "fold_batch_norm", "fold_constants", "fuse_ops", "pack_layout"]

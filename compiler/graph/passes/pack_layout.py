@@ -1,0 +1,251 @@
+"""Layout transformation to the packed ``NCHW{n}n{c}c`` layout a target asks for.
+
+Convolutions with ``groups == 1`` whose output channels divide into blocks of ``block_c`` run
+packed: data ``NCHW{n}n{c}c``, kernel ``OIHW{c}i{c}o``, the bias a separate ``add`` of a packed
+per-channel constant. Input channels that do not divide (the first convolution's RGB) are padded
+with zeros explicitly (``pad`` on the data, zero input channels in the weight), so
+``layout_transform`` never pads. Around them, ops that can take the packed layout follow their
+input: elementwise ops (per-channel constants are reshaped and transformed to
+``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. Everything else (grouped and
+depthwise conv, dense, softmax, reshape, ...) runs in NCHW. A ``layout_transform`` is placed only
+where a packed value meets an NCHW reader (once per value), and the graph outputs are NCHW.
+
+The transforms of constants are nodes here; constant folding (the pipeline's
+``fold_layout_constants``) turns them into pre-packed constants.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
+    >>> x = Var("x", TensorType((1, 3, 8, 8), "float32", "NCHW"))
+    >>> w = Constant(np.ones((16, 3, 3, 3), np.float32), name="w")
+    >>> y = Node("relu", (Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="c"),))
+    >>> g = pack_layout(Graph.from_outputs([x], [y]), block_c=16)
+    >>> [n.op for n in g.nodes]
+    ['pad', 'layout_transform', 'pad', 'layout_transform', 'conv2d', 'relu', 'layout_transform']
+    >>> g.nodes[4].type.shape
+    (1, 1, 8, 8, 1, 16)
+"""
+
+from __future__ import annotations
+
+from compiler.graph.ir import Constant, Graph, Node, Value, Var
+from compiler.graph.ops import is_elementwise, parse_packed
+
+
+class _Packer:
+    def __init__(self, block_c: int, block_n: int) -> None:
+        self.bc, self.bn = block_c, block_n
+        self.layout = f"NCHW{block_n}n{block_c}c"
+        self.kernel_layout = f"OIHW{block_c}i{block_c}o"
+        self.new: dict[int, Value] = {}  # old value -> new value (packed or not, see below)
+        self.is_packed: set[int] = set()  # old values whose new value is packed
+        self.plain_memo: dict[int, Value] = {}
+        self.packed_memo: dict[int, Value] = {}
+        self.nodes: list[Node] = []
+
+    def emit(self, node: Node) -> Node:
+        self.nodes.append(node)
+        return node
+
+    def get(self, old: Value) -> Value:
+        return self.new.get(id(old), old)
+
+    def divides(self, shape: tuple[int, ...]) -> bool:
+        return len(shape) == 4 and shape[0] % self.bn == 0 and shape[1] % self.bc == 0
+
+    def plain(self, old: Value) -> Value:
+        """The NCHW form of an old value."""
+        if id(old) not in self.is_packed:
+            return self.get(old)
+        if id(old) not in self.plain_memo:
+            label = old.name if isinstance(old, (Var, Constant)) else old.label
+            self.plain_memo[id(old)] = self.emit(
+                Node(
+                    "layout_transform",
+                    (self.get(old),),
+                    {"src_layout": self.layout, "dst_layout": "NCHW"},
+                    name=f"{label}.to_NCHW",
+                )
+            )
+        return self.plain_memo[id(old)]
+
+    def packed(self, old: Value) -> Value:
+        """The packed form of an old value of shape (N, C, H, W) (after left-padding the rank
+        to 4 with ones) whose N and C divide into blocks."""
+        if id(old) in self.is_packed:
+            return self.get(old)
+        if id(old) not in self.packed_memo:
+            label = old.name if isinstance(old, (Var, Constant)) else old.label
+            value = self.get(old)
+            if value.type.ndim < 4:
+                shape = (1,) * (4 - value.type.ndim) + value.type.shape
+                value = self.emit(
+                    Node("reshape", (value,), {"newshape": shape}, name=f"{label}.nchw")
+                )
+            self.packed_memo[id(old)] = self.emit(
+                Node(
+                    "layout_transform",
+                    (value,),
+                    {"src_layout": "NCHW", "dst_layout": self.layout},
+                    name=f"{label}.to_{self.layout}",
+                )
+            )
+        return self.packed_memo[id(old)]
+
+    def packable_operand(self, old: Value, out_c: int) -> bool:
+        t = old.type
+        if t.size == 1:
+            return True
+        if t.ndim > 4:
+            return False
+        shape = (1,) * (4 - t.ndim) + t.shape
+        return shape[1] == out_c and self.divides(shape)
+
+    def operand(self, old: Value) -> Value:
+        if old.type.size == 1 and id(old) not in self.is_packed:
+            return self.get(old)
+        return self.packed(old)
+
+    # ---------------------------------------------------------------- per operator
+
+    def conv2d(self, node: Node) -> Value | None:
+        a = node.attrs
+        x, w = node.inputs[0], node.inputs[1]
+        if (
+            a["groups"] != 1
+            or a["data_layout"] != "NCHW"
+            or a["kernel_layout"] != "OIHW"
+            or not self.divides(node.type.shape)
+            or x.type.shape[0] % self.bn
+        ):
+            return None
+        c = x.type.shape[1]
+        cp = -(-c // self.bc) * self.bc
+        if cp == c:
+            data = self.packed(x)
+            weight = self.get(w)
+        else:
+            width = ((0, 0), (0, cp - c), (0, 0), (0, 0))
+            padded = self.emit(
+                Node(
+                    "pad", (self.plain(x),), {"pad_width": width}, name=f"{node.label}.pad_channels"
+                )
+            )
+            data = self.emit(
+                Node(
+                    "layout_transform",
+                    (padded,),
+                    {"src_layout": "NCHW", "dst_layout": self.layout},
+                    name=f"{node.label}.data_to_{self.layout}",
+                )
+            )
+            weight = self.emit(
+                Node("pad", (self.get(w),), {"pad_width": width}, name=f"{node.label}.pad_weight")
+            )
+        wname = w.name if isinstance(w, (Var, Constant)) else w.label
+        weight = self.emit(
+            Node(
+                "layout_transform",
+                (weight,),
+                {"src_layout": "OIHW", "dst_layout": self.kernel_layout},
+                name=f"{wname or node.label}.packed",
+            )
+        )
+        attrs = dict(a)
+        attrs.update(data_layout=self.layout, kernel_layout=self.kernel_layout)
+        if len(node.inputs) == 2:
+            return self.emit(Node("conv2d", (data, weight), attrs, node.name))
+        conv = self.emit(Node("conv2d", (data, weight), attrs, f"{node.label}.conv"))
+        bias = node.inputs[2]
+        bname = bias.name if isinstance(bias, (Var, Constant)) else bias.label
+        b4 = self.emit(
+            Node(
+                "reshape",
+                (self.get(bias),),
+                {"newshape": (1, bias.type.shape[0], 1, 1)},
+                name=f"{bname or node.label}.nchw",
+            )
+        )
+        bp = self.emit(
+            Node(
+                "layout_transform",
+                (b4,),
+                {"src_layout": "NCHW", "dst_layout": self.layout},
+                name=f"{bname or node.label}.packed",
+            )
+        )
+        return self.emit(Node("add", (conv, bp), name=node.name))
+
+    def elementwise(self, node: Node) -> Value | None:
+        t = node.type
+        if t.ndim != 4 or not self.divides(t.shape):
+            return None
+        if not any(id(v) in self.is_packed for v in node.inputs):
+            return None
+        if not all(self.packable_operand(v, t.shape[1]) for v in node.inputs):
+            return None
+        ins = tuple(self.operand(v) for v in node.inputs)
+        return self.emit(Node(node.op, ins, node.attrs, node.name))
+
+    def pool(self, node: Node) -> Value | None:
+        x = node.inputs[0]
+        if id(x) not in self.is_packed or node.attrs["layout"] != "NCHW":
+            return None
+        attrs = dict(node.attrs)
+        attrs["layout"] = self.layout
+        return self.emit(Node(node.op, (self.get(x),), attrs, node.name))
+
+    def concat(self, node: Node) -> Value | None:
+        if node.attrs["axis"] != 1 or node.type.ndim != 4:
+            return None
+        if not all(id(v) in self.is_packed for v in node.inputs):
+            return None
+        return self.emit(
+            Node("concat", tuple(self.get(v) for v in node.inputs), node.attrs, node.name)
+        )
+
+    def pad(self, node: Node) -> Value | None:
+        x = node.inputs[0]
+        pw = node.attrs["pad_width"]
+        if id(x) not in self.is_packed or pw[0] != (0, 0) or pw[1] != (0, 0):
+            return None
+        attrs = dict(node.attrs)
+        attrs["pad_width"] = ((0, 0), (0, 0), pw[2], pw[3], (0, 0), (0, 0))
+        return self.emit(Node("pad", (self.get(x),), attrs, node.name))
+
+    def visit(self, node: Node) -> None:
+        handler = None
+        if node.op == "conv2d":
+            handler = self.conv2d
+        elif is_elementwise(node.op):
+            handler = self.elementwise
+        elif node.op in ("max_pool2d", "avg_pool2d", "global_avg_pool2d"):
+            handler = self.pool
+        elif node.op == "concat":
+            handler = self.concat
+        elif node.op == "pad":
+            handler = self.pad
+        result = handler(node) if handler is not None else None
+        if result is not None:
+            assert parse_packed(result.type.layout) is not None, node.label
+            self.new[id(node)] = result
+            self.is_packed.add(id(node))
+            return
+        ins = tuple(self.plain(v) for v in node.inputs)
+        if all(a is b for a, b in zip(ins, node.inputs, strict=True)):
+            self.new[id(node)] = self.emit(node)
+        else:
+            self.new[id(node)] = self.emit(Node(node.op, ins, node.attrs, node.name))
+
+
+def pack_layout(graph: Graph, block_c: int = 16, block_n: int = 1) -> Graph:
+    """Run the graph's convolutions and the ops around them in ``NCHW{block_n}n{block_c}c``
+    (see the module docstring)."""
+    packer = _Packer(block_c, block_n)
+    for node in graph.nodes:
+        packer.visit(node)
+    outputs = tuple(packer.plain(v) for v in graph.outputs)
+    return Graph(graph.inputs, tuple(packer.nodes), outputs, graph.name)
+
+
+__all__ = ["pack_layout"]

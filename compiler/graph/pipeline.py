@@ -1,0 +1,131 @@
+"""The graph-level pass pipeline, on the loop level's mechanism.
+
+Graph passes are plain functions ``Graph -> Graph`` held in the same named, immutable
+:class:`~compiler.passes.pipeline.Pipeline` as the loop level, and run with the same debug
+switches (:class:`~compiler.passes.pipeline.PassOptions`): ``VTAC_VERIFY_IR=1`` runs the graph
+verifier after every pass, ``VTAC_DUMP_IR=fuse_ops,plan_memory`` (or ``all``) prints the graph
+after those passes, ``VTAC_DUMP_DIR`` writes ``NN_<pass>.txt`` files instead. Graph pass names
+differ from loop pass names, so one ``VTAC_DUMP_IR`` list can name passes of both levels.
+
+The default pipeline, read top to bottom:
+
+1. ``fold_constants``: evaluate every node whose inputs are all constants;
+2. ``fold_batch_norm``: fold batch norms into the preceding conv2d (or into a multiply/add);
+3. ``eliminate_dead_nodes``: drop nodes no output depends on;
+4. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
+   ``block_c``): NCHW{n}n{c}c for the convolutions and the ops around them, weights and
+   per-channel constants pre-packed by constant folding;
+5. ``eliminate_dead_nodes_final``;
+6. ``fuse_ops``: fused groups by TVM's pattern kinds;
+7. ``plan_memory``: the static memory plan of the group outputs.
+
+Example:
+    >>> graph_pipeline().names()
+    ['fold_constants', 'fold_batch_norm', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
+'fuse_ops', 'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[3:5]
+    ['pack_layout', 'fold_layout_constants']
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import partial
+
+from compiler.errors import CompilerError, GraphError
+from compiler.graph.ir import Graph
+from compiler.graph.printer import to_text
+from compiler.graph.verify import verify_graph
+from compiler.passes.pipeline import Pass, PassOptions, Pipeline
+
+
+def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline:
+    """The graph pipeline; ``block_c`` (with ``block_n``) asks for the packed
+    ``NCHW{block_n}n{block_c}c`` layout, ``None`` keeps NCHW."""
+    from compiler.graph.memory import plan_memory
+    from compiler.graph.passes import (
+        eliminate_dead_nodes,
+        fold_batch_norm,
+        fold_constants,
+        fuse_ops,
+        pack_layout,
+    )
+
+    passes = [
+        Pass("fold_constants", fold_constants),
+        Pass("fold_batch_norm", fold_batch_norm),
+        Pass("eliminate_dead_nodes", eliminate_dead_nodes),
+    ]
+    if block_c is not None:
+        if block_c < 1 or block_n < 1:
+            raise GraphError(f"layout blocks must be >= 1, got block_c={block_c} block_n={block_n}")
+        passes += [
+            Pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
+            Pass("fold_layout_constants", fold_constants),
+        ]
+    passes += [
+        Pass("eliminate_dead_nodes_final", eliminate_dead_nodes),
+        Pass("fuse_ops", fuse_ops),
+        Pass("plan_memory", plan_memory),
+    ]
+    return Pipeline(tuple(passes))
+
+
+def run_pipeline(
+    graph: Graph,
+    pipeline: Pipeline | None = None,
+    options: PassOptions | None = None,
+    *,
+    stop_after: str | None = None,
+) -> Graph:
+    """Run ``pipeline`` (default :func:`graph_pipeline`) on ``graph``, verifying and dumping
+    per ``options``; ``stop_after`` ends the run after the pass of that name.
+
+    Example:
+        >>> from compiler.graph.ir import Node, TensorType, Var
+        >>> x = Var("x", TensorType((1, 8), "float32"))
+        >>> g = Graph.from_outputs([x], [Node("relu", (Node("exp", (x,)),))])
+        >>> run_pipeline(g).groups[0].pattern.value
+        'injective'
+    """
+    pipe = pipeline if pipeline is not None else graph_pipeline()
+    if stop_after is not None and stop_after not in pipe.names():
+        raise GraphError(f"no graph pass named {stop_after!r}; passes: {', '.join(pipe.names())}")
+    opts = options if options is not None else PassOptions()
+    _dump(opts, 0, "input", graph)
+    if opts.verify:
+        _verify_labelled(graph, "input")
+    for k, p in enumerate(pipe.passes, start=1):
+        graph = p(graph)  # type: ignore[arg-type,assignment]
+        if opts.verify:
+            _verify_labelled(graph, p.name)
+        _dump(opts, k, p.name, graph)
+        if p.name == stop_after:
+            break
+    return graph
+
+
+def _verify_labelled(graph: Graph, name: str) -> None:
+    try:
+        verify_graph(graph)
+    except CompilerError as exc:
+        raise GraphError(f"after graph pass {name}: {exc}") from None
+
+
+def _dump(opts: PassOptions, k: int, name: str, graph: Graph) -> None:
+    if not opts.wants_dump(name):
+        return
+    text = to_text(graph)
+    if opts.on_dump is not None:
+        opts.on_dump(name, text)
+    elif opts.dump_dir is not None:
+        opts.dump_dir.mkdir(parents=True, exist_ok=True)
+        (opts.dump_dir / f"graph_{k:02d}_{name}.txt").write_text(text)
+    else:
+        sys.stderr.write(f"# ---- after graph pass {name} ----\n{text}")
+
+
+PassFn = Callable[[Graph], Graph]
+
+__all__ = ["PassFn", "graph_pipeline", "run_pipeline"]

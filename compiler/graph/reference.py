@@ -1,0 +1,386 @@
+"""The numpy reference executor: evaluates a graph at any stage of the pipeline, op by op.
+
+It is the oracle of the graph passes (each must preserve results) and of the frontend (which
+must match onnxruntime), and the constant folder's evaluator. Integer convolutions and dense
+layers accumulate in int32, as the contract says. It is written for clarity, not speed.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.graph.ir import Graph, Node, TensorType, Var
+    >>> x = Var("x", TensorType((1, 4), "float32"))
+    >>> g = Graph.from_outputs([x], [Node("relu", (x,))])
+    >>> evaluate(g, {"x": np.array([[-1, 2, -3, 4]], np.float32)})[0]
+    array([[0., 2., 0., 4.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import GraphError
+from compiler.graph.ir import Attrs, Constant, Graph, Node, TensorType
+from compiler.graph.ops import conv_out_size, parse_packed, parse_packed_kernel
+
+Impl = Callable[[list[np.ndarray], Attrs, TensorType], np.ndarray]
+_IMPLS: dict[str, Impl] = {}
+
+
+def _impl(*names: str) -> Callable[[Impl], Impl]:
+    def wrap(fn: Impl) -> Impl:
+        for n in names:
+            _IMPLS[n] = fn
+        return fn
+
+    return wrap
+
+
+# ---------------------------------------------------------------- layouts
+
+
+def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    """Unpack an ``NCHW{n}n{c}c`` array to NCHW (identity for ``"NCHW"``).
+
+    Example:
+        >>> x = np.arange(32).reshape(1, 32, 1, 1)
+        >>> bool((to_nchw(pack_nchw(x, "NCHW1n16c"), "NCHW1n16c") == x).all())
+        True
+    """
+    p = parse_packed(layout)
+    if p is None:
+        return x
+    a, b, h, w, bn, bc = x.shape
+    return x.transpose(0, 4, 1, 5, 2, 3).reshape(a * bn, b * bc, h, w)
+
+
+def pack_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    """Pack an NCHW array into ``layout`` (identity for ``"NCHW"``); channels must divide."""
+    p = parse_packed(layout)
+    if p is None:
+        return x
+    bn, bc = p
+    n, c, h, w = x.shape
+    return x.reshape(n // bn, bn, c // bc, bc, h, w).transpose(0, 2, 4, 5, 1, 3)
+
+
+def _kernel_to_oihw(w: np.ndarray, layout: str) -> np.ndarray:
+    if parse_packed_kernel(layout) is None:
+        return w
+    a, b, kh, kw, bi, bo = w.shape
+    return w.transpose(0, 5, 1, 4, 2, 3).reshape(a * bo, b * bi, kh, kw)
+
+
+def _kernel_pack(w: np.ndarray, layout: str) -> np.ndarray:
+    p = parse_packed_kernel(layout)
+    if p is None:
+        return w
+    bi, bo = p
+    o, i, kh, kw = w.shape
+    return w.reshape(o // bo, bo, i // bi, bi, kh, kw).transpose(0, 2, 4, 5, 3, 1)
+
+
+@_impl("layout_transform")
+def _layout_transform(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    src, dst = attrs["src_layout"], attrs["dst_layout"]
+    if src.startswith("OIHW"):
+        return _kernel_pack(_kernel_to_oihw(args[0], src), dst)
+    return pack_nchw(to_nchw(args[0], src), dst)
+
+
+# ---------------------------------------------------------------- convolution, dense
+
+
+def conv2d_nchw(
+    x: np.ndarray,
+    w: np.ndarray,
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    out_dtype: str | None = None,
+) -> np.ndarray:
+    """Grouped, dilated 2-d convolution in NCHW / OIHW with (top, left, bottom, right) padding.
+
+    Example:
+        >>> x = np.ones((1, 2, 4, 4), np.float32)
+        >>> conv2d_nchw(x, np.ones((3, 2, 3, 3), np.float32), padding=(1, 1, 1, 1))[0, 0, :2, :2]
+        array([[ 8., 12.],
+               [12., 18.]], dtype=float32)
+    """
+    out_dtype = out_dtype or ("int32" if x.dtype.kind in "iu" else str(x.dtype))
+    acc = np.dtype(out_dtype)
+    n, c, h, wd = x.shape
+    o, ig, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilation
+    top, left, bottom, right = padding
+    oh = conv_out_size(h, kh, sh, (top, bottom), dh)
+    ow = conv_out_size(wd, kw, sw, (left, right), dw)
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    xg = xp.reshape(n, groups, c // groups, xp.shape[2], xp.shape[3])
+    wg = w.astype(acc).reshape(groups, o // groups, ig, kh, kw)
+    out = np.zeros((n, groups, o // groups, oh, ow), acc)
+    for i in range(kh):
+        for j in range(kw):
+            y0, x0 = i * dh, j * dw
+            win = xg[:, :, :, y0 : y0 + (oh - 1) * sh + 1 : sh, x0 : x0 + (ow - 1) * sw + 1 : sw]
+            out += np.einsum("ngchw,goc->ngohw", win, wg[:, :, :, i, j])
+    return out.reshape(n, o, oh, ow)
+
+
+@_impl("conv2d")
+def _conv2d(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x = to_nchw(args[0], attrs["data_layout"])
+    w = _kernel_to_oihw(args[1], attrs["kernel_layout"])
+    out = conv2d_nchw(
+        x, w, attrs["strides"], attrs["padding"], attrs["dilation"], attrs["groups"], t.dtype
+    )
+    if len(args) == 3:
+        out = out + args[2].reshape(1, -1, 1, 1)
+    return pack_nchw(out, attrs["data_layout"])
+
+
+@_impl("dense")
+def _dense(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    acc = np.dtype(t.dtype)
+    out = args[0].astype(acc) @ args[1].astype(acc).T
+    if len(args) == 3:
+        out = out + args[2]
+    return out
+
+
+@_impl("matmul")
+def _matmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    acc = np.dtype(t.dtype)
+    return np.matmul(args[0].astype(acc), args[1].astype(acc))
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+
+
+def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
+    if op == "relu":
+        return np.maximum(x, 0)
+    if op == "negative":
+        return -x
+    if op == "sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if op == "exp":
+        return np.exp(x)
+    if op == "sqrt":
+        return np.sqrt(x)
+    if op == "hard_swish":
+        return x * np.clip(x / 6 + 0.5, 0, 1)
+    if op == "clip":
+        lo, hi = attrs["a_min"], attrs["a_max"]
+        if x.dtype.kind in "iu":
+            info = np.iinfo(x.dtype)
+            lo, hi = max(lo, info.min), min(hi, info.max)
+        return np.clip(x, lo, hi)
+    if op == "leaky_relu":
+        return np.where(x >= 0, x, x * attrs["alpha"])
+    if op == "hard_sigmoid":
+        return np.clip(x * attrs["alpha"] + attrs["beta"], 0, 1)
+    raise AssertionError(op)
+
+
+_UNARY = (
+    "relu", "negative", "sigmoid", "exp", "sqrt", "hard_swish", "clip", "leaky_relu",
+    "hard_sigmoid",
+)  # fmt: skip
+
+
+@_impl("batch_norm")
+def _batch_norm(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x, scale, bias, mean, var = args
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    inv = scale / np.sqrt(var + attrs["epsilon"])
+    return (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
+
+
+# ---------------------------------------------------------------- pooling
+
+
+def _pool_nchw(x: np.ndarray, attrs: Attrs, kind: str, out_hw: tuple[int, int]) -> np.ndarray:
+    kh, kw = attrs["pool_size"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilation"]
+    top, left, bottom, right = attrs["padding"]
+    oh, ow = out_hw
+    n, c, h, w = x.shape
+    # windows of the last rows may run past the bottom padding in ceil mode: extend with
+    # cells that hold no value and count for nothing
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    extra_h = max(0, need_h - (h + top + bottom))
+    extra_w = max(0, need_w - (w + left + right))
+    pads = ((0, 0), (0, 0), (top, bottom + extra_h), (left, right + extra_w))
+    real = np.pad(np.ones((h, w)), pads[2:])
+    declared = np.pad(np.ones((h + top + bottom, w + left + right)), ((0, extra_h), (0, extra_w)))
+    if kind == "max":
+        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        xp = np.pad(x, pads, constant_values=fill)
+        out = np.full((n, c, oh, ow), fill, x.dtype)
+    else:
+        xp = np.pad(x.astype(np.float64), pads)
+        out = np.zeros((n, c, oh, ow), np.float64)
+    count = np.zeros((oh, ow))
+    mask = declared if kind == "avg" and attrs["count_include_pad"] else real
+    for i in range(kh):
+        for j in range(kw):
+            ys = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
+            xs = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
+            if kind == "max":
+                out = np.maximum(out, xp[:, :, ys, xs])
+            else:
+                out += xp[:, :, ys, xs]
+                count += mask[ys, xs]
+    if kind == "max":
+        return out
+    avg = out / np.maximum(count, 1)
+    if x.dtype.kind in "iu":
+        return np.floor(avg).astype(x.dtype)
+    return avg.astype(x.dtype)
+
+
+@_impl("global_avg_pool2d")
+def _global_avg_pool(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x = args[0]
+    m = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    return np.floor(m).astype(x.dtype) if x.dtype.kind in "iu" else m.astype(x.dtype)
+
+
+# ---------------------------------------------------------------- the rest
+
+
+@_impl("softmax")
+def _softmax(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x = args[0].astype(np.float64)
+    e = np.exp(x - x.max(axis=attrs["axis"], keepdims=True))
+    return e / e.sum(axis=attrs["axis"], keepdims=True)
+
+
+@_impl("reshape")
+def _reshape(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return args[0].reshape(attrs["newshape"])
+
+
+@_impl("transpose")
+def _transpose(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return args[0].transpose(attrs["axes"])
+
+
+@_impl("concat")
+def _concat(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.concatenate(args, axis=attrs["axis"])
+
+
+@_impl("pad")
+def _pad(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.pad(args[0], attrs["pad_width"], constant_values=attrs["pad_value"])
+
+
+@_impl("cast")
+def _cast(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return args[0].astype(attrs["dtype"])
+
+
+def evaluate_op(op: str, args: list[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
+    """Evaluate one operator on numpy arrays; the result has exactly the type ``out``.
+
+    Example:
+        >>> from compiler.graph.ir import Attrs, TensorType
+        >>> evaluate_op("add", [np.ones(2, np.float32)] * 2, Attrs(), TensorType((2,), "float32"))
+        array([2., 2.], dtype=float32)
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if op in _BINARY:
+            res = _BINARY[op](args[0], args[1])
+        elif op == "divide":
+            a, b = args
+            res = _int_divide(a, b) if a.dtype.kind in "iu" else a / b
+        elif op in _UNARY:
+            res = _unary(op, args[0], attrs)
+        elif op in ("max_pool2d", "avg_pool2d"):
+            layout = attrs["layout"]
+            x = to_nchw(args[0], layout)
+            kind = "max" if op == "max_pool2d" else "avg"
+            res = pack_nchw(_pool_nchw(x, attrs, kind, (out.shape[2], out.shape[3])), layout)
+        elif op in _IMPLS:
+            res = _IMPLS[op](args, attrs, out)
+        else:
+            raise GraphError(f"the reference executor has no implementation of {op!r}")
+    res = np.asarray(res)
+    if res.shape != out.shape:
+        raise GraphError(
+            f"reference {op}: result shape {res.shape} differs from the inferred {out.shape}"
+        )
+    return res.astype(out.dtype, copy=False)
+
+
+def evaluate_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
+    """Evaluate one node on the arrays of its inputs."""
+    return evaluate_op(node.op, args, node.attrs, node.type)
+
+
+def check_feeds(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
+    """Match ``feeds`` (by input name, or a sequence in input order) to the graph's inputs,
+    checking shapes and dtypes; :class:`GraphError` names the input at fault."""
+    if not isinstance(feeds, Mapping):
+        feeds = list(feeds)
+        if len(feeds) != len(graph.inputs):
+            raise GraphError(
+                f"graph {graph.name} takes {len(graph.inputs)} inputs, got {len(feeds)}"
+            )
+        feeds = {v.name: a for v, a in zip(graph.inputs, feeds, strict=True)}
+    unknown = sorted(set(feeds) - {v.name for v in graph.inputs})
+    if unknown:
+        raise GraphError(
+            f"graph {graph.name} has no input(s) {unknown}; inputs are "
+            f"{[v.name for v in graph.inputs]}"
+        )
+    env: dict[int, np.ndarray] = {}
+    for v in graph.inputs:
+        if v.name not in feeds:
+            raise GraphError(f"graph {graph.name}: input {v.name!r} is not fed")
+        arr = np.asarray(feeds[v.name])
+        if arr.shape != v.type.shape or str(arr.dtype) != v.type.dtype:
+            raise GraphError(
+                f"graph {graph.name}: input {v.name!r} must be {v.type}, got "
+                f"{arr.dtype}{list(arr.shape)}"
+            )
+        env[id(v)] = arr
+    return env
+
+
+def evaluate(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
+    """Run the graph on ``feeds`` (by input name, or in input order); one array per output."""
+    env = check_feeds(graph, feeds)
+
+    def get(v: Any) -> np.ndarray:
+        if isinstance(v, Constant):
+            return v.value
+        return env[id(v)]
+
+    for node in graph.nodes:
+        env[id(node)] = evaluate_node(node, [get(v) for v in node.inputs])
+    return [np.array(get(v)) for v in graph.outputs]
+
+
+__all__ = ["conv2d_nchw", "evaluate", "evaluate_node", "evaluate_op", "pack_nchw", "to_nchw"]
