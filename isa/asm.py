@@ -31,7 +31,8 @@ import numpy as np
 
 from .config import HwConfig, load_config, preset_names
 from .encoding import INSN_BYTES, decode, decode_uops, encode, encode_uops
-from .errors import AsmError, ConfigError, EncodingError
+from .errors import AsmError, ConfigError, EncodingError, ProgramError
+from .formats import FORMATS, HEADER
 from .insn import (
     DEP_FLAGS,
     Alu,
@@ -43,36 +44,35 @@ from .insn import (
     MemType,
     Store,
 )
-from .program import ROLES, Program, Symbol
+from .program import MAX_DRAM_BYTES, ROLES, Program, Symbol
 
 _ALIGN = 64
+#: At most this many LOAD UOP rows are enumerated to print micro-op tables (disassembly).
+MAX_UOP_ROWS = 1_000_000
 _FLAG_WORDS = {f.removesuffix("_dep"): f for f in DEP_FLAGS}
 _MEM_NAMES = {m.name.lower(): m for m in MemType}
 _ALU_NAMES = {o.name.lower(): o for o in AluOp}
-_MEM_FIELDS = (
-    "sram_base",
-    "dram_base",
-    "y_size",
-    "x_size",
-    "x_stride",
-    "y_pad_0",
-    "y_pad_1",
-    "x_pad_0",
-    "x_pad_1",
-)
-_LOOP_FIELDS = (
-    "uop_begin",
-    "uop_end",
-    "iter_out",
-    "iter_in",
-    "dst_factor_out",
-    "dst_factor_in",
-    "src_factor_out",
-    "src_factor_in",
-)
-_GEMM_FIELDS = _LOOP_FIELDS + ("wgt_factor_out", "wgt_factor_in")
-_ALU_FIELDS = _LOOP_FIELDS + ("use_imm", "imm")
+#: Fields written as ``name=value``: each format's fields (isa.formats) less the header, and
+#: less those written as words (the memory type, the ALU operation, ``reset``).
+_WORD_FIELDS = frozenset(name for name, _ in HEADER) | {"memory_type", "alu_opcode", "reset"}
+
+
+def _value_fields(fmt: str) -> tuple[str, ...]:
+    return tuple(name for name, _ in FORMATS[fmt] if name not in _WORD_FIELDS)
+
+
+_MEM_FIELDS = _value_fields("mem")
+_GEMM_FIELDS = _value_fields("gemm")
+_ALU_FIELDS = _value_fields("alu")
+#: The micro-op loop fields (what GEMM and ALU share).
+_LOOP_FIELDS = tuple(f for f in _GEMM_FIELDS if f in _ALU_FIELDS)
 _DEFAULTS = {"y_size": 1, "iter_out": 1, "iter_in": 1}
+#: Fields that hold a flag: written 0 or 1 when given a value.
+_FLAG_FIELDS = frozenset(DEP_FLAGS) | {"reset", "use_imm"}
+#: Largest source text ``vtac asm`` reads (bytes).
+MAX_SOURCE_BYTES = 256 << 20
+#: What a symbol name, a label or a layout may contain to be written back as one token.
+_TOKEN = re.compile(r"[^\s;#@+,=]+")
 
 
 # ---- parsing ----------------------------------------------------------------------------
@@ -120,8 +120,8 @@ def _offset(tok: str, line: int) -> int | None:
     if tok == "auto":
         return None
     off = _int(tok, line, "offset")
-    if off < 0:
-        raise AsmError(f"offset {off} is negative", line=line)
+    if not 0 <= off < MAX_DRAM_BYTES:
+        raise AsmError(f"offset {off} is outside the DRAM image [0, {MAX_DRAM_BYTES})", line=line)
     return off
 
 
@@ -134,6 +134,10 @@ def _parse_directive(no: int, line: str) -> _Section | tuple[str, str]:
             raise AsmError(f"{head} needs an argument", line=no)
         return head, rest
     if head == ".text":
+        if len(toks) > 1:
+            raise AsmError(f".text: unexpected {toks[1]!r} (only an offset)", line=no)
+        if toks and toks[0] == "auto":
+            raise AsmError(".text needs a byte offset (a multiple of 16), not 'auto'", line=no)
         off = _offset(toks[0], no) if toks else 0
         return _Section("text", no, off)
     if head in (".uops", ".bytes"):
@@ -141,7 +145,7 @@ def _parse_directive(no: int, line: str) -> _Section | tuple[str, str]:
             raise AsmError(f"{head} needs an offset (a number or 'auto')", line=no)
         sec = _Section(head[1:], no, _offset(toks[0], no))
         for t in toks[1:]:
-            if t.startswith("name="):
+            if t.startswith("name=") and _TOKEN.fullmatch(t[5:]):
                 sec.name = t[5:]
             else:
                 raise AsmError(f"{head}: unexpected {t!r} (only name=LABEL)", line=no)
@@ -150,16 +154,25 @@ def _parse_directive(no: int, line: str) -> _Section | tuple[str, str]:
         if len(toks) < 5:
             raise AsmError(".tensor needs: NAME ROLE DTYPE SHAPE OFFSET [layout=L]", line=no)
         name, role, dtype, shape_s, off_s = toks[:5]
+        if not _TOKEN.fullmatch(name):
+            raise AsmError(f".tensor: {name!r} is not a name (no '@', '+', ',' or '=')", line=no)
         if role not in ROLES:
             raise AsmError(f".tensor {name}: role {role!r} is not one of {ROLES}", line=no)
+        shape = tuple(_int(s, no, f".tensor {name} shape") for s in shape_s.split(","))
         try:
-            np.dtype(dtype)
-        except TypeError:
-            raise AsmError(f".tensor {name}: {dtype!r} is not a dtype", line=no) from None
-        shape = tuple(_int(s, no, f".tensor {name} shape") for s in shape_s.split(",") if s)
+            probe = Symbol(name, 0, dtype, shape)
+            probe.check()
+        except ProgramError as e:
+            raise AsmError(f".tensor {e}", line=no) from None
+        if probe.nbytes > MAX_DRAM_BYTES:
+            raise AsmError(
+                f".tensor {name}: {probe.nbytes} bytes, more than the {MAX_DRAM_BYTES}-byte "
+                "DRAM image a program may have",
+                line=no,
+            )
         sec = _Section("tensor", no, _offset(off_s, no), name, role, dtype, shape)
         for t in toks[5:]:
-            if t.startswith("layout="):
+            if t.startswith("layout=") and _TOKEN.fullmatch(t[7:]):
                 sec.layout = t[7:]
             else:
                 raise AsmError(f".tensor {name}: unexpected {t!r}", line=no)
@@ -204,8 +217,14 @@ def _parse_insn(no: int, line: str, resolve) -> Insn | int:
         cls, allowed = Finish, ()
     else:
         raise AsmError(f"unknown instruction {toks[0]!r}", line=no)
+    flags = set(DEP_FLAGS) | ({"reset"} if cls in (Gemm, Alu) else set())
+    seen: set[str] = set()
     for tok in args:
         key, eq, val = tok.partition("=")
+        name = _FLAG_WORDS.get(key, key) if not eq else key
+        if name in seen:
+            raise AsmError(f"{op}: {key!r} is written twice", line=no)
+        seen.add(name)
         if not eq:
             if key in _FLAG_WORDS:
                 kw[_FLAG_WORDS[key]] = True
@@ -214,10 +233,14 @@ def _parse_insn(no: int, line: str, resolve) -> Insn | int:
             elif key == "use_imm" and cls is Alu:
                 kw["use_imm"] = True
             else:
-                raise AsmError(f"{op}: unknown flag {key!r}", line=no)
+                words = ", ".join(sorted(set(_FLAG_WORDS) | (flags - set(DEP_FLAGS))))
+                raise AsmError(f"{op}: unknown flag {key!r} (flags: {words})", line=no)
             continue
-        if key in DEP_FLAGS or key == "reset":
-            kw[key] = bool(_int(val, no, key))
+        if key in flags or (key == "use_imm" and cls is Alu):
+            flag = _int(val, no, f"{op} flag {key}")
+            if flag not in (0, 1):
+                raise AsmError(f"{op}: flag {key} = {flag} must be 0 or 1", line=no)
+            kw[key] = bool(flag)
         elif key in allowed:
             if val.startswith("@"):
                 if key != "dram_base":
@@ -226,7 +249,8 @@ def _parse_insn(no: int, line: str, resolve) -> Insn | int:
             else:
                 kw[key] = _int(val, no, f"{op} field {key}")
         else:
-            raise AsmError(f"{op}: unknown field {key!r} (fields: {', '.join(allowed)})", line=no)
+            fields = ", ".join(allowed) or "none"
+            raise AsmError(f"{op}: unknown field {key!r} (fields: {fields})", line=no)
     if cls is Alu:
         if "imm" in kw and "use_imm" not in kw:
             kw["use_imm"] = True
@@ -244,6 +268,9 @@ def _section_bytes(sec: _Section, cfg: HwConfig) -> np.ndarray:
             vals = [_int(t, no, "uop") for t in line.split()]
             if len(vals) != 3:
                 raise AsmError("a micro-op line is 'dst src wgt'", line=no)
+            for field, v in zip(("dst", "src", "wgt"), vals, strict=True):
+                if not 0 <= v < 1 << 32:
+                    raise AsmError(f"micro-op field {field} = {v} does not fit 32 bits", line=no)
             rows.append(vals)
         try:
             uop_words = encode_uops(np.asarray(rows, np.int64).reshape(-1, 3), cfg)
@@ -259,44 +286,90 @@ def _section_bytes(sec: _Section, cfg: HwConfig) -> np.ndarray:
         if any(not 0 <= v <= 255 for v in vals):
             raise AsmError(".bytes values must be 00..ff", line=sec.line)
         return np.asarray(vals, np.uint8)
-    # tensor
+    return _tensor_bytes(sec)
+
+
+def _int_range(dt: np.dtype) -> tuple[int, int]:
+    if dt.kind == "b":
+        return 0, 1
+    info = np.iinfo(dt)
+    return int(info.min), int(info.max)
+
+
+def _tensor_bytes(sec: _Section) -> np.ndarray:
     dt = np.dtype(sec.dtype)
-    count = int(np.prod(sec.shape, dtype=np.int64))
+    count = Symbol(sec.name, 0, sec.dtype, sec.shape).nbytes // dt.itemsize
     words = [t for _, line in sec.body for t in line.split()]
+    where = f".tensor {sec.name}"
     if not words or words == ["zeros"]:
         arr = np.zeros(count, dt)
     elif words[0] == "random":
         if len(words) not in (2, 4):
-            raise AsmError(f".tensor {sec.name}: 'random SEED [LO HI]'", line=sec.line)
+            raise AsmError(f"{where}: 'random SEED [LO HI]'", line=sec.line)
         seed = _int(words[1], sec.line, "seed")
+        if seed < 0:
+            raise AsmError(f"{where}: random seed {seed} is negative", line=sec.line)
         lo, hi = (
             (_int(words[2], sec.line, "lo"), _int(words[3], sec.line, "hi"))
             if len(words) == 4
             else (-128, 127)
         )
+        if lo > hi:
+            raise AsmError(f"{where}: random range {lo}..{hi} is empty", line=sec.line)
         rng = np.random.default_rng(seed)
-        if dt.kind == "f":
+        if dt.kind in "fc":
+            if not np.isfinite(np.asarray([lo, hi], dtype=dt)).all():
+                raise AsmError(f"{where}: random range {lo}..{hi} does not fit {dt}", line=sec.line)
             arr = rng.uniform(lo, hi, count).astype(dt)
         else:
-            arr = rng.integers(lo, hi, count, endpoint=True).astype(dt)
+            tlo, thi = _int_range(dt)
+            if lo < tlo or hi > thi:
+                raise AsmError(
+                    f"{where}: random range {lo}..{hi} does not fit {dt} ({tlo}..{thi})",
+                    line=sec.line,
+                )
+            arr = rng.integers(lo, hi, count, endpoint=True, dtype=np.int64).astype(dt)
+    elif words[0] == "bits":
+        # the values' bit patterns, as unsigned integers of the dtype's width (what disasm
+        # writes for floats that decimal text cannot give back bit for bit, such as NaN payloads)
+        if len(words) - 1 != count:
+            raise AsmError(
+                f"{where}: {len(words) - 1} bit patterns for shape {sec.shape} ({count})",
+                line=sec.line,
+            )
+        width = dt.itemsize * 8
+        pats = [_int(w, sec.line, "bit pattern") for w in words[1:]]
+        bad = [v for v in pats if not 0 <= v < 1 << width]
+        if bad:
+            raise AsmError(
+                f"{where}: bit pattern {bad[0]} does not fit {width} bits", line=sec.line
+            )
+        raw = b"".join(v.to_bytes(dt.itemsize, "little") for v in pats)
+        arr = np.frombuffer(raw, dtype=dt.newbyteorder("<")).astype(dt)
     else:
         if len(words) != count:
             raise AsmError(
-                f".tensor {sec.name}: {len(words)} values for shape {sec.shape} ({count})",
+                f"{where}: {len(words)} values for shape {sec.shape} ({count})",
                 line=sec.line,
             )
         try:
             if dt.kind == "f":
                 arr = np.asarray([float(w) for w in words], dt)
+            elif dt.kind == "c":
+                arr = np.asarray([complex(w) for w in words], dt)
             else:
                 ints = [int(w, 0) for w in words]
-                info = np.iinfo(dt)
-                bad = [v for v in ints if not info.min <= v <= info.max]
+                tlo, thi = _int_range(dt)
+                bad = [v for v in ints if not tlo <= v <= thi]
                 if bad:
-                    raise AsmError(f".tensor {sec.name}: {bad[0]} does not fit {dt}", line=sec.line)
+                    raise AsmError(f"{where}: {bad[0]} does not fit {dt}", line=sec.line)
                 arr = np.asarray(ints, dt)
-        except ValueError as e:
-            raise AsmError(f".tensor {sec.name}: {e}", line=sec.line) from None
+        except (ValueError, OverflowError) as e:
+            raise AsmError(f"{where}: {e}", line=sec.line) from None
+        if dt.kind in "fc" and np.isfinite(arr).sum() < sum(
+            w.lower().lstrip("+-(") not in ("inf", "nan", "infinity") for w in words
+        ):
+            raise AsmError(f"{where}: a value overflows {dt}", line=sec.line)
     return arr.reshape(-1).view(np.uint8)
 
 
@@ -327,6 +400,10 @@ def _assemble(text: str, config: HwConfig | None) -> Program:
                         raise AsmError(str(e), line=no) from None
                 else:
                     dram_size = _int(arg, no, ".dram")
+                    if not 0 <= dram_size <= MAX_DRAM_BYTES:
+                        raise AsmError(
+                            f".dram {dram_size} is outside [0, {MAX_DRAM_BYTES}]", line=no
+                        )
                 current = None
                 continue
             sections.append(d)
@@ -360,6 +437,13 @@ def _assemble(text: str, config: HwConfig | None) -> Program:
         if s.offset is None:
             s.offset = -(-end // _ALIGN) * _ALIGN
             end = s.at + s.raw.size
+    for s in sections:
+        if s.at + s.raw.size > MAX_DRAM_BYTES:
+            raise AsmError(
+                f"{s.kind} section ends at byte {s.at + s.raw.size}, past the "
+                f"{MAX_DRAM_BYTES}-byte DRAM image a program may have",
+                line=s.line,
+            )
     labels = {s.name: s.at for s in sections if s.name}
 
     def resolve(ref: str, memory_type: MemType, no: int) -> int:
@@ -447,16 +531,56 @@ def format_insn(insn: Insn) -> str:
 def _config_line(cfg: HwConfig) -> str:
     if cfg.name in preset_names() and load_config(cfg.name) == cfg:
         return f".config {cfg.name}"
-    return f".config {cfg.to_json()}"
+    # ';' and '#' start a comment in the text form: inside JSON strings they are escaped
+    text = cfg.to_json().replace(";", "\\u003b").replace("#", "\\u0023")
+    return f".config {text}"
 
 
-def _format_values(arr: np.ndarray, per_line: int = 16) -> list[str]:
+def _format_values(sym: Symbol, arr: np.ndarray, per_line: int = 16) -> list[str]:
+    """The tensor's body: its values, or their bit patterns when text would not give them back."""
     flat = arr.reshape(-1)
     row = arr.shape[-1] if arr.ndim and 0 < arr.shape[-1] <= 64 else per_line
-    fmt = repr if flat.dtype.kind == "f" else str
-    return [
-        "  " + " ".join(fmt(x.item()) for x in flat[i : i + row]) for i in range(0, flat.size, row)
-    ]
+    kind = flat.dtype.kind
+    fmt = repr if kind in "fc" else (lambda v: str(int(v)))
+    values = [fmt(x.item()) for x in flat]
+    if kind in "fc":
+        probe = _Section("tensor", 0, 0, sym.name, sym.role, sym.dtype, sym.shape)
+        probe.body = [(0, " ".join(values))]
+        try:
+            same = np.array_equal(_tensor_bytes(probe), flat.view(np.uint8))
+        except AsmError:
+            same = False
+        if not same:
+            ubits = np.dtype(f"<u{flat.dtype.itemsize}") if flat.dtype.itemsize <= 8 else None
+            if ubits is not None:
+                pats = flat.astype(flat.dtype.newbyteorder("<")).view(ubits)
+                values = [hex(int(v)) for v in pats]
+            else:  # complex128 and wider: two 64-bit halves would not be one pattern
+                raise ProgramError(
+                    f"symbol {sym.name!r}: its {flat.dtype} values cannot be written in the text "
+                    "form bit for bit"
+                )
+            lines = [f"  {' '.join(values[i : i + row])}" for i in range(0, len(values), row)]
+            return ["  bits"] + lines
+    return ["  " + " ".join(values[i : i + row]) for i in range(0, len(values), row)]
+
+
+def _check_writable(prog: Program) -> None:
+    """Refuse, naming it, what the text form cannot express (it would not assemble back)."""
+    for sym in prog.symbols.values():
+        if not _TOKEN.fullmatch(sym.name):
+            raise ProgramError(
+                f"symbol {sym.name!r}: the name cannot be written in the text form (it needs a "
+                "name without spaces, ';', '#', '@', '+', ',' or '=')"
+            )
+        if sym.layout and not _TOKEN.fullmatch(sym.layout):
+            raise ProgramError(
+                f"symbol {sym.name!r}: layout {sym.layout!r} cannot be written in the text form"
+            )
+        if not _TOKEN.fullmatch(sym.dtype):
+            raise ProgramError(
+                f"symbol {sym.name!r}: dtype {sym.dtype!r} cannot be written in the text form"
+            )
 
 
 def disassemble(prog: Program, *, insns_only: bool = False) -> str:
@@ -466,6 +590,8 @@ def disassemble(prog: Program, *, insns_only: bool = False) -> str:
     """
     cfg = prog.config
     raw = prog.insn_bytes
+    if not insns_only:
+        _check_writable(prog)
     lines: list[str] = []
     insns: list[Insn | None] = []
     words: list[str] = []
@@ -492,19 +618,36 @@ def disassemble(prog: Program, *, insns_only: bool = False) -> str:
     lines += [f"  {w}" for w in words]
     text_lo, text_hi = prog.insn_base, prog.insn_base + prog.insn_count * INSN_BYTES
     covered[text_lo:text_hi] = True
-    # Micro-op tables: every DRAM range a LOAD UOP reads.
-    uop_idx: set[int] = set()
+    # Micro-op tables: the DRAM ranges LOAD UOPs read, as 'dst src wgt' lines. This is for
+    # reading only (uncovered bytes are written as .bytes, which assembles to the same image),
+    # so at most MAX_UOP_ROWS rows are looked at.
+    max_uop = prog.dram.size // 4
+    marks = np.zeros(max_uop + 1, np.int64)
+    rows_left = MAX_UOP_ROWS
     for insn in insns:
         if isinstance(insn, Load) and insn.memory_type == MemType.UOP and insn.x_size:
-            for y in range(insn.y_size):
-                start = insn.dram_base + y * insn.x_stride
-                uop_idx.update(range(start, start + insn.x_size))
-    max_uop = prog.dram.size // 4
-    for start, stop in _runs(sorted(i for i in uop_idx if i < max_uop)):
+            n_rows = min(insn.y_size, rows_left)
+            rows_left -= n_rows
+            starts = insn.dram_base + np.arange(n_rows, dtype=np.int64) * insn.x_stride
+            starts = starts[starts < max_uop]
+            np.add.at(marks, starts, 1)
+            np.add.at(marks, np.minimum(starts + insn.x_size, max_uop), -1)
+            if rows_left == 0:
+                lines.append(
+                    f"; micro-op tables past the first {MAX_UOP_ROWS} LOAD UOP rows are "
+                    "written as .bytes"
+                )
+                break
+    uop_idx = np.flatnonzero(np.cumsum(marks[:max_uop]) > 0).tolist()
+    for start, stop in _runs(uop_idx):
         lo, hi = start * 4, stop * 4
         if covered[lo:hi].any():
             continue
-        d, src, w = decode_uops(prog.dram[lo:hi].view(np.uint32), cfg)
+        words_u32 = prog.dram[lo:hi].view(np.uint32)
+        d, src, w = decode_uops(words_u32, cfg)
+        table = np.stack([d, src, w], axis=1)
+        if not np.array_equal(encode_uops(table, cfg), words_u32):
+            continue  # bits outside the micro-op fields: left to .bytes, exact
         lines.append(f".uops {lo}")
         lines += [f"  {a} {b} {c}" for a, b, c in zip(d, src, w, strict=True)]
         covered[lo:hi] = True
@@ -513,7 +656,8 @@ def disassemble(prog: Program, *, insns_only: bool = False) -> str:
         layout = f" layout={sym.layout}" if sym.layout else ""
         shape = ",".join(str(x) for x in sym.shape)
         lines.append(f".tensor {sym.name} {sym.role} {sym.dtype} {shape} {sym.offset}{layout}")
-        lines += _format_values(arr) if arr.size and arr.any() else ["  zeros"]
+        nonzero = bool(prog.dram[sym.offset : sym.offset + sym.nbytes].any())
+        lines += _format_values(sym, arr) if nonzero else ["  zeros"]
         covered[sym.offset : sym.offset + sym.nbytes] = True
     # Whatever else is non-zero.
     rest = prog.dram.copy()

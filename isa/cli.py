@@ -31,15 +31,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _asm(args: argparse.Namespace) -> int:
-    from .asm import assemble
+    from .asm import MAX_SOURCE_BYTES, assemble
     from .config import load_config
     from .errors import AsmError
+    from .outputs import check_output_path
 
     src = Path(args.source)
+    check_output_path(args.output, "program file")
     try:
-        text = src.read_text()
+        size = src.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            raise AsmError(
+                f"{src}: {size} bytes, more than the {MAX_SOURCE_BYTES} a source may have"
+            )
+        data = src.read_bytes()
     except OSError as e:
-        raise AsmError(f"cannot read {src}: {e.strerror}") from None
+        raise AsmError(f"cannot read {src}: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise AsmError(
+            f"byte {e.start} is not UTF-8 text (0x{data[e.start]:02x})", line=line, source=str(src)
+        ) from None
     cfg = load_config(args.config) if args.config else None
     prog = assemble(text, source=str(src), config=cfg)
     prog.save(args.output)
@@ -52,11 +66,15 @@ def _asm(args: argparse.Namespace) -> int:
 
 def _disasm(args: argparse.Namespace) -> int:
     from .asm import disassemble
+    from .outputs import OutputFiles, check_output_path
     from .program import load_program
 
+    if args.output:
+        check_output_path(args.output, "--output")
     text = disassemble(load_program(args.program), insns_only=args.insns_only)
     if args.output:
-        Path(args.output).write_text(text)
+        with OutputFiles() as out:
+            out.reserve(args.output, "--output").write_text(text)
     else:
         sys.stdout.write(text)
     return 0

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 #: Modules that provide subcommands, in the order ``vtac --help`` lists them.
 COMMAND_MODULES = (
@@ -19,11 +21,28 @@ COMMAND_MODULES = (
     "vta_sim.cli",  # sim
     "hw.cli",  # rtl
     "runtime.layer_cli",  # layer, bench, demo
+    "runtime.model_cli",  # compile, run
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: ``vtac <command>: error: <what>``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def one_line(message: str) -> str:
+    """A multi-line message as one line (its lines joined by '; ').
+
+    >>> one_line("deadlock at cycle 9\n  load waits\n  store idle")
+    'deadlock at cycle 9; load waits; store idle'
+    """
+    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="vtac",
         description="Compiler, simulator and RTL tools for a VTA-style accelerator.",
     )
@@ -48,14 +67,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     from compiler.errors import CompilerError
     from isa.errors import IsaError
 
+    name = f"vtac {args.command}"
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()
+        return code
     except (IsaError, CompilerError) as e:
-        print(f"vtac {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        return _fail(name, str(e))
     except KeyboardInterrupt:
-        print(f"vtac {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of standard output went away (``vtac sim ... | head -1``): stop quietly,
+        # like any command line tool, and keep Python's exit-time flush from failing again
+        _silence_stdout()
+        return 141
+    except MemoryError:
+        return _fail(name, "out of memory")
+    except Exception as e:
+        if os.environ.get("VTAC_TRACEBACK"):
+            raise
+        detail = one_line(str(e)) or type(e).__name__
+        print(
+            f"{name}: internal error: {type(e).__name__}: {detail} (a bug: please report it; "
+            "VTAC_TRACEBACK=1 shows where)",
+            file=sys.stderr,
+        )
+        return 70
+
+
+def _fail(name: str, message: str) -> int:
+    print(f"{name}: error: {one_line(message)}", file=sys.stderr)
+    return 1
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (captured in tests)
+        pass
 
 
 if __name__ == "__main__":

@@ -43,35 +43,75 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--max-cycles",
         metavar="N",
-        type=int,
+        type=max_cycles_arg,
         default=None,
-        help="stop with an error if FINISH has not run after N cycles",
+        help="stop with an error if FINISH has not run after N cycles "
+        "(default: 1000000000; an instruction that would end past N is not run)",
     )
     p.set_defaults(run=run)
     return p
 
 
+#: File suffixes the Gantt chart can be written as (matplotlib's vector and raster formats).
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def max_cycles_arg(text: str) -> int:
+    """``--max-cycles``: an integer in [1, 2**60].
+
+    >>> max_cycles_arg("1e3")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '1e3' is not an integer
+    """
+    from .simulator import MAX_CYCLES_LIMIT
+
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= MAX_CYCLES_LIMIT:
+        raise argparse.ArgumentTypeError(f"{value} is outside [1, {MAX_CYCLES_LIMIT}]")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``args.program`` and print the summary or JSON; write the optional outputs."""
+    """Run ``args.program`` and print the summary or JSON; write the optional outputs.
+
+    Every output path is checked before the run, and the outputs are written all or none.
+    """
     import numpy as np
+
+    from isa.errors import OutputError
+    from isa.outputs import OutputFiles
 
     from .simulator import simulate
 
-    want_trace = args.trace is not None or args.plot is not None
-    result = simulate(args.program, trace=want_trace, max_cycles=args.max_cycles)
-    if args.dram_out:
-        out = Path(args.dram_out)
-        if out.suffix == ".npy":
-            np.save(out, result.dram)
-        else:
-            out.write_bytes(result.dram.tobytes())
-    if args.trace:
-        assert result.trace is not None
-        result.trace.save(args.trace)
-    if args.plot:
-        # matplotlib is imported only when a chart is asked for
-        from .plot import save_gantt
+    if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+        raise OutputError(
+            f"--plot {args.plot}: unsupported chart format {Path(args.plot).suffix or '(none)'!r}"
+            f"; name a file ending in {', '.join(PLOT_SUFFIXES)}"
+        )
+    with OutputFiles() as out:
+        dram_out = out.reserve(args.dram_out, "--dram-out") if args.dram_out else None
+        trace_out = out.reserve(args.trace, "--trace") if args.trace else None
+        plot_out = out.reserve(args.plot, "--plot") if args.plot else None
+        want_trace = args.trace is not None or args.plot is not None
+        result = simulate(args.program, trace=want_trace, max_cycles=args.max_cycles)
+        if dram_out is not None:
+            if dram_out.suffix == ".npy":
+                with open(dram_out, "wb") as f:
+                    np.save(f, result.dram)
+            else:
+                dram_out.write_bytes(result.dram.tobytes())
+        if trace_out is not None:
+            assert result.trace is not None
+            result.trace.save(trace_out)
+        if plot_out is not None:
+            # matplotlib is imported only when a chart is asked for
+            from .plot import save_gantt
 
-        save_gantt(result, args.plot)
-    print(result.to_json() if args.json else result.summary())
+            save_gantt(result, plot_out)
+        text = result.to_json() if args.json else result.summary()
+    print(text)
     return 0

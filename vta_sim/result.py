@@ -97,7 +97,7 @@ class SimResult:
 
     def to_json(self) -> str:
         """:meth:`to_dict` as one JSON object."""
-        return json.dumps(self.to_dict())
+        return json.dumps(self.to_dict(), allow_nan=False)
 
     def summary(self) -> str:
         """A readable multi-line summary."""

@@ -144,7 +144,7 @@ class Trace:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the Chrome trace JSON to ``path``."""
-        Path(path).write_text(json.dumps(self.to_chrome()))
+        Path(path).write_text(json.dumps(self.to_chrome(), allow_nan=False))
 
     def _slice(self, tid: int, name: str, start: int, end: int, args: dict | None = None) -> dict:
         e = {"ph": "X", "pid": 0, "tid": tid, "name": name, "ts": start, "dur": end - start}
