@@ -1,0 +1,450 @@
+"""compiler.strategy: every operator's compute with its CPU schedule, built with LLVM and
+checked against numpy (onnxruntime for pooling's ceil_mode/dilation rules), and fused groups
+(convolution + bias + relu, + residual add, dense + bias, pooling) against numpy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler import te, topi
+from compiler.build import build
+from compiler.errors import CompilerError, ScheduleError
+from compiler.strategy import OPS, StrategyError, compute, schedule, schedule_group
+from tests.compiler import reference
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def ph(arr: np.ndarray, name: str) -> te.Tensor:
+    return te.placeholder(arr.shape, arr.dtype.name, name=name)
+
+
+def run(outputs, anchor, inputs, arrays, **knobs):
+    s = schedule(outputs, anchor, **knobs)
+    f = build(s, [*inputs, *outputs], target="cpu")
+    got = f(*arrays)
+    return list(got) if isinstance(got, tuple) else [got]
+
+
+def close(got, want, tol=1e-4):
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+# Convolution ------------------------------------------------------------------------------------
+
+PACKED = [
+    # (C, O, H, W, K, stride, padding, bi, bo, epilogue)
+    (3, 16, 13, 11, 3, 2, (1, 1, 1, 1), 3, 16, "bias_relu"),
+    (3, 16, 10, 10, 3, 1, (1, 1, 1, 1), 16, 16, "bias_relu"),  # input padded to a block
+    (32, 16, 9, 9, 3, 1, (1, 0, 2, 1), 16, 8, "bias_add_relu"),
+    (16, 32, 8, 8, 1, 2, (0, 0, 0, 0), 16, 16, "bias"),
+    (8, 16, 7, 7, 3, 1, (1, 1, 1, 1), 4, 8, "none"),
+    (16, 16, 14, 14, 5, 1, (2, 2, 2, 2), 8, 16, "bias_add_relu"),
+]
+
+
+def conv_group(c, o, h, w, k, stride, padding, bi, bo, epilogue):
+    cp = -(-c // bi) * bi
+    x, wt = rand(1, c, h, w), rand(o, c, k, k)
+    bias = rand(o)
+    xp = topi.pack_data(np.pad(x, ((0, 0), (0, cp - c), (0, 0), (0, 0))), 1, bi)
+    wp = topi.pack_kernel(np.pad(wt, ((0, 0), (0, cp - c), (0, 0), (0, 0))), bo, bi, "OIHWio")
+    X, W = ph(xp, "x"), ph(wp, "w")
+    attrs = dict(
+        strides=(stride, stride),
+        padding=padding,
+        dilation=(1, 1),
+        groups=1,
+        data_layout=f"NCHW1n{bi}c",
+        kernel_layout=f"OIHW{bi}i{bo}o",
+    )
+    conv = compute("conv2d", [X, W], attrs, "conv")
+    want = reference.conv2d_nchw(x, wt, (stride,) * 2, padding, (1, 1), 1, np.float32)
+    inputs, arrays, y = [X, W], [xp, wp], conv
+    if epilogue != "none":
+        bp = bias.reshape(1, o // bo, 1, 1, 1, bo)
+        B = ph(bp, "b")
+        y = compute("add", [y, B], {}, "bias")
+        inputs.append(B)
+        arrays.append(bp)
+        want = want + bias[None, :, None, None]
+    if epilogue == "bias_add_relu":
+        res = rand(*want.shape)
+        R = ph(topi.pack_data(res, 1, bo), "res")
+        y = compute("add", [y, R], {}, "residual")
+        inputs.append(R)
+        arrays.append(topi.pack_data(res, 1, bo))
+        want = want + res
+    if epilogue.endswith("relu"):
+        y = compute("relu", [y], {}, "relu")
+        want = np.maximum(want, 0)
+    return y, conv, inputs, arrays, want
+
+
+@pytest.mark.parametrize("case", PACKED)
+def test_packed_conv2d_group(case):
+    y, conv, inputs, arrays, want = conv_group(*case)
+    g = schedule_group([y], conv)
+    assert g.kind == "conv2d_packed"
+    assert set(g.knobs) == {"ow_block", "oc_blocks", "parallel"}
+    if y is not conv:  # the epilogue is computed at the convolution's register tile
+        assert "local" in str(g.schedule[conv].scope)
+    got = build(g.schedule, [*inputs, y], target="cpu")(*arrays)
+    close(topi.unpack_data(got), want, 1e-3)
+
+
+def test_packed_conv2d_knobs_are_replayed():
+    y, conv, inputs, arrays, want = conv_group(16, 32, 6, 6, 3, 1, (1, 1, 1, 1), 16, 16, "bias")
+    got = run([y], conv, inputs, arrays, ow_block=3, oc_blocks=2, parallel=False)[0]
+    close(topi.unpack_data(got), want, 1e-3)
+    assert schedule_group([y], conv, knobs={"ow_block": 3}).knobs["ow_block"] == 3
+    with pytest.raises(ScheduleError, match="x_block"):
+        schedule_group([y], conv, knobs={"x_block": 4})
+
+
+@settings(max_examples=4)
+@given(
+    c=st.sampled_from([3, 8, 16]),
+    o_blocks=st.integers(1, 2),
+    hw=st.integers(5, 12),
+    k=st.sampled_from([1, 3]),
+    stride=st.integers(1, 2),
+    pad=st.integers(0, 2),
+)
+def test_packed_conv2d_random(c, o_blocks, hw, k, stride, pad):
+    y, conv, inputs, arrays, want = conv_group(
+        c, 8 * o_blocks, hw, hw, k, stride, (pad,) * 4, c, 8, "bias_add_relu"
+    )
+    close(topi.unpack_data(run([y], conv, inputs, arrays)[0]), want, 1e-3)
+
+
+NCHW = [
+    # (C, O, H, W, K, stride, padding, dilation, groups)
+    (4, 6, 9, 10, 3, 1, (1, 1, 1, 1), (1, 1), 2),
+    (8, 8, 12, 12, 3, 2, (1, 1, 1, 1), (1, 1), 8),  # depthwise
+    (3, 5, 8, 7, 3, 1, (2, 1, 0, 2), (2, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", NCHW)
+def test_nchw_conv2d_group(case):
+    c, o, h, w, k, stride, padding, dilation, groups = case
+    x, wt, b = rand(1, c, h, w), rand(o, c // groups, k, k), rand(o)
+    X, W, B = ph(x, "x"), ph(wt, "w"), ph(b, "b")
+    attrs = dict(strides=(stride, stride), padding=padding, dilation=dilation, groups=groups)
+    conv = compute("conv2d", [X, W, B], attrs, "conv")
+    y = compute("relu", [conv], {}, "relu")
+    g = schedule_group([y], conv)
+    assert g.kind == "conv2d_nchw"
+    got = build(g.schedule, [X, W, B, y], target="cpu")(x, wt, b)
+    want = reference.conv2d_nchw(x, wt, (stride,) * 2, padding, dilation, groups, np.float32)
+    close(got, np.maximum(want + b[None, :, None, None], 0), 1e-3)
+
+
+def test_packed_depthwise_conv2d():
+    c, bc = 32, 16
+    x, wt = rand(1, c, 9, 9), rand(c, 1, 3, 3)
+    xp = topi.pack_data(x, 1, bc)
+    wp = np.ascontiguousarray(wt.reshape(c // bc, bc, 1, 3, 3).transpose(0, 2, 3, 4, 1))[
+        :, :, :, :, None, :
+    ]
+    X, W = ph(xp, "x"), ph(np.ascontiguousarray(wp), "w")
+    attrs = dict(padding=(1, 1, 1, 1), groups=c, data_layout="NCHW1n16c", kernel_layout="OIHW1i16o")
+    conv = compute("conv2d", [X, W], attrs, "dw")
+    y = compute("relu", [conv], {}, "relu")
+    got = run([y], conv, [X, W], [xp, np.ascontiguousarray(wp)])[0]
+    want = reference.conv2d_nchw(x, wt, (1, 1), (1, 1, 1, 1), (1, 1), c, np.float32)
+    close(topi.unpack_data(got), np.maximum(want, 0), 1e-3)
+
+
+def test_group_with_a_producer_before_the_anchor():
+    """A layout transform feeding the convolution is materialised, not inlined into it."""
+    x, wt = rand(1, 16, 6, 6), rand(16, 16, 3, 3)
+    X, W = ph(x, "x"), ph(topi.pack_kernel(wt, 16, 16, "OIHWio"), "w")
+    packed = compute(
+        "layout_transform", [X], {"src_layout": "NCHW", "dst_layout": "NCHW1n16c"}, "pack"
+    )
+    attrs = dict(padding=(1, 1, 1, 1), data_layout="NCHW1n16c", kernel_layout="OIHW16i16o")
+    conv = compute("conv2d", [packed, W], attrs, "conv")
+    s = schedule([conv], conv)
+    assert type(s["pack"].attach).__name__ == "AttachRoot"
+    got = build(s, [X, W, conv], target="cpu")(x, topi.pack_kernel(wt, 16, 16, "OIHWio"))
+    want = reference.conv2d_nchw(x, wt, (1, 1), (1, 1, 1, 1), (1, 1), 1, np.float32)
+    close(topi.unpack_data(got), want, 1e-3)
+
+
+# Dense and matmul -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,k,m", [(1, 64, 40), (3, 20, 7)])
+def test_dense_bias_relu_group(n, k, m):
+    x, w, b = rand(n, k), rand(m, k), rand(m)
+    X, W, B = ph(x, "x"), ph(w, "w"), ph(b, "b")
+    d = compute("dense", [X, W, B], {}, "fc")
+    y = compute("relu", [d], {}, "fc_relu")
+    g = schedule_group([y], d)
+    assert g.kind == "dense"
+    got = build(g.schedule, [X, W, B, y], target="cpu")(x, w, b)
+    close(got, np.maximum(x @ w.T + b, 0), 1e-3)
+    # Without an epilogue the dense (+ bias) is the group's output.
+    close(run([d], d, [X, W, B], [x, w, b])[0], x @ w.T + b, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "sa,sb",
+    [((9, 20), (20, 40)), ((2, 1, 5, 8), (3, 8, 4)), ((8,), (2, 8, 3)), ((2, 4, 6), (6,))],
+)
+def test_matmul(sa, sb):
+    a, b = rand(*sa), rand(*sb)
+    A, B = ph(a, "a"), ph(b, "b")
+    y = compute("matmul", [A, B], {}, "mm")
+    z = compute("add", [y, ph(np.zeros(1, np.float32), "zero")], {}, "mm_out")
+    got = run([z], y, [A, B, z.op.input_tensors()[1]], [a, b, np.zeros(1, np.float32)])[0]
+    close(got, np.matmul(a, b), 1e-3)
+
+
+# Elementwise ------------------------------------------------------------------------------------
+
+
+def test_unary_ops_in_one_injective_group():
+    x = rand(3, 5, 32) * 4
+    X = ph(x, "x")
+    cases = {
+        "relu": ({}, np.maximum(x, 0)),
+        "sigmoid": ({}, 1 / (1 + np.exp(-x))),
+        "exp": ({}, np.exp(x)),
+        "sqrt": ({}, None),
+        "negative": ({}, -x),
+        "clip": ({"a_min": -1.0, "a_max": 2.5}, np.clip(x, -1.0, 2.5)),
+        "leaky_relu": ({"alpha": 0.1}, np.where(x > 0, x, 0.1 * x)),
+        "hard_sigmoid": ({"alpha": 0.2, "beta": 0.5}, np.clip(0.2 * x + 0.5, 0, 1)),
+        "hard_swish": ({}, x * np.clip(x / 6 + 0.5, 0, 1)),
+    }
+    outs, wants = [], []
+    for op, (attrs, want) in cases.items():
+        if op == "sqrt":
+            src = compute("relu", [X], {}, "pos")
+            outs.append(compute("sqrt", [src], {}, "sqrt"))
+            wants.append(np.sqrt(np.maximum(x, 0)))
+            continue
+        outs.append(compute(op, [X], attrs, op))
+        wants.append(want)
+    outs.append(compute("clip", [X], {"a_min": -math.inf, "a_max": 1.0}, "clip_hi"))
+    wants.append(np.minimum(x, 1.0))
+    outs.append(compute("clip", [X], {"a_min": 0.0, "a_max": math.inf}, "clip_lo"))
+    wants.append(np.maximum(x, 0.0))
+    g = schedule_group(outs, None)
+    assert g.kind == "injective" and g.knobs["vectorized"]
+    got = build(g.schedule, [X, *outs], target="cpu")(x)
+    for out, have, want in zip(outs, got, wants, strict=True):
+        np.testing.assert_allclose(have, want, rtol=2e-5, atol=1e-5, err_msg=out.name)
+
+
+def test_binary_ops_broadcast():
+    a, b = rand(2, 1, 4, 16), np.abs(rand(3, 1, 16)) + 0.5
+    A, B = ph(a, "a"), ph(b, "b")
+    fns = {
+        "add": np.add,
+        "subtract": np.subtract,
+        "multiply": np.multiply,
+        "divide": np.divide,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+    }
+    outs = [compute(op, [A, B], {}, op) for op in fns]
+    got = run(outs, None, [A, B], [a, b])
+    for (op, fn), have in zip(fns.items(), got, strict=True):
+        np.testing.assert_allclose(have, fn(a, b), rtol=1e-6, err_msg=op)
+
+
+def test_batch_norm_and_cast():
+    x = rand(2, 4, 3, 5)
+    vecs = [rand(4), rand(4), rand(4), np.abs(rand(4)) + 0.1]
+    X = ph(x, "x")
+    V = [ph(v, n) for v, n in zip(vecs, ("scale", "bias", "mean", "var"), strict=True)]
+    y = compute("batch_norm", [X, *V], {"epsilon": 1e-3}, "bn")
+    z = compute("cast", [y], {"dtype": "int32"}, "to_int")
+    got_y, got_z = run([y, z], None, [X, *V], [x, *vecs])
+    s, b, m, v = (t[None, :, None, None] for t in vecs)
+    want = (x - m) / np.sqrt(v + 1e-3) * s + b
+    close(got_y, want, 1e-4)
+    np.testing.assert_array_equal(got_z, want.astype(np.int32))
+
+
+# Pooling ----------------------------------------------------------------------------------------
+
+
+def ort_pool(op: str, x: np.ndarray, **attrs) -> np.ndarray:
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))
+    yo = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "p", [xi], [yo])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+POOLS = [
+    # (op, kernel, stride, pads, dilation, ceil_mode, count_include_pad, packed)
+    ("max_pool2d", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), False, False, True),
+    ("max_pool2d", (3, 2), (2, 2), (0, 1, 1, 0), (2, 1), True, False, False),
+    ("avg_pool2d", (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, True, False),
+    ("avg_pool2d", (2, 3), (2, 1), (1, 0, 0, 1), (1, 1), False, False, True),
+    ("avg_pool2d", (3, 3), (2, 3), (1, 1, 1, 1), (2, 1), True, False, False),
+]
+
+
+@pytest.mark.parametrize("case", POOLS)
+def test_pooling_against_onnxruntime(case):
+    op, kernel, stride, pads, dilation, ceil, include, packed = case
+    x = rand(1, 16, 11, 10)
+    onnx_attrs = dict(
+        kernel_shape=list(kernel), strides=list(stride), pads=[pads[0], pads[1], pads[2], pads[3]],
+        dilations=list(dilation), ceil_mode=int(ceil),
+    )  # fmt: skip
+    if op == "avg_pool2d":
+        onnx_attrs["count_include_pad"] = int(include)
+    want = ort_pool("MaxPool" if op == "max_pool2d" else "AveragePool", x, **onnx_attrs)
+    attrs = dict(
+        pool_size=kernel,
+        strides=stride,
+        padding=pads,
+        dilation=dilation,
+        ceil_mode=ceil,
+        layout="NCHW1n8c" if packed else "NCHW",
+    )
+    if op == "avg_pool2d":
+        attrs["count_include_pad"] = include
+    arr = topi.pack_data(x, 1, 8) if packed else x
+    X = ph(arr, "x")
+    pool = compute(op, [X], attrs, "pool")
+    y = compute("relu", [pool], {}, "relu")  # a pooling group with an epilogue
+    g = schedule_group([y], pool)
+    assert g.kind == "pool"
+    got = build(g.schedule, [X, y], target="cpu")(arr)
+    close(topi.unpack_data(got) if packed else got, np.maximum(want, 0), 1e-5)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NCHW1n16c"])
+def test_global_avg_pool(layout):
+    x = rand(1, 32, 7, 7)
+    arr = x if layout == "NCHW" else topi.pack_data(x, 1, 16)
+    X = ph(arr, "x")
+    y = compute("global_avg_pool2d", [X], {"layout": layout}, "gap")
+    got = run([y], y, [X], [arr])[0]
+    got = got if layout == "NCHW" else topi.unpack_data(got)
+    close(got, x.mean(axis=(2, 3), keepdims=True), 1e-5)
+
+
+def test_softmax():
+    x = rand(2, 10, 3)
+    X = ph(x, "x")
+    y = compute("softmax", [X], {"axis": 1}, "sm")
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    close(run([y], y, [X], [x])[0], e / e.sum(axis=1, keepdims=True), 1e-5)
+
+
+# Data movement ----------------------------------------------------------------------------------
+
+
+def test_data_movement_ops():
+    x = rand(2, 3, 4, 5)
+    y2 = rand(2, 2, 4, 5)
+    X, Y = ph(x, "x"), ph(y2, "y")
+    outs = [
+        compute("reshape", [X], {"newshape": (6, 20)}, "reshape"),
+        compute("transpose", [X], {"axes": (0, 2, 3, 1)}, "transpose"),
+        compute("concat", [X, Y, X], {"axis": 1}, "concat"),
+        compute(
+            "pad", [X], {"pad_width": ((0, 0), (1, 0), (2, 1), (0, 3)), "pad_value": -1.5}, "pad"
+        ),
+    ]
+    wants = [
+        x.reshape(6, 20),
+        x.transpose(0, 2, 3, 1),
+        np.concatenate([x, y2, x], axis=1),
+        np.pad(x, ((0, 0), (1, 0), (2, 1), (0, 3)), constant_values=-1.5),
+    ]
+    got = run(outs, None, [X, Y], [x, y2])
+    for out, have, want in zip(outs, got, wants, strict=True):
+        np.testing.assert_array_equal(have, want, err_msg=out.name)
+
+
+def test_layout_transform_round_trip():
+    x = rand(2, 32, 3, 5)
+    X = ph(x, "x")
+    a = compute("layout_transform", [X], {"src_layout": "NCHW", "dst_layout": "NCHW2n16c"}, "a")
+    b = compute("layout_transform", [a], {"src_layout": "NCHW2n16c", "dst_layout": "NCHW1n8c"}, "b")
+    c = compute("layout_transform", [b], {"src_layout": "NCHW1n8c", "dst_layout": "NCHW"}, "c")
+    got_a, got_b, got_c = run([a, b, c], None, [X], [x])
+    np.testing.assert_array_equal(got_a, topi.pack_data(x, 2, 16))
+    np.testing.assert_array_equal(got_b, topi.pack_data(x, 1, 8))
+    np.testing.assert_array_equal(got_c, x)
+
+
+# Errors ------------------------------------------------------------------------------------------
+
+
+def test_contract_is_covered():
+    contract = {
+        "conv2d", "dense", "matmul", "add", "subtract", "multiply", "divide", "maximum",
+        "minimum", "relu", "sigmoid", "exp", "sqrt", "negative", "clip", "leaky_relu",
+        "hard_sigmoid", "hard_swish", "batch_norm", "max_pool2d", "avg_pool2d",
+        "global_avg_pool2d", "softmax", "reshape", "transpose", "concat", "pad", "cast",
+        "layout_transform",
+    }  # fmt: skip
+    assert set(OPS) == contract
+
+
+@pytest.mark.parametrize(
+    "op,shape,attrs,match",
+    [
+        ("gelu", (4,), {}, "no CPU strategy"),
+        ("relu", (4,), {"alpha": 1.0}, "unsupported attributes \\['alpha'\\]"),
+        ("leaky_relu", (4,), {}, "missing attribute 'alpha'"),
+        ("max_pool2d", (1, 2, 4, 4), {"pool_size": (2, 2), "layout": "NHWC"}, "NHWC"),
+        ("reshape", (2, 3), {"newshape": (-1,)}, "no -1"),
+        ("reshape", (2, 3), {"newshape": (5,)}, "cannot reshape"),
+        ("softmax", (2, 3), {"axis": 2}, "axis=2"),
+        ("layout_transform", (1, 3, 2, 2), {"src_layout": "NCHW", "dst_layout": "NCHW1n2c"}, "pad"),
+    ],
+)
+def test_errors_name_the_node(op, shape, attrs, match):
+    X = te.placeholder(shape, name="x")
+    with pytest.raises(StrategyError, match=match) as info:
+        compute(op, [X], attrs, "node7")
+    assert "node7" in str(info.value)
+    assert isinstance(info.value, CompilerError)
+
+
+def test_conv2d_layout_errors():
+    X = te.placeholder((1, 2, 4, 4, 1, 8), name="x")
+    W = te.placeholder((1, 2, 3, 3, 8, 16), name="w")
+    with pytest.raises(StrategyError, match="conv2d node 'c1'.*OIHW"):
+        compute("conv2d", [X, W], {"data_layout": "NCHW1n8c", "kernel_layout": "OIHW"}, "c1")
+    with pytest.raises(StrategyError, match="input block of 8"):
+        compute("conv2d", [X, W], {"data_layout": "NCHW1n8c", "kernel_layout": "OIHW4i16o"}, "c1")
+
+
+def test_schedule_errors():
+    X = te.placeholder((4, 16), name="x")
+    y = compute("relu", [X], {}, "r")
+    with pytest.raises(ScheduleError, match="'cpu'"):
+        schedule([y], None, target="vta")
+    with pytest.raises(ScheduleError, match="not computed by the group"):
+        schedule([y], compute("exp", [X], {}, "other"))
+    d = compute("dense", [X, te.placeholder((8, 16), name="w")], {}, "fc")
+    with pytest.raises(ScheduleError, match="reduction but the group has no anchor"):
+        schedule([d], None)
