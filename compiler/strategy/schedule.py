@@ -36,7 +36,7 @@ from typing import Any
 from compiler.errors import ScheduleError
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import ComputeOp, IterKind, Operation, Tensor
-from compiler.topi.cpu.conv2d import apply_conv2d_nchwc
+from compiler.topi.cpu.conv2d import apply_conv2d_nchwc, register_tile_knobs
 from compiler.topi.cpu.conv2d_nchw import apply_conv2d_nchw
 from compiler.topi.cpu.dense import apply_dense_split_k
 from compiler.topi.cpu.injective import apply_injective
@@ -231,8 +231,14 @@ def schedule_group(
             s[op].compute_inline()
     target_t = final if fused else None
     if kind == "conv2d_packed":
+        tile = register_tile_knobs(core_t)
         chosen = apply_conv2d_nchwc(
-            s, core_t, target_t, knobs.pop("ow_block", None), knobs.pop("oc_blocks", None), parallel
+            s,
+            core_t,
+            target_t,
+            knobs.pop("ow_block", tile["ow_block"]),
+            knobs.pop("oc_blocks", tile["oc_blocks"]),
+            parallel,
         )
     elif kind == "conv2d_nchw":
         chosen = apply_conv2d_nchw(s, core_t, target_t, knobs.pop("x_block", None), parallel)
