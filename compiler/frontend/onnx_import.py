@@ -1,0 +1,915 @@
+"""ONNX frontend: an ONNX model (opsets 9-18) becomes a graph of the operator contract.
+
+Import runs in three steps, each refusing with a :class:`~compiler.errors.FrontendError` that
+names the fault (never a traceback):
+
+1. *read*: the file parses as an ONNX protobuf (a truncated or corrupted file is named), the
+   IR version and the default-domain opset are in range, input shapes are static;
+2. *scan*, before any work: every node whose operator (or attribute, or non-constant input to
+   an operator that is only folded) is unsupported is listed at once with its name, op type,
+   domain and opset; then the structure is checked (every input produced by a node, an
+   initializer or a graph input; no cycle; no value produced twice) and ``onnx.checker`` runs;
+3. *convert*, node by node in topological order. A node whose inputs are all constants is
+   evaluated at once (constant folding), so the shape subgraphs exporters emit (Shape,
+   Gather, Cast, Slice, ConstantOfShape, Unsqueeze, Concat, ...) leave only constants behind
+   (shapes are static, so ``Shape`` of anything is a constant).
+
+Supported operators: Conv (groups, depthwise, asymmetric pads, ``auto_pad``),
+BatchNormalization, Relu, Clip (min/max as attributes or inputs), LeakyRelu, Sigmoid,
+HardSigmoid, HardSwish, Exp, Sqrt, Neg, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, MaxPool,
+AveragePool, GlobalAveragePool, ReduceMean over H and W, Flatten, Reshape, Transpose,
+Squeeze/Unsqueeze, Concat, Pad (constant mode), Gemm, MatMul, Softmax, LRN (``beta`` a multiple
+of 1/4, decomposed into contract ops), Constant, Identity, Dropout, Cast, and on constants only:
+Shape, Size, Gather, Slice, ConstantOfShape, Range, Expand, Equal, Where, Not.
+
+Example:
+    >>> import onnx
+    >>> from onnx import TensorProto, helper
+    >>> x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    >>> y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    >>> node = helper.make_node("Relu", ["x"], ["y"], name="act")
+    >>> model = helper.make_model(helper.make_graph([node], "tiny", [x], [y]),
+    ...                           opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    >>> g = from_onnx(model)
+    >>> [(n.name, n.op) for n in g.nodes]
+    [('act', 'relu')]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import CompilerError, FrontendError
+from compiler.graph.ir import Constant, Graph, Node, TensorType, Value, Var
+from compiler.graph.reference import evaluate_op
+
+#: Default-domain opsets the frontend accepts (the wheel's model-zoo files are opset 9).
+MIN_OPSET, MAX_OPSET = 9, 18
+#: IR versions the frontend accepts.
+MIN_IR_VERSION, MAX_IR_VERSION = 3, 11
+
+_ONNX_DTYPES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    11: "float64",
+}
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise FrontendError(
+            "the ONNX frontend needs the onnx package (pip install 'vtac[onnx]')"
+        ) from None
+    return onnx
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_model(source: Any) -> Any:
+    """An ``onnx.ModelProto`` from a path, bytes or a model; the file's faults are named.
+
+    Example:
+        >>> read_model(b"not a model")
+        Traceback (most recent call last):
+        ...
+        compiler.errors.FrontendError: model: not a valid ONNX protobuf (truncated or corrupted?)
+    """
+    onnx = _onnx()
+    if isinstance(source, onnx.ModelProto):
+        return source
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        where = str(path)
+        if not path.is_file():
+            raise FrontendError(f"{where}: no such file")
+        data = path.read_bytes()
+    elif isinstance(source, (bytes, bytearray)):
+        where, data = "model", bytes(source)
+    else:
+        raise FrontendError(f"cannot read an ONNX model from a {type(source).__name__}")
+    if not data:
+        raise FrontendError(f"{where}: empty file")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception:  # the protobuf runtime raises its own DecodeError
+        raise FrontendError(
+            f"{where}: not a valid ONNX protobuf (truncated or corrupted?)"
+        ) from None
+    if not model.HasField("graph"):
+        raise FrontendError(f"{where}: no graph in the file (truncated, or not an ONNX model)")
+    return model
+
+
+def _opset(model: Any, domain: str = "") -> int | None:
+    for o in model.opset_import:
+        if o.domain in (domain, "ai.onnx" if domain == "" else domain):
+            return int(o.version)
+    return None
+
+
+# ---------------------------------------------------------------- attribute helpers
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        out[a.name] = v
+    return out
+
+
+def _label(node: Any) -> str:
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+# ---------------------------------------------------------------- conversion context
+
+
+@dataclass
+class _Ctx:
+    opset: int
+    env: dict[str, Value] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+
+    def call(
+        self,
+        op: str,
+        inputs: Sequence[Value],
+        attrs: Mapping[str, Any] | None = None,
+        name: str = "",
+    ) -> Value:
+        """Make a node, or its value when every input is a constant (constant folding)."""
+        node = Node(op, tuple(inputs), attrs or {}, name)
+        if all(isinstance(v, Constant) for v in node.inputs):
+            arrays = [v.value for v in node.inputs]  # type: ignore[union-attr]
+            return Constant(evaluate_op(op, arrays, node.attrs, node.type), name=name)
+        self.nodes.append(node)
+        return node
+
+
+def _const(v: Value, node: Any, what: str) -> np.ndarray:
+    if not isinstance(v, Constant):
+        raise FrontendError(f"node {_label(node)!r} ({node.op_type}): {what} must be a constant")
+    return v.value
+
+
+def _inputs(ctx: _Ctx, node: Any) -> list[Value | None]:
+    return [ctx.env[n] if n else None for n in node.input]
+
+
+def _axis(axis: int, rank: int, node: Any) -> int:
+    if not -rank <= axis < rank:
+        raise FrontendError(
+            f"node {_label(node)!r} ({node.op_type}): axis {axis} is out of range for rank {rank}"
+        )
+    return axis % rank
+
+
+def _spatial(node: Any, a: dict[str, Any], x: Value, kernel: Sequence[int]) -> dict[str, Any]:
+    """strides, dilation and (top, left, bottom, right) padding of a 2-d window op, with
+    ``auto_pad`` resolved."""
+    if x.type.ndim != 4:
+        raise FrontendError(
+            f"node {_label(node)!r} ({node.op_type}): only 2-d windows on 4-d "
+            f"NCHW inputs are supported, input has shape {x.type.shape}"
+        )
+    strides = tuple(a.get("strides", (1, 1)))
+    dilation = tuple(a.get("dilations", (1, 1)))
+    pads = tuple(a.get("pads", (0, 0, 0, 0)))
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads_b, pads_e = [], []
+        for d in range(2):
+            size = x.type.shape[2 + d]
+            out = -(-size // strides[d])
+            total = max(0, (out - 1) * strides[d] + (kernel[d] - 1) * dilation[d] + 1 - size)
+            small, big = total // 2, total - total // 2
+            pads_b.append(small if auto == "SAME_UPPER" else big)
+            pads_e.append(big if auto == "SAME_UPPER" else small)
+        pads = (pads_b[0], pads_b[1], pads_e[0], pads_e[1])
+    elif auto == "VALID":
+        pads = (0, 0, 0, 0)
+    elif auto != "NOTSET":
+        raise FrontendError(f"node {_label(node)!r} ({node.op_type}): unknown auto_pad {auto!r}")
+    if len(strides) != 2 or len(dilation) != 2 or len(pads) != 4:
+        raise FrontendError(
+            f"node {_label(node)!r} ({node.op_type}): strides, dilations and "
+            "pads must describe 2 spatial axes"
+        )
+    return {"strides": strides, "dilation": dilation, "padding": pads}
+
+
+# ---------------------------------------------------------------- converters
+
+
+Converter = Callable[[_Ctx, Any, list[Any], dict[str, Any], str], list[Value]]
+CONVERTERS: dict[str, Converter] = {}
+#: Operators converted only when every input is a constant (shape subgraphs).
+CONST_ONLY = {
+    "Gather",
+    "Slice",
+    "ConstantOfShape",
+    "Range",
+    "Expand",
+    "Equal",
+    "Where",
+    "Not",
+    "Size",
+}
+
+
+def _conv(op_types: str) -> Callable[[Converter], Converter]:
+    def wrap(fn: Converter) -> Converter:
+        for t in op_types.split():
+            CONVERTERS[t] = fn
+        return fn
+
+    return wrap
+
+
+@_conv("Conv")
+def _c_conv(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x, w = ins[0], ins[1]
+    if w.type.ndim != 4:
+        raise FrontendError(
+            f"node {name!r} (Conv): only 2-d convolutions are supported, the "
+            f"weight has shape {w.type.shape}"
+        )
+    kernel = tuple(a.get("kernel_shape", w.type.shape[2:]))
+    attrs = _spatial(node, a, x, kernel)
+    attrs["groups"] = int(a.get("group", 1))
+    args = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
+    return [ctx.call("conv2d", args, attrs, name)]
+
+
+@_conv("BatchNormalization")
+def _c_bn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("batch_norm", ins[:5], {"epsilon": float(a.get("epsilon", 1e-5))}, name)]
+
+
+_UNARY = {
+    "Relu": "relu",
+    "Sigmoid": "sigmoid",
+    "Exp": "exp",
+    "Sqrt": "sqrt",
+    "Neg": "negative",
+    "HardSwish": "hard_swish",
+}
+
+
+@_conv("Relu Sigmoid Exp Sqrt Neg HardSwish")
+def _c_unary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call(_UNARY[node.op_type], [ins[0]], {}, name)]
+
+
+@_conv("LeakyRelu")
+def _c_leaky(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("leaky_relu", [ins[0]], {"alpha": float(a.get("alpha", 0.01))}, name)]
+
+
+@_conv("HardSigmoid")
+def _c_hsig(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    attrs = {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
+    return [ctx.call("hard_sigmoid", [ins[0]], attrs, name)]
+
+
+@_conv("Clip")
+def _c_clip(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    lo, hi = a.get("min", -math.inf), a.get("max", math.inf)
+    if len(ins) > 1 and ins[1] is not None:
+        lo = _const(ins[1], node, "min").item()
+    if len(ins) > 2 and ins[2] is not None:
+        hi = _const(ins[2], node, "max").item()
+    return [ctx.call("clip", [ins[0]], {"a_min": float(lo), "a_max": float(hi)}, name)]
+
+
+_BINARY = {
+    "Add": "add",
+    "Sub": "subtract",
+    "Mul": "multiply",
+    "Div": "divide",
+    "Max": "maximum",
+    "Min": "minimum",
+    "Sum": "add",
+}
+
+
+@_conv("Add Sub Mul Div Max Min Sum")
+def _c_binary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    op = _BINARY[node.op_type]
+    if len(ins) == 1:
+        return [ins[0]]
+    acc = ins[0]
+    for k, v in enumerate(ins[1:], start=1):
+        acc = ctx.call(op, [acc, v], {}, name if k == len(ins) - 1 else f"{name}.{k}")
+    return [acc]
+
+
+def _pool_attrs(node: Any, a: dict[str, Any], x: Value) -> dict[str, Any]:
+    kernel = tuple(a["kernel_shape"])
+    if len(kernel) != 2:
+        raise FrontendError(
+            f"node {_label(node)!r} ({node.op_type}): only 2-d pooling is "
+            f"supported, kernel_shape is {kernel}"
+        )
+    attrs = _spatial(node, a, x, kernel)
+    attrs.update(pool_size=kernel, ceil_mode=bool(a.get("ceil_mode", 0)))
+    return attrs
+
+
+@_conv("MaxPool")
+def _c_maxpool(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("max_pool2d", [ins[0]], _pool_attrs(node, a, ins[0]), name)]
+
+
+@_conv("AveragePool")
+def _c_avgpool(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    attrs = _pool_attrs(node, a, ins[0])
+    attrs["count_include_pad"] = bool(a.get("count_include_pad", 0))
+    return [ctx.call("avg_pool2d", [ins[0]], attrs, name)]
+
+
+@_conv("GlobalAveragePool")
+def _c_gap(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    if ins[0].type.ndim != 4:
+        raise FrontendError(
+            f"node {name!r} (GlobalAveragePool): needs a 4-d NCHW input, got "
+            f"shape {ins[0].type.shape}"
+        )
+    return [ctx.call("global_avg_pool2d", [ins[0]], {}, name)]
+
+
+@_conv("ReduceMean")
+def _c_reduce_mean(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    x = ins[0]
+    axes = a.get("axes")
+    if axes is None and len(ins) > 1 and ins[1] is not None:
+        axes = _const(ins[1], node, "axes").tolist()
+    if x.type.ndim != 4 or axes is None or sorted(k % 4 for k in axes) != [2, 3]:
+        raise FrontendError(
+            f"node {name!r} (ReduceMean): only the mean over H and W of a 4-d "
+            f"input is supported (axes {axes}, shape {x.type.shape})"
+        )
+    out = ctx.call("global_avg_pool2d", [x], {}, name if a.get("keepdims", 1) else f"{name}.mean")
+    if not a.get("keepdims", 1):
+        out = ctx.call("reshape", [out], {"newshape": x.type.shape[:2]}, name)
+    return [out]
+
+
+def _reshape(ctx: _Ctx, x: Value, shape: Sequence[int], name: str) -> Value:
+    shape = tuple(int(d) for d in shape)
+    if shape == x.type.shape:
+        return x
+    return ctx.call("reshape", [x], {"newshape": shape}, name)
+
+
+@_conv("Flatten")
+def _c_flatten(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    rank = x.type.ndim
+    axis = a.get("axis", 1)
+    axis = axis if axis == rank else _axis(axis, rank, node)
+    shape = (math.prod(x.type.shape[:axis]), math.prod(x.type.shape[axis:]))
+    return [_reshape(ctx, x, shape, name)]
+
+
+@_conv("Reshape")
+def _c_reshape(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    spec = [int(d) for d in _const(ins[1], node, "the shape input").reshape(-1)]
+    allowzero = a.get("allowzero", 0)
+    shape = [x.type.shape[k] if d == 0 and not allowzero else d for k, d in enumerate(spec)]
+    if shape.count(-1) > 1:
+        raise FrontendError(f"node {name!r} (Reshape): more than one -1 in shape {spec}")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or x.type.size % known:
+            raise FrontendError(f"node {name!r} (Reshape): cannot reshape {x.type.shape} to {spec}")
+        shape[shape.index(-1)] = x.type.size // known
+    if math.prod(shape) != x.type.size:
+        raise FrontendError(
+            f"node {name!r} (Reshape): cannot reshape {x.type.shape} "
+            f"({x.type.size} elements) to {spec}"
+        )
+    return [_reshape(ctx, x, shape, name)]
+
+
+@_conv("Transpose")
+def _c_transpose(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    perm = tuple(a.get("perm", range(x.type.ndim - 1, -1, -1)))
+    return [ctx.call("transpose", [x], {"axes": perm}, name)]
+
+
+def _axes_arg(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any]) -> list[int] | None:
+    if "axes" in a:
+        return list(a["axes"])
+    if len(ins) > 1 and ins[1] is not None:
+        return [int(v) for v in _const(ins[1], node, "axes").reshape(-1)]
+    return None
+
+
+@_conv("Squeeze")
+def _c_squeeze(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    axes = _axes_arg(ctx, node, ins, a)
+    rank = x.type.ndim
+    drop = (
+        {k for k, d in enumerate(x.type.shape) if d == 1}
+        if axes is None
+        else {_axis(k, rank, node) for k in axes}
+    )
+    for k in drop:
+        if x.type.shape[k] != 1:
+            raise FrontendError(f"node {name!r} (Squeeze): axis {k} has size {x.type.shape[k]}")
+    shape = [d for k, d in enumerate(x.type.shape) if k not in drop]
+    return [_reshape(ctx, x, shape, name)]
+
+
+@_conv("Unsqueeze")
+def _c_unsqueeze(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    axes = _axes_arg(ctx, node, ins, a)
+    if axes is None:
+        raise FrontendError(f"node {name!r} (Unsqueeze): no axes")
+    rank = x.type.ndim + len(axes)
+    where = sorted(_axis(k, rank, node) for k in axes)
+    shape = list(x.type.shape)
+    for k in where:
+        shape.insert(k, 1)
+    return [_reshape(ctx, x, shape, name)]
+
+
+@_conv("Concat")
+def _c_concat(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    vals = [v for v in ins if v is not None]
+    axis = _axis(a["axis"], vals[0].type.ndim, node)
+    if len(vals) == 1:
+        return [vals[0]]
+    return [ctx.call("concat", vals, {"axis": axis}, name)]
+
+
+@_conv("Pad")
+def _c_pad(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    rank = x.type.ndim
+    if "pads" in a:
+        pads = list(a["pads"])
+        value = float(a.get("value", 0.0))
+    else:
+        pads = [int(v) for v in _const(ins[1], node, "pads").reshape(-1)]
+        value = 0.0
+        if len(ins) > 2 and ins[2] is not None:
+            value = float(_const(ins[2], node, "constant_value").reshape(-1)[0])
+    axes = list(range(rank))
+    if len(ins) > 3 and ins[3] is not None:
+        axes = [_axis(int(k), rank, node) for k in _const(ins[3], node, "axes").reshape(-1)]
+    if len(pads) != 2 * len(axes):
+        raise FrontendError(f"node {name!r} (Pad): {len(pads)} pads for {len(axes)} axes")
+    if min(pads, default=0) < 0:
+        raise FrontendError(
+            f"node {name!r} (Pad): negative pads {pads} (cropping) are not supported"
+        )
+    width = [(0, 0)] * rank
+    for k, ax in enumerate(axes):
+        width[ax] = (pads[k], pads[k + len(axes)])
+    if all(w == (0, 0) for w in width):
+        return [x]
+    return [ctx.call("pad", [x], {"pad_width": tuple(width), "pad_value": value}, name)]
+
+
+@_conv("Gemm")
+def _c_gemm(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x, w = ins[0], ins[1]
+    c = ins[2] if len(ins) > 2 else None
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    if a.get("transA", 0):
+        x = ctx.call("transpose", [x], {"axes": (1, 0)}, f"{name}.transA")
+    if not a.get("transB", 0):
+        w = ctx.call("transpose", [w], {"axes": (1, 0)}, f"{name}.transB")
+    if alpha != 1.0:
+        w = ctx.call("multiply", [w, Constant(np.array(alpha, w.type.dtype))], {}, f"{name}.alpha")
+    m = w.type.shape[0]
+    if c is None:
+        return [ctx.call("dense", [x, w], {}, name)]
+    if beta != 1.0:
+        c = ctx.call("multiply", [c, Constant(np.array(beta, c.type.dtype))], {}, f"{name}.beta")
+    if c.type.size == m and c.type.shape in ((m,), (1, m)):
+        bias = _reshape(ctx, c, (m,), f"{name}.bias")
+        return [ctx.call("dense", [x, w, bias], {}, name)]
+    y = ctx.call("dense", [x, w], {}, f"{name}.dense")
+    return [ctx.call("add", [y, c], {}, name)]
+
+
+@_conv("MatMul")
+def _c_matmul(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("matmul", ins[:2], {}, name)]
+
+
+@_conv("Softmax")
+def _c_softmax(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    rank = x.type.ndim
+    if ctx.opset >= 13:
+        return [ctx.call("softmax", [x], {"axis": _axis(a.get("axis", -1), rank, node)}, name)]
+    axis = _axis(a.get("axis", 1), rank, node)
+    if axis == rank - 1:
+        return [ctx.call("softmax", [x], {"axis": axis}, name)]
+    # before opset 13 softmax flattens the input to 2-d at ``axis``
+    flat = (math.prod(x.type.shape[:axis]), math.prod(x.type.shape[axis:]))
+    y = ctx.call(
+        "softmax", [_reshape(ctx, x, flat, f"{name}.flatten")], {"axis": 1}, f"{name}.softmax"
+    )
+    return [_reshape(ctx, y, x.type.shape, name)]
+
+
+@_conv("LRN")
+def _c_lrn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    # y = x / (bias + alpha/size * sum of x^2 over a window of channels)^beta, built from
+    # contract ops: the window sum is a 1x1 conv2d with a banded 0/1 kernel, and the power a
+    # product of fourth roots (beta is a multiple of 1/4, checked by the scan)
+    x = ins[0]
+    size = int(a["size"])
+    alpha, beta, bias = (
+        float(a.get("alpha", 1e-4)),
+        float(a.get("beta", 0.75)),
+        float(a.get("bias", 1.0)),
+    )
+    if x.type.ndim != 4:
+        raise FrontendError(f"node {name!r} (LRN): needs a 4-d NCHW input")
+    c = x.type.shape[1]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    band = np.zeros((c, c, 1, 1), x.type.dtype)
+    for o in range(c):
+        band[o, max(0, o - lo) : min(c - 1, o + hi) + 1, 0, 0] = 1
+    dt = x.type.dtype
+    sq = ctx.call("multiply", [x, x], {}, f"{name}.square")
+    total = ctx.call("conv2d", [sq, Constant(band, name=f"{name}.window")], {}, f"{name}.sum")
+    scaled = ctx.call(
+        "multiply", [total, Constant(np.array(alpha / size, dt))], {}, f"{name}.scale"
+    )
+    d = ctx.call("add", [scaled, Constant(np.array(bias, dt))], {}, f"{name}.base")
+    quarter = ctx.call("sqrt", [ctx.call("sqrt", [d], {}, f"{name}.sqrt")], {}, f"{name}.root4")
+    k = round(beta * 4)
+    power = quarter
+    for j in range(1, k):
+        power = ctx.call("multiply", [power, quarter], {}, f"{name}.pow{j + 1}")
+    return [ctx.call("divide", [x, power], {}, name)]
+
+
+@_conv("Identity Dropout")
+def _c_identity(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ins[0]]
+
+
+@_conv("Cast")
+def _c_cast(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    to = _ONNX_DTYPES.get(int(a["to"]))
+    if to is None:
+        raise FrontendError(f"node {name!r} (Cast): unsupported target type {a['to']}")
+    if to == ins[0].type.dtype:
+        return [ins[0]]
+    return [ctx.call("cast", [ins[0]], {"dtype": to}, name)]
+
+
+@_conv("Constant")
+def _c_constant(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    from onnx import numpy_helper
+
+    if "value" in a:
+        arr = numpy_helper.to_array(a["value"])
+    elif "value_float" in a:
+        arr = np.array(a["value_float"], np.float32)
+    elif "value_floats" in a:
+        arr = np.array(a["value_floats"], np.float32)
+    elif "value_int" in a:
+        arr = np.array(a["value_int"], np.int64)
+    elif "value_ints" in a:
+        arr = np.array(a["value_ints"], np.int64)
+    else:
+        raise FrontendError(f"node {name!r} (Constant): unsupported value attribute {sorted(a)}")
+    return [Constant(arr, name=node.output[0])]
+
+
+@_conv("Shape")
+def _c_shape(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    shape = np.array(ins[0].type.shape, np.int64)
+    start, end = a.get("start", 0), a.get("end", None)
+    return [Constant(shape[start:end], name=node.output[0])]
+
+
+@_conv("Size")
+def _c_size(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [Constant(np.array(ins[0].type.size, np.int64), name=node.output[0])]
+
+
+def _np_const(fn: Callable[..., np.ndarray]) -> Converter:
+    def convert(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+        arrays = [None if v is None else _const(v, node, "every input") for v in ins]
+        return [Constant(np.asarray(fn(a, *arrays)), name=node.output[0])]
+
+    return convert
+
+
+def _slice(
+    a: dict[str, Any],
+    data: np.ndarray,
+    starts: Any = None,
+    ends: Any = None,
+    axes: Any = None,
+    steps: Any = None,
+) -> np.ndarray:
+    starts = a["starts"] if starts is None else starts.tolist()
+    ends = a["ends"] if ends is None else ends.tolist()
+    if axes is None:
+        axes = a.get("axes", list(range(len(starts))))
+    else:
+        axes = axes.tolist()
+    steps = [1] * len(starts) if steps is None else steps.tolist()
+    index = [slice(None)] * data.ndim
+    for s, e, ax, st in zip(starts, ends, axes, steps, strict=True):
+        index[ax % data.ndim] = slice(int(s), int(e), int(st))
+    return data[tuple(index)]
+
+
+def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
+    from onnx import numpy_helper
+
+    value = numpy_helper.to_array(a["value"]) if "value" in a else np.zeros(1, np.float32)
+    return np.full(tuple(int(d) for d in shape), value.reshape(-1)[0], value.dtype)
+
+
+CONVERTERS["Gather"] = _np_const(lambda a, d, i: np.take(d, i, axis=a.get("axis", 0)))
+CONVERTERS["Slice"] = _np_const(_slice)
+CONVERTERS["ConstantOfShape"] = _np_const(_constant_of_shape)
+CONVERTERS["Range"] = _np_const(lambda a, s, lim, d: np.arange(s, lim, d, dtype=s.dtype))
+CONVERTERS["Expand"] = _np_const(
+    lambda a, d, s: np.broadcast_to(d, np.broadcast_shapes(d.shape, tuple(int(x) for x in s)))
+)
+CONVERTERS["Equal"] = _np_const(lambda a, x, y: np.equal(x, y))
+CONVERTERS["Where"] = _np_const(lambda a, c, x, y: np.where(c, x, y))
+CONVERTERS["Not"] = _np_const(lambda a, x: np.logical_not(x))
+
+
+# ---------------------------------------------------------------- the scan
+
+
+def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set[str]) -> str:
+    """Why ``node`` cannot be imported, or ``""``."""
+    t = node.op_type
+    if node.domain not in ("", "ai.onnx"):
+        return f"domain {node.domain!r}"
+    if t not in CONVERTERS:
+        return "operator not supported"
+    if t in CONST_ONLY and not all(not n or n in const for n in node.input):
+        return "supported only on constant inputs (shape computations)"
+    if t == "Pad" and a.get("mode", "constant") != "constant":
+        return f"mode {a['mode']!r} (only constant)"
+    if (
+        t == "LRN"
+        and abs(float(a.get("beta", 0.75)) * 4 - round(float(a.get("beta", 0.75)) * 4)) > 1e-6
+    ):
+        return f"beta {a['beta']} is not a multiple of 1/4"
+    if t == "MaxPool" and (
+        a.get("storage_order", 0) or (len(node.output) > 1 and node.output[1] in used)
+    ):
+        return "indices output or storage_order"
+    if t == "BatchNormalization" and (
+        a.get("training_mode", 0) or any(o in used for o in node.output[1:])
+    ):
+        return "training mode"
+    if t == "Dropout" and len(node.output) > 1 and node.output[1] in used:
+        return "mask output"
+    if t in ("Clip", "Reshape", "Pad", "Squeeze", "Unsqueeze", "ReduceMean") and not all(
+        not n or n in const for n in node.input[1:]
+    ):
+        return "non-constant shape, axes or bound input"
+    return ""
+
+
+def _topological(graph: Any, known: set[str]) -> list[Any]:
+    producers: dict[str, int] = {}
+    for k, n in enumerate(graph.node):
+        for o in n.output:
+            if not o:
+                continue
+            if o in producers or o in known:
+                other = (
+                    "an initializer or input"
+                    if o in known
+                    else f"node {_label(graph.node[producers[o]])!r}"
+                )
+                raise FrontendError(
+                    f"value {o!r} is produced twice: by node {_label(n)!r} and {other}"
+                )
+            producers[o] = k
+    for n in graph.node:
+        for i in n.input:
+            if i and i not in producers and i not in known:
+                raise FrontendError(
+                    f"node {_label(n)!r} ({n.op_type}): input {i!r} is not "
+                    "produced by any node, initializer or graph input "
+                    "(missing initializer?)"
+                )
+    state = [0] * len(graph.node)  # 0 new, 1 on the stack, 2 done
+    order: list[Any] = []
+    for root in range(len(graph.node)):
+        if state[root]:
+            continue
+        stack = [(root, 0)]
+        state[root] = 1
+        while stack:
+            k, j = stack.pop()
+            ins = [i for i in graph.node[k].input if i in producers]
+            if j < len(ins):
+                stack.append((k, j + 1))
+                p = producers[ins[j]]
+                if state[p] == 1:
+                    cycle = [_label(graph.node[q]) for q, _ in stack if state[q] == 1]
+                    start = (
+                        cycle.index(_label(graph.node[p])) if _label(graph.node[p]) in cycle else 0
+                    )
+                    raise FrontendError(f"the graph has a cycle through nodes {cycle[start:]}")
+                if state[p] == 0:
+                    state[p] = 1
+                    stack.append((p, 0))
+            else:
+                state[k] = 2
+                order.append(graph.node[k])
+    return order
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def from_onnx(
+    source: Any,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    name: str | None = None,
+    check: bool = True,
+) -> Graph:
+    """Import an ONNX model (a ``ModelProto``, a path or bytes) as a graph.
+
+    ``input_shapes`` gives static shapes for inputs with symbolic dimensions; ``check`` runs
+    ``onnx.checker`` after the frontend's own checks.
+    """
+    onnx = _onnx()
+    model = read_model(source)
+    gp = model.graph
+    gname = name or gp.name or "main"
+    if not MIN_IR_VERSION <= model.ir_version <= MAX_IR_VERSION:
+        raise FrontendError(
+            f"model {gname}: ir_version {model.ir_version} is not supported "
+            f"({MIN_IR_VERSION}..{MAX_IR_VERSION})"
+        )
+    opset = _opset(model)
+    if opset is None:
+        raise FrontendError(f"model {gname}: no opset_import for the default ONNX domain")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise FrontendError(
+            f"model {gname}: opset {opset} is not supported ({MIN_OPSET}..{MAX_OPSET})"
+        )
+
+    init_names = {t.name for t in gp.initializer}
+    input_names = [i.name for i in gp.input if i.name not in init_names]
+    known = init_names | set(input_names)
+
+    # constness, cheaply and before any work: initializers, Constant and Shape outputs, and
+    # nodes whose inputs are all constant
+    order = _topological(gp, known)
+    const = set(init_names)
+    used = {i for n in gp.node for i in n.input} | {o.name for o in gp.output}
+    bad = []
+    for n in order:
+        a = _attrs(n)
+        reason = _unsupported_reason(n, a, const, used)
+        if reason:
+            dom = n.domain or "ai.onnx"
+            bad.append(
+                f"  {_label(n)} ({n.op_type}, {dom} opset "
+                f"{_opset(model, n.domain) or '?'}): {reason}"
+            )
+        if n.op_type in ("Constant", "Shape", "Size") or all(not i or i in const for i in n.input):
+            const.update(o for o in n.output if o)
+    if bad:
+        raise FrontendError(f"model {gname}: {len(bad)} unsupported node(s):\n" + "\n".join(bad))
+    if check:
+        try:
+            onnx.checker.check_model(model)
+        except onnx.checker.ValidationError as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid model"
+            raise FrontendError(f"model {gname}: onnx.checker refuses it: {first}") from None
+
+    from onnx import numpy_helper
+
+    ctx = _Ctx(opset)
+    for t in gp.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            raise FrontendError(f"initializer {t.name!r}: external data is not supported")
+        try:
+            arr = numpy_helper.to_array(t)
+        except Exception as e:  # malformed raw data
+            raise FrontendError(f"initializer {t.name!r}: cannot be read ({e})") from None
+        try:
+            ctx.env[t.name] = Constant(arr, name=t.name)
+        except CompilerError as e:
+            raise FrontendError(f"initializer {t.name!r}: {e}") from None
+    graph_inputs = []
+    shapes = dict(input_shapes or {})
+    unknown = sorted(set(shapes) - set(input_names))
+    if unknown:
+        raise FrontendError(f"model {gname}: input_shapes names unknown inputs {unknown}")
+    for vi in gp.input:
+        if vi.name in init_names:
+            continue
+        tt = vi.type.tensor_type
+        dtype = _ONNX_DTYPES.get(tt.elem_type)
+        if dtype is None:
+            raise FrontendError(f"input {vi.name!r}: element type {tt.elem_type} is not supported")
+        if vi.name in shapes:
+            shape = tuple(int(d) for d in shapes[vi.name])
+        else:
+            if not tt.HasField("shape"):
+                raise FrontendError(f"input {vi.name!r}: no shape; give it with input_shapes")
+            dims = []
+            for k, d in enumerate(tt.shape.dim):
+                if not d.HasField("dim_value") or d.dim_value <= 0:
+                    raise FrontendError(
+                        f"input {vi.name!r}: dimension {k} is symbolic "
+                        f"({d.dim_param or '?'}); give a static shape with "
+                        "input_shapes"
+                    )
+                dims.append(d.dim_value)
+            shape = tuple(dims)
+        layout = "NCHW" if len(shape) == 4 else ""
+        var = Var(vi.name, TensorType(shape, dtype, layout))
+        graph_inputs.append(var)
+        ctx.env[vi.name] = var
+
+    for n in order:
+        label = _label(n)
+        ins = _inputs(ctx, n)
+        try:
+            outs = CONVERTERS[n.op_type](ctx, n, ins, _attrs(n), label)
+        except FrontendError:
+            raise
+        except CompilerError as e:
+            raise FrontendError(f"node {label!r} ({n.op_type}): {e}") from None
+        for o, v in zip(n.output, outs, strict=False):
+            if o:
+                ctx.env[o] = v
+    outputs = []
+    for vo in gp.output:
+        if vo.name not in ctx.env:
+            raise FrontendError(f"model {gname}: output {vo.name!r} is not produced")
+        outputs.append(ctx.env[vo.name])
+    return Graph(tuple(graph_inputs), tuple(ctx.nodes), tuple(outputs), gname)
+
+
+def load_model(model: str | Path, **kwargs: Any) -> Graph:
+    """A graph from a model file path or a built-in zoo name (``compiler.frontend.zoo``).
+
+    Example:
+        >>> load_model("no-such-model")
+        Traceback (most recent call last):
+        ...
+        compiler.errors.FrontendError: no-such-model: neither a file nor a zoo model (...)
+    """
+    path = Path(model)
+    if path.is_file():
+        return from_onnx(path, **kwargs)
+    try:
+        from compiler.frontend.zoo import load_zoo, zoo_names
+    except ImportError:
+        zoo_names, load_zoo = (lambda: ()), None  # type: ignore[assignment]
+    if str(model) in zoo_names():
+        return from_onnx(load_zoo(str(model)), name=str(model), **kwargs)  # type: ignore[misc]
+    raise FrontendError(
+        f"{model}: neither a file nor a zoo model (zoo: "
+        f"{', '.join(zoo_names()) or 'not available'})"
+    )
+
+
+__all__ = ["CONVERTERS", "from_onnx", "load_model", "read_model"]
