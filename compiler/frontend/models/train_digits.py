@@ -167,9 +167,14 @@ class _Layer:
     def to_onnx(self, x: str, inits: list[onnx.TensorProto]) -> tuple[list[onnx.NodeProto], str]:
         raise NotImplementedError
 
+    def exported(self) -> dict[str, np.ndarray]:
+        """The arrays the ONNX graph holds for this layer, by initializer name."""
+        return self.params
+
     def _initializers(self, inits: list[onnx.TensorProto], *names: str) -> list[str]:
+        arrays = self.exported()
         for name in names:
-            inits.append(numpy_helper.from_array(self.params[name].astype(np.float32), name))
+            inits.append(numpy_helper.from_array(arrays[name].astype(np.float32), name))
         return list(names)
 
 
@@ -246,6 +251,9 @@ class BatchNorm(_Layer):
             self._xhat, self._inv_std = xhat, inv_std
         return xhat * self.params[gamma][:, None, None] + self.params[beta][:, None, None]
 
+    def exported(self) -> dict[str, np.ndarray]:
+        return {**self.params, **self.stats}  # the running statistics are not trained
+
     def backward(self, dy: np.ndarray) -> np.ndarray:
         gamma, beta = self.keys[:2]
         xhat, axes = self._xhat, (0, 2, 3)
@@ -255,16 +263,11 @@ class BatchNorm(_Layer):
         count = np.float32(dy.size // dy.shape[1])
         mean_d = dxhat.sum(axis=axes) / count
         mean_dx = (dxhat * xhat).sum(axis=axes) / count
-        return (dxhat - mean_d[:, None, None] - xhat * mean_dx[:, None, None]) * self._inv_std[
-            :, None, None
-        ]
+        centred = dxhat - mean_d[:, None, None] - xhat * mean_dx[:, None, None]
+        return centred * self._inv_std[:, None, None]
 
     def to_onnx(self, x: str, inits: list[onnx.TensorProto]) -> tuple[list[onnx.NodeProto], str]:
-        gamma, beta, mean, var = self.keys
-        self.params.update(self.stats)  # exported beside the trained scale and bias
-        names = self._initializers(inits, gamma, beta, mean, var)
-        for key in (mean, var):
-            del self.params[key]
+        names = self._initializers(inits, *self.keys)
         node = helper.make_node(
             "BatchNormalization", [x, *names], [self.name], name=self.name, epsilon=BN_EPSILON
         )
@@ -438,11 +441,7 @@ class DigitsNet:
 
     def state(self) -> dict[str, np.ndarray]:
         """Every exported array by initializer name (trained parameters and BN statistics)."""
-        out: dict[str, np.ndarray] = {}
-        for layer in self.layers():
-            out.update(layer.params)
-            out.update(getattr(layer, "stats", {}))
-        return out
+        return {name: a for layer in self.layers() for name, a in layer.exported().items()}
 
 
 def train(
@@ -563,11 +562,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED, help="split, weights and shuffling")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     args = parser.parse_args(argv)
+    if args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    try:
+        from threadpoolctl import threadpool_limits  # one BLAS thread: bit-identical reruns
 
-    from threadpoolctl import threadpool_limits  # one BLAS thread: bit-identical reruns
-
-    with threadpool_limits(limits=1):
-        return _run(args.out, args.seed, args.epochs)
+        with threadpool_limits(limits=1):
+            return _run(args.out, args.seed, args.epochs)
+    except ImportError as err:
+        print(f"train_digits: {err.name} is missing; install vtac[train]", file=sys.stderr)
+    except CompilerError as err:
+        print(err, file=sys.stderr)
+    return 1
 
 
 def _run(out: Path, seed: int, epochs: int) -> int:
