@@ -36,7 +36,11 @@ from typing import Any
 from compiler.errors import ScheduleError
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import ComputeOp, IterKind, Operation, Tensor
-from compiler.topi.cpu.conv2d import apply_conv2d_nchwc, register_tile_knobs
+from compiler.topi.cpu.conv2d import (
+    apply_conv2d_nchwc,
+    apply_depthwise_conv2d_nchwc,
+    register_tile_knobs,
+)
 from compiler.topi.cpu.conv2d_nchw import apply_conv2d_nchw
 from compiler.topi.cpu.dense import apply_dense_split_k
 from compiler.topi.cpu.injective import apply_injective
@@ -64,6 +68,7 @@ _INTERNAL_TAGS = frozenset(
 
 KINDS = (
     "conv2d_packed",
+    "depthwise_conv2d_packed",
     "conv2d_nchw",
     "dense",
     "matmul",
@@ -128,7 +133,7 @@ def _core(anchor: Tensor, internal: Mapping[int, Operation]) -> tuple[str, Opera
     tags = {op.tag: op for op in internal.values()}
     for tag, kind in (
         ("conv2d_packed", "conv2d_packed"),
-        ("depthwise_conv2d_packed", "reduction"),
+        ("depthwise_conv2d_packed", "depthwise_conv2d_packed"),
         ("conv2d_nchw", "conv2d_nchw"),
         ("dense", "dense"),
         ("matmul", "matmul"),
@@ -240,6 +245,8 @@ def schedule_group(
             knobs.pop("oc_blocks", tile["oc_blocks"]),
             parallel,
         )
+    elif kind == "depthwise_conv2d_packed":
+        chosen = apply_depthwise_conv2d_nchwc(s, core_t, target_t, parallel)
     elif kind == "conv2d_nchw":
         chosen = apply_conv2d_nchw(s, core_t, target_t, knobs.pop("x_block", None), parallel)
     elif kind == "dense" and "split_k" in core.attrs:  # type: ignore[attr-defined]

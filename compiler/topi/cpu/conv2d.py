@@ -150,3 +150,52 @@ def apply_conv2d_nchwc(
         if parallel:
             s[p].parallel(s[p].fuse(pn, pc))
     return knobs
+
+
+def apply_depthwise_conv2d_nchwc(
+    s: Schedule, conv: Tensor, final: Tensor | None = None, parallel: bool = True
+) -> dict[str, object]:
+    """Schedule a packed depthwise convolution (tag ``depthwise_conv2d_packed``) in place: the
+    kernel window outside the channel block, which is vectorized; with ``final`` (an output
+    of the same shape, its elementwise producers inlined) the accumulators are computed per
+    output column of ``final``.
+
+    Example:
+        >>> from compiler import te, topi
+        >>> from compiler.schedule import create_schedule
+        >>> X = te.placeholder((1, 2, 8, 8, 1, 16), name="X")
+        >>> W = te.placeholder((2, 1, 3, 3, 1, 16), name="W")
+        >>> y = topi.conv2d_nchwc(X, W, 1, 1, groups=32, kernel_layout="OIHWio")
+        >>> apply_depthwise_conv2d_nchwc(create_schedule(y), y)
+        {'lanes': 16, 'parallel': True}
+    """
+    if conv.op.tag != "depthwise_conv2d_packed":
+        raise ScheduleError(f"apply_depthwise_conv2d_nchwc: {conv.name} is not depthwise packed")
+    padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
+    fused = final is not None and final.op is not conv.op
+    if fused and tuple(final.shape) != tuple(conv.shape):  # type: ignore[union-attr]
+        raise ScheduleError(
+            f"apply_depthwise_conv2d_nchwc: epilogue output {final.name}{final.shape} does not "  # type: ignore[union-attr]
+            f"have the shape of {conv.name}{conv.shape}"
+        )
+    if fused:
+        n, cb, y, x, bi, ci = s[final].leaf_iter_vars
+        s[final].vectorize(ci)
+        outer = s[final].fuse(n, cb)
+        if parallel:
+            s[final].parallel(outer)
+        s[conv].set_scope("local")
+        s[conv].compute_at(s[final], x)
+    cn, ccb, cy, cx, cbi, cci, ry, rx = s[conv].leaf_iter_vars
+    s[conv].reorder(cn, ccb, cy, cx, cbi, ry, rx, cci)
+    s[conv].vectorize(cci)
+    if not fused:
+        outer = s[conv].fuse(cn, ccb)
+        if parallel:
+            s[conv].parallel(outer)
+    for p in padded:
+        pn, pc = s[p].leaf_iter_vars[:2]
+        s[p].vectorize(s[p].leaf_iter_vars[-1])
+        if parallel:
+            s[p].parallel(s[p].fuse(pn, pc))
+    return {"lanes": conv.shape[5], "parallel": parallel}

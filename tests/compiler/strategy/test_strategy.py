@@ -161,9 +161,11 @@ def test_packed_depthwise_conv2d():
     attrs = dict(padding=(1, 1, 1, 1), groups=c, data_layout="NCHW1n16c", kernel_layout="OIHW1i16o")
     conv = compute("conv2d", [X, W], attrs, "dw")
     y = compute("relu", [conv], {}, "relu")
-    got = run([y], conv, [X, W], [xp, np.ascontiguousarray(wp)])[0]
+    assert schedule_group([y], conv).kind == "depthwise_conv2d_packed"
+    wpc = np.ascontiguousarray(wp)
     want = reference.conv2d_nchw(x, wt, (1, 1), (1, 1, 1, 1), (1, 1), c, np.float32)
-    close(topi.unpack_data(got), np.maximum(want, 0), 1e-3)
+    close(topi.unpack_data(run([y], conv, [X, W], [xp, wpc])[0]), np.maximum(want, 0), 1e-3)
+    close(topi.unpack_data(run([conv], conv, [X, W], [xp, wpc])[0]), want, 1e-3)
 
 
 def test_group_with_a_producer_before_the_anchor():
