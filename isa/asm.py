@@ -31,7 +31,7 @@ import numpy as np
 
 from .config import HwConfig, load_config, preset_names
 from .encoding import INSN_BYTES, decode, decode_uops, encode, encode_uops
-from .errors import AsmError, ConfigError, EncodingError, ProgramError
+from .errors import AsmError, ConfigError, EncodingError, ExecutionError, ProgramError
 from .formats import FORMATS, HEADER
 from .insn import (
     DEP_FLAGS,
@@ -45,6 +45,7 @@ from .insn import (
     Store,
 )
 from .program import MAX_DRAM_BYTES, ROLES, Program, Symbol
+from .validate import check_stream
 
 _ALIGN = 64
 #: At most this many LOAD UOP rows are enumerated to print micro-op tables (disassembly).
@@ -373,17 +374,28 @@ def _tensor_bytes(sec: _Section) -> np.ndarray:
     return arr.reshape(-1).view(np.uint8)
 
 
-def assemble(text: str, *, source: str | None = None, config: HwConfig | None = None) -> Program:
-    """Assemble the text form into a :class:`Program` (see docs/assembly.md)."""
+def assemble(
+    text: str, *, source: str | None = None, config: HwConfig | None = None, check: bool = False
+) -> Program:
+    """Assemble the text form into a :class:`Program` (see docs/assembly.md).
+
+    With ``check``, the stream must also pass the ISA's stream validator
+    (:func:`isa.validate.check_stream`); a fault is reported at its instruction's line.
+
+    >>> assemble(".config default\\n.text\\n store out x_size=1 y_pad_0=1\\n finish", check=True)
+    Traceback (most recent call last):
+    ...
+    isa.errors.AsmError: line 3: instruction 0 (y_pad_0): STORE padding must be zero
+    """
     try:
-        return _assemble(text, config)
+        return _assemble(text, config, check)
     except AsmError as e:
         if source is not None and e.source is None:
             raise AsmError(e.message, line=e.line, source=source) from None
         raise
 
 
-def _assemble(text: str, config: HwConfig | None) -> Program:
+def _assemble(text: str, config: HwConfig | None, check: bool = False) -> Program:
     cfg = config
     dram_size: int | None = None
     sections: list[_Section] = []
@@ -470,6 +482,12 @@ def _assemble(text: str, config: HwConfig | None) -> Program:
         except EncodingError as e:
             raise AsmError(str(e), line=no) from None
     text_sec.data = np.frombuffer(b"".join(code), np.uint8)
+    if check:
+        try:
+            check_stream(text_sec.data, cfg)
+        except ExecutionError as e:
+            at = text_sec.body[e.index][0] if e.index is not None else None
+            raise AsmError(str(e), line=at) from None
     size = max(s.at + s.raw.size for s in sections)
     if dram_size is not None:
         if dram_size < size:

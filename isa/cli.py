@@ -12,6 +12,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("source", help="assembly text file (docs/assembly.md)")
     p.add_argument("-o", "--output", required=True, help="program file to write (.npz)")
     p.add_argument("--config", help="hardware config (preset or JSON file) if .config is absent")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="refuse instructions the ISA's stream validator rejects (faults any run would hit)",
+    )
     p.set_defaults(run=_asm)
 
     p = sub.add_parser("disasm", help="print a program file in the assembler's text form")
@@ -55,7 +60,7 @@ def _asm(args: argparse.Namespace) -> int:
             f"byte {e.start} is not UTF-8 text (0x{data[e.start]:02x})", line=line, source=str(src)
         ) from None
     cfg = load_config(args.config) if args.config else None
-    prog = assemble(text, source=str(src), config=cfg)
+    prog = assemble(text, source=str(src), config=cfg, check=args.check)
     prog.save(args.output)
     print(
         f"{args.output}: {prog.insn_count} instructions, {prog.dram.size} bytes of DRAM, "

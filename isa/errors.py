@@ -53,5 +53,6 @@ class ExecutionError(IsaError, RuntimeError):
         if field is not None:
             prefix += f" ({field})"
         super().__init__(f"{prefix}: {message}")
+        self.what = message
         self.index = index
         self.field = field

@@ -39,7 +39,6 @@ import numpy as np
 
 from .errors import ExecutionError
 from .insn import (
-    DEP_FLAGS,
     Alu,
     AluOp,
     Finish,
@@ -49,8 +48,6 @@ from .insn import (
     MemType,
     Opcode,
     Store,
-    module_of,
-    queue_of,
 )
 
 if TYPE_CHECKING:
@@ -477,14 +474,11 @@ class Machine:
         Dependency tokens are not modelled here, but a flag naming a queue the instruction's
         module does not have is still the error ISA.md §3 makes it.
         """
-        module = module_of(insn)
-        for flag in DEP_FLAGS:
-            if getattr(insn, flag) and queue_of(module, flag) is None:
-                raise ExecutionError(f"{module} has no queue for {flag}", index=index, field=flag)
-        if isinstance(insn, Store) and insn.x_size:
-            for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
-                if getattr(insn, pad):
-                    raise ExecutionError("STORE padding must be zero", index=index, field=pad)
+        from .validate import insn_fault  # the stream validator builds on this module
+
+        fault = insn_fault(insn, index)
+        if fault is not None:
+            raise fault
         code = self._execute(insn)
         if code != OK:
             raise error_message(code, index=index)

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import DEP_QUEUES, AluOp, MemType, Opcode, Program
+from isa import DEP_QUEUES, Program
 from isa.insn import DEP_FLAGS, module_of_fields, queue_of
-from isa.semantics import ERR_ALU_OP, ERR_DEP_FLAG, ERR_MEM_TYPE, ERR_OPCODE, ERR_STORE_PAD
+from isa.validate import FIELD_NAMES, stream_faults
 
 from .engine import COLUMNS, MODULES
 
 _QUEUE_IDS = {name: q for q, name in enumerate(DEP_QUEUES)}
-_PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
 
 
 def instruction_table(prog: Program) -> np.ndarray:
@@ -47,49 +46,20 @@ def instruction_table(prog: Program) -> np.ndarray:
     route = table[:, COLUMNS.index("route")]
     pops = table[:, COLUMNS.index("pops")]
     pushes = table[:, COLUMNS.index("pushes")]
-    bad_flag = np.full(n, -1, np.int64)
     # Few distinct (opcode, memory type) pairs exist, so route and flag meaning per pair.
     pairs = np.unique(np.stack([opcode, memtype], axis=1), axis=0) if n else np.zeros((0, 2))
     for op, mt in pairs.tolist():
         sel = (opcode == op) & (memtype == mt)
         module = module_of_fields(int(op), int(mt))
         route[sel] = MODULES.index(module)
-        # a flag on a queue the module lacks: the first such flag, in field order, is reported
-        for flag in reversed(DEP_FLAGS):
+        for flag in DEP_FLAGS:
             q = queue_of(module, flag)
-            on = sel & (fields[flag] != 0)
-            if q is None:
-                bad_flag[on] = COLUMNS.index(flag)
-            else:
+            if q is not None:
                 target = pops if flag.startswith("pop") else pushes
-                target[on] |= 1 << _QUEUE_IDS[q]
-    _static_faults(table, fields, bad_flag)
+                target[sel & (fields[flag] != 0)] |= 1 << _QUEUE_IDS[q]
+    # the faults the fields alone show, from the ISA's one stream validator
+    codes, where = stream_faults(fields)
+    table[:, COLUMNS.index("fault")] = codes
+    column_of = np.array([COLUMNS.index(name) for name in FIELD_NAMES] + [-1], np.int64)
+    table[:, COLUMNS.index("fault_field")] = column_of[where]
     return table
-
-
-def _static_faults(table: np.ndarray, fields: dict[str, np.ndarray], bad_flag: np.ndarray) -> None:
-    """Fill the fault columns with what decoding alone shows; later rules take precedence."""
-    fault = table[:, COLUMNS.index("fault")]
-    where = table[:, COLUMNS.index("fault_field")]
-
-    def mark(sel: np.ndarray, code: int, column: np.ndarray | int) -> None:
-        fault[sel] = code
-        where[sel] = column[sel] if isinstance(column, np.ndarray) else column
-
-    op, mt, x = fields["opcode"], fields["memory_type"], fields["x_size"]
-    mem = (op == Opcode.LOAD) | (op == Opcode.STORE)
-    mark(bad_flag >= 0, ERR_DEP_FLAG, bad_flag)
-    pads = [fields[p] for p in _PADS]
-    first_pad = np.select([p != 0 for p in pads], [COLUMNS.index(p) for p in _PADS], -1)
-    mark((op == Opcode.STORE) & (x != 0) & (first_pad >= 0), ERR_STORE_PAD, first_pad)
-    misplaced = ((op == Opcode.LOAD) & (mt == MemType.OUT)) | (
-        (op == Opcode.STORE) & (mt != MemType.OUT)
-    )
-    mark(misplaced & (x != 0), ERR_MEM_TYPE, COLUMNS.index("memory_type"))
-    mark(
-        (op == Opcode.ALU) & ~np.isin(fields["alu_opcode"], list(AluOp)),
-        ERR_ALU_OP,
-        COLUMNS.index("alu_opcode"),
-    )
-    mark(mem & ~np.isin(mt, list(MemType)), ERR_MEM_TYPE, COLUMNS.index("memory_type"))
-    mark(~np.isin(op, list(Opcode)), ERR_OPCODE, COLUMNS.index("opcode"))

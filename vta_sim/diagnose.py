@@ -15,35 +15,17 @@ from typing import Any
 import numpy as np
 
 from isa import DEP_QUEUES, AluOp, MemType, Opcode
+from isa.formats import FORMATS, HEADER
 from isa.semantics import ERR_DEP_FLAG, ERRORS
 
 from . import engine as E
 from .errors import CycleLimitError, DeadlockError, InstructionError, NoFinishError
 
 _QUEUES = tuple(DEP_QUEUES)
-_MEM_FIELDS = (
-    "memory_type",
-    "sram_base",
-    "dram_base",
-    "y_size",
-    "x_size",
-    "x_stride",
-    "y_pad_0",
-    "y_pad_1",
-    "x_pad_0",
-    "x_pad_1",
-)
-_LOOP_FIELDS = (
-    "reset",
-    "uop_begin",
-    "uop_end",
-    "iter_out",
-    "iter_in",
-    "dst_factor_out",
-    "dst_factor_in",
-    "src_factor_out",
-    "src_factor_in",
-)
+_HEADER = {name for name, _ in HEADER}
+_MEM_FIELDS = tuple(name for name, _ in FORMATS["mem"] if name not in _HEADER)
+_GEMM_FIELDS = tuple(name for name, _ in FORMATS["gemm"] if name not in _HEADER)
+_ALU_FIELDS = tuple(name for name, _ in FORMATS["alu"] if name not in _HEADER)
 
 
 def _col(name: str) -> int:
@@ -72,9 +54,9 @@ def _fields(table: np.ndarray, i: int) -> str:
     if op in (Opcode.LOAD, Opcode.STORE):
         names = _MEM_FIELDS
     elif op == Opcode.GEMM:
-        names = _LOOP_FIELDS + ("wgt_factor_out", "wgt_factor_in")
+        names = _GEMM_FIELDS
     elif op == Opcode.ALU:
-        names = _LOOP_FIELDS + ("alu_opcode", "use_imm", "imm")
+        names = _ALU_FIELDS
     return ", ".join(f"{f}={int(table[i, _col(f)])}" for f in names)
 
 

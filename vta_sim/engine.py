@@ -27,6 +27,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from isa.encoding import all_field_names
+from isa.insn import MemType, Opcode
+from isa.semantics import ERR_MEM_TYPE, ERR_OPCODE
+
 from . import kernels as _k
 
 # ---- vocabulary -------------------------------------------------------------------------
@@ -41,84 +45,54 @@ BUSY, WAIT_TOKEN, WAIT_MEMORY, IDLE = 0, 1, 2, 3
 #: Dependency queues, in the order of ``isa.DEP_QUEUES``; bit ``q`` of a pop/push mask is queue q.
 N_QUEUES = 4
 
-#: Columns of the instruction table: the ISA fields, then what :mod:`vta_sim.decode` derives.
-COLUMNS = (
-    "opcode",
-    "pop_prev_dep",
-    "pop_next_dep",
-    "push_prev_dep",
-    "push_next_dep",
-    "memory_type",
-    "sram_base",
-    "dram_base",
-    "y_size",
-    "x_size",
-    "x_stride",
-    "y_pad_0",
-    "y_pad_1",
-    "x_pad_0",
-    "x_pad_1",
-    "reset",
-    "uop_begin",
-    "uop_end",
-    "iter_out",
-    "iter_in",
-    "dst_factor_out",
-    "dst_factor_in",
-    "src_factor_out",
-    "src_factor_in",
-    "wgt_factor_out",
-    "wgt_factor_in",
-    "alu_opcode",
-    "use_imm",
-    "imm",
-    # derived: executing module, bit masks of popped/pushed queues, and a fault found by
-    # decoding alone (an ISA error code, 0 if none) with the column of the field at fault
-    "route",
-    "pops",
-    "pushes",
-    "fault",
-    "fault_field",
-)
-(
-    C_OPCODE,
-    C_POP_PREV,
-    C_POP_NEXT,
-    C_PUSH_PREV,
-    C_PUSH_NEXT,
-    C_MEMTYPE,
-    C_SRAM,
-    C_DRAM,
-    C_Y,
-    C_X,
-    C_STRIDE,
-    C_YP0,
-    C_YP1,
-    C_XP0,
-    C_XP1,
-    C_RESET,
-    C_UOP_BEGIN,
-    C_UOP_END,
-    C_ITER_OUT,
-    C_ITER_IN,
-    C_DST_FO,
-    C_DST_FI,
-    C_SRC_FO,
-    C_SRC_FI,
-    C_WGT_FO,
-    C_WGT_FI,
-    C_ALU_OP,
-    C_USE_IMM,
-    C_IMM,
-    C_ROUTE,
-    C_POPS,
-    C_PUSHES,
-    C_FAULT,
-    C_FAULT_FIELD,
-) = range(len(COLUMNS))
+#: Columns of the instruction table: every field of the ISA's instruction formats, in the order
+#: of their declaration (:data:`isa.formats.FORMATS`), then what :mod:`vta_sim.decode` derives:
+#: the executing module, bit masks of popped/pushed queues, and a fault found by decoding alone
+#: (an ISA error code, 0 if none) with the column of the field at fault.
+COLUMNS = all_field_names() + ("route", "pops", "pushes", "fault", "fault_field")
+C_OPCODE = COLUMNS.index("opcode")
+C_POP_PREV = COLUMNS.index("pop_prev_dep")
+C_POP_NEXT = COLUMNS.index("pop_next_dep")
+C_PUSH_PREV = COLUMNS.index("push_prev_dep")
+C_PUSH_NEXT = COLUMNS.index("push_next_dep")
+C_MEMTYPE = COLUMNS.index("memory_type")
+C_SRAM = COLUMNS.index("sram_base")
+C_DRAM = COLUMNS.index("dram_base")
+C_Y = COLUMNS.index("y_size")
+C_X = COLUMNS.index("x_size")
+C_STRIDE = COLUMNS.index("x_stride")
+C_YP0 = COLUMNS.index("y_pad_0")
+C_YP1 = COLUMNS.index("y_pad_1")
+C_XP0 = COLUMNS.index("x_pad_0")
+C_XP1 = COLUMNS.index("x_pad_1")
+C_RESET = COLUMNS.index("reset")
+C_UOP_BEGIN = COLUMNS.index("uop_begin")
+C_UOP_END = COLUMNS.index("uop_end")
+C_ITER_OUT = COLUMNS.index("iter_out")
+C_ITER_IN = COLUMNS.index("iter_in")
+C_DST_FO = COLUMNS.index("dst_factor_out")
+C_DST_FI = COLUMNS.index("dst_factor_in")
+C_SRC_FO = COLUMNS.index("src_factor_out")
+C_SRC_FI = COLUMNS.index("src_factor_in")
+C_WGT_FO = COLUMNS.index("wgt_factor_out")
+C_WGT_FI = COLUMNS.index("wgt_factor_in")
+C_ALU_OP = COLUMNS.index("alu_opcode")
+C_USE_IMM = COLUMNS.index("use_imm")
+C_IMM = COLUMNS.index("imm")
+C_ROUTE = COLUMNS.index("route")
+C_POPS = COLUMNS.index("pops")
+C_PUSHES = COLUMNS.index("pushes")
+C_FAULT = COLUMNS.index("fault")
+C_FAULT_FIELD = COLUMNS.index("fault_field")
 
-OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = 0, 1, 2, 3, 4
-MT_UOP, MT_WGT, MT_INP, MT_ACC, MT_OUT, MT_ACC8 = 0, 1, 2, 3, 4, 5
+OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = (
+    int(Opcode.LOAD),
+    int(Opcode.STORE),
+    int(Opcode.GEMM),
+    int(Opcode.FINISH),
+    int(Opcode.ALU),
+)
+MT_UOP, MT_WGT, MT_INP, MT_ACC, MT_OUT, MT_ACC8 = (int(m) for m in MemType)
 
 # ---- parameters (int64 vector) ----------------------------------------------------------
 PARAMS = (
@@ -263,10 +237,10 @@ def _execute(
         x = F[i, C_X]
         y = F[i, C_Y]
         if mt < 0 or mt > MT_ACC8:
-            return 7  # ERR_MEM_TYPE: not a memory type of the ISA, even on a NOP
+            return ERR_MEM_TYPE  # not a memory type of the ISA, even on a NOP
         if op == OP_STORE:
             if mt != MT_OUT and x != 0:
-                return 7
+                return ERR_MEM_TYPE
             pads = F[i, C_YP0] + F[i, C_YP1] + F[i, C_XP0] + F[i, C_XP1]
             code = _k.store(
                 out_b,
@@ -295,7 +269,7 @@ def _execute(
                 F[i, C_XP1],
             )
         elif mt == MT_OUT:
-            code = 0 if x == 0 else 7
+            code = 0 if x == 0 else ERR_MEM_TYPE
         else:
             if mt == MT_UOP:
                 sram = uopw_b
@@ -386,7 +360,7 @@ def _execute(
         return code
     if op == OP_FINISH:
         return 0
-    return 10  # ERR_OPCODE
+    return ERR_OPCODE
 
 
 @numba.njit

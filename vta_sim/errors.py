@@ -25,6 +25,7 @@ class _RunError(ExecutionError):
 
     def __init__(self, message: str, *, cycle: int, report: dict[str, Any]):
         Exception.__init__(self, message)
+        self.what = message
         self.index = None
         self.field = None
         self.cycle = cycle

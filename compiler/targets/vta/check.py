@@ -1,8 +1,10 @@
 """The static checker run on every emitted stream before it leaves the compiler.
 
-It walks the stream in program order and checks:
+It runs the ISA's stream validator (:func:`isa.validate.check_stream`: opcodes, memory types
+and ALU opcodes of the ISA, memory types each instruction may use, no STORE padding, every
+dependency flag naming a queue its module has), then walks the stream in program order and
+checks:
 
-- every dependency flag names a queue its module has (load has no prev, store no next);
 - on each of the four queues, tokens never underflow (a pop with no token pushed before it in
   the stream) and never exceed ``dep_queue_depth``; at FINISH every queue is balanced (empty);
 - every LOAD/STORE range fits its SRAM buffer and its DRAM range fits the image;
@@ -27,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import DEP_QUEUES, Alu, Finish, Gemm, Insn, Load, MemType, Program, Store
+from isa import DEP_QUEUES, Alu, ExecutionError, Finish, Gemm, Insn, Load, MemType, Program, Store
 from isa.encoding import decode_uops
-from isa.insn import DEP_FLAGS, module_of, queue_of
+from isa.validate import check_stream
 
 from .errors import StreamCheckError
 
@@ -45,17 +47,15 @@ _SRAM_OF = {
 def check_program(prog: Program) -> dict[str, int]:
     """Check ``prog``'s stream; returns the total tokens pushed per queue."""
     cfg = prog.config
+    try:
+        check_stream(prog.insn_bytes, cfg)
+    except ExecutionError as e:
+        raise StreamCheckError(e.what, index=e.index) from None
     insns = prog.instructions()
     tokens = dict.fromkeys(DEP_QUEUES, 0)
     pushed = dict.fromkeys(DEP_QUEUES, 0)
     uops = np.zeros((cfg.uop_depth, 3), np.int64)
     for i, insn in enumerate(insns):
-        module = module_of(insn)
-        for flag in DEP_FLAGS:
-            if getattr(insn, flag) and queue_of(module, flag) is None:
-                raise StreamCheckError(
-                    f"{flag} names a queue the {module} module does not have", index=i
-                )
         for q in insn.pops():
             if tokens[q] == 0:
                 raise StreamCheckError(
@@ -85,17 +85,9 @@ def _check_ranges(prog: Program, insn: Insn, i: int, uops: np.ndarray) -> None:
     if isinstance(insn, (Load, Store)):
         if insn.x_size == 0:
             return
-        if isinstance(insn, Store):
-            if insn.memory_type != MemType.OUT:
-                raise StreamCheckError("STORE memory_type must be OUT", index=i)
-            if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
-                raise StreamCheckError("STORE padding must be zero", index=i)
+        if isinstance(insn, Store):  # memory type OUT, no padding: checked by the validator
             buf, entries = "out", insn.y_size * insn.x_size
         else:
-            if insn.memory_type not in _SRAM_OF:
-                raise StreamCheckError(
-                    f"LOAD memory_type {insn.memory_type.name} is not loadable", index=i
-                )
             buf, entries = _SRAM_OF[insn.memory_type], insn.rows * insn.row_width
         depth = cfg.depth_of(buf)
         if insn.sram_base + entries > depth:
