@@ -91,9 +91,10 @@ def max_pool2d(
     pool_size: int | Sequence[int],
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
+    name: str = "max_pool2d",
+    *,
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
-    name: str = "max_pool2d",
 ) -> Tensor:
     """Maximum over each window (padding never wins: it is the dtype's lowest value)."""
     (kh, kw), (sh, sw), (dh, dw), _, full = _window(
@@ -117,9 +118,10 @@ def avg_pool2d(
     stride: int | Sequence[int] | None = None,
     padding: int | Sequence[int] = 0,
     count_include_pad: bool = True,
+    name: str = "avg_pool2d",
+    *,
     dilation: int | Sequence[int] = 1,
     ceil_mode: bool = False,
-    name: str = "avg_pool2d",
 ) -> Tensor:
     """Mean over each window; with ``count_include_pad=False`` padded cells are not counted
     (cells added by ``ceil_mode`` never are, as in ONNX and PyTorch)."""

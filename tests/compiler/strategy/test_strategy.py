@@ -127,6 +127,21 @@ def test_packed_conv2d_random(c, o_blocks, hw, k, stride, pad):
     close(topi.unpack_data(run([y], conv, inputs, arrays)[0]), want, 1e-3)
 
 
+def test_packed_grouped_conv2d():
+    x, wt, b = rand(1, 32, 7, 7), rand(32, 16, 3, 3), rand(32)
+    xp, wp = topi.pack_data(x, 1, 16), topi.pack_kernel(wt, 16, 16, "OIHWio")
+    bp = b.reshape(1, 2, 1, 1, 1, 16)
+    X, W, B = ph(xp, "x"), ph(wp, "w"), ph(bp, "b")
+    attrs = dict(
+        padding=(1, 1, 1, 1), groups=2, data_layout="NCHW1n16c", kernel_layout="OIHW16i16o"
+    )
+    conv = compute("conv2d", [X, W], attrs, "gconv")
+    y = compute("add", [conv, B], {}, "bias")
+    got = run([y], conv, [X, W, B], [xp, wp, bp])[0]
+    want = reference.conv2d_nchw(x, wt, (1, 1), (1, 1, 1, 1), (1, 1), 2, np.float32)
+    close(topi.unpack_data(got), want + b[None, :, None, None], 1e-3)
+
+
 NCHW = [
     # (C, O, H, W, K, stride, padding, dilation, groups)
     (4, 6, 9, 10, 3, 1, (1, 1, 1, 1), (1, 1), 2),
@@ -287,6 +302,7 @@ def test_batch_norm_and_cast():
 
 def ort_pool(op: str, x: np.ndarray, **attrs) -> np.ndarray:
     ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper
 
     xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))
