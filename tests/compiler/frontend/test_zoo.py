@@ -11,7 +11,7 @@ onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
 ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
 from onnx import numpy_helper  # noqa: E402
 
-from compiler.errors import CompilerError  # noqa: E402
+from compiler.errors import FrontendError  # noqa: E402
 from compiler.frontend import zoo  # noqa: E402
 from compiler.frontend.models import train_digits  # noqa: E402
 
@@ -118,7 +118,7 @@ def test_resnet_default_size_is_imagenet():
     ],
 )
 def test_load_zoo_rejects(name, kwargs, message):
-    with pytest.raises(CompilerError, match=message):
+    with pytest.raises(FrontendError, match=message):
         zoo.load_zoo(name, **kwargs)
 
 
@@ -180,7 +180,7 @@ def test_stratified_split_holds_out_each_class():
     assert np.bincount(labels[test_idx]).tolist() == [10] * 10
     assert np.intersect1d(train_idx, test_idx).size == 0
     assert len(train_idx) + len(test_idx) == len(labels)
-    with pytest.raises(CompilerError, match="class 0 has 30 images"):
+    with pytest.raises(FrontendError, match="class 0 has 30 images"):
         train_digits.stratified_split(labels, 30, rng)
 
 
