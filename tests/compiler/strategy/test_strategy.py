@@ -466,3 +466,18 @@ def test_schedule_errors():
     d = compute("dense", [X, te.placeholder((8, 16), name="w")], {}, "fc")
     with pytest.raises(ScheduleError, match="reduction but the group has no anchor"):
         schedule([d], None)
+
+
+def test_epilogue_that_changes_the_shape_and_two_outputs():
+    """An epilogue ending in a layout transform cannot be the register tile: the convolution
+    keeps its own schedule and the epilogue is inlined into the transform; a group with two
+    outputs (the convolution and its relu) computes both."""
+    y, conv, inputs, arrays, want = conv_group(16, 16, 6, 6, 3, 1, (1, 1, 1, 1), 16, 16, "bias")
+    z = compute("relu", [y], {}, "relu")
+    flat = compute(
+        "layout_transform", [z], {"src_layout": "NCHW1n16c", "dst_layout": "NCHW"}, "unpack"
+    )
+    close(run([flat], conv, inputs, arrays)[0], np.maximum(want, 0), 1e-3)
+    got_conv, got_relu = run([conv, z], conv, inputs, arrays)
+    close(topi.unpack_data(got_relu), np.maximum(want, 0), 1e-3)
+    close(topi.unpack_data(got_conv) + arrays[2].reshape(1, 16, 1, 1), want, 1e-3)
