@@ -197,12 +197,23 @@ def _relax(e: Expr, dom: dict[Var, Interval], env: Env, upper: bool) -> Expr | N
     raise LoweringError(f"bound inference did not converge on {e!r}")
 
 
+def _relaxed_for_block(st: Stage, owner: Stage, iv: IterVar) -> bool:
+    """TVM's rule for memory shared by a thread block: a ``shared`` stage computed inside
+    loops bound to ``threadIdx.*`` (or virtual threads) holds what every thread of the block
+    reads, so those loops are relaxed over their range instead of fixed."""
+    if st.scope.name != "shared":
+        return False
+    attr = owner.iter_attrs.get(iv)
+    thread = attr.thread if attr is not None else None
+    return thread is not None and (thread.tag.startswith("threadIdx.") or thread.is_virtual)
+
+
 def _consumer_region(
     g: Graph, st: Stage, bounds: dict[Stage, StageBound], env: Env
 ) -> list[Interval]:
     op = st.op
     assert isinstance(op, ComputeOp)
-    fixed = {iv.var for _, iv in g.path[st]}
+    fixed = {iv.var for owner, iv in g.path[st] if not _relaxed_for_block(st, owner, iv)}
     region: list[Interval | None] = [None] * len(op.axis)
     for consumer in g.consumers[st]:
         cb = bounds[consumer]

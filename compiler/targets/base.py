@@ -53,7 +53,11 @@ class Target:
 
 _FACTORIES: dict[str, Callable[..., Target]] = {}
 #: Targets shipped with the compiler, imported on first use.
-_BUILTIN = {"cpu": "compiler.targets.cpu", "vta": "compiler.targets.vta"}
+_BUILTIN = {
+    "cpu": "compiler.targets.cpu",
+    "gpu": "compiler.targets.gpu",
+    "vta": "compiler.targets.vta",
+}
 
 
 def register_target(name: str, factory: Callable[..., Target]) -> None:

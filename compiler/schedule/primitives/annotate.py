@@ -93,7 +93,10 @@ def bind(stage: Stage, axis: AxisRef, thread: ThreadAxis | str) -> None:
                 f"bind on stage {stage.name}: {tag.tag} is already bound to axis "
                 f"{stage.axis_name(other)}"
             )
-    _set_kind(stage, iv, ForKind.THREAD_BINDING, "bind", allow_reduce=False)
+    # A reduction axis may go to GPU threads: the GPU target combines the threads' partial
+    # results with a cross-thread reduction (blocks and virtual threads cannot).
+    allow_reduce = tag.tag.startswith("threadIdx.")
+    _set_kind(stage, iv, ForKind.THREAD_BINDING, "bind", allow_reduce=allow_reduce)
     stage.iter_attr(iv).thread = tag
 
 

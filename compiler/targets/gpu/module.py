@@ -1,0 +1,219 @@
+"""A compiled GPU function: kernel sources, launch configurations, and a numpy-facing call.
+
+Calling it copies the inputs to the device, launches the kernels in order and copies the
+outputs back, like the CPU target's compiled function. It runs on a real GPU through
+``numba.cuda``, or on numba's CUDA simulator when ``NUMBA_ENABLE_CUDASIM=1`` was set before
+``numba.cuda`` was first imported: one code path, one switch.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler import te
+    >>> from compiler.build import build
+    >>> from compiler.schedule import create_schedule
+    >>> A = te.placeholder((64,), name="A")
+    >>> B = te.compute((64,), lambda i: A[i] * 2.0, name="B")
+    >>> s = create_schedule(B)
+    >>> bo, bi = s[B].split("i", factor=32)
+    >>> s[B].bind(bo, "blockIdx.x"); s[B].bind(bi, "threadIdx.x")
+    >>> f = build(s, [A, B], target="gpu")
+    >>> [str(k.launch) for k in f.kernels]
+    ['grid=(2, 1, 1) block=(32, 1, 1)']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import CompilerError
+from compiler.ir.buffer import Buffer
+from compiler.ir.stmt import ArgInfo
+from compiler.targets.gpu.codegen import KernelSource, module_source
+from compiler.targets.gpu.device import GpuDevice, Occupancy
+from compiler.targets.gpu.kernels import Kernel, KernelPlan
+from compiler.targets.gpu.ptx import (
+    PtxasInfo,
+    PtxUnavailable,
+    compile_ptx,
+    ptxas_info,
+    ptxas_unavailable_reason,
+)
+
+
+def cuda_backend() -> str:
+    """``"cuda-simulator"`` or ``"cuda"``: where kernels run in this process."""
+    from compiler.targets.gpu.ptx import simulator_active
+
+    return "cuda-simulator" if simulator_active() else "cuda"
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """Launch configuration and resource use of one kernel on one device.
+
+    ``registers`` and ``ptxas`` are None when ``ptxas`` could not run; ``unavailable`` then
+    says why. ``shared_bytes`` is the static shared memory of the lowered buffers (ptxas
+    reports the same figure when it runs).
+    """
+
+    kernel: str
+    stage: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    registers: int | None
+    occupancy: Occupancy
+    ptxas: PtxasInfo | None
+    unavailable: str | None
+
+
+@dataclass
+class GpuModule:
+    """The compiled form of a GPU function."""
+
+    name: str
+    args: tuple[ArgInfo, ...]
+    params: tuple[Buffer, ...]
+    plan: KernelPlan
+    sources: tuple[KernelSource, ...]
+    ir_text: str
+    device: GpuDevice
+    _jitted: dict[str, Any] = field(default_factory=dict, repr=False)
+    _ptx: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def kernels(self) -> tuple[Kernel, ...]:
+        return self.plan.kernels
+
+    @property
+    def source(self) -> str:
+        """The Python source of every kernel (what numba compiles and the simulator runs)."""
+        return module_source(list(self.sources))
+
+    @property
+    def inputs(self) -> list[ArgInfo]:
+        return [a for a in self.args if not a.is_output]
+
+    @property
+    def outputs(self) -> list[ArgInfo]:
+        return [a for a in self.args if a.is_output]
+
+    # Running ----------------------------------------------------------------------------------
+    def _kernels(self) -> dict[str, Any]:
+        if not self._jitted:
+            from numba import cuda
+
+            if cuda_backend() == "cuda" and not cuda.is_available():
+                raise CompilerError(
+                    f"{self.name}: no CUDA GPU is available to numba; set NUMBA_ENABLE_CUDASIM=1 "
+                    "before numba.cuda is imported to run the kernels on numba's CUDA simulator"
+                )
+            namespace: dict[str, Any] = {}
+            exec(compile(self.source, f"<{self.name}-kernels>", "exec"), namespace)  # noqa: S102
+            for src in self.sources:
+                self._jitted[src.name] = cuda.jit(namespace[src.name])
+        return self._jitted
+
+    def _check(self, info: ArgInfo, arr: Any) -> np.ndarray:
+        if not isinstance(arr, np.ndarray):
+            raise CompilerError(f"{self.name}: argument {info.name} must be a numpy array")
+        if arr.dtype != np.dtype(info.dtype):
+            raise CompilerError(
+                f"{self.name}: argument {info.name} has dtype {arr.dtype}, expected {info.dtype}"
+            )
+        if tuple(arr.shape) != tuple(info.shape):
+            raise CompilerError(
+                f"{self.name}: argument {info.name} has shape {arr.shape}, expected {info.shape}"
+            )
+        return arr
+
+    def __call__(self, *arrays: np.ndarray) -> Any:
+        """Run with every argument (outputs written in place) or the inputs only."""
+        if len(arrays) == len(self.inputs) and len(self.inputs) != len(self.args):
+            it = iter(arrays)
+            full = [
+                np.empty(a.shape, dtype=a.dtype) if a.is_output else next(it) for a in self.args
+            ]
+        elif len(arrays) == len(self.args):
+            full = list(arrays)
+        else:
+            names = [a.name for a in self.args]
+            raise CompilerError(
+                f"{self.name} takes {len(self.inputs)} inputs or all {len(self.args)} arguments "
+                f"{names}, got {len(arrays)}"
+            )
+        checked = [self._check(info, a) for info, a in zip(self.args, full, strict=True)]
+        from numba import cuda
+
+        kernels = self._kernels()
+        dev: dict[Buffer, Any] = {}
+        for buf, info, arr in zip(self.params, self.args, checked, strict=True):
+            if info.is_output:
+                dev[buf] = cuda.device_array(buf.size, dtype=np.dtype(info.dtype))
+            else:
+                dev[buf] = cuda.to_device(np.ascontiguousarray(arr).reshape(-1))
+        for buf in self.plan.intermediates:
+            dev[buf] = cuda.device_array(buf.size, dtype=np.dtype(buf.dtype.name))
+        for k in self.plan.kernels:
+            kernels[k.name][k.launch.grid, k.launch.block](*(dev[b] for b in k.params))
+        outs = []
+        for buf, info, arr in zip(self.params, self.args, checked, strict=True):
+            if info.is_output:
+                np.copyto(arr, dev[buf].copy_to_host().reshape(info.shape))
+                outs.append(arr)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # PTX and resources --------------------------------------------------------------------
+    def ptx(self, cc: tuple[int, int] | None = None) -> dict[str, str]:
+        """PTX of every kernel for compute capability ``cc`` (default: the device's)."""
+        cc = cc or self.device.compute_capability
+        if cc not in self._ptx:
+            self._ptx[cc] = compile_ptx(
+                self.source, [(s.name, s.signature) for s in self.sources], cc
+            )
+        return self._ptx[cc]
+
+    def resources(self, device: GpuDevice | None = None) -> list[KernelResources]:
+        """Per kernel: launch configuration, shared memory, registers (from ``ptxas -v`` when
+        it can run) and the resulting occupancy on ``device``."""
+        device = device or self.device
+        reason = ptxas_unavailable_reason()
+        ptx: dict[str, str] = {}
+        if reason is None:
+            try:
+                ptx = self.ptx(device.compute_capability)
+            except PtxUnavailable as exc:
+                reason = str(exc)
+        out = []
+        for k in self.plan.kernels:
+            info = None if reason is not None else ptxas_info(ptx[k.name], device.arch)
+            regs = None if info is None else info.registers
+            out.append(
+                KernelResources(
+                    kernel=k.name,
+                    stage=k.stage,
+                    grid=k.launch.grid,
+                    block=k.launch.block,
+                    shared_bytes=k.shared_bytes,
+                    registers=regs,
+                    occupancy=device.occupancy(k.launch.threads_per_block, k.shared_bytes, regs),
+                    ptxas=info,
+                    unavailable=reason,
+                )
+            )
+        return out
+
+
+def make_module(
+    name: str,
+    args: Sequence[ArgInfo],
+    params: Sequence[Buffer],
+    plan: KernelPlan,
+    sources: Sequence[KernelSource],
+    ir_text: str,
+    device: GpuDevice,
+) -> GpuModule:
+    return GpuModule(name, tuple(args), tuple(params), plan, tuple(sources), ir_text, device)
