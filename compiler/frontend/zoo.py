@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -154,15 +153,8 @@ def wheel_models() -> dict[str, Path]:
         >>> models["squeezenet"].name
         'light_squeezenet.onnx'
     """
-    spec = importlib.util.find_spec("onnx")
-    if spec is None or not spec.submodule_search_locations:
-        raise FrontendError("wheel_models: the onnx package is not installed")
-    found: dict[str, Path] = {}
-    for location in spec.submodule_search_locations:
-        light = Path(location) / "backend" / "test" / "data" / "light"
-        for path in sorted(light.glob("light_*.onnx")):
-            found.setdefault(path.stem.removeprefix("light_"), path)
-    return dict(sorted(found.items()))
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    return {path.stem.removeprefix("light_"): path for path in sorted(light.glob("light_*.onnx"))}
 
 
 def _positive_int(what: str, value: object) -> int:
