@@ -11,6 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
+from vta_sim.cli import max_cycles_arg
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -29,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument(
         "--max-cycles",
-        type=int,
+        type=max_cycles_arg,
         default=None,
         help="hang limit in cycles (default: derived from the program)",
     )
@@ -44,6 +46,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from hw.coverify import coverify
+    from isa.errors import OutputError
+
+    if args.build_dir is not None and args.build_dir.exists() and not args.build_dir.is_dir():
+        raise OutputError(f"--build-dir {args.build_dir}: not a directory")
 
     result = coverify(
         args.program,

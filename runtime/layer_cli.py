@@ -51,21 +51,29 @@ def add_parser(subparsers: Any) -> None:
         "--check runs it on the simulator against a numpy reference.",
     )
     p.add_argument("kind", choices=["conv2d", "dense"], help="the operator")
-    p.add_argument("--h", type=int, default=14, help="input height (conv2d)")
-    p.add_argument("--w", type=int, default=14, help="input width (conv2d)")
-    p.add_argument("--in-c", type=int, default=16, help="input channels / features")
-    p.add_argument("--out-c", type=int, default=16, help="output channels / features")
-    p.add_argument("--k", type=int, default=3, help="kernel size (conv2d)")
-    p.add_argument("--stride", type=int, default=1, help="stride (conv2d)")
-    p.add_argument("--pad", type=int, default=0, help="zero padding on each side (conv2d)")
-    p.add_argument("--batch", type=int, default=None, help="batch (default: the core's batch)")
+    p.add_argument("--h", type=_bounded(1, MAX_SPATIAL), default=14,
+                   help="input height (conv2d)")  # fmt: skip
+    p.add_argument("--w", type=_bounded(1, MAX_SPATIAL), default=14,
+                   help="input width (conv2d)")  # fmt: skip
+    p.add_argument("--in-c", type=_bounded(1, MAX_CHANNELS), default=16,
+                   help="input channels / features")  # fmt: skip
+    p.add_argument("--out-c", type=_bounded(1, MAX_CHANNELS), default=16,
+                   help="output channels / features")  # fmt: skip
+    p.add_argument("--k", type=_bounded(1, MAX_KERNEL), default=3, help="kernel size (conv2d)")
+    p.add_argument("--stride", type=_bounded(1, MAX_KERNEL), default=1, help="stride (conv2d)")
+    p.add_argument("--pad", type=_bounded(0, MAX_KERNEL), default=0,
+                   help="zero padding on each side (conv2d)")  # fmt: skip
+    p.add_argument("--batch", type=_bounded(1, MAX_BATCH), default=None,
+                   help="batch, a multiple of the core's (default: the core's batch)")  # fmt: skip
     p.add_argument("--config", default="default", help="hardware preset (default: default)")
     p.add_argument("--vthreads", type=int, default=2, choices=[1, 2, 4],
                    help="virtual threads (2 splits channels or rows, 4 both)")  # fmt: skip
     p.add_argument("--relu", action="store_true", help="clip at 0 instead of -128")
     p.add_argument("--residual", action="store_true", help="add a residual int8 tensor")
-    p.add_argument("--shift", type=int, default=None, help="requantize shift (default: chosen)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random data")
+    p.add_argument("--shift", type=_bounded(0, 31), default=None,
+                   help="requantize shift, 0..31 (default: chosen)")  # fmt: skip
+    p.add_argument("--seed", type=_bounded(0, 2**32 - 1), default=0,
+                   help="seed of the random data (non-negative)")  # fmt: skip
     p.add_argument("-o", "--output", metavar="PROG.npz", help="write the program file")
     p.add_argument("--check", action="store_true",
                    help="run on the simulator and compare with numpy")  # fmt: skip
@@ -88,6 +96,56 @@ def add_parser(subparsers: Any) -> None:
 
     d = subparsers.add_parser("demo", help="run the main job on the built-in defaults")
     d.set_defaults(run=_demo)
+
+
+# ---- argument bounds -----------------------------------------------------------------------------
+#: Bounds of ``vtac layer``'s sizes, far above ResNet's (224 pixels, 2048 channels, 7x7 kernels,
+#: batch 4): they keep one command's compilation and run to seconds, not hours.
+MAX_SPATIAL = 1024
+MAX_CHANNELS = 8192
+MAX_KERNEL = 15
+MAX_BATCH = 64
+#: Most multiply-accumulates one ``vtac layer`` compiles (ResNet-50's largest layer: 231M).
+MAX_LAYER_MACS = 1 << 31
+
+
+def _bounded(lo: int, hi: int) -> Any:
+    """An argparse type: a decimal integer in [lo, hi]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is outside [{lo}, {hi}]")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _check_layer_size(args: argparse.Namespace, batch: int) -> None:
+    """Refuse a layer too large for one command, naming the limit, before compiling it."""
+    from compiler.errors import ShapeError
+
+    if args.kind == "conv2d":
+        if args.h + 2 * args.pad < args.k or args.w + 2 * args.pad < args.k:
+            raise ShapeError(
+                f"conv2d: the {args.k}x{args.k} kernel is larger than the padded input "
+                f"{args.h + 2 * args.pad}x{args.w + 2 * args.pad} (--h/--w {args.h}x{args.w}, "
+                f"--pad {args.pad})"
+            )
+        oh = (args.h + 2 * args.pad - args.k) // args.stride + 1
+        ow = (args.w + 2 * args.pad - args.k) // args.stride + 1
+        macs = batch * oh * ow * args.out_c * args.in_c * args.k * args.k
+    else:
+        macs = batch * args.in_c * args.out_c
+    if macs > MAX_LAYER_MACS:
+        raise ShapeError(
+            f"{args.kind}: {macs} multiply-accumulates, more than the {MAX_LAYER_MACS} one "
+            "vtac layer compiles; use smaller sizes"
+        )
 
 
 # ---- one layer -----------------------------------------------------------------------------------
@@ -154,10 +212,24 @@ def run_built(built: Any) -> LayerRun:
 
 def _layer(args: argparse.Namespace) -> int:
     import isa
-    from compiler.topi.vta import Conv2dLayer, build_conv2d, build_dense
+    from compiler.errors import ShapeError
+    from isa.outputs import OutputFiles
 
     cfg = isa.load_config(args.config)
-    batch = args.batch or cfg.batch
+    batch = cfg.batch if args.batch is None else args.batch
+    if batch % cfg.batch:
+        raise ShapeError(
+            f"--batch {batch} is not a multiple of the batch of core {cfg.name!r} ({cfg.batch})"
+        )
+    _check_layer_size(args, batch)
+    with OutputFiles() as out:
+        program_out = out.reserve(args.output, "program file") if args.output else None
+        return _compile_and_run(args, cfg, batch, program_out)
+
+
+def _compile_and_run(args: argparse.Namespace, cfg: Any, batch: int, program_out: Any) -> int:
+    from compiler.topi.vta import Conv2dLayer, build_conv2d, build_dense
+
     common = dict(nthreads=args.vthreads, relu=args.relu, residual=args.residual,
                   shift=args.shift, seed=args.seed)  # fmt: skip
     if args.kind == "conv2d":
@@ -168,8 +240,8 @@ def _layer(args: argparse.Namespace) -> int:
     else:
         built = build_dense(batch, args.in_c, args.out_c, cfg, **common)  # type: ignore[arg-type]
         what = f"dense: {batch}x{args.in_c} -> {args.out_c}"
-    if args.output:
-        built.program.save(args.output)
+    if program_out is not None:
+        built.program.save_to(program_out)
     if not (args.check or args.json):
         print(f"{what} on {cfg.name}: {built.program.insn_count} instructions, "
               f"knobs {built.knobs.describe()}")  # fmt: skip
@@ -297,9 +369,17 @@ def format_targets(rows: list[BenchRow]) -> str:
 
 def _bench(args: argparse.Namespace) -> int:
     import isa
+    from compiler.errors import CompilerError
+    from compiler.topi.vta import RESNET18_LAYERS
 
     cfg = isa.load_config(args.config)
-    names = args.layers.split(",") if args.layers else None
+    names = [n.strip() for n in args.layers.split(",")] if args.layers else None
+    known = [layer.name for layer in RESNET18_LAYERS]
+    unknown = [n for n in names or [] if n not in known]
+    if unknown or names == []:
+        raise CompilerError(
+            f"--layers: unknown layer(s) {unknown or [args.layers]}; layers: {', '.join(known)}"
+        )
     print(f"running ResNet-18 layers on {cfg.name} (full size, 2 threads then 1)", flush=True)
     rows = bench_rows(args.config, names)
     if args.json:
