@@ -481,3 +481,18 @@ def test_epilogue_that_changes_the_shape_and_two_outputs():
     got_conv, got_relu = run([conv, z], conv, inputs, arrays)
     close(topi.unpack_data(got_relu), np.maximum(want, 0), 1e-3)
     close(topi.unpack_data(got_conv) + arrays[2].reshape(1, 16, 1, 1), want, 1e-3)
+
+
+def test_int8_packed_conv2d_with_clip_and_cast():
+    x = RNG.integers(-8, 8, (1, 32, 6, 6)).astype(np.int8)
+    w = RNG.integers(-8, 8, (16, 32, 3, 3)).astype(np.int8)
+    xp, wp = topi.pack_data(x, 1, 16), topi.pack_kernel(w, 16, 16, "OIHWio")
+    X, W = ph(xp, "x"), ph(wp, "w")
+    attrs = dict(padding=(1, 1, 1, 1), data_layout="NCHW1n16c", kernel_layout="OIHW16i16o")
+    conv = compute("conv2d", [X, W], attrs, "conv")
+    assert conv.dtype.name == "int32"
+    y = compute("clip", [conv], {"a_min": -128.0, "a_max": 127.0}, "clip")
+    z = compute("cast", [y], {"dtype": "int8"}, "cast")
+    got = topi.unpack_data(run([z], conv, [X, W], [xp, wp])[0])
+    want = reference.conv2d_nchw(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1, np.int32)
+    np.testing.assert_array_equal(got, np.clip(want, -128, 127).astype(np.int8))
