@@ -233,7 +233,6 @@ CONST_ONLY = {
     "Equal",
     "Where",
     "Not",
-    "Size",
 }
 
 
