@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "vta_sim.cli",  # sim
     "hw.cli",  # rtl
     "runtime.layer_cli",  # layer, bench, demo
+    "runtime.graph_cli",  # graph
     "runtime.model_cli",  # compile, run
 )
 

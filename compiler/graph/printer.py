@@ -128,7 +128,8 @@ def to_text(graph: Graph) -> str:
 
 
 def _dot_id(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + escaped + '"'
 
 
 def to_dot(graph: Graph) -> str:
@@ -147,11 +148,11 @@ def to_dot(graph: Graph) -> str:
         "  node [fontname=monospace, fontsize=10];",
     ]
     for v in graph.inputs:
-        label = _dot_id(names(v) + "\\n" + str(v.type))
+        label = _dot_id(names(v) + "\n" + str(v.type))
         lines.append(f"  {_dot_id(names(v))} [shape=ellipse, label={label}];")
 
     def node_decl(n: Node) -> str:
-        label = f"{names(n)}\\n{n.op}\\n{n.type}"
+        label = f"{names(n)}\n{n.op}\n{n.type}"
         return f"{_dot_id(names(n))} [shape=box, label={_dot_id(label)}];"
 
     if graph.groups is None:
