@@ -44,7 +44,7 @@ def lower(
             B[i] = A[i] + 1.0f
     """
     tgt = get_target(target)
-    func = schedule_to_primfunc(schedule, args, name)
+    func = schedule_to_primfunc(schedule, args, name, tgt.resolve_scope)
     func = PrimFunc(func.name, func.params, func.body, func.args, (("target", tgt.name),))
     return tgt.pipeline().run(func, options)
 

@@ -1,8 +1,10 @@
 """Buffers and typed memory scopes.
 
-A :class:`Scope` describes a memory a buffer lives in. Targets register their own scopes (an
-accelerator's input/weight/accumulator SRAMs with their access width and capacity) next to the
-built-in ``global`` (main memory) and ``local`` (private to the enclosing loop body).
+A :class:`Scope` describes a memory a buffer lives in. The built-in ``global`` (main memory),
+``local`` (private to the enclosing loop body) and ``shared`` resolve by name everywhere; a
+target instance owns its own scopes (an accelerator's input/weight/accumulator SRAMs with the
+access width and capacity of its hardware config) and resolves their names itself
+(``Target.resolve_scope``), so targets of different configs coexist in one process.
 
 Example:
     >>> sram = register_scope(Scope("local.example_sram", unit_bits=128, capacity_bits=1 << 18))
@@ -113,6 +115,33 @@ def get_scope(scope: Scope | str) -> Scope:
     except KeyError:
         known = ", ".join(sorted(_REGISTRY))
         raise CompilerError(f"unknown memory scope {scope!r}; registered: {known}") from None
+
+
+def schedule_scope(scope: Scope | str) -> Scope | str:
+    """What a schedule records for ``scope``: the object, the built-in or registered scope of
+    that name, or else the name itself, which the target compiled for resolves when lowering
+    (``Target.resolve_scope``): scopes such as ``local.acc_buffer`` belong to one target
+    instance and its hardware config, not to the process.
+
+    Example:
+        >>> schedule_scope("global") is GLOBAL, schedule_scope("local.acc_buffer")
+        (True, 'local.acc_buffer')
+    """
+    if isinstance(scope, Scope):
+        return scope
+    if not isinstance(scope, str) or not scope or any(c.isspace() for c in scope):
+        raise CompilerError(f"invalid memory scope {scope!r}")
+    return _REGISTRY.get(scope, scope)
+
+
+def scope_name(scope: Scope | str) -> str:
+    """The name of a scope or of a scope name.
+
+    Example:
+        >>> scope_name(GLOBAL), scope_name("local.inp_buffer")
+        ('global', 'local.inp_buffer')
+    """
+    return scope.name if isinstance(scope, Scope) else scope
 
 
 @dataclass(frozen=True, eq=False)

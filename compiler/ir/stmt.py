@@ -21,6 +21,7 @@ from typing import Any
 from compiler.ir.buffer import Buffer
 from compiler.ir.expr import Expr, Var
 from compiler.ir.node import Node, node
+from compiler.ir.pragma import PragmaKey, pragma_key
 
 
 class ForKind(enum.Enum):
@@ -145,13 +146,21 @@ class LetStmt(Stmt):
 class Pragma(Stmt):
     """A pragma attached by ``Stage.pragma(axis, key, value)``; it wraps that axis' loop.
 
-    Targets act on pragmas they know (``dma_copy`` marks a copy loop nest for DMA injection)
-    and the CPU target rejects pragmas it does not know instead of ignoring them.
+    ``key`` is a typed :class:`~compiler.ir.pragma.PragmaKey` (a name given here is converted
+    to its interned key); ``stage`` names the schedule stage whose loop it wraps, so that
+    errors name what the user wrote even after passes merge buffers. Targets act on pragmas
+    they know (``dma_copy`` marks a copy loop nest for DMA injection) and the CPU target
+    rejects pragmas it does not know instead of ignoring them.
     """
 
-    key: str
+    key: PragmaKey
     value: Any
     body: Stmt
+    stage: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, PragmaKey):
+            object.__setattr__(self, "key", pragma_key(self.key))
 
 
 @node

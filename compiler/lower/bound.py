@@ -30,6 +30,7 @@ from compiler.arith.interval import Interval, eval_interval
 from compiler.arith.simplify import simplify
 from compiler.errors import LoweringError
 from compiler.ir import op
+from compiler.ir.buffer import SHARED
 from compiler.ir.expr import Expr, IntImm, Var
 from compiler.ir.functor import substitute, used_vars
 from compiler.lower.graph import Graph, bound_order
@@ -201,7 +202,7 @@ def _relaxed_for_block(st: Stage, owner: Stage, iv: IterVar) -> bool:
     """TVM's rule for memory shared by a thread block: a ``shared`` stage computed inside
     loops bound to ``threadIdx.*`` (or virtual threads) holds what every thread of the block
     reads, so those loops are relaxed over their range instead of fixed."""
-    if st.scope.name != "shared":
+    if st.scope is not SHARED:
         return False
     attr = owner.iter_attrs.get(iv)
     thread = attr.thread if attr is not None else None

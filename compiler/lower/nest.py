@@ -19,11 +19,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from compiler.arith.simplify import simplify
 from compiler.errors import CompilerError, LoweringError
-from compiler.ir.buffer import GLOBAL, Buffer
+from compiler.ir.buffer import GLOBAL, Buffer, Scope, get_scope
 from compiler.ir.expr import BufferLoad, Expr, Var
 from compiler.ir.functor import rewrite, used_vars
 from compiler.ir.node import Node
@@ -48,8 +48,14 @@ from compiler.te.tensor import ComputeOp, IterVar, Reduce, Tensor, TensorRead
 
 
 class _Lowerer:
-    def __init__(self, schedule: Schedule, args: Sequence[Tensor]) -> None:
+    def __init__(
+        self,
+        schedule: Schedule,
+        args: Sequence[Tensor],
+        resolve_scope: Callable[[Scope | str], Scope],
+    ) -> None:
         self.schedule = schedule
+        self.resolve_scope = resolve_scope
         self.g: Graph = analyze(schedule)
         self.bounds: dict[Stage, StageBound] = infer_bounds(self.g)
         self.buffers: dict[Stage, Buffer] = {}
@@ -92,9 +98,10 @@ class _Lowerer:
             if st in self.buffers or st.is_placeholder:
                 continue
             b = self.bounds[st]
-            buf = Buffer(st.name, b.shape, st.op.dtype, st.scope)
             try:
-                st.scope.check_fits(st.name, buf.nbits)
+                scope = self.resolve_scope(st.scope)
+                buf = Buffer(st.name, b.shape, st.op.dtype, scope)
+                scope.check_fits(st.name, buf.nbits)
             except CompilerError as exc:
                 raise LoweringError(f"stage {st.name}: {exc}") from None
             self.buffers[st] = buf
@@ -192,7 +199,7 @@ class _Lowerer:
         attr = st.iter_attrs.get(iv) or IterAttr()
         loop: Stmt = For(iv.var, _zero(), extent, attr.kind, body, attr.thread)
         for key, value in reversed(attr.pragmas):
-            loop = Pragma(key, value, loop)
+            loop = Pragma(key, value, loop, st.name)
         if attr.tensorize is not None:
             loop = Tensorize(attr.tensorize, st.name, tuple(x.var for x in inner), loop)
         return loop
@@ -227,11 +234,17 @@ def _deepest(cond: Expr, leaves: list[IterVar]) -> int:
 
 
 def schedule_to_primfunc(
-    schedule: Schedule, args: Sequence[Tensor], name: str = "main"
+    schedule: Schedule,
+    args: Sequence[Tensor],
+    name: str = "main",
+    resolve_scope: Callable[[Scope | str], Scope] = get_scope,
 ) -> PrimFunc:
     """Lower a schedule to loop IR (before any pass): multi-dimensional buffers, loop kinds,
     pragmas, allocations in their scopes and tensorize regions.
 
     ``args`` lists the placeholders and outputs in the order the function takes them.
+    ``resolve_scope`` turns a stage's scope (a name or a scope object) into the memory of the
+    target being compiled for (``Target.resolve_scope``); by default only scopes known to every
+    target resolve.
     """
-    return _Lowerer(schedule, list(args)).function(name)
+    return _Lowerer(schedule, list(args), resolve_scope).function(name)

@@ -68,7 +68,7 @@ class _StmtSimplifier:
             return S.LetStmt(s.var, self.expr(s.value, env), self.stmt(s.body, env))
         if isinstance(s, S.Pragma):
             body = self.stmt(s.body, env)
-            return S.NOP if S.is_nop(body) else S.Pragma(s.key, s.value, body)
+            return S.NOP if S.is_nop(body) else s.replace(body=body)
         if isinstance(s, S.Tensorize):
             self.keep_loops += 1
             try:

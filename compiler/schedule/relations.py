@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from compiler.ir.pragma import PragmaKey
 from compiler.ir.stmt import ForKind, ThreadAxis
 from compiler.te.tensor import IterVar
 
@@ -49,7 +50,7 @@ class IterAttr:
 
     kind: ForKind = ForKind.SERIAL
     thread: ThreadAxis | None = None
-    pragmas: list[tuple[str, Any]] = field(default_factory=list)
+    pragmas: list[tuple[PragmaKey, Any]] = field(default_factory=list)
     tensorize: TensorIntrin | None = None
 
 

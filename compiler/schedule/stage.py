@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.errors import ScheduleError
 from compiler.ir.buffer import GLOBAL, Scope
+from compiler.ir.pragma import PragmaKey
 from compiler.ir.stmt import ThreadAxis
 from compiler.schedule.primitives import annotate, attach, loop
 from compiler.schedule.relations import ROOT, Attach, Fuse, IterAttr, Relation, Split
@@ -41,7 +42,8 @@ class Stage:
         self.origin_op = op
         self.op: Operation = op
         self.is_output = False
-        self.scope: Scope = GLOBAL
+        # a scope object, or the name of a target's scope (resolved when lowering for it)
+        self.scope: Scope | str = GLOBAL
         self.attach: Attach = ROOT
         self.relations: list[Relation] = []
         self.iter_attrs: dict[IterVar, IterAttr] = {}
@@ -209,7 +211,7 @@ class Stage:
         annotate.bind(self, axis, thread)
 
     @recorded
-    def pragma(self, axis: AxisRef, key: str, value: Any = 1) -> None:
+    def pragma(self, axis: AxisRef, key: PragmaKey | str, value: Any = 1) -> None:
         """Attach ``pragma key = value`` around the loop of ``axis``."""
         annotate.pragma(self, axis, key, value)
 

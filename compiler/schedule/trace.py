@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from compiler.errors import ScheduleError
 from compiler.ir.buffer import Scope
+from compiler.ir.pragma import PragmaKey
 from compiler.ir.stmt import ThreadAxis
 from compiler.te.tensor import IterVar, Operation, Tensor
 
@@ -96,6 +97,8 @@ def _normalize(value: Any, stage: Stage | None) -> Any:
         return value.name
     if isinstance(value, ThreadAxis):
         return value.tag
+    if isinstance(value, PragmaKey):
+        return value.name
     if isinstance(value, TensorIntrin):
         return value.name
     if isinstance(value, list | tuple):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compiler.errors import CompilerError
-from compiler.ir.buffer import Scope, register_scope
+from compiler.ir.buffer import Scope, get_scope, register_scope
 from compiler.ir.stmt import PrimFunc
 from compiler.passes.pipeline import Pipeline, default_pipeline
 from compiler.schedule.intrin import TensorIntrin
@@ -31,9 +31,46 @@ class Target:
     intrinsics: tuple[TensorIntrin, ...] = ()
 
     def register(self) -> None:
-        """Make the target's scopes resolvable by name (``cache_read(A, "local.inp_buffer")``)."""
+        """Make the target's scopes resolvable by name in every schedule. Only for scopes that
+        do not depend on a configuration; a target whose memories do (the accelerator) keeps
+        them to itself and resolves them in :meth:`resolve_scope`."""
         for scope in self.scopes:
             register_scope(scope)
+
+    def resolve_scope(self, scope: Scope | str) -> Scope:
+        """The memory of this target that ``scope`` (a name, or a scope object) denotes.
+
+        A scope object made for another instance with the same definition (an equal
+        configuration) stands for this target's own; one that differs is refused.
+
+        Example:
+            >>> from compiler.ir.buffer import GLOBAL
+            >>> get_target("cpu").resolve_scope("global") is GLOBAL
+            True
+        """
+        own = {s.name: s for s in self.scopes}
+        if isinstance(scope, Scope):
+            if any(scope is s for s in self.scopes):
+                return scope
+            mine = own.get(scope.name)
+            if mine is None:
+                return get_scope(scope)
+            if mine == scope:
+                return mine
+            raise CompilerError(
+                f"scope {scope.name} was made for another configuration (unit {scope.unit_bits} "
+                f"bits, {scope.capacity_bytes} bytes); target {self!r} has unit "
+                f"{mine.unit_bits} bits, {mine.capacity_bytes} bytes"
+            )
+        if scope in own:
+            return own[scope]
+        try:
+            return get_scope(scope)
+        except CompilerError:
+            raise CompilerError(
+                f"unknown memory scope {scope!r} for target {self!r}; its scopes are "
+                f"{', '.join(sorted(own)) or 'none'}"
+            ) from None
 
     def extend_pipeline(self, pipeline: Pipeline) -> Pipeline:
         """Insert the target's passes into the target-independent pipeline."""

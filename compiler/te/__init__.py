@@ -26,6 +26,7 @@ from compiler.ir.op import (
     sqrt,
     tanh,
 )
+from compiler.ir.stmt import ThreadAxis
 from compiler.te.compute import compute, max, min, placeholder, reduce_axis, sum
 from compiler.te.tensor import (
     ComputeOp,
@@ -37,6 +38,33 @@ from compiler.te.tensor import (
     Tensor,
     TensorRead,
 )
+
+
+def thread_axis(tag: str) -> ThreadAxis:
+    """The thread axis ``tag`` for ``Stage.bind``, as TVM's ``te.thread_axis``.
+
+    Example:
+        >>> thread_axis("cthread").is_virtual
+        True
+    """
+    return ThreadAxis(tag)
+
+
+def create_schedule(outputs: object) -> "Schedule":  # noqa: F821, UP037
+    """The default schedule of ``outputs`` (TVM's ``te.create_schedule``; see
+    :func:`compiler.schedule.create_schedule`).
+
+    Example:
+        >>> A = placeholder((4,), name="A")
+        >>> B = compute((4,), lambda i: A[i] * 2.0, name="B")
+        >>> [st.name for st in create_schedule(B.op).stages]
+        ['A', 'B']
+    """
+    # the schedule layer imports this package, so it is resolved at call time
+    from compiler.schedule import create_schedule as _create_schedule
+
+    return _create_schedule(outputs)  # type: ignore[arg-type]
+
 
 __all__ = [
     "ComputeOp",
@@ -56,6 +84,7 @@ __all__ = [
     "cast",
     "compute",
     "const",
+    "create_schedule",
     "equal",
     "exp",
     "if_then_else",
@@ -72,4 +101,5 @@ __all__ = [
     "sqrt",
     "sum",
     "tanh",
+    "thread_axis",
 ]

@@ -110,13 +110,43 @@ def sum(expr: Any, axis: IterVar | Sequence[IterVar], where: Any = None) -> Expr
     return _reduce(SUM, expr, axis, where)
 
 
-def max(expr: Any, axis: IterVar | Sequence[IterVar], where: Any = None) -> Expr:  # noqa: A001
-    """Maximum of ``expr`` over ``axis`` (identity: the dtype's lowest value)."""
+def _is_axes(axis: Any) -> bool:
+    if isinstance(axis, IterVar):
+        return True
+    return (
+        isinstance(axis, list | tuple) and bool(axis) and all(isinstance(a, IterVar) for a in axis)
+    )
+
+
+def max(expr: Any, axis: Any, where: Any = None) -> Expr:  # noqa: A001
+    """Maximum of ``expr`` over the reduction ``axis`` (identity: the dtype's lowest value),
+    or, as in TVM, the elementwise maximum of two expressions when ``axis`` is not an axis.
+
+    Example:
+        >>> A = placeholder((4,), "int32", name="A")
+        >>> compute((4,), lambda i: max(A[i], 0), name="relu").op.body
+        max(A[i], 0)
+    """
+    if not _is_axes(axis):
+        if where is not None:
+            raise TEError("max: 'where' applies to a reduction; give reduction axes")
+        return op.maximum(expr, axis)
     return _reduce(MAX, expr, axis, where)
 
 
-def min(expr: Any, axis: IterVar | Sequence[IterVar], where: Any = None) -> Expr:  # noqa: A001
-    """Minimum of ``expr`` over ``axis`` (identity: the dtype's highest value)."""
+def min(expr: Any, axis: Any, where: Any = None) -> Expr:  # noqa: A001
+    """Minimum of ``expr`` over the reduction ``axis`` (identity: the dtype's highest value),
+    or the elementwise minimum of two expressions when ``axis`` is not an axis.
+
+    Example:
+        >>> A = placeholder((4,), "int32", name="A")
+        >>> compute((4,), lambda i: min(A[i], 127), name="clip").op.body
+        min(A[i], 127)
+    """
+    if not _is_axes(axis):
+        if where is not None:
+            raise TEError("min: 'where' applies to a reduction; give reduction axes")
+        return op.minimum(expr, axis)
     return _reduce(MIN, expr, axis, where)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from compiler.errors import ScheduleError
+from compiler.ir.pragma import PragmaKey, pragma_key
 from compiler.ir.stmt import ForKind, ThreadAxis
 from compiler.schedule.intrin import TensorIntrin, get_intrin
 
@@ -100,8 +101,11 @@ def bind(stage: Stage, axis: AxisRef, thread: ThreadAxis | str) -> None:
     stage.iter_attr(iv).thread = tag
 
 
-def pragma(stage: Stage, axis: AxisRef, key: str, value: Any = 1) -> None:
+def pragma(stage: Stage, axis: AxisRef, key: PragmaKey | str, value: Any = 1) -> None:
     """Wrap the loop of ``axis`` in ``pragma key = value``.
+
+    ``key`` is a typed key (``compiler.ir.pragma.DMA_COPY``, a target's ``env.dma_copy``) or,
+    as in TVM, its name; the name is converted here, once.
 
     Before / after ``pragma(i, "dma_copy")``::
 
@@ -109,12 +113,13 @@ def pragma(stage: Stage, axis: AxisRef, key: str, value: Any = 1) -> None:
           ...                        for i in range(16):
                                        ...
     """
-    if not isinstance(key, str) or not key.isidentifier():
+    if not isinstance(key, PragmaKey) and (not isinstance(key, str) or not key.isidentifier()):
         raise ScheduleError(f"pragma on stage {stage.name}: key must be an identifier, got {key!r}")
+    typed = pragma_key(key)
     if not (value is None or isinstance(value, bool | int | float | str)):
-        raise ScheduleError(f"pragma {key} on stage {stage.name}: value must be a literal")
+        raise ScheduleError(f"pragma {typed} on stage {stage.name}: value must be a literal")
     iv = stage.leaf(axis, "pragma")
-    stage.iter_attr(iv).pragmas.append((key, value))
+    stage.iter_attr(iv).pragmas.append((typed, value))
 
 
 def tensorize(stage: Stage, axis: AxisRef, intrin: TensorIntrin | str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compiler.errors import CompilerError, ScheduleError
-from compiler.ir.buffer import Scope, get_scope
+from compiler.ir.buffer import Scope, schedule_scope
 from compiler.schedule.relations import INLINE, ROOT, AttachAt, AttachInline
 from compiler.te.tensor import ComputeOp, Tensor
 
@@ -109,6 +109,6 @@ def set_scope(stage: Stage, scope: Scope | str) -> None:
             f"set_scope: stage {stage.name} is an output and lives in global memory"
         )
     try:
-        stage.scope = get_scope(scope)
+        stage.scope = schedule_scope(scope)
     except CompilerError as exc:
         raise ScheduleError(f"set_scope of {stage.name}: {exc}") from None

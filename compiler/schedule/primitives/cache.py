@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from compiler.errors import CompilerError, ScheduleError
-from compiler.ir.buffer import Scope, get_scope
+from compiler.ir.buffer import Scope, schedule_scope, scope_name
 from compiler.ir.expr import Var
-from compiler.ir.functor import rewrite
+from compiler.ir.functor import rewrite, substitute
 from compiler.ir.node import Node
 from compiler.schedule.relations import AttachAt, AttachInline
 from compiler.te.tensor import ComputeOp, IterVar, Tensor, TensorRead
@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from compiler.schedule.stage import Stage
 
 
-def _scope(scope: Scope | str, what: str) -> Scope:
+def _scope(scope: Scope | str, what: str) -> Scope | str:
     try:
-        return get_scope(scope)
+        return schedule_scope(scope)
     except CompilerError as exc:
         raise ScheduleError(f"{what}: {exc}") from None
 
@@ -74,7 +74,7 @@ def cache_read(
                 f"cache_read of {src_stage.name}: stage {rs.name} does not read "
                 f"{src_stage.name} directly (it reads {direct}); list the stages that do"
             )
-    name = schedule.unique_name(f"{src_stage.name}.{scope.name}")
+    name = schedule.unique_name(f"{src_stage.name}.{scope_name(scope)}")
     cache_op = _copy_op(name, src)
     cache = cache_op.output()
     for rs in reader_stages:
@@ -126,11 +126,15 @@ def cache_write(schedule: Schedule, tensor: Tensor | Stage | str, scope: Scope |
                 f"cache_write: stage {other.name} is computed at {stage.name}; call cache_write "
                 "before compute_at"
             )
-    name = schedule.unique_name(f"{stage.name}.{scope.name}")
-    cache_op = ComputeOp(name, op.axis, op.reduce_axis, op.body, op.tag, op.attrs)
+    name = schedule.unique_name(f"{stage.name}.{scope_name(scope)}")
+    # As in TVM, the stage that writes the tensor keeps the operation's axes (so
+    # ``C.op.axis`` names its loops) and the cache stage gets fresh axes of the same names.
+    fresh = tuple(IterVar(Var(iv.name), iv.min, iv.extent, iv.kind) for iv in op.axis)
+    body = substitute(op.body, {old.var: new.var for old, new in zip(op.axis, fresh, strict=True)})
+    cache_op = ComputeOp(name, fresh, op.reduce_axis, body, op.tag, op.attrs)
     cache = cache_op.output()
-    copy = _copy_op(stage.op.name, cache, [iv.name for iv in op.axis])
-    copy = ComputeOp(copy.name, copy.axis, (), copy.body, op.tag, op.attrs)
+    read = TensorRead(cache, tuple(iv.var for iv in op.axis))
+    copy = ComputeOp(stage.op.name, op.axis, (), read, op.tag, op.attrs)
     cache_stage = schedule.add_stage(cache_op, before=stage)
     cache_stage.scope = scope
     schedule.replace_op(stage, copy, reset=True)

@@ -21,6 +21,7 @@ from compiler.errors import LoweringError
 from compiler.ir import stmt as S
 from compiler.ir.functor import rewrite, visit
 from compiler.ir.node import Node
+from compiler.ir.pragma import PragmaKey, pragma_key
 
 
 def serialize_virtual_threads(func: S.PrimFunc) -> S.PrimFunc:
@@ -43,9 +44,9 @@ def serialize_virtual_threads(func: S.PrimFunc) -> S.PrimFunc:
     return func.with_body(rewrite(func.body, post))
 
 
-def make_check_cpu_support(accepted_pragmas: Iterable[str]):  # noqa: ANN201
+def make_check_cpu_support(accepted_pragmas: Iterable[PragmaKey | str]):  # noqa: ANN201
     """A pass that raises on constructs the CPU backend cannot honour."""
-    accepted = frozenset(accepted_pragmas)
+    accepted = frozenset(pragma_key(k) for k in accepted_pragmas)
 
     def check_cpu_support(func: S.PrimFunc) -> S.PrimFunc:
         def fn(n: Node) -> None:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable
 
 from compiler.ir.buffer import GLOBAL, LOCAL
+from compiler.ir.pragma import ALU, DMA_COPY, SKIP_ALU, SKIP_DMA_COPY, PragmaKey, pragma_key
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import PrimFunc
 from compiler.passes.pipeline import Pass, Pipeline
@@ -20,7 +21,7 @@ from compiler.targets.cpu.passes import make_check_cpu_support, serialize_virtua
 
 #: Pragmas that describe how an accelerator moves or computes data; on the CPU the loop nest
 #: under them computes the same values, so they are accepted as documentation.
-ACCELERATOR_PRAGMAS = ("dma_copy", "alu", "skip_dma_copy", "skip_alu")
+ACCELERATOR_PRAGMAS = (DMA_COPY, ALU, SKIP_DMA_COPY, SKIP_ALU)
 
 
 def default_num_threads() -> int:
@@ -41,10 +42,12 @@ class CpuTarget(Target):
     scopes = (GLOBAL, LOCAL)
 
     def __init__(
-        self, num_threads: int | None = None, accepted_pragmas: Iterable[str] = ACCELERATOR_PRAGMAS
+        self,
+        num_threads: int | None = None,
+        accepted_pragmas: Iterable[PragmaKey | str] = ACCELERATOR_PRAGMAS,
     ) -> None:
         self.num_threads = default_num_threads() if num_threads is None else max(1, num_threads)
-        self.accepted_pragmas = tuple(accepted_pragmas)
+        self.accepted_pragmas = tuple(pragma_key(k) for k in accepted_pragmas)
 
     def extend_pipeline(self, pipeline: Pipeline) -> Pipeline:
         return pipeline.insert_before(

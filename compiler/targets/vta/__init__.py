@@ -15,4 +15,15 @@ from compiler.targets.vta.target import VTATarget, _factory, get_vta_target
 
 register_target("vta", _factory)
 
-__all__ = ["StreamCheckError", "VTATarget", "VTATargetError", "get_vta_target"]
+# TVM's entry points (``env = vta.get_env()``, ``vta.build``, ``vta.lower``) after the target
+from compiler.targets.vta.env import build, get_env, lower  # noqa: E402
+
+__all__ = [
+    "StreamCheckError",
+    "VTATarget",
+    "VTATargetError",
+    "build",
+    "get_env",
+    "get_vta_target",
+    "lower",
+]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from compiler.ir.buffer import Buffer
+from compiler.ir.buffer import GLOBAL, Buffer, Scope
 from compiler.ir.expr import BufferLoad, Call, IntImm
 from compiler.ir.functor import free_vars
 from compiler.ir.printer import to_text
@@ -61,7 +61,7 @@ from .check import check_program
 from .dram import DramLayout
 from .errors import VTATargetError
 from .host import Env, compile_expr
-from .intrin import ACC_SCOPE, INP_SCOPE, WGT_SCOPE
+from .intrin import make_scopes
 from .passes.coproc import COPROC_SCOPE
 from .passes.fold_uop import UOP_KERNEL, UopKernelInfo
 from .stream import StreamBuilder
@@ -69,12 +69,13 @@ from .stream import StreamBuilder
 Run = Callable[[Env], None]
 
 
-def scope_lanes(cfg: HwConfig) -> dict[str, int]:
-    """Scalars per SRAM entry of each scope."""
+def scope_lanes(cfg: HwConfig) -> dict[Scope, int]:
+    """Scalars per SRAM entry of each scope of ``cfg``."""
+    sram = make_scopes(cfg)
     return {
-        INP_SCOPE: cfg.batch * cfg.block_in,
-        WGT_SCOPE: cfg.block_out * cfg.block_in,
-        ACC_SCOPE: cfg.batch * cfg.block_out,
+        sram.inp: cfg.batch * cfg.block_in,
+        sram.wgt: cfg.block_out * cfg.block_in,
+        sram.acc: cfg.batch * cfg.block_out,
     }
 
 
@@ -83,8 +84,8 @@ class SramPlan:
     """Where every SRAM allocation lives (first entry) and how full each buffer is."""
 
     base: dict[Buffer, int] = field(default_factory=dict)
-    used: dict[str, int] = field(default_factory=dict)
-    owners: dict[str, list[str]] = field(default_factory=dict)
+    used: dict[Scope, int] = field(default_factory=dict)
+    owners: dict[Scope, list[str]] = field(default_factory=dict)
 
 
 def plan_sram(cfg: HwConfig, func: PrimFunc) -> SramPlan:
@@ -94,33 +95,35 @@ def plan_sram(cfg: HwConfig, func: PrimFunc) -> SramPlan:
     and virtual-thread copies are already part of an allocation's size.
     """
     lanes = scope_lanes(cfg)
-    depth = {INP_SCOPE: cfg.inp_depth, WGT_SCOPE: cfg.wgt_depth, ACC_SCOPE: cfg.acc_depth}
+    sram = make_scopes(cfg)
+    depth = {sram.inp: cfg.inp_depth, sram.wgt: cfg.wgt_depth, sram.acc: cfg.acc_depth}
     plan = SramPlan()
 
     def walk(s: Stmt) -> None:
         if isinstance(s, Allocate):
             buf = s.buffer
-            scope = buf.scope.name
-            if scope in lanes and buf not in plan.base:
+            scope = buf.scope
+            if sram.owns(scope) and buf not in plan.base:
                 n = lanes[scope]
                 if buf.size % n:
                     raise VTATargetError(
                         f"stage {buf.name}: buffer {buf.name} holds {buf.size} values, not a whole "
-                        f"number of {scope} entries of {n}"
+                        f"number of {scope.name} entries of {n}"
                     )
                 entries = buf.size // n
                 used = plan.used.get(scope, 0)
                 if used + entries > depth[scope]:
                     others = ", ".join(plan.owners.get(scope, [])) or "nothing else"
                     raise VTATargetError(
-                        f"stage {buf.name}: buffer {buf.name} needs {entries} entries of {scope} "
+                        f"stage {buf.name}: buffer {buf.name} needs {entries} entries of "
+                        f"{scope.name} "
                         f"but {depth[scope] - used} of its {depth[scope]} are free (already "
                         f"allocated: {others}); use smaller tiles or fewer virtual threads"
                     )
                 plan.base[buf] = used
                 plan.used[scope] = used + entries
                 plan.owners.setdefault(scope, []).append(f"{buf.name} ({entries})")
-            elif scope == "global":
+            elif scope is GLOBAL:
                 raise VTATargetError(
                     f"stage {buf.name}: intermediate tensors in main memory are not supported on "
                     "the accelerator; keep it in an SRAM scope or inline it"
@@ -147,13 +150,13 @@ class _Generator:
         self.builder = StreamBuilder(cfg, uop_dram_base=layout.uop_dram_base())
 
     # ---- addresses --------------------------------------------------------------------------
-    def sram_address(self, load: BufferLoad, scope: str | None = None) -> Callable[[Env], int]:
+    def sram_address(self, load: BufferLoad, scope: Scope | None = None) -> Callable[[Env], int]:
         buf = load.buffer
         if buf not in self.plan.base:
             raise VTATargetError(f"{buf.name} is not an SRAM allocation ({buf.scope.name})")
-        if scope is not None and buf.scope.name != scope:
-            raise VTATargetError(f"{buf.name} is in {buf.scope.name}, expected {scope}")
-        base, lanes = self.plan.base[buf], self.lanes[buf.scope.name]
+        if scope is not None and buf.scope is not scope:
+            raise VTATargetError(f"{buf.name} is in {buf.scope.name}, expected {scope.name}")
+        base, lanes = self.plan.base[buf], self.lanes[buf.scope]
         idx = compile_expr(load.indices[0])
         name = buf.name
 
@@ -233,9 +236,9 @@ class _Generator:
         if isinstance(s, Allocate):
             return self.compile(s.body)
         if isinstance(s, Pragma):
-            if s.key == COPROC_SCOPE:
+            if s.key is COPROC_SCOPE:
                 return self.compile(s.body)
-            if s.key == UOP_KERNEL:
+            if s.key is UOP_KERNEL:
                 return self.kernel(s)
             raise VTATargetError(f"pragma {s.key!r} was not lowered for the accelerator")
         call = vta_call(s)
@@ -277,7 +280,7 @@ class _Generator:
 
             return run_load
         if call.op == STORE_OP:
-            sram = self.sram_address(address_load(call.args[0]), ACC_SCOPE)
+            sram = self.sram_address(address_load(call.args[0]), make_scopes(self.cfg).acc)
             dram_addr = self.dram_address(address_load(call.args[1]), MemType.OUT)
             y_ext, x_ext, stride = (compile_expr(a) for a in call.args[2:])
 

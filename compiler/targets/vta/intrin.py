@@ -16,13 +16,14 @@ Example:
     >>> gemm = gemm_intrinsic(cfg)
     >>> gemm.name, gemm.axis_extents
     ('GEMM_1x4x4', (1, 4, 4))
-    >>> [t.name for t in gemm.op.input_tensors()], gemm.attrs["scopes"]["wgt"]
+    >>> [t.name for t in gemm.op.input_tensors()], gemm.attrs["scopes"]["wgt"].name
     (['inp', 'wgt'], 'local.wgt_buffer')
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from compiler import te
 from compiler.ir.buffer import Scope
@@ -45,15 +46,25 @@ class Scopes:
     def all(self) -> tuple[Scope, Scope, Scope]:
         return (self.inp, self.wgt, self.acc)
 
+    def owns(self, scope: Scope) -> bool:
+        """Whether ``scope`` is one of these three objects (compared by identity)."""
+        return scope is self.inp or scope is self.wgt or scope is self.acc
 
+
+@cache
 def make_scopes(cfg: HwConfig) -> Scopes:
     """Scopes whose unit is one SRAM entry and whose capacity is the config's buffer size.
+
+    One set of objects per configuration (equal configs share it), so passes compare scopes
+    by identity and targets of different configs keep theirs apart.
 
     Example:
         >>> import isa
         >>> s = make_scopes(isa.load_config("vta-1x16x16"))
         >>> s.acc.unit_bits, s.acc.capacity_bytes
         (512, 131072)
+        >>> make_scopes(isa.load_config("default")).acc is s.acc
+        False
     """
     return Scopes(
         Scope(INP_SCOPE, unit_bits=cfg.inp_elem_bytes * 8, capacity_bits=cfg.inp_buf_bytes * 8),
@@ -62,9 +73,12 @@ def make_scopes(cfg: HwConfig) -> Scopes:
     )
 
 
+@cache
 def gemm_intrinsic(cfg: HwConfig) -> TensorIntrin:
-    """Declare (and register) the GEMM micro-op of ``cfg``'s core as a tensor expression."""
+    """Declare (and register by name) the GEMM micro-op of ``cfg``'s core as a tensor
+    expression; ``attrs["scopes"]`` holds the scope objects of ``cfg`` for each operand."""
     b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    scopes = make_scopes(cfg)
     inp = te.placeholder((b, bi), "int8", name="inp")
     wgt = te.placeholder((bo, bi), "int8", name="wgt")
     k = te.reduce_axis(bi, name="k")
@@ -77,5 +91,5 @@ def gemm_intrinsic(cfg: HwConfig) -> TensorIntrin:
     return decl_tensor_intrin(
         f"GEMM_{b}x{bi}x{bo}",
         out.op,
-        attrs={"scopes": {"inp": INP_SCOPE, "wgt": WGT_SCOPE, "out": ACC_SCOPE}},
+        attrs={"scopes": {"inp": scopes.inp, "wgt": scopes.wgt, "out": scopes.acc}},
     )

@@ -4,6 +4,7 @@ and code generation to a program file.
 The pipeline, read top to bottom (target passes marked *):
 
 ====================== ==============================================================
+check_thread_bindings * refuse GPU thread bindings (the accelerator has none)
 vta_tensorize *        match tensorize regions against the GEMM intrinsic (micro-op calls)
 simplify
 alu_in_place *         elementwise accumulator stages write into their input's buffer
@@ -24,8 +25,10 @@ Example:
     >>> t = get_vta_target("default")
     >>> t.name, [s.name for s in t.scopes][1:]
     ('vta', ['local.inp_buffer', 'local.wgt_buffer', 'local.acc_buffer'])
-    >>> t.pipeline().names()[0]
-    'vta_tensorize'
+    >>> t.BLOCK_OUT, t.acc_scope is t.sram.acc, t.dma_copy
+    (4, True, 'dma_copy')
+    >>> t.pipeline().names()[:2]
+    ['check_thread_bindings', 'vta_tensorize']
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.ir.buffer import GLOBAL, register_scope
+from compiler.ir.buffer import GLOBAL, Scope
+from compiler.ir.pragma import ALU, DMA_COPY, PragmaKey
 from compiler.ir.stmt import PrimFunc
 from compiler.passes.pipeline import Pass, Pipeline
 from compiler.passes.simplify import simplify_func
@@ -46,15 +50,23 @@ from .passes.coproc import annotate_coproc_scopes, inject_coproc_sync
 from .passes.fold_uop import make_fold_uop_loops
 from .passes.inject_alu import make_inject_alu
 from .passes.inject_dma import make_inject_dma
-from .passes.inplace import alu_in_place
+from .passes.inplace import make_alu_in_place
 from .passes.tensorize import make_tensorize_pass
-from .passes.virtual_thread import expand_virtual_threads
+from .passes.virtual_thread import expand_virtual_threads, refuse_gpu_bindings
 
 
 class VTATarget(Target):
     """The accelerator built from a hardware config (a preset name or an ``HwConfig``)."""
 
     name = "vta"
+
+    #: TVM's ``env.dma_copy`` / ``env.alu`` pragma keys
+    dma_copy: PragmaKey = DMA_COPY
+    alu: PragmaKey = ALU
+    inp_dtype = "int8"
+    wgt_dtype = "int8"
+    out_dtype = "int8"
+    acc_dtype = "int32"
 
     def __init__(self, config: HwConfig | str = "default") -> None:
         self.config = load_config(config) if isinstance(config, str) else config
@@ -63,10 +75,45 @@ class VTATarget(Target):
         self.gemm = gemm_intrinsic(self.config)
         self.intrinsics = (self.gemm,)
 
+    # TVM's VTA environment (``env = vta.get_env()``) reads these off the target.
+    @property
+    def BATCH(self) -> int:  # noqa: N802
+        return self.config.batch
+
+    @property
+    def BLOCK_IN(self) -> int:  # noqa: N802
+        return self.config.block_in
+
+    @property
+    def BLOCK_OUT(self) -> int:  # noqa: N802
+        return self.config.block_out
+
+    @property
+    def inp_scope(self) -> Scope:
+        return self.sram.inp
+
+    @property
+    def wgt_scope(self) -> Scope:
+        return self.sram.wgt
+
+    @property
+    def acc_scope(self) -> Scope:
+        return self.sram.acc
+
+    def __enter__(self) -> VTATarget:
+        from .env import enter
+
+        enter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from .env import leave
+
+        leave(self)
+
     def register(self) -> None:
-        # Scopes are named the same for every config; lookups by name follow the latest target.
-        for scope in self.scopes:
-            register_scope(scope, replace=True)
+        """Nothing to register: the SRAM scopes belong to this target's configuration and
+        resolve through :meth:`resolve_scope` when a schedule is lowered for it."""
 
     def extend_pipeline(self, pipeline: Pipeline) -> Pipeline:
         cfg = self.config
@@ -79,7 +126,10 @@ class VTATarget(Target):
             pipeline.replace(
                 "lower_tensorize", Pass("vta_tensorize", make_tensorize_pass(self.gemm))
             )
-            .insert_before("flatten_buffers", Pass("alu_in_place", alu_in_place))
+            .insert_before("vta_tensorize", Pass("check_thread_bindings", refuse_gpu_bindings))
+            .insert_before(
+                "flatten_buffers", Pass("alu_in_place", make_alu_in_place(self.sram.acc))
+            )
             .insert_after(
                 "simplify_flat",
                 Pass("inject_dma", make_inject_dma(cfg)),
@@ -106,12 +156,27 @@ class VTATarget(Target):
         return f"VTATarget({self.config.name})"
 
 
+_TARGETS: dict[HwConfig, VTATarget] = {}
+
+
 def get_vta_target(config: HwConfig | str = "default") -> VTATarget:
-    """The registered accelerator target for ``config`` (its scopes become resolvable)."""
+    """The accelerator target for ``config`` (one instance per configuration, so schedules
+    written against its scopes and intrinsic find the same objects again).
+
+    Example:
+        >>> get_vta_target("default") is get_vta_target("default")
+        True
+        >>> get_vta_target("default").acc_scope is get_vta_target("vta-1x16x16").acc_scope
+        False
+    """
     tgt = get_target("vta", config=config)
     assert isinstance(tgt, VTATarget)
     return tgt
 
 
 def _factory(config: HwConfig | str = "default", **_: Any) -> VTATarget:
-    return VTATarget(config)
+    cfg = load_config(config) if isinstance(config, str) else config
+    tgt = _TARGETS.get(cfg)
+    if tgt is None:
+        tgt = _TARGETS[cfg] = VTATarget(cfg)
+    return tgt

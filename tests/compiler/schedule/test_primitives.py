@@ -91,9 +91,15 @@ def test_attach_errors():
 
 def test_cache_primitives_check_their_arguments():
     A, B, C = matmul()
+    # a scope name is the target's to resolve (scopes belong to target instances): an unknown
+    # one is refused when lowering for that target, naming the stage
+    s0 = create_schedule(C)
+    s0.cache_read(A, "sram", [C])
+    with pytest.raises(LoweringError, match="stage A.sram: unknown memory scope 'sram' for target"):
+        lower(s0, [A, B, C])
+    with pytest.raises(ScheduleError, match="cache_read of A: invalid memory scope 'no sram'"):
+        create_schedule(C).cache_read(A, "no sram", [C])
     s = create_schedule(C)
-    with pytest.raises(ScheduleError, match="cache_read of A: unknown memory scope 'sram'"):
-        s.cache_read(A, "sram", [C])
     with pytest.raises(ScheduleError, match="stage C does not read X directly"):
         X = te.placeholder((4,), name="X")
         Y = te.compute((4,), lambda i: X[i] + 1.0, name="Y")

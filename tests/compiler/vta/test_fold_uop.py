@@ -16,7 +16,7 @@ def kernel_infos(stmt):
     out = []
 
     def walk(s):
-        if isinstance(s, Pragma) and s.key == UOP_KERNEL:
+        if isinstance(s, Pragma) and s.key is UOP_KERNEL:
             out.append(s.value)
         for c in s.children():
             if hasattr(c, "children") and not hasattr(c, "dtype"):

@@ -13,17 +13,19 @@ from compiler.ir import (
     seq,
     to_text,
 )
+from compiler.ir.pragma import ALU
 from compiler.targets.vta import get_vta_target
-from compiler.targets.vta.passes.inplace import alu_in_place
+from compiler.targets.vta.passes.inplace import make_alu_in_place
 
 from .helpers import lower_dumps, small_conv
 
 ACC = get_vta_target("default").sram.acc
+alu_in_place = make_alu_in_place(ACC)
 
 
 def nest(dst, value_of):
     i = Var("i")
-    return Pragma("alu", 1, For(i, IntImm(0), IntImm(4), ForKind.SERIAL,
+    return Pragma(ALU, 1, For(i, IntImm(0), IntImm(4), ForKind.SERIAL,
                                 BufferStore(dst, value_of(i), (i,))))  # fmt: skip
 
 

@@ -4,6 +4,7 @@ import pytest
 
 import isa
 from compiler import te
+from compiler.errors import CompilerError
 from compiler.ir import get_scope
 from compiler.targets import get_target
 from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
@@ -25,11 +26,10 @@ def test_gemm_declaration_is_the_micro_op(preset):
     assert (inp.dtype.name, wgt.dtype.name, op.dtype.name) == ("int8", "int8", "int32")
     assert [iv.extent for iv in op.reduce_axis] == [cfg.block_in]
     assert isinstance(op.body, te.Reduce) and op.body.combiner.name == "sum"
-    assert gemm.attrs["scopes"] == {
-        "inp": "local.inp_buffer",
-        "wgt": "local.wgt_buffer",
-        "out": "local.acc_buffer",
-    }
+    scopes = make_scopes(cfg)
+    assert gemm.attrs["scopes"]["inp"] is scopes.inp
+    assert gemm.attrs["scopes"]["wgt"] is scopes.wgt
+    assert gemm.attrs["scopes"]["out"] is scopes.acc
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -46,9 +46,17 @@ def test_scopes_unit_is_one_entry_and_capacity_the_buffer(preset):
     )
 
 
-def test_target_registers_its_scopes_by_name():
+def test_each_target_resolves_its_own_scopes_by_name():
     t = get_target("vta", config="vta-1x16x16")
-    assert get_scope("local.acc_buffer") is t.sram.acc
     t2 = get_target("vta", config="default")
-    assert get_scope("local.acc_buffer") is t2.sram.acc
+    assert t.resolve_scope("local.acc_buffer") is t.sram.acc
+    assert t2.resolve_scope("local.acc_buffer") is t2.sram.acc
     assert t2.sram.acc.capacity_bytes == 32 * 1024
+    assert t.sram.acc.capacity_bytes == 128 * 1024
+    # the names are the target's, not the process's
+    with pytest.raises(CompilerError, match="unknown memory scope 'local.acc_buffer'"):
+        get_scope("local.acc_buffer")
+    with pytest.raises(CompilerError, match="made for another configuration"):
+        t.resolve_scope(t2.sram.acc)
+    with pytest.raises(CompilerError, match="its scopes are global, local.acc_buffer"):
+        t.resolve_scope("local.acc_bufer")

@@ -36,8 +36,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from compiler.ir.buffer import GLOBAL
+from compiler.ir.functor import buffers_used, visit
+from compiler.ir.node import Node
+from compiler.ir.pragma import declare_pragma
 from compiler.ir.stmt import (
     Allocate,
+    BufferStore,
     Evaluate,
     For,
     ForKind,
@@ -53,7 +58,7 @@ from compiler.ir.stmt import (
 from ..calls import MODULE_ID, dep_pop, dep_push, module_of_call, vta_call
 from ..errors import VTATargetError
 
-COPROC_SCOPE = "coproc_scope"
+COPROC_SCOPE = declare_pragma("coproc_scope", "the module (load, compute, store) that runs it")
 _MIXED = "mixed"
 _HOST = "host"
 
@@ -96,9 +101,7 @@ def _wrap(s: Stmt, memo: dict[int, str | None]) -> Stmt:
     if m is None:
         return s
     if m == _HOST:
-        raise VTATargetError(
-            f"host computation inside an accelerator function is not supported:\n{s!r}"
-        )
+        raise _host_error(s)
     if m != _MIXED:
         return Pragma(COPROC_SCOPE, m, s)
     if isinstance(s, SeqStmt):
@@ -132,6 +135,41 @@ def _wrap(s: Stmt, memo: dict[int, str | None]) -> Stmt:
     return s
 
 
+def _host_error(s: Stmt) -> VTATargetError:
+    """Name the stage whose loop nest is left to run on the host, and the pragma it lacks."""
+    found: list[BufferStore] = []
+
+    def first_store(n: Node) -> bool:
+        if found:
+            return False
+        if isinstance(n, BufferStore):
+            found.append(n)
+            return False
+        return True
+
+    visit(s, first_store)
+    if not found:
+        return VTATargetError(
+            f"a {type(s).__name__} statement is left to run on the host; every statement of an "
+            "accelerator function must become an accelerator instruction"
+        )
+    store = found[0]
+    dst = store.buffer
+    reads = sorted({b.name for b in buffers_used(store.value)})
+    from_main = any(b.scope is GLOBAL for b in buffers_used(store.value))
+    if dst.scope is GLOBAL or from_main:
+        need = "dma_copy"
+        what = "copies between main memory and an on-chip buffer"
+    else:
+        need = "alu"
+        what = "computes in an on-chip buffer"
+    return VTATargetError(
+        f"stage {dst.name} ({dst.scope.name}, reads {', '.join(reads) or 'nothing'}) {what} "
+        f"but has no 'pragma {need}' on any of its loops, so it would run on the host; add "
+        f's[{dst.name}].pragma(<its outermost loop>, "{need}")'
+    )
+
+
 def annotate_coproc_scopes(func: PrimFunc) -> PrimFunc:
     """The ``coproc_scopes`` pass."""
     return func.with_body(_wrap(func.body, {}))
@@ -139,7 +177,7 @@ def annotate_coproc_scopes(func: PrimFunc) -> PrimFunc:
 
 def block_module(s: Stmt) -> str | None:
     """The module of a coproc block, or None if ``s`` is not one."""
-    if isinstance(s, Pragma) and s.key == COPROC_SCOPE:
+    if isinstance(s, Pragma) and s.key is COPROC_SCOPE:
         return str(s.value)
     return None
 

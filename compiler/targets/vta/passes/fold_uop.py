@@ -35,15 +35,16 @@ from compiler.arith.linear import detect_linear_equation
 from compiler.ir.expr import Call, Var
 from compiler.ir.functor import uses_var, visit
 from compiler.ir.node import Node
+from compiler.ir.pragma import declare_pragma
 from compiler.ir.stmt import Allocate, Evaluate, For, If, LetStmt, Pragma, PrimFunc, SeqStmt, Stmt
 from isa import HwConfig
 
 from ..calls import UopSignature, is_uop, uop_operands, uop_signature, vta_call
 from ..errors import VTATargetError
-from ..intrin import ACC_SCOPE, INP_SCOPE, WGT_SCOPE
+from ..intrin import make_scopes
 from .coproc import block_module
 
-UOP_KERNEL = "vta.uop_kernel"
+UOP_KERNEL = declare_pragma("vta.uop_kernel", "a micro-op kernel and its folded loops")
 #: The largest iteration count of a folded loop (14-bit iter_out / iter_in fields).
 MAX_ITER = (1 << 14) - 1
 _MIXED = object()
@@ -119,10 +120,11 @@ def _uop_count(s: Stmt) -> int:
 class _Folder:
     def __init__(self, cfg: HwConfig) -> None:
         self.cfg = cfg
+        sram = make_scopes(cfg)
         self.lanes = {
-            INP_SCOPE: cfg.batch * cfg.block_in,
-            WGT_SCOPE: cfg.block_out * cfg.block_in,
-            ACC_SCOPE: cfg.batch * cfg.block_out,
+            sram.inp: cfg.batch * cfg.block_in,
+            sram.wgt: cfg.block_out * cfg.block_in,
+            sram.acc: cfg.batch * cfg.block_out,
         }
 
     def coeffs(self, var: Var, calls: list[Call], below: Stmt) -> tuple[int, int, int] | None:
@@ -134,7 +136,7 @@ class _Folder:
                 eq = detect_linear_equation(load.indices[0], [var])
                 if eq is None or not isinstance(eq[0], int):
                     return None
-                lanes = self.lanes[load.buffer.scope.name]
+                lanes = self.lanes[load.buffer.scope]
                 if eq[0] % lanes:
                     return None
                 got[k] = eq[0] // lanes

@@ -40,13 +40,14 @@ from compiler.ir import expr as E
 from compiler.ir.expr import BufferLoad, Expr, IntImm
 from compiler.ir.functor import rewrite, substitute
 from compiler.ir.node import Node
+from compiler.ir.pragma import ALU
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import BufferStore, For, Pragma, PrimFunc, Stmt, seq
 from isa import AluOp, HwConfig
 
 from ..calls import alu_uop
 from ..errors import VTATargetError
-from ..intrin import ACC_SCOPE
+from ..intrin import make_scopes
 from .nest import analyze, perfect_nest, split_entry
 
 IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
@@ -61,8 +62,9 @@ class _NotChain(Exception):
 
 
 class _AluLowering:
-    def __init__(self, cfg: HwConfig, body: Stmt) -> None:
+    def __init__(self, cfg: HwConfig, body: Stmt, stage: str = "") -> None:
         self.cfg = cfg
+        self.acc = make_scopes(cfg).acc
         self.loops, leaf = perfect_nest(body, "alu")
         if not isinstance(leaf, BufferStore):
             raise VTATargetError(
@@ -70,7 +72,8 @@ class _AluLowering:
                 f"{type(leaf).__name__}:\n{to_text(leaf)}"
             )
         self.store = leaf
-        self.what = f"alu stage {leaf.buffer.name}"
+        # the stage the user scheduled (alu_in_place may have merged its buffer into another)
+        self.what = f"alu stage {stage or leaf.buffer.name}"
 
     def fail(self, why: str) -> VTATargetError:
         return VTATargetError(f"{self.what}: {why}")
@@ -82,10 +85,10 @@ class _AluLowering:
         if isinstance(e, E.Cast) and e.dtype.name == "int32":
             e = e.value  # an int8 operand in the accumulator is already sign-extended
         if isinstance(e, BufferLoad):
-            if e.buffer.scope.name != ACC_SCOPE:
+            if e.buffer.scope is not self.acc:
                 raise self.fail(
                     f"operand {e.buffer.name} is in scope {e.buffer.scope.name}; the ALU reads "
-                    f"only the accumulator ({ACC_SCOPE}); cache it there with a dma_copy"
+                    f"only the accumulator ({self.acc.name}); cache it there with a dma_copy"
                 )
             return e
         return None
@@ -156,9 +159,10 @@ class _AluLowering:
     # ---- micro-op nests ----------------------------------------------------------------------
     def run(self) -> Stmt:
         dst = self.store.buffer
-        if dst.scope.name != ACC_SCOPE:
+        if dst.scope is not self.acc:
             raise self.fail(
-                f"the ALU writes the accumulator ({ACC_SCOPE}); {dst.name} is in {dst.scope.name}"
+                f"the ALU writes the accumulator ({self.acc.name}); {dst.name} is in "
+                f"{dst.scope.name}"
             )
         value = self.store.value
         if dst.dtype.name == "int8" and isinstance(value, E.Cast) and value.dtype.name == "int8":
@@ -227,9 +231,9 @@ class _AluLowering:
         return body
 
 
-def lower_alu(cfg: HwConfig, body: Stmt) -> Stmt:
-    """The ALU micro-op nests of one ``alu`` stage (see the module docstring)."""
-    return _AluLowering(cfg, body).run()
+def lower_alu(cfg: HwConfig, body: Stmt, stage: str = "") -> Stmt:
+    """The ALU micro-op nests of one ``alu`` stage named ``stage`` (see the module docstring)."""
+    return _AluLowering(cfg, body, stage).run()
 
 
 def make_inject_alu(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
@@ -237,8 +241,8 @@ def make_inject_alu(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
 
     def inject_alu(func: PrimFunc) -> PrimFunc:
         def post(n: Node) -> Node | None:
-            if isinstance(n, Pragma) and n.key == "alu":
-                return lower_alu(cfg, n.body)
+            if isinstance(n, Pragma) and n.key is ALU:
+                return lower_alu(cfg, n.body, n.stage)
             return None
 
         return func.with_body(rewrite(func.body, post))

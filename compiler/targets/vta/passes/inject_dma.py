@@ -43,20 +43,19 @@ from dataclasses import dataclass
 from compiler.arith.linear import detect_linear_equation
 from compiler.ir import expr as E
 from compiler.ir import op
-from compiler.ir.buffer import Buffer
+from compiler.ir.buffer import GLOBAL, Buffer
 from compiler.ir.expr import BufferLoad, Expr, IntImm, Var
 from compiler.ir.functor import rewrite, substitute
 from compiler.ir.node import Node
+from compiler.ir.pragma import DMA_COPY
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import BufferStore, For, Pragma, PrimFunc, Stmt
 from isa import HwConfig, MemType
 
 from ..calls import dma_load, dma_store
 from ..errors import VTATargetError
-from ..intrin import ACC_SCOPE, INP_SCOPE, WGT_SCOPE
+from ..intrin import make_scopes
 from .nest import analyze, merge_contiguous, perfect_nest, split_entry
-
-SRAM_SCOPES = (INP_SCOPE, WGT_SCOPE, ACC_SCOPE)
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,9 @@ def _pads(atoms: list[_Atom], extent: int) -> tuple[Expr, Expr]:
 
 
 class _CopyLowering:
-    def __init__(self, cfg: HwConfig, body: Stmt) -> None:
+    def __init__(self, cfg: HwConfig, body: Stmt, stage: str = "") -> None:
         self.cfg = cfg
+        self.sram = make_scopes(cfg)
         self.body = body
         self.loops, leaf = perfect_nest(body, "dma_copy")
         if not isinstance(leaf, BufferStore):
@@ -125,7 +125,7 @@ class _CopyLowering:
                 f"{type(leaf).__name__}:\n{to_text(leaf)}"
             )
         self.store = leaf
-        self.what = f"dma_copy into {leaf.buffer.name}"
+        self.what = f"dma_copy of stage {stage or leaf.buffer.name}"
 
     def fail(self, why: str) -> VTATargetError:
         return VTATargetError(f"{self.what}: {why}")
@@ -134,7 +134,8 @@ class _CopyLowering:
     def classify(self) -> tuple[MemType, Buffer, BufferLoad, Expr | None]:
         """(memory type, the buffer written, the load read, the padding condition)."""
         dst, value = self.store.buffer, self.store.value
-        if dst.scope.name in SRAM_SCOPES:
+        sram = self.sram
+        if sram.owns(dst.scope):
             cond = None
             cast = None
             if isinstance(value, E.Cast):
@@ -146,12 +147,12 @@ class _CopyLowering:
                 cond, value = value.cond, value.then_value
             if isinstance(value, E.Cast) and cast is None:
                 cast, value = value.dtype, value.value
-            if not isinstance(value, BufferLoad) or value.buffer.scope.name != "global":
+            if not isinstance(value, BufferLoad) or value.buffer.scope is not GLOBAL:
                 raise self.fail(
                     f"a DMA load copies from main memory; the value is {to_text(self.store.value)}"
                 )
             src = value
-            if dst.scope.name == ACC_SCOPE:
+            if dst.scope is sram.acc:
                 # int8 values, cast to int32 or kept as int8 (cache_read of an int8 tensor),
                 # are sign-extended into accumulator entries: an ACC8 load.
                 src_dt, dst_dt = src.buffer.dtype.name, dst.dtype.name
@@ -168,21 +169,21 @@ class _CopyLowering:
                     f"{dst.scope.name} holds int8 values; {src.buffer.name} is "
                     f"{src.buffer.dtype} and {dst.name} is {dst.dtype}"
                 )
-            mem = MemType.INP if dst.scope.name == INP_SCOPE else MemType.WGT
+            mem = MemType.INP if dst.scope is sram.inp else MemType.WGT
             return mem, dst, src, cond
-        if dst.scope.name != "global":
+        if dst.scope is not GLOBAL:
             raise self.fail(f"cannot copy into scope {dst.scope.name}")
         if (
             isinstance(value, E.Cast)
             and value.dtype.name == "int8"
             and isinstance(value.value, BufferLoad)
-            and value.value.buffer.scope.name == ACC_SCOPE
+            and value.value.buffer.scope is sram.acc
             and dst.dtype.name == "int8"
         ):
             return MemType.OUT, dst, value.value, None
         if (
             isinstance(value, BufferLoad)
-            and value.buffer.scope.name == ACC_SCOPE
+            and value.buffer.scope is sram.acc
             and value.buffer.dtype.name == "int8"
             and dst.dtype.name == "int8"
         ):
@@ -220,11 +221,16 @@ class _CopyLowering:
         lanes = self.lanes(mem)
         outer, elem = split_entry(groups, lanes, self.what)
         outer = merge_contiguous(outer)
+        # x: a run of entries contiguous on both sides (else rows of one entry); y: the next
+        # loop out when the SRAM side continues row after row (a LOAD fills SRAM contiguously
+        # and a STORE reads it so), whatever its DRAM stride: e.g. weight blocks of one
+        # reduction step, n entries apart in DRAM, are one LOAD of m rows of one entry.
         x = outer[-1] if outer and outer[-1].coeffs == (1, 1) else None
+        rows = outer[:-1] if x is not None else outer
         y = None
-        if x is not None and len(outer) >= 2:
-            cand = outer[-2]
-            if cand.coeffs[0] == x.extent and cand.coeffs[1] >= 0:
+        if rows:
+            cand = rows[-1]
+            if cand.coeffs[0] == (x.extent if x else 1) and cand.coeffs[1] >= 0:
                 y = cand
         moved = set(elem)
         for g in (x, y):
@@ -289,9 +295,9 @@ def _holds(a: _Atom) -> Expr:
     return a.var * a.coeff + a.rest >= 0
 
 
-def lower_copy(cfg: HwConfig, body: Stmt) -> Stmt:
-    """The DMA call(s) of one ``dma_copy`` nest (see the module docstring)."""
-    return _CopyLowering(cfg, body).run()
+def lower_copy(cfg: HwConfig, body: Stmt, stage: str = "") -> Stmt:
+    """The DMA call(s) of one ``dma_copy`` nest of ``stage`` (see the module docstring)."""
+    return _CopyLowering(cfg, body, stage).run()
 
 
 def make_inject_dma(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
@@ -299,8 +305,8 @@ def make_inject_dma(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
 
     def inject_dma(func: PrimFunc) -> PrimFunc:
         def post(n: Node) -> Node | None:
-            if isinstance(n, Pragma) and n.key == "dma_copy":
-                return lower_copy(cfg, n.body)
+            if isinstance(n, Pragma) and n.key is DMA_COPY:
+                return lower_copy(cfg, n.body, n.stage)
             return None
 
         return func.with_body(rewrite(func.body, post))

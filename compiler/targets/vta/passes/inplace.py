@@ -9,14 +9,15 @@ rewriting). Chains such as conv -> shift -> clip collapse onto the convolution's
 Example:
     >>> from compiler.ir import Allocate, Buffer, BufferStore, For, ForKind, IntImm
     >>> from compiler.ir import Pragma, PrimFunc, Var, seq, to_text
+    >>> from compiler.ir.pragma import ALU
     >>> from compiler.ir.buffer import Scope
     >>> acc = Scope("local.acc_buffer", unit_bits=128, capacity_bits=1 << 15)
     >>> A, B = Buffer("A", (4,), "int32", acc), Buffer("B", (4,), "int32", acc)
     >>> i = Var("i")
-    >>> nest = Pragma("alu", 1, For(i, IntImm(0), IntImm(4), ForKind.SERIAL,
+    >>> nest = Pragma(ALU, 1, For(i, IntImm(0), IntImm(4), ForKind.SERIAL,
     ...     BufferStore(B, A[i] >> 8, (i,))))
     >>> f = PrimFunc("f", (), Allocate(A, Allocate(B, nest)))
-    >>> print(to_text(alu_in_place(f).body))
+    >>> print(to_text(make_alu_in_place(acc)(f).body))
     allocate A: int32[4] @local.acc_buffer
     pragma alu = 1:
       for i in range(4):
@@ -25,13 +26,14 @@ Example:
 
 from __future__ import annotations
 
-from compiler.ir.buffer import Buffer
+from collections.abc import Callable
+
+from compiler.ir.buffer import Buffer, Scope
 from compiler.ir.expr import BufferLoad
 from compiler.ir.functor import buffers_used, replace_buffers, rewrite, visit
 from compiler.ir.node import Node
+from compiler.ir.pragma import ALU
 from compiler.ir.stmt import Allocate, BufferStore, For, Pragma, PrimFunc, SeqStmt, Stmt
-
-from ..intrin import ACC_SCOPE
 
 
 def _store_of(nest: Stmt) -> BufferStore | None:
@@ -41,12 +43,12 @@ def _store_of(nest: Stmt) -> BufferStore | None:
     return s if isinstance(s, BufferStore) else None
 
 
-def _pointwise_sources(store: BufferStore) -> list[Buffer] | None:
+def _pointwise_sources(store: BufferStore, acc: Scope) -> list[Buffer] | None:
     """Accumulator buffers read at exactly the stored element (None if read elsewhere too)."""
     reads: dict[Buffer, bool] = {}
 
     def fn(n: Node) -> None:
-        if isinstance(n, BufferLoad) and n.buffer.scope.name == ACC_SCOPE:
+        if isinstance(n, BufferLoad) and n.buffer.scope is acc:
             same = n.indices == store.indices
             reads[n.buffer] = reads.get(n.buffer, True) and same
 
@@ -54,10 +56,10 @@ def _pointwise_sources(store: BufferStore) -> list[Buffer] | None:
     return [b for b, ok in reads.items() if ok]
 
 
-def _scan(kids: tuple[Stmt, ...], live: list[Buffer]) -> tuple[Buffer, Buffer] | None:
+def _scan(kids: tuple[Stmt, ...], live: list[Buffer], acc: Scope) -> tuple[Buffer, Buffer] | None:
     """Look for a mergeable alu stage among statements run in sequence."""
     for k, child in enumerate(kids):
-        if isinstance(child, Pragma) and child.key == "alu":
+        if isinstance(child, Pragma) and child.key is ALU:
             store = _store_of(child)
             if store is None or store.buffer not in live:
                 continue
@@ -67,7 +69,7 @@ def _scan(kids: tuple[Stmt, ...], live: list[Buffer]) -> tuple[Buffer, Buffer] |
             later: set[Buffer] = set()
             for c in kids[k + 1 :]:
                 later |= buffers_used(c)
-            for a in _pointwise_sources(store) or []:
+            for a in _pointwise_sources(store, acc) or []:
                 if (
                     a is not b
                     and a in live
@@ -77,44 +79,48 @@ def _scan(kids: tuple[Stmt, ...], live: list[Buffer]) -> tuple[Buffer, Buffer] |
                 ):
                     return a, b
             continue
-        found = _find_merge(child, live)
+        found = _find_merge(child, live, acc)
         if found:
             return found
     return None
 
 
-def _find_merge(s: Stmt, live: list[Buffer]) -> tuple[Buffer, Buffer] | None:
+def _find_merge(s: Stmt, live: list[Buffer], acc: Scope) -> tuple[Buffer, Buffer] | None:
     """A pair (A, B): B's alu stage can write into A instead. ``live`` are the buffers
     allocated around ``s`` with no loop or branch in between."""
     if isinstance(s, Allocate):
-        return _find_merge(s.body, live + [s.buffer])
+        return _find_merge(s.body, live + [s.buffer], acc)
     if isinstance(s, SeqStmt):
-        return _scan(s.stmts, live)
-    if isinstance(s, Pragma) and s.key == "alu":
-        return _scan((s,), live)
+        return _scan(s.stmts, live, acc)
+    if isinstance(s, Pragma) and s.key is ALU:
+        return _scan((s,), live, acc)
     if isinstance(s, For):
         # A buffer allocated outside a loop holds values across iterations; do not reuse it.
-        return _find_merge(s.body, [])
+        return _find_merge(s.body, [], acc)
     for child in s.children():
         if isinstance(child, Stmt):
-            found = _find_merge(child, [])
+            found = _find_merge(child, [], acc)
             if found:
                 return found
     return None
 
 
-def alu_in_place(func: PrimFunc) -> PrimFunc:
-    """The ``alu_in_place`` pass."""
-    body = func.body
-    while True:
-        pair = _find_merge(body, [])
-        if pair is None:
-            return func.with_body(body)
-        a, b = pair
+def make_alu_in_place(acc: Scope) -> Callable[[PrimFunc], PrimFunc]:
+    """The ``alu_in_place`` pass for the accumulator scope ``acc`` of one configuration."""
 
-        def drop(n: Node, b: Buffer = b) -> Node | None:
-            if isinstance(n, Allocate) and n.buffer is b:
-                return n.body
-            return None
+    def alu_in_place(func: PrimFunc) -> PrimFunc:
+        body = func.body
+        while True:
+            pair = _find_merge(body, [], acc)
+            if pair is None:
+                return func.with_body(body)
+            a, b = pair
 
-        body = replace_buffers(rewrite(body, drop), {b: a})
+            def drop(n: Node, b: Buffer = b) -> Node | None:
+                if isinstance(n, Allocate) and n.buffer is b:
+                    return n.body
+                return None
+
+            body = replace_buffers(rewrite(body, drop), {b: a})
+
+    return alu_in_place

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compiler.ir import expr as E
+from compiler.ir.buffer import Scope
 from compiler.ir.expr import BufferLoad, Expr, IntImm, Var
 from compiler.ir.functor import rewrite, used_vars
 from compiler.ir.node import Node
@@ -55,7 +56,7 @@ class _Matcher:
         self.region = region
         self.intrin = intrin
         self.where = f"tensorize {intrin.name} at stage {region.stage}"
-        self.scopes: dict[str, str] = dict(intrin.attrs.get("scopes", {}))
+        self.scopes: dict[str, Scope] = dict(intrin.attrs.get("scopes", {}))
         self.mapping: dict[Var, Var] = {}  # intrinsic axis var -> nest loop var
         self.bound: dict[str, BufferLoad] = {}
         self.loops: list[For] = []
@@ -103,8 +104,11 @@ class _Matcher:
         buf = load.buffer
         want = self.scopes.get(role)
         what = f"operand {role!r} ({buf.name})" if role != "out" else f"the output {buf.name}"
-        if want is not None and buf.scope.name != want:
-            raise _Mismatch(f"{what} is in scope {buf.scope.name}, the intrinsic needs {want}")
+        if want is not None and buf.scope is not want:
+            raise _Mismatch(
+                f"{what} is in scope {buf.scope.name}, the intrinsic needs {want.name}"
+                + (" of this target's configuration" if buf.scope.name == want.name else "")
+            )
         if buf.dtype != dtype:
             raise _Mismatch(f"{what} has dtype {buf.dtype}, the intrinsic's {role} is {dtype}")
         nd = len(shape)

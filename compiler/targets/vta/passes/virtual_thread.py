@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from compiler.ir.buffer import Buffer
 from compiler.ir.expr import BufferLoad, IntImm, Var
-from compiler.ir.functor import rewrite, substitute, uses_var
+from compiler.ir.functor import rewrite, substitute, uses_var, visit
 from compiler.ir.node import Node
 from compiler.ir.stmt import (
     Allocate,
@@ -99,6 +99,34 @@ class _Injector:
 
         body = rewrite(s, post)
         return seq(*(substitute(body, {var: IntImm(t)}) for t in range(self.n)))
+
+
+def refuse_gpu_bindings(func: PrimFunc) -> PrimFunc:
+    """The ``check_thread_bindings`` pass: a loop bound to a GPU thread axis has no meaning on
+    the accelerator (it would run serially); refuse it, naming the stage and the loop.
+
+    Example:
+        >>> from compiler.ir import NOP
+        >>> refuse_gpu_bindings(PrimFunc("f", (), NOP)).body == NOP
+        True
+    """
+
+    def check(n: Node) -> None:
+        if isinstance(n, For) and n.thread is not None and n.thread.is_gpu:
+            stores: list[str] = []
+            visit(
+                n.body,
+                lambda m: stores.append(m.buffer.name) if isinstance(m, BufferStore) else None,
+            )
+            stage = f"stage {stores[0]}: " if stores else ""
+            raise VTATargetError(
+                f"{stage}loop {n.var.name} is bound to the GPU axis {n.thread.tag}; the "
+                "accelerator has no GPU threads (bind 'cthread' for virtual threads, or compile "
+                "for a GPU target)"
+            )
+
+    visit(func.body, check)
+    return func
 
 
 def expand_virtual_threads(func: PrimFunc) -> PrimFunc:
