@@ -49,11 +49,11 @@ def _kernel(stmt: S.Stmt, launch: LaunchConfig, name: str) -> S.Stmt:
             return S.If(s.cond, go(s.then_body, tvars, div), other)
         if isinstance(s, S.For):
             if s.thread is not None and s.thread.is_gpu:
-                inner = tvars | {s.var}
-                div = divergent
-                if s.thread.tag in THREAD_TAGS:
-                    div = div or s.extent.value < launch.extent(s.thread.tag)  # type: ignore[attr-defined]
-                return s.replace(body=go(s.body, inner, div))
+                if s.thread.tag not in THREAD_TAGS:
+                    return s.replace(body=go(s.body, tvars, divergent))
+                full = launch.extent(s.thread.tag)
+                div = divergent or s.extent.value < full  # type: ignore[attr-defined]
+                return s.replace(body=go(s.body, tvars | {s.var}, div))
             if not divergent:
                 fetched = _fetch(s, launch)
                 if fetched is not None:
@@ -68,21 +68,27 @@ def _kernel(stmt: S.Stmt, launch: LaunchConfig, name: str) -> S.Stmt:
 def _fetch(nest: S.For, launch: LaunchConfig) -> S.Stmt | None:
     """The cooperative form of ``nest`` if it is a serial nest storing into shared memory."""
     loops: list[S.For] = []
+    guards: list[Expr] = []
     cur: S.Stmt = nest
-    while isinstance(cur, S.For):
+    while isinstance(cur, S.For | S.If):
+        if isinstance(cur, S.If):
+            if cur.else_body is not None:
+                return None
+            guards.append(cur.cond)
+            cur = cur.then_body
+            continue
         if cur.thread is not None or cur.kind not in (S.ForKind.SERIAL, S.ForKind.UNROLLED):
             return None
         if not isinstance(cur.extent, IntImm) or not isinstance(cur.min, IntImm):
             return None
         loops.append(cur)
         cur = cur.body
-    inner = cur
-    while isinstance(inner, S.If) and inner.else_body is None:
-        inner = inner.then_body
-    if not isinstance(inner, S.BufferStore) or inner.buffer.scope.name != "shared":
+    if not isinstance(cur, S.BufferStore) or cur.buffer.scope.name != "shared":
         return None
-    if _is_update(inner):
+    if _is_update(cur):
         return None
+    for cond in reversed(guards):
+        cur = S.If(cond, cur)
     extents = [loop.extent.value for loop in loops]  # type: ignore[attr-defined]
     total = math.prod(extents)
     nthreads = launch.threads_per_block

@@ -110,13 +110,16 @@ def _reduced_store(
     """An accumulation inside ``loop`` that ``loop``'s threads share (the loop is a reduction
     axis bound to threads), or None."""
     found: list[S.BufferStore] = []
+    # buffers allocated inside the loop are not shared by its threads (a local one is each
+    # thread's own; a shared one is checked by the race check at its stores)
+    inner: set[Buffer] = set()
+    visit(loop.body, lambda n: inner.add(n.buffer) if isinstance(n, S.Allocate) else None)
 
     def fn(n: Node) -> bool | None:
         if isinstance(n, S.For) and n.thread is not None and n.thread.is_gpu:
             return False  # a nested thread loop is checked on its own
-        if isinstance(n, S.BufferStore) and _is_update(n):
-            outside = n.buffer.scope.name != "local" or depth.get(n.buffer, -1) <= len(stack)
-            if outside and loop.var not in _index_vars(n):
+        if isinstance(n, S.BufferStore) and _is_update(n) and n.buffer not in inner:
+            if loop.var not in _index_vars(n):
                 found.append(n)
         return None
 

@@ -120,7 +120,8 @@ class _Planner:
     def plan(
         self, s: S.Stmt, state: list[Access], canon: dict[Var, Expr]
     ) -> tuple[S.Stmt, list[Access]]:
-        tvars = set(canon)
+        # block indices are the same for every thread of the block: only threadIdx diverges
+        tvars = {v for v, c in canon.items() if c.name.startswith("threadIdx")}  # type: ignore[attr-defined]
         if isinstance(s, S.SeqStmt):
             out: list[S.Stmt] = []
             for x in s.stmts:
