@@ -310,11 +310,13 @@ def _tensor_bytes(sec: _Section) -> np.ndarray:
         seed = _int(words[1], sec.line, "seed")
         if seed < 0:
             raise AsmError(f"{where}: random seed {seed} is negative", line=sec.line)
-        lo, hi = (
-            (_int(words[2], sec.line, "lo"), _int(words[3], sec.line, "hi"))
-            if len(words) == 4
-            else (-128, 127)
-        )
+        if len(words) == 4:
+            lo, hi = _int(words[2], sec.line, "lo"), _int(words[3], sec.line, "hi")
+        elif dt.kind in "fc":
+            lo, hi = -128, 127
+        else:  # the int8 range, within the dtype's own
+            tlo, thi = _int_range(dt)
+            lo, hi = max(-128, tlo), min(127, thi)
         if lo > hi:
             raise AsmError(f"{where}: random range {lo}..{hi} is empty", line=sec.line)
         rng = np.random.default_rng(seed)
@@ -360,13 +362,14 @@ def _tensor_bytes(sec: _Section) -> np.ndarray:
                 arr = np.asarray([complex(w) for w in words], dt)
             else:
                 ints = [int(w, 0) for w in words]
-                tlo, thi = _int_range(dt)
-                bad = [v for v in ints if not tlo <= v <= thi]
-                if bad:
-                    raise AsmError(f"{where}: {bad[0]} does not fit {dt}", line=sec.line)
-                arr = np.asarray(ints, dt)
         except (ValueError, OverflowError) as e:
             raise AsmError(f"{where}: {e}", line=sec.line) from None
+        if dt.kind not in "fc":
+            tlo, thi = _int_range(dt)
+            bad = [v for v in ints if not tlo <= v <= thi]
+            if bad:
+                raise AsmError(f"{where}: {bad[0]} does not fit {dt}", line=sec.line)
+            arr = np.asarray(ints, dt)
         if dt.kind in "fc" and np.isfinite(arr).sum() < sum(
             w.lower().lstrip("+-(") not in ("inf", "nan", "infinity") for w in words
         ):

@@ -1,0 +1,61 @@
+"""Run ``vtac`` in-process and check the contract every fuzz case keeps: exit 0, or a non-zero
+exit with exactly one line on standard error, ``vtac <command>: error: ...`` (or ``...:
+interrupted``), and never a traceback or an internal error.
+
+Example:
+    >>> out = run_vtac(["sim", "no-such-file.npz"])
+    >>> out.code, out.err.startswith("vtac sim: error: no-such-file.npz")
+    (1, True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from isa.asm import assemble
+from runtime.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "isa" / "examples"
+
+
+@dataclasses.dataclass
+class Outcome:
+    argv: list[str]
+    code: int
+    out: str
+    err: str
+
+
+def run_vtac(argv: Sequence[str]) -> Outcome:
+    """``vtac argv`` in this process, with standard output and error captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:  # argparse: --help, or a usage error
+            code = e.code if isinstance(e.code, int) else 1
+    return Outcome(list(argv), int(code), out.getvalue(), err.getvalue())
+
+
+def assert_clean(o: Outcome) -> None:
+    """The contract of every command on every input (see the module docstring)."""
+    command = o.argv[0] if o.argv else ""
+    assert "Traceback" not in o.err, f"{o.argv}: traceback\n{o.err}"
+    assert "internal error" not in o.err, f"{o.argv}: {o.err}"
+    if o.code == 0:
+        return
+    lines = o.err.splitlines()
+    assert len(lines) == 1, f"{o.argv}: exit {o.code} with stderr {o.err!r}"
+    prefixes = (f"vtac {command}: error: ", f"vtac {command}: interrupted", "vtac: error: ")
+    assert lines[0].startswith(prefixes), f"{o.argv}: {lines[0]!r}"
+
+
+def example_program(name: str = "matmul16"):
+    """An example program of isa/examples, assembled."""
+    path = EXAMPLES / f"{name}.vasm"
+    return assemble(path.read_text(), source=str(path))
