@@ -45,7 +45,7 @@ CPU_BLOCK_C = 16
 
 def import_onnx(model: Any) -> Any:
     """The graph IR of an ``onnx.ModelProto`` (the ONNX frontend)."""
-    from compiler.frontend.onnx import from_onnx
+    from compiler.frontend.onnx_import import from_onnx
 
     return from_onnx(model)
 

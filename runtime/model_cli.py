@@ -215,6 +215,10 @@ def _format_output(name: str, d: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from runtime.errors import SessionError
+
+    if args.output and not args.output.endswith(".npz"):
+        raise SessionError(f"--output {args.output}: the file must end in .npz")
     sess = _session(args)
     inputs = sess.get_inputs()
     if args.input:
@@ -253,8 +257,6 @@ def _save_npz(path: str, outs: dict[str, np.ndarray]) -> None:
 
     from runtime.errors import SessionError
 
-    if not path.endswith(".npz"):
-        raise SessionError(f"--output {path}: the file must end in .npz")
     try:
         with zipfile.ZipFile(path, "w") as zf:
             for name, arr in outs.items():

@@ -1,0 +1,23 @@
+"""The docstring examples of the runtime's modules run and hold."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "runtime.errors",
+    "runtime.program",
+    "runtime.profile",
+    "runtime.executor",
+    "runtime.artifact",
+    "runtime.session",
+    "runtime.graph_compile",
+    "runtime.model_cli",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
