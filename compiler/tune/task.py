@@ -1,0 +1,398 @@
+"""Tuning tasks: one operator workload on one target, with the search space its schedule
+template declares and the way to build any point of that space.
+
+A :class:`Task` is plain data (JSON in the records, pickled to measurement workers). For the
+accelerator (``target="vta"``) the operators are the packed int8 ``conv2d`` and ``dense`` of
+``compiler.topi.vta``; their knobs are those of :class:`~compiler.topi.vta.Conv2dKnobs` and
+:class:`~compiler.topi.vta.DenseKnobs`: tile sizes from the divisors of each axis, the virtual
+thread split and (conv2d) the loop order. The space rejects points whose tiles overflow a
+thread's share of the inp/wgt/acc buffers or the micro-op buffer, and thread splits that do not
+divide the tile loops, with the same rules as the heuristic (``compiler.topi.vta.heuristic``),
+so every point handed out compiles.
+
+Example:
+    >>> t = conv2d_task(8, 8, 16, 16, 3, 1, 1, hw="default")
+    >>> t.key
+    'vta/default/conv2d/b1_h8_w8_ci16_co16_k3_s1_p1'
+    >>> len(t.space()), t.space().num_valid
+    (1152, 840)
+    >>> t.knobs(t.default_config())
+    Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=1, tile_co=1, tile_b=1, oc_nthread=2, h_nthread=1, loop_order='h_co')
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import CompilerError, ScheduleError
+from isa import HwConfig, load_config
+
+from .space import Config, ConfigSpace, Knob
+
+KINDS = ("conv2d", "dense")
+TARGETS = ("vta",)
+#: How many virtual threads the heuristic plans for when it gives a task's default config.
+DEFAULT_VTHREADS = 2
+
+
+@dataclass(frozen=True)
+class Task:
+    """One workload to tune: ``kind`` with ``shape`` (named sizes) on ``target`` / ``hw``.
+
+    ``weight`` counts how many times a model runs the workload (a tuned task's gain counts that
+    many times).
+    """
+
+    kind: str
+    shape: tuple[tuple[str, int], ...]
+    hw: str = "default"
+    target: str = "vta"
+    relu: bool = False
+    residual: bool = False
+    name: str = ""
+    weight: int = field(default=1, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise CompilerError(f"task {self.name or '?'}: kind must be one of {KINDS}")
+        if self.target not in TARGETS:
+            raise CompilerError(f"task {self.name or '?'}: target must be one of {TARGETS}")
+        want = _SHAPE_KEYS[self.kind]
+        if tuple(k for k, _ in self.shape) != want:
+            raise CompilerError(f"task {self.name or '?'}: a {self.kind} shape names {want}")
+        bad = [k for k, v in self.shape if int(v) != v or v < (0 if k == "pad" else 1)]
+        if bad:
+            raise CompilerError(f"task {self.name or '?'}: sizes {bad} out of range")
+
+    # ---- identity ------------------------------------------------------------------------------
+    @property
+    def sizes(self) -> dict[str, int]:
+        return dict(self.shape)
+
+    @property
+    def key(self) -> str:
+        """The workload's identity in records (what is built, not what it is called)."""
+        parts = "_".join(f"{_ABBREV[k]}{v}" for k, v in self.shape)
+        flags = ("_relu" if self.relu else "") + ("_res" if self.residual else "")
+        return f"{self.target}/{self.hw}/{self.kind}/{parts}{flags}"
+
+    def label(self) -> str:
+        return self.name or self.key
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "shape": dict(self.shape), "hw": self.hw, "target": self.target,
+            "relu": self.relu, "residual": self.residual, "name": self.name, "weight": self.weight,
+        }  # fmt: skip
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Task:
+        try:
+            kind = d["kind"]
+            shape = tuple((k, int(d["shape"][k])) for k in _SHAPE_KEYS[kind])
+            return Task(kind, shape, d.get("hw", "default"), d.get("target", "vta"),
+                        bool(d.get("relu", False)), bool(d.get("residual", False)),
+                        d.get("name", ""), int(d.get("weight", 1)))  # fmt: skip
+        except (KeyError, TypeError, ValueError) as e:
+            raise CompilerError(f"task record {dict(d)!r} is malformed: {e!r}") from None
+
+    @property
+    def config_obj(self) -> HwConfig:
+        return load_config(self.hw)
+
+    # ---- the space -----------------------------------------------------------------------------
+    def space(self) -> ConfigSpace:
+        """The schedule template's knobs with the validity rules (cached per task)."""
+        return _space(self)
+
+    def knobs(self, config: Config | int) -> Any:
+        """The schedule knobs of a point (``Conv2dKnobs`` / ``DenseKnobs``)."""
+        cfg = config if isinstance(config, Config) else self.space().config(config)
+        v = cfg.values
+        if self.kind == "conv2d":
+            from compiler.topi.vta import Conv2dKnobs
+
+            oc_n, h_n = v["vthreads"]
+            return Conv2dKnobs(v["tile_h"], v["tile_w"], v["tile_ci"], v["tile_co"], v["tile_b"],
+                               oc_n, h_n, v["loop_order"])  # fmt: skip
+        from compiler.topi.vta import DenseKnobs
+
+        return DenseKnobs(v["tile_co"], v["tile_ci"], v["tile_b"], v["oc_nthread"])
+
+    def config_of(self, knobs: Any) -> Config:
+        """The point of the space that has these schedule knobs."""
+        if self.kind == "conv2d":
+            values = {
+                "tile_b": knobs.tile_b, "tile_co": knobs.tile_co, "tile_h": knobs.tile_h,
+                "tile_w": knobs.tile_w, "tile_ci": knobs.tile_ci,
+                "vthreads": (knobs.oc_nthread, knobs.h_nthread), "loop_order": knobs.loop_order,
+            }  # fmt: skip
+        else:
+            values = {"tile_b": knobs.tile_b, "tile_co": knobs.tile_co,
+                      "tile_ci": knobs.tile_ci, "oc_nthread": knobs.oc_nthread}  # fmt: skip
+        return self.space().config(self.space().index_of(values))
+
+    def default_config(self, nthreads: int = DEFAULT_VTHREADS) -> Config:
+        """The heuristic's choice (what compilation uses without tuning records)."""
+        from compiler.topi.vta import conv2d_knobs, dense_knobs
+
+        cfg, p = self.config_obj, self._packed()
+        if self.kind == "conv2d":
+            s = self.sizes
+            knobs = conv2d_knobs(
+                cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"], k=s["k"],
+                stride=s["stride"], nthreads=nthreads, alu_ops=self._alu_ops(),
+                acc_buffers=2 if self.residual else 1,
+            )  # fmt: skip
+        else:
+            knobs = dense_knobs(cfg, nb=p["nb"], mb=p["mb"], kb=p["kb"], nthreads=min(nthreads, 2),
+                                acc_buffers=2 if self.residual else 1)  # fmt: skip
+        return self.config_of(knobs)
+
+    def _alu_ops(self) -> int:
+        # the epilogue's accumulator stages (shr, optional add, clip as MAX and MIN)
+        return 3 + int(self.residual)
+
+    def _packed(self) -> dict[str, int]:
+        """The sizes in blocks of the packed layouts."""
+        cfg, s = self.config_obj, self.sizes
+        nb = -(-s["batch"] // cfg.batch)
+        if self.kind == "conv2d":
+            oh = (s["h"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
+            ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
+            if oh < 1 or ow < 1:
+                raise ScheduleError(f"task {self.label()}: the kernel is larger than the input")
+            return {"nb": nb, "icb": -(-s["in_c"] // cfg.block_in),
+                    "ocb": -(-s["out_c"] // cfg.block_out), "oh": oh, "ow": ow}  # fmt: skip
+        return {"nb": nb, "kb": -(-s["in_features"] // cfg.block_in),
+                "mb": -(-s["out_features"] // cfg.block_out)}  # fmt: skip
+
+    @property
+    def macs(self) -> int:
+        s = self.sizes
+        if self.kind == "dense":
+            return s["batch"] * s["in_features"] * s["out_features"]
+        p = self._packed()
+        return s["batch"] * p["oh"] * p["ow"] * s["in_c"] * s["out_c"] * s["k"] ** 2
+
+    # ---- building ------------------------------------------------------------------------------
+    def build(self, config: Config | int, *, seed: int = 0) -> Any:
+        """Compile the point with seeded data: a :class:`~compiler.topi.vta.BuiltLayer`."""
+        from compiler.topi.vta import Conv2dLayer, build_conv2d, build_dense
+
+        knobs = self.knobs(config)
+        s = self.sizes
+        if self.kind == "conv2d":
+            layer = Conv2dLayer(self.name or "conv2d", s["h"], s["w"], s["in_c"], s["out_c"],
+                                s["k"], s["stride"], s["pad"], s["batch"])  # fmt: skip
+            return build_conv2d(layer, self.config_obj, knobs, relu=self.relu,
+                                residual=self.residual, seed=seed)  # fmt: skip
+        return build_dense(s["batch"], s["in_features"], s["out_features"], self.config_obj, knobs,
+                           relu=self.relu, residual=self.residual, seed=seed)  # fmt: skip
+
+    def loop_program(self, config: Config | int) -> Any:
+        """The point's schedule lowered to the loop IR (before the target's passes): the
+        program the cost model's features describe."""
+        from compiler.lower.nest import schedule_to_primfunc
+        from compiler.targets.vta import get_vta_target
+        from compiler.topi.vta import schedule_conv2d_packed, schedule_dense_packed
+
+        knobs = self.knobs(config)
+        args, out = _operator(self)
+        cfg = self.config_obj
+        if self.kind == "conv2d":
+            s = schedule_conv2d_packed(out, knobs, cfg)
+        else:
+            s = schedule_dense_packed(out, knobs, cfg)
+        return schedule_to_primfunc(s, args, "main", get_vta_target(cfg).resolve_scope)
+
+
+_SHAPE_KEYS = {
+    "conv2d": ("batch", "h", "w", "in_c", "out_c", "k", "stride", "pad"),
+    "dense": ("batch", "in_features", "out_features"),
+}
+_ABBREV = {"batch": "b", "h": "h", "w": "w", "in_c": "ci", "out_c": "co", "k": "k",
+           "stride": "s", "pad": "p", "in_features": "i", "out_features": "o"}  # fmt: skip
+
+
+def conv2d_task(
+    h: int, w: int, in_c: int, out_c: int, k: int, stride: int = 1, pad: int = 0, *,
+    batch: int = 1, hw: str = "default", relu: bool = False, residual: bool = False,
+    name: str = "", weight: int = 1,
+) -> Task:  # fmt: skip
+    """A conv2d task in the argument order of :class:`~compiler.topi.vta.Conv2dLayer`.
+
+    Example:
+        >>> conv2d_task(14, 14, 256, 256, 3, 1, 1, hw="vta-1x16x16", name="C9").label()
+        'C9'
+    """
+    shape = (("batch", batch), ("h", h), ("w", w), ("in_c", in_c), ("out_c", out_c), ("k", k),
+             ("stride", stride), ("pad", pad))  # fmt: skip
+    return Task("conv2d", shape, hw, "vta", relu, residual, name, weight)
+
+
+def dense_task(
+    batch: int, in_features: int, out_features: int, *, hw: str = "default", relu: bool = False,
+    residual: bool = False, name: str = "", weight: int = 1,
+) -> Task:  # fmt: skip
+    """A dense task ``(batch, in) x (out, in)^T``.
+
+    Example:
+        >>> dense_task(1, 512, 1000).key
+        'vta/default/dense/b1_i512_o1000'
+    """
+    shape = (("batch", batch), ("in_features", in_features), ("out_features", out_features))
+    return Task("dense", shape, hw, "vta", relu, residual, name, weight)
+
+
+def tasks_from_layers(layers: Iterable[Any], hw: str = "default", relu: bool = True) -> list[Task]:
+    """One task per unique workload among conv2d layers (``Conv2dLayer`` objects or dicts with
+    ``h, w, in_c, out_c, k, stride, pad``), each weighted by how many layers share it.
+
+    Example:
+        >>> from compiler.topi.vta import RESNET18_LAYERS
+        >>> ts = tasks_from_layers(RESNET18_LAYERS, "vta-1x16x16")
+        >>> len(ts), ts[0].name, ts[0].weight
+        (12, 'C1', 1)
+    """
+    found: dict[str, Task] = {}
+    for layer in layers:
+        d = layer if isinstance(layer, Mapping) else layer.__dict__
+        t = conv2d_task(d["h"], d["w"], d["in_c"], d["out_c"], d["k"], d.get("stride", 1),
+                        d.get("pad", 0), batch=d.get("batch", 1), hw=hw, relu=relu,
+                        name=d.get("name", ""))  # fmt: skip
+        if t.key in found:
+            old = found[t.key]
+            found[t.key] = Task(old.kind, old.shape, old.hw, old.target, old.relu, old.residual,
+                                old.name, old.weight + 1)  # fmt: skip
+        else:
+            found[t.key] = t
+    return list(found.values())
+
+
+def tasks_from_workload_file(path: str | Path, hw: str = "default") -> list[Task]:
+    """The tasks of a workload list (``{"layers": [{name, h, w, in_c, out_c, k, stride, pad}]}``,
+    the form of ``bench/workloads/resnet18_conv2d.json``)."""
+    try:
+        data = json.loads(Path(path).read_text())
+        layers = data["layers"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CompilerError(f"workload file {path}: {e}") from None
+    return tasks_from_layers(layers, hw)
+
+
+def resnet18_tasks(hw: str = "vta-1x16x16") -> list[Task]:
+    """ResNet-18's conv2d layers C1..C12 as tasks (with relu, as in the network)."""
+    from compiler.topi.vta import RESNET18_LAYERS
+
+    return tasks_from_layers(RESNET18_LAYERS, hw)
+
+
+# ---- spaces --------------------------------------------------------------------------------------
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
+
+
+@cache
+def _space(task: Task) -> ConfigSpace:
+    cfg, p = task.config_obj, task._packed()
+    acc_buffers = 2 if task.residual else 1
+    uop_budget = cfg.uop_depth * 3 // 4
+    if task.kind == "conv2d":
+        k, stride = task.sizes["k"], task.sizes["stride"]
+        knobs = (
+            Knob("tile_b", _divisors(p["nb"])),
+            Knob("tile_co", _divisors(p["ocb"])),
+            Knob("tile_h", _divisors(p["oh"])),
+            Knob("tile_w", _divisors(p["ow"])),
+            Knob("tile_ci", _divisors(p["icb"])),
+            Knob("vthreads", ((1, 1), (2, 1), (1, 2), (2, 2))),
+            Knob("loop_order", ("h_co", "co_h")),
+        )
+
+        def conv_rule(v: Mapping[str, Any]) -> str | None:
+            oc_n, h_n = v["vthreads"]
+            n = oc_n * h_n
+            tb, tco, th, tw, tci = v["tile_b"], v["tile_co"], v["tile_h"], v["tile_w"], v["tile_ci"]
+            if (p["ocb"] // tco) % oc_n:
+                return f"{p['ocb'] // tco} channel tiles do not split between {oc_n} threads"
+            if (p["oh"] // th) % h_n:
+                return f"{p['oh'] // th} row tiles do not split between {h_n} threads"
+            if acc_buffers * tb * tco * th * tw > cfg.acc_depth // n:
+                return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
+            if tco * tci * k * k > cfg.wgt_depth // n:
+                return f"the weight tile overflows a thread's {cfg.wgt_depth // n} rows"
+            in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+            if tb * tci * in_h * in_w > cfg.inp_depth // n:
+                return f"the input window overflows a thread's {cfg.inp_depth // n} rows"
+            if n * (tci * k * k * tw + tw + 8) > uop_budget:
+                return f"the micro-op kernels overflow the uop buffer ({uop_budget} usable)"
+            return None
+
+        return ConfigSpace(knobs, conv_rule)
+    knobs = (
+        Knob("tile_b", _divisors(p["nb"])),
+        Knob("tile_co", _divisors(p["mb"])),
+        Knob("tile_ci", _divisors(p["kb"])),
+        Knob("oc_nthread", (1, 2)),
+    )
+
+    def dense_rule(v: Mapping[str, Any]) -> str | None:
+        n, tb, tco, tci = v["oc_nthread"], v["tile_b"], v["tile_co"], v["tile_ci"]
+        if (p["mb"] // tco) % n:
+            return f"{p['mb'] // tco} output tiles do not split between {n} threads"
+        if acc_buffers * tb * tco > cfg.acc_depth // n:
+            return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
+        if tb * tci > cfg.inp_depth // n:
+            return f"the input tile overflows a thread's {cfg.inp_depth // n} rows"
+        if tco * tci > cfg.wgt_depth // n:
+            return f"the weight tile overflows a thread's {cfg.wgt_depth // n} rows"
+        if n * (tci + 8) > uop_budget:
+            return f"the micro-op kernels overflow the uop buffer ({uop_budget} usable)"
+        return None
+
+    return ConfigSpace(knobs, dense_rule)
+
+
+@cache
+def _operator(task: Task) -> tuple[list[Any], Any]:
+    """The task's tensor expressions (placeholders and output), built once per process."""
+    from compiler import te
+    from compiler.topi.vta import conv2d_packed, dense_packed
+    from compiler.topi.vta.conv2d import conv2d_shapes
+
+    cfg, s, p = task.config_obj, task.sizes, task._packed()
+    if task.kind == "conv2d":
+        dshape, kshape = conv2d_shapes(cfg, s["batch"], s["in_c"], s["out_c"], s["h"], s["w"],
+                                       s["k"])  # fmt: skip
+        data = te.placeholder(dshape, "int8", name="data")
+        kernel = te.placeholder(kshape, "int8", name="kernel")
+        oshape = (dshape[0], kshape[0], p["oh"], p["ow"], cfg.batch, cfg.block_out)
+        res = te.placeholder(oshape, "int8", name="residual") if task.residual else None
+        out = conv2d_packed(data, kernel, s["stride"], s["pad"], shift=8, relu=task.relu,
+                            residual=res)  # fmt: skip
+        return [data, kernel] + ([res] if res is not None else []) + [out], out
+    data = te.placeholder((p["nb"], p["kb"], cfg.batch, cfg.block_in), "int8", name="data")
+    weight = te.placeholder((p["mb"], p["kb"], cfg.block_out, cfg.block_in), "int8",
+                            name="weight")  # fmt: skip
+    oshape = (p["nb"], p["mb"], cfg.batch, cfg.block_out)
+    res = te.placeholder(oshape, "int8", name="residual") if task.residual else None
+    out = dense_packed(data, weight, shift=8, relu=task.relu, residual=res)
+    return [data, weight] + ([res] if res is not None else []) + [out], out
+
+
+__all__ = [
+    "DEFAULT_VTHREADS",
+    "KINDS",
+    "Task",
+    "conv2d_task",
+    "dense_task",
+    "resnet18_tasks",
+    "tasks_from_layers",
+    "tasks_from_workload_file",
+]
