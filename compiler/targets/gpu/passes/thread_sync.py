@@ -92,7 +92,9 @@ class _Planner:
     def conflict(before: list[Access], after: list[Access]) -> Access | None:
         for b in after:
             for a in before:
-                if a.buffer != b.buffer or not (a.write or b.write):
+                # a read after a write, or a write after a read; two writes need no barrier
+                # between them (TVM's planner makes the same choice)
+                if a.buffer != b.buffer or a.write == b.write:
                     continue
                 if a.exact and b.exact and a.index == b.index:
                     continue
@@ -135,18 +137,23 @@ class _Planner:
             body, state = self.plan(s.body, state, canon)
             return S.LetStmt(s.var, s.value, body), state
         why = self.divergent(s, tvars)
-        if why is None and isinstance(s, S.If):
-            then, st1 = self.plan(s.then_body, state, canon)
-            other, st2 = (
-                (None, state) if s.else_body is None else self.plan(s.else_body, state, canon)
-            )
-            return S.If(s.cond, then, other), _union(st1, st2)
-        if why is None and isinstance(s, S.For):
+        if why is None and isinstance(s, S.If | S.For):
+            # a barrier needed by a part of a loop or branch goes in front of all of it
+            prefix: list[S.Stmt] = []
+            if self.conflict(state, self.accesses(s, canon)) is not None:
+                prefix, state = [barrier()], []
+            if isinstance(s, S.If):
+                then, st1 = self.plan(s.then_body, state, canon)
+                other, st2 = (
+                    (None, state) if s.else_body is None else self.plan(s.else_body, state, canon)
+                )
+                return S.seq(*prefix, S.If(s.cond, then, other)), _union(st1, st2)
             if s.thread is not None and s.thread.is_gpu:
                 inner = {**canon, s.var: CANONICAL[s.thread.tag]}
                 body, state = self.plan(s.body, state, inner)
-                return s.replace(body=body), state
-            return self.plan_loop(s, state, canon)
+                return S.seq(*prefix, s.replace(body=body)), state
+            loop, state = self.plan_loop(s, state, canon)
+            return S.seq(*prefix, loop), state
         mine = self.accesses(s, canon)
         if why is not None:
             self.check_inside(s, canon, why)
