@@ -36,13 +36,19 @@ def make_model(
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8 if opset < 15 else 10
     )
-    inferred = onnx.shape_inference.infer_shapes(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except onnx.shape_inference.InferenceError:  # e.g. an operator of an unknown domain
+        inferred = model
     types = {vi.name: vi.type for vi in inferred.graph.value_info}
     types.update(
         {vi.name: vi.type for vi in inferred.graph.output if vi.type.HasField("tensor_type")}
     )
     for vi in model.graph.output:
-        vi.type.CopyFrom(types[vi.name])
+        if vi.name in types:
+            vi.type.CopyFrom(types[vi.name])
+        else:
+            vi.CopyFrom(helper.make_tensor_value_info(vi.name, onnx.TensorProto.FLOAT, None))
         if output_shapes and vi.name in output_shapes:
             elem = vi.type.tensor_type.elem_type
             vi.CopyFrom(helper.make_tensor_value_info(vi.name, elem, output_shapes[vi.name]))

@@ -59,7 +59,8 @@ def test_batch_norm_after_conv_and_alone(seed):
     x = rand(rng, 1, c, 5, 6)
     inits = {
         "w": rand(rng, c, c, 3, 3),
-        "s": rand(rng, c), "bb": rand(rng, c), "m": rand(rng, c), "v": rand(rng, c, low=0.1, high=2),
+        "s": rand(rng, c), "bb": rand(rng, c), "m": rand(rng, c),
+        "v": rand(rng, c, low=0.1, high=2),
     }  # fmt: skip
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
@@ -268,8 +269,11 @@ def test_gemm(seed):
     check_against_onnxruntime(make_model([node], {"a": a}, ["y"], inits), {"a": a})
 
 
-@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((2, 3, 4), (4, 6)), ((2, 1, 3, 4), (5, 4, 2)),
-                                    ((4,), (4, 3)), ((2, 3, 4), (4,))])  # fmt: skip
+MATMUL_SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 6)), ((2, 1, 3, 4), (5, 4, 2)),
+                 ((4,), (4, 3)), ((2, 3, 4), (4,))]  # fmt: skip
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES)
 def test_matmul(shapes):
     rng = np.random.default_rng(0)
     feeds = {"a": rand(rng, *shapes[0]), "b": rand(rng, *shapes[1])}
@@ -302,8 +306,8 @@ def test_constant_identity_dropout_cast():
 @pytest.mark.parametrize("beta", [0.75, 0.5, 1.0])
 def test_lrn(beta):
     x = rand(np.random.default_rng(0), 1, 7, 3, 3, low=-3, high=3)
-    node = helper.make_node("LRN", ["x"], ["y"], size=[5, 3, 1][int(4 * beta) % 3], alpha=1e-2, beta=beta,
-                            bias=2.0)  # fmt: skip
+    size = [5, 3, 1][int(4 * beta) % 3]
+    node = helper.make_node("LRN", ["x"], ["y"], size=size, alpha=1e-2, beta=beta, bias=2.0)
     check_against_onnxruntime(make_model([node], {"x": x}, ["y"], opset=13), {"x": x})
 
 

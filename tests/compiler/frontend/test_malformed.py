@@ -1,0 +1,165 @@
+"""Malformed and unsupported ONNX models are refused with the fault named, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from compiler.errors import FrontendError
+from compiler.frontend.onnx_import import from_onnx
+from tests.compiler.frontend.helpers import make_model
+
+
+def small_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 3, 8, 8)).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["y"], name="flat"),
+    ]
+    inits = {"w": rng.normal(size=(16, 3, 3, 3)).astype(np.float32)}
+    return make_model(nodes, {"x": x}, ["y"], inits)
+
+
+def test_small_model_imports():
+    assert [n.op for n in from_onnx(small_model()).nodes] == [
+        "conv2d", "relu", "global_avg_pool2d", "reshape"
+    ]  # fmt: skip
+
+
+def test_truncated_file_at_every_cut(tmp_path):
+    data = small_model().SerializeToString()
+    cuts = sorted({*range(0, len(data), max(1, len(data) // 40)), len(data) - 1})
+    for cut in cuts:
+        path = tmp_path / f"cut{cut}.onnx"
+        path.write_bytes(data[:cut])
+        with pytest.raises(FrontendError):
+            from_onnx(path)
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(FrontendError, match="truncated"):
+        from_onnx(path)
+
+
+def test_not_a_model_and_missing_file(tmp_path):
+    with pytest.raises(FrontendError, match="no such file"):
+        from_onnx(tmp_path / "absent.onnx")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    with pytest.raises(FrontendError, match="empty file"):
+        from_onnx(tmp_path / "empty.onnx")
+    (tmp_path / "text.onnx").write_text("graph { node: relu }\n")
+    with pytest.raises(FrontendError, match="not a valid ONNX protobuf"):
+        from_onnx(tmp_path / "text.onnx")
+
+
+@pytest.mark.parametrize("version", [0, 2, 99])
+def test_wrong_ir_version(version):
+    m = small_model()
+    m.ir_version = version
+    with pytest.raises(FrontendError, match=f"ir_version {version} is not supported"):
+        from_onnx(m)
+
+
+@pytest.mark.parametrize("opset", [7, 19])
+def test_opset_out_of_range(opset):
+    m = small_model()
+    m.opset_import[0].version = opset
+    with pytest.raises(FrontendError, match=f"opset {opset} is not supported"):
+        from_onnx(m)
+
+
+def test_missing_initializer():
+    m = small_model()
+    del m.graph.initializer[:]
+    with pytest.raises(FrontendError, match=r"node 'conv' \(Conv\): input 'w' is not produced.*"
+                       "missing initializer"):  # fmt: skip
+        from_onnx(m)
+
+
+def test_cyclic_graph():
+    m = small_model()
+    m.graph.node[0].input[0] = "y"  # conv reads the flatten's output: a cycle through all four
+    with pytest.raises(FrontendError, match=r"cycle through nodes \['conv', 'flat', 'pool', "
+                       r"'relu'\]|cycle through nodes"):  # fmt: skip
+        from_onnx(m)
+
+
+def test_value_produced_twice():
+    m = small_model()
+    m.graph.node[1].output[0] = "c"
+    with pytest.raises(FrontendError, match="value 'c' is produced twice"):
+        from_onnx(m)
+
+
+def test_every_unsupported_node_listed_at_once():
+    x = np.zeros((1, 4, 8, 8), np.float32)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="ok"),
+        helper.make_node("Resize", ["a", "", "scales"], ["b"], name="up"),
+        helper.make_node("Pad", ["b", "pads"], ["c"], mode="reflect", name="reflect"),
+        helper.make_node("NonZero", ["c"], ["d"], name="nz"),
+        helper.make_node("Gather", ["c", "idx"], ["y"], name="gather_activation"),
+        helper.make_node("MyOp", ["y"], ["z"], name="custom", domain="com.example"),
+    ]
+    inits = {"scales": np.ones(4, np.float32), "pads": np.zeros(8, np.int64),
+             "idx": np.array([0])}  # fmt: skip
+    m = make_model(nodes, {"x": x}, ["z", "d"], inits)
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(FrontendError) as err:
+        from_onnx(m)
+    text = str(err.value)
+    assert "5 unsupported node(s)" in text
+    for line in (
+        "up (Resize, ai.onnx opset 13): operator not supported",
+        "reflect (Pad, ai.onnx opset 13): mode 'reflect'",
+        "nz (NonZero, ai.onnx opset 13)",
+        "gather_activation (Gather, ai.onnx opset 13): supported only on constant inputs",
+        "custom (MyOp, com.example opset 1): domain 'com.example'",
+    ):
+        assert line in text
+
+
+def test_symbolic_dims_need_input_shapes():
+    m = small_model()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    with pytest.raises(FrontendError, match=r"input 'x': dimension 0 is symbolic \(batch\)"):
+        from_onnx(m)
+    g = from_onnx(m, input_shapes={"x": (2, 3, 8, 8)})
+    assert g.outputs[0].type.shape == (2, 16)
+    with pytest.raises(FrontendError, match="unknown inputs"):
+        from_onnx(m, input_shapes={"data": (2, 3, 8, 8)})
+
+
+def test_conv_1d_named():
+    x = np.zeros((1, 2, 8), np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c1d")
+    m = make_model([node], {"x": x}, ["y"], {"w": np.zeros((4, 2, 3), np.float32)})
+    with pytest.raises(FrontendError, match=r"node 'c1d' \(Conv\): only 2-d convolutions"):
+        from_onnx(m)
+
+
+def test_shape_mismatch_named_by_node():
+    m = small_model()
+    m.graph.initializer[0].CopyFrom(
+        onnx.numpy_helper.from_array(np.zeros((16, 5, 3, 3), np.float32), "w")
+    )
+    with pytest.raises(FrontendError, match=r"node 'conv' \(Conv\): .*input 1 \(w\)"):
+        from_onnx(m, check=False)
+
+
+def test_cli_refuses_without_traceback(tmp_path):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(small_model().SerializeToString()[:50])
+    proc = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "graph", str(path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("vtac graph: error: ") and str(path) in proc.stderr
