@@ -177,11 +177,22 @@ class InferenceSession:
         if target not in TARGETS:
             raise SessionError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
         t0 = time.perf_counter()
+        zoo = isinstance(model, str) and not os.path.exists(model) and model in _zoo_names()
+        if (image_size is not None or batch is not None) and not zoo:
+            raise SessionError(
+                "image_size and batch apply to zoo models only; an ONNX file or an artifact "
+                "has fixed input shapes"
+            )
         if _is_artifact_source(model):
             program = load_artifact(model if isinstance(model, bytes) else os.fspath(model))
             if program.target != target:
                 raise SessionError(
                     f"the artifact was compiled for target {program.target!r}, not {target!r}"
+                )
+            if num_threads is not None and num_threads != program.num_threads:
+                raise SessionError(
+                    f"the artifact's kernels were compiled for {program.num_threads} thread(s), "
+                    f"not {num_threads}: compile the model again with that many"
                 )
             self.graph = None
         else:

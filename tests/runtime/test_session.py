@@ -150,6 +150,10 @@ def test_session_from_a_saved_artifact_runs_the_same(resnet18, tmp_path):
     x = np.random.default_rng(2).standard_normal((1, 3, 32, 32)).astype(np.float32)
     assert np.array_equal(again.run(None, {"data": x})[0], sess.run(None, {"data": x})[0])
     assert InferenceSession(path.read_bytes()).get_inputs() == sess.get_inputs()
+    with pytest.raises(SessionError, match="compiled for 1 thread\\(s\\), not 2"):
+        InferenceSession(path, num_threads=2)
+    with pytest.raises(SessionError, match="image_size and batch apply to zoo models only"):
+        InferenceSession(path, image_size=64)
 
 
 # Model faults ----------------------------------------------------------------------------------
@@ -231,7 +235,20 @@ def test_missing_model_names_the_zoo():
 WHEEL = wheel_models()
 
 
-@pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bvlc_alexnet",
+        "densenet121",
+        "inception_v1",
+        "inception_v2",
+        "resnet50",
+        "shufflenet",
+        "squeezenet",
+        "vgg19",
+        "zfnet512",
+    ],
+)
 def test_wheel_topologies_import_and_match_onnxruntime(name):
     if name not in WHEEL:
         pytest.skip(f"the onnx wheel ships no {name} test model")
