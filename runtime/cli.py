@@ -60,6 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``vtac`` with ``argv``; returns the exit status (0, 1 for an error, 2 for a usage
+    error, 130 when interrupted, 141 when standard output was closed)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before a command was chosen (imports, parsing)
+        print("vtac: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "run", None) is None:
