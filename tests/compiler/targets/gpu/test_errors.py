@@ -28,8 +28,11 @@ def test_shared_memory_over_the_limit():
     w = te.placeholder((128, 64), name="W")
     out = topi.dense(a, w)
     s = schedule_dense(out, DenseGpuKnobs(128, 128, 8, 8, 64))
-    with pytest.raises(LoweringError, match=r"uses 65536 bytes of shared memory per block "
-                       r"\(A.shared 32768 B, W.shared 32768 B\); the device H100 allows 49152"):  # fmt: skip
+    want = (
+        r"uses 65536 bytes of shared memory per block \(A.shared 32768 B, W.shared 32768 B\); "
+        r"the device H100 allows 49152"
+    )
+    with pytest.raises(LoweringError, match=want):
         lower(s, [a, w, out], target="gpu")
 
 
