@@ -9,7 +9,8 @@ the CPU by LLVM); an artifact already holds all of that.
 
 ``run(output_names, feeds)`` checks every feed's name, shape and dtype (an error names the input
 and what was expected), runs the groups in order and returns the outputs as a list, in the order
-asked for; :meth:`InferenceSession.profile` gives the last run's per-group records.
+asked for; :meth:`InferenceSession.profile` gives the last run's per-group records. A session
+has one activation arena, so runs from several threads take turns.
 
 Example:
     >>> import numpy as np
@@ -25,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -212,6 +214,8 @@ class InferenceSession:
         self._executor = Executor(program)
         self.compile_seconds = time.perf_counter() - t0
         self._profile: Profile | None = None
+        # one arena per session: concurrent runs take turns
+        self._lock = threading.Lock()
 
     def get_inputs(self) -> list[TensorSpec]:
         """The model's inputs (name, shape, dtype; ``type`` as onnxruntime prints it)."""
@@ -235,7 +239,9 @@ class InferenceSession:
                 raise SessionError(
                     f"unknown output {name!r} (the model's outputs: {', '.join(known)})"
                 )
-        outs, self._profile = self._executor.run(check_feeds(self.program.inputs, feeds))
+        checked = check_feeds(self.program.inputs, feeds)
+        with self._lock:
+            outs, self._profile = self._executor.run(checked)
         return [outs[n] for n in names]
 
     def profile(self) -> Profile:
