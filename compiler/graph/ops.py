@@ -401,11 +401,11 @@ def _infer_binary(node: Node) -> TensorType:
     if shape is None:
         raise _shape_err(node, 1, f"shape {b.shape} does not broadcast with input 0's {a.shape}")
     dtype = _same_dtype(node, [0, 1])
-    layout = ""
-    for t in (a, b):
-        if t.layout and t.ndim == len(shape):
-            layout = t.layout
-            break
+    # the layout of the operand the output has the shape of (a broadcast operand's layout,
+    # e.g. a per-channel constant's NCHW1n16c, only when no operand has the output's shape)
+    candidates = [t for t in (a, b) if t.layout and t.shape == shape]
+    candidates += [t for t in (a, b) if t.layout and t.ndim == len(shape)]
+    layout = candidates[0].layout if candidates else ""
     return TensorType(shape, dtype, layout)
 
 

@@ -37,6 +37,23 @@ def _impl(*names: str) -> Callable[[Impl], Impl]:
     return wrap
 
 
+def register_impl(op: str, fn: Impl) -> Impl:
+    """Add the evaluation of an operator registered outside this module (names are unique).
+
+    ``fn(args, attrs, out_type)`` returns the result array.
+
+    Example:
+        >>> "relu" in _IMPLS or register_impl("relu", lambda a, at, t: a[0])
+        Traceback (most recent call last):
+        ...
+        compiler.errors.GraphError: the reference executor already implements 'relu'
+    """
+    if op in _IMPLS or op in _BINARY or op in _UNARY:
+        raise GraphError(f"the reference executor already implements {op!r}")
+    _IMPLS[op] = fn
+    return fn
+
+
 # ---------------------------------------------------------------- layouts
 
 
@@ -383,4 +400,12 @@ def evaluate(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.
     return [np.array(get(v)) for v in graph.outputs]
 
 
-__all__ = ["conv2d_nchw", "evaluate", "evaluate_node", "evaluate_op", "pack_nchw", "to_nchw"]
+__all__ = [
+    "conv2d_nchw",
+    "evaluate",
+    "evaluate_node",
+    "evaluate_op",
+    "pack_nchw",
+    "register_impl",
+    "to_nchw",
+]

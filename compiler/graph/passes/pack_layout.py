@@ -37,6 +37,7 @@ class _Packer:
         self.bc, self.bn = block_c, block_n
         self.layout = f"NCHW{block_n}n{block_c}c"
         self.kernel_layout = f"OIHW{block_c}i{block_c}o"
+        self.broadcast_layout = f"NCHW1n{block_c}c"
         self.new: dict[int, Value] = {}  # old value -> new value (packed or not, see below)
         self.is_packed: set[int] = set()  # old values whose new value is packed
         self.plain_memo: dict[int, Value] = {}
@@ -71,7 +72,9 @@ class _Packer:
 
     def packed(self, old: Value) -> Value:
         """The packed form of an old value of shape (N, C, H, W) (after left-padding the rank
-        to 4 with ones) whose N and C divide into blocks."""
+        to 4 with ones) whose C divides into blocks and whose N does too, or is 1: a
+        broadcast operand (a per-channel constant) is packed ``NCHW1n{c}c``, which broadcasts
+        over any batch block."""
         if id(old) in self.is_packed:
             return self.get(old)
         if id(old) not in self.packed_memo:
@@ -82,12 +85,13 @@ class _Packer:
                 value = self.emit(
                     Node("reshape", (value,), {"newshape": shape}, name=f"{label}.nchw")
                 )
+            layout = self.layout if value.type.shape[0] % self.bn == 0 else self.broadcast_layout
             self.packed_memo[id(old)] = self.emit(
                 Node(
                     "layout_transform",
                     (value,),
-                    {"src_layout": "NCHW", "dst_layout": self.layout},
-                    name=f"{label}.to_{self.layout}",
+                    {"src_layout": "NCHW", "dst_layout": layout},
+                    name=f"{label}.to_{layout}",
                 )
             )
         return self.packed_memo[id(old)]
@@ -99,7 +103,11 @@ class _Packer:
         if t.ndim > 4:
             return False
         shape = (1,) * (4 - t.ndim) + t.shape
-        return shape[1] == out_c and self.divides(shape)
+        return (
+            shape[1] == out_c
+            and shape[1] % self.bc == 0
+            and (shape[0] == 1 or shape[0] % self.bn == 0)
+        )
 
     def operand(self, old: Value) -> Value:
         if old.type.size == 1 and id(old) not in self.is_packed:
@@ -170,7 +178,7 @@ class _Packer:
             Node(
                 "layout_transform",
                 (b4,),
-                {"src_layout": "NCHW", "dst_layout": self.layout},
+                {"src_layout": "NCHW", "dst_layout": self.broadcast_layout},
                 name=f"{bname or node.label}.packed",
             )
         )

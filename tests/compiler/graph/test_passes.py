@@ -1,0 +1,374 @@
+"""Each graph pass alone, on small hand-built graphs: what it rewrites, what it leaves, and that
+the reference executor gives the same results before and after."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.errors import GraphError
+from compiler.graph import (
+    Constant,
+    Graph,
+    Node,
+    PatternKind,
+    TensorType,
+    Var,
+    evaluate,
+    graph_pipeline,
+    run_pipeline,
+    verify_graph,
+)
+from compiler.graph.memory import Allocation, MemoryPlan, check_plan, plan_memory
+from compiler.graph.passes import (
+    eliminate_dead_nodes,
+    fold_batch_norm,
+    fold_constants,
+    fuse_ops,
+    pack_layout,
+)
+from compiler.passes.pipeline import PassOptions
+
+RNG = np.random.default_rng(0)
+VERIFY = PassOptions(verify=True, dump=frozenset())
+
+
+def const(*shape, name="", low=-1.0, high=1.0):
+    return Constant(RNG.uniform(low, high, size=shape).astype(np.float32), name=name)
+
+
+def nchw(shape, name="x"):
+    return Var(name, TensorType(shape, "float32", "NCHW"))
+
+
+def feed(graph):
+    return {v.name: RNG.normal(size=v.type.shape).astype(v.type.dtype) for v in graph.inputs}
+
+
+def assert_same_results(before, after, feeds=None, atol=1e-5):
+    verify_graph(after)
+    feeds = feeds or feed(before)
+    for a, b in zip(evaluate(before, feeds), evaluate(after, feeds), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=atol)
+
+
+def conv(x, cout, k=3, name="", bias=True, **attrs):
+    cin = x.type.shape[1] // attrs.get("groups", 1)
+    ins = [x, const(cout, cin, k, k, name=f"{name}.w")]
+    if bias:
+        ins.append(const(cout, name=f"{name}.b"))
+    attrs.setdefault("padding", (k // 2,) * 4)
+    return Node("conv2d", tuple(ins), attrs, name=name)
+
+
+def bn(x, name):
+    c = x.type.shape[1]
+    params = [const(c), const(c), const(c), const(c, low=0.2, high=2.0)]
+    return Node("batch_norm", (x, *params), {"epsilon": 1e-3}, name=name)
+
+
+# ---------------------------------------------------------------- fold_constants
+
+
+def test_fold_constants_evaluates_constant_subgraphs():
+    x = nchw((1, 4, 3, 3))
+    scale = Node("exp", (const(4, 1, 1),), name="scale")
+    shift = Node("add", (Node("negative", (const(4, 1, 1),)), const(1)), name="shift")
+    y = Node("add", (Node("multiply", (x, scale), name="mul"), shift), name="y")
+    g = Graph.from_outputs([x], [y])
+    folded = fold_constants(g)
+    assert [n.op for n in folded.nodes] == ["multiply", "add"]
+    assert folded.nodes[0].inputs[1].name == "scale"
+    assert_same_results(g, folded)
+
+
+def test_fold_constants_leaves_a_graph_without_constants_alone():
+    x = nchw((1, 4, 3, 3))
+    g = Graph.from_outputs([x], [Node("relu", (x,))])
+    assert fold_constants(g).nodes == g.nodes
+
+
+# ---------------------------------------------------------------- fold_batch_norm
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_batch_norm_folds_into_the_conv(bias):
+    x = nchw((2, 3, 6, 6))
+    y = Node("relu", (bn(conv(x, 8, name="c", bias=bias), "bn"),), name="r")
+    g = Graph.from_outputs([x], [y])
+    folded = eliminate_dead_nodes(fold_batch_norm(g))
+    assert [n.op for n in folded.nodes] == ["conv2d", "relu"]
+    assert len(folded.nodes[0].inputs) == 3
+    assert_same_results(g, folded)
+
+
+def test_batch_norm_alone_becomes_multiply_add():
+    x = nchw((2, 5, 4, 4))
+    c = conv(x, 5, name="c")
+    # the conv has a second reader: folding into it would change that reader's value
+    y = Node("add", (bn(c, "bn"), c), name="y")
+    z = bn(Node("relu", (x,), name="r"), "bn2")
+    g = Graph.from_outputs([x], [y, z])
+    folded = eliminate_dead_nodes(fold_batch_norm(g))
+    assert [n.op for n in folded.nodes].count("batch_norm") == 0
+    assert [n.op for n in folded.nodes].count("multiply") == 2
+    assert_same_results(g, folded)
+
+
+def test_batch_norm_with_non_constant_parameters_stays():
+    x = nchw((1, 2, 3, 3))
+    s = Var("s", TensorType((2,), "float32"))
+    y = Node("batch_norm", (x, s, const(2), const(2), const(2, low=0.5)), name="bn")
+    g = Graph.from_outputs([x, s], [y])
+    assert fold_batch_norm(g).nodes == g.nodes
+
+
+# ---------------------------------------------------------------- eliminate_dead_nodes
+
+
+def test_dead_nodes_are_dropped_and_order_kept():
+    x = nchw((1, 2, 3, 3))
+    a = Node("relu", (x,), name="a")
+    dead1 = Node("exp", (a,), name="dead1")
+    dead2 = Node("sigmoid", (dead1,), name="dead2")
+    b = Node("negative", (a,), name="b")
+    g = Graph((x,), (a, dead1, b, dead2), (b,))
+    out = eliminate_dead_nodes(g)
+    assert [n.name for n in out.nodes] == ["a", "b"]
+    assert eliminate_dead_nodes(out) is out
+
+
+# ---------------------------------------------------------------- fuse_ops
+
+
+def groups_of(graph):
+    return [(str(g.pattern), [n.name for n in g.nodes]) for g in graph.groups]
+
+
+def test_fusion_conv_bias_activation_and_residual():
+    x = nchw((1, 8, 6, 6))
+    c1 = conv(x, 8, name="c1", bias=False)
+    a1 = Node("add", (c1, const(8, 1, 1, name="bias")), name="a1")
+    r1 = Node("relu", (a1,), name="r1")
+    c2 = conv(r1, 8, name="c2")
+    add = Node("add", (c2, x), name="add")
+    r2 = Node("relu", (add,), name="r2")
+    g = fuse_ops(Graph.from_outputs([x], [r2]))
+    assert groups_of(g) == [
+        ("complex-out-fusable", ["c1", "a1", "r1"]),
+        ("complex-out-fusable", ["c2", "add", "r2"]),
+    ]
+    second = g.groups[1]
+    assert second.anchor.name == "c2" and [v.name for v in second.inputs][0] == "r1"
+    assert x in second.inputs and second.outputs == (r2,)
+    verify_graph(g)
+
+
+def test_fusion_stops_at_a_value_with_two_readers_and_at_opaque_ops():
+    x = nchw((1, 8, 4, 4))
+    c = conv(x, 8, name="c")
+    r = Node("relu", (c,), name="r")
+    s = Node("sigmoid", (r,), name="s")
+    t = Node("exp", (r,), name="t")
+    sm = Node("softmax", (Node("add", (s, t), name="st"),), {"axis": 1}, name="sm")
+    after = Node("negative", (sm,), name="neg")
+    g = fuse_ops(Graph.from_outputs([x], [after]))
+    assert groups_of(g) == [
+        ("complex-out-fusable", ["c", "r"]),
+        ("injective", ["s", "st"]),
+        ("injective", ["t"]),
+        ("opaque", ["sm"]),
+        ("injective", ["neg"]),
+    ] or groups_of(g) == [
+        ("complex-out-fusable", ["c", "r"]),
+        ("injective", ["t"]),
+        ("injective", ["s", "st"]),
+        ("opaque", ["sm"]),
+        ("injective", ["neg"]),
+    ]
+    verify_graph(g)
+
+
+def test_reduction_joins_injective_producers_but_not_an_anchor_group():
+    x = nchw((1, 8, 8, 8))
+    p = Node("max_pool2d", (Node("relu", (x,), name="r"),), {"pool_size": (2, 2),
+             "strides": (2, 2)}, name="p")  # fmt: skip
+    q = Node("global_avg_pool2d", (Node("relu", (conv(p, 8, name="c"),), name="cr"),), name="q")
+    flat = Node("reshape", (q,), {"newshape": (1, 8)}, name="flat")
+    g = fuse_ops(Graph.from_outputs([x], [flat]))
+    assert groups_of(g) == [
+        ("reduction", ["r", "p"]),
+        ("complex-out-fusable", ["c", "cr"]),
+        ("reduction", ["q", "flat"]),
+    ]
+    assert g.groups[0].anchor.name == "p"
+    verify_graph(g)
+
+
+def test_a_graph_output_is_not_fused_over():
+    x = nchw((1, 8, 4, 4))
+    c = conv(x, 8, name="c")
+    r = Node("relu", (c,), name="r")
+    g = fuse_ops(Graph.from_outputs([x], [c, r]))
+    assert groups_of(g) == [("complex-out-fusable", ["c"]), ("injective", ["r"])]
+
+
+def test_groups_come_in_dependency_order():
+    # the add is fused into the first conv's group, which must then run after the second conv
+    x = nchw((1, 8, 4, 4))
+    c1 = conv(x, 8, name="c1")
+    c2 = conv(x, 8, name="c2")
+    add = Node("add", (c1, c2), name="add")
+    g = fuse_ops(Graph((x,), (c1, c2, add), (add,)))
+    assert groups_of(g) == [("complex-out-fusable", ["c2"]), ("complex-out-fusable", ["c1", "add"])]
+    verify_graph(g)
+    assert_same_results(Graph((x,), (c1, c2, add), (add,)), g)
+
+
+# ---------------------------------------------------------------- pack_layout
+
+
+def packed_pipeline_graph(graph, block_c=16):
+    return run_pipeline(graph, graph_pipeline(block_c=block_c), VERIFY)
+
+
+def test_pack_layout_packs_convs_and_their_neighbours():
+    x = nchw((1, 3, 8, 8))
+    c1 = Node("relu", (conv(x, 16, name="c1"),), name="r1")  # 3 channels in: padded to 16
+    c2 = conv(c1, 32, name="c2", strides=(2, 2))
+    m = Node("multiply", (c2, const(32, 1, 1, name="scale")), name="m")
+    p = Node("max_pool2d", (m,), {"pool_size": (2, 2), "strides": (2, 2)}, name="p")
+    cat = Node("concat", (p, Node("relu", (p,), name="rp")), {"axis": 1}, name="cat")
+    dw = conv(cat, 64, name="dw", groups=64)  # depthwise: stays NCHW
+    gap = Node("global_avg_pool2d", (dw,), name="gap")
+    g = Graph.from_outputs([x], [gap])
+    packed = pack_layout(g, block_c=16)
+    verify_graph(packed)
+    ops = {n.name: n for n in packed.nodes}
+    assert ops["c1.conv"].attrs["data_layout"] == "NCHW1n16c" and ops["c1"].op == "add"
+    assert ops["c1.conv"].attrs["kernel_layout"] == "OIHW16i16o"
+    assert ops["c1.pad_channels"].attrs["pad_width"][1] == (0, 13)
+    assert ops["p"].attrs["layout"] == "NCHW1n16c"
+    assert ops["cat"].type.layout == "NCHW1n16c"
+    assert ops["dw"].attrs["data_layout"] == "NCHW" and ops["gap"].attrs["layout"] == "NCHW"
+    assert_same_results(g, packed)
+    full = packed_pipeline_graph(g)
+    # after constant folding only activations are transformed: once into the packed region
+    # (after the channel pad), once out of it
+    boundaries = [
+        (n.attrs["src_layout"], n.attrs["dst_layout"])
+        for n in full.nodes
+        if n.op == "layout_transform"
+    ]
+    assert boundaries == [("NCHW", "NCHW1n16c"), ("NCHW1n16c", "NCHW")]
+    consts = {c.name: c for c in full.constants()}
+    assert consts["scale.to_NCHW1n16c"].type.shape == (1, 2, 1, 1, 1, 16)
+    assert consts["c2.w.packed"].type.shape == (2, 1, 3, 3, 16, 16)
+    assert consts["c1.w.packed"].type.shape == (1, 1, 3, 3, 16, 16)
+    assert_same_results(g, full)
+
+
+def test_pack_layout_keeps_indivisible_and_unpackable_ops_in_nchw():
+    x = nchw((1, 8, 4, 4))
+    c = conv(x, 12, name="c")  # 12 output channels do not divide into 16
+    d = Node("dense", (Node("reshape", (c,), {"newshape": (1, 192)}, name="f"),
+                       const(10, 192)), name="d")  # fmt: skip
+    g = Graph.from_outputs([x], [d])
+    packed = pack_layout(g, block_c=16)
+    assert not any(n.op == "layout_transform" for n in packed.nodes)
+    assert_same_results(g, packed)
+
+
+@pytest.mark.parametrize("block_c,block_n", [(4, 1), (8, 2)])
+def test_pack_layout_other_blocks(block_c, block_n):
+    x = nchw((2, 8, 5, 5))
+    y = Node("relu", (Node("add", (conv(x, 8, name="c"), x), name="a"),), name="r")
+    g = Graph.from_outputs([x], [y])
+    out = run_pipeline(g, graph_pipeline(block_c=block_c, block_n=block_n), VERIFY)
+    layout = f"NCHW{block_n}n{block_c}c"
+    assert any(n.attrs.get("data_layout") == layout for n in out.nodes if n.op == "conv2d")
+    assert_same_results(g, out)
+
+
+# ---------------------------------------------------------------- plan_memory
+
+
+def test_memory_plan_reuses_dead_buffers():
+    x = nchw((1, 16, 8, 8))
+    a = conv(x, 16, name="a")
+    b = conv(a, 16, name="b")
+    c = conv(b, 16, name="c")
+    d = Node("add", (conv(c, 16, name="d"), a), name="res")  # keeps a live to the end
+    g = plan_memory(fuse_ops(Graph.from_outputs([x], [d])))
+    plan = g.memory_plan
+    size = 16 * 8 * 8 * 4
+    assert plan.naive_bytes == 4 * size
+    assert plan.peak_bytes == 3 * size
+    offsets = {a.node.name: a.offset for a in plan.allocations}
+    assert offsets["c"] == offsets["a"] + size or offsets["c"] != offsets["b"]
+    check_plan(g, plan)
+
+
+def test_check_plan_catches_overlap():
+    x = nchw((1, 16, 8, 8))
+    a = Node("relu", (x,), name="a")
+    b = Node("exp", (a,), name="b")
+    g = Graph.from_outputs([x], [b])
+    bad = MemoryPlan(
+        (Allocation(a, 0, a.type.nbytes, 0, 1), Allocation(b, 64, b.type.nbytes, 1, 2)),
+        peak_bytes=2 * a.type.nbytes, naive_bytes=2 * a.type.nbytes,
+    )  # fmt: skip
+    with pytest.raises(GraphError, match="'a' and 'b' are live at the same time"):
+        check_plan(g, bad)
+
+
+# ---------------------------------------------------------------- random graphs, whole pipeline
+
+
+def random_graph(seed):
+    rng = np.random.default_rng(seed)
+    x = nchw((1, int(rng.choice([3, 8, 16])), 8, 8))
+    values = [x]
+    for k in range(int(rng.integers(4, 10))):
+        v = values[int(rng.integers(0, len(values)))]
+        choice = int(rng.integers(0, 7))
+        c = v.type.shape[1]
+        if choice == 0:
+            v = conv(v, int(rng.choice([8, 16, 32])), k=int(rng.choice([1, 3])), name=f"c{k}",
+                     bias=bool(rng.integers(0, 2)))  # fmt: skip
+        elif choice == 1:
+            v = bn(v, f"bn{k}")
+        elif choice == 2:
+            v = Node(str(rng.choice(["relu", "sigmoid", "hard_swish"])), (v,), name=f"u{k}")
+        elif choice == 3:
+            same = [w for w in values if w.type.shape == v.type.shape and w is not v]
+            other = same[0] if same else const(c, 1, 1, name=f"k{k}")
+            v = Node("add", (v, other), name=f"a{k}")
+        elif choice == 4 and v.type.shape[2] >= 4:
+            v = Node("max_pool2d", (v,), {"pool_size": (2, 2), "strides": (2, 2)}, name=f"p{k}")
+        elif choice == 5:
+            v = Node("concat", (v, Node("relu", (v,), name=f"r{k}")), {"axis": 1}, name=f"cat{k}")
+        else:
+            v = Node("clip", (v,), {"a_min": -0.5, "a_max": 0.5}, name=f"clip{k}")
+        values.append(v)
+    outs = [values[-1]] + ([values[len(values) // 2]] if len(values) > 3 else [])
+    return Graph.from_outputs([x], outs, name=f"random{seed}")
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("block_c", [None, 8, 16])
+def test_pipeline_preserves_results_on_random_graphs(seed, block_c):
+    g = random_graph(seed)
+    out = run_pipeline(g, graph_pipeline(block_c=block_c), VERIFY)
+    assert all(n.op != "batch_norm" for n in out.nodes)
+    assert out.memory_plan.peak_bytes <= out.memory_plan.naive_bytes
+    assert_same_results(g, out, atol=1e-4)
+
+
+def test_fused_groups_have_their_pattern():
+    g = run_pipeline(random_graph(3), graph_pipeline(block_c=16), VERIFY)
+    for grp in g.groups:
+        kinds = {n.op for n in grp.nodes if n is not grp.anchor}
+        if grp.anchor is None:
+            assert grp.pattern is PatternKind.INJECTIVE
+        assert all(k not in ("conv2d", "dense", "softmax") for k in kinds)
