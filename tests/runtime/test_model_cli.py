@@ -107,3 +107,29 @@ def test_progress_bar_on_request(tmp_path, capsys):
     out = tmp_path / "d.vtac"
     assert main(["compile", "digits", "-o", str(out), "--threads", "1", "--progress"]) == 0
     assert "compiling digits" in capsys.readouterr().err
+
+
+def test_run_a_two_input_model_with_named_inputs(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in "abc"]
+    node = helper.make_node("Mul", ["a", "b"], ["c"], name="mul")
+    model = helper.make_model(
+        helper.make_graph([node], "g", vi[:2], vi[2:]),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
+    model.ir_version = 8
+    path = tmp_path / "mul.onnx"
+    path.write_bytes(model.SerializeToString())
+    a, b = np.arange(8, dtype=np.float32).reshape(1, 8), np.full((1, 8), 2, np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    npz = tmp_path / "o.npz"
+    argv = ["run", str(path), "--input", f"b={tmp_path / 'b.npy'}", "--output", str(npz)]
+    assert main([*argv, "--input", f"a={tmp_path / 'a.npy'}", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outputs"]["c"]["top5"][0][0] == [7, 14.0]
+    with np.load(npz) as saved:
+        assert np.array_equal(saved["c"], a * b)
+    assert main([*argv, "--input", str(tmp_path / "a.npy")]) == 1
+    assert "the model has 2 inputs (a, b): write NAME=FILE" in capsys.readouterr().err

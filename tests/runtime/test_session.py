@@ -255,3 +255,42 @@ def test_wheel_topologies_import_and_match_onnxruntime(name):
     model = onnx.load(WHEEL[name])
     sess = InferenceSession(model, num_threads=1)
     check_against_ort(model, sess)
+
+
+# Small graphs with unusual outputs -------------------------------------------------------------
+
+
+def _model(nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, "edge", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+Z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])
+
+
+def test_an_output_that_is_the_input_or_a_constant_is_a_copy():
+    sess = InferenceSession(_model([helper.make_node("Identity", ["x"], ["y"])], [X], [Y]))
+    x = np.ones((1, 4), np.float32)
+    (y,) = sess.run(None, {"x": x})
+    assert sess.program.kernels == () and np.array_equal(y, x) and y is not x
+    c = numpy_helper.from_array(np.full((1, 4), 3, np.float32), "c")
+    nodes = [helper.make_node("Identity", ["c"], ["y"]), helper.make_node("Relu", ["x"], ["z"])]
+    sess = InferenceSession(_model(nodes, [X], [Y, Z], [c]))
+    y, z = sess.run(None, {"x": -x})
+    assert np.array_equal(y, np.full((1, 4), 3, np.float32)) and np.array_equal(z, 0 * x)
+
+
+def test_an_output_read_by_a_later_group_and_two_inputs():
+    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Exp", ["y"], ["z"])]
+    sess = InferenceSession(_model(nodes, [X], [Y, Z]))
+    x = np.array([[-1, 0, 1, 2]], np.float32)
+    z, y = sess.run(["z", "y"], {"x": x})
+    assert np.array_equal(y, np.maximum(x, 0))
+    np.testing.assert_allclose(z, np.exp(np.maximum(x, 0)), rtol=1e-6)
+    sess = InferenceSession(_model([helper.make_node("Sub", ["x", "y"], ["z"])], [X, Y], [Z]))
+    (z,) = sess.run(None, {"y": x, "x": 2 * x})
+    assert np.array_equal(z, x)
