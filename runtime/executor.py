@@ -103,6 +103,11 @@ class Executor:
             if key not in loaded:
                 loaded[key] = loader(kernel)
             self._functions.append(loaded[key])
+            if len(kernel.args) != len(kernel.tensors):
+                raise SessionError(
+                    f"group {kernel.name}: {len(kernel.args)} kernel arguments but "
+                    f"{len(kernel.tensors)} tensors"
+                )
             static: list[int | None] = []
             dynamic: list[tuple[int, str, str]] = []
             for pos, (arg, tensor) in enumerate(zip(kernel.args, kernel.tensors, strict=True)):

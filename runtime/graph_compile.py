@@ -64,6 +64,12 @@ def _signature(group: Any) -> Hashable:
     pos = {id(v): ("in", k) for k, v in enumerate(group.inputs)}
     nodes = []
     for j, node in enumerate(group.nodes):
+        missing = [k for k, v in enumerate(node.inputs) if id(v) not in pos]
+        if missing:
+            raise SessionError(
+                f"group {_group_name(group)}: node {node.label!r} input {missing[0]} is neither "
+                "a group input nor an earlier node of the group"
+            )
         refs = tuple(pos[id(v)] for v in node.inputs)
         nodes.append((node.op, node.attrs, refs, node.type))
         pos[id(node)] = ("node", j)
