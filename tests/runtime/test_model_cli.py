@@ -83,18 +83,34 @@ def test_a_non_classifier_output_prints_statistics(tmp_path, capsys):
     [
         (["run", "missing.onnx"], "vtac run: error: model missing.onnx: no such file"),
         (["run", "{art}", "--input", "{bad}"], "input 'data' has shape (1, 1, 8, 8)"),
+        (["run", "{art}", "--input", "{f64}"], "input 'data' has dtype float64, expected float32"),
         (["run", "{art}", "--input", "nope=x.npy", "--input", "y.npy"], "no such file"),
         (["run", "{broken}"], "vtac run: error: artifact"),
         (["run", "{art}", "--output", "{dir}/o.txt"], "the file must end in .npz"),
     ],
-    ids=["missing-model", "wrong-shape", "missing-input-file", "broken-artifact", "npz-name"],
+    ids=[
+        "missing-model",
+        "wrong-shape",
+        "wrong-dtype",
+        "missing-input-file",
+        "broken-artifact",
+        "npz-name",
+    ],
 )
 def test_errors_are_one_line_without_traceback(artifact, tmp_path, capsys, argv, message):
     bad = tmp_path / "bad.npy"
     np.save(bad, np.zeros((1, 1, 8, 8), np.float32))
+    f64 = tmp_path / "f64.npy"
+    np.save(f64, np.zeros((1, 1, 28, 28), np.float64))
     broken = tmp_path / "broken.vtac"
     broken.write_bytes(artifact.read_bytes()[:1000])
-    subst = {"art": str(artifact), "bad": str(bad), "broken": str(broken), "dir": str(tmp_path)}
+    subst = {
+        "art": str(artifact),
+        "bad": str(bad),
+        "f64": str(f64),
+        "broken": str(broken),
+        "dir": str(tmp_path),
+    }
     code = main([a.format(**subst) for a in argv])
     err = capsys.readouterr().err
     assert code == 1
