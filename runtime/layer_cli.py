@@ -80,6 +80,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true",
                    help="run and print {match, cycles, ideal_cycles, utilization, "
                    "roofline_cycles, dram_bytes} as JSON")  # fmt: skip
+    p.add_argument("--target", choices=["vta", "gpu"], default="vta",
+                   help="vta: int8 on the accelerator; gpu: float32 CUDA kernels")  # fmt: skip
+    p.add_argument("--ptx", metavar="FILE", help="--target gpu: write the kernels' PTX (sm_90)")
     p.set_defaults(run=_layer)
 
     b = subparsers.add_parser(
@@ -210,7 +213,15 @@ def run_built(built: Any) -> LayerRun:
     )  # fmt: skip
 
 
+def _run_gpu_layer(args: argparse.Namespace) -> int:
+    from runtime.gpu_layer import run_gpu_layer
+
+    return run_gpu_layer(args)
+
+
 def _layer(args: argparse.Namespace) -> int:
+    if args.target == "gpu":  # float32 CUDA kernels: runtime/gpu_layer.py
+        return _run_gpu_layer(args)
     import isa
     from compiler.errors import ShapeError
     from isa.outputs import OutputFiles
