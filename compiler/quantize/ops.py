@@ -1,0 +1,215 @@
+"""The int8 operators of quantized graphs, registered in the graph's operator registry and
+evaluated by the numpy reference executor in pure integer arithmetic.
+
+Integer convolutions and dense layers need no new operator: ``conv2d`` and ``dense`` of int8
+data and weights with an int32 bias already accumulate in int32 (the contract's rule). The new
+operators are:
+
+* ``quantize`` (float -> int8, ``scale``): ``clip(floor(x / scale + 1/2), -128, 127)``, on the
+  host at the graph's float edges (computed in float64);
+* ``dequantize`` (int8 or int32 -> float32, ``scale``): ``x * scale``;
+* ``requantize`` (int32 ``x``, int32 ``multiplier[C]``, int32 ``shift[C]`` -> int8;
+  ``post_shift``, ``out_min``, ``out_max``, ``axis``): :func:`~compiler.quantize.requant.
+  requantize_int`; ``out_min = 0`` is a fused relu;
+* ``qadd`` (int8, int8 -> int8; ``lhs_multiplier``, ``rhs_multiplier``, ``shift``,
+  ``out_min``, ``out_max``): ``clip(rshift(a * lhs_multiplier + b * rhs_multiplier, shift))``,
+  the residual add of two tensors of different scales;
+* ``global_sum_pool2d`` (int8 NCHW -> int32 ``(N, C, 1, 1)``): the sum over H and W, which a
+  ``requantize`` by ``1 / (H * W)`` turns into the average.
+
+Example:
+    >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
+    >>> from compiler.graph.reference import evaluate
+    >>> x = Var("x", TensorType((1, 2), "int32"))
+    >>> m = Constant(np.array([16384, 16384], np.int32))
+    >>> s = Constant(np.array([0, 1], np.int32))
+    >>> y = Node("requantize", (x, m, s), {"post_shift": 15, "out_min": -128, "out_max": 127})
+    >>> evaluate(Graph.from_outputs([x], [y]), {"x": np.array([[101, 101]], np.int32)})[0]
+    array([[51, 26]], dtype=int8)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.errors import DTypeError, GraphError, ShapeError
+from compiler.graph.ir import Attrs, Constant, Node, PatternKind, TensorType
+from compiler.graph.ops import OPS, REQUIRED, OpDef, register_op
+from compiler.graph.reference import register_impl
+from compiler.quantize.requant import (
+    MAX_MULTIPLIER,
+    MAX_POST_SHIFT,
+    MAX_PRE_SHIFT,
+    add_int,
+    requantize_int,
+)
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def _where(node: Node) -> str:
+    return f"node {node.label!r} ({node.op})"
+
+
+def _int_attr(node: Node, key: str, lo: int, hi: int) -> int:
+    v = node.attrs[key]
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise GraphError(
+            f"{_where(node)}: attribute {key} must be an int in [{lo}, {hi}], got {v!r}"
+        )
+    return v
+
+
+def _scale_attr(node: Node) -> float:
+    v = node.attrs["scale"]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v < float("inf")):
+        raise GraphError(f"{_where(node)}: attribute scale must be a positive float, got {v!r}")
+    return float(v)
+
+
+def _need(node: Node, k: int, dtypes: tuple[str, ...]) -> TensorType:
+    t = node.inputs[k].type
+    if t.dtype not in dtypes:
+        raise DTypeError(f"{_where(node)} input {k}: needs {' or '.join(dtypes)}, got {t.dtype}")
+    return t
+
+
+def _out_range(node: Node) -> None:
+    lo = _int_attr(node, "out_min", INT8_MIN, INT8_MAX)
+    hi = _int_attr(node, "out_max", INT8_MIN, INT8_MAX)
+    if lo > hi:
+        raise GraphError(f"{_where(node)}: out_min {lo} is greater than out_max {hi}")
+
+
+def _infer_quantize(node: Node) -> TensorType:
+    _scale_attr(node)
+    t = _need(node, 0, ("float32", "float64"))
+    return TensorType(t.shape, "int8", t.layout)
+
+
+def _infer_dequantize(node: Node) -> TensorType:
+    _scale_attr(node)
+    t = _need(node, 0, ("int8", "int32"))
+    return TensorType(t.shape, "float32", t.layout)
+
+
+def _infer_requantize(node: Node) -> TensorType:
+    x = _need(node, 0, ("int32",))
+    axis = _int_attr(node, "axis", 0, max(x.ndim - 1, 0))
+    _int_attr(node, "post_shift", 0, MAX_POST_SHIFT)
+    _out_range(node)
+    channels = x.shape[axis] if x.ndim else 1
+    for k, (what, lo, hi) in (
+        (1, ("multiplier", 0, MAX_MULTIPLIER)),
+        (2, ("shift", 0, MAX_PRE_SHIFT)),
+    ):
+        t = _need(node, k, ("int32",))
+        if t.shape != (channels,):
+            raise ShapeError(
+                f"{_where(node)} input {k} ({what}): must have shape ({channels},), one entry "
+                f"per index of axis {axis}, got {t.shape}"
+            )
+        v = node.inputs[k]
+        if isinstance(v, Constant) and v.value.size and (v.value.min() < lo or v.value.max() > hi):
+            raise GraphError(
+                f"{_where(node)} input {k} ({what}): entries must lie in [{lo}, {hi}], got "
+                f"[{int(v.value.min())}, {int(v.value.max())}]"
+            )
+    return TensorType(x.shape, "int8", x.layout)
+
+
+def _infer_qadd(node: Node) -> TensorType:
+    a = _need(node, 0, ("int8",))
+    b = _need(node, 1, ("int8",))
+    if a.shape != b.shape:
+        raise ShapeError(
+            f"{_where(node)} input 1: shape {b.shape} differs from input 0's {a.shape}"
+        )
+    _int_attr(node, "lhs_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "rhs_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "shift", 0, 30)
+    _out_range(node)
+    return TensorType(a.shape, "int8", a.layout or b.layout)
+
+
+def _infer_sum_pool(node: Node) -> TensorType:
+    t = _need(node, 0, ("int8",))
+    if t.ndim != 4 or t.layout not in ("", "NCHW"):
+        raise ShapeError(f"{_where(node)} input 0: needs a 4-d NCHW tensor, got {t}")
+    n, c = t.shape[:2]
+    return TensorType((n, c, 1, 1), "int32", "NCHW")
+
+
+_OUT = {"out_min": INT8_MIN, "out_max": INT8_MAX}
+_DEFS = (
+    OpDef("quantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_quantize),
+    OpDef("dequantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_dequantize),
+    OpDef(
+        "requantize",
+        PatternKind.INJECTIVE,
+        3,
+        3,
+        {"post_shift": REQUIRED, "axis": 1, **_OUT},
+        _infer_requantize,
+    ),
+    OpDef(
+        "qadd",
+        PatternKind.INJECTIVE,
+        2,
+        2,
+        {"lhs_multiplier": REQUIRED, "rhs_multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
+        _infer_qadd,
+    ),
+    OpDef("global_sum_pool2d", PatternKind.REDUCTION, 1, 1, {}, _infer_sum_pool),
+)
+
+#: The operators this module adds to the registry.
+QUANT_OPS = tuple(d.name for d in _DEFS)
+
+
+def _quantize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    q = np.floor(args[0].astype(np.float64) / attrs["scale"] + 0.5)
+    return np.clip(q, INT8_MIN, INT8_MAX).astype(np.int8)
+
+
+def _dequantize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return (args[0].astype(np.float64) * attrs["scale"]).astype(np.float32)
+
+
+def _requantize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x, m, s = args
+    return requantize_int(
+        x, m, s, attrs["post_shift"], attrs["out_min"], attrs["out_max"], attrs["axis"]
+    )
+
+
+def _qadd(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return add_int(
+        args[0],
+        args[1],
+        attrs["lhs_multiplier"],
+        attrs["rhs_multiplier"],
+        attrs["shift"],
+        attrs["out_min"],
+        attrs["out_max"],
+    )
+
+
+def _sum_pool(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return args[0].astype(np.int64).sum(axis=(2, 3), keepdims=True).astype(np.int32)
+
+
+_IMPLS = {
+    "quantize": _quantize,
+    "dequantize": _dequantize,
+    "requantize": _requantize,
+    "qadd": _qadd,
+    "global_sum_pool2d": _sum_pool,
+}
+
+for _d in _DEFS:
+    if _d.name not in OPS:
+        register_op(_d)
+        register_impl(_d.name, _IMPLS[_d.name])
+
+__all__ = ["QUANT_OPS"]

@@ -1,0 +1,362 @@
+"""The quantization pass: a float graph becomes an int8 graph with float edges.
+
+:func:`quantize_graph` runs the graph pipeline's first passes (constant folding, batch-norm
+folding, dead-node elimination), calibrates every activation on the sample inputs
+(:mod:`~compiler.quantize.calibrate`) and rewrites the graph node by node:
+
+* ``conv2d`` / ``dense`` with constant weights: int8 data (per-tensor scale ``s_x``), int8
+  weights per output channel (``s_w[c] = max|w[c]| / 127``, values in ``[-127, 127]``), int32
+  bias ``round(b / (s_x s_w[c]))``, int32 accumulation, then ``requantize`` to the output's
+  int8 scale ``s_y`` by ``M[c] = s_x s_w[c] / s_y``; a ``relu`` that is the only reader is
+  fused into the requantization (``out_min = 0``);
+* ``add`` of two activations: ``qadd`` (both rescaled to the output scale in the integer
+  domain), with a following ``relu`` fused the same way;
+* ``max_pool2d``, ``relu``, ``reshape``, ``transpose``: on int8, the scale passes through;
+* ``global_avg_pool2d``: ``global_sum_pool2d`` (int32) and ``requantize`` by
+  ``s_x / (H W s_y)``;
+* anything else (softmax, sigmoid, ...): stays float32, its int8 inputs dequantized and its
+  output quantized again where an integer operator reads it;
+* ``quantize`` at the float inputs, ``dequantize`` at the outputs.
+
+``requant="multiplier"`` (the default) uses 15-bit multipliers
+(:func:`~compiler.quantize.requant.choose_requant`); ``requant="shift"`` uses shifts alone,
+snapping each weight scale to ``2**-k s_y / s_x`` and each pool output scale so that every
+conv/dense/pool requantization is an exact power of two (``qadd`` keeps its multipliers).
+
+Example:
+    >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
+    >>> from compiler.graph.reference import evaluate
+    >>> rng = np.random.default_rng(0)
+    >>> x = Var("x", TensorType((8, 2, 6, 6), "float32", "NCHW"))
+    >>> w = Constant(rng.normal(size=(4, 2, 3, 3)).astype(np.float32), name="w")
+    >>> y = Node("relu", (Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="c"),), name="r")
+    >>> g = Graph.from_outputs([x], [Node("global_avg_pool2d", (y,), name="gap")])
+    >>> feed = {"x": rng.normal(size=(8, 2, 6, 6)).astype(np.float32)}
+    >>> q = quantize_graph(g, feed, "minmax")
+    >>> [n.op for n in q.nodes]
+    ['quantize', 'conv2d', 'requantize', 'global_sum_pool2d', 'requantize', 'dequantize']
+    >>> ref, out = evaluate(g, feed)[0], evaluate(q, feed)[0]
+    >>> bool(np.abs(out - ref).max() < 0.02 * np.abs(ref).max())
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+import compiler.quantize.ops  # noqa: F401  (registers the int8 operators)
+from compiler.graph.ir import Constant, Graph, Node, Value
+from compiler.graph.pipeline import graph_pipeline, run_pipeline
+from compiler.passes.pipeline import Pass, Pipeline
+from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
+from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
+
+#: Operators whose int8 form keeps the input's scale.
+PASS_THROUGH = frozenset({"max_pool2d", "relu", "reshape", "transpose"})
+#: Operators at the float edges of a quantized graph.
+EDGE_OPS = frozenset({"quantize", "dequantize"})
+REQUANT_MODES = ("multiplier", "shift")
+
+INT32_LIMIT = 1 << 31
+
+
+def prepare_graph(graph: Graph) -> Graph:
+    """The graph pipeline up to dead-node elimination (constant and batch-norm folding).
+
+    Example:
+        >>> from compiler.graph.ir import TensorType, Var
+        >>> x = Var("x", TensorType((1, 4), "float32"))
+        >>> [n.op for n in prepare_graph(Graph.from_outputs([x], [Node("relu", (x,))])).nodes]
+        ['relu']
+    """
+    return run_pipeline(graph, graph_pipeline(), stop_after="eliminate_dead_nodes")
+
+
+def quantize_graph(
+    graph: Graph,
+    calibration_feeds: Iterable[Any] | Mapping[str, Any],
+    calibrator: str | Calibrator = "kl",
+    *,
+    requant: str = "multiplier",
+    bins: int = DEFAULT_BINS,
+) -> Graph:
+    """Quantize ``graph`` to int8 (see the module docstring), calibrating with ``calibrator``
+    (``"kl"``, ``"minmax"``, ``"percentile"`` or a calibrator object) on
+    ``calibration_feeds`` (one feed mapping or an iterable of them, each matching the graph's
+    inputs). Raises :class:`~compiler.quantize.requant.QuantizeError` naming the node at fault.
+    """
+    if requant not in REQUANT_MODES:
+        raise QuantizeError(
+            f"unknown requantization {requant!r}; known: {', '.join(REQUANT_MODES)}"
+        )
+    prepared = prepare_graph(graph)
+    thresholds = calibrate(prepared, calibration_feeds, calibrator, bins=bins)
+    return realize(prepared, thresholds, requant=requant)
+
+
+def quantize_pipeline(
+    calibration_feeds: Iterable[Any] | Mapping[str, Any],
+    calibrator: str | Calibrator = "kl",
+    *,
+    requant: str = "multiplier",
+) -> Pipeline:
+    """A named graph pipeline: the folding passes, then ``quantize``.
+
+    Example:
+        >>> quantize_pipeline({}).names()
+        ['fold_constants', 'fold_batch_norm', 'eliminate_dead_nodes', 'quantize']
+    """
+    feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
+    first = graph_pipeline().passes[:3]
+    step = partial(_calibrate_and_realize, feeds=feeds, calibrator=calibrator, requant=requant)
+    return Pipeline((*first, Pass("quantize", step)))  # type: ignore[arg-type]
+
+
+def _calibrate_and_realize(graph: Graph, *, feeds: Any, calibrator: Any, requant: str) -> Graph:
+    return realize(graph, calibrate(graph, feeds, calibrator), requant=requant)
+
+
+def realize(graph: Graph, thresholds: Mapping[int, float], *, requant: str = "multiplier") -> Graph:
+    """Rewrite a prepared float graph into int8 with the calibrated ``thresholds``
+    (``id(value) -> threshold``, from :func:`~compiler.quantize.calibrate.calibrate`)."""
+    return _Realizer(graph, thresholds, requant).run()
+
+
+class _Realizer:
+    def __init__(self, graph: Graph, thresholds: Mapping[int, float], requant: str) -> None:
+        self.graph = graph
+        self.thresholds = thresholds
+        self.requant = requant
+        self.users = graph.users
+        self.out_ids = {id(v) for v in graph.outputs}
+        self.qv: dict[int, tuple[Value, float]] = {}  # float value -> (int8 value, scale)
+        self.fv: dict[int, Value] = {v_id: v for v_id, v in ((id(v), v) for v in graph.inputs)}
+        self.fused: set[int] = set()
+
+    # ------------------------------------------------------------ scales and domains
+
+    def scale(self, v: Value) -> float:
+        th = self.thresholds.get(id(v))
+        if th is None:
+            raise QuantizeError(f"value {node_label(v)!r} was not calibrated")
+        if not math.isfinite(th):
+            raise QuantizeError(f"value {node_label(v)!r}: calibrated threshold {th} is not finite")
+        # an all-zero activation: any scale represents it; keep the requantization in range
+        return max(th, 1e-6) / 127.0
+
+    def as_int8(self, v: Value) -> tuple[Value, float]:
+        if id(v) in self.qv:
+            return self.qv[id(v)]
+        if isinstance(v, Constant):
+            raise QuantizeError(f"constant {node_label(v)!r} is not an activation")
+        s = self.scale(v)
+        q = Node("quantize", (self.fv[id(v)],), {"scale": s}, name=f"{node_label(v)}.quantize")
+        self.qv[id(v)] = (q, s)
+        return q, s
+
+    def as_float(self, v: Value) -> Value:
+        if isinstance(v, Constant):
+            return v
+        if id(v) not in self.fv:
+            q, s = self.qv[id(v)]
+            self.fv[id(v)] = Node(
+                "dequantize", (q,), {"scale": s}, name=f"{node_label(v)}.dequantize"
+            )
+        return self.fv[id(v)]
+
+    def is_activation(self, v: Value) -> bool:
+        return not isinstance(v, Constant) and v.type.dtype.startswith("float")
+
+    def fusable_relu(self, node: Node) -> Node | None:
+        users = self.users.get(id(node), [])
+        if len(users) == 1 and users[0].op == "relu" and id(node) not in self.out_ids:
+            return users[0]
+        return None
+
+    # ------------------------------------------------------------ the walk
+
+    def run(self) -> Graph:
+        for node in self.graph.nodes:
+            if id(node) in self.fused:
+                continue
+            handler = getattr(self, f"_{node.op}", None)
+            done = handler(node) if handler is not None else False
+            if not done:
+                self._float(node)
+        outputs = [self.as_float(v) for v in self.graph.outputs]
+        return Graph.from_outputs(self.graph.inputs, outputs, name=self.graph.name)
+
+    def _float(self, node: Node) -> None:
+        ins = tuple(self.as_float(v) for v in node.inputs)
+        self.fv[id(node)] = Node(node.op, ins, node.attrs, node.name)
+
+    def _pass_through(self, node: Node) -> bool:
+        x = node.inputs[0]
+        if id(x) not in self.qv:
+            return False
+        qx, s = self.qv[id(x)]
+        self.qv[id(node)] = (Node(node.op, (qx,), node.attrs, node.name), s)
+        return True
+
+    _max_pool2d = _pass_through
+    _relu = _pass_through
+    _reshape = _pass_through
+    _transpose = _pass_through
+
+    def _conv2d(self, node: Node) -> bool:
+        a = node.attrs
+        if a["data_layout"] != "NCHW" or a["kernel_layout"] != "OIHW":
+            return False
+        return self._weighted(node)
+
+    def _dense(self, node: Node) -> bool:
+        return self._weighted(node)
+
+    def _weighted(self, node: Node) -> bool:
+        x, w = node.inputs[0], node.inputs[1]
+        bias = node.inputs[2] if len(node.inputs) == 3 else None
+        if (
+            not self.is_activation(x)
+            or not isinstance(w, Constant)
+            or not w.type.dtype.startswith("float")
+            or (bias is not None and not isinstance(bias, Constant))
+        ):
+            return False
+        qx, sx = self.as_int8(x)
+        relu = self.fusable_relu(node)
+        out = relu or node
+        sy = self.scale(out)
+        wv = w.value.astype(np.float64)
+        channels = wv.shape[0]
+        absmax = np.abs(wv.reshape(channels, -1)).max(axis=1)
+        unit = sy / sx  # the weight scale for which the requantization is 1
+        if self.requant == "shift":
+            with np.errstate(divide="ignore"):
+                k = np.floor(np.log2(127.0 * unit / np.where(absmax > 0, absmax, 1.0)))
+            sw = unit * np.exp2(-np.maximum(k, 0.0))
+        else:
+            sw = absmax / 127.0
+        sw = np.where(absmax > 0, sw, unit)
+        wq = np.clip(np.rint(wv / sw.reshape((-1,) + (1,) * (wv.ndim - 1))), -127, 127)
+        b = bias.value.astype(np.float64) if bias is not None else np.zeros(channels)
+        bq = np.rint(b / (sx * sw))
+        if np.any(np.abs(bq) >= INT32_LIMIT):
+            c = int(np.argmax(np.abs(bq)))
+            raise QuantizeError(
+                f"node {node.label!r} ({node.op}): bias of channel {c} ({b[c]:g}) does not fit "
+                f"int32 at scale {sx * sw[c]:g}"
+            )
+        consts = (
+            Constant(wq.astype(np.int8), name=f"{w.name or node.label}.int8"),
+            Constant(bq.astype(np.int32), name=f"{node.label}.bias.int32"),
+        )
+        acc = Node(node.op, (qx, *consts), node.attrs, node.name)
+        params = choose_requant(sx * sw / sy, mode=self.requant)
+        self._requantize(acc, out, params, relu is not None, sy)
+        if relu is not None:
+            self.fused.add(id(relu))
+        return True
+
+    def _requantize(
+        self, acc: Node, out: Node, params: RequantParams, relu: bool, scale: float
+    ) -> None:
+        label = node_label(out)
+        rq = Node(
+            "requantize",
+            (
+                acc,
+                Constant(params.multiplier, name=f"{label}.multiplier"),
+                Constant(params.shift, name=f"{label}.shift"),
+            ),
+            {"post_shift": params.post_shift, "out_min": 0 if relu else -128, "out_max": 127},
+            name=f"{label}.requantize",
+        )
+        self.qv[id(out)] = (rq, scale)
+
+    def _add(self, node: Node) -> bool:
+        a, b = node.inputs
+        if not (self.is_activation(a) and self.is_activation(b)) or a.type.shape != b.type.shape:
+            return False
+        qa, sa = self.as_int8(a)
+        qb, sb = self.as_int8(b)
+        relu = self.fusable_relu(node)
+        out = relu or node
+        so = self.scale(out)
+        lm, rm, shift = choose_add(sa, sb, so)
+        attrs = {
+            "lhs_multiplier": lm,
+            "rhs_multiplier": rm,
+            "shift": shift,
+            "out_min": 0 if relu else -128,
+            "out_max": 127,
+        }
+        self.qv[id(out)] = (Node("qadd", (qa, qb), attrs, name=node.name), so)
+        if relu is not None:
+            self.fused.add(id(relu))
+        return True
+
+    def _global_avg_pool2d(self, node: Node) -> bool:
+        x = node.inputs[0]
+        if node.attrs["layout"] != "NCHW" or not self.is_activation(x):
+            return False
+        qx, sx = self.as_int8(x)
+        n, c, h, w = x.type.shape
+        so = self.scale(node)
+        if self.requant == "shift":
+            k = max(0, math.ceil(math.log2(so * h * w / sx)))
+            so = sx * 2.0**k / (h * w)
+        total = Node("global_sum_pool2d", (qx,), name=f"{node.label}.sum")
+        params = choose_requant(np.full(c, sx / (h * w * so)), mode=self.requant)
+        self._requantize(total, node, params, False, so)
+        return True
+
+
+def integer_violations(graph: Graph) -> list[Node]:
+    """Nodes of a quantized graph that compute on floats inside the integer region: every node
+    other than ``quantize`` / ``dequantize`` whose output or an input is a float.
+
+    Example:
+        >>> from compiler.graph.ir import TensorType, Var
+        >>> x = Var("x", TensorType((1, 4), "float32"))
+        >>> [n.op for n in integer_violations(Graph.from_outputs([x], [Node("relu", (x,))]))]
+        ['relu']
+    """
+    bad = []
+    for node in graph.nodes:
+        if node.op in EDGE_OPS:
+            continue
+        types = [node.type] + [v.type for v in node.inputs]
+        if any(t.dtype.startswith("float") for t in types):
+            bad.append(node)
+    return bad
+
+
+def activation_scales(graph: Graph) -> dict[str, float]:
+    """``name -> scale`` of every ``quantize`` and ``dequantize`` of a quantized graph.
+
+    Example:
+        >>> from compiler.graph.ir import TensorType, Var
+        >>> x = Var("x", TensorType((1, 4), "float32"))
+        >>> q = Node("quantize", (x,), {"scale": 0.5}, name="x.quantize")
+        >>> activation_scales(Graph.from_outputs([x], [q]))
+        {'x.quantize': 0.5}
+    """
+    return {n.label: float(n.attrs["scale"]) for n in graph.nodes if n.op in EDGE_OPS}
+
+
+__all__ = [
+    "EDGE_OPS",
+    "PASS_THROUGH",
+    "REQUANT_MODES",
+    "activation_scales",
+    "integer_violations",
+    "prepare_graph",
+    "quantize_graph",
+    "quantize_pipeline",
+    "realize",
+]

@@ -1,0 +1,317 @@
+"""Integer requantization the accelerator's ALU executes: parameters and exact semantics.
+
+The ALU (``ISA.md`` section 3) works lane by lane on int32 accumulators with MIN, MAX, ADD, SHR
+(arithmetic, floor) and MUL (low 32 bits), each with a 16-bit signed immediate or a second
+accumulator tile as operand; there is no division. A real scale ``M`` (per output channel) is
+therefore applied as a 16-bit multiplier and power-of-two shifts:
+
+``requantize(x) = clip(rshift(clamp16(rshift(x, s1)) * m, s2), out_min, out_max)``
+
+* ``rshift(v, s) = floor((v + 2**(s-1)) / 2**s)`` (round half up; ``v`` for ``s == 0``), the
+  addition wrapping in int32 like the accumulator;
+* ``clamp16(t) = min(max(t, -32768), 32767)``, so that ``t * m`` (``0 <= m <= 32767``) always
+  fits in 31 bits: the MUL never wraps, whatever the input;
+* ``m = round(M * 2**(s1 + s2))`` in ``[2**14, 2**15)``: 15 significant bits of ``M``;
+* ``s2`` (one per layer, at most :data:`MAX_POST_SHIFT`) and ``s1`` (per channel) split the
+  total shift so that the clamp never changes a result: with ``m >= 2**14`` and
+  ``s2 <= 21`` a clamped ``t`` already saturates the int8 output.
+
+:func:`alu_program` lists the ALU instruction sequence of one requantization; the tests run it
+lane by lane with :func:`isa.semantics.alu_apply` and compare with :func:`requantize_int`.
+
+Example:
+    >>> p = choose_requant(np.array([0.0123, 0.0031]))
+    >>> p.multiplier.tolist(), p.shift.tolist(), p.post_shift
+    ([25795, 26005], [0, 2], 21)
+    >>> acc = np.array([[1000, 1000], [-40000, 5000]], np.int32)
+    >>> requantize_int(acc, p.multiplier, p.shift, p.post_shift, -128, 127).tolist()
+    [[12, 3], [-128, 16]]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler.errors import GraphError
+
+#: Largest multiplier: the ALU's MUL takes a 16-bit signed operand.
+MAX_MULTIPLIER = (1 << 15) - 1
+#: Clamp bounds of the pre-shifted accumulator (16-bit signed, the MIN/MAX immediates).
+CLAMP_MIN, CLAMP_MAX = -(1 << 15), (1 << 15) - 1
+#: Largest per-layer post-shift for which the 16-bit clamp is exact (see the module docstring).
+MAX_POST_SHIFT = 21
+#: Largest pre-shift (a shift by 31 already leaves only the sign).
+MAX_PRE_SHIFT = 31
+#: Width of the rounding immediate: ``2**(b-1)`` with ``b <= 15`` fits a signed 16-bit field.
+ROUND_IMM_BITS = 15
+
+
+class QuantizeError(GraphError):
+    """A graph or a scale that the int8 quantizer cannot handle; the message names the node."""
+
+
+def wrap32(v: np.ndarray) -> np.ndarray:
+    """Two's complement wrap of int64 values to the int32 range (kept as int64).
+
+    Example:
+        >>> wrap32(np.array([2**31, -2**31 - 1])).tolist()
+        [-2147483648, 2147483647]
+    """
+    v = np.asarray(v, np.int64)
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def round_shift(v: np.ndarray, s: np.ndarray | int) -> np.ndarray:
+    """``floor((v + 2**(s-1)) / 2**s)`` on int64 values (``v`` where ``s == 0``), no wrap.
+
+    Example:
+        >>> round_shift(np.array([5, 6, -5, -6, 7]), 2).tolist()
+        [1, 2, -1, -1, 2]
+    """
+    v = np.asarray(v, np.int64)
+    s = np.asarray(s, np.int64)
+    half = np.where(s > 0, np.left_shift(np.int64(1), np.maximum(s - 1, 0)), 0)
+    return (v + half) >> s
+
+
+@dataclass(frozen=True)
+class RequantParams:
+    """Integer parameters of a per-channel requantization (see the module docstring).
+
+    ``multiplier`` and ``shift`` (the pre-shift ``s1``) are int32 vectors, one entry per
+    channel; ``post_shift`` (``s2``) is shared by the layer. ``scale`` is the real scale the
+    integers approximate, kept for reporting errors.
+    """
+
+    multiplier: np.ndarray
+    shift: np.ndarray
+    post_shift: int
+    scale: np.ndarray
+
+    def effective_scale(self) -> np.ndarray:
+        """``m / 2**(s1 + s2)``: the scale the integers apply.
+
+        Example:
+            >>> choose_requant(np.array([0.25])).effective_scale().tolist()
+            [0.25]
+        """
+        total = self.shift.astype(np.float64) + self.post_shift
+        return self.multiplier.astype(np.float64) / np.exp2(total)
+
+
+def choose_requant(scale: np.ndarray, *, mode: str = "multiplier") -> RequantParams:
+    """Integer parameters approximating the real per-channel scales ``scale`` (``>= 0``).
+
+    ``mode="multiplier"``: 15-bit multipliers as in the module docstring. ``mode="shift"``:
+    pure shifts (``m = 1``, ``s2 = 0``), ``s1 = round(-log2(scale))``; exact only when the
+    scales are powers of two (the quantizer snaps weight scales so that they are).
+    Raises :class:`QuantizeError` for a scale the ALU cannot apply (negative, not finite, or
+    ``>= 2**15``; in shift mode, above 1).
+
+    Example:
+        >>> p = choose_requant(np.array([2.0**-9, 2.0**-12]), mode="shift")
+        >>> p.multiplier.tolist(), p.shift.tolist(), p.post_shift
+        ([1, 1], [9, 12], 0)
+    """
+    m_real = np.asarray(scale, np.float64).reshape(-1)
+    if not np.all(np.isfinite(m_real)) or np.any(m_real < 0):
+        raise QuantizeError(f"requantization scales must be finite and >= 0, got {m_real}")
+    if np.any(m_real >= 1 << 15):
+        raise QuantizeError(
+            f"requantization scale {float(m_real.max()):g} is too large for a 16-bit multiplier"
+        )
+    n = m_real.size
+    if mode == "shift":
+        if np.any(m_real > 1.0):
+            raise QuantizeError(
+                f"shift requantization needs scales <= 1, got {float(m_real.max()):g}"
+            )
+        with np.errstate(divide="ignore"):
+            s = np.where(m_real > 0, np.rint(-np.log2(np.maximum(m_real, 1e-300))), MAX_PRE_SHIFT)
+        s = np.minimum(s, MAX_PRE_SHIFT).astype(np.int32)
+        mult = np.where(m_real > 0, 1, 0).astype(np.int32)
+        return RequantParams(mult, s, 0, m_real)
+    if mode != "multiplier":
+        raise QuantizeError(f"unknown requantization mode {mode!r} (multiplier or shift)")
+    total = np.zeros(n, np.int64)
+    mult = np.zeros(n, np.int64)
+    live = m_real > 0
+    for c in np.flatnonzero(live):
+        t = math.floor(math.log2(MAX_MULTIPLIER / m_real[c]))
+        m = round(m_real[c] * 2.0**t)
+        if m > MAX_MULTIPLIER:
+            t -= 1
+            m = round(m_real[c] * 2.0**t)
+        total[c], mult[c] = t, m
+    post = int(min(MAX_POST_SHIFT, total[live].min())) if live.any() else 0
+    post = max(post, 0)
+    pre = np.where(live, total - post, 0)
+    # a pre-shift past 31 leaves only the sign: shift by 31 and shrink the multiplier instead
+    deep = pre > MAX_PRE_SHIFT
+    if deep.any():
+        pre = np.where(deep, MAX_PRE_SHIFT, pre)
+        mult = np.where(deep, np.rint(m_real * np.exp2(MAX_PRE_SHIFT + post)), mult)
+    return RequantParams(mult.astype(np.int32), pre.astype(np.int32), post, m_real)
+
+
+def _channel_view(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = -1
+    return np.asarray(v, np.int64).reshape(shape)
+
+
+def requantize_int(
+    x: np.ndarray,
+    multiplier: np.ndarray,
+    shift: np.ndarray,
+    post_shift: int,
+    out_min: int,
+    out_max: int,
+    axis: int = 1,
+) -> np.ndarray:
+    """The exact integer semantics of the ``requantize`` operator; int8 result.
+
+    ``x`` is int32; ``multiplier`` and ``shift`` hold one entry per index of ``axis``.
+
+    Example:
+        >>> requantize_int(np.array([[300, -300]], np.int32), np.array([1, 1]),
+        ...                np.array([2, 2]), 0, -128, 127).tolist()
+        [[75, -75]]
+    """
+    x64 = np.asarray(x).astype(np.int64)
+    m = _channel_view(multiplier, x64.ndim, axis)
+    s1 = _channel_view(shift, x64.ndim, axis)
+    half = np.where(s1 > 0, np.left_shift(np.int64(1), np.maximum(s1 - 1, 0)), 0)
+    t = wrap32(x64 + half) >> s1
+    t = np.clip(t, CLAMP_MIN, CLAMP_MAX) * m
+    y = round_shift(t, post_shift)
+    return np.clip(y, out_min, out_max).astype(np.int8)
+
+
+def choose_add(lhs_scale: float, rhs_scale: float, out_scale: float) -> tuple[int, int, int]:
+    """``(lhs_multiplier, rhs_multiplier, shift)`` of an int8 add with rescaling:
+    ``lhs_multiplier / 2**shift ~ lhs_scale / out_scale`` (and the same for ``rhs``), the larger
+    multiplier in ``[2**14, 2**15)``.
+
+    Example:
+        >>> choose_add(0.02, 0.01, 0.04)
+        (16384, 8192, 15)
+    """
+    ratios = (lhs_scale / out_scale, rhs_scale / out_scale)
+    if not all(math.isfinite(r) and r > 0 for r in ratios):
+        raise QuantizeError(f"add: scales must be positive and finite, got {ratios}")
+    big = max(ratios)
+    if big >= 1 << 15:
+        raise QuantizeError(f"add: input/output scale ratio {big:g} needs more than 16 bits")
+    shift = math.floor(math.log2(MAX_MULTIPLIER / big))
+    if round(big * 2.0**shift) > MAX_MULTIPLIER:
+        shift -= 1
+    # products stay below 2**22 and the sum below 2**23: any shift up to 30 is exact
+    shift = max(0, min(shift, 30))
+    lhs, rhs = (int(round(r * 2.0**shift)) for r in ratios)
+    return lhs, rhs, shift
+
+
+def add_int(
+    a: np.ndarray,
+    b: np.ndarray,
+    lhs_multiplier: int,
+    rhs_multiplier: int,
+    shift: int,
+    out_min: int,
+    out_max: int,
+) -> np.ndarray:
+    """The exact integer semantics of the ``qadd`` operator; int8 result.
+
+    Example:
+        >>> add_int(np.array([100], np.int8), np.array([100], np.int8), 16384, 8192, 15,
+        ...         -128, 127).tolist()
+        [75]
+    """
+    acc = a.astype(np.int64) * lhs_multiplier + b.astype(np.int64) * rhs_multiplier
+    return np.clip(round_shift(acc, shift), out_min, out_max).astype(np.int8)
+
+
+@dataclass(frozen=True)
+class AluStep:
+    """One ALU instruction of a requantization: ``op`` (MIN, MAX, ADD, SHR, MUL) with an
+    immediate (``imm``) or, when ``tensor`` names one, a per-channel int32 tile of the
+    accumulator buffer (the tensor-tensor form)."""
+
+    op: str
+    imm: int | None = None
+    tensor: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.tensor if self.tensor else self.imm}"
+
+
+def split_round_shift(s: int) -> list[AluStep]:
+    """ALU steps of ``rshift(v, s)`` with 16-bit immediates: ``SHR s-b; ADD 2**(b-1); SHR b``
+    with ``b = min(s, 15)``; ``floor((floor(v / 2**a) + 2**(b-1)) / 2**b)`` equals
+    ``floor((v + 2**(a+b-1)) / 2**(a+b))`` exactly.
+
+    Example:
+        >>> [str(x) for x in split_round_shift(21)]
+        ['SHR 6', 'ADD 16384', 'SHR 15']
+    """
+    if s == 0:
+        return []
+    b = min(s, ROUND_IMM_BITS)
+    steps = [AluStep("SHR", imm=s - b)] if s > b else []
+    return steps + [AluStep("ADD", imm=1 << (b - 1)), AluStep("SHR", imm=b)]
+
+
+def alu_program(
+    post_shift: int,
+    out_min: int,
+    out_max: int,
+    *,
+    uniform_shift: int | None = None,
+    uniform_multiplier: int | None = None,
+) -> list[AluStep]:
+    """The ALU instructions of one ``requantize``, in order, on the int32 accumulator tile.
+
+    Per-channel operands are the tensors ``round`` (``2**(s1-1)`` or 0, which the compiler may
+    fold into the int32 bias), ``shift`` and ``multiplier``, loaded into the accumulator buffer;
+    when every channel shares a value (``uniform_*``) it becomes an immediate.
+
+    Example:
+        >>> [str(s) for s in alu_program(21, 0, 127, uniform_shift=0)]
+        ['MAX -32768', 'MIN 32767', 'MUL multiplier', 'SHR 6', 'ADD 16384', 'SHR 15', \
+'MAX 0', 'MIN 127']
+    """
+    steps: list[AluStep] = []
+    if uniform_shift is None:
+        steps += [AluStep("ADD", tensor="round"), AluStep("SHR", tensor="shift")]
+    elif 0 < uniform_shift <= ROUND_IMM_BITS:
+        steps += [AluStep("ADD", imm=1 << (uniform_shift - 1)), AluStep("SHR", imm=uniform_shift)]
+    elif uniform_shift > ROUND_IMM_BITS:
+        # the offset does not fit an immediate: a tile of it (or the bias) carries it
+        steps += [AluStep("ADD", tensor="round"), AluStep("SHR", imm=uniform_shift)]
+    steps += [AluStep("MAX", imm=CLAMP_MIN), AluStep("MIN", imm=CLAMP_MAX)]
+    if uniform_multiplier is None:
+        steps.append(AluStep("MUL", tensor="multiplier"))
+    elif uniform_multiplier != 1:
+        steps.append(AluStep("MUL", imm=uniform_multiplier))
+    steps += split_round_shift(post_shift)
+    steps += [AluStep("MAX", imm=out_min), AluStep("MIN", imm=out_max)]
+    return steps
+
+
+__all__ = [
+    "AluStep",
+    "QuantizeError",
+    "RequantParams",
+    "add_int",
+    "alu_program",
+    "choose_add",
+    "choose_requant",
+    "requantize_int",
+    "round_shift",
+    "split_round_shift",
+    "wrap32",
+]
