@@ -254,6 +254,11 @@ def _c_conv(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
             f"weight has shape {w.type.shape}"
         )
     kernel = tuple(a.get("kernel_shape", w.type.shape[2:]))
+    if kernel != w.type.shape[2:]:
+        raise FrontendError(
+            f"node {name!r} (Conv): kernel_shape {list(kernel)} differs from the weight's "
+            f"spatial shape {list(w.type.shape[2:])}"
+        )
     attrs = _spatial(node, a, x, kernel)
     attrs["groups"] = int(a.get("group", 1))
     args = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
@@ -749,7 +754,10 @@ def _topological(graph: Any, known: set[str]) -> list[Any]:
                     start = (
                         cycle.index(_label(graph.node[p])) if _label(graph.node[p]) in cycle else 0
                     )
-                    raise FrontendError(f"the graph has a cycle through nodes {cycle[start:]}")
+                    raise FrontendError(
+                        f"the graph has a cycle through nodes {cycle[start:]} (each reads the "
+                        "next, the last reads the first)"
+                    )
                 if state[p] == 0:
                     state[p] = 1
                     stack.append((p, 0))
@@ -876,6 +884,12 @@ def from_onnx(
             raise
         except CompilerError as e:
             raise FrontendError(f"node {label!r} ({n.op_type}): {e}") from None
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
+            # an attribute or input the operator requires is missing or of the wrong kind
+            # (onnx.checker refuses most of these first; check=False skips it)
+            raise FrontendError(
+                f"node {label!r} ({n.op_type}): malformed node ({type(e).__name__}: {e})"
+            ) from None
         for o, v in zip(n.output, outs, strict=False):
             if o:
                 ctx.env[o] = v

@@ -85,8 +85,14 @@ def test_missing_initializer():
 def test_cyclic_graph():
     m = small_model()
     m.graph.node[0].input[0] = "y"  # conv reads the flatten's output: a cycle through all four
-    with pytest.raises(FrontendError, match=r"cycle through nodes \['conv', 'flat', 'pool', "
-                       r"'relu'\]|cycle through nodes"):  # fmt: skip
+    with pytest.raises(FrontendError) as err:
+        from_onnx(m)
+    assert "cycle through nodes ['conv', 'flat', 'pool', 'relu'] (each reads the next" in str(
+        err.value
+    )
+    m = small_model()
+    m.graph.node[2].input[0] = "y"
+    with pytest.raises(FrontendError, match=r"cycle through nodes \['pool', 'flat'\]"):
         from_onnx(m)
 
 
@@ -163,3 +169,18 @@ def test_cli_refuses_without_traceback(tmp_path):
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("vtac graph: error: ") and str(path) in proc.stderr
+
+
+def test_malformed_attributes_named_by_node():
+    m = small_model()
+    del m.graph.node[0].attribute[:]
+    m.graph.node[0].attribute.append(helper.make_attribute("kernel_shape", [5, 5]))
+    with pytest.raises(FrontendError, match=r"node 'conv' \(Conv\): kernel_shape \[5, 5\] differs"):
+        from_onnx(m)
+    x = np.zeros((1, 2, 4, 4), np.float32)
+    pool = helper.make_node("MaxPool", ["x"], ["y"], name="pool")  # no kernel_shape
+    m = make_model([pool], {"x": x}, ["y"], output_shapes={"y": (1, 2, 4, 4)})
+    with pytest.raises(FrontendError, match="onnx.checker refuses it"):
+        from_onnx(m)
+    with pytest.raises(FrontendError, match=r"node 'pool' \(MaxPool\): malformed node"):
+        from_onnx(m, check=False)
