@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "runtime.layer_cli",  # layer, bench, demo
     "runtime.graph_cli",  # graph
     "runtime.model_cli",  # compile, run
+    "runtime.tune_cli",  # tune
 )
 
 

@@ -86,8 +86,8 @@ def measure_one(
     elapsed = time.perf_counter() - t0
     if not armed and timeout_s > 0 and elapsed > timeout_s and result.ok:
         # no alarm off the main thread (Dask workers): a late result is still a timeout
-        result = MeasureResult.failure("timeout", f"took {elapsed:.1f} s, more than {timeout_s:g} s",
-                                       result.build_s, result.run_s)  # fmt: skip
+        late = f"took {elapsed:.1f} s, more than {timeout_s:g} s"
+        result = MeasureResult.failure("timeout", late, result.build_s, result.run_s)
     return result.to_json()
 
 

@@ -109,8 +109,10 @@ class Tuner:
         early_stopping: int | None = None,
         log: str | None = None,
         progress: Progress | None = None,
+        initial: Sequence[int] = (),
     ) -> TuneState:
-        """Measure up to ``n_trials`` points (counting those already in ``log``)."""
+        """Measure up to ``n_trials`` points (counting those already in ``log``); the points of
+        ``initial`` (e.g. the heuristic's choice) go first unless already measured."""
         if n_trials < 1:
             raise CompilerError(f"tune {self.task.label()}: n_trials must be positive")
         batch = batch_size or max(2, runner.workers)
@@ -124,7 +126,8 @@ class Tuner:
         since_best = 0
         while state.trials < n_trials and not self.exhausted:
             take = min(batch, n_trials - state.trials)
-            indices = self.next_batch(take)
+            first = [int(i) for i in dict.fromkeys(initial) if int(i) not in self.visited]
+            indices = first[:take] or self.next_batch(take)
             if not indices:
                 break
             results = runner.measure(self.task, indices)

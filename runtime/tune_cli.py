@@ -1,0 +1,188 @@
+"""``vtac tune``: search the schedule space of one operator or of a model's operators,
+measuring candidates on the simulator, with a progress bar showing the best so far.
+
+* ``vtac tune conv2d --h H --w W --in-c C --out-c K --k R [--stride S] [--pad P]`` (the shape
+  arguments of ``vtac layer``; ``dense`` likewise with ``--in-c``/``--out-c`` as features)
+  tunes one operator;
+* ``vtac tune resnet18 [--layers C2,C9]`` tunes ResNet-18's conv2d tasks (unique workloads).
+
+Common options: ``--target vta`` (the CPU target is not tuned yet), ``--config NAME`` (hardware
+preset), ``--trials N``, ``--tuner model|random|grid``, ``--log FILE`` (JSON lines; a run resumes
+from the records already there), ``--workers N`` (local process pool) or ``--dask ADDRESS``
+(a Dask scheduler), ``--seed``, ``--batch``, ``--early-stopping N``, ``--timeout S``.
+The heuristic's choice is measured first, so every task reports tuned against heuristic.
+
+Example:
+    >>> import argparse
+    >>> sub = argparse.ArgumentParser(prog="vtac").add_subparsers()
+    >>> add_parser(sub)
+    >>> a = sub.choices["tune"].parse_args(["conv2d", "--h", "8", "--w", "8", "--trials", "16"])
+    >>> a.what, a.trials, a.tuner, a.target
+    ('conv2d', 16, 'model', 'vta')
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+MODELS = ("resnet18",)
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
+
+
+def _non_negative(text: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} must not be negative")
+    return v
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``tune``."""
+    p = subparsers.add_parser(
+        "tune",
+        help="search schedule knobs of an operator or a model on the simulator",
+        description="Tune one operator (conv2d, dense) or a model's operators: candidates are "
+        "built, run on the simulator and checked against numpy; results go to a JSON-lines log.",
+    )
+    p.add_argument("what", choices=["conv2d", "dense", *MODELS], help="operator or model")
+    p.add_argument("--target", choices=["vta", "cpu"], default="vta", help="where to measure")
+    p.add_argument("--config", default="default", help="hardware preset (default: default)")
+    p.add_argument("--h", type=_positive, default=14, help="input height (conv2d)")
+    p.add_argument("--w", type=_positive, default=14, help="input width (conv2d)")
+    p.add_argument("--in-c", type=_positive, default=16, help="input channels / features")
+    p.add_argument("--out-c", type=_positive, default=16, help="output channels / features")
+    p.add_argument("--k", type=_positive, default=3, help="kernel size (conv2d)")
+    p.add_argument("--stride", type=_positive, default=1, help="stride (conv2d)")
+    p.add_argument("--pad", type=_non_negative, default=0, help="zero padding (conv2d)")
+    p.add_argument("--batch", type=_positive, default=1, help="batch")
+    p.add_argument("--relu", action="store_true", help="clip at 0 instead of -128")
+    p.add_argument("--residual", action="store_true", help="add a residual int8 tensor")
+    p.add_argument("--layers", default=None, help="model: comma-separated subset, e.g. C2,C9")
+    p.add_argument("--trials", type=_positive, default=64, help="measurements per task")
+    p.add_argument("--tuner", choices=["model", "random", "grid"], default="model",
+                   help="explorer (model: simulated annealing on the XGBoost rank model)")  # fmt: skip
+    p.add_argument("--log", default=None, metavar="FILE", help="JSON-lines records (resumed)")
+    p.add_argument("--workers", type=_positive, default=1, help="local measurement processes")
+    p.add_argument("--dask", default=None, metavar="ADDRESS", help="Dask scheduler address")
+    p.add_argument("--seed", type=_non_negative, default=0, help="seed of the explorer")
+    p.add_argument("--batch-size", type=_positive, default=None,
+                   help="candidates per batch (default: 8)")  # fmt: skip
+    p.add_argument("--early-stopping", type=_positive, default=None, metavar="N",
+                   help="stop a task after N measurements without a better one")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=_tune)
+
+
+def tasks_for(args: argparse.Namespace) -> list[Any]:
+    """The tasks the arguments name."""
+    from compiler.errors import CompilerError
+    from compiler.tune import conv2d_task, dense_task, resnet18_tasks
+
+    if args.target != "vta":
+        raise CompilerError(f"--target {args.target} is not tuned yet; the accelerator (vta) is")
+    if args.what == "conv2d":
+        return [conv2d_task(args.h, args.w, args.in_c, args.out_c, args.k, args.stride, args.pad,
+                            batch=args.batch, hw=args.config, relu=args.relu,
+                            residual=args.residual, name="conv2d")]  # fmt: skip
+    if args.what == "dense":
+        return [dense_task(args.batch, args.in_c, args.out_c, hw=args.config, relu=args.relu,
+                           residual=args.residual, name="dense")]  # fmt: skip
+    tasks = resnet18_tasks(args.config)
+    if args.layers:
+        want = [n.strip() for n in args.layers.split(",") if n.strip()]
+        names = [t.name for t in tasks]
+        unknown = [n for n in want if n not in names]
+        if unknown:
+            raise CompilerError(f"unknown layers {unknown}; {args.what} has {names}")
+        tasks = [t for t in tasks if t.name in want]
+    return tasks
+
+
+def _runner(args: argparse.Namespace) -> Any:
+    from runtime.measure import DaskRunner, LocalRunner
+
+    if args.dask:
+        return DaskRunner(args.dask, timeout_s=args.timeout)
+    return LocalRunner(args.workers, timeout_s=args.timeout)
+
+
+def _tune(args: argparse.Namespace) -> int:
+    import isa
+    from compiler.tune.tuner import make_tuner
+
+    isa.load_config(args.config)  # an unknown preset fails here, naming it
+    tasks = tasks_for(args)
+    for t in tasks:
+        t.space()  # a shape with no valid point fails before any worker starts
+    code = 0
+    with _runner(args) as runner:
+        for task in tasks:
+            default = task.default_config()
+            tuner = make_tuner(args.tuner, task, args.seed)
+            bar = _bar(task, args)
+            state = tuner.tune(
+                runner, args.trials, batch_size=args.batch_size or 8,
+                early_stopping=args.early_stopping, log=args.log,
+                progress=bar.update if bar is not None else None, initial=[default.index],
+            )  # fmt: skip
+            if bar is not None:
+                bar.close()
+            code |= _report(task, state, default)
+    return code
+
+
+class _Bar:
+    def __init__(self, task: Any, total: int) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=task.label(), unit="trial", file=sys.stderr,
+                        dynamic_ncols=True)  # fmt: skip
+
+    def update(self, state: Any) -> None:
+        self.bar.n = state.trials
+        best = state.best_cost
+        self.bar.set_postfix_str(f"best {best:.0f} cycles" if best != float("inf") else "no result")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _bar(task: Any, args: argparse.Namespace) -> _Bar | None:
+    return None if args.no_progress else _Bar(task, args.trials)
+
+
+def _report(task: Any, state: Any, default: Any) -> int:
+    base = next((r for r in state.records if r.config.index == default.index), None)
+    best = state.best
+    fails = ", ".join(f"{n} {k}" for k, n in sorted(state.failures.items())) or "none"
+    print(f"{task.label()} ({task.key}): {state.trials} measurements, failures: {fails}")
+    if best is None:
+        print("  no candidate ran")
+        return 1
+    roof = best.result.extra.get("roofline_cycles")
+    line = f"  best {best.result.cost:.0f} cycles with {best.config.describe()}"
+    if roof:
+        line += f" ({roof / best.result.cost:.1%} of the roofline)"
+    print(line)
+    if base is not None and base.result.ok and base.result.cost:
+        print(f"  heuristic {base.result.cost:.0f} cycles: speedup "
+              f"{base.result.cost / best.result.cost:.3f}x")  # fmt: skip
+    return 0
+
+
+__all__ = ["add_parser", "tasks_for"]
