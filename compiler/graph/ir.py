@@ -181,8 +181,6 @@ class Constant:
 
     def __post_init__(self) -> None:
         arr = np.array(self.value, copy=True)
-        if arr.dtype == np.float16:
-            arr = arr.astype(np.float32)
         arr.setflags(write=False)
         object.__setattr__(self, "value", arr)
         dtype = check_dtype(str(arr.dtype), f"constant {self.name or '(unnamed)'}")
