@@ -63,3 +63,11 @@ def test_errors_are_one_line(capsys, argv, message):
     rc, out, err = run(capsys, *argv)
     assert rc == 1 and out == ""
     assert err.startswith("vtac graph: error: ") and message in err and "Traceback" not in err
+
+
+def test_docstring_examples():
+    import doctest
+
+    import runtime.graph_cli
+
+    assert doctest.testmod(runtime.graph_cli, optionflags=doctest.ELLIPSIS).failed == 0
