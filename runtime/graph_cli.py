@@ -126,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     if args.model is None:
         raise GraphError("give a MODEL (an ONNX file or a zoo name)")
     if args.after is not None and args.after not in names:
-        raise GraphError(f"no graph pass named {args.after!r}; passes: {', '.join(names)}")
+        hint = " (layout passes run only with --block-c)" if args.block_c is None else ""
+        raise GraphError(f"no graph pass named {args.after!r}; passes: {', '.join(names)}{hint}")
     graph = load(args.model, args.image_size, args.batch, dict(args.input_shape) or None)
     if args.after != "import":
         graph = run_pipeline(graph, pipeline, stop_after=args.after)

@@ -897,8 +897,28 @@ def from_onnx(
     for vo in gp.output:
         if vo.name not in ctx.env:
             raise FrontendError(f"model {gname}: output {vo.name!r} is not produced")
-        outputs.append(ctx.env[vo.name])
+        value = ctx.env[vo.name]
+        _check_declared(gname, vo, value)
+        outputs.append(value)
     return Graph(tuple(graph_inputs), tuple(ctx.nodes), tuple(outputs), gname)
+
+
+def _check_declared(gname: str, vo: Any, value: Value) -> None:
+    """A graph output's declared element type and rank must be what import computed. Declared
+    dims are not compared: producers disagree on corner cases (onnx's shape inference and
+    onnxruntime differ on ceil-mode pooling), and the frontend follows onnxruntime."""
+    tt = vo.type.tensor_type
+    declared = _ONNX_DTYPES.get(tt.elem_type)
+    if tt.elem_type and declared != value.type.dtype:
+        raise FrontendError(
+            f"model {gname}: output {vo.name!r} is declared with element type {tt.elem_type} "
+            f"({declared or 'unsupported'}), the graph computes {value.type.dtype}"
+        )
+    if tt.HasField("shape") and len(tt.shape.dim) != value.type.ndim:
+        raise FrontendError(
+            f"model {gname}: output {vo.name!r} is declared with rank {len(tt.shape.dim)}, the "
+            f"graph computes shape {list(value.type.shape)}"
+        )
 
 
 def load_model(model: str | Path, **kwargs: Any) -> Graph:

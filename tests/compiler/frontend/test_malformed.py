@@ -184,3 +184,16 @@ def test_malformed_attributes_named_by_node():
         from_onnx(m)
     with pytest.raises(FrontendError, match=r"node 'pool' \(MaxPool\): malformed node"):
         from_onnx(m, check=False)
+
+
+def test_declared_output_type_must_match():
+    m = small_model()
+    m.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.INT64
+    with pytest.raises(FrontendError, match=r"output 'y' is declared with element type 7 "
+                       r"\(int64\), the graph computes float32"):  # fmt: skip
+        from_onnx(m)
+    m = small_model()
+    m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1
+    with pytest.raises(FrontendError, match=r"output 'y' is declared with rank 3, the graph "
+                       r"computes shape \[1, 16\]"):  # fmt: skip
+        from_onnx(m, check=False)
