@@ -13,7 +13,12 @@ records each value's largest magnitude, the second its :class:`AbsHistogram` (ma
   first ``i`` bins with the count of every later bin added to bin ``i - 1``; the candidate
   ``Q`` merges the first ``i`` bins (outliers excluded) into ``num_quantized_bins`` groups and
   spreads each group's count evenly over its non-empty bins; the threshold is the centre of the
-  last kept bin of the candidate with the smallest ``KL(P || Q)``.
+  last kept bin of the candidate with the smallest ``KL(P || Q)``. One deviation: exact zeros
+  are left out of the histogram it searches. Every symmetric quantizer represents 0 exactly,
+  and after a relu half of the values or more are 0: kept in bin 0, that spike costs every
+  candidate with more than one bin per quantized level a large divergence, and the search
+  then settles on the smallest candidate (on the digits network: thresholds 5 to 12 times
+  below the maximum, and 10% accuracy).
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -44,14 +49,17 @@ DEFAULT_BINS = 2048
 class AbsHistogram:
     """Counts of ``|x|`` in ``len(counts)`` equal bins over ``[0, absmax]``.
 
+    ``zeros`` counts the values that are exactly 0 (they are also in ``counts[0]``).
+
     Example:
-        >>> h = AbsHistogram.of(np.array([-1.0, 0.5, 0.25, 2.0]), bins=4)
-        >>> h.counts.tolist(), h.absmax, h.width
-        ([1, 1, 1, 1], 2.0, 0.5)
+        >>> h = AbsHistogram.of(np.array([-1.0, 0.5, 0.25, 2.0, 0.0]), bins=4)
+        >>> h.counts.tolist(), h.zeros, h.absmax, h.width
+        ([2, 1, 1, 1], 1, 2.0, 0.5)
     """
 
     counts: np.ndarray
     absmax: float
+    zeros: int = 0
 
     @property
     def width(self) -> float:
@@ -65,18 +73,19 @@ class AbsHistogram:
         larger magnitudes go to the last bin)."""
         mag = np.abs(np.asarray(values, np.float64)).reshape(-1)
         top = float(mag.max()) if absmax is None and mag.size else float(absmax or 0.0)
+        zeros = int(np.count_nonzero(mag == 0))
         if top <= 0:
             counts = np.zeros(bins, np.int64)
             counts[0] = mag.size
-            return AbsHistogram(counts, 0.0)
+            return AbsHistogram(counts, 0.0, zeros)
         idx = np.minimum((mag * (bins / top)).astype(np.int64), bins - 1)
-        return AbsHistogram(np.bincount(idx, minlength=bins).astype(np.int64), top)
+        return AbsHistogram(np.bincount(idx, minlength=bins).astype(np.int64), top, zeros)
 
     def merge(self, other: AbsHistogram) -> AbsHistogram:
         """The sum of two histograms over the same range."""
         if other.absmax != self.absmax or len(other.counts) != len(self.counts):
             raise QuantizeError("histograms of different ranges or bin counts cannot be merged")
-        return AbsHistogram(self.counts + other.counts, self.absmax)
+        return AbsHistogram(self.counts + other.counts, self.absmax, self.zeros + other.zeros)
 
 
 class MinMaxCalibrator:
@@ -124,6 +133,7 @@ class EntropyCalibrator:
 
     def threshold(self, hist: AbsHistogram) -> float:
         counts = hist.counts.astype(np.float64)
+        counts[0] -= hist.zeros  # exact zeros quantize exactly (see the module docstring)
         nbins, nq = len(counts), self.num_quantized_bins
         if hist.absmax == 0 or counts.sum() == 0:
             return 0.0

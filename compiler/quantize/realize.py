@@ -80,13 +80,14 @@ def prepare_graph(graph: Graph) -> Graph:
 def quantize_graph(
     graph: Graph,
     calibration_feeds: Iterable[Any] | Mapping[str, Any],
-    calibrator: str | Calibrator = "kl",
+    calibrator: str | Calibrator = "percentile",
     *,
     requant: str = "multiplier",
     bins: int = DEFAULT_BINS,
 ) -> Graph:
     """Quantize ``graph`` to int8 (see the module docstring), calibrating with ``calibrator``
-    (``"kl"``, ``"minmax"``, ``"percentile"`` or a calibrator object) on
+    (``"percentile"``: 99.99 %, the most accurate on the digits network; ``"kl"``,
+    ``"minmax"`` or a calibrator object) on
     ``calibration_feeds`` (one feed mapping or an iterable of them, each matching the graph's
     inputs). Raises :class:`~compiler.quantize.requant.QuantizeError` naming the node at fault.
     """
@@ -101,7 +102,7 @@ def quantize_graph(
 
 def quantize_pipeline(
     calibration_feeds: Iterable[Any] | Mapping[str, Any],
-    calibrator: str | Calibrator = "kl",
+    calibrator: str | Calibrator = "percentile",
     *,
     requant: str = "multiplier",
 ) -> Pipeline:

@@ -239,14 +239,17 @@ def add_int(
 class AluStep:
     """One ALU instruction of a requantization: ``op`` (MIN, MAX, ADD, SHR, MUL) with an
     immediate (``imm``) or, when ``tensor`` names one, a per-channel int32 tile of the
-    accumulator buffer (the tensor-tensor form)."""
+    accumulator buffer (the tensor-tensor form). ``dst`` names the tile written when it is not
+    the one being requantized (printed as ``OP@dst``)."""
 
     op: str
     imm: int | None = None
     tensor: str | None = None
+    dst: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.op} {self.tensor if self.tensor else self.imm}"
+        head = f"{self.op}@{self.dst}" if self.dst else self.op
+        return f"{head} {self.tensor if self.tensor else self.imm}"
 
 
 def split_round_shift(s: int) -> list[AluStep]:
@@ -302,7 +305,29 @@ def alu_program(
     return steps
 
 
+def add_alu_program(
+    lhs_multiplier: int, rhs_multiplier: int, shift: int, out_min: int, out_max: int
+) -> list[AluStep]:
+    """The ALU instructions of one ``qadd``: both int8 operands are loaded into the
+    accumulator (ACC8 loads sign-extend them), the left one in the destination tile, the right
+    one in the tile named ``rhs``.
+
+    Example:
+        >>> [str(s) for s in add_alu_program(16384, 8192, 15, 0, 127)][:4]
+        ['MUL 16384', 'MUL@rhs 8192', 'ADD rhs', 'ADD 16384']
+    """
+    return [
+        AluStep("MUL", imm=lhs_multiplier),
+        AluStep("MUL", imm=rhs_multiplier, dst="rhs"),
+        AluStep("ADD", tensor="rhs"),
+        *split_round_shift(shift),
+        AluStep("MAX", imm=out_min),
+        AluStep("MIN", imm=out_max),
+    ]
+
+
 __all__ = [
+    "add_alu_program",
     "AluStep",
     "QuantizeError",
     "RequantParams",
