@@ -1,0 +1,110 @@
+"""Calibrators on distributions whose answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.graph import Graph, Node, TensorType, Var
+from compiler.quantize import (
+    AbsHistogram,
+    EntropyCalibrator,
+    MinMaxCalibrator,
+    PercentileCalibrator,
+    QuantizeError,
+    calibrate,
+    get_calibrator,
+)
+
+RNG = np.random.default_rng(1234)
+NORMAL = RNG.normal(size=400_000)
+UNIFORM = RNG.uniform(-2.0, 2.0, size=400_000)
+LAPLACE = RNG.laplace(size=400_000)
+
+
+def test_minmax_is_the_largest_magnitude():
+    x = np.array([-7.5, 3.0, 0.25, 6.0])
+    assert MinMaxCalibrator().threshold(AbsHistogram.of(x)) == 7.5
+
+
+@pytest.mark.parametrize("pct", [90.0, 99.0, 99.9])
+def test_percentile_matches_the_exact_quantile_to_one_bin(pct):
+    h = AbsHistogram.of(NORMAL)
+    exact = np.percentile(np.abs(NORMAL), pct)
+    assert abs(PercentileCalibrator(pct).threshold(h) - exact) <= 2 * h.width
+
+
+def test_percentile_on_a_uniform_distribution():
+    h = AbsHistogram.of(UNIFORM)
+    assert PercentileCalibrator(50.0).threshold(h) == pytest.approx(1.0, abs=2 * h.width)
+
+
+def test_entropy_keeps_a_uniform_range_whole():
+    # nothing to gain from clipping a flat distribution: KL keeps (nearly) all of it
+    h = AbsHistogram.of(UNIFORM)
+    assert EntropyCalibrator().threshold(h) >= 0.97 * h.absmax
+
+
+@pytest.mark.parametrize("data", [NORMAL, LAPLACE], ids=["normal", "laplace"])
+def test_entropy_clips_the_tails_of_peaked_distributions(data):
+    h = AbsHistogram.of(data)
+    th = EntropyCalibrator().threshold(h)
+    sigma = float(np.std(data))
+    assert 2.5 * sigma < th < h.absmax
+
+
+def test_entropy_ignores_a_far_outlier():
+    x = np.concatenate([NORMAL, [60.0]])
+    th = EntropyCalibrator().threshold(AbsHistogram.of(x))
+    assert 2.5 < th < 8.0
+    assert MinMaxCalibrator().threshold(AbsHistogram.of(x)) == 60.0
+
+
+def test_entropy_leaves_exact_zeros_out():
+    # the zeros of a relu output must not pull the threshold towards 0
+    relu = np.maximum(NORMAL, 0.0)
+    a = EntropyCalibrator().threshold(AbsHistogram.of(relu))
+    b = EntropyCalibrator().threshold(AbsHistogram.of(relu[relu > 0], absmax=relu.max()))
+    assert a == b
+    assert a > 2.5
+
+
+def test_histograms_merge_over_batches():
+    a, b = NORMAL[:1000], NORMAL[1000:3000]
+    top = float(np.abs(NORMAL[:3000]).max())
+    merged = AbsHistogram.of(a, absmax=top).merge(AbsHistogram.of(b, absmax=top))
+    whole = AbsHistogram.of(NORMAL[:3000])
+    assert merged.counts.tolist() == whole.counts.tolist()
+    with pytest.raises(QuantizeError, match="different ranges"):
+        AbsHistogram.of(a).merge(AbsHistogram.of(b))
+
+
+def test_all_zero_tensor_gives_zero_threshold():
+    h = AbsHistogram.of(np.zeros(100))
+    for cal in (MinMaxCalibrator(), PercentileCalibrator(), EntropyCalibrator()):
+        assert cal.threshold(h) == 0.0
+
+
+def test_calibrate_measures_every_float_value_over_batches():
+    x = Var("x", TensorType((2, 3), "float32"))
+    r = Node("relu", (x,), name="r")
+    g = Graph.from_outputs([x], [Node("exp", (r,), name="e")])
+    feeds = [
+        {"x": np.array([[-4, 1, 2], [0, 0, 1]], np.float32)},
+        {"x": np.array([[3, -1, 0], [0, 0, 0]], np.float32)},
+    ]
+    th = calibrate(g, feeds, "minmax")
+    assert th[id(x)] == 4.0
+    assert th[id(r)] == 3.0
+    assert th[id(g.nodes[1])] == pytest.approx(np.exp(3.0))
+
+
+def test_unknown_calibrators_and_bad_options_are_refused():
+    with pytest.raises(QuantizeError, match="unknown calibrator 'mse'"):
+        get_calibrator("mse")
+    with pytest.raises(QuantizeError, match="percentile must be in"):
+        PercentileCalibrator(0.0)
+    x = Var("x", TensorType((1,), "float32"))
+    g = Graph.from_outputs([x], [Node("relu", (x,))])
+    with pytest.raises(QuantizeError, match="at least one batch"):
+        calibrate(g, [], "minmax")
