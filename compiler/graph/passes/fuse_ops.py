@@ -10,7 +10,9 @@ a node joins the group of one of its producers when TVM's rules allow it:
   residual add, activation), after a pooling, or after other injective ops;
 * a reduction joins a purely injective group the same way (injective producers fuse into a
   reduction), but never a group that already has an anchor;
-* complex-out-fusable and opaque nodes start a group of their own; nothing joins an opaque group.
+* complex-out-fusable and opaque nodes start a group of their own; nothing joins an opaque group;
+* nothing joins a group after a ``layout_transform``: a layout conversion is always the last op
+  of its group, so conversions sit at group boundaries and the ops of a group share one layout.
 
 So a group has at most one anchor (its complex-out-fusable or reduction node) and a single
 output. When several producer groups qualify, a group with a complex-out-fusable anchor is
@@ -73,6 +75,8 @@ def fuse_ops(graph: Graph) -> Graph:
                 grp = building[gi]
                 if grp.closed or v is not grp.tail or id(v) in out_ids:
                     continue
+                if grp.tail.op == "layout_transform":
+                    continue  # a layout conversion ends its group
                 if {id(u) for u in users.get(id(v), [])} != {id(node)}:
                     continue
                 if pattern is PatternKind.REDUCTION and grp.anchor is not None:

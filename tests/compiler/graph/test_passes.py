@@ -362,6 +362,8 @@ def test_pipeline_preserves_results_on_random_graphs(seed, block_c):
     out = run_pipeline(g, graph_pipeline(block_c=block_c), VERIFY)
     assert all(n.op != "batch_norm" for n in out.nodes)
     assert out.memory_plan.peak_bytes <= out.memory_plan.naive_bytes
+    for grp in out.groups:  # layout conversions only at group boundaries
+        assert all(n.op != "layout_transform" for n in grp.nodes[:-1]), grp.gid
     assert_same_results(g, out, atol=1e-4)
 
 
