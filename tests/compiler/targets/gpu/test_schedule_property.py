@@ -1,6 +1,6 @@
 """Property: random valid GPU schedules (tile and thread split factors, which inputs go to
-shared memory, register tiles or not, automatic or hand-bound cooperative fetching, fused or
-separate kernels) compute what the default schedule computes on the CPU.
+shared memory, register tiles or not, automatic or hand-bound cooperative fetching, virtual
+threads, fused or separate kernels) compute what the default schedule computes on the CPU.
 
 Examples per property: ``VTAC_GPU_SCHEDULE_EXAMPLES`` (default 8; each runs on the CUDA
 simulator).
@@ -51,6 +51,7 @@ def matmul_plans(draw):
         "shared_a": draw(st.booleans()),
         "shared_b": draw(st.booleans()),
         "bind_fetch": draw(st.booleans()),
+        "vthread": draw(st.booleans()),
     }
 
 
@@ -70,8 +71,14 @@ def schedule_matmul(plan):
     bx, xi = out.split(j, factor=plan["bn"])
     ty, yr = out.split(yi, nparts=plan["tm"])
     tx, xr = out.split(xi, nparts=plan["tn"])
+    outer = [by, bx]
+    if plan["vthread"] and (plan["bm"] // plan["tm"]) % 2 == 0:
+        # two virtual threads over the register tile's rows: run in turn by each thread
+        vy, yr = out.split(yr, nparts=2)
+        out.bind(vy, "vthread")
+        outer.append(vy)
     if plan["local"]:
-        out.reorder(by, bx, ty, tx, yr, xr)
+        out.reorder(*outer, ty, tx, yr, xr)
         comp.compute_at(out, tx)
         ci, cj, ck = comp.leaf_iter_vars
         ko, ki = comp.split(ck, factor=plan["kt"])
@@ -79,7 +86,7 @@ def schedule_matmul(plan):
     else:
         (k,) = [iv for iv in out.leaf_iter_vars if iv.is_reduce]
         ko, ki = out.split(k, factor=plan["kt"])
-        out.reorder(by, bx, ty, tx, ko, ki, yr, xr)
+        out.reorder(*outer, ty, tx, ko, ki, yr, xr)
     for name, axis in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"),
                        (tx, "threadIdx.x")):  # fmt: skip
         out.bind(name, axis)
