@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,9 @@ def test_invalid_points_are_never_handed_out():
     for i in space.valid_indices():
         j = space.neighbor(int(i), rng)
         assert space.is_valid(j)
-        assert sum(a != b for a, b in zip(space.unravel(j), space.unravel(int(i)))) <= 1
+        assert (
+            sum(a != b for a, b in zip(space.unravel(j), space.unravel(int(i)), strict=True)) <= 1
+        )
     with pytest.raises(ScheduleError, match="too big"):
         space.config(space.index_of({"t": 8, "u": 2}))
     with pytest.raises(ScheduleError, match="knob 't'"):
@@ -79,10 +83,7 @@ def test_resnet18_tasks_spaces_are_large():
 def test_tasks_from_workload_file_dedups_with_weights(tmp_path):
     f = tmp_path / "w.json"
     layer = {"name": "A", "h": 8, "w": 8, "in_c": 16, "out_c": 16, "k": 3, "stride": 1, "pad": 1}
-    f.write_text(
-        '{"layers": [%s, %s]}'
-        % (str(layer).replace("'", '"'), str(dict(layer, name="B")).replace("'", '"'))
-    )
+    f.write_text(json.dumps({"layers": [layer, dict(layer, name="B")]}))
     (task,) = tasks_from_workload_file(f)
     assert task.weight == 2 and task.name == "A"
     with pytest.raises(CompilerError, match="w2.json"):

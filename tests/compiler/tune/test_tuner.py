@@ -13,7 +13,7 @@ from compiler.tune.tuner import GridTuner, ModelTuner, RandomTuner, make_tuner
 from .conftest import ModelRunner
 
 # a space small enough to enumerate (every point scored by the stand-in runner)
-SMALL = conv2d_task(8, 8, 32, 32, 3, 1, 1, relu=True)
+SMALL = conv2d_task(4, 4, 16, 16, 3, 1, 1, relu=True)
 
 
 def _exhaustive_best(task):
@@ -85,7 +85,7 @@ def test_early_stopping_stops():
 
 
 def test_transfer_trains_before_any_measurement():
-    other = conv2d_task(8, 8, 16, 32, 3, 1, 1, relu=True)
+    other = conv2d_task(4, 4, 8, 16, 3, 1, 1, relu=True)
     src = RandomTuner(other, seed=0).tune(ModelRunner(), 40, batch_size=8)
     tuner = ModelTuner(SMALL, seed=0, transfer=src.records)
     assert tuner._fit() and tuner.model.trained
