@@ -261,6 +261,7 @@ class _Generator:
                 return lambda env: b.dep_push(src, dst)
             return lambda env: b.dep_pop(src, dst)
         mem = load_memory_type(call)
+        lim = dma.dma_limits(self.cfg)
         if mem is not None:
             sram = self.sram_address(address_load(call.args[0]))
             dram_addr = self.dram_address(address_load(call.args[1]), mem)
@@ -276,6 +277,7 @@ class _Generator:
                     x_ext=x_ext(env),
                     x_stride=stride(env),
                     pads=(p0(env), p1(env), p2(env), p3(env)),
+                    lim=lim,
                 )
 
             return run_load
@@ -287,7 +289,7 @@ class _Generator:
             def run_store(env: Env) -> None:
                 dma.store_2d(
                     b, sram(env), dram_addr(env), y_ext=y_ext(env), x_ext=x_ext(env),
-                    x_stride=stride(env),
+                    x_stride=stride(env), lim=lim,
                 )  # fmt: skip
 
             return run_store

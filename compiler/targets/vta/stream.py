@@ -188,7 +188,8 @@ class StreamBuilder:
         pad: tuple[int, int, int, int] = (0, 0, 0, 0),
     ) -> None:
         """A 2-D load; ``pad`` is (y_pad_0, y_pad_1, x_pad_0, x_pad_1). Splits rows past the
-        16-bit ``y_size`` field and pads past the 4-bit pad fields are the caller's business."""
+        ``y_size`` field and pads past the pad fields are the caller's business
+        (:mod:`compiler.targets.vta.dma`)."""
         y0, y1, x0, x1 = pad
         self._emit(
             Load(

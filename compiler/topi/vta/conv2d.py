@@ -35,9 +35,11 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from compiler import topi
 from compiler.errors import ScheduleError, ShapeError
+from compiler.ir.pragma import ALU, DMA_COPY
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
 from isa import HwConfig
@@ -45,7 +47,26 @@ from isa import HwConfig
 from .epilogue import requantize_epilogue
 
 CONV_TAG = "conv2d_packed"
-LOOP_ORDERS = ("h_co", "co_h")
+
+
+class LoopOrder(StrEnum):
+    """Which tile loop is outer: rows then output channels (``h_co``) or the reverse. A knob
+    given as a name is converted once (``Conv2dKnobs``); the template compares members.
+
+    Example:
+        >>> LoopOrder("co_h") is LoopOrder.CO_H, f"{LoopOrder.H_CO}"
+        (True, 'h_co')
+    """
+
+    H_CO = "h_co"
+    CO_H = "co_h"
+
+    def __repr__(self) -> str:
+        # knobs print (and replay) as they are written: loop_order='h_co'
+        return repr(self.value)
+
+
+LOOP_ORDERS = tuple(LoopOrder)
 
 
 def conv2d_packed(
@@ -85,7 +106,17 @@ class Conv2dKnobs:
     tile_b: int = 1
     oc_nthread: int = 1
     h_nthread: int = 1
-    loop_order: str = "h_co"
+    loop_order: LoopOrder = LoopOrder.H_CO
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.loop_order, LoopOrder):
+            try:
+                object.__setattr__(self, "loop_order", LoopOrder(self.loop_order))
+            except ValueError:
+                raise ScheduleError(
+                    f"loop_order must be one of {[o.value for o in LoopOrder]}, got "
+                    f"{self.loop_order!r}"
+                ) from None
 
     @property
     def nthreads(self) -> int:
@@ -196,8 +227,6 @@ def check_knobs(st: ConvStages, knobs: Conv2dKnobs) -> None:
                 f"conv2d {st.conv.name}: {name}={n} needs an even number of tiles along its "
                 f"axis, there are {tiles}"
             )
-    if knobs.loop_order not in LOOP_ORDERS:
-        raise ScheduleError(f"loop_order must be one of {LOOP_ORDERS}, got {knobs.loop_order!r}")
 
 
 def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Schedule:
@@ -220,7 +249,7 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         s[st.res_acc].set_scope(scopes.acc)
     for t in st.ewise:
         s[t].set_scope(scopes.acc)
-        s[t].pragma(s[t].leaf_iter_vars[0], "alu")
+        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
 
     # output tiles
     x_b, x_co, x_h, x_w, _, _ = s[out].leaf_iter_vars
@@ -229,13 +258,13 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     h0, h1 = s[out].split(x_h, factor=knobs.tile_h)
     w0, w1 = s[out].split(x_w, factor=knobs.tile_w)
     bi, ci = s[out].leaf_iter_vars[-2:]
-    outer = [h0, co0] if knobs.loop_order == "h_co" else [co0, h0]
+    outer = [h0, co0] if knobs.loop_order is LoopOrder.H_CO else [co0, h0]
     s[out].reorder(b0, *outer, w0, b1, co1, h1, w1, bi, ci)
     for t in (conv, *st.ewise):
         s[t].compute_at(s[out], w0)
     if st.res_acc is not None:
         s[st.res_acc].compute_at(s[out], w0)
-        s[st.res_acc].pragma(s[st.res_acc].leaf_iter_vars[0], "dma_copy")
+        s[st.res_acc].pragma(s[st.res_acc].leaf_iter_vars[0], DMA_COPY)
 
     # virtual threads: consecutive tiles of the split axis go to different threads, and the
     # thread loops enclose everything else (each thread is a whole program of its own)
@@ -259,10 +288,10 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     s[conv].reorder(ko, n, ob, y, ki, ry, rx, x, cbi, coi, rci)
     s[cdata].compute_at(s[conv], ko)
     s[ckernel].compute_at(s[conv], ko)
-    s[cdata].pragma(s[cdata].leaf_iter_vars[0], "dma_copy")
-    s[ckernel].pragma(s[ckernel].leaf_iter_vars[0], "dma_copy")
+    s[cdata].pragma(s[cdata].leaf_iter_vars[0], DMA_COPY)
+    s[ckernel].pragma(s[ckernel].leaf_iter_vars[0], DMA_COPY)
     s[conv].tensorize(cbi, gemm_intrinsic(cfg))
-    s[out].pragma(co1, "dma_copy")
+    s[out].pragma(co1, DMA_COPY)
     return s
 
 

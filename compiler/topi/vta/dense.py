@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from compiler import te
 from compiler.errors import ScheduleError, ShapeError
+from compiler.ir.pragma import ALU, DMA_COPY
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
 from isa import HwConfig
@@ -136,7 +137,7 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
     s[dense].set_scope(scopes.acc)
     for t in ewise:
         s[t].set_scope(scopes.acc)
-        s[t].pragma(s[t].leaf_iter_vars[0], "alu")
+        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
     x_b, x_c, x_bi, x_ci = s[out].leaf_iter_vars
     b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
     co0, co1 = s[out].split(x_c, factor=knobs.tile_co)
@@ -151,14 +152,14 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
     if res_acc is not None:
         s[res_acc].set_scope(scopes.acc)
         s[res_acc].compute_at(s[out], store_pt)
-        s[res_acc].pragma(s[res_acc].leaf_iter_vars[0], "dma_copy")
+        s[res_acc].pragma(s[res_acc].leaf_iter_vars[0], DMA_COPY)
     n, m, bi, oi, ko, ki = s[dense].leaf_iter_vars
     ko0, ko1 = s[dense].split(ko, factor=knobs.tile_ci)
     s[dense].reorder(ko0, n, m, ko1, bi, oi, ki)
     s[cdata].compute_at(s[dense], ko0)
     s[cweight].compute_at(s[dense], ko0)
-    s[cdata].pragma(s[cdata].leaf_iter_vars[0], "dma_copy")
-    s[cweight].pragma(s[cweight].leaf_iter_vars[0], "dma_copy")
+    s[cdata].pragma(s[cdata].leaf_iter_vars[0], DMA_COPY)
+    s[cweight].pragma(s[cweight].leaf_iter_vars[0], DMA_COPY)
     s[dense].tensorize(bi, gemm_intrinsic(cfg))
-    s[out].pragma(b1, "dma_copy")
+    s[out].pragma(b1, DMA_COPY)
     return s

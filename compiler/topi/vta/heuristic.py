@@ -25,7 +25,7 @@ from compiler.errors import ScheduleError
 from isa import HwConfig
 from isa.timing import ALU_PIPE_LATENCY, GEMM_PIPE_LATENCY
 
-from .conv2d import Conv2dKnobs
+from .conv2d import Conv2dKnobs, LoopOrder
 from .dense import DenseKnobs
 
 
@@ -102,7 +102,7 @@ def conv2d_knobs(
     stride: int,
     nb: int = 1,
     nthreads: int = 2,
-    loop_order: str = "h_co",
+    loop_order: LoopOrder | str = "h_co",
     alu_ops: int = 3,
     acc_buffers: int = 1,
     fewer_threads: bool = True,

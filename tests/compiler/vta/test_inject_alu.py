@@ -128,13 +128,23 @@ def test_copy_into_another_buffer_clears_then_adds():
         (lambda a, b: a // 2, False, "divides; the ALU has MIN, MAX, ADD, SHR and MUL"),
         (lambda a, b: a - b, True, "subtracts a tensor"),
         (lambda a, b: a << b, True, "shifts left by a tensor"),
-        (lambda a, b: a + 70000, False, "does not fit the ALU's 16-bit signed imm field"),
+        (lambda a, b: a + 70000, False, r"does not fit the ALU's signed imm field \[-32768, 32767"),
         (lambda a, b: (a + 1) * (b + 1), True, "is not a chain of ALU operations"),
     ],
 )
 def test_what_the_alu_cannot_do_is_named(fn, two, message):
     with pytest.raises(VTATargetError, match=message):
         alu_program(fn, two=two)
+
+
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+def test_immediate_range_is_the_format_declarations(preset):
+    lo, hi = isa.limits(isa.load_config(preset)).range("alu", "imm")
+    prog, a, _, _ = alu_program(lambda x, y: x + hi, preset=preset)
+    np.testing.assert_array_equal(run(prog).read("out"), wrap8(a + hi))
+    alu_program(lambda x, y: x + lo, preset=preset)
+    with pytest.raises(VTATargetError, match=f"immediate {hi + 1} does not fit"):
+        alu_program(lambda x, y: x + (hi + 1), preset=preset)
 
 
 def test_operands_must_be_in_the_accumulator():

@@ -6,12 +6,14 @@ import pytest
 import isa
 from compiler.ir import Buffer, BufferStore, For, ForKind, IntImm, Var, const, op, to_text
 from compiler.targets.vta import VTATargetError, get_vta_target
-from compiler.targets.vta.dma import MAX_PAD, MAX_SIZE, load_2d, store_2d, zero_fill
+from compiler.targets.vta.dma import DmaLimits, dma_limits, load_2d, store_2d, zero_fill
 from compiler.targets.vta.passes.inject_dma import lower_copy
 
 from .helpers import lower_dumps, small_conv
 
 CFG = isa.load_config("default")
+LIM = dma_limits(CFG)
+MAX_SIZE = LIM.y_size
 SRAM = get_vta_target("default").sram
 
 
@@ -120,15 +122,18 @@ def test_entries_must_be_whole():
 class Recorder:
     """Applies LOAD/STORE fields to numpy arrays (entries numbered by value)."""
 
-    def __init__(self, sram_size=1 << 20, dram=None):
+    def __init__(self, sram_size=1 << 20, dram=None, lim=LIM):
+        self.lim = lim
         self.sram = np.full(sram_size, -1, np.int64)
         self.dram = np.arange(1 << 22) if dram is None else dram
         self.insns = []
 
     def load(self, mem, sram, dram, y, x, stride, pad=(0, 0, 0, 0)):
         y0, y1, x0, x1 = pad
-        assert 0 < x <= MAX_SIZE and y <= MAX_SIZE and stride <= MAX_SIZE
-        assert all(0 <= p <= MAX_PAD for p in pad)
+        lim = self.lim
+        assert 0 < x <= lim.x_size and y <= lim.y_size and stride <= lim.x_stride
+        pad_max = (lim.y_pad_0, lim.y_pad_1, lim.x_pad_0, lim.x_pad_1)
+        assert all(0 <= p <= m for p, m in zip(pad, pad_max, strict=True))
         self.insns.append((y, x, stride, pad))
         width = x0 + x + x1
         rows = []
@@ -141,7 +146,8 @@ class Recorder:
         self.sram[sram : sram + flat.size] = flat
 
     def store(self, sram, dram, y, x, stride):
-        assert 0 < x <= MAX_SIZE and y <= MAX_SIZE and stride <= MAX_SIZE
+        lim = self.lim
+        assert 0 < x <= lim.x_size and y <= lim.y_size and stride <= lim.x_stride
         self.insns.append((y, x, stride))
         for r in range(y):
             self.dram[dram + r * stride : dram + r * stride + x] = self.sram[
@@ -171,7 +177,8 @@ def expected_fill(dram, base, y_ext, x_ext, stride, pads):
 )
 def test_load_splits_fill_exactly_the_same_entries(y_ext, x_ext, stride, pads, n_insns):
     rec = Recorder()
-    load_2d(rec, isa.MemType.INP, 100, 1000, y_ext=y_ext, x_ext=x_ext, x_stride=stride, pads=pads)
+    load_2d(rec, isa.MemType.INP, 100, 1000, y_ext=y_ext, x_ext=x_ext, x_stride=stride, pads=pads,
+            lim=LIM)  # fmt: skip
     want = expected_fill(rec.dram, 1000, y_ext, x_ext, stride, pads)
     np.testing.assert_array_equal(rec.sram[100 : 100 + want.size], want)
     assert rec.sram[100 + want.size] == -1  # nothing written past the window
@@ -179,9 +186,33 @@ def test_load_splits_fill_exactly_the_same_entries(y_ext, x_ext, stride, pads, n
         assert len(rec.insns) == n_insns
 
 
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16", "4x4x4"])
+def test_dma_limits_are_the_format_declarations(preset):
+    cfg = isa.load_config(preset)
+    lim = dma_limits(cfg)
+    for name in ("y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+        assert getattr(lim, name) == isa.limits(cfg).max("mem", name)
+
+
+@pytest.mark.parametrize(
+    "y_ext, x_ext, stride, pads",
+    [(9, 5, 7, (3, 4, 1, 2)), (4, 9, 9, (0, 0, 0, 0)), (5, 3, 12, (0, 0, 0, 0))],
+)
+def test_splitting_follows_the_limits_it_is_given(y_ext, x_ext, stride, pads):
+    # narrow fields (as a format with narrower declarations would give) split the same transfer
+    # into more instructions that still fill exactly the same entries
+    narrow = DmaLimits(y_size=2, x_size=4, x_stride=8, y_pad_0=1, y_pad_1=2, x_pad_0=1, x_pad_1=1)
+    rec = Recorder(lim=narrow)
+    load_2d(rec, isa.MemType.INP, 100, 1000, y_ext=y_ext, x_ext=x_ext, x_stride=stride,
+            pads=pads, lim=narrow)  # fmt: skip
+    want = expected_fill(rec.dram, 1000, y_ext, x_ext, stride, pads)
+    np.testing.assert_array_equal(rec.sram[100 : 100 + want.size], want)
+    assert rec.sram[100 + want.size] == -1
+
+
 def test_load_of_more_rows_than_the_field_holds():
     rec = Recorder(dram=np.arange(80000) % 1000)
-    load_2d(rec, isa.MemType.INP, 0, 0, y_ext=70000, x_ext=1, x_stride=1)
+    load_2d(rec, isa.MemType.INP, 0, 0, y_ext=70000, x_ext=1, x_stride=1, lim=LIM)
     assert [i[0] for i in rec.insns] == [MAX_SIZE, 70000 - MAX_SIZE]
     np.testing.assert_array_equal(rec.sram[:70000], np.arange(70000) % 1000)
 
@@ -189,7 +220,7 @@ def test_load_of_more_rows_than_the_field_holds():
 def test_zero_fill_of_many_entries():
     rec = Recorder()
     rec.sram[:] = 7
-    zero_fill(rec, isa.MemType.INP, 5, 100000)
+    zero_fill(rec, isa.MemType.INP, 5, 100000, lim=LIM)
     assert (rec.sram[5:100005] == 0).all() and rec.sram[4] == 7 and rec.sram[100005] == 7
 
 
@@ -197,7 +228,7 @@ def test_store_splits_rows_and_wide_rows():
     rec = Recorder()
     rec.sram[:200] = np.arange(200)
     rec.dram = np.zeros(1 << 20, np.int64)
-    store_2d(rec, 0, 10, y_ext=2, x_ext=70, x_stride=70000)
+    store_2d(rec, 0, 10, y_ext=2, x_ext=70, x_stride=70000, lim=LIM)
     assert len(rec.insns) == 2
     np.testing.assert_array_equal(rec.dram[10:80], np.arange(70))
     np.testing.assert_array_equal(rec.dram[70010:70080], np.arange(70, 140))

@@ -37,7 +37,7 @@ from compiler.ir.functor import uses_var, visit
 from compiler.ir.node import Node
 from compiler.ir.pragma import declare_pragma
 from compiler.ir.stmt import Allocate, Evaluate, For, If, LetStmt, Pragma, PrimFunc, SeqStmt, Stmt
-from isa import HwConfig
+from isa import HwConfig, limits
 
 from ..calls import UopSignature, is_uop, uop_operands, uop_signature, vta_call
 from ..errors import VTATargetError
@@ -45,8 +45,6 @@ from ..intrin import make_scopes
 from .coproc import block_module
 
 UOP_KERNEL = declare_pragma("vta.uop_kernel", "a micro-op kernel and its folded loops")
-#: The largest iteration count of a folded loop (14-bit iter_out / iter_in fields).
-MAX_ITER = (1 << 14) - 1
 _MIXED = object()
 
 
@@ -149,7 +147,25 @@ class _Folder:
             return None
         return found
 
+    def fits(self, fmt: str, factors: tuple[int, int, int]) -> bool:
+        """Whether loop factors (dst, src, wgt) fit the instruction's factor fields (a folded
+        loop may become iter_out or iter_in, so both fields of each operand must hold it)."""
+        lim = limits(self.cfg)
+        for operand, value in zip(("dst", "src", "wgt"), factors, strict=True):
+            if fmt == "alu" and operand == "wgt":
+                if value != 0:
+                    return False
+                continue
+            for pos in ("out", "in"):
+                lo, hi = lim.range(fmt, f"{operand}_factor_{pos}")
+                if not lo <= value <= hi:
+                    return False
+        return True
+
     def kernel(self, s: Stmt, sig: UopSignature) -> Stmt:
+        fmt = "alu" if sig.kind == "alu" else "gemm"
+        lim = limits(self.cfg)
+        max_iter = min(lim.max(fmt, "iter_out"), lim.max(fmt, "iter_in"))
         chain: list[For] = []
         b = s
         while isinstance(b, For):
@@ -158,16 +174,16 @@ class _Folder:
         calls = _uop_calls(s)
         groups: list[list] = []  # [extent, (d, s, w), [vars]]
         for lp in chain:
-            if not hasattr(lp.extent, "value") or lp.extent.value > MAX_ITER:  # type: ignore[attr-defined]
+            if not hasattr(lp.extent, "value") or lp.extent.value > max_iter:  # type: ignore[attr-defined]
                 break
             ext = lp.extent.value  # type: ignore[attr-defined]
             c = self.coeffs(lp.var, calls, lp.body)
-            if c is None:
+            if c is None or not self.fits(fmt, c):
                 break
             if groups:
                 g_ext, g_c, g_vars = groups[-1]
                 if all(a == x * ext for a, x in zip(g_c, c, strict=True)) and (
-                    g_ext * ext <= MAX_ITER
+                    g_ext * ext <= max_iter
                 ):
                     groups[-1] = [g_ext * ext, c, g_vars + [lp.var]]
                     continue

@@ -15,8 +15,8 @@ starting from one accumulator operand:
 
 What the ALU cannot do raises :class:`VTATargetError` naming the stage and the operation:
 division or modulo, subtracting a tensor, shifting left by a tensor, immediates that do not fit
-the 16-bit field, operands outside the accumulator, values that are not whole accumulator
-entries.
+the imm field (its range from ``isa.limits``), operands outside the accumulator, values that are
+not whole accumulator entries.
 
 Before / after (in place, ``default`` core: an entry is 4 int32 lanes)::
 
@@ -43,14 +43,12 @@ from compiler.ir.node import Node
 from compiler.ir.pragma import ALU
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import BufferStore, For, Pragma, PrimFunc, Stmt, seq
-from isa import AluOp, HwConfig
+from isa import AluOp, HwConfig, limits
 
 from ..calls import alu_uop
 from ..errors import VTATargetError
 from ..intrin import make_scopes
 from .nest import analyze, perfect_nest, split_entry
-
-IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
 
 _BINARY = {E.Add: AluOp.ADD, E.Mul: AluOp.MUL, E.Min: AluOp.MIN, E.Max: AluOp.MAX}
 
@@ -189,11 +187,12 @@ class _AluLowering:
             # An in-place copy still rewrites the entries: the out buffer that stores read is
             # refreshed only by GEMM/ALU writes, not by accumulator loads (VTA emits SHR 0).
             steps = [(AluOp.SHR, IntImm(0))]
+        imm_min, imm_max = limits(self.cfg).range("alu", "imm")
         for alu, operand in steps:
-            if isinstance(operand, IntImm) and not IMM_MIN <= operand.value <= IMM_MAX:
+            if isinstance(operand, IntImm) and not imm_min <= operand.value <= imm_max:
                 raise self.fail(
-                    f"the {alu.name} immediate {operand.value} does not fit the ALU's 16-bit "
-                    f"signed imm field [{IMM_MIN}, {IMM_MAX}]"
+                    f"the {alu.name} immediate {operand.value} does not fit the ALU's signed "
+                    f"imm field [{imm_min}, {imm_max}]"
                 )
             if (
                 isinstance(operand, BufferLoad)

@@ -16,8 +16,8 @@ merged (the pattern analysis of VTA's ``_get_2d_pattern``); the innermost remain
 the DMA's row (``x``), the next one its rows (``y``) when the SRAM side is row-contiguous, and
 any further loop stays a host loop that issues one DMA per iteration. Padding conditions on
 ``x``/``y`` become the four padding counts (computed on the host from the tile position);
-conditions on host loops decide whether a whole transfer is zeros. Field limits (16-bit sizes
-and stride, 4-bit padding) are honoured when the transfer is issued
+conditions on host loops decide whether a whole transfer is zeros. Field limits (sizes, stride and
+padding counts, from ``isa``'s format declarations) are honoured when the transfer is issued
 (:mod:`compiler.targets.vta.dma`).
 
 Before / after (a padded input tile)::
