@@ -1,0 +1,81 @@
+"""Measurement on the simulator (pool and Dask give the same records), failure reasons, and
+``vtac tune``."""
+
+import json
+
+import pytest
+
+from compiler.tune import conv2d_task, dense_task
+from compiler.tune.records import load_records
+from compiler.tune.tuner import ModelTuner, RandomTuner
+from runtime.cli import main
+from runtime.measure import LocalRunner, measure_one
+
+TINY = conv2d_task(4, 4, 8, 8, 3, 1, 1, relu=True)
+
+
+def test_measure_one_checks_against_numpy_and_reports_cycles():
+    r = measure_one(TINY.to_json(), TINY.default_config().index)
+    assert "error" not in r and r["cost"] > 0
+    assert r["extra"]["roofline_cycles"] <= r["cost"]
+    d = dense_task(1, 32, 16)
+    assert "error" not in measure_one(d.to_json(), d.default_config().index)
+
+
+def test_failures_are_results_with_reasons(monkeypatch):
+    invalid = next(i for i in range(len(TINY.space())) if not TINY.space().is_valid(i))
+    r = measure_one(TINY.to_json(), invalid)
+    assert r["error"] == "compile" and "invalid" in r["message"]
+    r = measure_one(TINY.to_json(), TINY.default_config().index, timeout_s=1e-4)
+    assert r["error"] == "timeout" and "no result after" in r["message"]
+    from compiler.topi.vta import layer
+
+    monkeypatch.setattr(layer.BuiltLayer, "matches", lambda self, packed: False)
+    r = measure_one(TINY.to_json(), TINY.default_config().index)
+    assert r["error"] == "mismatch" and "outputs differ" in r["message"]
+
+
+def test_pool_and_dask_give_the_same_records(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with LocalRunner(workers=2) as pool:
+        a = ModelTuner(TINY, seed=5, min_train=4).tune(pool, 12, batch_size=4)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:  # fmt: skip
+        from runtime.measure import DaskRunner
+
+        with DaskRunner(cluster.scheduler_address) as dask:
+            assert dask.workers == 2
+            b = ModelTuner(TINY, seed=5, min_train=4).tune(dask, 12, batch_size=4)
+    assert [r.deterministic() for r in a.records] == [r.deterministic() for r in b.records]
+    assert all(r.result.ok for r in a.records)
+
+
+def test_vtac_tune_operator_logs_and_resumes(tmp_path, capsys):
+    log = tmp_path / "t.jsonl"
+    argv = ["tune", "conv2d", "--h", "4", "--w", "4", "--in-c", "8", "--out-c", "8", "--k", "3",
+            "--pad", "1", "--relu", "--tuner", "random", "--trials", "4", "--batch-size", "4",
+            "--workers", "2", "--no-progress", "--log", str(log)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "4 measurements, failures: none" in out and "heuristic" in out
+    recs = load_records(log)
+    assert len(recs) == 4 and recs[0].config == TINY.default_config()
+    argv[argv.index("--trials") + 1] = "6"
+    assert main(argv) == 0
+    assert len(load_records(log)) == 6
+    json.loads(log.read_text().splitlines()[0])
+
+
+def test_vtac_tune_refuses_what_it_cannot_tune(capsys):
+    assert main(["tune", "dense", "--target", "cpu"]) != 0
+    assert "not tuned yet" in capsys.readouterr().err
+    assert main(["tune", "resnet18", "--layers", "C13"]) != 0
+    assert "unknown layers ['C13']" in capsys.readouterr().err
+
+
+def test_random_tuner_on_the_pool_never_repeats():
+    with LocalRunner(workers=1) as pool:
+        st = RandomTuner(TINY, seed=0).tune(pool, 5, batch_size=5)
+    assert len({r.config.index for r in st.records}) == 5
