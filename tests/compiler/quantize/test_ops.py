@@ -1,0 +1,159 @@
+"""The int8 operators (types, errors) and the quantization pass on small graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.errors import DTypeError, GraphError, ShapeError
+from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
+from compiler.graph.pipeline import run_pipeline
+from compiler.quantize import (
+    QuantizeError,
+    integer_violations,
+    quantize_graph,
+    quantize_pipeline,
+)
+
+RNG = np.random.default_rng(3)
+
+
+def _const(shape, scale=0.5):
+    return Constant((RNG.normal(size=shape) * scale).astype(np.float32))
+
+
+def _i32(values):
+    return Constant(np.asarray(values, np.int32))
+
+
+def test_operator_types():
+    x = Var("x", TensorType((2, 3, 4, 4), "float32", "NCHW"))
+    q = Node("quantize", (x,), {"scale": 0.1})
+    assert (q.type.dtype, q.type.layout) == ("int8", "NCHW")
+    s = Node("global_sum_pool2d", (q,))
+    assert s.type == TensorType((2, 3, 1, 1), "int32", "NCHW")
+    r = Node("requantize", (s, _i32([1, 1, 1]), _i32([0, 0, 0])), {"post_shift": 0})
+    assert r.type.dtype == "int8"
+    a = Node("qadd", (q, q), {"lhs_multiplier": 1, "rhs_multiplier": 1, "shift": 1})
+    assert Node("dequantize", (a,), {"scale": 0.2}).type.dtype == "float32"
+
+
+def test_operator_errors_name_the_node_and_input():
+    x = Var("x", TensorType((2, 3), "int32"))
+    with pytest.raises(ShapeError, match=r"node 'rq' \(requantize\) input 1 \(multiplier\)"):
+        Node("requantize", (x, _i32([1, 1]), _i32([0, 0, 0])), {"post_shift": 0}, name="rq")
+    with pytest.raises(GraphError, match=r"input 2 \(shift\): entries must lie in \[0, 31\]"):
+        Node("requantize", (x, _i32([1, 1, 1]), _i32([0, 40, 0])), {"post_shift": 0})
+    with pytest.raises(GraphError, match=r"input 1 \(multiplier\): entries must lie"):
+        Node("requantize", (x, _i32([1, 1, 70000]), _i32([0, 0, 0])), {"post_shift": 0})
+    with pytest.raises(GraphError, match="post_shift must be an int in"):
+        Node("requantize", (x, _i32([1, 1, 1]), _i32([0, 0, 0])), {"post_shift": 22})
+    with pytest.raises(GraphError, match="out_min 5 is greater than out_max 0"):
+        Node(
+            "requantize",
+            (x, _i32([1, 1, 1]), _i32([0, 0, 0])),
+            {"post_shift": 0, "out_min": 5, "out_max": 0},
+        )
+    with pytest.raises(DTypeError, match=r"node 'q' \(quantize\) input 0: needs float32"):
+        Node("quantize", (x,), {"scale": 1.0}, name="q")
+    with pytest.raises(GraphError, match="scale must be a positive float"):
+        Node("dequantize", (x,), {"scale": 0.0})
+    i8 = Var("y", TensorType((2, 4), "int8"))
+    with pytest.raises(ShapeError, match=r"\(qadd\) input 1: shape"):
+        Node("qadd", (i8, Node("cast", (x,), {"dtype": "int8"})),
+             {"lhs_multiplier": 1, "rhs_multiplier": 1, "shift": 0})  # fmt: skip
+
+
+def test_quantize_and_dequantize_round_trip():
+    x = Var("x", TensorType((1, 6), "float32"))
+    q = Node("quantize", (x,), {"scale": 0.5})
+    g = Graph.from_outputs([x], [q, Node("dequantize", (q,), {"scale": 0.5})])
+    data = np.array([[-100.0, -0.75, -0.25, 0.25, 0.74, 100.0]], np.float32)
+    qv, back = evaluate(g, {"x": data})
+    assert qv.tolist() == [[-128, -1, 0, 1, 1, 127]]
+    assert back.tolist() == [[-64.0, -0.5, 0.0, 0.5, 0.5, 63.5]]
+
+
+def _residual_net(batch: int = 4) -> tuple[Graph, Var]:
+    x = Var("data", TensorType((batch, 3, 8, 8), "float32", "NCHW"))
+    c1 = Node("conv2d", (x, _const((8, 3, 3, 3)), _const((8,), 0.1)),
+              {"padding": (1, 1, 1, 1)}, name="c1")  # fmt: skip
+    r1 = Node("relu", (c1,), name="r1")
+    c2 = Node("conv2d", (r1, _const((8, 8, 3, 3), 0.2)), {"padding": (1, 1, 1, 1)}, name="c2")
+    add = Node("add", (c2, r1), name="add")
+    r2 = Node("relu", (add,), name="r2")
+    pool = Node("max_pool2d", (r2,), {"pool_size": (2, 2), "strides": (2, 2)}, name="mp")
+    gap = Node("global_avg_pool2d", (pool,), name="gap")
+    flat = Node("reshape", (gap,), {"newshape": (batch, 8)}, name="flat")
+    fc = Node("dense", (flat, _const((5, 8)), _const((5,), 0.1)), name="fc")
+    return Graph.from_outputs([x], [fc], name="resid"), x
+
+
+@pytest.mark.parametrize("requant", ["multiplier", "shift"])
+def test_small_residual_network_is_integer_only_and_close(requant):
+    g, _ = _residual_net()
+    feeds = [{"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)} for _ in range(3)]
+    q = quantize_graph(g, feeds, "minmax", requant=requant)
+    ops = [n.op for n in q.nodes]
+    assert ops[0] == "quantize" and ops[-1] == "dequantize"
+    assert ops.count("qadd") == 1 and "relu" not in ops  # both relus are fused
+    assert integer_violations(q) == []
+    test = {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}
+    ref, got = evaluate(g, test)[0], evaluate(q, test)[0]
+    cos = (ref * got).sum() / np.linalg.norm(ref) / np.linalg.norm(got)
+    assert cos > 0.99
+    # the integer part is deterministic, bit for bit
+    assert np.array_equal(got, evaluate(q, test)[0])
+
+
+def test_shift_mode_requantizes_by_shifts_alone():
+    g, _ = _residual_net()
+    feed = {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}
+    q = quantize_graph(g, feed, "minmax", requant="shift")
+    for n in q.nodes:
+        if n.op == "requantize":
+            assert set(n.inputs[1].value.tolist()) <= {0, 1} and n.attrs["post_shift"] == 0
+
+
+def test_unquantizable_operators_stay_float_between_dequantize_and_quantize():
+    x = Var("data", TensorType((2, 8), "float32"))
+    d1 = Node("dense", (x, _const((8, 8))), name="d1")
+    sm = Node("softmax", (d1,), {"axis": 1}, name="sm")
+    d2 = Node("dense", (sm, _const((4, 8))), name="d2")
+    g = Graph.from_outputs([x], [d2])
+    feed = {"data": RNG.normal(size=(2, 8)).astype(np.float32)}
+    q = quantize_graph(g, feed, "minmax")
+    soft = next(n for n in q.nodes if n.op == "softmax")
+    assert soft.inputs[0].op == "dequantize"
+    users = [n for n in q.nodes if any(v is soft for v in n.inputs)]
+    assert [u.op for u in users] == ["quantize"]
+    assert integer_violations(q) == [soft]
+    assert np.abs(evaluate(q, feed)[0] - evaluate(g, feed)[0]).max() < 0.05
+
+
+def test_graph_outputs_and_shared_values_are_not_fused():
+    x = Var("data", TensorType((2, 8), "float32"))
+    d = Node("dense", (x, _const((8, 8))), name="d")
+    r = Node("relu", (d,), name="r")
+    g = Graph.from_outputs([x], [d, r])  # the dense output is read twice
+    feed = {"data": RNG.normal(size=(2, 8)).astype(np.float32)}
+    q = quantize_graph(g, feed, "minmax")
+    assert [n.op for n in q.nodes].count("relu") == 1
+    ref, got = evaluate(g, feed), evaluate(q, feed)
+    for a, b in zip(ref, got, strict=True):
+        assert np.abs(a - b).max() < 0.1 * np.abs(a).max()
+
+
+def test_quantize_pipeline_runs_by_name():
+    g, _ = _residual_net()
+    feed = {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}
+    pipe = quantize_pipeline(feed, "minmax")
+    q = run_pipeline(g, pipe)
+    assert integer_violations(q) == []
+
+
+def test_bad_requant_mode_is_refused():
+    g, _ = _residual_net()
+    feed = {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}
+    with pytest.raises(QuantizeError, match="unknown requantization 'float'"):
+        quantize_graph(g, feed, requant="float")
