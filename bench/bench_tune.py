@@ -1,0 +1,116 @@
+"""The tuner against its baselines, on spaces small enough to enumerate, and the measurement
+pool's throughput with 1 and 2 workers.
+
+For each enumerable task, every valid point is measured once on the simulator (cycles are
+deterministic, so that table *is* what any tuner would measure; tuners then replay it). Then,
+over ``--seeds`` seeds, random search and model-guided search (simulated annealing on the
+XGBoost rank model) each run ``--trials`` measurements in batches of 8, and the benchmark prints
+the medians of:
+
+* the best found within 64 measurements as a fraction of the exhaustive best (target: 98%);
+* the measurements each needs to reach 95% of the exhaustive best (target: model-guided at
+  most half of random's);
+* the heuristic's choice as a fraction of the exhaustive best, for reference.
+
+``--pool`` measures the same 16 candidates with a 1-worker and a 2-worker local pool and prints
+measurements per second of each (the machine's core count bounds the ratio).
+
+    python -m bench.bench_tune --seeds 3 --trials 96 --pool
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+from compiler.tune import conv2d_task
+from compiler.tune.measure import MeasureResult
+from compiler.tune.task import Task
+from compiler.tune.tuner import ModelTuner, RandomTuner
+
+#: Enumerable tasks: small layers on the default 1x4x4 core (hundreds of valid points each).
+TASKS = (
+    conv2d_task(4, 4, 16, 16, 3, 1, 1, relu=True, name="c3x3-4x4x16"),
+    conv2d_task(8, 8, 16, 16, 1, 1, 0, relu=True, name="c1x1-8x8x16"),
+)
+
+
+class TableRunner:
+    """Replays an exhaustive table of measurements (identical to measuring again)."""
+
+    workers = 8
+
+    def __init__(self, table: dict[int, MeasureResult]) -> None:
+        self.table = table
+
+    def measure(self, task: Task, indices: Sequence[int]) -> list[MeasureResult]:
+        return [self.table[int(i)] for i in indices]
+
+
+def exhaustive(task: Task, workers: int) -> dict[int, MeasureResult]:
+    from runtime.measure import LocalRunner
+
+    idx = [int(i) for i in task.space().valid_indices()]
+    with LocalRunner(workers) as runner:
+        return dict(zip(idx, runner.measure(task, idx), strict=True))
+
+
+def to_reach(curve: list[float], target: float) -> float:
+    for k, c in enumerate(curve, start=1):
+        if c <= target:
+            return k
+    return float("inf")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=96)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--pool", action="store_true", help="also measure pool throughput")
+    args = ap.parse_args(argv)
+    for task in TASKS:
+        t0 = time.perf_counter()
+        table = exhaustive(task, args.workers)
+        ok = {i: r.cost for i, r in table.items() if r.ok and r.cost}
+        failed = len(table) - len(ok)
+        best = min(ok.values())
+        heur = table[task.default_config().index].cost or float("inf")
+        print(f"{task.label()}: {len(table)} valid points measured in "
+              f"{time.perf_counter() - t0:.0f} s ({failed} failed); exhaustive best {best:.0f} "
+              f"cycles, heuristic {best / heur:.1%} of it")  # fmt: skip
+        rows: dict[str, dict[str, list[float]]] = {}
+        for name, cls in (("random", RandomTuner), ("model", ModelTuner)):
+            at64, reach = [], []
+            for seed in range(args.seeds):
+                st = cls(task, seed=seed).tune(TableRunner(table), args.trials, batch_size=8)
+                at64.append(best / min(st.curve[:64]))
+                reach.append(to_reach(st.curve, best / 0.95))
+            rows[name] = {"at64": at64, "reach": reach}
+            print(f"  {name:<6} best@64 {statistics.median(at64):.1%} of exhaustive "
+                  f"(seeds: {', '.join(f'{v:.3f}' for v in at64)}); measurements to 95%: "
+                  f"median {statistics.median(reach):g} ({', '.join(f'{v:g}' for v in reach)})")  # fmt: skip
+        r, m = statistics.median(rows["random"]["reach"]), statistics.median(rows["model"]["reach"])
+        print(f"  model-guided needs {m / r:.2f}x the measurements of random to reach 95%")
+    if args.pool:
+        from runtime.measure import LocalRunner
+
+        task = TASKS[0]
+        idx = [int(i) for i in task.space().valid_indices()[:16]]
+        rates = {}
+        for n in (1, 2):
+            with LocalRunner(n) as runner:
+                runner.measure(task, idx[:n])  # start and warm the workers
+                t0 = time.perf_counter()
+                runner.measure(task, idx)
+                rates[n] = len(idx) / (time.perf_counter() - t0)
+            print(f"pool of {n}: {rates[n]:.2f} measurements/s")
+        print(f"2 workers / 1 worker: {rates[2] / rates[1]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
