@@ -90,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
                 at64.append(best / min(st.curve[:64]))
                 reach.append(to_reach(st.curve, best / 0.95))
             rows[name] = {"at64": at64, "reach": reach}
+            seeds64 = ", ".join(f"{v:.3f}" for v in at64)
+            seeds95 = ", ".join(f"{v:g}" for v in reach)
             print(f"  {name:<6} best@64 {statistics.median(at64):.1%} of exhaustive "
-                  f"(seeds: {', '.join(f'{v:.3f}' for v in at64)}); measurements to 95%: "
-                  f"median {statistics.median(reach):g} ({', '.join(f'{v:g}' for v in reach)})")  # fmt: skip
+                  f"(seeds: {seeds64}); measurements to 95%: "
+                  f"median {statistics.median(reach):g} ({seeds95})")  # fmt: skip
         r, m = statistics.median(rows["random"]["reach"]), statistics.median(rows["model"]["reach"])
         print(f"  model-guided needs {m / r:.2f}x the measurements of random to reach 95%")
     if args.pool:
