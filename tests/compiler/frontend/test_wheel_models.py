@@ -65,3 +65,46 @@ def test_logits_match_onnxruntime(name):
         scale = float(np.abs(expected).max())
         assert scale > 0
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * scale)
+
+
+def backend_test_dirs():
+    import os
+
+    base = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    dirs = []
+    for kind in ("pytorch-converted", "pytorch-operator", "simple"):
+        root = os.path.join(base, kind)
+        if os.path.isdir(root):
+            dirs += sorted(os.path.join(root, d) for d in os.listdir(root))
+    return [d for d in dirs if os.path.isfile(os.path.join(d, "model.onnx"))]
+
+
+def test_every_backend_test_model_imports_exactly_or_is_refused_by_name():
+    """The wheel's small backend test models (mostly opset 6 PyTorch exports, sequence and
+    string operators): each one either imports and reproduces its stored outputs, or is refused
+    with a FrontendError (never another exception)."""
+    import glob
+
+    from onnx import numpy_helper
+
+    from compiler.errors import FrontendError
+
+    dirs = backend_test_dirs()
+    assert len(dirs) > 50
+    imported = 0
+    for d in dirs:
+        try:
+            graph = from_onnx(f"{d}/model.onnx")
+        except FrontendError as e:
+            assert str(e).strip(), d
+            continue
+        data = f"{d}/test_data_set_0"
+        feeds = [numpy_helper.to_array(onnx.load_tensor(f))
+                 for f in sorted(glob.glob(f"{data}/input_*.pb"))]  # fmt: skip
+        expected = [numpy_helper.to_array(onnx.load_tensor(f))
+                    for f in sorted(glob.glob(f"{data}/output_*.pb"))]  # fmt: skip
+        for g in (graph, run_pipeline(graph, graph_pipeline(block_c=8))):
+            for got, want in zip(evaluate(g, feeds), expected, strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4, err_msg=d)
+        imported += 1
+    assert imported >= 3
