@@ -286,3 +286,13 @@ def test_alu_errors_name_the_stage_the_user_wrote():
     bad.op = ComputeOp(op.name, op.axis, op.reduce_axis, body, op.tag, op.attrs)
     with pytest.raises(VTATargetError, match="alu stage res_shr: .* divides"):
         vta.build(s, [data, kernel, res])
+
+
+def test_missing_tensorize_names_the_stage_and_the_intrinsic():
+    env = vta.get_env()
+    s, args = matrix_multiply(env, m=2, n=2)
+    stage = s["C_buf"]
+    for attr in stage.iter_attrs.values():
+        attr.tensorize = None
+    with pytest.raises(VTATargetError, match=r"stage C_buf .* not tensorized.*env\.gemm"):
+        vta.build(s, args)

@@ -139,24 +139,36 @@ def _host_error(s: Stmt) -> VTATargetError:
     """Name the stage whose loop nest is left to run on the host, and the pragma it lacks."""
     found: list[BufferStore] = []
 
-    def first_store(n: Node) -> bool:
-        if found:
-            return False
+    def stores(n: Node) -> bool:
         if isinstance(n, BufferStore):
             found.append(n)
             return False
         return True
 
-    visit(s, first_store)
+    visit(s, stores)
     if not found:
         return VTATargetError(
             f"a {type(s).__name__} statement is left to run on the host; every statement of an "
             "accelerator function must become an accelerator instruction"
         )
-    store = found[0]
+    # an untensorized reduction starts with its init store (C = 0); name what its update lacks
+    store = next(
+        (st for st in found if any(b.scope is not GLOBAL and b.scope is not st.buffer.scope
+                                   for b in buffers_used(st.value))),
+        found[0],
+    )  # fmt: skip
     dst = store.buffer
-    reads = sorted({b.name for b in buffers_used(store.value)})
-    from_main = any(b.scope is GLOBAL for b in buffers_used(store.value))
+    read_bufs = buffers_used(store.value)
+    reads = sorted({b.name for b in read_bufs})
+    from_main = any(b.scope is GLOBAL for b in read_bufs)
+    other_sram = [b for b in read_bufs if b.scope is not GLOBAL and b.scope is not dst.scope]
+    if other_sram and not from_main and dst.scope is not GLOBAL:
+        return VTATargetError(
+            f"stage {dst.name} ({dst.scope.name}) reads {', '.join(reads)} from other on-chip "
+            f"buffers ({other_sram[0].scope.name}): that is the GEMM core's work, but the stage "
+            f"is not tensorized, so it would run on the host; add "
+            f"s[{dst.name}].tensorize(<its batch tile axis>, env.gemm)"
+        )
     if dst.scope is GLOBAL or from_main:
         need = "dma_copy"
         what = "copies between main memory and an on-chip buffer"
@@ -172,6 +184,12 @@ def _host_error(s: Stmt) -> VTATargetError:
 
 def annotate_coproc_scopes(func: PrimFunc) -> PrimFunc:
     """The ``coproc_scopes`` pass."""
+    # Every store left at this point would run on the host; judge them all together so the
+    # error names what the stage lacks (an untensorized reduction's init store comes first).
+    left: list[BufferStore] = []
+    visit(func.body, lambda n: left.append(n) if isinstance(n, BufferStore) else None)  # type: ignore[func-returns-value]
+    if left:
+        raise _host_error(func.body)
     return func.with_body(_wrap(func.body, {}))
 
 
