@@ -94,9 +94,14 @@ def read_model(source: Any) -> Any:
     if isinstance(source, (str, Path)):
         path = Path(source)
         where = str(path)
-        if not path.is_file():
+        if not path.exists():
             raise FrontendError(f"{where}: no such file")
-        data = path.read_bytes()
+        if not path.is_file():
+            raise FrontendError(f"{where}: not a file")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise FrontendError(f"{where}: cannot be read ({e.strerror})") from None
     elif isinstance(source, (bytes, bytearray)):
         where, data = "model", bytes(source)
     else:

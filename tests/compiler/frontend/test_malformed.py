@@ -50,6 +50,8 @@ def test_truncated_file_at_every_cut(tmp_path):
 def test_not_a_model_and_missing_file(tmp_path):
     with pytest.raises(FrontendError, match="no such file"):
         from_onnx(tmp_path / "absent.onnx")
+    with pytest.raises(FrontendError, match="not a file"):
+        from_onnx(tmp_path)
     (tmp_path / "empty.onnx").write_bytes(b"")
     with pytest.raises(FrontendError, match="empty file"):
         from_onnx(tmp_path / "empty.onnx")
