@@ -79,3 +79,26 @@ def test_random_tuner_on_the_pool_never_repeats():
     with LocalRunner(workers=1) as pool:
         st = RandomTuner(TINY, seed=0).tune(pool, 5, batch_size=5)
     assert len({r.config.index for r in st.records}) == 5
+
+
+def test_a_killed_worker_loses_nothing():
+    # kill one pool process while a batch is in flight: its candidates are measured again
+    import os
+    import signal
+    import threading
+    import time
+
+    task = conv2d_task(8, 8, 16, 16, 3, 1, 1)
+    idx = [int(i) for i in task.space().valid_indices()[:8]]
+    with LocalRunner(workers=2) as pool:
+        pool.measure(task, idx[:2])  # workers started
+        pids = [p.pid for p in pool._executor()._processes.values()]
+        out: list = []
+        th = threading.Thread(target=lambda: out.extend(pool.measure(task, idx)))
+        th.start()
+        time.sleep(0.5)
+        os.kill(pids[0], signal.SIGKILL)
+        th.join(timeout=300)
+    assert len(out) == 8
+    assert all(r.ok for r in out), [r.message for r in out if not r.ok]
+    assert [r.cost for r in out[:2]] == [measure_one(task.to_json(), i)["cost"] for i in idx[:2]]
