@@ -833,6 +833,11 @@ def from_onnx(
         except onnx.checker.ValidationError as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid model"
             raise FrontendError(f"model {gname}: onnx.checker refuses it: {first}") from None
+        except UnicodeDecodeError:
+            # the checker's message quotes a name whose bytes are not UTF-8
+            raise FrontendError(
+                f"model {gname}: onnx.checker refuses it (a name in the model is not UTF-8)"
+            ) from None
 
     from onnx import numpy_helper
 

@@ -199,3 +199,19 @@ def test_declared_output_type_must_match():
     with pytest.raises(FrontendError, match=r"output 'y' is declared with rank 3, the graph "
                        r"computes shape \[1, 16\]"):  # fmt: skip
         from_onnx(m, check=False)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_corrupted_bytes_import_or_are_refused(check):
+    """Random byte changes anywhere in a model file: each result imports or is refused with a
+    FrontendError, never another exception (with and without onnx.checker)."""
+    data = small_model().SerializeToString()
+    rng = np.random.default_rng(1 + check)
+    for _ in range(400):
+        corrupted = bytearray(data)
+        for _ in range(int(rng.integers(1, 4))):
+            corrupted[int(rng.integers(0, len(corrupted)))] = int(rng.integers(0, 256))
+        try:
+            from_onnx(bytes(corrupted), check=check)
+        except FrontendError:
+            pass
