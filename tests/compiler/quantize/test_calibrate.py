@@ -60,13 +60,20 @@ def test_entropy_ignores_a_far_outlier():
     assert MinMaxCalibrator().threshold(AbsHistogram.of(x)) == 60.0
 
 
-def test_entropy_leaves_exact_zeros_out():
-    # the zeros of a relu output must not pull the threshold towards 0
-    relu = np.maximum(NORMAL, 0.0)
-    a = EntropyCalibrator().threshold(AbsHistogram.of(relu))
-    b = EntropyCalibrator().threshold(AbsHistogram.of(relu[relu > 0], absmax=relu.max()))
-    assert a == b
-    assert a > 2.5
+@pytest.mark.parametrize("atom", [0.0, 0.3, 1.1])
+def test_entropy_is_not_drawn_to_point_masses(atom):
+    # a relu's zeros, or the value a convolution gives on a constant background: one exact
+    # value holding a large share of the elements must not pull the threshold down
+    x = np.concatenate([NORMAL, np.full(len(NORMAL) // 2, atom)])
+    h = AbsHistogram.of(x)
+    assert h.atoms.sum() == len(NORMAL) // 2 + np.count_nonzero(np.abs(NORMAL) == atom)
+    assert 2.5 < EntropyCalibrator().threshold(h) < h.absmax
+
+
+def test_atoms_are_only_frequent_exact_values():
+    assert AbsHistogram.of(NORMAL).atoms.sum() == 0
+    rare = np.concatenate([NORMAL, np.full(100, 0.5)])  # 0.025 %: not an atom
+    assert AbsHistogram.of(rare).atoms.sum() == 0
 
 
 def test_histograms_merge_over_batches():
