@@ -4,7 +4,11 @@ measuring candidates on the simulator, with a progress bar showing the best so f
 * ``vtac tune conv2d --h H --w W --in-c C --out-c K --k R [--stride S] [--pad P]`` (the shape
   arguments of ``vtac layer``; ``dense`` likewise with ``--in-c``/``--out-c`` as features)
   tunes one operator;
-* ``vtac tune resnet18 [--layers C2,C9]`` tunes ResNet-18's conv2d tasks (unique workloads).
+* ``vtac tune resnet18-layers [--layers C2,C9]`` tunes ResNet-18's conv2d layers C1..C12 (the
+  benchmark list);
+* ``vtac tune MODEL`` (a zoo name such as ``resnet18``, or an ``.onnx`` file; ``--image-size``
+  for the zoo) tunes the unique conv2d / dense workloads of the model's graph, each weighted by
+  its count, and lists the nodes the templates do not cover.
 
 Common options: ``--target vta`` (the CPU target is not tuned yet), ``--config NAME`` (hardware
 preset), ``--trials N``, ``--tuner model|random|grid``, ``--log FILE`` (JSON lines; a run resumes
@@ -16,7 +20,7 @@ Example:
     >>> import argparse
     >>> sub = argparse.ArgumentParser(prog="vtac").add_subparsers()
     >>> add_parser(sub)
-    >>> a = sub.choices["tune"].parse_args(["conv2d", "--h", "8", "--w", "8", "--trials", "16"])
+    >>> a = sub.choices["tune"].parse_args(["conv2d", "--h", "8", "--trials", "16"])
     >>> a.what, a.trials, a.tuner, a.target
     ('conv2d', 16, 'model', 'vta')
 """
@@ -27,7 +31,7 @@ import argparse
 import sys
 from typing import Any
 
-MODELS = ("resnet18",)
+LAYER_LISTS = ("resnet18-layers",)
 
 
 def _positive(text: str) -> int:
@@ -58,7 +62,8 @@ def add_parser(subparsers: Any) -> None:
         description="Tune one operator (conv2d, dense) or a model's operators: candidates are "
         "built, run on the simulator and checked against numpy; results go to a JSON-lines log.",
     )
-    p.add_argument("what", choices=["conv2d", "dense", *MODELS], help="operator or model")
+    p.add_argument("what", metavar="WHAT",
+                   help="conv2d, dense, resnet18-layers, a zoo model or an .onnx file")  # fmt: skip
     p.add_argument("--target", choices=["vta", "cpu"], default="vta", help="where to measure")
     p.add_argument("--config", default="default", help="hardware preset (default: default)")
     p.add_argument("--h", type=_positive, default=14, help="input height (conv2d)")
@@ -71,10 +76,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--batch", type=_positive, default=1, help="batch")
     p.add_argument("--relu", action="store_true", help="clip at 0 instead of -128")
     p.add_argument("--residual", action="store_true", help="add a residual int8 tensor")
-    p.add_argument("--layers", default=None, help="model: comma-separated subset, e.g. C2,C9")
+    p.add_argument("--layers", default=None,
+                   help="resnet18-layers: comma-separated subset, e.g. C2,C9")  # fmt: skip
+    p.add_argument("--image-size", type=_positive, default=None, help="zoo model input size")
     p.add_argument("--trials", type=_positive, default=64, help="measurements per task")
     p.add_argument("--tuner", choices=["model", "random", "grid"], default="model",
-                   help="explorer (model: simulated annealing on the XGBoost rank model)")  # fmt: skip
+                   help="explorer (model: annealing on the XGBoost rank model)")  # fmt: skip
     p.add_argument("--log", default=None, metavar="FILE", help="JSON-lines records (resumed)")
     p.add_argument("--workers", type=_positive, default=1, help="local measurement processes")
     p.add_argument("--dask", default=None, metavar="ADDRESS", help="Dask scheduler address")
@@ -102,6 +109,8 @@ def tasks_for(args: argparse.Namespace) -> list[Any]:
     if args.what == "dense":
         return [dense_task(args.batch, args.in_c, args.out_c, hw=args.config, relu=args.relu,
                            residual=args.residual, name="dense")]  # fmt: skip
+    if args.what not in LAYER_LISTS:
+        return _model_tasks(args)
     tasks = resnet18_tasks(args.config)
     if args.layers:
         want = [n.strip() for n in args.layers.split(",") if n.strip()]
@@ -111,6 +120,39 @@ def tasks_for(args: argparse.Namespace) -> list[Any]:
             raise CompilerError(f"unknown layers {unknown}; {args.what} has {names}")
         tasks = [t for t in tasks if t.name in want]
     return tasks
+
+
+def _model_tasks(args: argparse.Namespace) -> list[Any]:
+    from pathlib import Path
+
+    from compiler.errors import CompilerError
+    from compiler.frontend.zoo import load_zoo, zoo_names
+    from compiler.tune.extract import extract_tasks
+    from runtime.graph_compile import import_onnx
+
+    if args.what.endswith(".onnx"):
+        import onnx
+
+        path = Path(args.what)
+        if not path.is_file():
+            raise CompilerError(f"no model file {path}")
+        model = onnx.load(str(path))
+    elif args.what in zoo_names():
+        kw = {"image_size": args.image_size} if args.image_size else {}
+        model = load_zoo(args.what, batch=args.batch, **kw)
+    else:
+        raise CompilerError(
+            f"{args.what!r} is neither an operator (conv2d, dense), a layer list "
+            f"({', '.join(LAYER_LISTS)}), a zoo model ({', '.join(zoo_names())}) nor an .onnx file"
+        )
+    found = extract_tasks(import_onnx(model), args.config)
+    for label, reason in found.skipped:
+        print(f"not tuned: {label} ({reason})")
+    if not found.tasks:
+        raise CompilerError(f"{args.what}: no conv2d or dense workload to tune")
+    print(f"{args.what}: {len(found.tasks)} tasks from "
+          f"{sum(t.weight for t in found.tasks)} operators")  # fmt: skip
+    return found.tasks
 
 
 def _runner(args: argparse.Namespace) -> Any:

@@ -71,7 +71,7 @@ def test_vtac_tune_operator_logs_and_resumes(tmp_path, capsys):
 def test_vtac_tune_refuses_what_it_cannot_tune(capsys):
     assert main(["tune", "dense", "--target", "cpu"]) != 0
     assert "not tuned yet" in capsys.readouterr().err
-    assert main(["tune", "resnet18", "--layers", "C13"]) != 0
+    assert main(["tune", "resnet18-layers", "--layers", "C13"]) != 0
     assert "unknown layers ['C13']" in capsys.readouterr().err
 
 
