@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from compiler.ir import op
@@ -163,23 +164,31 @@ def dep_args(call: Call) -> tuple[int, int]:
     return a.value, b.value
 
 
+class UopKind(StrEnum):
+    """Which instruction a micro-op kernel runs under (compared by identity in passes)."""
+
+    GEMM = "gemm"
+    GEMM_RESET = "gemm_reset"
+    ALU = "alu"
+
+
 @dataclass(frozen=True)
 class UopSignature:
     """What every micro-op of one GEMM/ALU instruction shares (fields of the instruction).
 
     Example:
-        >>> UopSignature("alu", AluOp.SHR, True, 8)
+        >>> UopSignature(UopKind.ALU, AluOp.SHR, True, 8)
         alu shr imm=8
     """
 
-    kind: str  # "gemm", "gemm_reset" or "alu"
+    kind: UopKind
     alu: AluOp | None = None
     use_imm: bool = False
     imm: int = 0
 
     def __repr__(self) -> str:
-        if self.kind != "alu":
-            return self.kind
+        if self.kind is not UopKind.ALU:
+            return self.kind.value
         assert self.alu is not None
         return f"alu {self.alu.name.lower()}" + (f" imm={self.imm}" if self.use_imm else "")
 
@@ -187,9 +196,9 @@ class UopSignature:
 def uop_signature(call: Call) -> UopSignature:
     """The instruction-level fields of a micro-op call (an ALU immediate must be constant)."""
     if call.op == GEMM_UOP:
-        return UopSignature("gemm")
+        return UopSignature(UopKind.GEMM)
     if call.op == GEMM_RESET_UOP:
-        return UopSignature("gemm_reset")
+        return UopSignature(UopKind.GEMM_RESET)
     alu, use_imm = _ALU_OF[call.op]
     imm = 0
     if use_imm:
@@ -202,7 +211,7 @@ def uop_signature(call: Call) -> UopSignature:
                 "the instruction"
             )
         imm = arg.value
-    return UopSignature("alu", alu, use_imm, imm)
+    return UopSignature(UopKind.ALU, alu, use_imm, imm)
 
 
 def uop_operands(call: Call) -> list[BufferLoad]:

@@ -50,6 +50,7 @@ from .calls import (
     DEP_PUSH,
     MODULE_NAME,
     STORE_OP,
+    UopKind,
     address_load,
     dep_args,
     is_uop,
@@ -322,9 +323,9 @@ class _Generator:
                     return
                 kern = b.uop_kernel(uops, info.loops)
                 cache[key] = kern
-            if sig.kind == "gemm":
+            if sig.kind is UopKind.GEMM:
                 b.gemm(kern)  # type: ignore[arg-type]
-            elif sig.kind == "gemm_reset":
+            elif sig.kind is UopKind.GEMM_RESET:
                 b.gemm(kern, reset=True)  # type: ignore[arg-type]
             else:
                 assert sig.alu is not None

@@ -39,7 +39,7 @@ from compiler.ir.pragma import declare_pragma
 from compiler.ir.stmt import Allocate, Evaluate, For, If, LetStmt, Pragma, PrimFunc, SeqStmt, Stmt
 from isa import HwConfig, limits
 
-from ..calls import UopSignature, is_uop, uop_operands, uop_signature, vta_call
+from ..calls import UopKind, UopSignature, is_uop, uop_operands, uop_signature, vta_call
 from ..errors import VTATargetError
 from ..intrin import make_scopes
 from .coproc import block_module
@@ -163,7 +163,7 @@ class _Folder:
         return True
 
     def kernel(self, s: Stmt, sig: UopSignature) -> Stmt:
-        fmt = "alu" if sig.kind == "alu" else "gemm"
+        fmt = "alu" if sig.kind is UopKind.ALU else "gemm"
         lim = limits(self.cfg)
         max_iter = min(lim.max(fmt, "iter_out"), lim.max(fmt, "iter_in"))
         chain: list[For] = []
