@@ -228,10 +228,16 @@ class _Emitter:
             return
         if s.thread is not None:
             raise self.fail(f"loop {s.var.name} is still bound to {s.thread}")
+        # int32 bounds make numba type the loop variable (and the index arithmetic built on it,
+        # like the IR's int32 index type) as 32-bit: a Python int would be 64-bit, which about
+        # doubles the registers of a kernel
         if _is_zero(s.min):
-            rng = self.expr(s.extent)
+            rng = f"np.int32({self.expr(s.extent)})"
         else:
-            rng = f"{self.expr(s.min)}, {self.expr(s.min, 6)} + {self.expr(s.extent, 6)}"
+            rng = (
+                f"np.int32({self.expr(s.min)}), "
+                f"np.int32({self.expr(s.min, 6)} + {self.expr(s.extent, 6)})"
+            )
         self.emit(depth, f"for {var} in range({rng}):")
         self.stmt(s.body, depth + 1)
 
