@@ -26,12 +26,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from compiler.errors import GraphError
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
 
 
 def _scale_shift(bn: Node, params: tuple[Constant, ...]) -> tuple[np.ndarray, np.ndarray]:
     gamma, beta, mean, var = (p.value.astype(np.float64) for p in params)
-    scale = gamma / np.sqrt(var + bn.attrs["epsilon"])
+    denom = var + bn.attrs["epsilon"]
+    if not (denom > 0).all():
+        k = int(np.flatnonzero(~(denom > 0))[0])
+        raise GraphError(
+            f"node {bn.label!r} (batch_norm): variance + epsilon is {denom[k]} at channel {k}; "
+            "it must be positive"
+        )
+    scale = gamma / np.sqrt(denom)
     return scale, beta - mean * scale
 
 

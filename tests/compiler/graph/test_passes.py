@@ -115,6 +115,15 @@ def test_batch_norm_alone_becomes_multiply_add():
     assert_same_results(g, folded)
 
 
+def test_batch_norm_with_non_positive_variance_is_refused():
+    x = nchw((1, 2, 3, 3))
+    var = Constant(np.array([1.0, -2.0], np.float32))
+    y = Node("batch_norm", (x, const(2), const(2), const(2), var), name="bn")
+    with pytest.raises(GraphError, match=r"node 'bn' \(batch_norm\): variance \+ epsilon is "
+                       r"-1.99.* at channel 1"):  # fmt: skip
+        fold_batch_norm(Graph.from_outputs([x], [y]))
+
+
 def test_batch_norm_with_non_constant_parameters_stays():
     x = nchw((1, 2, 3, 3))
     s = Var("s", TensorType((2,), "float32"))
