@@ -12,10 +12,17 @@ the medians of:
   most half of random's);
 * the heuristic's choice as a fraction of the exhaustive best, for reference.
 
+``--resnet18`` tunes ResNet-18's conv2d layers on ``vta-1x16x16`` (``--layers`` to pick some)
+with model-guided search for ``--resnet-trials`` measurements per layer and ``--seeds`` seeds,
+the heuristic's choice measured first, and prints per layer the heuristic's cycles and share of
+the roofline, the median tuned cycles and the speedup (targets: no layer slower; every layer
+the heuristic leaves below 90% of the roofline gains).
+
 ``--pool`` measures the same 16 candidates with a 1-worker and a 2-worker local pool and prints
 measurements per second of each (the machine's core count bounds the ratio).
 
     python -m bench.bench_tune --seeds 3 --trials 96 --pool
+    python -m bench.bench_tune --resnet18 --layers C2,C3,C9 --resnet-trials 48 --seeds 1
 """
 
 from __future__ import annotations
@@ -71,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=96)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pool", action="store_true", help="also measure pool throughput")
+    ap.add_argument("--resnet18", action="store_true", help="tune ResNet-18 on vta-1x16x16 only")
+    ap.add_argument("--layers", default=None, help="with --resnet18: e.g. C2,C9")
+    ap.add_argument("--resnet-trials", type=int, default=64)
     args = ap.parse_args(argv)
+    if args.resnet18:
+        return resnet18(args)
     for task in TASKS:
         t0 = time.perf_counter()
         table = exhaustive(task, args.workers)
@@ -111,6 +123,40 @@ def main(argv: list[str] | None = None) -> int:
                 rates[n] = len(idx) / (time.perf_counter() - t0)
             print(f"pool of {n}: {rates[n]:.2f} measurements/s")
         print(f"2 workers / 1 worker: {rates[2] / rates[1]:.2f}x")
+    return 0
+
+
+def resnet18(args: argparse.Namespace) -> int:
+    from compiler.tune import resnet18_tasks
+    from runtime.measure import LocalRunner
+
+    tasks = resnet18_tasks("vta-1x16x16")
+    if args.layers:
+        tasks = [t for t in tasks if t.name in args.layers.split(",")]
+    print(f"{'layer':<5} {'heuristic':>10} {'roofline':>8} {'tuned':>10} {'roofline':>8} "
+          f"{'speedup':>7}  tuned knobs (seed 0)")  # fmt: skip
+    slower = gains_missing = 0
+    with LocalRunner(args.workers) as runner:
+        for task in tasks:
+            default = task.default_config().index
+            bests, states = [], []
+            for seed in range(args.seeds):
+                st = ModelTuner(task, seed=seed).tune(runner, args.resnet_trials, batch_size=8,
+                                                      initial=[default])  # fmt: skip
+                states.append(st)
+                bests.append(st.best_cost)
+            base = states[0].records[0].result
+            heur = base.cost or float("inf")
+            roof = base.extra["roofline_cycles"]
+            tuned = statistics.median(bests)
+            slower += tuned > heur
+            gains_missing += roof / heur < 0.9 and tuned >= heur
+            best = states[0].best
+            knobs = best.config.describe() if best is not None else "-"
+            print(f"{task.name:<5} {heur:>10.0f} {roof / heur:>8.1%} {tuned:>10.0f} "
+                  f"{roof / tuned:>8.1%} {heur / tuned:>6.3f}x  {knobs}", flush=True)  # fmt: skip
+    print(f"layers slower than the heuristic: {slower}; layers below 90% of the roofline "
+          f"without a gain: {gains_missing}")  # fmt: skip
     return 0
 
 
