@@ -8,9 +8,9 @@ operators are:
 * ``quantize`` (float -> int8, ``scale``): ``clip(floor(x / scale + 1/2), -128, 127)``, on the
   host at the graph's float edges (computed in float64);
 * ``dequantize`` (int8 or int32 -> float32, ``scale``): ``x * scale``;
-* ``requantize`` (int32 ``x``, int32 ``multiplier[C]``, int32 ``shift[C]`` -> int8;
-  ``post_shift``, ``out_min``, ``out_max``, ``axis``): :func:`~compiler.quantize.requant.
-  requantize_int`; ``out_min = 0`` is a fused relu;
+* ``requantize`` (int32 ``x``; int32 ``multiplier[C]``, ``shift[C]``, ``post_shift[C]``, one
+  entry per index of ``axis`` -> int8; ``out_min``, ``out_max``, ``axis``):
+  :func:`~compiler.quantize.requant.requantize_int`; ``out_min = 0`` is a fused relu;
 * ``qadd`` (int8, int8 -> int8; ``lhs_multiplier``, ``rhs_multiplier``, ``shift``,
   ``out_min``, ``out_max``): ``clip(rshift(a * lhs_multiplier + b * rhs_multiplier, shift))``,
   the residual add of two tensors of different scales;
@@ -22,8 +22,9 @@ Example:
     >>> from compiler.graph.reference import evaluate
     >>> x = Var("x", TensorType((1, 2), "int32"))
     >>> m = Constant(np.array([16384, 16384], np.int32))
-    >>> s = Constant(np.array([0, 1], np.int32))
-    >>> y = Node("requantize", (x, m, s), {"post_shift": 15, "out_min": -128, "out_max": 127})
+    >>> s1 = Constant(np.array([0, 1], np.int32))
+    >>> s2 = Constant(np.array([15, 15], np.int32))
+    >>> y = Node("requantize", (x, m, s1, s2), {"out_min": -128, "out_max": 127})
     >>> evaluate(Graph.from_outputs([x], [y]), {"x": np.array([[101, 101]], np.int32)})[0]
     array([[51, 26]], dtype=int8)
 """
@@ -96,13 +97,14 @@ def _infer_dequantize(node: Node) -> TensorType:
 def _infer_requantize(node: Node) -> TensorType:
     x = _need(node, 0, ("int32",))
     axis = _int_attr(node, "axis", 0, max(x.ndim - 1, 0))
-    _int_attr(node, "post_shift", 0, MAX_POST_SHIFT)
     _out_range(node)
     channels = x.shape[axis] if x.ndim else 1
-    for k, (what, lo, hi) in (
-        (1, ("multiplier", 0, MAX_MULTIPLIER)),
-        (2, ("shift", 0, MAX_PRE_SHIFT)),
-    ):
+    params = (
+        (1, "multiplier", 0, MAX_MULTIPLIER),
+        (2, "shift", 0, MAX_PRE_SHIFT),
+        (3, "post_shift", 0, MAX_POST_SHIFT),
+    )
+    for k, what, lo, hi in params:
         t = _need(node, k, ("int32",))
         if t.shape != (channels,):
             raise ShapeError(
@@ -147,9 +149,9 @@ _DEFS = (
     OpDef(
         "requantize",
         PatternKind.INJECTIVE,
-        3,
-        3,
-        {"post_shift": REQUIRED, "axis": 1, **_OUT},
+        4,
+        4,
+        {"axis": 1, **_OUT},
         _infer_requantize,
     ),
     OpDef(
@@ -177,10 +179,8 @@ def _dequantize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarr
 
 
 def _requantize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
-    x, m, s = args
-    return requantize_int(
-        x, m, s, attrs["post_shift"], attrs["out_min"], attrs["out_max"], attrs["axis"]
-    )
+    x, m, s1, s2 = args
+    return requantize_int(x, m, s1, s2, attrs["out_min"], attrs["out_max"], attrs["axis"])
 
 
 def _qadd(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:

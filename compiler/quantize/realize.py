@@ -273,8 +273,9 @@ class _Realizer:
                 acc,
                 Constant(params.multiplier, name=f"{label}.multiplier"),
                 Constant(params.shift, name=f"{label}.shift"),
+                Constant(params.post_shift, name=f"{label}.post_shift"),
             ),
-            {"post_shift": params.post_shift, "out_min": 0 if relu else -128, "out_max": 127},
+            {"out_min": 0 if relu else -128, "out_max": 127},
             name=f"{label}.requantize",
         )
         self.qv[id(out)] = (rq, scale)

@@ -7,25 +7,30 @@ therefore applied as a 16-bit multiplier and power-of-two shifts:
 
 ``requantize(x) = clip(rshift(clamp16(rshift(x, s1)) * m, s2), out_min, out_max)``
 
-* ``rshift(v, s) = floor((v + 2**(s-1)) / 2**s)`` (round half up; ``v`` for ``s == 0``), the
-  addition wrapping in int32 like the accumulator;
+with one ``(m, s1, s2)`` per output channel:
+
+* ``rshift(v, s) = floor((v + 2**(s-1)) / 2**s)`` (round half up; ``v`` for ``s == 0``); the
+  addition of the first one wraps in int32 like the accumulator (it is an ALU ADD, or part of
+  the bias), the second one cannot overflow;
 * ``clamp16(t) = min(max(t, -32768), 32767)``, so that ``t * m`` (``0 <= m <= 32767``) always
   fits in 31 bits: the MUL never wraps, whatever the input;
 * ``m = round(M * 2**(s1 + s2))`` in ``[2**14, 2**15)``: 15 significant bits of ``M``;
-* ``s2`` (one per layer, at most :data:`MAX_POST_SHIFT`) and ``s1`` (per channel) split the
-  total shift so that the clamp never changes a result: with ``m >= 2**14`` and
-  ``s2 <= 21`` a clamped ``t`` already saturates the int8 output.
+* ``s2 = min(S, 21)`` and ``s1 = S - s2`` split the total shift ``S``: the pre-shift ``s1`` is
+  0 (the accumulator is used whole) unless the clamp would otherwise cut values that do not
+  saturate, and with ``m >= 2**14`` and ``s2 <= 21`` a clamped ``t`` already saturates the
+  int8 output (``32767 * 2**14 / 2**21 > 255``), so the clamp never changes a result. One
+  unit of ``t`` is then at most ``2**-6`` of an output step.
 
 :func:`alu_program` lists the ALU instruction sequence of one requantization; the tests run it
 lane by lane with :func:`isa.semantics.alu_apply` and compare with :func:`requantize_int`.
 
 Example:
-    >>> p = choose_requant(np.array([0.0123, 0.0031]))
-    >>> p.multiplier.tolist(), p.shift.tolist(), p.post_shift
-    ([25795, 26005], [0, 2], 21)
-    >>> acc = np.array([[1000, 1000], [-40000, 5000]], np.int32)
+    >>> p = choose_requant(np.array([0.0123, 0.0031, 0.3]))
+    >>> p.multiplier.tolist(), p.shift.tolist(), p.post_shift.tolist()
+    ([25795, 26005, 19661], [0, 2, 0], [21, 21, 16])
+    >>> acc = np.array([[1000, 1000, 10], [-40000, 5000, -300]], np.int32)
     >>> requantize_int(acc, p.multiplier, p.shift, p.post_shift, -128, 127).tolist()
-    [[12, 3], [-128, 16]]
+    [[12, 3, 3], [-128, 16, -90]]
 """
 
 from __future__ import annotations
@@ -79,16 +84,14 @@ def round_shift(v: np.ndarray, s: np.ndarray | int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RequantParams:
-    """Integer parameters of a per-channel requantization (see the module docstring).
-
-    ``multiplier`` and ``shift`` (the pre-shift ``s1``) are int32 vectors, one entry per
-    channel; ``post_shift`` (``s2``) is shared by the layer. ``scale`` is the real scale the
-    integers approximate, kept for reporting errors.
+    """Integer parameters of a per-channel requantization (see the module docstring):
+    int32 vectors with one entry per channel: ``multiplier`` (``m``), ``shift`` (the pre-shift
+    ``s1``) and ``post_shift`` (``s2``). ``scale`` is the real scale the integers approximate.
     """
 
     multiplier: np.ndarray
     shift: np.ndarray
-    post_shift: int
+    post_shift: np.ndarray
     scale: np.ndarray
 
     def effective_scale(self) -> np.ndarray:
@@ -109,21 +112,22 @@ def choose_requant(scale: np.ndarray, *, mode: str = "multiplier") -> RequantPar
     pure shifts (``m = 1``, ``s2 = 0``), ``s1 = round(-log2(scale))``; exact only when the
     scales are powers of two (the quantizer snaps weight scales so that they are).
     Raises :class:`QuantizeError` for a scale the ALU cannot apply (negative, not finite, or
-    ``>= 2**15``; in shift mode, above 1).
+    above 32767; in shift mode, above 1).
 
     Example:
         >>> p = choose_requant(np.array([2.0**-9, 2.0**-12]), mode="shift")
-        >>> p.multiplier.tolist(), p.shift.tolist(), p.post_shift
-        ([1, 1], [9, 12], 0)
+        >>> p.multiplier.tolist(), p.shift.tolist(), p.post_shift.tolist()
+        ([1, 1], [9, 12], [0, 0])
     """
     m_real = np.asarray(scale, np.float64).reshape(-1)
     if not np.all(np.isfinite(m_real)) or np.any(m_real < 0):
         raise QuantizeError(f"requantization scales must be finite and >= 0, got {m_real}")
-    if np.any(m_real >= 1 << 15):
+    if np.any(m_real > MAX_MULTIPLIER):
         raise QuantizeError(
             f"requantization scale {float(m_real.max()):g} is too large for a 16-bit multiplier"
         )
     n = m_real.size
+    zero = np.zeros(n, np.int32)
     if mode == "shift":
         if np.any(m_real > 1.0):
             raise QuantizeError(
@@ -133,28 +137,21 @@ def choose_requant(scale: np.ndarray, *, mode: str = "multiplier") -> RequantPar
             s = np.where(m_real > 0, np.rint(-np.log2(np.maximum(m_real, 1e-300))), MAX_PRE_SHIFT)
         s = np.minimum(s, MAX_PRE_SHIFT).astype(np.int32)
         mult = np.where(m_real > 0, 1, 0).astype(np.int32)
-        return RequantParams(mult, s, 0, m_real)
+        return RequantParams(mult, s, zero, m_real)
     if mode != "multiplier":
         raise QuantizeError(f"unknown requantization mode {mode!r} (multiplier or shift)")
-    total = np.zeros(n, np.int64)
     mult = np.zeros(n, np.int64)
-    live = m_real > 0
-    for c in np.flatnonzero(live):
-        t = math.floor(math.log2(MAX_MULTIPLIER / m_real[c]))
-        m = round(m_real[c] * 2.0**t)
-        if m > MAX_MULTIPLIER:
-            t -= 1
-            m = round(m_real[c] * 2.0**t)
-        total[c], mult[c] = t, m
-    post = int(min(MAX_POST_SHIFT, total[live].min())) if live.any() else 0
-    post = max(post, 0)
-    pre = np.where(live, total - post, 0)
-    # a pre-shift past 31 leaves only the sign: shift by 31 and shrink the multiplier instead
-    deep = pre > MAX_PRE_SHIFT
-    if deep.any():
-        pre = np.where(deep, MAX_PRE_SHIFT, pre)
-        mult = np.where(deep, np.rint(m_real * np.exp2(MAX_PRE_SHIFT + post)), mult)
-    return RequantParams(mult.astype(np.int32), pre.astype(np.int32), post, m_real)
+    pre = np.zeros(n, np.int64)
+    post = np.zeros(n, np.int64)
+    for c in np.flatnonzero(m_real > 0):
+        total = math.floor(math.log2(MAX_MULTIPLIER / m_real[c]))
+        if round(m_real[c] * 2.0**total) > MAX_MULTIPLIER:
+            total -= 1
+        post[c] = min(total, MAX_POST_SHIFT)
+        # a pre-shift past 31 leaves only the sign: shift by 31, shrink the multiplier instead
+        pre[c] = min(total - post[c], MAX_PRE_SHIFT)
+        mult[c] = round(m_real[c] * 2.0 ** (pre[c] + post[c]))
+    return RequantParams(mult.astype(np.int32), pre.astype(np.int32), post.astype(np.int32), m_real)
 
 
 def _channel_view(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
@@ -167,27 +164,29 @@ def requantize_int(
     x: np.ndarray,
     multiplier: np.ndarray,
     shift: np.ndarray,
-    post_shift: int,
+    post_shift: np.ndarray,
     out_min: int,
     out_max: int,
     axis: int = 1,
 ) -> np.ndarray:
     """The exact integer semantics of the ``requantize`` operator; int8 result.
 
-    ``x`` is int32; ``multiplier`` and ``shift`` hold one entry per index of ``axis``.
+    ``x`` is int32; ``multiplier``, ``shift`` and ``post_shift`` hold one entry per index of
+    ``axis``.
 
     Example:
-        >>> requantize_int(np.array([[300, -300]], np.int32), np.array([1, 1]),
-        ...                np.array([2, 2]), 0, -128, 127).tolist()
+        >>> one, two, zero = np.array([1, 1]), np.array([2, 2]), np.array([0, 0])
+        >>> requantize_int(np.array([[300, -300]], np.int32), one, two, zero, -128, 127).tolist()
         [[75, -75]]
     """
     x64 = np.asarray(x).astype(np.int64)
     m = _channel_view(multiplier, x64.ndim, axis)
     s1 = _channel_view(shift, x64.ndim, axis)
+    s2 = _channel_view(post_shift, x64.ndim, axis)
     half = np.where(s1 > 0, np.left_shift(np.int64(1), np.maximum(s1 - 1, 0)), 0)
     t = wrap32(x64 + half) >> s1
     t = np.clip(t, CLAMP_MIN, CLAMP_MAX) * m
-    y = round_shift(t, post_shift)
+    y = round_shift(t, s2)
     return np.clip(y, out_min, out_max).astype(np.int8)
 
 
@@ -269,40 +268,63 @@ def split_round_shift(s: int) -> list[AluStep]:
 
 
 def alu_program(
-    post_shift: int,
     out_min: int,
     out_max: int,
     *,
-    uniform_shift: int | None = None,
-    uniform_multiplier: int | None = None,
+    uniform: RequantParams | None = None,
 ) -> list[AluStep]:
     """The ALU instructions of one ``requantize``, in order, on the int32 accumulator tile.
 
-    Per-channel operands are the tensors ``round`` (``2**(s1-1)`` or 0, which the compiler may
-    fold into the int32 bias), ``shift`` and ``multiplier``, loaded into the accumulator buffer;
-    when every channel shares a value (``uniform_*``) it becomes an immediate.
+    Per-channel operands are int32 tiles of the accumulator buffer, one entry per lane's
+    channel: ``round`` (``2**(s1-1)``, 0 where ``s1 = 0``; the compiler may fold it into the
+    int32 bias), ``shift``, ``multiplier``, ``post_round`` (``2**(s2-1)``) and ``post_shift``.
+    When every channel shares its parameters, pass them as ``uniform``: each becomes an
+    immediate (a shift past 15 is split so that its rounding offset fits 16 bits, see
+    :func:`split_round_shift`).
 
     Example:
-        >>> [str(s) for s in alu_program(21, 0, 127, uniform_shift=0)]
-        ['MAX -32768', 'MIN 32767', 'MUL multiplier', 'SHR 6', 'ADD 16384', 'SHR 15', \
-'MAX 0', 'MIN 127']
+        >>> print("; ".join(str(s) for s in alu_program(0, 127)))  # doctest: +NORMALIZE_WHITESPACE
+        ADD round; SHR shift; MAX -32768; MIN 32767; MUL multiplier; ADD post_round;
+        SHR post_shift; MAX 0; MIN 127
+        >>> p = choose_requant(np.full(4, 0.01))
+        >>> print("; ".join(str(s) for s in alu_program(-128, 127, uniform=p)))
+        MAX -32768; MIN 32767; MUL 20972; SHR 6; ADD 16384; SHR 15; MAX -128; MIN 127
     """
+    if uniform is None:
+        return [
+            AluStep("ADD", tensor="round"),
+            AluStep("SHR", tensor="shift"),
+            AluStep("MAX", imm=CLAMP_MIN),
+            AluStep("MIN", imm=CLAMP_MAX),
+            AluStep("MUL", tensor="multiplier"),
+            AluStep("ADD", tensor="post_round"),
+            AluStep("SHR", tensor="post_shift"),
+            AluStep("MAX", imm=out_min),
+            AluStep("MIN", imm=out_max),
+        ]
+    values = {
+        name: set(np.asarray(v).tolist())
+        for name, v in (
+            ("multiplier", uniform.multiplier),
+            ("shift", uniform.shift),
+            ("post_shift", uniform.post_shift),
+        )
+    }
+    varying = sorted(k for k, v in values.items() if len(v) != 1)
+    if varying:
+        raise QuantizeError(f"requantization parameters {varying} differ between channels")
+    m, s1, s2 = (values[k].pop() for k in ("multiplier", "shift", "post_shift"))
     steps: list[AluStep] = []
-    if uniform_shift is None:
-        steps += [AluStep("ADD", tensor="round"), AluStep("SHR", tensor="shift")]
-    elif 0 < uniform_shift <= ROUND_IMM_BITS:
-        steps += [AluStep("ADD", imm=1 << (uniform_shift - 1)), AluStep("SHR", imm=uniform_shift)]
-    elif uniform_shift > ROUND_IMM_BITS:
+    if 0 < s1 <= ROUND_IMM_BITS:
+        steps += [AluStep("ADD", imm=1 << (s1 - 1)), AluStep("SHR", imm=s1)]
+    elif s1 > ROUND_IMM_BITS:
         # the offset does not fit an immediate: a tile of it (or the bias) carries it
-        steps += [AluStep("ADD", tensor="round"), AluStep("SHR", imm=uniform_shift)]
+        steps += [AluStep("ADD", tensor="round"), AluStep("SHR", imm=s1)]
     steps += [AluStep("MAX", imm=CLAMP_MIN), AluStep("MIN", imm=CLAMP_MAX)]
-    if uniform_multiplier is None:
-        steps.append(AluStep("MUL", tensor="multiplier"))
-    elif uniform_multiplier != 1:
-        steps.append(AluStep("MUL", imm=uniform_multiplier))
-    steps += split_round_shift(post_shift)
-    steps += [AluStep("MAX", imm=out_min), AluStep("MIN", imm=out_max)]
-    return steps
+    if m != 1:
+        steps.append(AluStep("MUL", imm=m))
+    steps += split_round_shift(s2)
+    return steps + [AluStep("MAX", imm=out_min), AluStep("MIN", imm=out_max)]
 
 
 def add_alu_program(

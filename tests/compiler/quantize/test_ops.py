@@ -32,7 +32,7 @@ def test_operator_types():
     assert (q.type.dtype, q.type.layout) == ("int8", "NCHW")
     s = Node("global_sum_pool2d", (q,))
     assert s.type == TensorType((2, 3, 1, 1), "int32", "NCHW")
-    r = Node("requantize", (s, _i32([1, 1, 1]), _i32([0, 0, 0])), {"post_shift": 0})
+    r = Node("requantize", (s, _i32([1, 1, 1]), _i32([0, 0, 0]), _i32([0, 0, 0])))
     assert r.type.dtype == "int8"
     a = Node("qadd", (q, q), {"lhs_multiplier": 1, "rhs_multiplier": 1, "shift": 1})
     assert Node("dequantize", (a,), {"scale": 0.2}).type.dtype == "float32"
@@ -40,20 +40,19 @@ def test_operator_types():
 
 def test_operator_errors_name_the_node_and_input():
     x = Var("x", TensorType((2, 3), "int32"))
+    ones, zeros = _i32([1, 1, 1]), _i32([0, 0, 0])
     with pytest.raises(ShapeError, match=r"node 'rq' \(requantize\) input 1 \(multiplier\)"):
-        Node("requantize", (x, _i32([1, 1]), _i32([0, 0, 0])), {"post_shift": 0}, name="rq")
+        Node("requantize", (x, _i32([1, 1]), zeros, zeros), name="rq")
     with pytest.raises(GraphError, match=r"input 2 \(shift\): entries must lie in \[0, 31\]"):
-        Node("requantize", (x, _i32([1, 1, 1]), _i32([0, 40, 0])), {"post_shift": 0})
+        Node("requantize", (x, ones, _i32([0, 40, 0]), zeros))
     with pytest.raises(GraphError, match=r"input 1 \(multiplier\): entries must lie"):
-        Node("requantize", (x, _i32([1, 1, 70000]), _i32([0, 0, 0])), {"post_shift": 0})
-    with pytest.raises(GraphError, match="post_shift must be an int in"):
-        Node("requantize", (x, _i32([1, 1, 1]), _i32([0, 0, 0])), {"post_shift": 22})
+        Node("requantize", (x, _i32([1, 1, 70000]), zeros, zeros))
+    with pytest.raises(GraphError, match=r"input 3 \(post_shift\): entries must lie in \[0, 21\]"):
+        Node("requantize", (x, ones, zeros, _i32([0, 22, 0])))
+    with pytest.raises(GraphError, match="takes 4 inputs, got 3"):
+        Node("requantize", (x, ones, zeros))
     with pytest.raises(GraphError, match="out_min 5 is greater than out_max 0"):
-        Node(
-            "requantize",
-            (x, _i32([1, 1, 1]), _i32([0, 0, 0])),
-            {"post_shift": 0, "out_min": 5, "out_max": 0},
-        )
+        Node("requantize", (x, ones, zeros, zeros), {"out_min": 5, "out_max": 0})
     with pytest.raises(DTypeError, match=r"node 'q' \(quantize\) input 0: needs float32"):
         Node("quantize", (x,), {"scale": 1.0}, name="q")
     with pytest.raises(GraphError, match="scale must be a positive float"):
@@ -112,7 +111,8 @@ def test_shift_mode_requantizes_by_shifts_alone():
     q = quantize_graph(g, feed, "minmax", requant="shift")
     for n in q.nodes:
         if n.op == "requantize":
-            assert set(n.inputs[1].value.tolist()) <= {0, 1} and n.attrs["post_shift"] == 0
+            assert set(n.inputs[1].value.tolist()) <= {0, 1}
+            assert set(n.inputs[3].value.tolist()) == {0}
 
 
 def test_unquantizable_operators_stay_float_between_dequantize_and_quantize():

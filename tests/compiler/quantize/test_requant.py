@@ -46,7 +46,15 @@ def test_multiplier_matches_the_real_scale_to_15_bits(seed):
     assert np.all((p.multiplier[live] >= 1 << 14) & (p.multiplier[live] <= MAX_MULTIPLIER))
     rel = np.abs(p.effective_scale() - scale) / scale
     assert np.all(rel[live] <= 2.0**-15)
-    assert 0 <= p.post_shift <= 21 and np.all(p.shift >= 0)
+    assert np.all((p.post_shift >= 0) & (p.post_shift <= 21)) and np.all(p.shift >= 0)
+    # the accumulator is pre-shifted only when the post-shift is at its largest
+    assert np.all((p.shift == 0) | (p.post_shift == 21))
+
+
+def test_one_step_of_t_is_a_small_part_of_an_output_step():
+    p = choose_requant(np.exp(np.linspace(np.log(1e-6), np.log(100.0), 200)))
+    step = p.multiplier.astype(np.float64) / np.exp2(p.post_shift)  # output units per unit of t
+    assert np.all((step <= 2.0**-6) | (p.shift == 0))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -81,8 +89,8 @@ def test_saturation_is_exact_up_to_the_int32_limits():
 
 def test_the_rounding_offset_wraps_like_the_accumulator():
     # documented: acc + 2**(s1-1) is an int32 ALU add; within 2**(s1-1) of the top it wraps
-    m, s = np.array([16384], np.int32), np.array([4], np.int32)
-    got = requantize_int(np.array([[INT32.max]], np.int32), m, s, 15, -128, 127)
+    m, s1, s2 = np.array([16384]), np.array([4]), np.array([15])
+    got = requantize_int(np.array([[INT32.max]], np.int32), m, s1, s2, -128, 127)
     assert got.item() == -128
 
 
@@ -96,10 +104,10 @@ def test_relu_range():
 def test_shift_mode_is_exact_for_powers_of_two():
     scale = 2.0 ** -np.arange(0, 20)
     p = choose_requant(scale, mode="shift")
-    assert p.multiplier.tolist() == [1] * 20 and p.post_shift == 0
+    assert p.multiplier.tolist() == [1] * 20 and p.post_shift.tolist() == [0] * 20
     np.testing.assert_array_equal(p.effective_scale(), scale)
     acc = RNG.integers(-(2**20), 2**20, size=(64, 20)).astype(np.int32)
-    got = requantize_int(acc, p.multiplier, p.shift, 0, -128, 127).astype(np.int64)
+    got = requantize_int(acc, p.multiplier, p.shift, p.post_shift, -128, 127).astype(np.int64)
     want = np.clip(np.floor(acc * scale + 0.5), -128, 127)
     np.testing.assert_array_equal(got, want)
 
@@ -138,23 +146,30 @@ def test_alu_program_equals_the_reference_semantics(relu):
         "round": np.where(p.shift > 0, 1 << np.maximum(p.shift - 1, 0), 0),
         "shift": p.shift,
         "multiplier": p.multiplier,
+        "post_round": np.where(p.post_shift > 0, 1 << np.maximum(p.post_shift - 1, 0), 0),
+        "post_shift": p.post_shift,
     }
-    got = _run_alu(alu_program(p.post_shift, lo, 127), tiles)
+    got = _run_alu(alu_program(lo, 127), tiles)
     np.testing.assert_array_equal(got, want.astype(np.int64))
 
 
-@pytest.mark.parametrize("shift", [0, 3, 15, 20])
-def test_alu_program_with_immediates_equals_the_reference_semantics(shift):
+@pytest.mark.parametrize("scale", [0.3, 0.01, 3e-4, 1e-7])
+def test_alu_program_with_immediates_equals_the_reference_semantics(scale):
     rows = 500
     acc = RNG.integers(-(2**31), 2**31, size=(rows, 3)).astype(np.int64)
     acc[: rows // 2] //= 2**12
-    m = np.full(3, 23456, np.int32)
-    s = np.full(3, shift, np.int32)
-    want = requantize_int(acc.astype(np.int32), m, s, 19, -128, 127)
-    steps = alu_program(19, -128, 127, uniform_shift=shift, uniform_multiplier=23456)
+    p = choose_requant(np.full(3, scale))
+    want = requantize_int(acc.astype(np.int32), p.multiplier, p.shift, p.post_shift, -128, 127)
+    steps = alu_program(-128, 127, uniform=p)
     assert all(step.tensor in (None, "round") for step in steps)
-    got = _run_alu(steps, {"acc": acc, "round": np.full(3, 1 << max(shift - 1, 0))})
+    s1 = int(p.shift[0])
+    got = _run_alu(steps, {"acc": acc, "round": np.full(3, 1 << max(s1 - 1, 0))})
     np.testing.assert_array_equal(got, want.astype(np.int64))
+
+
+def test_uniform_program_needs_uniform_parameters():
+    with pytest.raises(QuantizeError, match=r"parameters \['multiplier'\] differ"):
+        alu_program(-128, 127, uniform=choose_requant(np.array([0.01, 0.011])))
 
 
 def test_add_rescales_within_its_error_bound():
