@@ -356,10 +356,10 @@ def _tensor_bytes(sec: _Section) -> np.ndarray:
                 line=sec.line,
             )
         try:
-            if dt.kind == "f":
-                arr = np.asarray([float(w) for w in words], dt)
-            elif dt.kind == "c":
-                arr = np.asarray([complex(w) for w in words], dt)
+            if dt.kind in "fc":
+                parse = float if dt.kind == "f" else complex
+                with np.errstate(over="ignore"):  # an overflow is reported below, by value
+                    arr = np.asarray([parse(w) for w in words], dt)
             else:
                 ints = [int(w, 0) for w in words]
         except (ValueError, OverflowError) as e:

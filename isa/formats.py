@@ -223,7 +223,10 @@ class Limits:
     strides and pads (``mem``), micro-op loop extents and factors (``gemm``/``alu``), ALU
     immediates (``alu``, ``imm``, signed) and micro-op indices (``uop``).
 
-    ``ranges[fmt][field]`` is the inclusive ``(min, max)`` a field can encode.
+    ``ranges[fmt][field]`` is the inclusive ``(min, max)`` a field can encode. What a field
+    encodes may still run past the config's buffers (``uop_end`` encodes up to twice the uop
+    depth less one, ``sram_base`` any 16-bit value): those are range faults of the instruction,
+    found against the buffer depths (:meth:`HwConfig.depth_of`).
 
     >>> from isa.config import load_config
     >>> lim = limits(load_config("default"))

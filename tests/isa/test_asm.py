@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import isa
-from runtime.cli import main as vtac
 from isa.asm import assemble, disassemble
 from isa.errors import AsmError
 from isa.program import load_program
+from runtime.cli import main as vtac
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "isa" / "examples").glob("*.vasm"))
 

@@ -2,9 +2,9 @@
 
 import shutil
 
-from runtime.cli import main as vtac
 from isa.config import load_config
 from isa.gen import generated_files, rtl_header, write_generated
+from runtime.cli import main as vtac
 from tests.conftest import ROOT
 
 

@@ -16,9 +16,9 @@ from test_sim_random import Draw, random_config, random_program
 
 import isa
 import vta_sim
-from runtime.cli import main as vtac
 from isa import Alu, AluOp, Finish, Gemm, Load, MemType, Program, Store
 from isa.asm import assemble
+from runtime.cli import main as vtac
 from vta_sim.plot import (
     LANES,
     STYLES,

@@ -11,8 +11,8 @@ import pytest
 
 import isa
 import vta_sim
-from runtime.cli import main as vtac
 from isa import Alu, Finish, Gemm, Load, MemType, Program, ProgramError, Store
+from runtime.cli import main as vtac
 from vta_sim import CycleLimitError, DeadlockError, InstructionError, NoFinishError
 
 CFG = isa.load_config("default")

@@ -16,8 +16,8 @@ from simkit import run_both
 
 import isa
 import vta_sim
-from runtime.cli import main as vtac
 from isa import Finish, Gemm, Load, MemType, Program, Store
+from runtime.cli import main as vtac
 
 CFG = isa.load_config("default")
 REPO = Path(__file__).resolve().parents[2]
