@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compiler.errors import ScheduleError
-from compiler.schedule import Schedule
-from compiler.te.tensor import Tensor
+from compiler.schedule import Schedule, create_schedule
+from compiler.te.tensor import ComputeOp, Tensor
+from compiler.topi.gpu.common import find_anchor
 from compiler.topi.gpu.conv2d import (
     CONV_TAGS,
     Conv2dGpuKnobs,
@@ -36,33 +37,40 @@ from compiler.topi.gpu.dense import (
 from compiler.topi.gpu.injective import schedule_injective, schedule_pool
 from compiler.topi.gpu.softmax import schedule_softmax
 
-POOL_TAGS = ("pool_max", "pool_sum", "pool_avg")
-
 
 def schedule_gpu(outputs: Sequence[Tensor], anchor: Tensor | None = None) -> Schedule:
     """The GPU schedule of a fused group with one output, chosen by its ``anchor``.
 
-    ``anchor`` is the group's complex operator (None for a purely injective group).
+    ``anchor`` is the group's complex operator, or a tensor computed from it such as its
+    bias add (None for a purely injective group).
     """
     if len(outputs) != 1:
         raise ScheduleError(
             f"schedule_gpu: a fused group must have one output, got {[t.name for t in outputs]}"
         )
     (out,) = outputs
-    tag = anchor.op.tag if anchor is not None else out.op.tag
-    if tag in DENSE_TAGS:
-        return schedule_dense(out)
-    if tag in CONV_TAGS:
-        return schedule_conv2d_nchw(out)
-    if tag == "softmax" or out.op.tag == "softmax":
+    root = anchor if anchor is not None else out
+    if out.op.tag == "softmax" or root.op.tag == "softmax":
         return schedule_softmax(out)
-    if tag in POOL_TAGS:
+    dense = find_anchor(root, DENSE_TAGS)
+    if dense is not None and dense.op.attrs.get("split_k"):
+        return schedule_pool(out)  # the split-K partial sums per output element, in registers
+    if dense is not None:
+        return schedule_dense(out)
+    if find_anchor(root, CONV_TAGS) is not None:
+        return schedule_conv2d_nchw(out)
+    if anchor is not None and _has_reduction(out):
+        # pooling and other reductions: one thread per output element
         return schedule_pool(out)
-    if anchor is not None and getattr(anchor.op, "is_reduction", False):
-        raise ScheduleError(
-            f"schedule_gpu: no GPU schedule for the reduction {anchor.name} (tag {tag!r})"
-        )
     return schedule_injective(out)
+
+
+def _has_reduction(out: Tensor) -> bool:
+    return any(
+        isinstance(st.op, ComputeOp) and st.op.is_reduction
+        for st in create_schedule(out).stages
+        if not st.is_placeholder
+    )
 
 
 __all__ = [

@@ -49,17 +49,20 @@ def schedule_injective(out: Tensor, threads: int = DEFAULT_THREADS) -> Schedule:
 
 
 def schedule_pool(out: Tensor, threads: int = DEFAULT_THREADS) -> Schedule:
-    """Pooling (and other per-element reductions followed by injective operators): the
-    reductions run in each thread's registers, computed at the output element's thread."""
+    """Pooling (and other per-element reductions followed by injective operators, such as the
+    split-K dense of the CPU strategy): the reductions run in each thread's registers,
+    computed at the output element's thread."""
     s = create_schedule(out)
+    if isinstance(out.op, ComputeOp) and out.op.is_reduction:
+        s.cache_write(out, "local")
     reductions = [
         st
         for st in s.stages
-        if not st.is_placeholder and isinstance(st.op, ComputeOp) and st.op.is_reduction
+        if not st.is_placeholder
+        and st is not s[out]
+        and isinstance(st.op, ComputeOp)
+        and st.op.is_reduction
     ]
-    if s[out] in reductions:
-        local = s.cache_write(out, "local")
-        reductions = [s[local]]
     inline_injective(s, keep={st.name for st in reductions})
     bx, tx = bind_flat(s, s[out], threads)
     for st in reductions:

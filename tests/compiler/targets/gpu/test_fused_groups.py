@@ -72,3 +72,16 @@ def test_injective_group():
     out = topi.relu(topi.add(a, b))
     aa, ba = rand(2, 8, 5, 5), rand(2, 8, 5, 5)
     np.testing.assert_allclose(run(out, None, [a, b], [aa, ba]), np.maximum(aa + ba, 0))
+
+
+def test_strategy_groups_with_the_gpu_schedule():
+    from compiler.strategy import compute
+
+    x = te.placeholder((2, 32), name="x")
+    w = te.placeholder((8, 32), name="w")
+    b = te.placeholder((8,), name="b")
+    y = compute("dense", [x, w, b], {}, "fc")  # the CPU strategy's split-K dense
+    z = compute("relu", [y], {}, "fc_relu")
+    xa, wa, ba = rand(2, 32), rand(8, 32), rand(8)
+    got = run(z, y, [x, w, b], [xa, wa, ba])
+    np.testing.assert_allclose(got, np.maximum(xa @ wa.T + ba, 0), rtol=1e-5, atol=1e-5)
