@@ -38,8 +38,21 @@ from compiler.ir.expr import ADDRESS_OF, BufferLoad, Call, CallOp, Expr, IntImm
 from compiler.ir.stmt import Evaluate, Stmt
 from isa import AluOp, MemType
 
-#: Module ids of the dependency calls (VTA's pipeline stages).
-MODULE_ID = {"load": 1, "compute": 2, "store": 3}
+
+class Module(StrEnum):
+    """The accelerator's three modules (VTA's pipeline stages); passes compare members."""
+
+    LOAD = "load"
+    COMPUTE = "compute"
+    STORE = "store"
+
+    def __repr__(self) -> str:
+        # IR text shows ``pragma coproc_scope = 'load'`` as before
+        return repr(self.value)
+
+
+#: Module ids of the dependency calls.
+MODULE_ID = {Module.LOAD: 1, Module.COMPUTE: 2, Module.STORE: 3}
 MODULE_NAME = {v: k for k, v in MODULE_ID.items()}
 
 LOAD_OPS = {
@@ -65,12 +78,12 @@ UOP_OPS = frozenset({GEMM_UOP, GEMM_RESET_UOP, *ALU_UOPS.values()})
 
 #: Which module runs each call.
 _MODULE_OF = {
-    LOAD_OPS[MemType.INP]: "load",
-    LOAD_OPS[MemType.WGT]: "load",
-    LOAD_OPS[MemType.ACC]: "compute",
-    LOAD_OPS[MemType.ACC8]: "compute",
-    STORE_OP: "store",
-    **dict.fromkeys(UOP_OPS, "compute"),
+    LOAD_OPS[MemType.INP]: Module.LOAD,
+    LOAD_OPS[MemType.WGT]: Module.LOAD,
+    LOAD_OPS[MemType.ACC]: Module.COMPUTE,
+    LOAD_OPS[MemType.ACC8]: Module.COMPUTE,
+    STORE_OP: Module.STORE,
+    **dict.fromkeys(UOP_OPS, Module.COMPUTE),
 }
 
 
@@ -138,8 +151,8 @@ def vta_call(stmt: object) -> Call | None:
     return None
 
 
-def module_of_call(call: Call) -> str | None:
-    """The module that executes ``call`` ('load', 'compute', 'store'); None for token calls."""
+def module_of_call(call: Call) -> Module | None:
+    """The module that executes ``call``; None for token calls."""
     return _MODULE_OF.get(call.op)
 
 

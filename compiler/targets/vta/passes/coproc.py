@@ -55,10 +55,11 @@ from compiler.ir.stmt import (
     seq,
 )
 
-from ..calls import MODULE_ID, dep_pop, dep_push, module_of_call, vta_call
+from ..calls import MODULE_ID, Module, dep_pop, dep_push, module_of_call, vta_call
 from ..errors import VTATargetError
 
 COPROC_SCOPE = declare_pragma("coproc_scope", "the module (load, compute, store) that runs it")
+# sentinels of _module besides the three modules
 _MIXED = "mixed"
 _HOST = "host"
 
@@ -100,9 +101,9 @@ def _wrap(s: Stmt, memo: dict[int, str | None]) -> Stmt:
     m = _module(s, memo)
     if m is None:
         return s
-    if m == _HOST:
+    if m is _HOST:
         raise _host_error(s)
-    if m != _MIXED:
+    if m is not _MIXED:
         return Pragma(COPROC_SCOPE, m, s)
     if isinstance(s, SeqStmt):
         out: list[Stmt] = []
@@ -193,10 +194,10 @@ def annotate_coproc_scopes(func: PrimFunc) -> PrimFunc:
     return func.with_body(_wrap(func.body, {}))
 
 
-def block_module(s: Stmt) -> str | None:
+def block_module(s: Stmt) -> Module | None:
     """The module of a coproc block, or None if ``s`` is not one."""
     if isinstance(s, Pragma) and s.key is COPROC_SCOPE:
-        return str(s.value)
+        return Module(s.value)
     return None
 
 

@@ -39,7 +39,7 @@ from compiler.ir.pragma import declare_pragma
 from compiler.ir.stmt import Allocate, Evaluate, For, If, LetStmt, Pragma, PrimFunc, SeqStmt, Stmt
 from isa import HwConfig, limits
 
-from ..calls import UopKind, UopSignature, is_uop, uop_operands, uop_signature, vta_call
+from ..calls import Module, UopKind, UopSignature, is_uop, uop_operands, uop_signature, vta_call
 from ..errors import VTATargetError
 from ..intrin import make_scopes
 from .coproc import block_module
@@ -224,7 +224,7 @@ class _Folder:
         return s
 
     def run(self, s: Stmt) -> Stmt:
-        if block_module(s) == "compute":
+        if block_module(s) is Module.COMPUTE:
             return s.replace(body=self.kernels(s.body))  # type: ignore[attr-defined]
         if isinstance(s, SeqStmt):
             return SeqStmt(tuple(self.run(x) for x in s.stmts))
