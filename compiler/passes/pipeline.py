@@ -24,8 +24,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from compiler.errors import CompilerError, IRVerifyError
+from compiler.errors import CompilerError
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import PrimFunc
 
@@ -107,38 +108,56 @@ class Pipeline:
         k = self._index(name)
         return Pipeline(self.passes[:k] + self.passes[k + 1 :])
 
-    def run(self, func: PrimFunc, options: PassOptions | None = None) -> PrimFunc:
-        """Run every pass in order; verify and dump according to ``options``."""
+    def run(
+        self,
+        func: PrimFunc,
+        options: PassOptions | None = None,
+        *,
+        verifier: Callable[[Any], None] | None = None,
+        printer: Callable[[Any], str] | None = None,
+        dump_prefix: str = "",
+    ) -> PrimFunc:
+        """Run every pass in order; verify and dump according to ``options``.
+
+        ``verifier`` and ``printer`` default to the loop IR's; another IR level (the graph
+        level) passes its own, and a ``dump_prefix`` that keeps its dump files apart.
+        """
         from compiler.passes.verify import verify
 
+        check = verifier if verifier is not None else verify
+        show = printer if printer is not None else to_text
         opts = options if options is not None else PassOptions()
-        _dump(opts, 0, "input", func)
+        _dump(opts, 0, "input", func, show, dump_prefix)
         if opts.verify:
-            _verify_labelled(verify, func, "input")
+            _verify_labelled(check, func, "input", show)
         for k, p in enumerate(self.passes, start=1):
             func = p(func)
             if opts.verify:
-                _verify_labelled(verify, func, p.name)
-            _dump(opts, k, p.name, func)
+                _verify_labelled(check, func, p.name, show)
+            _dump(opts, k, p.name, func, show, dump_prefix)
         return func
 
 
-def _verify_labelled(verify: Callable[[PrimFunc], None], func: PrimFunc, name: str) -> None:
+def _verify_labelled(
+    verify: Callable[[Any], None], func: Any, name: str, show: Callable[[Any], str]
+) -> None:
     try:
         verify(func)
-    except IRVerifyError as exc:
-        raise IRVerifyError(f"after pass {name}: {exc}\n{to_text(func)}") from None
+    except CompilerError as exc:
+        raise type(exc)(f"after pass {name}: {exc}\n{show(func)}") from None
 
 
-def _dump(opts: PassOptions, k: int, name: str, func: PrimFunc) -> None:
+def _dump(
+    opts: PassOptions, k: int, name: str, func: Any, show: Callable[[Any], str], prefix: str
+) -> None:
     if not opts.wants_dump(name):
         return
-    text = to_text(func)
+    text = show(func)
     if opts.on_dump is not None:
         opts.on_dump(name, text)
     elif opts.dump_dir is not None:
         opts.dump_dir.mkdir(parents=True, exist_ok=True)
-        (opts.dump_dir / f"{k:02d}_{name}.txt").write_text(text)
+        (opts.dump_dir / f"{prefix}{k:02d}_{name}.txt").write_text(text)
     else:
         sys.stderr.write(f"# ---- after {name} ----\n{text}")
 
