@@ -1,8 +1,9 @@
 """The graph-level pass pipeline, on the loop level's mechanism.
 
 Graph passes are plain functions ``Graph -> Graph`` held in the same named, immutable
-:class:`~compiler.passes.pipeline.Pipeline` as the loop level, and run with the same debug
-switches (:class:`~compiler.passes.pipeline.PassOptions`): ``VTAC_VERIFY_IR=1`` runs the graph
+:class:`~compiler.passes.pipeline.Pipeline` as the loop level and run by its runner with the
+graph verifier and printer, under the same debug switches
+(:class:`~compiler.passes.pipeline.PassOptions`): ``VTAC_VERIFY_IR=1`` runs the graph
 verifier after every pass, ``VTAC_DUMP_IR=fuse_ops,plan_memory`` (or ``all``) prints the graph
 after those passes, ``VTAC_DUMP_DIR`` writes ``NN_<pass>.txt`` files instead. Graph pass names
 differ from loop pass names, so one ``VTAC_DUMP_IR`` list can name passes of both levels.
@@ -29,11 +30,10 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from functools import partial
 
-from compiler.errors import CompilerError, GraphError
+from compiler.errors import GraphError
 from compiler.graph.ir import Graph
 from compiler.graph.printer import to_text
 from compiler.graph.verify import verify_graph
@@ -79,8 +79,9 @@ def run_pipeline(
     *,
     stop_after: str | None = None,
 ) -> Graph:
-    """Run ``pipeline`` (default :func:`graph_pipeline`) on ``graph``, verifying and dumping
-    per ``options``; ``stop_after`` ends the run after the pass of that name.
+    """Run ``pipeline`` (default :func:`graph_pipeline`) on ``graph`` with the loop level's
+    runner (:meth:`Pipeline.run`), the graph verifier and printer, verifying and dumping per
+    ``options``; ``stop_after`` ends the run after the pass of that name.
 
     Example:
         >>> from compiler.graph.ir import Node, TensorType, Var
@@ -88,42 +89,22 @@ def run_pipeline(
         >>> g = Graph.from_outputs([x], [Node("relu", (Node("exp", (x,)),))])
         >>> run_pipeline(g).groups[0].pattern.value
         'injective'
+        >>> run_pipeline(g, stop_after="fold_constants").groups is None
+        True
     """
     pipe = pipeline if pipeline is not None else graph_pipeline()
-    if stop_after is not None and stop_after not in pipe.names():
-        raise GraphError(f"no graph pass named {stop_after!r}; passes: {', '.join(pipe.names())}")
-    opts = options if options is not None else PassOptions()
-    _dump(opts, 0, "input", graph)
-    if opts.verify:
-        _verify_labelled(graph, "input")
-    for k, p in enumerate(pipe.passes, start=1):
-        graph = p(graph)  # type: ignore[arg-type,assignment]
-        if opts.verify:
-            _verify_labelled(graph, p.name)
-        _dump(opts, k, p.name, graph)
-        if p.name == stop_after:
-            break
-    return graph
-
-
-def _verify_labelled(graph: Graph, name: str) -> None:
-    try:
-        verify_graph(graph)
-    except CompilerError as exc:
-        raise GraphError(f"after graph pass {name}: {exc}") from None
-
-
-def _dump(opts: PassOptions, k: int, name: str, graph: Graph) -> None:
-    if not opts.wants_dump(name):
-        return
-    text = to_text(graph)
-    if opts.on_dump is not None:
-        opts.on_dump(name, text)
-    elif opts.dump_dir is not None:
-        opts.dump_dir.mkdir(parents=True, exist_ok=True)
-        (opts.dump_dir / f"graph_{k:02d}_{name}.txt").write_text(text)
-    else:
-        sys.stderr.write(f"# ---- after graph pass {name} ----\n{text}")
+    if stop_after is not None:
+        names = pipe.names()
+        if stop_after not in names:
+            raise GraphError(f"no graph pass named {stop_after!r}; passes: {', '.join(names)}")
+        pipe = Pipeline(pipe.passes[: names.index(stop_after) + 1])
+    return pipe.run(  # type: ignore[return-value]
+        graph,  # type: ignore[arg-type]
+        options,
+        verifier=verify_graph,
+        printer=to_text,
+        dump_prefix="graph_",
+    )
 
 
 PassFn = Callable[[Graph], Graph]

@@ -163,7 +163,7 @@ def test_pipeline_verify_reports_the_pass():
     def broken(graph: Graph) -> Graph:
         return graph.with_(groups=())
 
-    with pytest.raises(GraphError, match="after graph pass broken: node 'relu'"):
+    with pytest.raises(GraphError, match="after pass broken: node 'relu'"):
         run_pipeline(g, Pipeline((Pass("broken", broken),)), PassOptions(verify=True))
 
 
@@ -171,4 +171,4 @@ def test_env_switches(monkeypatch, capsys):
     monkeypatch.setenv("VTAC_DUMP_IR", "fold_constants")
     x = nchw((1, 16, 4, 4))
     run_pipeline(Graph.from_outputs((x,), (Node("relu", (x,)),)))
-    assert "# ---- after graph pass fold_constants ----" in capsys.readouterr().err
+    assert "# ---- after fold_constants ----" in capsys.readouterr().err
