@@ -115,8 +115,14 @@ def select_cuda_backend() -> str:
 
 def run_gpu_layer(args: argparse.Namespace) -> int:
     """The ``vtac layer --target gpu`` command; returns the exit status."""
+    from compiler.errors import CompilerError
     from compiler.targets.gpu import H100
 
+    if getattr(args, "output", None):
+        raise CompilerError(
+            f"vtac layer --target gpu: -o {args.output} writes an accelerator program file; "
+            "a GPU layer's code is written with --ptx FILE"
+        )
     # decided before anything imports numba.cuda (PTX compilation would import the real one)
     backend = select_cuda_backend() if args.check else None
     layer = build_gpu_layer(args)
