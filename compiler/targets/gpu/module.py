@@ -187,9 +187,16 @@ class GpuModule:
                 ptx = self.ptx(device.compute_capability)
             except PtxUnavailable as exc:
                 reason = str(exc)
+        infos: dict[str, PtxasInfo] = {}
+        for k in self.plan.kernels if reason is None else ():
+            try:
+                infos[k.name] = ptxas_info(ptx[k.name], device.arch)
+            except PtxUnavailable as exc:
+                reason = str(exc)
+                break
         out = []
         for k in self.plan.kernels:
-            info = None if reason is not None else ptxas_info(ptx[k.name], device.arch)
+            info = None if reason is not None else infos[k.name]
             regs = None if info is None else info.registers
             out.append(
                 KernelResources(

@@ -165,6 +165,12 @@ def ptxas_info(ptx: str, arch: str) -> PtxasInfo:
             timeout=300,
         )
     if proc.returncode != 0:
+        if "Unsupported .version" in proc.stderr:
+            # NVRTC/NVVM newer than the CUDA assembler: a mismatched installation, not a bug
+            raise PtxUnavailable(
+                f"ptxas at {exe} is older than the PTX numba produced ({proc.stderr.strip()}); "
+                "install NVRTC of the same CUDA version as ptxas"
+            )
         raise CodegenError(f"ptxas rejected the PTX for {arch}:\n{proc.stderr[-2000:]}")
     return parse_ptxas_output(proc.stdout + proc.stderr, arch)
 

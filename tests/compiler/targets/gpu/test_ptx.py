@@ -65,7 +65,10 @@ def test_ptxas_assembles_and_reports(ptx, modules):
     (major, minor), code = ptx
     for m in modules.values():
         for k in m.kernels:
-            info = ptxas_info(code[k.name], f"sm_{major}{minor}")
+            try:
+                info = ptxas_info(code[k.name], f"sm_{major}{minor}")
+            except PtxUnavailable as exc:
+                pytest.skip(str(exc))
             assert 0 < info.registers <= H100.max_registers_per_thread, k.name
             # ptxas counts the same static shared memory as the lowered buffers
             assert info.shared_bytes == k.shared_bytes, k.name
