@@ -149,3 +149,29 @@ def test_root_stage_in_shared_memory():
     s[b].set_scope("shared")
     with pytest.raises(LoweringError, match="stage B is computed at the root in scope shared"):
         lower(s, [a, c], target="gpu")
+
+
+def test_block_dimension_limit():
+    a = te.placeholder((128,), name="A")
+    b = te.compute((128,), lambda i: a[i] + 1.0, name="B")
+    s = create_schedule(b)
+    s[b].bind("i", "threadIdx.z")
+    with pytest.raises(LoweringError, match="threadIdx.z has extent 128; the device H100 allows "
+                       "at most 64 threads along it"):  # fmt: skip
+        lower(s, [a, b], target="gpu")
+
+
+def test_block_extents_must_agree():
+    a = te.placeholder((64,), name="A")
+    b = te.compute((64,), lambda i: a[i] * 2.0, name="B")
+    c = te.compute((32,), lambda i: b[2 * i] + b[2 * i + 1], name="C")
+    s = create_schedule(c)
+    s[b].set_scope("shared")
+    bx, tx = s[c].split("i", factor=8)
+    s[c].bind(bx, "blockIdx.x")
+    s[c].bind(tx, "threadIdx.x")
+    s[b].compute_at(s[c], bx)
+    s[b].bind(s[b].leaf_iter_vars[0], "blockIdx.x")
+    with pytest.raises(LoweringError, match=r"loops bound to blockIdx.x have different extents "
+                       r"\[4, 16\]"):  # fmt: skip
+        lower(s, [a, c], target="gpu")
