@@ -296,3 +296,59 @@ def test_missing_tensorize_names_the_stage_and_the_intrinsic():
         attr.tensorize = None
     with pytest.raises(VTATargetError, match=r"stage C_buf .* not tensorized.*env\.gemm"):
         vta.build(s, args)
+
+
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+def test_a_transposing_store_and_a_strided_load_are_one_transfer_each(preset):
+    """Copy loops may play any DMA dimension: the output stored block-transposed
+    (``out[co, bo]`` from ``C_buf[bo, co]``, whose SRAM side is contiguous along the outer
+    loop) is one STORE of m strided one-entry rows per ``bo``, not one per block, and the
+    weights are one LOAD per ``ko``."""
+    env = vta.get_env(preset)
+    m, n, o = 4, 2, 3
+    A = te.placeholder((o, n, env.BATCH, env.BLOCK_IN), name="A", dtype=env.inp_dtype)
+    B = te.placeholder((m, n, env.BLOCK_OUT, env.BLOCK_IN), name="B", dtype=env.wgt_dtype)
+    A_buf = te.compute(A.shape, lambda *i: A(*i), "A_buf")
+    B_buf = te.compute(B.shape, lambda *i: B(*i), "B_buf")
+    ko = te.reduce_axis((0, n), name="ko")
+    ki = te.reduce_axis((0, env.BLOCK_IN), name="ki")
+    C_buf = te.compute(
+        (o, m, env.BATCH, env.BLOCK_OUT),
+        lambda bo, co, bi, ci: te.sum(
+            A_buf[bo, ko, bi, ki].astype(env.acc_dtype)
+            * B_buf[co, ko, ci, ki].astype(env.acc_dtype),
+            axis=[ko, ki],
+        ),
+        name="C_buf",
+    )
+    C = te.compute(
+        (m, o, env.BATCH, env.BLOCK_OUT),
+        lambda co, bo, bi, ci: C_buf[bo, co, bi, ci].astype(env.inp_dtype),
+        name="C",
+    )
+    s = te.create_schedule(C.op)
+    s[A_buf].set_scope(env.inp_scope)
+    s[B_buf].set_scope(env.wgt_scope)
+    s[C_buf].set_scope(env.acc_scope)
+    ax = s[C_buf].op.axis
+    s[C_buf].reorder(ko, ax[0], ax[1], ax[2], ax[3], ki)
+    s[A_buf].compute_at(s[C_buf], ko)
+    s[B_buf].compute_at(s[C_buf], ko)
+    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
+    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
+    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    s[C_buf].tensorize(ax[2], env.gemm)
+    prog = vta.build(s, [A, B, C], env)
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, A.shape, dtype=np.int8)
+    b = rng.integers(-128, 128, B.shape, dtype=np.int8)
+    prog.write("A", a)
+    prog.write("B", b)
+    ref = np.einsum("okbi,mkci->ombc", a.astype(np.int32), b.astype(np.int32)).astype(np.int8)
+    np.testing.assert_equal(run(prog).read("C"), ref.transpose((1, 0, 2, 3)))
+    insns = prog.instructions()
+    stores = [i for i in insns if i.opcode.name == "STORE" and i.x_size > 0]
+    # out[co, bo] = acc[bo, co]: co (SRAM stride 1, DRAM stride o) is the rows; bo a host loop
+    assert [(i.y_size, i.x_size, i.x_stride) for i in stores] == [(m, 1, o)] * o
+    wgt = [i for i in insns if i.opcode.name == "LOAD" and i.memory_type == 1 and i.x_size > 0]
+    assert [(i.y_size, i.x_size, i.x_stride) for i in wgt] == [(m, 1, n)] * n

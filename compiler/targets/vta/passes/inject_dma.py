@@ -221,17 +221,17 @@ class _CopyLowering:
         lanes = self.lanes(mem)
         outer, elem = split_entry(groups, lanes, self.what)
         outer = merge_contiguous(outer)
-        # x: a run of entries contiguous on both sides (else rows of one entry); y: the next
-        # loop out when the SRAM side continues row after row (a LOAD fills SRAM contiguously
-        # and a STORE reads it so), whatever its DRAM stride: e.g. weight blocks of one
-        # reduction step, n entries apart in DRAM, are one LOAD of m rows of one entry.
-        x = outer[-1] if outer and outer[-1].coeffs == (1, 1) else None
-        rows = outer[:-1] if x is not None else outer
-        y = None
-        if rows:
-            cand = rows[-1]
-            if cand.coeffs[0] == (x.extent if x else 1) and cand.coeffs[1] >= 0:
-                y = cand
+        # The iterations of a copy are independent, so any loop may play a DMA dimension:
+        # x is a run of entries contiguous on both sides (else rows are one entry wide); y is a
+        # loop along which the SRAM side continues row after row (a LOAD fills SRAM
+        # contiguously and a STORE reads it so), whatever its DRAM stride: e.g. the weight
+        # blocks of one reduction step, n entries apart in DRAM, are one LOAD of m rows of one
+        # entry, and a transposing store is one STORE of strided rows. Innermost loops are
+        # preferred; the others stay host loops, one transfer per iteration.
+        x = next((g for g in reversed(outer) if g.coeffs == (1, 1)), None)
+        x_run = x.extent if x is not None else 1
+        rows = [g for g in outer if g is not x and g.coeffs[0] == x_run and g.coeffs[1] >= 0]
+        y = rows[-1] if rows else None
         moved = set(elem)
         for g in (x, y):
             if g is not None:
