@@ -12,12 +12,14 @@ affine in the loops):
   accumulator, as ``cache_write`` makes): a STORE of the out buffer, the entries' low 8 bits.
 
 The innermost loops must copy whole SRAM entries; loops that walk memory contiguously are
-merged (the pattern analysis of VTA's ``_get_2d_pattern``); the innermost remaining loop is
-the DMA's row (``x``), the next one its rows (``y``) when the SRAM side is row-contiguous, and
-any further loop stays a host loop that issues one DMA per iteration. Padding conditions on
-``x``/``y`` become the four padding counts (computed on the host from the tile position);
-conditions on host loops decide whether a whole transfer is zeros. Field limits (sizes, stride and
-padding counts, from ``isa``'s format declarations) are honoured when the transfer is issued
+merged (the pattern analysis of VTA's ``_get_2d_pattern``). As the iterations of a copy are
+independent, any remaining loop may play a DMA dimension: the row (``x``) is a loop contiguous
+on both sides (none: rows of one entry), the rows (``y``) a loop along which the SRAM side
+continues row after row, with any DRAM stride; innermost loops are preferred, and every other
+loop stays a host loop that issues one DMA per iteration. Padding conditions on ``x``/``y``
+become the four padding counts (computed on the host from the tile position); conditions on
+host loops decide whether a whole transfer is zeros. Field limits (sizes, stride and padding
+counts, from ``isa``'s format declarations) are honoured when the transfer is issued
 (:mod:`compiler.targets.vta.dma`).
 
 Before / after (a padded input tile)::
