@@ -267,63 +267,52 @@ def split_round_shift(s: int) -> list[AluStep]:
     return steps + [AluStep("ADD", imm=1 << (b - 1)), AluStep("SHR", imm=b)]
 
 
-def alu_program(
-    out_min: int,
-    out_max: int,
-    *,
-    uniform: RequantParams | None = None,
-) -> list[AluStep]:
+def alu_program(params: RequantParams, out_min: int, out_max: int) -> list[AluStep]:
     """The ALU instructions of one ``requantize``, in order, on the int32 accumulator tile.
 
-    Per-channel operands are int32 tiles of the accumulator buffer, one entry per lane's
-    channel: ``round`` (``2**(s1-1)``, 0 where ``s1 = 0``; the compiler may fold it into the
-    int32 bias), ``shift``, ``multiplier``, ``post_round`` (``2**(s2-1)``) and ``post_shift``.
-    When every channel shares its parameters, pass them as ``uniform``: each becomes an
-    immediate (a shift past 15 is split so that its rounding offset fits 16 bits, see
-    :func:`split_round_shift`).
+    A parameter every channel shares becomes an immediate (a rounding shift past 15 is split so
+    that its offset fits 16 bits, see :func:`split_round_shift`); one that differs between
+    channels is read from an int32 tile of the accumulator buffer, one entry per lane's channel:
+    ``round`` (``2**(s1-1)``, 0 where ``s1 = 0``; the compiler may fold it into the int32 bias),
+    ``shift``, ``multiplier``, ``post_round`` (``2**(s2-1)``, 0 where ``s2 = 0``) and
+    ``post_shift``. Steps that are the identity for every channel are left out.
 
     Example:
-        >>> print("; ".join(str(s) for s in alu_program(0, 127)))  # doctest: +NORMALIZE_WHITESPACE
-        ADD round; SHR shift; MAX -32768; MIN 32767; MUL multiplier; ADD post_round;
-        SHR post_shift; MAX 0; MIN 127
+        >>> p = choose_requant(np.array([0.01, 0.003]))
+        >>> print("; ".join(str(s) for s in alu_program(p, 0, 127)[:6]))
+        ADD round; SHR shift; MAX -32768; MIN 32767; MUL multiplier; SHR 6
         >>> p = choose_requant(np.full(4, 0.01))
-        >>> print("; ".join(str(s) for s in alu_program(-128, 127, uniform=p)))
+        >>> print("; ".join(str(s) for s in alu_program(p, -128, 127)))
         MAX -32768; MIN 32767; MUL 20972; SHR 6; ADD 16384; SHR 15; MAX -128; MIN 127
+        >>> p = choose_requant(np.full(4, 2.0**-7), mode="shift")
+        >>> print("; ".join(str(s) for s in alu_program(p, 0, 127)))
+        ADD 64; SHR 7; MAX 0; MIN 127
     """
-    if uniform is None:
-        return [
-            AluStep("ADD", tensor="round"),
-            AluStep("SHR", tensor="shift"),
-            AluStep("MAX", imm=CLAMP_MIN),
-            AluStep("MIN", imm=CLAMP_MAX),
-            AluStep("MUL", tensor="multiplier"),
-            AluStep("ADD", tensor="post_round"),
-            AluStep("SHR", tensor="post_shift"),
-            AluStep("MAX", imm=out_min),
-            AluStep("MIN", imm=out_max),
-        ]
-    values = {
-        name: set(np.asarray(v).tolist())
-        for name, v in (
-            ("multiplier", uniform.multiplier),
-            ("shift", uniform.shift),
-            ("post_shift", uniform.post_shift),
-        )
-    }
-    varying = sorted(k for k, v in values.items() if len(v) != 1)
-    if varying:
-        raise QuantizeError(f"requantization parameters {varying} differ between channels")
-    m, s1, s2 = (values[k].pop() for k in ("multiplier", "shift", "post_shift"))
+
+    def shared(v: np.ndarray) -> int | None:
+        values = set(np.asarray(v).tolist())
+        return values.pop() if len(values) == 1 else None
+
+    m, s1, s2 = shared(params.multiplier), shared(params.shift), shared(params.post_shift)
     steps: list[AluStep] = []
-    if 0 < s1 <= ROUND_IMM_BITS:
+    if s1 is None:
+        steps += [AluStep("ADD", tensor="round"), AluStep("SHR", tensor="shift")]
+    elif 0 < s1 <= ROUND_IMM_BITS:
         steps += [AluStep("ADD", imm=1 << (s1 - 1)), AluStep("SHR", imm=s1)]
     elif s1 > ROUND_IMM_BITS:
         # the offset does not fit an immediate: a tile of it (or the bias) carries it
         steps += [AluStep("ADD", tensor="round"), AluStep("SHR", imm=s1)]
-    steps += [AluStep("MAX", imm=CLAMP_MIN), AluStep("MIN", imm=CLAMP_MAX)]
-    if m != 1:
+    if m != 1 or s2 != 0:
+        # with m = 1 and no post-shift the final clip to int8 already does the clamp's work
+        steps += [AluStep("MAX", imm=CLAMP_MIN), AluStep("MIN", imm=CLAMP_MAX)]
+    if m is None:
+        steps.append(AluStep("MUL", tensor="multiplier"))
+    elif m != 1:
         steps.append(AluStep("MUL", imm=m))
-    steps += split_round_shift(s2)
+    if s2 is None:
+        steps += [AluStep("ADD", tensor="post_round"), AluStep("SHR", tensor="post_shift")]
+    else:
+        steps += split_round_shift(s2)
     return steps + [AluStep("MAX", imm=out_min), AluStep("MIN", imm=out_max)]
 
 

@@ -136,6 +136,7 @@ def test_alu_program_equals_the_reference_semantics(relu):
     channels, rows = 4, 300
     scale = np.array([2.3e-3, 4.1e-5, 0.07, 0.6])
     p = choose_requant(scale)
+    assert len(set(p.post_shift.tolist())) > 1 and len(set(p.shift.tolist())) > 1
     acc = RNG.integers(-(2**31), 2**31, size=(rows, channels)).astype(np.int64)
     acc[: rows // 2] //= 2**10  # realistic magnitudes as well as extreme ones
     acc[:4] = [[INT32.max] * 4, [INT32.min] * 4, [0] * 4, [-1] * 4]
@@ -149,7 +150,9 @@ def test_alu_program_equals_the_reference_semantics(relu):
         "post_round": np.where(p.post_shift > 0, 1 << np.maximum(p.post_shift - 1, 0), 0),
         "post_shift": p.post_shift,
     }
-    got = _run_alu(alu_program(lo, 127), tiles)
+    steps = alu_program(p, lo, 127)
+    assert {s.tensor for s in steps} == {None, *tiles} - {"acc"}
+    got = _run_alu(steps, tiles)
     np.testing.assert_array_equal(got, want.astype(np.int64))
 
 
@@ -160,16 +163,29 @@ def test_alu_program_with_immediates_equals_the_reference_semantics(scale):
     acc[: rows // 2] //= 2**12
     p = choose_requant(np.full(3, scale))
     want = requantize_int(acc.astype(np.int32), p.multiplier, p.shift, p.post_shift, -128, 127)
-    steps = alu_program(-128, 127, uniform=p)
+    steps = alu_program(p, -128, 127)
     assert all(step.tensor in (None, "round") for step in steps)
     s1 = int(p.shift[0])
     got = _run_alu(steps, {"acc": acc, "round": np.full(3, 1 << max(s1 - 1, 0))})
     np.testing.assert_array_equal(got, want.astype(np.int64))
 
 
-def test_uniform_program_needs_uniform_parameters():
-    with pytest.raises(QuantizeError, match=r"parameters \['multiplier'\] differ"):
-        alu_program(-128, 127, uniform=choose_requant(np.array([0.01, 0.011])))
+@pytest.mark.parametrize("k", [0, 1, 9, 15, 17])
+def test_shift_only_program_equals_the_reference_semantics(k):
+    acc = RNG.integers(-(2**31), 2**31, size=(400, 2)).astype(np.int64)
+    acc[:200] //= 2**14
+    p = choose_requant(np.full(2, 2.0**-k), mode="shift")
+    want = requantize_int(acc.astype(np.int32), p.multiplier, p.shift, p.post_shift, 0, 127)
+    steps = alu_program(p, 0, 127)
+    assert "MUL" not in [s.op for s in steps] and len(steps) <= 4
+    got = _run_alu(steps, {"acc": acc, "round": np.full(2, 1 << max(k - 1, 0))})
+    np.testing.assert_array_equal(got, want.astype(np.int64))
+
+
+def test_per_channel_shifts_alone_take_four_instructions():
+    p = choose_requant(np.array([2.0**-3, 2.0**-9]), mode="shift")
+    ops = [(s.op, s.tensor) for s in alu_program(p, -128, 127)]
+    assert ops == [("ADD", "round"), ("SHR", "shift"), ("MAX", None), ("MIN", None)]
 
 
 def test_add_rescales_within_its_error_bound():
