@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
 def one_line(message: str) -> str:
     """A multi-line message as one line (its lines joined by '; ').
 
-    >>> one_line("deadlock at cycle 9\n  load waits\n  store idle")
+    >>> one_line("deadlock at cycle 9\\n  load waits\\n  store idle")
     'deadlock at cycle 9; load waits; store idle'
     """
     return "; ".join(part.strip() for part in message.splitlines() if part.strip())
@@ -72,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error already printed as one line
+        return e.code if isinstance(e.code, int) else 2
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 2

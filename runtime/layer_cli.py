@@ -128,6 +128,15 @@ def _bounded(lo: int, hi: int) -> Any:
     return parse
 
 
+def _window_reads_input(size: int, out: int, k: int, stride: int, pad: int) -> bool:
+    """Whether any of the ``out`` windows along one axis covers one of its ``size`` inputs.
+
+    >>> _window_reads_input(1, 1, k=1, stride=3, pad=1), _window_reads_input(3, 3, 1, 1, 1)
+    (False, True)
+    """
+    return any(o * stride - pad + k > 0 and o * stride - pad < size for o in range(out))
+
+
 def _check_layer_size(args: argparse.Namespace, batch: int) -> None:
     """Refuse a layer too large for one command, naming the limit, before compiling it."""
     from compiler.errors import ShapeError
@@ -141,6 +150,13 @@ def _check_layer_size(args: argparse.Namespace, batch: int) -> None:
             )
         oh = (args.h + 2 * args.pad - args.k) // args.stride + 1
         ow = (args.w + 2 * args.pad - args.k) // args.stride + 1
+        for axis, size, out in (("rows", args.h, oh), ("columns", args.w, ow)):
+            if not _window_reads_input(size, out, args.k, args.stride, args.pad):
+                raise ShapeError(
+                    f"conv2d: no output pixel reads the input: with --k {args.k} --stride "
+                    f"{args.stride} --pad {args.pad}, every window over the {size} input {axis} "
+                    "falls in the zero padding, so the layer would compute only zeros"
+                )
         macs = batch * oh * ow * args.out_c * args.in_c * args.k * args.k
     else:
         macs = batch * args.in_c * args.out_c

@@ -35,3 +35,33 @@ def test_demo_runs_layers_cross_checks_and_draws(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "C12" in out and "same" in out and "DIFFERS" not in out
     assert (tmp_path / "out" / "demo_gantt.png").stat().st_size > 0
+
+
+def test_layer_arguments_are_bounded_with_one_line_errors(capsys):
+    for args, what in [
+        (["--stride", "0"], "argument --stride: 0 is outside"),
+        (["--in-c", "0"], "argument --in-c: 0 is outside"),
+        (["--k", "0"], "argument --k: 0 is outside"),
+        (["--seed", "-1"], "argument --seed: -1 is outside"),
+        (["--batch", "0"], "argument --batch: 0 is outside"),
+        (["--h", "1024", "--w", "1024", "--in-c", "4096", "--out-c", "4096"], "multiply-acc"),
+        (["--k", "1", "--pad", "1", "--stride", "3", "--h", "1", "--w", "1"], "zero padding"),
+        (["--k", "5", "--h", "2", "--w", "2"], "larger than the padded input"),
+    ]:
+        code = main(["layer", "conv2d", *args])
+        err = capsys.readouterr().err
+        assert code != 0 and err.count("\n") == 1 and what in err, (args, err)
+        assert err.startswith("vtac layer: error: ")
+
+
+def test_a_failed_layer_leaves_no_program_file(tmp_path, capsys):
+    out = tmp_path / "p.npz"
+    assert main(["layer", "conv2d", "--k", "5", "--h", "2", "--w", "2", "-o", str(out)]) == 1
+    assert main(["layer", "conv2d", "-o", str(tmp_path)]) == 1
+    assert "is a directory" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_refuses_unknown_layers(capsys):
+    assert main(["bench", "resnet18-layers", "--layers", "C99"]) == 1
+    assert "unknown layer(s) ['C99']" in capsys.readouterr().err
