@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from compiler.errors import LoweringError
@@ -144,13 +144,13 @@ def rebuild_top_level(func: S.PrimFunc, kernels: list[S.Stmt]) -> S.PrimFunc:
     return func.with_body(go(func.body))
 
 
-def map_kernels(func: S.PrimFunc, fn: object) -> S.PrimFunc:
+def map_kernels(func: S.PrimFunc, fn: Callable[[S.Stmt, LaunchConfig, str], S.Stmt]) -> S.PrimFunc:
     """Apply ``fn(kernel_stmt, launch, name) -> stmt`` to every kernel of ``func``."""
     _, stmts = top_level(func)
     out = []
     for k, stmt in enumerate(stmts):
         name = kernel_name(func, k)
-        out.append(fn(stmt, infer_launch(stmt, name, written_stages(stmt)), name))  # type: ignore[operator]
+        out.append(fn(stmt, infer_launch(stmt, name, written_stages(stmt)), name))
     return rebuild_top_level(func, out)
 
 

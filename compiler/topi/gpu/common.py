@@ -19,11 +19,6 @@ from compiler.schedule.stage import Stage
 from compiler.te.tensor import ComputeOp, IterVar, Tensor
 
 
-def stages_between(s: Schedule, out: Tensor) -> list[Stage]:
-    """Every non-placeholder stage of the schedule, producers first."""
-    return [st for st in s.stages if not st.is_placeholder]
-
-
 def find_anchor(out: Tensor, tags: tuple[str, ...]) -> Tensor | None:
     """The producer of ``out`` (or ``out`` itself) whose tag is one of ``tags``."""
     seen: set[int] = set()
