@@ -7,7 +7,7 @@ import pytest
 
 from compiler.errors import DTypeError, GraphError, ShapeError
 from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
-from compiler.graph.pipeline import run_pipeline
+from compiler.graph.pipeline import graph_pipeline, run_pipeline
 from compiler.quantize import (
     QuantizeError,
     integer_violations,
@@ -157,3 +157,15 @@ def test_bad_requant_mode_is_refused():
     feed = {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}
     with pytest.raises(QuantizeError, match="unknown requantization 'float'"):
         quantize_graph(g, feed, requant="float")
+
+
+@pytest.mark.parametrize("block_c", [None, 4])
+def test_quantized_graph_through_the_rest_of_the_graph_pipeline_is_bit_exact(block_c):
+    g, _ = _residual_net()
+    feed = {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}
+    q = quantize_graph(g, feed, "minmax")
+    fused = run_pipeline(q, graph_pipeline(block_c=block_c))
+    assert evaluate(fused, feed)[0].tobytes() == evaluate(q, feed)[0].tobytes()
+    if block_c is None:
+        groups = [[n.op for n in grp.nodes] for grp in fused.groups]
+        assert ["conv2d", "requantize", "qadd"] in groups  # the accelerator's epilogue shape
