@@ -63,6 +63,8 @@ EDGE_OPS = frozenset({"quantize", "dequantize"})
 REQUANT_MODES = ("multiplier", "shift")
 
 INT32_LIMIT = 1 << 31
+#: The graph pipeline's passes that run before quantization.
+PREPARE_PASSES = ("fold_constants", "fold_batch_norm", "eliminate_dead_nodes")
 
 
 def prepare_graph(graph: Graph) -> Graph:
@@ -113,7 +115,7 @@ def quantize_pipeline(
         ['fold_constants', 'fold_batch_norm', 'eliminate_dead_nodes', 'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
-    first = graph_pipeline().passes[:3]
+    first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]
     step = partial(_calibrate_and_realize, feeds=feeds, calibrator=calibrator, requant=requant)
     return Pipeline((*first, Pass("quantize", step)))  # type: ignore[arg-type]
 
@@ -136,7 +138,7 @@ class _Realizer:
         self.users = graph.users
         self.out_ids = {id(v) for v in graph.outputs}
         self.qv: dict[int, tuple[Value, float]] = {}  # float value -> (int8 value, scale)
-        self.fv: dict[int, Value] = {v_id: v for v_id, v in ((id(v), v) for v in graph.inputs)}
+        self.fv: dict[int, Value] = {id(v): v for v in graph.inputs}
         self.fused: set[int] = set()
 
     # ------------------------------------------------------------ scales and domains
@@ -147,8 +149,8 @@ class _Realizer:
             raise QuantizeError(f"value {node_label(v)!r} was not calibrated")
         if not math.isfinite(th):
             raise QuantizeError(f"value {node_label(v)!r}: calibrated threshold {th} is not finite")
-        # an all-zero activation: any scale represents it; keep the requantization in range
-        return max(th, 1e-6) / 127.0
+        # a value that was 0 on every calibration input: any scale represents it
+        return (th if th > 0 else 1.0) / 127.0
 
     def as_int8(self, v: Value) -> tuple[Value, float]:
         if id(v) in self.qv:
@@ -185,8 +187,14 @@ class _Realizer:
         for node in self.graph.nodes:
             if id(node) in self.fused:
                 continue
-            handler = getattr(self, f"_{node.op}", None)
-            done = handler(node) if handler is not None else False
+            if node.op in PASS_THROUGH:
+                done = self._pass_through(node)
+            else:
+                handler = getattr(self, f"_{node.op}", None)
+                try:
+                    done = handler(node) if handler is not None else False
+                except QuantizeError as exc:
+                    raise QuantizeError(f"node {node.label!r} ({node.op}): {exc}") from None
             if not done:
                 self._float(node)
         outputs = [self.as_float(v) for v in self.graph.outputs]
@@ -203,11 +211,6 @@ class _Realizer:
         qx, s = self.qv[id(x)]
         self.qv[id(node)] = (Node(node.op, (qx,), node.attrs, node.name), s)
         return True
-
-    _max_pool2d = _pass_through
-    _relu = _pass_through
-    _reshape = _pass_through
-    _transpose = _pass_through
 
     def _conv2d(self, node: Node) -> bool:
         a = node.attrs
@@ -249,8 +252,7 @@ class _Realizer:
         if np.any(np.abs(bq) >= INT32_LIMIT):
             c = int(np.argmax(np.abs(bq)))
             raise QuantizeError(
-                f"node {node.label!r} ({node.op}): bias of channel {c} ({b[c]:g}) does not fit "
-                f"int32 at scale {sx * sw[c]:g}"
+                f"bias of channel {c} ({b[c]:g}) does not fit int32 at scale {sx * sw[c]:g}"
             )
         consts = (
             Constant(wq.astype(np.int8), name=f"{w.name or node.label}.int8"),

@@ -10,9 +10,12 @@ from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
 from compiler.graph.pipeline import graph_pipeline, run_pipeline
 from compiler.quantize import (
     QuantizeError,
+    calibrate,
     integer_violations,
+    prepare_graph,
     quantize_graph,
     quantize_pipeline,
+    realize,
 )
 
 RNG = np.random.default_rng(3)
@@ -169,3 +172,25 @@ def test_quantized_graph_through_the_rest_of_the_graph_pipeline_is_bit_exact(blo
     if block_c is None:
         groups = [[n.op for n in grp.nodes] for grp in fused.groups]
         assert ["conv2d", "requantize", "qadd"] in groups  # the accelerator's epilogue shape
+
+
+def test_scales_the_alu_cannot_apply_are_refused_naming_the_node():
+    g, _ = _residual_net()
+    prepared = prepare_graph(g)
+    th = calibrate(prepared, {"data": RNG.normal(size=(4, 3, 8, 8)).astype(np.float32)}, "minmax")
+    conv = next(n for n in prepared.nodes if n.name == "c2")
+    th[id(conv)] = 1e-9  # an output scale 10**9 times too fine
+    with pytest.raises(
+        QuantizeError, match=r"node 'c2' \(conv2d\): requantization scale .* too large"
+    ):
+        realize(prepared, th)
+
+
+def test_a_value_never_seen_nonzero_still_quantizes():
+    x = Var("data", TensorType((2, 4), "float32"))
+    b = Constant(np.full(4, -100.0, np.float32))
+    d = Node("dense", (x, _const((4, 4)), b), name="d")
+    g = Graph.from_outputs([x], [Node("relu", (d,), name="r")])
+    feed = {"data": RNG.normal(size=(2, 4)).astype(np.float32)}
+    q = quantize_graph(g, feed, "minmax")
+    assert evaluate(q, feed)[0].tolist() == [[0.0] * 4] * 2
