@@ -86,9 +86,15 @@ def _disasm(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from .errors import OutputError
     from .gen import generated_files, write_generated
 
     root = Path(args.root)
+    if not (root / "hw").is_dir() or not (root / "docs").is_dir():
+        raise OutputError(
+            f"--root {root}: not a checkout of this project (the generated files go to its hw/ "
+            "and docs/ directories)"
+        )
     if args.check:
         stale = [
             p

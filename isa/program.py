@@ -352,6 +352,18 @@ def load_program(path: str | os.PathLike[str]) -> Program:
     if Path(path).is_dir():
         raise ProgramError(f"{where}: is a directory, not a program file")
     try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except FileNotFoundError:
+        raise ProgramError(f"{where}: no such file") from None
+    except OSError as e:
+        raise ProgramError(f"{where}: cannot read it ({e.strerror or e})") from None
+    if not magic.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
+        raise ProgramError(
+            f"{where}: not a program file (a NumPy .npz archive, ISA.md §4); it starts with "
+            f"{magic!r}"
+        )
+    try:
         loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise ProgramError(f"{where}: no such file") from None
