@@ -13,6 +13,7 @@ CALIBRATION_IMAGES = 1000
 
 @pytest.fixture(scope="session")
 def digits_split() -> tuple[np.ndarray, np.ndarray]:
+    pytest.importorskip("onnx", reason="the onnx extra is not installed")
     from compiler.frontend.zoo import digits_test
 
     return digits_test()

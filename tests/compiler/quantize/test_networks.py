@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.frontend.onnx_import import from_onnx
-from compiler.frontend.zoo import load_zoo
-from compiler.graph import evaluate
-from compiler.quantize import integer_violations, quantize_graph
+pytest.importorskip("onnx", reason="the onnx extra is not installed")
+
+from compiler.frontend.onnx_import import from_onnx  # noqa: E402
+from compiler.frontend.zoo import load_zoo  # noqa: E402
+from compiler.graph import evaluate  # noqa: E402
+from compiler.quantize import integer_violations, quantize_graph  # noqa: E402
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -210,3 +210,18 @@ def test_add_alu_program_equals_the_reference_semantics():
 
 def test_clamp_bound_is_the_16_bit_immediate():
     assert CLAMP_MAX == (1 << 15) - 1
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_shift_mode_is_the_accelerator_layers_epilogue_with_the_offset_in_the_bias(relu):
+    # compiler/topi/vta's layers compute clip(acc >> shift); with the rounding offset added to
+    # the accumulator (through the bias) that is exactly the shift-mode requantize
+    from compiler.topi.vta.reference import requantize as layer_requantize
+
+    k = 9
+    p = choose_requant(np.full(4, 2.0**-k), mode="shift")
+    acc = RNG.integers(-(2**24), 2**24, size=(64, 4)).astype(np.int32)
+    lo = 0 if relu else -128
+    ours = requantize_int(acc, p.multiplier, p.shift, p.post_shift, lo, 127)
+    layer = layer_requantize(acc.astype(np.int64) + (1 << (k - 1)), k, relu, None)
+    np.testing.assert_array_equal(ours, layer)
