@@ -88,15 +88,11 @@ def quantize_graph(
     bins: int = DEFAULT_BINS,
 ) -> Graph:
     """Quantize ``graph`` to int8 (see the module docstring), calibrating with ``calibrator``
-    (``"percentile"``: 99.99 %, the most accurate on the digits network; ``"kl"``,
-    ``"minmax"`` or a calibrator object) on
+    (``"percentile"`` at 99.99 %, ``"minmax"``, ``"kl"`` or a calibrator object) on
     ``calibration_feeds`` (one feed mapping or an iterable of them, each matching the graph's
     inputs). Raises :class:`~compiler.quantize.requant.QuantizeError` naming the node at fault.
     """
-    if requant not in REQUANT_MODES:
-        raise QuantizeError(
-            f"unknown requantization {requant!r}; known: {', '.join(REQUANT_MODES)}"
-        )
+    _check_mode(requant)
     prepared = prepare_graph(graph)
     thresholds = calibrate(prepared, calibration_feeds, calibrator, bins=bins)
     return realize(prepared, thresholds, requant=requant)
@@ -126,8 +122,30 @@ def _calibrate_and_realize(graph: Graph, *, feeds: Any, calibrator: Any, requant
 
 def realize(graph: Graph, thresholds: Mapping[int, float], *, requant: str = "multiplier") -> Graph:
     """Rewrite a prepared float graph into int8 with the calibrated ``thresholds``
-    (``id(value) -> threshold``, from :func:`~compiler.quantize.calibrate.calibrate`)."""
+    (``id(value) -> threshold``, from :func:`~compiler.quantize.calibrate.calibrate`).
+
+    Example:
+        >>> from compiler.graph.ir import TensorType, Var
+        >>> x = Var("x", TensorType((1, 2), "float32"))
+        >>> fc = Node("dense", (x, Constant(np.eye(2, dtype=np.float32))), name="fc")
+        >>> g = Graph.from_outputs([x], [Node("relu", (fc,), name="act")])
+        >>> q = realize(g, {id(x): 1.27, id(fc): 2.54, id(g.nodes[1]): 2.54})
+        >>> for n in q.nodes:
+        ...     print(n.op, dict(n.attrs))
+        quantize {'scale': 0.01}
+        dense {}
+        requantize {'axis': 1, 'out_max': 127, 'out_min': 0}
+        dequantize {'scale': 0.02}
+    """
+    _check_mode(requant)
     return _Realizer(graph, thresholds, requant).run()
+
+
+def _check_mode(requant: str) -> None:
+    if requant not in REQUANT_MODES:
+        raise QuantizeError(
+            f"unknown requantization {requant!r}; known: {', '.join(REQUANT_MODES)}"
+        )
 
 
 class _Realizer:
