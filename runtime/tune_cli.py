@@ -10,9 +10,13 @@ measuring candidates on the simulator, with a progress bar showing the best so f
   for the zoo) tunes the unique conv2d / dense workloads of the model's graph, each weighted by
   its count, and lists the nodes the templates do not cover.
 
-Common options: ``--target vta`` (the CPU target is not tuned yet), ``--config NAME`` (hardware
-preset), ``--trials N``, ``--tuner model|random|grid``, ``--log FILE`` (JSON lines; a run resumes
-from the records already there), ``--workers N`` (local process pool) or ``--dask ADDRESS``
+``--target cpu`` tunes ``conv2d``, ``dense`` and ``matmul`` (``--batch`` x ``--in-c`` times
+``--in-c`` x ``--out-c``) on the CPU, one thread, in seconds (median of repeated calls on a
+pinned core; use ``--workers 1`` so measurements do not share a core).
+
+Common options: ``--target vta|cpu``, ``--config NAME`` (hardware preset), ``--trials N``,
+``--tuner model|random|grid``, ``--log FILE`` (JSON lines; a run resumes from the records
+already there), ``--workers N`` (local process pool) or ``--dask ADDRESS``
 (a Dask scheduler), ``--seed``, ``--batch``, ``--early-stopping N``, ``--timeout S``.
 The heuristic's choice is measured first, so every task reports tuned against heuristic.
 
@@ -63,7 +67,8 @@ def add_parser(subparsers: Any) -> None:
         "built, run on the simulator and checked against numpy; results go to a JSON-lines log.",
     )
     p.add_argument("what", metavar="WHAT",
-                   help="conv2d, dense, resnet18-layers, a zoo model or an .onnx file")  # fmt: skip
+                   help="conv2d, dense, matmul (cpu), resnet18-layers, a zoo model or an "
+                   ".onnx file")  # fmt: skip
     p.add_argument("--target", choices=["vta", "cpu"], default="vta", help="where to measure")
     p.add_argument("--config", default="default", help="hardware preset (default: default)")
     p.add_argument("--h", type=_positive, default=14, help="input height (conv2d)")
@@ -99,9 +104,21 @@ def tasks_for(args: argparse.Namespace) -> list[Any]:
     """The tasks the arguments name."""
     from compiler.errors import CompilerError
     from compiler.tune import conv2d_task, dense_task, resnet18_tasks
+    from compiler.tune.task import cpu_task
 
-    if args.target != "vta":
-        raise CompilerError(f"--target {args.target} is not tuned yet; the accelerator (vta) is")
+    if args.target == "cpu":
+        if args.what == "conv2d":
+            return [cpu_task("conv2d", batch=args.batch, h=args.h, w=args.w, in_c=args.in_c,
+                             out_c=args.out_c, k=args.k, stride=args.stride, pad=args.pad,
+                             name="conv2d")]  # fmt: skip
+        if args.what == "dense":
+            return [cpu_task("dense", batch=args.batch, in_features=args.in_c,
+                             out_features=args.out_c, name="dense")]  # fmt: skip
+        if args.what == "matmul":
+            return [cpu_task("matmul", m=args.batch, k=args.in_c, n=args.out_c, name="matmul")]
+        raise CompilerError(f"--target cpu tunes conv2d, dense and matmul, not {args.what!r}")
+    if args.what == "matmul":
+        raise CompilerError("matmul is tuned on the CPU only (--target cpu)")
     if args.what == "conv2d":
         return [conv2d_task(args.h, args.w, args.in_c, args.out_c, args.k, args.stride, args.pad,
                             batch=args.batch, hw=args.config, relu=args.relu,
@@ -167,7 +184,8 @@ def _tune(args: argparse.Namespace) -> int:
     import isa
     from compiler.tune.tuner import make_tuner
 
-    isa.load_config(args.config)  # an unknown preset fails here, naming it
+    if args.target == "vta":
+        isa.load_config(args.config)  # an unknown preset fails here, naming it
     tasks = tasks_for(args)
     for t in tasks:
         t.space()  # a shape with no valid point fails before any worker starts
@@ -198,10 +216,16 @@ class _Bar:
     def update(self, state: Any) -> None:
         self.bar.n = state.trials
         best = state.best_cost
-        self.bar.set_postfix_str(f"best {best:.0f} cycles" if best != float("inf") else "no result")
+        self.bar.set_postfix_str(
+            f"best {_cost(state.task, best)}" if best != float("inf") else "no result"
+        )
 
     def close(self) -> None:
         self.bar.close()
+
+
+def _cost(task: Any, cost: float) -> str:
+    return f"{cost * 1e6:.1f} us" if task.target == "cpu" else f"{cost:.0f} cycles"
 
 
 def _bar(task: Any, args: argparse.Namespace) -> _Bar | None:
@@ -217,12 +241,12 @@ def _report(task: Any, state: Any, default: Any) -> int:
         print("  no candidate ran")
         return 1
     roof = best.result.extra.get("roofline_cycles")
-    line = f"  best {best.result.cost:.0f} cycles with {best.config.describe()}"
+    line = f"  best {_cost(task, best.result.cost)} with {best.config.describe()}"
     if roof:
         line += f" ({roof / best.result.cost:.1%} of the roofline)"
     print(line)
     if base is not None and base.result.ok and base.result.cost:
-        print(f"  heuristic {base.result.cost:.0f} cycles: speedup "
+        print(f"  heuristic {_cost(task, base.result.cost)}: speedup "
               f"{base.result.cost / best.result.cost:.3f}x")  # fmt: skip
     return 0
 

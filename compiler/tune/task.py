@@ -34,8 +34,8 @@ from isa import HwConfig, load_config
 
 from .space import Config, ConfigSpace, Knob
 
-KINDS = ("conv2d", "dense")
-TARGETS = ("vta",)
+KINDS = ("conv2d", "dense", "matmul")
+TARGETS = ("vta", "cpu")
 #: How many virtual threads the heuristic plans for when it gives a task's default config.
 DEFAULT_VTHREADS = 2
 
@@ -62,6 +62,8 @@ class Task:
             raise CompilerError(f"task {self.name or '?'}: kind must be one of {KINDS}")
         if self.target not in TARGETS:
             raise CompilerError(f"task {self.name or '?'}: target must be one of {TARGETS}")
+        if self.kind == "matmul" and self.target != "cpu":
+            raise CompilerError(f"task {self.name or '?'}: matmul is tuned on the CPU only")
         want = _SHAPE_KEYS[self.kind]
         if tuple(k for k, _ in self.shape) != want:
             raise CompilerError(f"task {self.name or '?'}: a {self.kind} shape names {want}")
@@ -111,9 +113,12 @@ class Task:
         return _space(self)
 
     def knobs(self, config: Config | int) -> Any:
-        """The schedule knobs of a point (``Conv2dKnobs`` / ``DenseKnobs``)."""
+        """The schedule knobs of a point (``Conv2dKnobs`` / ``DenseKnobs``; on the CPU the
+        keyword arguments of the strategy's schedule)."""
         cfg = config if isinstance(config, Config) else self.space().config(config)
         v = cfg.values
+        if self.target == "cpu":
+            return {**v, "parallel": False}
         if self.kind == "conv2d":
             from compiler.topi.vta import Conv2dKnobs
 
@@ -126,7 +131,9 @@ class Task:
 
     def config_of(self, knobs: Any) -> Config:
         """The point of the space that has these schedule knobs."""
-        if self.kind == "conv2d":
+        if self.target == "cpu":
+            values = {k: v for k, v in dict(knobs).items() if k != "parallel"}
+        elif self.kind == "conv2d":
             values = {
                 "tile_b": knobs.tile_b, "tile_co": knobs.tile_co, "tile_h": knobs.tile_h,
                 "tile_w": knobs.tile_w, "tile_ci": knobs.tile_ci,
@@ -141,6 +148,10 @@ class Task:
         """The heuristic's choice (what compilation uses without tuning records)."""
         from compiler.topi.vta import conv2d_knobs, dense_knobs
 
+        if self.target == "cpu":
+            from .cpu import cpu_default
+
+            return self.config_of(cpu_default(self.kind, self.sizes))
         cfg, p = self.config_obj, self._packed()
         if self.kind == "conv2d":
             s = self.sizes
@@ -160,7 +171,14 @@ class Task:
 
     def _packed(self) -> dict[str, int]:
         """The sizes in blocks of the packed layouts."""
-        cfg, s = self.config_obj, self.sizes
+        s = self.sizes
+        if self.target == "cpu":
+            if self.kind != "conv2d":
+                return {}
+            oh = (s["h"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
+            ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
+            return {"oh": oh, "ow": ow}
+        cfg = self.config_obj
         nb = -(-s["batch"] // cfg.batch)
         if self.kind == "conv2d":
             oh = (s["h"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
@@ -177,6 +195,8 @@ class Task:
         s = self.sizes
         if self.kind == "dense":
             return s["batch"] * s["in_features"] * s["out_features"]
+        if self.kind == "matmul":
+            return s["m"] * s["k"] * s["n"]
         p = self._packed()
         return s["batch"] * p["oh"] * p["ow"] * s["in_c"] * s["out_c"] * s["k"] ** 2
 
@@ -186,6 +206,10 @@ class Task:
         from compiler.topi.vta import Conv2dLayer, build_conv2d, build_dense
 
         knobs = self.knobs(config)
+        if self.target == "cpu":
+            from .cpu import cpu_build
+
+            return cpu_build(self.kind, self.shape, knobs, seed)
         s = self.sizes
         if self.kind == "conv2d":
             layer = Conv2dLayer(self.name or "conv2d", s["h"], s["w"], s["in_c"], s["out_c"],
@@ -203,6 +227,13 @@ class Task:
         from compiler.topi.vta import schedule_conv2d_packed, schedule_dense_packed
 
         knobs = self.knobs(config)
+        if self.target == "cpu":
+            from compiler.targets.base import get_target
+
+            from .cpu import cpu_schedule
+
+            sched, args = cpu_schedule(self.kind, self.shape, knobs)
+            return schedule_to_primfunc(sched, args, "main", get_target("cpu").resolve_scope)
         args, out = _operator(self)
         cfg = self.config_obj
         if self.kind == "conv2d":
@@ -215,9 +246,11 @@ class Task:
 _SHAPE_KEYS = {
     "conv2d": ("batch", "h", "w", "in_c", "out_c", "k", "stride", "pad"),
     "dense": ("batch", "in_features", "out_features"),
+    "matmul": ("m", "k", "n"),
 }
 _ABBREV = {"batch": "b", "h": "h", "w": "w", "in_c": "ci", "out_c": "co", "k": "k",
-           "stride": "s", "pad": "p", "in_features": "i", "out_features": "o"}  # fmt: skip
+           "stride": "s", "pad": "p", "in_features": "i", "out_features": "o", "m": "m",
+           "n": "n"}  # fmt: skip
 
 
 def conv2d_task(
@@ -248,6 +281,27 @@ def dense_task(
     """
     shape = (("batch", batch), ("in_features", in_features), ("out_features", out_features))
     return Task("dense", shape, hw, "vta", relu, residual, name, weight)
+
+
+def cpu_task(kind: str, *, name: str = "", weight: int = 1, **sizes: int) -> Task:
+    """A CPU task (one thread, float32): ``conv2d`` with the sizes of :func:`conv2d_task`
+    (``batch``, ``stride`` and ``pad`` default to 1, 1, 0), ``dense`` (``batch``,
+    ``in_features``, ``out_features``) or ``matmul`` (``m``, ``k``, ``n``).
+
+    Example:
+        >>> cpu_task("matmul", m=1024, k=1024, n=1024).key
+        'cpu/cpu/matmul/m1024_k1024_n1024'
+    """
+    defaults = {"conv2d": {"batch": 1, "stride": 1, "pad": 0}, "dense": {"batch": 1}}
+    full = {**defaults.get(kind, {}), **sizes}
+    if kind not in _SHAPE_KEYS:
+        raise CompilerError(f"cpu task: kind must be one of {KINDS}, got {kind!r}")
+    missing = [k for k in _SHAPE_KEYS[kind] if k not in full]
+    extra = sorted(set(full) - set(_SHAPE_KEYS[kind]))
+    if missing or extra:
+        raise CompilerError(f"cpu task {kind}: missing sizes {missing}, unknown sizes {extra}")
+    shape = tuple((k, int(full[k])) for k in _SHAPE_KEYS[kind])
+    return Task(kind, shape, "cpu", "cpu", False, False, name, weight)
 
 
 def tasks_from_layers(layers: Iterable[Any], hw: str = "default", relu: bool = True) -> list[Task]:
@@ -300,6 +354,10 @@ def _divisors(n: int) -> tuple[int, ...]:
 
 @cache
 def _space(task: Task) -> ConfigSpace:
+    if task.target == "cpu":
+        from .cpu import cpu_space
+
+        return cpu_space(task.kind, task.sizes)
     cfg, p = task.config_obj, task._packed()
     acc_buffers = 2 if task.residual else 1
     uop_budget = cfg.uop_depth * 3 // 4
@@ -391,6 +449,7 @@ __all__ = [
     "KINDS",
     "Task",
     "conv2d_task",
+    "cpu_task",
     "dense_task",
     "resnet18_tasks",
     "tasks_from_layers",

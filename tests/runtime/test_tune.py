@@ -69,8 +69,12 @@ def test_vtac_tune_operator_logs_and_resumes(tmp_path, capsys):
 
 
 def test_vtac_tune_refuses_what_it_cannot_tune(capsys):
-    assert main(["tune", "dense", "--target", "cpu"]) != 0
-    assert "not tuned yet" in capsys.readouterr().err
+    assert main(["tune", "resnet18-layers", "--target", "cpu"]) != 0
+    assert "--target cpu tunes conv2d, dense and matmul" in capsys.readouterr().err
+    assert main(["tune", "matmul"]) != 0
+    assert "CPU only" in capsys.readouterr().err
+    assert main(["tune", "vgg"]) != 0
+    assert "neither an operator" in capsys.readouterr().err
     assert main(["tune", "resnet18-layers", "--layers", "C13"]) != 0
     assert "unknown layers ['C13']" in capsys.readouterr().err
 
@@ -102,3 +106,20 @@ def test_a_killed_worker_loses_nothing():
     assert len(out) == 8
     assert all(r.ok for r in out), [r.message for r in out if not r.ok]
     assert [r.cost for r in out[:2]] == [measure_one(task.to_json(), i)["cost"] for i in idx[:2]]
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [dict(kind="matmul", m=16, k=32, n=32), dict(kind="dense", batch=2, in_features=32,
+     out_features=16), dict(kind="conv2d", h=6, w=6, in_c=16, out_c=32, k=3, pad=1)],
+    ids=lambda d: d["kind"],
+)  # fmt: skip
+def test_cpu_tasks_are_timed_and_checked(sizes):
+    from compiler.tune.task import cpu_task
+
+    sizes = dict(sizes)
+    task = cpu_task(sizes.pop("kind"), **sizes)
+    for i in task.space().valid_indices()[:2]:
+        r = measure_one(task.to_json(), int(i))
+        assert "error" not in r, r
+        assert 0 < r["cost"] < 1 and r["extra"]["runs"] >= 5

@@ -97,3 +97,19 @@ def test_task_json_round_trip_and_errors():
         type(t).from_json({"kind": "conv2d", "shape": {"h": 1}})
     with pytest.raises(CompilerError, match="kind"):
         type(t)("pool", (), "default")
+
+
+def test_cpu_spaces_hold_the_strategy_defaults():
+    from compiler.tune.task import cpu_task
+
+    for t in (cpu_task("matmul", m=64, k=64, n=64),
+              cpu_task("dense", in_features=256, out_features=128),
+              cpu_task("conv2d", h=14, w=14, in_c=64, out_c=64, k=3, pad=1)):  # fmt: skip
+        d = t.default_config()
+        assert t.knobs(d)["parallel"] is False
+        assert type(t).from_json(t.to_json()) == t
+        assert t.loop_program(d) is not None
+    with pytest.raises(CompilerError, match="missing sizes"):
+        cpu_task("matmul", m=4)
+    with pytest.raises(CompilerError, match="CPU only"):
+        type(t)("matmul", (("m", 1), ("k", 1), ("n", 1)), "default", "vta")
