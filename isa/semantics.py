@@ -90,7 +90,15 @@ _INT32_MIN = -(1 << 31)
 IntLike = int | np.integer
 
 #: Functions the kernels call by global name (compile these before the kernels).
-HELPERS = ("wrap32", "low8", "alu_apply", "_max_index", "_uop_loop_check")
+HELPERS = (
+    "wrap32",
+    "low8",
+    "alu_apply",
+    "_max_index",
+    "_uop_loop_check",
+    "gemm_check",
+    "alu_check",
+)
 #: The instruction kernels.
 KERNELS = (
     "load_kernel",
@@ -314,6 +322,79 @@ def _uop_loop_check(
     return OK
 
 
+def gemm_check(
+    inp: np.ndarray,
+    wgt: np.ndarray,
+    acc: np.ndarray,
+    uop: np.ndarray,
+    reset: int,
+    uop_begin: int,
+    uop_end: int,
+    iter_out: int,
+    iter_in: int,
+    dst_factor_out: int,
+    dst_factor_in: int,
+    src_factor_out: int,
+    src_factor_in: int,
+    wgt_factor_out: int,
+    wgt_factor_in: int,
+) -> int:
+    """Every check of a GEMM, without its work: ``OK``, :data:`NOTHING_TO_DO` or an error code.
+
+    A caller that must not start the work (a run's cycle limit) asks this first, so a fault is
+    still reported as the fault.
+    """
+    code = _uop_loop_check(
+        uop, acc.shape[0], uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in
+    )
+    if code != OK or reset != 0:
+        return code
+    if (
+        _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in)
+        >= inp.shape[0]
+    ):
+        return ERR_SRC_RANGE
+    if (
+        _max_index(uop, 2, uop_begin, uop_end, iter_out, iter_in, wgt_factor_out, wgt_factor_in)
+        >= wgt.shape[0]
+    ):
+        return ERR_WGT_RANGE
+    return OK
+
+
+def alu_check(
+    acc: np.ndarray,
+    uop: np.ndarray,
+    reset: int,
+    uop_begin: int,
+    uop_end: int,
+    iter_out: int,
+    iter_in: int,
+    dst_factor_out: int,
+    dst_factor_in: int,
+    src_factor_out: int,
+    src_factor_in: int,
+    alu_opcode: int,
+    use_imm: int,
+) -> int:
+    """Every check of an ALU instruction, without its work (as :func:`gemm_check`)."""
+    if alu_opcode < 0 or alu_opcode > 4:
+        return ERR_ALU_OP
+    code = _uop_loop_check(
+        uop, acc.shape[0], uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in
+    )
+    if code != OK:
+        return code
+    if (
+        reset == 0
+        and use_imm == 0
+        and _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in)
+        >= acc.shape[0]
+    ):
+        return ERR_SRC_RANGE
+    return OK
+
+
 def gemm_kernel(
     inp: np.ndarray,
     wgt: np.ndarray,
@@ -337,8 +418,22 @@ def gemm_kernel(
     ``out[a]`` takes the low 8 bits of ``acc[a]`` after every write. Indices are checked
     before anything is written, so a failing instruction leaves the buffers untouched.
     """
-    code = _uop_loop_check(
-        uop, acc.shape[0], uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in
+    code = gemm_check(
+        inp,
+        wgt,
+        acc,
+        uop,
+        reset,
+        uop_begin,
+        uop_end,
+        iter_out,
+        iter_in,
+        dst_factor_out,
+        dst_factor_in,
+        src_factor_out,
+        src_factor_in,
+        wgt_factor_out,
+        wgt_factor_in,
     )
     if code != OK:
         return OK if code == NOTHING_TO_DO else code
@@ -356,16 +451,6 @@ def gemm_kernel(
                             acc[a, b, o] = 0
                             out[a, b, o] = 0
         return OK
-    if (
-        _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in)
-        >= inp.shape[0]
-    ):
-        return ERR_SRC_RANGE
-    if (
-        _max_index(uop, 2, uop_begin, uop_end, iter_out, iter_in, wgt_factor_out, wgt_factor_in)
-        >= wgt.shape[0]
-    ):
-        return ERR_WGT_RANGE
     for i in range(iter_out):
         for j in range(iter_in):
             da = i * dst_factor_out + j * dst_factor_in
@@ -408,20 +493,23 @@ def alu_kernel(
     Micro-ops run in order, so a source written by an earlier micro-op is read updated.
     ``reset`` zeroes acc[a] (and out[a]) instead, as for GEMM.
     """
-    if alu_opcode < 0 or alu_opcode > 4:
-        return ERR_ALU_OP
-    code = _uop_loop_check(
-        uop, acc.shape[0], uop_begin, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in
+    code = alu_check(
+        acc,
+        uop,
+        reset,
+        uop_begin,
+        uop_end,
+        iter_out,
+        iter_in,
+        dst_factor_out,
+        dst_factor_in,
+        src_factor_out,
+        src_factor_in,
+        alu_opcode,
+        use_imm,
     )
     if code != OK:
         return OK if code == NOTHING_TO_DO else code
-    if (
-        reset == 0
-        and use_imm == 0
-        and _max_index(uop, 1, uop_begin, uop_end, iter_out, iter_in, src_factor_out, src_factor_in)
-        >= acc.shape[0]
-    ):
-        return ERR_SRC_RANGE
     batch = acc.shape[1]
     block_out = acc.shape[2]
     for i in range(iter_out):

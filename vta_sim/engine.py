@@ -557,6 +557,45 @@ def _build(stamp: int) -> Any:
                                         e = _k.uop_exec_cycles(nu, prm[P_ALU_II], prm[P_ALU_PIPE])
                                     e_end = t + e
                                     if e_end >= max_cycles:
+                                        # a fault is still reported as the fault
+                                        if op == OP_GEMM:
+                                            err = _k.gemm_check(
+                                                inp3,
+                                                wgt3,
+                                                acc3,
+                                                uop_tab,
+                                                F[i, C_RESET],
+                                                F[i, C_UOP_BEGIN],
+                                                F[i, C_UOP_END],
+                                                F[i, C_ITER_OUT],
+                                                F[i, C_ITER_IN],
+                                                F[i, C_DST_FO],
+                                                F[i, C_DST_FI],
+                                                F[i, C_SRC_FO],
+                                                F[i, C_SRC_FI],
+                                                F[i, C_WGT_FO],
+                                                F[i, C_WGT_FI],
+                                            )
+                                        else:
+                                            err = _k.alu_check(
+                                                acc3,
+                                                uop_tab,
+                                                F[i, C_RESET],
+                                                F[i, C_UOP_BEGIN],
+                                                F[i, C_UOP_END],
+                                                F[i, C_ITER_OUT],
+                                                F[i, C_ITER_IN],
+                                                F[i, C_DST_FO],
+                                                F[i, C_DST_FI],
+                                                F[i, C_SRC_FO],
+                                                F[i, C_SRC_FI],
+                                                F[i, C_ALU_OP],
+                                                F[i, C_USE_IMM],
+                                            )
+                                        if err > 0:
+                                            stats[S_ERR_INDEX] = i
+                                            code = err
+                                            break
                                         stats[S_ERR_INDEX] = i
                                         stats[S_ERR_DETAIL] = e_end
                                         code = CYCLE_LIMIT_INSN

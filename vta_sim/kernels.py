@@ -66,6 +66,10 @@ decode_uops = _kernel("decode_uop_kernel")
 store = _kernel("store_kernel")
 gemm = _kernel("gemm_kernel")
 alu = _kernel("alu_kernel")
+#: The checks of GEMM and ALU without their work (asked before refusing a run's last
+#: instruction at the cycle limit, so a fault is still reported as the fault).
+gemm_check = _SCOPE["gemm_check"]
+alu_check = _SCOPE["alu_check"]
 
 
 # The timing formulas of docs/timing.md, compiled from isa.timing in the same way: the event

@@ -106,3 +106,12 @@ def test_disasm_bounds_its_micro_op_enumeration():
     text = disassemble(prog)
     assert "micro-op tables past the first" in text
     assert np.array_equal(assemble(text).dram, prog.dram)
+
+
+def test_a_fault_past_the_limit_is_still_the_fault():
+    bad = isa.Gemm(uop_begin=0, uop_end=1, iter_out=16383, iter_in=16383, dst_factor_out=1)
+    with pytest.raises(vta_sim.InstructionError, match=r"instruction 0 \(dst\)"):
+        vta_sim.simulate(isa.Program.build(CFG, [bad, isa.Finish()]))
+    alu = isa.Alu(uop_begin=0, uop_end=1, iter_out=16383, iter_in=16383, src_factor_in=1)
+    with pytest.raises(vta_sim.InstructionError, match=r"instruction 0 \(src\)"):
+        vta_sim.simulate(isa.Program.build(CFG, [alu, isa.Finish()]))
