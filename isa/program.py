@@ -43,6 +43,9 @@ MAX_NDIM = 32
 #: Largest DRAM image a program file may hold (bytes, 1 GiB): far above any real program, and
 #: a bound on what loading a file may allocate.
 MAX_DRAM_BYTES = 1 << 30
+#: Most instructions a program may have (4M: a ResNet layer compiles to thousands; every tool
+#: holds a row of a few hundred bytes per instruction).
+MAX_INSNS = 1 << 22
 _KEYS = ("format", "isa_version", "config", "dram", "insn_base", "insn_count", "symbols")
 
 
@@ -201,6 +204,11 @@ class Program:
             raise ProgramError(f"insn_base={self.insn_base} is not a non-negative multiple of 16")
         if self.insn_count < 0:
             raise ProgramError(f"insn_count={self.insn_count} is negative")
+        if self.insn_count > MAX_INSNS:
+            raise ProgramError(
+                f"insn_count={self.insn_count} is more than the {MAX_INSNS} instructions a "
+                "program may have"
+            )
         if self.insn_base + self.insn_count * INSN_BYTES > d.size:
             raise ProgramError(
                 f"instructions [{self.insn_base}, "
