@@ -161,3 +161,17 @@ def test_not_archives(tmp_path):
             out = run_vtac(argv)
             assert_clean(out)
             assert out.code == 1, (argv, out.err)
+
+
+# ---- mutated instruction streams ------------------------------------------------------------
+@FUZZ
+@given(data=st.data())
+def test_mutated_instruction_words(tmp_path_factory, base_arrays, data):
+    arrays = dict(base_arrays)
+    dram = arrays["dram"].copy()
+    base, count = int(arrays["insn_base"]), int(arrays["insn_count"])
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = base + data.draw(st.integers(0, 16 * count - 1))
+        dram[at] ^= 1 << data.draw(st.integers(0, 7))
+    arrays["dram"] = dram
+    _check_file(_save(arrays, tmp_path_factory.mktemp("insn") / "p.npz"))
