@@ -42,6 +42,7 @@ from compiler.ir.expr import (
     const,
 )
 from compiler.ir.functor import free_vars, rewrite, substitute, used_vars, visit
+from compiler.ir.pragma import ALU, DMA_COPY, PragmaKey, pragma_key
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import (
     NOP,
@@ -63,6 +64,10 @@ from compiler.ir.stmt import (
 )
 
 __all__ = [
+    "ALU",
+    "DMA_COPY",
+    "PragmaKey",
+    "pragma_key",
     "EQ",
     "GE",
     "GLOBAL",
