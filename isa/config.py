@@ -305,6 +305,8 @@ class HwConfig:
         return dataclasses.replace(self, **changes)
 
 
+#: Largest config file read (bytes); a config is a score of knobs.
+MAX_CONFIG_BYTES = 1 << 16
 #: Deepest nesting of arrays and objects accepted in a JSON text read from a file.
 MAX_JSON_DEPTH = 32
 
@@ -384,7 +386,18 @@ def load_config(spec: str | Path | dict[str, Any] | HwConfig = "default") -> HwC
         return HwConfig.from_dict(presets[spec], name=spec)
     path = Path(spec)
     if path.suffix == ".json" and path.is_file():
-        return HwConfig.from_json(path.read_text())
+        try:
+            if path.stat().st_size > MAX_CONFIG_BYTES:
+                raise ConfigError(f"config file {path}: larger than {MAX_CONFIG_BYTES} bytes")
+            text = path.read_bytes().decode("utf-8")
+        except OSError as e:
+            raise ConfigError(f"config file {path}: cannot read it ({e.strerror or e})") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"config file {path}: not UTF-8 text (byte {e.start})") from None
+        try:
+            return HwConfig.from_json(text)
+        except ConfigError as e:
+            raise ConfigError(f"config file {path}: {e}") from None
     raise ConfigError(
         f"unknown config {str(spec)!r}: not a preset ({', '.join(presets)}) nor a JSON file"
     )
