@@ -20,6 +20,12 @@ already there), ``--workers N`` (local process pool) or ``--dask ADDRESS``
 (a Dask scheduler), ``--seed``, ``--batch``, ``--early-stopping N``, ``--timeout S``.
 The heuristic's choice is measured first, so every task reports tuned against heuristic.
 
+``vtac explore WHAT`` (the same WHAT and tuning options, accelerator only) sweeps hardware
+configurations around ``--base`` (``--gemm 1x8x8,1x16x16``, ``--buffers 0.5,1`` scales of the
+buffers' entries, ``--bus 8,16`` bytes), tunes every task on each, and prints each
+configuration's weighted total cycles against a relative hardware cost, marking the Pareto
+front; ``--plot FILE`` draws it.
+
 Example:
     >>> import argparse
     >>> sub = argparse.ArgumentParser(prog="vtac").add_subparsers()
@@ -38,39 +44,8 @@ from typing import Any
 LAYER_LISTS = ("resnet18-layers",)
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
-    return v
-
-
-def _non_negative(text: str) -> int:
-    try:
-        v = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} must not be negative")
-    return v
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register ``tune``."""
-    p = subparsers.add_parser(
-        "tune",
-        help="search schedule knobs of an operator or a model on the simulator",
-        description="Tune one operator (conv2d, dense) or a model's operators: candidates are "
-        "built, run on the simulator and checked against numpy; results go to a JSON-lines log.",
-    )
-    p.add_argument("what", metavar="WHAT",
-                   help="conv2d, dense, matmul (cpu), resnet18-layers, a zoo model or an "
-                   ".onnx file")  # fmt: skip
-    p.add_argument("--target", choices=["vta", "cpu"], default="vta", help="where to measure")
-    p.add_argument("--config", default="default", help="hardware preset (default: default)")
+def _add_common(p: Any) -> None:
+    """The arguments ``tune`` and ``explore`` share: what to tune and how."""
     p.add_argument("--h", type=_positive, default=14, help="input height (conv2d)")
     p.add_argument("--w", type=_positive, default=14, help="input width (conv2d)")
     p.add_argument("--in-c", type=_positive, default=16, help="input channels / features")
@@ -96,8 +71,60 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--early-stopping", type=_positive, default=None, metavar="N",
                    help="stop a task after N measurements without a better one")  # fmt: skip
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
+
+
+def _non_negative(text: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} must not be negative")
+    return v
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``tune`` and ``explore``."""
+    p = subparsers.add_parser(
+        "tune",
+        help="search schedule knobs of an operator or a model on the simulator",
+        description="Tune one operator (conv2d, dense) or a model's operators: candidates are "
+        "built, run on the simulator and checked against numpy; results go to a JSON-lines log.",
+    )
+    p.add_argument("what", metavar="WHAT",
+                   help="conv2d, dense, matmul (cpu), resnet18-layers, a zoo model or an "
+                   ".onnx file")  # fmt: skip
+    p.add_argument("--target", choices=["vta", "cpu"], default="vta", help="where to measure")
+    p.add_argument("--config", default="default", help="hardware preset (default: default)")
+    _add_common(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=_tune)
+
+    e = subparsers.add_parser(
+        "explore",
+        help="sweep hardware configurations, tune each, print the Pareto front",
+        description="Hardware/schedule co-exploration: tune WHAT's tasks on every hardware "
+        "configuration of the sweep; total cycles against a relative hardware cost.",
+    )
+    e.add_argument("what", metavar="WHAT",
+                   help="conv2d, dense, resnet18-layers, a zoo model or an .onnx file")  # fmt: skip
+    _add_common(e)
+    e.add_argument("--base", default="vta-1x16x16", help="configuration the sweep varies")
+    e.add_argument("--gemm", default="1x8x8,1x16x16,1x32x32", help="BATCHxBLOCK_INxBLOCK_OUT list")
+    e.add_argument("--buffers", default="0.5,1", help="scales of the buffers' entries")
+    e.add_argument("--bus", default="8,16", help="DRAM bus widths in bytes")
+    e.add_argument("--plot", default=None, metavar="FILE.png", help="draw the front")
+    e.set_defaults(run=_explore, target="vta", no_progress=True, config="default")
 
 
 def tasks_for(args: argparse.Namespace) -> list[Any]:
@@ -204,6 +231,84 @@ def _tune(args: argparse.Namespace) -> int:
                 bar.close()
             code |= _report(task, state, default)
     return code
+
+
+def _list(text: str, what: str, conv: Any) -> list[Any]:
+    from compiler.errors import CompilerError
+
+    try:
+        out = [conv(t.strip()) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise CompilerError(f"--{what}: cannot read {text!r}") from None
+    if not out:
+        raise CompilerError(f"--{what}: empty list")
+    return out
+
+
+def _gemm(text: str) -> tuple[int, int, int]:
+    parts = [int(p) for p in text.lower().split("x")]
+    if len(parts) != 3 or min(parts) < 1:
+        raise ValueError(text)
+    return parts[0], parts[1], parts[2]
+
+
+def _explore(args: argparse.Namespace) -> int:
+    import isa
+    from compiler.tune.explore import area_proxy, hardware_grid, pareto_front
+    from compiler.tune.task import hw_spec
+    from compiler.tune.tuner import make_tuner
+
+    base = isa.load_config(args.base)
+    grid = hardware_grid(
+        base, gemm=_list(args.gemm, "gemm", _gemm), buffer_scales=_list(args.buffers, "buffers",
+        float), bus=_list(args.bus, "bus", int),
+    )  # fmt: skip
+    for name, reason in grid.rejected:
+        print(f"left out {name}: {reason}")
+    rows: list[tuple[str, float, float]] = []
+    with _runner(args) as runner:
+        for cfg in grid.configs:
+            args.config = hw_spec(cfg)
+            total = 0.0
+            for task in tasks_for(args):
+                default = task.default_config()
+                tuner = make_tuner(args.tuner, task, args.seed)
+                state = tuner.tune(runner, args.trials, batch_size=args.batch_size or 8,
+                                   early_stopping=args.early_stopping, log=args.log,
+                                   initial=[default.index])  # fmt: skip
+                total += task.weight * state.best_cost
+            rows.append((cfg.name, area_proxy(cfg), total))
+            print(f"{cfg.name}: cost {area_proxy(cfg):.0f}, {total:.0f} cycles", flush=True)
+    front = set(pareto_front([(c, a) for _, a, c in rows]))
+    print(f"{'configuration':<24} {'hw cost':>8} {'total cycles':>14}  Pareto")
+    for k in sorted(range(len(rows)), key=lambda k: rows[k][1]):
+        name, area, cycles = rows[k]
+        print(f"{name:<24} {area:>8.0f} {cycles:>14.0f}  {'*' if k in front else ''}")
+    if args.plot:
+        _plot_front(rows, front, args.plot)
+        print(f"wrote {args.plot}")
+    return 0 if all(c != float("inf") for _, _, c in rows) else 1
+
+
+def _plot_front(rows: list[tuple[str, float, float]], front: set[int], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.scatter([a for _, a, _ in rows], [c for _, _, c in rows], color="gray", label="swept")
+    pts = sorted((rows[k][1], rows[k][2], rows[k][0]) for k in front)
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color="C3", label="Pareto front")
+    for a, c, name in pts:
+        ax.annotate(name, (a, c), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("relative hardware cost (vta-1x16x16 = 1000)")
+    ax.set_ylabel("total cycles (tuned)")
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 class _Bar:

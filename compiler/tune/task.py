@@ -81,7 +81,17 @@ class Task:
         """The workload's identity in records (what is built, not what it is called)."""
         parts = "_".join(f"{_ABBREV[k]}{v}" for k, v in self.shape)
         flags = ("_relu" if self.relu else "") + ("_res" if self.residual else "")
-        return f"{self.target}/{self.hw}/{self.kind}/{parts}{flags}"
+        return f"{self.target}/{self.hw_label}/{self.kind}/{parts}{flags}"
+
+    @property
+    def hw_label(self) -> str:
+        """The preset's name, or for an inline config its name and a digest of its fields."""
+        if not self.hw.startswith("{"):
+            return self.hw
+        import hashlib
+
+        digest = hashlib.sha1(self.hw.encode()).hexdigest()[:8]
+        return f"{self.config_obj.name}#{digest}"
 
     def label(self) -> str:
         return self.name or self.key
@@ -105,7 +115,8 @@ class Task:
 
     @property
     def config_obj(self) -> HwConfig:
-        return load_config(self.hw)
+        """The hardware config: ``hw`` is a preset name or a config as JSON (:func:`hw_spec`)."""
+        return _load_hw(self.hw)
 
     # ---- the space -----------------------------------------------------------------------------
     def space(self) -> ConfigSpace:
@@ -241,6 +252,37 @@ class Task:
         else:
             s = schedule_dense_packed(out, knobs, cfg)
         return schedule_to_primfunc(s, args, "main", get_vta_target(cfg).resolve_scope)
+
+
+@cache
+def _load_hw(hw: str) -> HwConfig:
+    if hw.startswith("{"):
+        try:
+            spec = json.loads(hw)
+        except ValueError as e:
+            raise CompilerError(f"task hardware config {hw[:60]!r}...: not JSON ({e})") from None
+        return load_config(spec)
+    return load_config(hw)
+
+
+def hw_spec(cfg: HwConfig) -> str:
+    """A config as the ``hw`` of a task: its preset name when it is one, else its JSON.
+
+    Example:
+        >>> import isa
+        >>> hw_spec(isa.load_config("vta-1x16x16"))
+        'vta-1x16x16'
+        >>> hw_spec(isa.load_config("default").replace(name="big", bus_bytes=16))[:9]
+        '{"acc_bit'
+    """
+    from isa.errors import ConfigError
+
+    try:
+        if load_config(cfg.name) == cfg:
+            return cfg.name
+    except ConfigError:  # not a preset's name
+        pass
+    return cfg.to_json()
 
 
 _SHAPE_KEYS = {
@@ -451,6 +493,7 @@ __all__ = [
     "conv2d_task",
     "cpu_task",
     "dense_task",
+    "hw_spec",
     "resnet18_tasks",
     "tasks_from_layers",
     "tasks_from_workload_file",

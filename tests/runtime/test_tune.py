@@ -123,3 +123,21 @@ def test_cpu_tasks_are_timed_and_checked(sizes):
         r = measure_one(task.to_json(), int(i))
         assert "error" not in r, r
         assert 0 < r["cost"] < 1 and r["extra"]["runs"] >= 5
+
+
+def test_vtac_explore_prints_the_pareto_front(tmp_path, capsys):
+    plot = tmp_path / "front.png"
+    argv = ["explore", "conv2d", "--h", "4", "--w", "4", "--in-c", "16", "--out-c", "16",
+            "--pad", "1", "--trials", "3", "--batch-size", "3", "--workers", "2",
+            "--gemm", "1x8x8,1x16x16", "--buffers", "0.5,1", "--bus", "8",
+            "--plot", str(plot)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("1x") and "cost" not in ln]
+    assert len(rows) == 4, out
+    # the cheaper buffers compute the same tiles here: each GEMM shape's cheaper one is on it
+    assert [ln.split()[0] for ln in rows if ln.endswith("*")] == [
+        "1x8x8-buf0.5-bus8", "1x16x16-buf0.5-bus8"]  # fmt: skip
+    assert plot.stat().st_size > 0
+    assert main(["explore", "conv2d", "--gemm", "1x8"]) != 0
+    assert "--gemm" in capsys.readouterr().err
