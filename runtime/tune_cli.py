@@ -133,7 +133,7 @@ def tasks_for(args: argparse.Namespace) -> list[Any]:
     from compiler.tune import conv2d_task, dense_task, resnet18_tasks
     from compiler.tune.task import cpu_task
 
-    if args.target == "cpu":
+    if args.target == "cpu" and args.what in ("conv2d", "dense", "matmul"):
         if args.what == "conv2d":
             return [cpu_task("conv2d", batch=args.batch, h=args.h, w=args.w, in_c=args.in_c,
                              out_c=args.out_c, k=args.k, stride=args.stride, pad=args.pad,
@@ -141,9 +141,9 @@ def tasks_for(args: argparse.Namespace) -> list[Any]:
         if args.what == "dense":
             return [cpu_task("dense", batch=args.batch, in_features=args.in_c,
                              out_features=args.out_c, name="dense")]  # fmt: skip
-        if args.what == "matmul":
-            return [cpu_task("matmul", m=args.batch, k=args.in_c, n=args.out_c, name="matmul")]
-        raise CompilerError(f"--target cpu tunes conv2d, dense and matmul, not {args.what!r}")
+        return [cpu_task("matmul", m=args.batch, k=args.in_c, n=args.out_c, name="matmul")]
+    if args.target == "cpu" and args.what in LAYER_LISTS:
+        raise CompilerError(f"--target cpu tunes operators and models, not {args.what!r}")
     if args.what == "matmul":
         raise CompilerError("matmul is tuned on the CPU only (--target cpu)")
     if args.what == "conv2d":
@@ -189,7 +189,12 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
             f"{args.what!r} is neither an operator (conv2d, dense), a layer list "
             f"({', '.join(LAYER_LISTS)}), a zoo model ({', '.join(zoo_names())}) nor an .onnx file"
         )
-    found = extract_tasks(import_onnx(model), args.config)
+    if args.target == "cpu":
+        from runtime.graph_compile import optimize
+
+        found = extract_tasks(optimize(model), target="cpu")
+    else:
+        found = extract_tasks(import_onnx(model), args.config)
     for label, reason in found.skipped:
         print(f"not tuned: {label} ({reason})")
     if not found.tasks:

@@ -27,15 +27,20 @@ class Extracted:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def extract_tasks(graph: Any, hw: str = "default") -> Extracted:
-    """The conv2d and dense tasks of ``graph`` (the graph IR, NCHW / OIHW as imported)."""
+def extract_tasks(graph: Any, hw: str = "default", target: str = "vta") -> Extracted:
+    """The conv2d and dense tasks of ``graph``: for the accelerator the graph IR as imported
+    (NCHW / OIHW), for the CPU the graph after the CPU pipeline (packed layouts; matmul too)."""
     found: dict[str, Task] = {}
     out = Extracted()
+    kinds = ("conv2d", "dense", "matmul") if target == "cpu" else ("conv2d", "dense")
     for node in graph.nodes:
-        if node.op not in ("conv2d", "dense"):
+        if node.op not in kinds:
             continue
         label = getattr(node, "label", None) or node.name
-        task, reason = _task_of(node, hw, label)
+        if target == "cpu":
+            task, reason = cpu_task_of_node(node)
+        else:
+            task, reason = _task_of(node, hw, label)
         if task is None:
             out.skipped.append((label, reason))
             continue
@@ -43,6 +48,43 @@ def extract_tasks(graph: Any, hw: str = "default") -> Extracted:
         found[task.key] = task if old is None else _weighted(old, old.weight + 1)
     out.tasks = list(found.values())
     return out
+
+
+def cpu_task_of_node(node: Any) -> tuple[Task | None, str]:
+    """The CPU task a graph node (after the CPU pipeline) compiles as, or why there is none.
+
+    Example:
+        >>> cpu_task_of_node(object())
+        (None, 'not a conv2d, dense or matmul node')
+    """
+    from .cpu import channel_block
+    from .task import cpu_task
+
+    op = getattr(node, "op", None)
+    if op not in ("conv2d", "dense", "matmul"):
+        return None, "not a conv2d, dense or matmul node"
+    label = getattr(node, "label", None) or node.name
+    x, w = node.inputs[0].type.shape, node.inputs[1].type.shape
+    if op == "dense":
+        return cpu_task("dense", batch=x[0], in_features=x[1], out_features=w[0], name=label), ""
+    if op == "matmul":
+        if len(x) != 2 or len(w) != 2:
+            return None, f"matmul of {len(x)}-d and {len(w)}-d operands"
+        return cpu_task("matmul", m=x[0], k=x[1], n=w[1], name=label), ""
+    a = node.attrs
+    if len(x) != 6 or len(w) != 6 or x[4] != 1:
+        return None, f"layout {a['data_layout']}/{a['kernel_layout']}, not packed NCHW1n{{c}}c"
+    if a["groups"] != 1 or tuple(a["dilation"]) != (1, 1):
+        return None, f"groups={a['groups']}, dilation {tuple(a['dilation'])}"
+    in_c, out_c = x[1] * x[5], w[0] * w[5]
+    if x[5] != channel_block(in_c) or w[5] != channel_block(out_c) or w[4] != x[5]:
+        return None, f"channel blocks {x[5]}/{w[5]} differ from the tuned template's"
+    sh, sw = a["strides"]
+    pads = tuple(a["padding"])
+    if w[2] != w[3] or sh != sw or len(set(pads)) != 1:
+        return None, f"kernel {w[2]}x{w[3]}, strides {sh}x{sw}, padding {pads}: not square/even"
+    return cpu_task("conv2d", batch=x[0], h=x[2], w=x[3], in_c=in_c, out_c=out_c, k=w[2],
+                    stride=sh, pad=pads[0], name=label), ""  # fmt: skip
 
 
 def _weighted(t: Task, weight: int) -> Task:
@@ -71,4 +113,4 @@ def _task_of(node: Any, hw: str, label: str) -> tuple[Task | None, str]:
                        name=label), ""  # fmt: skip
 
 
-__all__ = ["Extracted", "extract_tasks"]
+__all__ = ["Extracted", "cpu_task_of_node", "extract_tasks"]

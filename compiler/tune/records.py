@@ -147,6 +147,23 @@ class ApplyBest:
         """Schedule knobs for ``task`` (``Conv2dKnobs`` / ``DenseKnobs``)."""
         return task.knobs(self.config(task))
 
+    def group_knobs(self, anchor: Any) -> dict[str, Any]:
+        """Schedule knobs for a CPU fused group whose anchor is the graph node ``anchor``: the
+        best record's, without ``parallel`` (records are tuned on one thread; the compilation
+        keeps its own threading); ``{}`` (the strategy's defaults) for a node no task covers
+        and, noted in :attr:`fell_back`, for a task without records."""
+        from .extract import cpu_task_of_node
+
+        task, _ = cpu_task_of_node(anchor)
+        if task is None:
+            return {}
+        if task.key not in self.best:
+            self.config(task)  # noted as a fallback
+            return {}
+        knobs = dict(self.knobs(task))
+        knobs.pop("parallel", None)
+        return knobs
+
     def report(self) -> str:
         lines = [f"tuned: {', '.join(self.used) or 'none'}"]
         if self.fell_back:

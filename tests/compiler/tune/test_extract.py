@@ -1,0 +1,41 @@
+import pytest
+
+from compiler.tune.extract import extract_tasks
+from compiler.tune.measure import MeasureResult
+from compiler.tune.records import Record, apply_best
+
+
+@pytest.fixture(scope="module")
+def resnet18():
+    from compiler.frontend.zoo import load_zoo
+
+    return load_zoo("resnet18", image_size=32)
+
+
+def test_accelerator_tasks_of_resnet18(resnet18):
+    from compiler.frontend.onnx_import import from_onnx
+
+    found = extract_tasks(from_onnx(resnet18), "vta-1x16x16")
+    assert found.skipped == []
+    assert sum(t.weight for t in found.tasks) == 21  # 20 convolutions and the classifier
+    assert len({t.key for t in found.tasks}) == len(found.tasks) == 12
+    assert {t.kind for t in found.tasks} == {"conv2d", "dense"}
+    assert all(t.hw == "vta-1x16x16" for t in found.tasks)
+
+
+def test_cpu_tasks_and_apply_best_per_group(resnet18):
+    from runtime.graph_compile import optimize
+
+    graph = optimize(resnet18)
+    found = extract_tasks(graph, target="cpu")
+    assert sum(t.weight for t in found.tasks) == 21 and found.skipped == []
+    task = next(t for t in found.tasks if t.weight == 4)  # layer1's four 3x3 convolutions
+    idx = int(task.space().valid_indices()[0])
+    ctx = apply_best([Record(task, task.space().config(idx), MeasureResult(1e-4))])
+    anchors = [g.anchor for g in graph.groups if g.anchor is not None]
+    knobs = {a.label: ctx.group_knobs(a) for a in anchors}
+    tuned = [name for name, k in knobs.items() if k]
+    assert len(tuned) == 4
+    assert all(knobs[n] == {k: v for k, v in task.knobs(idx).items() if k != "parallel"}
+               for n in tuned)  # fmt: skip
+    assert "fc" in ctx.fell_back and len(ctx.used) == 4
