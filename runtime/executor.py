@@ -57,15 +57,40 @@ def aligned_empty(nbytes: int, align: int = ARENA_ALIGN) -> np.ndarray:
     return raw[start : start + nbytes]
 
 
-def _cpu_function(kernel: KernelSpec) -> Callable[..., None]:
+def _cpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
     from compiler.targets.cpu.jit import compile_llvm
 
     address = compile_llvm(kernel.code, kernel.symbol)
     return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(kernel.args)))(address)
 
 
+def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
+    """A GPU module called with raw host pointers: each argument is viewed as the array it is
+    (no copy); the module copies inputs to the device and the outputs back into those views."""
+    module = program.modules.get(kernel.symbol)
+    if module is None:
+        raise SessionError(
+            f"group {kernel.name}: GPU kernels are compiled in the session that runs them; "
+            "compile the model again for --target gpu"
+        )
+    specs = [(a.shape, np.dtype(a.dtype)) for a in kernel.args]
+
+    def call(*pointers: int) -> None:
+        arrays = []
+        for ptr, (shape, dtype) in zip(pointers, specs, strict=True):
+            count = int(np.prod(shape, dtype=np.int64))
+            buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
+            arrays.append(np.frombuffer(buf, dtype=dtype, count=count).reshape(shape))
+        module(*arrays)
+
+    return call
+
+
 #: How each target turns a kernel's stored code into something callable with raw pointers.
-KERNEL_LOADERS: dict[str, Callable[[KernelSpec], Callable[..., None]]] = {"cpu": _cpu_function}
+KERNEL_LOADERS: dict[str, Callable[[KernelSpec, Program], Callable[..., None]]] = {
+    "cpu": _cpu_function,
+    "gpu": _gpu_function,
+}
 
 
 class Executor:
@@ -101,7 +126,7 @@ class Executor:
                 )
             key = (kernel.target, kernel.symbol, kernel.code)
             if key not in loaded:
-                loaded[key] = loader(kernel)
+                loaded[key] = loader(kernel, program)
             self._functions.append(loaded[key])
             if len(kernel.args) != len(kernel.tensors):
                 raise SessionError(

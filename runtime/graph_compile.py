@@ -41,6 +41,9 @@ from runtime.program import (
 
 #: Channel block of the packed activation layout on the CPU (one AVX-512 vector of float32).
 CPU_BLOCK_C = 16
+#: The packed channel block each target asks the graph pipeline for (None: NCHW throughout;
+#: the GPU's schedules bind NCHW axes to threads).
+BLOCK_C = {"cpu": CPU_BLOCK_C, "gpu": None}
 
 
 def import_onnx(model: Any) -> Any:
@@ -50,8 +53,9 @@ def import_onnx(model: Any) -> Any:
     return from_onnx(model)
 
 
-def optimize(model: Any, block_c: int = CPU_BLOCK_C) -> Any:
-    """Import ``model`` (an ``onnx.ModelProto``) and run the graph pipeline for the CPU."""
+def optimize(model: Any, block_c: int | None = CPU_BLOCK_C) -> Any:
+    """Import ``model`` (an ``onnx.ModelProto``) and run the graph pipeline (``block_c``: the
+    packed layout's channel block, None for NCHW; see :data:`BLOCK_C`)."""
     from compiler.graph.pipeline import graph_pipeline, run_pipeline
 
     graph = import_onnx(model)
@@ -85,7 +89,8 @@ def _group_name(group: Any) -> str:
 
 
 def build_group(group: Any, symbol: str, target: Any) -> Any:
-    """Compile one fused group; returns the target's compiled function.
+    """Compile one fused group; returns the target's compiled function (for the GPU a
+    :class:`~compiler.targets.gpu.module.GpuModule`).
 
     Kernel arguments are the group's inputs in order, then its outputs.
     """
@@ -113,7 +118,12 @@ def build_group(group: Any, symbol: str, target: Any) -> Any:
             anchor = out
     outs = [tensors[id(n)] for n in group.outputs]
     try:
-        sched = schedule(outs, anchor, target="cpu")
+        if target.name == "gpu":
+            from compiler.topi.gpu import schedule_gpu
+
+            sched = schedule_gpu(outs, anchor)
+        else:
+            sched = schedule(outs, anchor, target="cpu")
         return build(sched, params + outs, target, name=symbol)
     except CompilerError as e:
         raise type(e)(f"group {_group_name(group)}: {e}") from None
@@ -146,13 +156,16 @@ def compile_graph(
     """
     from compiler.graph.ir import Constant, Node, Var
     from compiler.graph.printer import Namer, to_text
+    from compiler.targets import get_target
     from compiler.targets.cpu import CpuTarget
 
-    if target != "cpu":
-        raise SessionError(f"unknown target {target!r} (known: cpu)")
+    if target not in BLOCK_C:
+        raise SessionError(f"unknown target {target!r} (known: {', '.join(BLOCK_C)})")
     if graph.groups is None or graph.memory_plan is None:
         raise SessionError(f"graph {graph.name} is not fused and memory-planned")
-    tgt = CpuTarget(num_threads=num_threads)
+    if target == "gpu" and num_threads is not None:
+        raise SessionError("num_threads applies to the cpu target only")
+    tgt = CpuTarget(num_threads=num_threads) if target == "cpu" else get_target(target)
     namer = Namer(graph)
     plan = graph.memory_plan
 
@@ -194,6 +207,7 @@ def compile_graph(
 
     kernels: list[KernelSpec] = []
     built: dict[Hashable, tuple[str, Any]] = {}
+    modules: dict[str, Any] = {}
     model = name or graph.name
     bar = _progress_bar(len(graph.groups), model, progress)
     try:
@@ -204,6 +218,8 @@ def compile_graph(
                 built[sig] = (symbol, build_group(group, symbol, tgt))
             symbol, fn = built[sig]
             tensors = tuple(place(v) for v in (*group.inputs, *group.outputs))
+            if target == "gpu":
+                modules[fn.name] = fn
             kernels.append(
                 KernelSpec(
                     name=_group_name(group),
@@ -212,7 +228,7 @@ def compile_graph(
                     symbol=fn.name,
                     args=tuple(KernelArg(a.name, a.shape, a.dtype, a.is_output) for a in fn.args),
                     tensors=tensors,
-                    code=fn.llvm_ir,
+                    code=fn.source if target == "gpu" else fn.llvm_ir,
                 )
             )
             if bar is not None:
@@ -227,7 +243,7 @@ def compile_graph(
     return Program(
         name=model,
         target=target,
-        num_threads=tgt.num_threads,
+        num_threads=getattr(tgt, "num_threads", 1),
         inputs=tuple(TensorSpec(v.name, v.type.shape, v.type.dtype) for v in graph.inputs),
         outputs=tuple(
             TensorSpec(n, v.type.shape, v.type.dtype)
@@ -240,4 +256,5 @@ def compile_graph(
         memory=MemoryStats(plan.peak_bytes, plan.naive_bytes),
         graph_text=to_text(graph),
         output_tensors=output_tensors,
+        modules=modules,
     )

@@ -72,7 +72,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default="cpu", choices=["cpu"], help="where groups run (cpu)")
+    p.add_argument(
+        "--target", default="cpu", choices=["cpu", "gpu"],
+        help="where groups run: cpu (LLVM) or gpu (CUDA through numba; numba's CUDA simulator "
+        "when NUMBA_ENABLE_CUDASIM=1; `run` only)",
+    )  # fmt: skip
     p.add_argument("--image-size", type=int, default=None, help="zoo models: image height/width")
     p.add_argument("--batch", type=int, default=None, help="zoo models: batch size")
     p.add_argument(
@@ -103,11 +107,16 @@ def _mib(n: int) -> str:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from runtime.artifact import save_artifact
+    from runtime.errors import SessionError
 
+    if args.target == "gpu":
+        raise SessionError(
+            "artifacts hold CPU code only; run the model with --target gpu instead "
+            "(GPU kernels are compiled for the device in the session that runs them)"
+        )
     sess = _session(args)
     prog = sess.program
-    save_artifact(prog, args.output)
+    sess.save(args.output)
     consts = sum(a.nbytes for a in prog.constants.values())
     distinct = len({(k.symbol, k.code) for k in prog.kernels})
     print(

@@ -177,3 +177,6 @@ class Program:
     graph_text: str = field(default="", repr=False)
     #: the tensor holding each model output, by output name
     output_tensors: dict[str, str] = field(default_factory=dict)
+    #: compiled modules by symbol, for targets whose kernels live only in this process (the
+    #: GPU: numba compiles kernel source for a device at launch); never stored in an artifact
+    modules: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -41,7 +41,7 @@ from runtime.profile import Profile
 from runtime.program import MemoryStats, Program, TensorSpec
 
 #: Targets a session can compile whole models for.
-TARGETS = ("cpu",)
+TARGETS = ("cpu", "gpu")
 
 ModelSource = str | bytes | os.PathLike | Any  # Any: an onnx.ModelProto
 
@@ -160,7 +160,9 @@ def load_onnx(
 class InferenceSession:
     """A compiled model and its executor (see the module docstring).
 
-    ``target``: where the groups run (``"cpu"``). ``image_size``/``batch``: for zoo names only.
+    ``target``: where the groups run (``"cpu"``, or ``"gpu"``: CUDA kernels through numba, on
+    numba's CUDA simulator when ``NUMBA_ENABLE_CUDASIM=1``; a GPU program is not saved).
+    ``image_size``/``batch``: for zoo names only.
     ``num_threads``: threads of the CPU kernels' parallel loops (default: ``VTAC_NUM_THREADS``,
     else every CPU this process may use). ``progress``: a progress bar on stderr while groups
     compile (``None``: only when stderr is a terminal).
@@ -198,10 +200,10 @@ class InferenceSession:
                 )
             self.graph = None
         else:
-            from runtime.graph_compile import compile_graph, optimize
+            from runtime.graph_compile import BLOCK_C, compile_graph, optimize
 
             proto = load_onnx(model, image_size=image_size, batch=batch)
-            self.graph = optimize(proto)
+            self.graph = optimize(proto, block_c=BLOCK_C[target])
             program = compile_graph(
                 self.graph,
                 target=target,
@@ -252,6 +254,11 @@ class InferenceSession:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the compiled model as an artifact (see :mod:`runtime.artifact`)."""
+        if self.program.modules:
+            raise SessionError(
+                f"a {self.program.target} program cannot be saved as an artifact (its kernels "
+                "are compiled for the device in the session that runs them)"
+            )
         save_artifact(self.program, path)
 
 

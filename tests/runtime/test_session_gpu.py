@@ -1,0 +1,110 @@
+"""Whole models on the GPU target (``--target gpu``): every fused group compiled to CUDA kernels
+and run, here on numba's CUDA simulator (tests/conftest.py sets ``NUMBA_ENABLE_CUDASIM=1``; with
+it unset on a machine with a GPU the same tests run on the device)."""
+
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx", reason="the onnx extra is not installed")
+ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from runtime.cli import main  # noqa: E402
+from runtime.errors import SessionError  # noqa: E402
+from runtime.session import InferenceSession  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
+
+
+def _small_cnn() -> bytes:
+    """conv+BN+relu, max pool, a residual conv, global pool, Gemm, softmax: 8x8 input."""
+    rng = np.random.default_rng(7)
+
+    def const(name: str, *shape: int, scale: float = 0.3) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.normal(size=shape) * scale).astype(np.float32), name)
+
+    inits = [
+        const("w1", 8, 3, 3, 3),
+        const("b1", 8),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "g"),
+        const("beta", 8),
+        const("mean", 8),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "var"),
+        const("w2", 8, 8, 3, 3),
+        const("fc_w", 5, 8),
+        const("fc_b", 5),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+        helper.make_node("BatchNormalization", ["c1", "g", "beta", "mean", "var"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+        helper.make_node("Add", ["c2", "p1"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r2"]),
+        helper.make_node("GlobalAveragePool", ["r2"], ["gp"]),
+        helper.make_node("Flatten", ["gp"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["logits"], transB=1, name="fc"),
+        helper.make_node("Softmax", ["logits"], ["prob"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 5])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString()
+
+
+def test_small_cnn_on_the_gpu_target_matches_onnxruntime():
+    model = _small_cnn()
+    x = np.random.default_rng(0).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    sess = InferenceSession(model, target="gpu")
+    (prob,) = sess.run(None, {"x": x})
+    (ref,) = ort.InferenceSession(model).run(None, {"x": x})
+    assert _rel_err(prob, ref) <= 1e-4
+    groups = sess.profile().groups
+    assert groups and {g.target for g in groups} == {"gpu"}
+
+
+def test_digits_on_the_gpu_target_matches_onnxruntime():
+    from compiler.frontend.zoo import digits_test, load_zoo
+
+    model = load_zoo("digits").SerializeToString()
+    images, _ = digits_test()
+    sess = InferenceSession(model, target="gpu")
+    (logits,) = sess.run(None, {"data": images[:1]})
+    (ref,) = ort.InferenceSession(model).run(None, {"data": images[:1]})
+    assert _rel_err(logits, ref) <= 1e-4
+
+
+def test_gpu_programs_are_not_saved_as_artifacts(tmp_path, capsys):
+    sess = InferenceSession(_small_cnn(), target="gpu")
+    with pytest.raises(SessionError, match="cannot be saved"):
+        sess.save(tmp_path / "m.vtac")
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_small_cnn())
+    out = tmp_path / "m.vtac"
+    assert main(["compile", str(model), "--target", "gpu", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "artifacts hold CPU code only" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_vtac_run_target_gpu_json(tmp_path, capsys):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_small_cnn())
+    assert main(["run", str(model), "--target", "gpu", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["outputs"]["prob"]["shape"] == [1, 5]
+    assert {g["target"] for g in doc["groups"]} == {"gpu"}
