@@ -279,14 +279,24 @@ def _section_bytes(sec: _Section, cfg: HwConfig) -> np.ndarray:
             raise AsmError(str(e), line=sec.line) from None
         return uop_words.view(np.uint8)
     if sec.kind == "bytes":
-        vals = [
-            _int(t, no, "byte") if t.startswith("0x") else _int("0x" + t, no, "byte")
-            for no, line in sec.body
-            for t in line.split()
-        ]
-        if any(not 0 <= v <= 255 for v in vals):
-            raise AsmError(".bytes values must be 00..ff", line=sec.line)
-        return np.asarray(vals, np.uint8)
+        chunks = []
+        for no, line in sec.body:
+            toks = line.split()
+            if all(len(t) == 2 for t in toks):
+                try:  # the common form, as disasm writes it: two hex digits a byte
+                    chunks.append(bytes.fromhex(line))
+                    continue
+                except ValueError:
+                    pass
+            vals = [
+                _int(t, no, "byte") if t.startswith("0x") else _int("0x" + t, no, "byte")
+                for t in toks
+            ]
+            bad = [v for v in vals if not 0 <= v <= 255]
+            if bad:
+                raise AsmError(f".bytes value {bad[0]} is not a byte (00..ff)", line=no)
+            chunks.append(bytes(vals))
+        return np.frombuffer(b"".join(chunks), np.uint8).copy()
     return _tensor_bytes(sec)
 
 
@@ -659,7 +669,7 @@ def disassemble(prog: Program, *, insns_only: bool = False) -> str:
                     "written as .bytes"
                 )
                 break
-    uop_idx = np.flatnonzero(np.cumsum(marks[:max_uop]) > 0).tolist()
+    uop_idx = np.flatnonzero(np.cumsum(marks[:max_uop]) > 0)
     for start, stop in _runs(uop_idx):
         lo, hi = start * 4, stop * 4
         if covered[lo:hi].any():
@@ -683,24 +693,26 @@ def disassemble(prog: Program, *, insns_only: bool = False) -> str:
     # Whatever else is non-zero.
     rest = prog.dram.copy()
     rest[covered] = 0
-    for start, stop in _runs(np.flatnonzero(rest).tolist(), gap=16):
+    for start, stop in _runs(np.flatnonzero(rest), gap=16):
         lines.append(f".bytes {start}")
         chunk = prog.dram[start:stop]
-        lines += [
-            "  " + " ".join(f"{b:02x}" for b in chunk[i : i + 16]) for i in range(0, chunk.size, 16)
-        ]
+        blob = chunk.tobytes()
+        lines += ["  " + blob[i : i + 16].hex(" ") for i in range(0, len(blob), 16)]
     return "\n".join(lines) + "\n"
 
 
-def _runs(idx: list[int], gap: int = 1) -> list[tuple[int, int]]:
-    """Group sorted indices into [start, stop) runs, merging holes smaller than ``gap``."""
-    runs: list[tuple[int, int]] = []
-    for i in idx:
-        if runs and i - runs[-1][1] < gap:
-            runs[-1] = (runs[-1][0], i + 1)
-        else:
-            runs.append((i, i + 1))
-    return runs
+def _runs(idx: np.ndarray, gap: int = 1) -> list[tuple[int, int]]:
+    """Group sorted indices into [start, stop) runs, merging holes smaller than ``gap``.
+
+    >>> _runs(np.array([1, 2, 3, 7, 8, 30]), gap=4)
+    [(1, 9), (30, 31)]
+    """
+    if idx.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) > gap)
+    starts = idx[np.concatenate([[0], breaks + 1])]
+    stops = idx[np.concatenate([breaks, [idx.size - 1]])] + 1
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
 __all__ = ["assemble", "disassemble", "format_insn"]
