@@ -229,6 +229,8 @@ class LocalRunner:
                     except cf.process.BrokenProcessPool:
                         broken = True
                         crashes[k] = crashes.get(k, 0) + 1
+                    except Exception as e:  # noqa: BLE001 - e.g. a result that cannot travel
+                        results[k] = MeasureResult.failure("run", f"{type(e).__name__}: {e}"[:500])
                 if broken or left <= 0:
                     break
             if not_done and not broken:

@@ -126,8 +126,11 @@ class Tuner:
         since_best = 0
         while state.trials < n_trials and not self.exhausted:
             take = min(batch, n_trials - state.trials)
-            first = [int(i) for i in dict.fromkeys(initial) if int(i) not in self.visited]
-            indices = first[:take] or self.next_batch(take)
+            indices = [int(i) for i in dict.fromkeys(initial) if int(i) not in self.visited]
+            indices = indices[:take]
+            if len(indices) < take:
+                more = [i for i in self.next_batch(take) if i not in indices]
+                indices += more[: take - len(indices)]
             if not indices:
                 break
             results = runner.measure(self.task, indices)
