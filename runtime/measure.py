@@ -272,7 +272,15 @@ class DaskRunner:
         from distributed import Client
 
         self._own = not isinstance(address, Client)
-        self.client = Client(address) if self._own else address
+        if self._own:
+            try:
+                self.client = Client(address, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as e:
+                from compiler.errors import CompilerError
+
+                raise CompilerError(f"Dask scheduler {address!r}: cannot connect ({e})") from None
+        else:
+            self.client = address
         self.timeout_s = timeout_s
         self.seed = seed
 
