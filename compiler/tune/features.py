@@ -116,9 +116,9 @@ class _Walk:
             for load in _loads(s.value):
                 self._access(load.buffer, load.indices, loops)
         else:
-            for c in s.children():
-                if isinstance(c, Stmt):
-                    self.stmt(c, loops, kind)
+            for child in s.children():
+                if isinstance(child, Stmt):
+                    self.stmt(child, loops, kind)
         self.max_depth = max(self.max_depth, len(loops))
 
     def _count(self, kind: str, loops: list[For]) -> None:

@@ -148,7 +148,8 @@ class Task:
             values = {
                 "tile_b": knobs.tile_b, "tile_co": knobs.tile_co, "tile_h": knobs.tile_h,
                 "tile_w": knobs.tile_w, "tile_ci": knobs.tile_ci,
-                "vthreads": (knobs.oc_nthread, knobs.h_nthread), "loop_order": knobs.loop_order,
+                "vthreads": (knobs.oc_nthread, knobs.h_nthread),
+                "loop_order": str(getattr(knobs.loop_order, "value", knobs.loop_order)),
             }  # fmt: skip
         else:
             values = {"tile_b": knobs.tile_b, "tile_co": knobs.tile_co,
@@ -164,6 +165,7 @@ class Task:
 
             return self.config_of(cpu_default(self.kind, self.sizes))
         cfg, p = self.config_obj, self._packed()
+        knobs: Any
         if self.kind == "conv2d":
             s = self.sizes
             knobs = conv2d_knobs(
@@ -403,6 +405,7 @@ def _space(task: Task) -> ConfigSpace:
     cfg, p = task.config_obj, task._packed()
     acc_buffers = 2 if task.residual else 1
     uop_budget = cfg.uop_depth * 3 // 4
+    knobs: tuple[Knob, ...]
     if task.kind == "conv2d":
         k, stride = task.sizes["k"], task.sizes["stride"]
         knobs = (
@@ -472,7 +475,8 @@ def _operator(task: Task) -> tuple[list[Any], Any]:
                                        s["k"])  # fmt: skip
         data = te.placeholder(dshape, "int8", name="data")
         kernel = te.placeholder(kshape, "int8", name="kernel")
-        oshape = (dshape[0], kshape[0], p["oh"], p["ow"], cfg.batch, cfg.block_out)
+        oshape: tuple[int, ...] = (dshape[0], kshape[0], p["oh"], p["ow"], cfg.batch,
+                                   cfg.block_out)  # fmt: skip
         res = te.placeholder(oshape, "int8", name="residual") if task.residual else None
         out = conv2d_packed(data, kernel, s["stride"], s["pad"], shift=8, relu=task.relu,
                             residual=res)  # fmt: skip
