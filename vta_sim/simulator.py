@@ -67,14 +67,36 @@ def _params(cfg: HwConfig, *, trace: bool, max_cycles: int, every_cycle: bool) -
     return np.array([values[p] for p in E.PARAMS], np.int64)
 
 
-def _run_engine(*args: np.ndarray) -> int:
-    """Run the event loop in a worker thread, so that Ctrl-C reaches this one.
+#: Runs whose work (micro-ops plus DMA elements plus instructions) is below this take well under
+#: a second: they run in the caller's thread, without a worker thread's start-up cost.
+_SMALL_WORK = 2_000_000
+
+
+def _work(table: np.ndarray) -> float:
+    """An upper bound of a run's work: micro-ops, DMA elements and instructions (a float, so
+    that no product overflows)."""
+    f = table.astype(np.float64)
+    op = table[:, E.C_OPCODE]
+    loops = (op == E.OP_GEMM) | (op == E.OP_ALU)
+    span = np.maximum(f[:, E.C_UOP_END] - f[:, E.C_UOP_BEGIN], 0)
+    uops = (f[:, E.C_ITER_OUT] * f[:, E.C_ITER_IN] * span)[loops].sum()
+    mem = (op == E.OP_LOAD) | (op == E.OP_STORE)
+    rows = f[:, E.C_YP0] + f[:, E.C_Y] + f[:, E.C_YP1]
+    width = f[:, E.C_XP0] + f[:, E.C_X] + f[:, E.C_XP1]
+    return float(uops + (rows * width)[mem].sum() + table.shape[0])
+
+
+def _run_engine(table: np.ndarray, *args: np.ndarray) -> int:
+    """Run the event loop; a long run goes to a worker thread, so that Ctrl-C reaches this one.
 
     The loop runs without the GIL and watches a stop flag; on KeyboardInterrupt the flag is
     raised, the loop stops at its next event, and the interrupt goes on to the caller.
     """
     ctl = np.zeros(1, np.int64)
     fn = E.engine()
+    if _work(table) < _SMALL_WORK:
+        return int(fn(table, *args, ctl))
+    args = (table, *args)
     outcome: dict[str, Any] = {}
 
     def work() -> None:
