@@ -31,7 +31,16 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error: ``vtac <command>: error: <what>``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, so that a message stays on its line.
+
+    >>> printable("file\\rname\\x1b")
+    'file\\\\rname\\\\x1b'
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def one_line(message: str) -> str:
@@ -102,7 +111,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as e:
         if os.environ.get("VTAC_TRACEBACK"):
             raise
-        detail = one_line(str(e)) or type(e).__name__
+        detail = printable(one_line(str(e))) or type(e).__name__
         print(
             f"{name}: internal error: {type(e).__name__}: {detail} (a bug: please report it; "
             "VTAC_TRACEBACK=1 shows where)",
@@ -112,7 +121,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _fail(name: str, message: str) -> int:
-    print(f"{name}: error: {one_line(message)}", file=sys.stderr)
+    print(f"{name}: error: {printable(one_line(message))}", file=sys.stderr)
     return 1
 
 
