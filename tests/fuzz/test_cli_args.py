@@ -120,3 +120,25 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+WORDS = st.sampled_from(
+    ["sim", "disasm", "asm", "generate", "layer", "conv2d", "dense", "--json", "-o", "--check",
+     "--config", "--max-cycles", "--root", "--insns-only", "--plot", "--trace", "--dram-out",
+     "-1", "0", "1", "4", "default", "prog.npz", "prog.vasm", "adir", "out.npz", "--help",
+     "--seed", "--batch", "--k", "--stride"]
+)  # fmt: skip
+
+
+@FUZZ
+@given(args=st.lists(WORDS | st.text(max_size=6), min_size=1, max_size=6))
+def test_vtac_word_soup(workdir, args):
+    if "generate" in args and "--root" not in args:
+        return  # it would write the checkout's generated files
+    here = os.getcwd()
+    os.chdir(workdir)
+    try:
+        out = run_vtac(args)
+    finally:
+        os.chdir(here)
+    assert_clean(out)
