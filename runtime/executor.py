@@ -80,7 +80,9 @@ def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
         for ptr, (shape, dtype) in zip(pointers, specs, strict=True):
             count = int(np.prod(shape, dtype=np.int64))
             buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
-            arrays.append(np.frombuffer(buf, dtype=dtype, count=count).reshape(shape))
+            # A ctypes array exports the buffer protocol; numpy's stubs list only common buffers.
+            view = np.frombuffer(buf, dtype=dtype, count=count)  # type: ignore[call-overload]
+            arrays.append(view.reshape(shape))
         module(*arrays)
 
     return call
@@ -136,15 +138,15 @@ class Executor:
             static: list[int | None] = []
             dynamic: list[tuple[int, str, str]] = []
             for pos, (arg, tensor) in enumerate(zip(kernel.args, kernel.tensors, strict=True)):
-                p = program.placements.get(tensor)
-                if p is None:
+                place = program.placements.get(tensor)
+                if place is None:
                     raise SessionError(f"group {kernel.name}: tensor {tensor} has no placement")
-                self._check_arg(kernel, arg.name, arg.shape, arg.dtype, p)
-                if p.kind in ("input", "output"):
+                self._check_arg(kernel, arg.name, arg.shape, arg.dtype, place)
+                if place.kind in ("input", "output"):
                     static.append(None)
-                    dynamic.append((pos, p.kind, p.key))
+                    dynamic.append((pos, place.kind, place.key))
                 else:
-                    static.append(self._address(p))
+                    static.append(self._address(place))
             self._static.append(static)
             self._dynamic.append(dynamic)
 

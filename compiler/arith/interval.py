@@ -175,9 +175,10 @@ def _eval(e: Expr, dom: Dom, env: Env) -> Interval:
                 None if a.lo is None else op.cast(e.dtype, a.lo),
                 None if a.hi is None else op.cast(e.dtype, a.hi),
             )
-    lo, hi = const_bounds(e, _relaxed_env(dom, env))
+    c_lo, c_hi = const_bounds(e, _relaxed_env(dom, env))
     return Interval(
-        None if lo is None else IntImm(lo, e.dtype), None if hi is None else IntImm(hi, e.dtype)
+        None if c_lo is None else IntImm(c_lo, e.dtype),
+        None if c_hi is None else IntImm(c_hi, e.dtype),
     )
 
 
@@ -187,7 +188,7 @@ def _mul(e: E.Mul, dom: Dom, env: Env) -> Interval:
         if x.lo is not None and x.lo is x.hi:
             lo, _ = const_bounds(x.lo, env)
             if lo is not None and lo >= 0 and y.bounded:
-                return Interval(y.lo * x.lo, y.hi * x.lo)  # type: ignore[operator]
+                return Interval(y.lo * x.lo, y.hi * x.lo)
     lo, hi = const_bounds(e, _relaxed_env(dom, env))
     return Interval(
         None if lo is None else IntImm(lo, e.dtype), None if hi is None else IntImm(hi, e.dtype)

@@ -95,7 +95,7 @@ class Simplifier:
             return op.cast(n.dtype, n.value)
         if isinstance(n, E.Not):
             return op.logical_not(n.a)
-        builder = _BUILDERS.get(type(n))  # type: ignore[arg-type]
+        builder = _BUILDERS.get(type(n))
         if builder is not None and (
             isinstance(n.a, E.IntImm | E.FloatImm) or isinstance(n.b, E.IntImm | E.FloatImm)  # type: ignore[attr-defined]
         ):
@@ -198,8 +198,8 @@ class Simplifier:
         if a == b:
             return a
         # min(min(x, c1), c2) -> min(x, min(c1, c2)) (and the same for max)
-        if type(a) is type(n) and isinstance(b, IntImm) and isinstance(a.b, IntImm):  # type: ignore[union-attr]
-            return self._minmax(type(n)(a.a, self._minmax(type(n)(a.b, b))))  # type: ignore[union-attr]
+        if type(a) is type(n) and isinstance(b, IntImm) and isinstance(a.b, IntImm):
+            return self._minmax(type(n)(a.a, self._minmax(type(n)(a.b, b))))
         if is_linear_dtype(n.dtype):
             a_le_b = self.prove_le(a, b)
             a_ge_b = not a_le_b and self.prove_le(b, a)

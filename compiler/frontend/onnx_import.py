@@ -165,7 +165,7 @@ class _Ctx:
         """Make a node, or its value when every input is a constant (constant folding)."""
         node = Node(op, tuple(inputs), attrs or {}, name)
         if all(isinstance(v, Constant) for v in node.inputs):
-            arrays = [v.value for v in node.inputs]  # type: ignore[union-attr]
+            arrays = [v.value for v in node.inputs if isinstance(v, Constant)]
             return Constant(evaluate_op(op, arrays, node.attrs, node.type), name=name)
         self.nodes.append(node)
         return node
@@ -662,6 +662,10 @@ def _slice(
     return data[tuple(index)]
 
 
+def _where(cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.where(cond, x, y)
+
+
 def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
     from onnx import numpy_helper
 
@@ -677,7 +681,7 @@ CONVERTERS["Expand"] = _np_const(
     lambda a, d, s: np.broadcast_to(d, np.broadcast_shapes(d.shape, tuple(int(x) for x in s)))
 )
 CONVERTERS["Equal"] = _np_const(lambda a, x, y: np.equal(x, y))
-CONVERTERS["Where"] = _np_const(lambda a, c, x, y: np.where(c, x, y))
+CONVERTERS["Where"] = _np_const(lambda a, c, x, y: _where(c, x, y))
 CONVERTERS["Not"] = _np_const(lambda a, x: np.logical_not(x))
 
 
@@ -948,7 +952,7 @@ def load_model(model: str | Path, **kwargs: Any) -> Graph:
     except ImportError:
         zoo_names, load_zoo = (lambda: ()), None  # type: ignore[assignment]
     if str(model) in zoo_names():
-        return from_onnx(load_zoo(str(model)), name=str(model), **kwargs)  # type: ignore[misc]
+        return from_onnx(load_zoo(str(model)), name=str(model), **kwargs)
     raise FrontendError(
         f"{model}: neither a file nor a zoo model (zoo: "
         f"{', '.join(zoo_names()) or 'not available'})"

@@ -101,6 +101,7 @@ class Attrs(Mapping[str, Any]):
     """
 
     __slots__ = ("_items",)
+    _items: tuple[tuple[str, Any], ...]
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         items = tuple(sorted((str(k), _freeze(k, v)) for k, v in (values or {}).items()))
@@ -190,7 +191,7 @@ class Constant:
         return f"Constant({self.name!r}, {self.type})"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Node:
     """One operator application; its output type is inferred (and its inputs checked) here.
 
@@ -205,14 +206,24 @@ class Node:
 
     op: str
     inputs: tuple[Value, ...]
-    attrs: Attrs = field(default_factory=Attrs)
-    name: str = ""
+    attrs: Attrs
+    name: str
     type: TensorType = field(init=False)
 
-    def __post_init__(self) -> None:
+    # Written out (not generated) because the constructor takes any mapping of attributes and
+    # stores the operator's normalized Attrs.
+    def __init__(
+        self,
+        op: str,
+        inputs: Iterable[Value],
+        attrs: Mapping[str, Any] | None = None,
+        name: str = "",
+    ) -> None:
         from compiler.graph.ops import get_op
 
-        inputs = tuple(self.inputs)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "name", name)
+        inputs = tuple(inputs)
         for k, v in enumerate(inputs):
             if not isinstance(v, (Var, Constant, Node)):
                 raise GraphError(
@@ -221,8 +232,8 @@ class Node:
                 )
         object.__setattr__(self, "inputs", inputs)
         opdef = get_op(self.op, self.name)
-        attrs = opdef.normalize_attrs(self.attrs, self.name)
-        object.__setattr__(self, "attrs", attrs)
+        given = attrs if attrs is not None else Attrs()
+        object.__setattr__(self, "attrs", opdef.normalize_attrs(given, self.name))
         object.__setattr__(self, "type", opdef.infer(self))
 
     @property

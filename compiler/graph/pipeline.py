@@ -32,12 +32,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import cast
 
 from compiler.errors import GraphError
 from compiler.graph.ir import Graph
 from compiler.graph.printer import to_text
 from compiler.graph.verify import verify_graph
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
+from compiler.passes.pipeline import PassFn as _LoopPassFn
+
+
+def _graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass:
+    # The runner is IR-agnostic but Pass is annotated for the loop IR (PrimFunc -> PrimFunc);
+    # the cast says what a Pass generic in its IR would.
+    return Pass(name, cast(_LoopPassFn, fn))
 
 
 def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline:
@@ -53,21 +61,21 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline:
     )
 
     passes = [
-        Pass("fold_constants", fold_constants),
-        Pass("fold_batch_norm", fold_batch_norm),
-        Pass("eliminate_dead_nodes", eliminate_dead_nodes),
+        _graph_pass("fold_constants", fold_constants),
+        _graph_pass("fold_batch_norm", fold_batch_norm),
+        _graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
     ]
     if block_c is not None:
         if block_c < 1 or block_n < 1:
             raise GraphError(f"layout blocks must be >= 1, got block_c={block_c} block_n={block_n}")
         passes += [
-            Pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
-            Pass("fold_layout_constants", fold_constants),
+            _graph_pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
+            _graph_pass("fold_layout_constants", fold_constants),
         ]
     passes += [
-        Pass("eliminate_dead_nodes_final", eliminate_dead_nodes),
-        Pass("fuse_ops", fuse_ops),
-        Pass("plan_memory", plan_memory),
+        _graph_pass("eliminate_dead_nodes_final", eliminate_dead_nodes),
+        _graph_pass("fuse_ops", fuse_ops),
+        _graph_pass("plan_memory", plan_memory),
     ]
     return Pipeline(tuple(passes))
 

@@ -166,14 +166,14 @@ def to_dot(graph: Graph) -> str:
                 lines.append("    " + node_decl(n))
             lines.append("  }")
     for n in graph.nodes:
-        for v in n.inputs:
-            if isinstance(v, Constant):
+        for src in n.inputs:
+            if isinstance(src, Constant):
                 continue
-            lines.append(f"  {_dot_id(names(v))} -> {_dot_id(names(n))};")
-    for k, v in enumerate(graph.outputs):
-        if isinstance(v, (Node, Var)):
+            lines.append(f"  {_dot_id(names(src))} -> {_dot_id(names(n))};")
+    for k, out in enumerate(graph.outputs):
+        if isinstance(out, (Node, Var)):
             lines.append(f"  {_dot_id(f'output{k}')} [shape=ellipse];")
-            lines.append(f"  {_dot_id(names(v))} -> {_dot_id(f'output{k}')};")
+            lines.append(f"  {_dot_id(names(out))} -> {_dot_id(f'output{k}')};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from compiler.ir.buffer import Buffer
 from compiler.ir.expr import BufferLoad, Expr, Var
@@ -27,7 +27,7 @@ def map_children(node: N, fn: Callable[[Node], Node]) -> N:
     """Rebuild ``node`` with ``fn`` applied to each direct child; same object if unchanged."""
     cls = type(node)
     names = field_names(cls)
-    values = []
+    values: list[Any] = []
     changed = False
     for name in names:
         value = getattr(node, name)

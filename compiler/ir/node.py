@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
@@ -40,6 +40,9 @@ def _cached_hash(self: Any) -> int:
         return value
 
 
+# Type checkers see through the decorator: a node class gets a typed constructor and frozen
+# fields, exactly as ``dataclasses.dataclass(frozen=True)`` would give it.
+@dataclass_transform(frozen_default=True, eq_default=True, field_specifiers=(dataclasses.field,))
 def node(cls: type[T]) -> type[T]:
     """Class decorator: a frozen dataclass with a cached structural hash.
 
@@ -51,7 +54,7 @@ def node(cls: type[T]) -> type[T]:
         True
     """
     cls = dataclasses.dataclass(frozen=True, eq=True, repr=False)(cls)
-    cls.__hash__ = _cached_hash  # type: ignore[assignment]
+    cls.__hash__ = _cached_hash  # type: ignore[method-assign]
     return cls
 
 

@@ -85,7 +85,8 @@ def _fold_int(fn: Callable[[int, int], int], a: Expr, b: Expr) -> Expr | None:
     return None
 
 
-def _fold_float(fn: Callable[[float, float], float], a: Expr, b: Expr) -> Expr | None:
+def _fold_float(fn: Callable[[Any, Any], Any], a: Expr, b: Expr) -> Expr | None:
+    # ``fn`` runs on Python floats, or on numpy float32 scalars to round as float32 does.
     if isinstance(a, FloatImm) and isinstance(b, FloatImm):
         if a.dtype.bits == 32:
             with np.errstate(all="ignore"):

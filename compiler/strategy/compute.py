@@ -207,7 +207,8 @@ def _batch_norm(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -
     _known("batch_norm", name, attrs, ("epsilon",))
     _arity("batch_norm", name, inputs, 5)
     eps = attrs.get("epsilon", 1e-5)
-    return activation.batch_norm(*inputs, epsilon=float(eps), name=name)
+    x, scale, bias, mean, var = inputs
+    return activation.batch_norm(x, scale, bias, mean, var, epsilon=float(eps), name=name)
 
 
 # Pooling ----------------------------------------------------------------------------------------

@@ -249,7 +249,7 @@ def schedule_group(
         chosen = apply_depthwise_conv2d_nchwc(s, core_t, target_t, parallel)
     elif kind == "conv2d_nchw":
         chosen = apply_conv2d_nchw(s, core_t, target_t, knobs.pop("x_block", None), parallel)
-    elif kind == "dense" and "split_k" in core.attrs:  # type: ignore[attr-defined]
+    elif kind == "dense" and "split_k" in core.attrs:
         chosen = apply_dense_split_k(s, core_t, target_t, knobs.pop("units_block", None), parallel)
     elif kind == "matmul":
         rows, cols = int(knobs.pop("rows", 6)), int(knobs.pop("cols", 32))

@@ -36,7 +36,7 @@ from compiler.ir.dtype import DType
 from compiler.ir.expr import Expr
 from compiler.te import compute, reduce_axis
 from compiler.te import sum as te_sum
-from compiler.te.tensor import Tensor
+from compiler.te.tensor import IterVar, Tensor
 from compiler.topi.pad import pad
 from compiler.topi.utils import accumulate_dtype, conv_out_size, padding4, pair
 
@@ -155,7 +155,9 @@ def conv2d_nchwc(
         "kernel_layout": kernel_layout,
     }
 
-    def wgt(obi: Expr, icbi: Expr, y: Expr, x: Expr, oi: Expr, ii: Expr) -> Expr:
+    Index = Expr | IterVar | int
+
+    def wgt(obi: Index, icbi: Index, y: Index, x: Index, oi: Index, ii: Index) -> Expr:
         if kernel_layout == "OIHWoi":
             return kernel[obi, icbi, y, x, oi, ii]
         return kernel[obi, icbi, y, x, ii, oi]

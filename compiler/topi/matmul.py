@@ -198,7 +198,7 @@ def batch_matmul(
     shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
 
     def squeeze(*i: Expr) -> Expr:
-        idx = list(i[:nb])
+        idx: list[Expr | int] = list(i[:nb])
         rest = list(i[nb:])
         idx.append(rest.pop(0) if a.ndim > 1 else 0)
         idx.append(rest.pop(0) if b.ndim > 1 else 0)

@@ -22,7 +22,7 @@ def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     vals = (value, value) if isinstance(value, int) else tuple(value)
     if len(vals) != 2 or not all(isinstance(v, int) and v > 0 for v in vals):
         raise ShapeError(f"{what} must be a positive int or a pair of them, got {value!r}")
-    return vals  # type: ignore[return-value]
+    return vals
 
 
 def padding4(value: int | Sequence[int], what: str) -> tuple[int, int, int, int]:

@@ -52,7 +52,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
         if node.op != "batch_norm" or not all(isinstance(v, Constant) for v in ins[1:]):
             return None
         x = ins[0]
-        params: tuple[Constant, ...] = ins[1:]  # type: ignore[assignment]
+        params = tuple(v for v in ins[1:] if isinstance(v, Constant))
         scale, shift = _scale_shift(node, params)
         dtype = node.type.dtype
         old_x = node.inputs[0]
@@ -65,8 +65,9 @@ def fold_batch_norm(graph: Graph) -> Graph:
             and len(users.get(id(old_x), [])) == 1
             and id(old_x) not in out_ids
         ):
-            w = x.inputs[1].value.astype(np.float64)  # type: ignore[union-attr]
-            b = x.inputs[2].value.astype(np.float64) if len(x.inputs) == 3 else 0.0  # type: ignore[union-attr]
+            w = x.inputs[1].value.astype(np.float64)
+            bias = x.inputs[2] if len(x.inputs) == 3 else None
+            b = bias.value.astype(np.float64) if isinstance(bias, Constant) else 0.0
             new_w = Constant((w * scale[:, None, None, None]).astype(dtype), name=f"{x.name}.w")
             new_b = Constant((b * scale + shift).astype(dtype), name=f"{x.name}.b")
             return Node("conv2d", (x.inputs[0], new_w, new_b), x.attrs, x.name)

@@ -26,7 +26,7 @@ def fold_constants(graph: Graph) -> Graph:
     def fold(node: Node, ins: tuple[Value, ...]) -> Value | None:
         if not all(isinstance(v, Constant) for v in ins):
             return None
-        arrays = [v.value for v in ins]  # type: ignore[union-attr]
+        arrays = [v.value for v in ins if isinstance(v, Constant)]
         value = evaluate_op(node.op, arrays, node.attrs, node.type)
         return Constant(value, name=node.name, layout=node.type.layout)
 

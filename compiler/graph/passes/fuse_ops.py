@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.graph.ir import Graph, Group, Node, PatternKind
+from compiler.graph.ir import Graph, Group, Node, PatternKind, Value
 from compiler.graph.ops import get_op
 
 _PRIORITY = {
@@ -100,9 +100,9 @@ def fuse_ops(graph: Graph) -> Graph:
             if pattern is PatternKind.REDUCTION:
                 grp.anchor, grp.pattern = node, pattern
         group_of[id(node)] = choice
-        for v in node.inputs:
-            if isinstance(v, Node) and group_of[id(v)] != choice:
-                grp.deps.add(group_of[id(v)])
+        for src in node.inputs:
+            if isinstance(src, Node) and group_of[id(src)] != choice:
+                grp.deps.add(group_of[id(src)])
 
     order = _topological(building)
     new_index = {old: new for new, old in enumerate(order)}
@@ -111,11 +111,11 @@ def fuse_ops(graph: Graph) -> Graph:
     for gi in order:
         grp = building[gi]
         members = {id(n) for n in grp.nodes}
-        inputs: dict[int, object] = {}
+        inputs: dict[int, Value] = {}
         for n in grp.nodes:
-            for v in n.inputs:
-                if id(v) not in members:
-                    inputs.setdefault(id(v), v)
+            for src in n.inputs:
+                if id(src) not in members:
+                    inputs.setdefault(id(src), src)
         outputs = tuple(
             n
             for n in grp.nodes
@@ -129,7 +129,7 @@ def fuse_ops(graph: Graph) -> Graph:
                 grp.anchor,
                 tuple(inputs.values()),
                 outputs,
-            )  # type: ignore[arg-type]
+            )
         )
     return Graph(graph.inputs, nodes, graph.outputs, graph.name, groups=tuple(groups))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from compiler.arith.bounds import const_bounds, tight_upper_bound
 from compiler.errors import CodegenError
@@ -149,7 +150,7 @@ class CpuCodegen:
         self.decls.setdefault(name, decl)
         return name
 
-    def fail(self, msg: str) -> None:
+    def fail(self, msg: str) -> NoReturn:
         raise CodegenError(f"cpu codegen of {self.func.name}: {msg}")
 
     # Module ---------------------------------------------------------------------------------
@@ -190,8 +191,8 @@ class CpuCodegen:
             v = self.vars.get(e)
             if v is None:
                 self.fail(f"variable {e.name} is not defined")
-            if v.ty == "i64":  # type: ignore[union-attr]
-                return v  # type: ignore[return-value]
+            if v.ty == "i64":
+                return v
             return self.op("i64", f"sext {v} to i64")
         if isinstance(e, E.Add | E.Sub | E.Mul) and e.dtype.is_int and e.dtype.bits >= 32:
             a, b = self.index(e.a), self.index(e.b)
@@ -311,9 +312,9 @@ class CpuCodegen:
         if isinstance(e, E.CmpOp):
             a, b = self.expr(e.a), self.expr(e.b)
             if e.a.dtype.is_float:
-                return self.op(ty, f"fcmp {_FLOAT_CMP[type(e)]} {a}, {b.ref}")  # type: ignore[index]
+                return self.op(ty, f"fcmp {_FLOAT_CMP[type(e)]} {a}, {b.ref}")
             table = _INT_CMP if e.a.dtype.is_signed or e.a.dtype.is_bool else _UINT_CMP
-            return self.op(ty, f"icmp {table[type(e)]} {a}, {b.ref}")  # type: ignore[index]
+            return self.op(ty, f"icmp {table[type(e)]} {a}, {b.ref}")
         if isinstance(e, E.And | E.Or):
             a, b = self.expr(e.a), self.expr(e.b)
             return self.op(ty, f"{'and' if isinstance(e, E.And) else 'or'} {a}, {b.ref}")
@@ -349,7 +350,7 @@ class CpuCodegen:
         else:
             if isinstance(e, E.Div):
                 self.fail("integer '/' reached codegen")
-            name = {E.Add: "add", E.Sub: "sub", E.Mul: "mul"}[type(e)]  # type: ignore[index]
+            name = {E.Add: "add", E.Sub: "sub", E.Mul: "mul"}[type(e)]
         return self.op(ty, f"{name} {a}, {b.ref}")
 
     def _cast(self, e: E.Cast) -> Value:

@@ -164,11 +164,11 @@ class _Emitter:
             c = self.expr(e.cond, 1)
             return f"{self.expr(e.then_value, 1)} if {c} else {self.expr(e.else_value, 1)}", 0
         if isinstance(e, E.Call):
-            fn = _MATH.get(e.op.name)
-            if fn is None:
+            math_fn = _MATH.get(e.op.name)
+            if math_fn is None:
                 raise self.fail(f"intrinsic {e.op.name} has no GPU lowering")
             args = ", ".join(self.expr(a) for a in e.args)
-            return f"{fn}({args})", _ATOM
+            return f"{math_fn}({args})", _ATOM
         if isinstance(e, E.Ramp | E.Broadcast):
             raise self.fail("vector expressions are not supported (the GPU target vectorizes none)")
         raise self.fail(f"cannot generate code for {type(e).__name__}")

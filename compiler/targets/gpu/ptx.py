@@ -41,7 +41,9 @@ def simulator_active() -> bool:
     if "numba.cuda" in sys.modules:
         from numba.core import config
 
-        return bool(config.ENABLE_CUDASIM)
+        # numba.core.config sets its settings from the environment at import time; no stub
+        # declares them.
+        return bool(config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
     return _env_sim()
 
 

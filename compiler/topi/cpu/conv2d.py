@@ -172,24 +172,24 @@ def apply_depthwise_conv2d_nchwc(
     if conv.op.tag != "depthwise_conv2d_packed":
         raise ScheduleError(f"apply_depthwise_conv2d_nchwc: {conv.name} is not depthwise packed")
     padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
-    fused = final is not None and final.op is not conv.op
-    if fused and tuple(final.shape) != tuple(conv.shape):  # type: ignore[union-attr]
+    epilogue = final if final is not None and final.op is not conv.op else None
+    if epilogue is not None and tuple(epilogue.shape) != tuple(conv.shape):
         raise ScheduleError(
-            f"apply_depthwise_conv2d_nchwc: epilogue output {final.name}{final.shape} does not "  # type: ignore[union-attr]
-            f"have the shape of {conv.name}{conv.shape}"
+            f"apply_depthwise_conv2d_nchwc: epilogue output {epilogue.name}{epilogue.shape} "
+            f"does not have the shape of {conv.name}{conv.shape}"
         )
-    if fused:
-        n, cb, y, x, bi, ci = s[final].leaf_iter_vars
-        s[final].vectorize(ci)
-        outer = s[final].fuse(n, cb)
+    if epilogue is not None:
+        n, cb, y, x, bi, ci = s[epilogue].leaf_iter_vars
+        s[epilogue].vectorize(ci)
+        outer = s[epilogue].fuse(n, cb)
         if parallel:
-            s[final].parallel(outer)
+            s[epilogue].parallel(outer)
         s[conv].set_scope("local")
-        s[conv].compute_at(s[final], x)
+        s[conv].compute_at(s[epilogue], x)
     cn, ccb, cy, cx, cbi, cci, ry, rx = s[conv].leaf_iter_vars
     s[conv].reorder(cn, ccb, cy, cx, cbi, ry, rx, cci)
     s[conv].vectorize(cci)
-    if not fused:
+    if epilogue is None:
         outer = s[conv].fuse(cn, ccb)
         if parallel:
             s[conv].parallel(outer)

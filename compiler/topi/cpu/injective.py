@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from compiler.schedule import Schedule, create_schedule
-from compiler.te.tensor import Tensor
+from compiler.te.tensor import IterVar, Tensor
 
 
 def schedule_injective(out: Tensor, lanes: int = 16, parallel: bool = True) -> Schedule:
@@ -40,6 +40,7 @@ def apply_injective(
     axes = list(st.leaf_iter_vars)
     inner = axes[-1]
     outer = axes[:-1]
+    fused: IterVar | None
     if len(outer) > 1:
         fused = st.fuse(*outer)
     else:

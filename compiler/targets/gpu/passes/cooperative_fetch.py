@@ -105,7 +105,7 @@ def _fetch(nest: S.For, launch: LaunchConfig) -> S.Stmt | None:
         value: Expr = lin if stride == 1 else lin // stride
         if stride * extent < total:
             value = value % extent
-        mapping[loop.var] = simplify(value + loop.min.value if loop.min.value else value)  # type: ignore[attr-defined]
+        mapping[loop.var] = simplify(value + loop.min.value if loop.min.value else value)
         stride *= extent
     body: S.Stmt = substitute(cur, mapping)
     if total % nthreads:

@@ -213,8 +213,8 @@ def _cross_thread(
     for f in others:
         base = base * _int(f.extent) + f.var
     rows = math.prod(_int(f.extent) for f in others)
-    acc = Buffer(f"{store.buffer.name}.acc", (1,), dtype, LOCAL)
-    red = Buffer(f"{store.buffer.name}.red", (rows * n,), dtype, SHARED)
+    acc = Buffer(f"{store.buffer.name}.acc", (E.const(1),), dtype, LOCAL)
+    red = Buffer(f"{store.buffer.name}.red", (E.const(rows * n),), dtype, SHARED)
     zero = (IntImm(0),)
 
     def swap(x: Node) -> Node | None:

@@ -82,8 +82,8 @@ class _Planner:
                     used |= used_vars(i)
                 exact = used <= self.allowed and self.required <= used
                 out.append(Access(n.buffer, isinstance(n, S.BufferStore), index, exact))
-            for c in n.children():
-                go(c, canon)
+            for child in n.children():
+                go(child, canon)
 
         go(s, canon)
         return out
