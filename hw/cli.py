@@ -59,7 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     d = result.to_dict()
     if args.json:
-        print(json.dumps(d))
+        print(json.dumps(d, allow_nan=False))
     else:
         sim = "n/a" if d["sim_cycles"] is None else d["sim_cycles"]
         ratio = "n/a" if d["cycle_ratio"] is None else f"{d['cycle_ratio']:.4f}"

@@ -262,7 +262,7 @@ class HwConfig:
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys), as stored in program files."""
-        return json.dumps(self.to_dict(), sort_keys=True)
+        return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, name: str | None = None) -> HwConfig:

@@ -277,7 +277,7 @@ def _compile_and_run(args: argparse.Namespace, cfg: Any, batch: int, program_out
         return 0
     run = run_built(built)
     if args.json:
-        print(json.dumps(run.to_json()))
+        print(json.dumps(run.to_json(), allow_nan=False))
     else:
         print(f"{what} on {cfg.name} with {built.knobs.describe()}")
         print(run.result.summary())
@@ -412,7 +412,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.json:
         for r in rows:
             print(json.dumps({"two_threads": r.two.to_json(), "one_thread": r.one.to_json(),
-                              "speedup": r.speedup}))  # fmt: skip
+                              "speedup": r.speedup}, allow_nan=False))  # fmt: skip
     else:
         print(format_table(rows, cfg))
         print(format_targets(rows))
