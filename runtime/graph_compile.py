@@ -123,7 +123,13 @@ def build_group(group: Any, symbol: str, target: Any) -> Any:
 
             sched = schedule_gpu(outs, anchor)
         else:
-            sched = schedule(outs, anchor, target="cpu")
+            from compiler.tune.records import current_best
+
+            # Tuned knobs where an apply_best(log) context holds a record for this group's
+            # task (it notes the groups that fall back to the strategy's own choice).
+            best = current_best()
+            knobs = best.group_knobs(group.anchor) if best and group.anchor is not None else {}
+            sched = schedule(outs, anchor, target="cpu", **knobs)
         return build(sched, params + outs, target, name=symbol)
     except CompilerError as e:
         raise type(e)(f"group {_group_name(group)}: {e}") from None

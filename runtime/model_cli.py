@@ -84,6 +84,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="threads of the CPU kernels (default: VTAC_NUM_THREADS or every CPU)",
     )  # fmt: skip
     p.add_argument(
+        "--tuning-log", metavar="LOG.jsonl", default=None,
+        help="compile with the best records of a `vtac tune` log (cpu; tasks without records "
+        "keep the default schedule, and are listed)",
+    )  # fmt: skip
+    p.add_argument(
         "--progress", action="store_true",
         help="show a progress bar while compiling (default: when stderr is a terminal)",
     )  # fmt: skip
@@ -92,14 +97,19 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _session(args: argparse.Namespace) -> Any:
     from runtime.session import InferenceSession
 
-    return InferenceSession(
+    sess = InferenceSession(
         args.model,
         args.target,
         image_size=args.image_size,
         batch=args.batch,
         num_threads=args.threads,
         progress=True if args.progress else None,
+        tuning_log=args.tuning_log,
     )
+    if sess.tuning is not None:
+        for line in sess.tuning.report().splitlines():
+            print(f"vtac {args.command}: {line}", file=sys.stderr)
+    return sess
 
 
 def _mib(n: int) -> str:

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -177,6 +178,7 @@ class InferenceSession:
         batch: int | None = None,
         num_threads: int | None = None,
         progress: bool | None = None,
+        tuning_log: str | os.PathLike | None = None,
     ) -> None:
         if target not in TARGETS:
             raise SessionError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
@@ -198,20 +200,29 @@ class InferenceSession:
                     f"the artifact's kernels were compiled for {program.num_threads} thread(s), "
                     f"not {num_threads}: compile the model again with that many"
                 )
+            if tuning_log is not None:
+                raise SessionError(
+                    "a tuning log applies when a model is compiled, not to a compiled artifact"
+                )
             self.graph = None
         else:
             from runtime.graph_compile import BLOCK_C, compile_graph, optimize
 
+            best = _apply_best(tuning_log, target)
+
             proto = load_onnx(model, image_size=image_size, batch=batch)
             self.graph = optimize(proto, block_c=BLOCK_C[target])
-            program = compile_graph(
-                self.graph,
-                target=target,
-                num_threads=num_threads,
-                progress=progress,
-                name=_model_name(model, proto),
-                output_names=tuple(o.name for o in proto.graph.output),
-            )
+            with best if best is not None else contextlib.nullcontext():
+                program = compile_graph(
+                    self.graph,
+                    target=target,
+                    num_threads=num_threads,
+                    progress=progress,
+                    name=_model_name(model, proto),
+                    output_names=tuple(o.name for o in proto.graph.output),
+                )
+        #: the tuning records applied (``report()`` says which tasks fell back), or None
+        self.tuning = best if not _is_artifact_source(model) else None
         self.program: Program = program
         self._executor = Executor(program)
         self.compile_seconds = time.perf_counter() - t0
@@ -260,6 +271,19 @@ class InferenceSession:
                 "are compiled for the device in the session that runs them)"
             )
         save_artifact(self.program, path)
+
+
+def _apply_best(log: str | os.PathLike | None, target: str) -> Any:
+    """The best records of a tuning log for compilation (``compiler.tune``), or None."""
+    if log is None:
+        return None
+    if target != "cpu":
+        raise SessionError(f"tuning logs apply to the cpu target's groups, not to {target!r}")
+    if not os.path.isfile(log):
+        raise SessionError(f"tuning log {os.fspath(log)}: no such file")
+    from compiler.tune.records import apply_best
+
+    return apply_best(os.fspath(log))
 
 
 def _model_name(model: ModelSource, proto: Any) -> str:

@@ -41,7 +41,9 @@ def cpu_space(kind: str, s: Mapping[str, int]) -> ConfigSpace:
         ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
         ocb = s["out_c"] // channel_block(s["out_c"])
         return ConfigSpace(
-            (Knob("ow_block", _divisors(ow, 16)), Knob("oc_blocks", _divisors(ocb, 4)))
+            # up to 28 columns: the strategy's own default (topi.cpu.conv2d's default_ow_block)
+            # must be a point of the space
+            (Knob("ow_block", _divisors(ow, 28)), Knob("oc_blocks", _divisors(ocb, 4)))
         )
     if kind == "dense":
         return ConfigSpace((Knob("units_block", _divisors(s["out_features"], 64)),))

@@ -158,7 +158,8 @@ class ApplyBest:
         if task is None:
             return {}
         if task.key not in self.best:
-            self.config(task)  # noted as a fallback
+            if task.label() not in self.fell_back:
+                self.fell_back.append(task.label())
             return {}
         knobs = dict(self.knobs(task))
         knobs.pop("parallel", None)

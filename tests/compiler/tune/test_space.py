@@ -104,7 +104,9 @@ def test_cpu_spaces_hold_the_strategy_defaults():
 
     for t in (cpu_task("matmul", m=64, k=64, n=64),
               cpu_task("dense", in_features=256, out_features=128),
-              cpu_task("conv2d", h=14, w=14, in_c=64, out_c=64, k=3, pad=1)):  # fmt: skip
+              cpu_task("conv2d", h=14, w=14, in_c=64, out_c=64, k=3, pad=1),
+              # one output-channel block: the default tile is the whole 28-column row
+              cpu_task("conv2d", h=28, w=28, in_c=1, out_c=16, k=3, pad=1)):  # fmt: skip
         d = t.default_config()
         assert t.knobs(d)["parallel"] is False
         assert type(t).from_json(t.to_json()) == t
