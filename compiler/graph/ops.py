@@ -310,22 +310,20 @@ def _infer_conv2d(node: Node) -> TensorType:
             f"{_where(node)}: data layout {a['data_layout']} and kernel layout "
             f"{a['kernel_layout']} must both be plain or both packed"
         )
-    if packed is not None:
+    if packed is not None and kpacked is not None:  # both or neither, checked just above
         if groups != 1:
             raise GraphError(f"{_where(node)}: packed conv2d supports groups=1 only")
-        if packed[1] != kpacked[0]:  # type: ignore[index]
+        if packed[1] != kpacked[0]:
             raise _shape_err(
                 node,
                 1,
-                f"kernel input block {kpacked[0]} differs from the data "  # type: ignore[index]
-                f"channel block {packed[1]}",
+                f"kernel input block {kpacked[0]} differs from the data channel block {packed[1]}",
             )
-        if o % packed[1] != 0 or kpacked[1] != packed[1]:  # type: ignore[index]
+        if o % packed[1] != 0 or kpacked[1] != packed[1]:
             raise _shape_err(
                 node,
                 1,
-                f"kernel output block {kpacked[1]} must equal the data "  # type: ignore[index]
-                f"channel block {packed[1]}",
+                f"kernel output block {kpacked[1]} must equal the data channel block {packed[1]}",
             )
         if len(node.inputs) == 3:
             raise GraphError(f"{_where(node)}: packed conv2d takes no bias (add it separately)")

@@ -42,7 +42,14 @@ from compiler.passes.pipeline import Pass, PassOptions, Pipeline
 from compiler.passes.pipeline import PassFn as _LoopPassFn
 
 
-def _graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass:
+def graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass:
+    """A named graph pass (``Graph -> Graph``) for a pipeline the runner runs on graphs.
+
+    Example:
+        >>> from compiler.graph.passes import fuse_ops
+        >>> graph_pass("fuse_ops", fuse_ops).name
+        'fuse_ops'
+    """
     # The runner is IR-agnostic but Pass is annotated for the loop IR (PrimFunc -> PrimFunc);
     # the cast says what a Pass generic in its IR would.
     return Pass(name, cast(_LoopPassFn, fn))
@@ -61,21 +68,21 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline:
     )
 
     passes = [
-        _graph_pass("fold_constants", fold_constants),
-        _graph_pass("fold_batch_norm", fold_batch_norm),
-        _graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
+        graph_pass("fold_constants", fold_constants),
+        graph_pass("fold_batch_norm", fold_batch_norm),
+        graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
     ]
     if block_c is not None:
         if block_c < 1 or block_n < 1:
             raise GraphError(f"layout blocks must be >= 1, got block_c={block_c} block_n={block_n}")
         passes += [
-            _graph_pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
-            _graph_pass("fold_layout_constants", fold_constants),
+            graph_pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
+            graph_pass("fold_layout_constants", fold_constants),
         ]
     passes += [
-        _graph_pass("eliminate_dead_nodes_final", eliminate_dead_nodes),
-        _graph_pass("fuse_ops", fuse_ops),
-        _graph_pass("plan_memory", plan_memory),
+        graph_pass("eliminate_dead_nodes_final", eliminate_dead_nodes),
+        graph_pass("fuse_ops", fuse_ops),
+        graph_pass("plan_memory", plan_memory),
     ]
     return Pipeline(tuple(passes))
 
@@ -117,4 +124,4 @@ def run_pipeline(
 
 PassFn = Callable[[Graph], Graph]
 
-__all__ = ["PassFn", "graph_pipeline", "run_pipeline"]
+__all__ = ["PassFn", "graph_pass", "graph_pipeline", "run_pipeline"]

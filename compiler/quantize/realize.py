@@ -51,8 +51,8 @@ import numpy as np
 
 import compiler.quantize.ops  # noqa: F401  (registers the int8 operators)
 from compiler.graph.ir import Constant, Graph, Node, Value
-from compiler.graph.pipeline import graph_pipeline, run_pipeline
-from compiler.passes.pipeline import Pass, Pipeline
+from compiler.graph.pipeline import graph_pass, graph_pipeline, run_pipeline
+from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
 from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
 
@@ -113,7 +113,7 @@ def quantize_pipeline(
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]
     step = partial(_calibrate_and_realize, feeds=feeds, calibrator=calibrator, requant=requant)
-    return Pipeline((*first, Pass("quantize", step)))  # type: ignore[arg-type]
+    return Pipeline((*first, graph_pass("quantize", step)))
 
 
 def _calibrate_and_realize(graph: Graph, *, feeds: Any, calibrator: Any, requant: str) -> Graph:
