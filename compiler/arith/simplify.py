@@ -96,10 +96,12 @@ class Simplifier:
         if isinstance(n, E.Not):
             return op.logical_not(n.a)
         builder = _BUILDERS.get(type(n))
-        if builder is not None and (
-            isinstance(n.a, E.IntImm | E.FloatImm) or isinstance(n.b, E.IntImm | E.FloatImm)  # type: ignore[attr-defined]
+        if (
+            builder is not None
+            and isinstance(n, E.TWO_OPERANDS)
+            and (isinstance(n.a, E.IntImm | E.FloatImm) or isinstance(n.b, E.IntImm | E.FloatImm))
         ):
-            return builder(n.a, n.b)  # type: ignore[attr-defined]
+            return builder(n.a, n.b)
         return None
 
     # Affine normal form ---------------------------------------------------------------------

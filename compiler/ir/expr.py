@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -410,6 +410,10 @@ class Not(Expr):
         return self.a.dtype
 
 
+#: The expression classes with two operands ``a`` and ``b``, for ``isinstance``.
+TWO_OPERANDS = (BinaryOp, CmpOp, And, Or)
+
+
 # Other expressions ---------------------------------------------------------------------------
 
 
@@ -515,7 +519,7 @@ class BufferLoad(Expr):
         return self.buffer.dtype.with_lanes(lanes)
 
 
-def is_const_int(expr: object, value: int | None = None) -> bool:
+def is_const_int(expr: object, value: int | None = None) -> TypeGuard[IntImm]:
     """True if ``expr`` is an integer constant (equal to ``value`` when given).
 
     Example:

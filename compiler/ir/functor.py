@@ -139,9 +139,9 @@ def _refold(n: Node, op: object) -> Node | None:
         E.Or: "logical_or",
     }
     name = builders.get(type(n))  # type: ignore[arg-type]
-    if name is None:
+    if name is None or not isinstance(n, E.TWO_OPERANDS):
         return None
-    a, b = n.a, n.b  # type: ignore[attr-defined]
+    a, b = n.a, n.b
     if isinstance(a, E.IntImm | E.FloatImm) or isinstance(b, E.IntImm | E.FloatImm):
         return getattr(op, name)(a, b)
     return None

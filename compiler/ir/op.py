@@ -240,7 +240,7 @@ def shift_left(a: ExprLike, b: ExprLike) -> Expr:
     a, b = _match(a, b, "shift_left")
     if not a.dtype.is_int:
         raise DTypeError(f"'<<' needs integer operands, got {a.dtype}")
-    folded = _fold_int(operator.lshift, a, b) if E.is_const_int(b) and b.value >= 0 else None  # type: ignore[attr-defined]
+    folded = _fold_int(operator.lshift, a, b) if E.is_const_int(b) and b.value >= 0 else None
     if folded is not None:
         return folded
     return a if E.is_const_int(b, 0) else E.ShiftLeft(a, b)
@@ -251,7 +251,7 @@ def shift_right(a: ExprLike, b: ExprLike) -> Expr:
     a, b = _match(a, b, "shift_right")
     if not a.dtype.is_int:
         raise DTypeError(f"'>>' needs integer operands, got {a.dtype}")
-    folded = _fold_int(operator.rshift, a, b) if E.is_const_int(b) and b.value >= 0 else None  # type: ignore[attr-defined]
+    folded = _fold_int(operator.rshift, a, b) if E.is_const_int(b) and b.value >= 0 else None
     if folded is not None:
         return folded
     return a if E.is_const_int(b, 0) else E.ShiftRight(a, b)

@@ -94,7 +94,7 @@ class Printer:
         if not isinstance(e, E.Expr):
             return repr(e), _ATOM
         cls = type(e)
-        if cls in _SYMBOL and isinstance(e, E.BinaryOp | E.CmpOp | E.And | E.Or):
+        if cls in _SYMBOL and isinstance(e, E.TWO_OPERANDS):
             prec = _PREC[cls]
             left = self._paren(e.a, prec, False)
             right = self._paren(e.b, prec, True)

@@ -143,13 +143,13 @@ class _Emitter:
                 raise self.fail("predicated loads are not supported")
             return f"{self.name(e.buffer)}[{self.index(e.indices)}]", _ATOM
         sym = _BINARY.get(type(e))  # type: ignore[arg-type]
-        if sym is not None:
+        if sym is not None and isinstance(e, E.TWO_OPERANDS):
             op, prec = sym
             if isinstance(e, E.Div) and not e.dtype.is_float:
                 raise self.fail("integer '/' has no GPU lowering (use '//')")
             # comparisons do not chain: both operands of one get parentheses when needed
-            a = self.expr(e.a, prec + 1 if prec == 4 else prec)  # type: ignore[attr-defined]
-            b = self.expr(e.b, prec + 1)  # type: ignore[attr-defined]
+            a = self.expr(e.a, prec + 1 if prec == 4 else prec)
+            b = self.expr(e.b, prec + 1)
             return f"{a} {op} {b}" if op not in ("*", "/") else f"{a}{op}{b}", prec
         if isinstance(e, E.Min | E.Max):
             fn = "min" if isinstance(e, E.Min) else "max"
