@@ -255,7 +255,8 @@ def _layer(args: argparse.Namespace) -> int:
 
 
 def _compile_and_run(args: argparse.Namespace, cfg: Any, batch: int, program_out: Any) -> int:
-    from compiler.topi.vta import Conv2dLayer, build_conv2d, build_dense
+    from compiler.topi.vta import Conv2dLayer
+    from compiler.topi.vta.testing import build_conv2d, build_dense
 
     common = dict(nthreads=args.vthreads, relu=args.relu, residual=args.residual,
                   shift=args.shift, seed=args.seed)  # fmt: skip
@@ -313,7 +314,8 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
     """Run the benchmark, printing one progress line per layer (to ``out``, default stdout)."""
     import isa
     from compiler.errors import CompilerError
-    from compiler.topi.vta import RESNET18_LAYERS, build_conv2d
+    from compiler.topi.vta import RESNET18_LAYERS
+    from compiler.topi.vta.testing import build_conv2d
 
     out = sys.stdout if out is None else out
     batch = isa.load_config(config).batch  # a batch-4 core runs 4 images at a time
@@ -422,7 +424,8 @@ def _bench(args: argparse.Namespace) -> int:
 # ---- the demo ------------------------------------------------------------------------------------
 def c9_cross_check(out: Any = None) -> bool:
     """C9 under vta-1x16x16 with VTA's tutorial schedule against VTA's published counters."""
-    from compiler.topi.vta import C9_VTA_TUTORIAL_COUNTS, RESNET18, Conv2dKnobs, build_conv2d
+    from compiler.topi.vta import C9_VTA_TUTORIAL_COUNTS, RESNET18, Conv2dKnobs
+    from compiler.topi.vta.testing import build_conv2d
 
     out = sys.stdout if out is None else out
     knobs = Conv2dKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=8, oc_nthread=2,

@@ -215,8 +215,9 @@ class Task:
 
     # ---- building ------------------------------------------------------------------------------
     def build(self, config: Config | int, *, seed: int = 0) -> Any:
-        """Compile the point with seeded data: a :class:`~compiler.topi.vta.BuiltLayer`."""
-        from compiler.topi.vta import Conv2dLayer, build_conv2d, build_dense
+        """Compile the point with seeded data: a :class:`~compiler.topi.vta.testing.BuiltLayer`."""
+        from compiler.topi.vta import Conv2dLayer
+        from compiler.topi.vta.testing import build_conv2d, build_dense
 
         knobs = self.knobs(config)
         if self.target == "cpu":

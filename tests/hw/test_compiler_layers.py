@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import compiler.topi.vta.layer as layer_api
+import compiler.topi.vta.testing as layer_api
 import compiler.topi.vta.workloads as workloads
 import isa
 from hw.coverify import coverify

@@ -2,9 +2,10 @@
 
 Example:
     >>> import isa
-    >>> lay = DramLayout(isa.load_config("default"), insn_space=4096)
-    >>> off = lay.put(np.arange(8, dtype=np.int8)); lay.elem(off, isa.MemType.INP)
-    1024
+    >>> lay = DramLayout(isa.load_config("default"))
+    >>> _ = lay.put(np.zeros(100, np.int8)); off = lay.put(np.arange(8, dtype=np.int8))
+    >>> off, lay.elem(off, isa.MemType.INP)
+    (128, 32)
 """
 
 from __future__ import annotations
@@ -14,28 +15,23 @@ import numpy as np
 import isa
 import vta_sim
 from isa import HwConfig, MemType, Program
+from isa.dram import DramBuilder
 from vta_sim import SimResult
 
 PRESETS = ("default", "vta-1x16x16", "4x4x4")
-#: DRAM blobs are placed at multiples of this, so any memory type can address them by element.
-ALIGN = 4096
 
 
 class DramLayout:
-    """Places data blobs in DRAM after the instructions, each aligned to :data:`ALIGN` bytes."""
+    """Places data blobs in DRAM by :class:`isa.dram.DramBuilder`'s rule (each at the config's
+    alignment, so any memory type can address them by element), then the instructions."""
 
-    def __init__(self, cfg: HwConfig, insn_space: int = 1 << 16):
+    def __init__(self, cfg: HwConfig):
         self.cfg = cfg
-        self.data: dict[int, np.ndarray] = {}
-        self.top = insn_space
+        self.dram = DramBuilder(cfg)
 
     def put(self, arr: np.ndarray) -> int:
         """Place ``arr``'s bytes; return the byte offset."""
-        off = self.top
-        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        self.data[off] = raw
-        self.top = off + -(-max(raw.size, 1) // ALIGN) * ALIGN
-        return off
+        return self.dram.blob(f"blob{len(self.dram.regions)}", arr)
 
     def space(self, nbytes: int) -> int:
         """Reserve ``nbytes`` zero bytes (e.g. for outputs); return the byte offset."""
@@ -43,13 +39,10 @@ class DramLayout:
 
     def elem(self, offset: int, mt: MemType) -> int:
         """The DRAM element index of byte ``offset`` for memory type ``mt``."""
-        eb = self.cfg.mem_elem_bytes(mt)
-        assert offset % eb == 0
-        return offset // eb
+        return self.dram.elem_of(offset, mt)
 
     def build(self, insns: list[isa.Insn], symbols: tuple = ()) -> Program:
-        assert len(insns) * 16 <= min(self.data, default=self.top)
-        return Program.build(self.cfg, insns, data=self.data, dram_bytes=self.top, symbols=symbols)
+        return self.dram.program(insns, symbols)
 
 
 def uop_words(cfg: HwConfig, uops: list[tuple[int, int, int]]) -> np.ndarray:

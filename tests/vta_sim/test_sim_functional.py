@@ -33,7 +33,7 @@ def _matmul_program(cfg: isa.HwConfig, a: np.ndarray, b: np.ndarray):
     uops = gemm_uops + reset_uops + [(0, 0, 0)]
     g0, r0, a0 = 0, len(gemm_uops), len(gemm_uops) + len(reset_uops)
     tiles = mt * nt
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     inp_off, wgt_off = lay.put(inp), lay.put(wgt)
     uop_off = lay.put(uop_words(cfg, uops))
     out_offs = [lay.space(tiles * cfg.out_elem_bytes) for _ in range(4)]
@@ -158,7 +158,7 @@ def np_alu(op: AluOp, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _alu_program(cfg: isa.HwConfig, x: np.ndarray, y: np.ndarray, alu: Alu):
     """LOAD ACC x into [0, T) and y into [T, 2T); run ``alu`` over T entries; STORE out."""
     tiles = x.shape[0]
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     acc_off = lay.put(np.concatenate([x, y]).astype(np.int32))
     uop_off = lay.put(uop_words(cfg, [(0, tiles, 0)]))
     out_off = lay.space(tiles * cfg.out_elem_bytes)
@@ -268,7 +268,7 @@ def test_mul_wraps_to_low_32_bits():
 def test_gemm_reset_zeroes_acc_and_out(preset):
     cfg = isa.load_config(preset)
     lanes = cfg.batch * cfg.block_out
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     acc_off = lay.put(RNG.integers(-1000, 1000, (6, lanes)).astype(np.int32))
     uop_off = lay.put(uop_words(cfg, [(1, 0, 0), (3, 0, 0)]))
     out_off = lay.space(6 * cfg.out_elem_bytes)
@@ -322,7 +322,7 @@ GEOM = dict(dram=3, y_size=3, x_size=2, x_stride=5, y_pad_0=1, y_pad_1=2, x_pad_
 def test_padded_2d_load(preset, mt):
     cfg = isa.load_config(preset)
     buf = {MemType.INP: "inp", MemType.WGT: "wgt", MemType.ACC: "acc"}[mt]
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     shape = {
         "inp": (cfg.batch, cfg.block_in),
         "wgt": (cfg.block_out, cfg.block_in),
@@ -367,7 +367,7 @@ def test_acc8_load_sign_extends_negative_values(preset):
     lanes = cfg.batch * cfg.block_out
     elems = np.arange(-128, 128, dtype=np.int64)[: 20 * lanes].astype(np.int8)
     elems = np.resize(elems, (20, cfg.batch, cfg.block_out))
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     off = lay.put(elems)
     g = GEOM
     insns = [
@@ -400,7 +400,7 @@ def test_uop_load_2d_decodes_micro_ops(preset):
         (i % cfg.acc_depth, (3 * i) % cfg.inp_depth, (5 * i) % cfg.wgt_depth) for i in range(1, 13)
     ]
     words = uop_words(cfg, uops)
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     off = lay.put(words)
     insns = [
         Load(
@@ -429,7 +429,7 @@ def test_strided_store(preset):
     cfg = isa.load_config(preset)
     lanes = cfg.batch * cfg.block_out
     vals = RNG.integers(-(2**31), 2**31, (12, lanes), dtype=np.int64).astype(np.int32)
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     acc_off = lay.put(vals)
     uop_off = lay.put(uop_words(cfg, [(0, 0, 0)]))
     out_off = lay.put(np.full(20 * cfg.out_elem_bytes, 0x5A, np.uint8))
@@ -470,7 +470,7 @@ def test_strided_store(preset):
 
 def test_read_symbol_from_the_final_dram():
     cfg = isa.load_config("default")
-    lay = DramLayout(cfg, insn_space=4096)
+    lay = DramLayout(cfg)
     vals = np.arange(-8, 8, dtype=np.int32).reshape(4, 1, 4) * 1000
     acc_off = lay.put(vals)
     uop_off = lay.put(uop_words(cfg, [(0, 0, 0)]))

@@ -1,8 +1,9 @@
-"""DRAM layout of an accelerator program: tensors first, then micro-ops, then instructions.
+"""DRAM layout of a compiled accelerator program: :class:`isa.dram.DramBuilder`'s rule (tensors,
+then micro-ops, then instructions, each at the config's alignment) with the compiler's errors.
 
 Tensors are placed before code so that every DMA knows its DRAM address while the stream is
-being built; the micro-op area starts right after them and the instructions follow the
-micro-ops once their count is known.
+being built; the micro-op area starts right after them (:meth:`DramLayout.uop_dram_base` seals
+the tensor area) and the instructions follow the micro-ops once their count is known.
 
 Example:
     >>> import numpy as np, isa
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import HwConfig, MemType, Program, Symbol
-from isa.encoding import encode_stream
+from isa import HwConfig, MemType, Program, ProgramError, Symbol
+from isa.dram import DramBuilder
 
 from .errors import VTATargetError
 from .stream import Stream
@@ -32,12 +33,12 @@ class DramLayout:
 
     def __init__(self, cfg: HwConfig):
         self.cfg = cfg
-        # every element size divides this, so any tensor can be addressed as any memory type
-        self.align = max(64, cfg.wgt_elem_bytes, cfg.inp_elem_bytes, cfg.acc_elem_bytes)
-        self.symbols: dict[str, Symbol] = {}
-        self.data: dict[str, np.ndarray] = {}
-        self.end = 0
-        self._sealed = False
+        self._dram = DramBuilder(cfg)
+        self.align = self._dram.align
+
+    @property
+    def symbols(self) -> dict[str, Symbol]:
+        return self._dram.symbols
 
     def alloc(
         self,
@@ -50,49 +51,28 @@ class DramLayout:
         data: np.ndarray | None = None,
     ) -> Symbol:
         """Reserve space for tensor ``name`` (and its initial ``data``, if given)."""
-        if self._sealed:
-            raise VTATargetError(f"tensor {name!r}: the DRAM layout is sealed once code begins")
-        if name in self.symbols:
-            raise VTATargetError(f"tensor {name!r} is allocated twice")
-        offset = -(-self.end // self.align) * self.align
-        sym = Symbol(name, offset, str(np.dtype(dtype)), tuple(int(s) for s in shape), layout, role)
-        if data is not None:
-            arr = np.asarray(data)
-            if arr.shape != sym.shape:
-                raise VTATargetError(
-                    f"tensor {name!r}: data of shape {arr.shape} for declared {sym.shape}"
-                )
-            self.data[name] = np.ascontiguousarray(arr.astype(sym.dtype))
-        self.symbols[name] = sym
-        self.end = offset + sym.nbytes
-        return sym
+        try:
+            return self._dram.tensor(name, shape, dtype, layout=layout, role=role, data=data)
+        except ProgramError as e:
+            raise VTATargetError(str(e)) from None
 
     def elem_base(self, name: str, memory_type: MemType) -> int:
         """DRAM address of tensor ``name`` in elements of ``memory_type`` (a dram_base field)."""
-        sym = self.symbols[name]
-        elem = self.cfg.mem_elem_bytes(memory_type)
-        if sym.offset % elem:
-            raise VTATargetError(
-                f"tensor {name!r} at byte {sym.offset} is not aligned to {memory_type.name} "
-                f"elements of {elem} bytes"
-            )
-        return sym.offset // elem
+        try:
+            return self._dram.elem_base(name, memory_type)
+        except ProgramError as e:
+            raise VTATargetError(str(e)) from None
 
     def uop_dram_base(self) -> int:
         """Where the micro-op area starts, in 4-byte micro-op elements; seals the tensors."""
-        self._sealed = True
-        return -(-self.end // self.align) * self.align // 4
+        return self._dram.seal() // 4
 
     def finalize(self, stream: Stream) -> Program:
         """The program file contents: tensors, micro-ops, then the instructions."""
-        uop_lo = stream.uop_dram_base * 4
-        uop_hi = uop_lo + stream.uop_words.size * 4
-        insn_base = -(-uop_hi // 64) * 64
-        code = encode_stream(stream.insns, self.cfg)
-        dram = np.zeros(insn_base + code.size, np.uint8)
-        for name, arr in self.data.items():
-            s = self.symbols[name]
-            dram[s.offset : s.offset + s.nbytes] = arr.reshape(-1).view(np.uint8)
-        dram[uop_lo:uop_hi] = stream.uop_words.view(np.uint8)
-        dram[insn_base:] = code
-        return Program(self.cfg, dram, insn_base, len(stream.insns), dict(self.symbols))
+        at = self._dram.uops(stream.uop_words)
+        if at != stream.uop_dram_base * 4:
+            raise VTATargetError(
+                f"the stream's micro-ops were addressed at byte {stream.uop_dram_base * 4}, "
+                f"but the DRAM layout places them at byte {at}"
+            )
+        return self._dram.program(stream.insns)

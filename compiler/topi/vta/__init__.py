@@ -1,12 +1,13 @@
 """Operators on the accelerator: int8 conv2d and dense in the packed layouts with the requantize
 epilogue (shift, optional residual add, clip with optional relu), their schedule templates with
-knobs, the tile heuristic, numpy references and whole-layer builders.
+knobs, the tile heuristic, numpy references and whole-layer compilation. Seeded test data,
+packing and binding it to a program are in :mod:`compiler.topi.vta.testing`.
 
 Example:
     >>> import isa
-    >>> from compiler.topi.vta import Conv2dLayer, build_conv2d
-    >>> built = build_conv2d(Conv2dLayer("t", 4, 4, 4, 4, 1), isa.load_config("default"))
-    >>> built.knobs.nthreads
+    >>> from compiler.topi.vta import Conv2dLayer, compile_conv2d
+    >>> compiled = compile_conv2d(Conv2dLayer("t", 4, 4, 4, 4, 1), isa.load_config("default"))
+    >>> compiled.knobs.nthreads
     2
 """
 
@@ -14,7 +15,7 @@ from .conv2d import Conv2dKnobs, conv2d_packed, schedule_conv2d_packed
 from .dense import DenseKnobs, dense_packed, schedule_dense_packed
 from .epilogue import requantize_epilogue
 from .heuristic import conv2d_knobs, dense_knobs, estimate_conv2d
-from .layer import BuiltLayer, Conv2dLayer, build_conv2d, build_dense
+from .layer import CompiledLayer, Conv2dLayer, DenseLayer, compile_conv2d, compile_dense
 from .reference import conv2d_reference, dense_reference
 from .workloads import C9_VTA_TUTORIAL_COUNTS, RESNET18, RESNET18_LAYERS
 
@@ -22,12 +23,13 @@ __all__ = [
     "C9_VTA_TUTORIAL_COUNTS",
     "RESNET18",
     "RESNET18_LAYERS",
-    "BuiltLayer",
+    "CompiledLayer",
     "Conv2dKnobs",
     "Conv2dLayer",
     "DenseKnobs",
-    "build_conv2d",
-    "build_dense",
+    "DenseLayer",
+    "compile_conv2d",
+    "compile_dense",
     "conv2d_knobs",
     "conv2d_packed",
     "conv2d_reference",

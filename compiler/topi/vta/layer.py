@@ -1,34 +1,38 @@
-"""Whole layers for the accelerator: shapes, seeded data, compilation and the expected result.
+"""Whole layers for the accelerator: shapes and compilation, apart from any data.
 
-:func:`build_conv2d` compiles one conv2d layer (NCHW shapes; channels and batch padded up to
-the block sizes) with a schedule (the heuristic's knobs unless given), writes seeded random
-int8 inputs and weights into the program, and computes the numpy reference. Running the program
-is the caller's business (the compiler does not import the simulator).
+:func:`compile_conv2d` compiles one conv2d layer (NCHW shapes; channels and batch padded up to
+the block sizes) with a schedule (the heuristic's knobs unless given) into a
+:class:`CompiledLayer`: the program with its tensors declared (inputs, weights, output) and
+zero, the knobs and the layer. :func:`compile_dense` does the same for a dense layer. Seeded
+test data, packing, binding data to a program and the numpy reference are in
+:mod:`compiler.topi.vta.testing`; running the program is the caller's business (the compiler
+does not import the simulator).
 
 Example:
     >>> import isa
     >>> layer = Conv2dLayer("tiny", 6, 6, 4, 8, 3, 1, 1)
-    >>> built = build_conv2d(layer, isa.load_config("default"), nthreads=2)
-    >>> built.program.outputs(), built.expected.shape
-    (['out'], (1, 8, 6, 6))
+    >>> compiled = compile_conv2d(layer, isa.load_config("default"), nthreads=2)
+    >>> compiled.program.inputs(), compiled.program.outputs(), compiled.out_shape
+    (['data'], ['out'], (1, 8, 6, 6))
+    >>> int(compiled.program.read("data").any())
+    0
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from compiler import te
 from compiler.build import lower
 from compiler.passes.pipeline import PassOptions
-from compiler.topi.conv2d import pack_data, pack_kernel, unpack_data
+from compiler.topi.conv2d import unpack_data
 from isa import HwConfig, Program, load_config
 
 from .conv2d import Conv2dKnobs, conv2d_packed, conv2d_shapes, schedule_conv2d_packed
 from .dense import DenseKnobs, dense_packed, schedule_dense_packed
-from .reference import conv2d_reference, dense_reference
 
 
 @dataclass(frozen=True)
@@ -93,39 +97,82 @@ def default_shift(reduction: int) -> int:
     return max(0, min(31, int(math.log2(std)) - 6))
 
 
-@dataclass
-class BuiltLayer:
-    """A compiled layer with its inputs written and the expected (unpacked) output."""
+@dataclass(frozen=True)
+class DenseLayer:
+    """A dense layer: ``(batch, in_features)`` times ``(out_features, in_features)`` transposed.
 
-    name: str
+    Example:
+        >>> DenseLayer(1, 64, 32).macs
+        2048
+    """
+
+    batch: int
+    in_features: int
+    out_features: int
+    name: str = "dense"
+
+    @property
+    def macs(self) -> int:
+        return self.batch * self.in_features * self.out_features
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.batch}x{self.in_features} -> {self.out_features}"
+
+
+@dataclass(frozen=True)
+class CompiledLayer:
+    """A compiled layer: its program (tensors declared, no data), the knobs and the layer.
+
+    ``shift``, ``relu`` and ``residual`` are the requantize epilogue it was compiled with;
+    ``packed_shape`` is the shape of the program's ``out`` tensor, ``out_shape`` the layer's
+    output in its natural layout (NCHW, or ``(batch, out_features)``).
+    """
+
+    layer: Conv2dLayer | DenseLayer
     config: HwConfig
     program: Program
-    knobs: object
-    expected: np.ndarray
+    knobs: Conv2dKnobs | DenseKnobs
     trace: str
-    macs: int
-    output_shape: tuple[int, ...] = ()
-    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    shift: int
+    relu: bool = False
+    residual: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.layer.name
+
+    @property
+    def macs(self) -> int:
+        return self.layer.macs
+
+    @property
+    def packed_shape(self) -> tuple[int, ...]:
+        return self.program.symbols["out"].shape
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        if isinstance(self.layer, DenseLayer):
+            return (self.layer.batch, self.layer.out_features)
+        lay = self.layer
+        return (lay.batch, lay.out_c, lay.out_h, lay.out_w)
 
     def output_from(self, packed: np.ndarray) -> np.ndarray:
-        """The layer's output in its natural layout from the program's packed ``out``."""
+        """The layer's output in its natural layout from the program's packed ``out``.
+
+        Example:
+            >>> import isa
+            >>> c = compile_dense(DenseLayer(1, 16, 8), isa.load_config("default"))
+            >>> c.output_from(c.program.read("out")).shape
+            (1, 8)
+        """
+        keep = tuple(slice(0, d) for d in self.out_shape)
         if packed.ndim == 6:
-            return unpack_data(packed)[tuple(slice(0, d) for d in self.expected.shape)]
+            return unpack_data(packed)[keep]
         nb, mb, b, bo = packed.shape
-        full = packed.transpose(0, 2, 1, 3).reshape(nb * b, mb * bo)
-        return full[tuple(slice(0, d) for d in self.expected.shape)]
-
-    def matches(self, packed: np.ndarray) -> bool:
-        return bool(np.array_equal(self.output_from(packed), self.expected))
+        return packed.transpose(0, 2, 1, 3).reshape(nb * b, mb * bo)[keep]
 
 
-def _pad_to(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    out = np.zeros(shape, a.dtype)
-    out[tuple(slice(0, d) for d in a.shape)] = a
-    return out
-
-
-def build_conv2d(
+def compile_conv2d(
     layer: Conv2dLayer,
     cfg: HwConfig | str,
     knobs: Conv2dKnobs | None = None,
@@ -134,10 +181,14 @@ def build_conv2d(
     relu: bool = False,
     residual: bool = False,
     shift: int | None = None,
-    seed: int = 0,
     options: PassOptions | None = None,
-) -> BuiltLayer:
-    """Compile ``layer`` for ``cfg`` with seeded random data (see the module docstring)."""
+) -> CompiledLayer:
+    """Compile conv2d ``layer`` for ``cfg`` (see the module docstring); no data is written.
+
+    Example:
+        >>> compile_conv2d(Conv2dLayer("t", 4, 4, 4, 4, 1), "default").knobs.nthreads
+        2
+    """
     from compiler.targets.vta import get_vta_target
 
     from .conv2d import find_stages
@@ -176,32 +227,11 @@ def build_conv2d(
         },
         roles={"kernel": "param"},
     )
-    rng = np.random.default_rng(seed)
-    x = rng.integers(-128, 128, (layer.batch, layer.in_c, layer.h, layer.w), dtype=np.int8)
-    w = rng.integers(-128, 128, (layer.out_c, layer.in_c, layer.k, layer.k), dtype=np.int8)
-    n_pad, c_pad, o_pad = dshape[0] * b, dshape[1] * bi, kshape[0] * bo
-    inputs = {
-        "data": pack_data(_pad_to(x, (n_pad, c_pad, layer.h, layer.w)), b, bi),
-        "kernel": pack_kernel(_pad_to(w, (o_pad, c_pad, layer.k, layer.k)), bo, bi),
-    }
-    r = None
-    if residual:
-        r = rng.integers(-128, 128, (layer.batch, layer.out_c, layer.out_h, layer.out_w),
-                         dtype=np.int8)  # fmt: skip
-        inputs["residual"] = pack_data(_pad_to(r, (n_pad, o_pad, layer.out_h, layer.out_w)), b, bo)
-    for name, arr in inputs.items():
-        prog.write(name, arr)
-    expected = conv2d_reference(
-        x, w, stride=layer.stride, pad=layer.pad, shift=shift, relu=relu, residual=r
-    )
-    return BuiltLayer(layer.name, cfg, prog, knobs, expected, s.trace_text(), layer.macs,
-                      oshape, inputs)  # fmt: skip
+    return CompiledLayer(layer, cfg, prog, knobs, s.trace_text(), shift, relu, residual)
 
 
-def build_dense(
-    batch: int,
-    in_features: int,
-    out_features: int,
+def compile_dense(
+    layer: DenseLayer,
     cfg: HwConfig | str,
     knobs: DenseKnobs | None = None,
     *,
@@ -209,10 +239,14 @@ def build_dense(
     relu: bool = False,
     residual: bool = False,
     shift: int | None = None,
-    seed: int = 0,
     options: PassOptions | None = None,
-) -> BuiltLayer:
-    """Compile a dense layer ``(batch, in) x (out, in)^T`` for ``cfg`` with seeded data."""
+) -> CompiledLayer:
+    """Compile dense ``layer`` for ``cfg`` in the packed layouts; no data is written.
+
+    Example:
+        >>> compile_dense(DenseLayer(1, 64, 32), "default").program.symbols["weight"].shape
+        (8, 16, 4, 4)
+    """
     from compiler.targets.vta import get_vta_target
 
     from .heuristic import dense_knobs
@@ -220,9 +254,9 @@ def build_dense(
     cfg = load_config(cfg) if isinstance(cfg, str) else cfg
     tgt = get_vta_target(cfg)
     b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
-    nb, kb, mb = -(-batch // b), -(-in_features // bi), -(-out_features // bo)
+    nb, kb, mb = -(-layer.batch // b), -(-layer.in_features // bi), -(-layer.out_features // bo)
     if shift is None:
-        shift = default_shift(in_features)
+        shift = default_shift(layer.in_features)
     data = te.placeholder((nb, kb, b, bi), "int8", name="data")
     weight = te.placeholder((mb, kb, bo, bi), "int8", name="weight")
     res = te.placeholder((nb, mb, b, bo), "int8", name="residual") if residual else None
@@ -233,22 +267,4 @@ def build_dense(
     s = schedule_dense_packed(out, knobs, cfg)
     args = [data, weight] + ([res] if res is not None else []) + [out]
     prog = tgt.codegen(lower(s, args, target=tgt, options=options), roles={"weight": "param"})
-    rng = np.random.default_rng(seed)
-    x = rng.integers(-128, 128, (batch, in_features), dtype=np.int8)
-    w = rng.integers(-128, 128, (out_features, in_features), dtype=np.int8)
-
-    def pack2(a: np.ndarray, rows: int, cols: int, rb: int, cb: int) -> np.ndarray:
-        p = _pad_to(a, (rows * rb, cols * cb))
-        return np.ascontiguousarray(p.reshape(rows, rb, cols, cb).transpose(0, 2, 1, 3))
-
-    inputs = {"data": pack2(x, nb, kb, b, bi), "weight": pack2(w, mb, kb, bo, bi)}
-    r = None
-    if residual:
-        r = rng.integers(-128, 128, (batch, out_features), dtype=np.int8)
-        inputs["residual"] = pack2(r, nb, mb, b, bo)
-    for name, arr in inputs.items():
-        prog.write(name, arr)
-    expected = dense_reference(x, w, shift=shift, relu=relu, residual=r)
-    macs = batch * in_features * out_features
-    return BuiltLayer("dense", cfg, prog, knobs, expected, s.trace_text(), macs,
-                      (nb, mb, b, bo), inputs)  # fmt: skip
+    return CompiledLayer(layer, cfg, prog, knobs, s.trace_text(), shift, relu, residual)

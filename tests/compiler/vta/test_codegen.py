@@ -9,7 +9,8 @@ import isa
 from compiler.errors import CompilerError
 from compiler.targets.vta import StreamCheckError, VTATargetError
 from compiler.targets.vta.check import check_program
-from compiler.topi.vta import Conv2dKnobs, Conv2dLayer, build_conv2d
+from compiler.topi.vta import Conv2dKnobs, Conv2dLayer
+from compiler.topi.vta.testing import build_conv2d
 
 from .helpers import run, small_conv
 

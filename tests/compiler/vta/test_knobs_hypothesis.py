@@ -5,8 +5,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import isa
-from compiler.topi.vta import Conv2dKnobs, Conv2dLayer, build_conv2d
+from compiler.topi.vta import Conv2dKnobs, Conv2dLayer
 from compiler.topi.vta.heuristic import divisors
+from compiler.topi.vta.testing import build_conv2d
 
 from .helpers import PRESETS, run
 

@@ -10,9 +10,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from compiler.topi.vta import RESNET18_LAYERS, Conv2dKnobs, build_conv2d, build_dense
+from compiler.topi.vta import RESNET18_LAYERS, Conv2dKnobs
 from compiler.topi.vta.heuristic import conv2d_knobs
 from compiler.topi.vta.layer import Conv2dLayer
+from compiler.topi.vta.testing import build_conv2d, build_dense
 
 from .helpers import PRESETS, run
 

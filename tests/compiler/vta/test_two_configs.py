@@ -13,8 +13,9 @@ import pytest
 from compiler.build import build
 from compiler.errors import LoweringError
 from compiler.targets.vta import VTATarget
-from compiler.topi.vta import Conv2dKnobs, build_conv2d
+from compiler.topi.vta import Conv2dKnobs
 from compiler.topi.vta.layer import Conv2dLayer
+from compiler.topi.vta.testing import build_conv2d
 
 from .helpers import run
 from .test_tvm_tutorials import matrix_multiply

@@ -8,9 +8,9 @@ from compiler.topi.vta import (
     RESNET18,
     RESNET18_LAYERS,
     Conv2dKnobs,
-    build_conv2d,
 )
 from compiler.topi.vta.metrics import compulsory_bytes, roofline_cycles
+from compiler.topi.vta.testing import build_conv2d
 
 from .helpers import run
 
