@@ -146,6 +146,8 @@ class ConvStages:
     data: Tensor  # the placeholder
     pad: Tensor | None
     kernel: Tensor
+    # every operand loaded into the accumulator by a DMA (the residual, per-channel tiles)
+    loads: tuple[Tensor, ...] = ()
 
 
 def find_stages(out: Tensor) -> ConvStages:
@@ -155,7 +157,7 @@ def find_stages(out: Tensor) -> ConvStages:
     computed from input tensors only, which load an operand into the accumulator (a DMA).
     """
     ewise: list[Tensor] = []
-    res_acc = None
+    loads: list[Tensor] = []
     conv = None
     stack = [out.op.input_tensors()[0]] if isinstance(out.op, ComputeOp) else []
     while stack:
@@ -168,12 +170,14 @@ def find_stages(out: Tensor) -> ConvStages:
             continue
         inputs = op.input_tensors()
         if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
-            res_acc = t
+            if t not in loads:
+                loads.append(t)
             continue
         ewise.append(t)
         stack.extend(inputs)
     if conv is None:
         raise ScheduleError(f"{out.name} is not computed from a packed conv2d ({CONV_TAG})")
+    res_acc = next((t for t in loads if t.name == "res_acc"), loads[0] if loads else None)
     inputs = conv.op.input_tensors()
     src, kernel = inputs[0], inputs[1]
     pad = src if isinstance(src.op, ComputeOp) and src.op.tag == "pad" else None
@@ -184,7 +188,8 @@ def find_stages(out: Tensor) -> ConvStages:
         raise ScheduleError(f"{out.name} needs at least one accumulator stage before the cast")
     order = {t: k for k, t in enumerate(_topo(out))}
     ewise.sort(key=lambda t: order[t])
-    return ConvStages(out, ewise[-1], conv, tuple(ewise), res_acc, data, pad, kernel)
+    loads.sort(key=lambda t: t.name)
+    return ConvStages(out, ewise[-1], conv, tuple(ewise), res_acc, data, pad, kernel, tuple(loads))
 
 
 def _topo(out: Tensor) -> list[Tensor]:
@@ -245,8 +250,8 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         cdata = s.cache_read(st.data, scopes.inp, [conv])
     ckernel = s.cache_read(st.kernel, scopes.wgt, [conv])
     s[conv].set_scope(scopes.acc)
-    if st.res_acc is not None:
-        s[st.res_acc].set_scope(scopes.acc)
+    for t in st.loads:
+        s[t].set_scope(scopes.acc)
     for t in st.ewise:
         s[t].set_scope(scopes.acc)
         s[t].pragma(s[t].leaf_iter_vars[0], ALU)
@@ -262,9 +267,9 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     s[out].reorder(b0, *outer, w0, b1, co1, h1, w1, bi, ci)
     for t in (conv, *st.ewise):
         s[t].compute_at(s[out], w0)
-    if st.res_acc is not None:
-        s[st.res_acc].compute_at(s[out], w0)
-        s[st.res_acc].pragma(s[st.res_acc].leaf_iter_vars[0], DMA_COPY)
+    for t in st.loads:
+        s[t].compute_at(s[out], w0)
+        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
 
     # virtual threads: consecutive tiles of the split axis go to different threads, and the
     # thread loops enclose everything else (each thread is a whole program of its own)

@@ -97,7 +97,7 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
     from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
 
     ewise: list[Tensor] = []
-    res_acc = None
+    loads: list[Tensor] = []  # operands DMA'd into the accumulator (residual, per-channel tiles)
     dense = None
     stack = [out.op.input_tensors()[0]]
     while stack:
@@ -109,7 +109,8 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
             continue
         inputs = t.op.input_tensors()
         if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
-            res_acc = t
+            if t not in loads:
+                loads.append(t)
             continue
         ewise.append(t)
         stack.extend(inputs)
@@ -149,10 +150,10 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
         s[out].bind(vt, "cthread")
     for t in (dense, *ewise):
         s[t].compute_at(s[out], store_pt)
-    if res_acc is not None:
-        s[res_acc].set_scope(scopes.acc)
-        s[res_acc].compute_at(s[out], store_pt)
-        s[res_acc].pragma(s[res_acc].leaf_iter_vars[0], DMA_COPY)
+    for t in sorted(loads, key=lambda t: t.name):
+        s[t].set_scope(scopes.acc)
+        s[t].compute_at(s[out], store_pt)
+        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
     n, m, bi, oi, ko, ki = s[dense].leaf_iter_vars
     ko0, ko1 = s[dense].split(ko, factor=knobs.tile_ci)
     s[dense].reorder(ko0, n, m, ko1, bi, oi, ki)

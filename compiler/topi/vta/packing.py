@@ -1,0 +1,104 @@
+"""NCHW / OIHW / (N, K) arrays to the accelerator's packed layouts and back (zero padding of
+the batch and channel axes up to the config's blocks).
+
+Example:
+    >>> import isa
+    >>> cfg = isa.load_config("default")
+    >>> x = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)
+    >>> p = pack_nchw(x, cfg)
+    >>> p.shape, bool((unpack_nchw(p, 2, 3) == x).all())
+    ((2, 1, 2, 2, 1, 4), True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from isa import HwConfig
+
+
+def _pad_to(a: np.ndarray, axis: int, block: int) -> np.ndarray:
+    extra = -a.shape[axis] % block
+    if not extra:
+        return a
+    widths = [(0, 0)] * a.ndim
+    widths[axis] = (0, extra)
+    return np.pad(a, widths)
+
+
+def pack_nchw(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """``(N, C, H, W)`` to ``(N/b, C/bi, H, W, b, bi)``."""
+    x = _pad_to(_pad_to(x, 0, cfg.batch), 1, cfg.block_in)
+    n, c, h, w = x.shape
+    p = x.reshape(n // cfg.batch, cfg.batch, c // cfg.block_in, cfg.block_in, h, w)
+    return np.ascontiguousarray(p.transpose(0, 2, 4, 5, 1, 3))
+
+
+def pack_nchw_out(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """``(N, C, H, W)`` to the output layout ``(N/b, C/bo, H, W, b, bo)`` (a residual)."""
+    x = _pad_to(_pad_to(x, 0, cfg.batch), 1, cfg.block_out)
+    n, c, h, w = x.shape
+    p = x.reshape(n // cfg.batch, cfg.batch, c // cfg.block_out, cfg.block_out, h, w)
+    return np.ascontiguousarray(p.transpose(0, 2, 4, 5, 1, 3))
+
+
+def unpack_nchw(p: np.ndarray, n: int, c: int) -> np.ndarray:
+    """``(N/b, C/bo, H, W, b, bo)`` to ``(n, c, H, W)``."""
+    nb, cb, h, w, b, bo = p.shape
+    return np.ascontiguousarray(
+        p.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * bo, h, w)[:n, :c]
+    )
+
+
+def pack_kernel(w: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """``(O, C, KH, KW)`` to ``(O/bo, C/bi, KH, KW, bo, bi)``.
+
+    Example:
+        >>> import isa
+        >>> pack_kernel(np.ones((6, 3, 3, 3), np.int8), isa.load_config("default")).shape
+        (2, 1, 3, 3, 4, 4)
+    """
+    w = _pad_to(_pad_to(w, 0, cfg.block_out), 1, cfg.block_in)
+    o, c, kh, kw = w.shape
+    p = w.reshape(o // cfg.block_out, cfg.block_out, c // cfg.block_in, cfg.block_in, kh, kw)
+    return np.ascontiguousarray(p.transpose(0, 2, 4, 5, 1, 3))
+
+
+def pack_rows(x: np.ndarray, cfg: HwConfig, *, out: bool = False) -> np.ndarray:
+    """``(N, K)`` to ``(N/b, K/bi, b, bi)`` (``(N/b, K/bo, b, bo)`` with ``out``)."""
+    block = cfg.block_out if out else cfg.block_in
+    x = _pad_to(_pad_to(x, 0, cfg.batch), 1, block)
+    n, k = x.shape
+    p = x.reshape(n // cfg.batch, cfg.batch, k // block, block)
+    return np.ascontiguousarray(p.transpose(0, 2, 1, 3))
+
+
+def unpack_rows(p: np.ndarray, n: int, m: int) -> np.ndarray:
+    """``(N/b, M/bo, b, bo)`` to ``(n, m)``."""
+    nb, mb, b, bo = p.shape
+    return np.ascontiguousarray(p.transpose(0, 2, 1, 3).reshape(nb * b, mb * bo)[:n, :m])
+
+
+def pack_weight(w: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """``(M, K)`` to ``(M/bo, K/bi, bo, bi)``.
+
+    Example:
+        >>> import isa
+        >>> pack_weight(np.ones((10, 6), np.int8), isa.load_config("default")).shape
+        (3, 2, 4, 4)
+    """
+    w = _pad_to(_pad_to(w, 0, cfg.block_out), 1, cfg.block_in)
+    m, k = w.shape
+    p = w.reshape(m // cfg.block_out, cfg.block_out, k // cfg.block_in, cfg.block_in)
+    return np.ascontiguousarray(p.transpose(0, 2, 1, 3))
+
+
+__all__ = [
+    "pack_kernel",
+    "pack_nchw",
+    "pack_nchw_out",
+    "pack_rows",
+    "pack_weight",
+    "unpack_nchw",
+    "unpack_rows",
+]

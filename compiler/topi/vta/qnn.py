@@ -1,0 +1,461 @@
+"""Quantized conv2d and dense groups on the accelerator: int32 bias, the quantizer's
+requantization sequence on the ALU and an optional fused ``qadd``.
+
+A group of the quantized graph ``conv2d (int8, int32 bias) -> requantize [-> qadd]`` (or the
+same with ``dense``) becomes one program. After the GEMM the accumulator tile runs the ALU steps
+of :func:`compiler.quantize.alu_program` (``docs/quantization.md``): a parameter that differs
+between output channels is an int32 tile (one accumulator entry per channel block, LOAD ACC
+once per output tile) read through the tensor-tensor form, so one tile serves every pixel; a
+shared one is an immediate. The bias is the first tensor ADD (the rounding offset of the
+pre-shift is folded into it when both are tiles: int32 addition wraps, so the sum is the same).
+A fused ``qadd`` loads the other operand with an ACC8 load, multiplies both by their
+multipliers, adds them, shifts with rounding and clips.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.quantize import choose_requant
+    >>> ep = QEpilogue(np.zeros(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+    >>> [str(s) for s in ep.steps()][:3]
+    ['ADD bias', 'MAX -32768', 'MIN 32767']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler import te, topi
+from compiler.errors import ShapeError
+from compiler.ir import op
+from compiler.ir.expr import Expr
+from compiler.quantize.requant import (
+    AluStep,
+    RequantParams,
+    alu_program,
+    split_round_shift,
+    wrap32,
+)
+from compiler.te.tensor import Tensor
+from isa import HwConfig, Program
+
+_ALU_OPS: dict[str, Callable[[Expr, Expr], Expr]] = {
+    "ADD": op.add,
+    "MUL": op.mul,
+    "MIN": op.minimum,
+    "MAX": op.maximum,
+    "SHR": op.shift_right,
+}
+
+
+@dataclass(frozen=True)
+class QAdd:
+    """A ``qadd`` fused after the requantization: ``self_multiplier`` scales the group's own
+    result, ``other_multiplier`` the other operand (an int8 tensor of the output's shape).
+
+    Example:
+        >>> [str(s) for s in QAdd(16384, 8192, 15, 0, 127).steps()][:2]
+        ['MUL 16384', 'MUL@rhs 8192']
+    """
+
+    self_multiplier: int
+    other_multiplier: int
+    shift: int
+    out_min: int
+    out_max: int
+
+    def steps(self) -> list[AluStep]:
+        return [
+            AluStep("MUL", imm=self.self_multiplier),
+            AluStep("MUL", imm=self.other_multiplier, dst="rhs"),
+            AluStep("ADD", tensor="rhs"),
+            *split_round_shift(self.shift),
+            AluStep("MAX", imm=self.out_min),
+            AluStep("MIN", imm=self.out_max),
+        ]
+
+
+@dataclass(frozen=True)
+class QEpilogue:
+    """What follows the GEMM in a quantized group: ``bias`` (int32 per output channel, or
+    None), the per-channel requantization ``requant`` clipped to ``[out_min, out_max]``, and an
+    optional fused :class:`QAdd`."""
+
+    bias: np.ndarray | None
+    requant: RequantParams
+    out_min: int
+    out_max: int
+    add: QAdd | None = None
+
+    @property
+    def channels(self) -> int:
+        return int(np.asarray(self.requant.multiplier).size)
+
+    def tiles(self) -> dict[str, np.ndarray]:
+        """The per-channel int32 vectors the steps read, by name (int32 of ``channels``).
+
+        Example:
+            >>> from compiler.quantize import choose_requant
+            >>> p = choose_requant(np.array([0.01, 0.003]))
+            >>> sorted(QEpilogue(np.array([5, 7], np.int32), p, -128, 127).tiles())
+            ['bias', 'multiplier', 'shift']
+        """
+        p = self.requant
+        s1 = np.asarray(p.shift, np.int64)
+        s2 = np.asarray(p.post_shift, np.int64)
+        values = {
+            "round": np.where(s1 > 0, np.left_shift(1, np.maximum(s1 - 1, 0)), 0),
+            "shift": s1,
+            "multiplier": np.asarray(p.multiplier, np.int64),
+            "post_round": np.where(s2 > 0, np.left_shift(1, np.maximum(s2 - 1, 0)), 0),
+            "post_shift": s2,
+        }
+        out: dict[str, np.ndarray] = {}
+        steps = self.steps()
+        for s in steps:
+            if s.tensor is None or s.tensor == "rhs":
+                continue
+            if s.tensor == "bias":
+                bias = np.zeros(self.channels, np.int64) if self.bias is None else self.bias
+                extra = values["round"] if self._fold_round() else 0
+                out["bias"] = wrap32(np.asarray(bias, np.int64) + extra).astype(np.int32)
+            else:
+                out[s.tensor] = values[s.tensor].astype(np.int32)
+        return out
+
+    def _fold_round(self) -> bool:
+        steps = alu_program(self.requant, self.out_min, self.out_max)
+        return bool(steps) and steps[0].tensor == "round" and self.bias is not None
+
+    def steps(self) -> list[AluStep]:
+        """The ALU steps after the GEMM, in order (tensor operands named as in :meth:`tiles`)."""
+        steps = alu_program(self.requant, self.out_min, self.out_max)
+        if self.bias is not None:
+            if steps and steps[0].tensor == "round":
+                steps = steps[1:]
+            steps = [AluStep("ADD", tensor="bias"), *steps]
+        if self.add is not None:
+            steps += self.add.steps()
+        return steps
+
+
+def _pack_vector(v: np.ndarray, blocks: int, batch: int, block: int) -> np.ndarray:
+    """A per-channel vector as ``(blocks, batch, block)`` int32 tiles (rows repeat it)."""
+    padded = np.zeros(blocks * block, np.int32)
+    padded[: v.size] = v
+    return np.broadcast_to(padded.reshape(blocks, 1, block), (blocks, batch, block)).copy()
+
+
+def epilogue_tensors(
+    ep: QEpilogue, blocks: int, batch: int, block: int, name: str
+) -> tuple[dict[str, Tensor], dict[str, np.ndarray]]:
+    """Placeholders ``{name}_{tile}`` of the per-channel tiles and their packed values.
+
+    Example:
+        >>> from compiler.quantize import choose_requant
+        >>> ep = QEpilogue(np.arange(6, dtype=np.int32), choose_requant(np.full(6, 0.01)), 0, 9)
+        >>> ph, values = epilogue_tensors(ep, 2, 1, 4, "c")
+        >>> ph["bias"].name, values["c_bias"].shape, values["c_bias"][1, 0].tolist()
+        ('c_bias', (2, 1, 4), [4, 5, 0, 0])
+    """
+    placeholders: dict[str, Tensor] = {}
+    values: dict[str, np.ndarray] = {}
+    for key, vec in ep.tiles().items():
+        t = te.placeholder((blocks, batch, block), "int32", name=f"{name}_{key}")
+        placeholders[key] = t
+        values[t.name] = _pack_vector(vec, blocks, batch, block)
+    return placeholders, values
+
+
+def apply_epilogue(
+    acc: Tensor,
+    ep: QEpilogue,
+    tiles: dict[str, Tensor],
+    channel: Callable[[Sequence[Expr]], tuple[Expr, Expr, Expr]],
+    residual: Tensor | None = None,
+) -> Tensor:
+    """The ALU stages of ``ep`` on the int32 accumulator ``acc``, then the int8 cast ``out``.
+
+    ``channel(index)`` maps an output index to the index of a per-channel tile
+    ``(block, batch row, lane)``. ``residual`` is the other operand of a fused ``qadd``.
+    """
+    if acc.dtype.name != "int32":
+        raise ShapeError(
+            f"the epilogue requantizes an int32 accumulator, {acc.name} is {acc.dtype}"
+        )
+    if (ep.add is None) != (residual is None):
+        raise ShapeError(f"{acc.name}: a fused qadd needs its other operand, and only it")
+    loads = {
+        key: te.compute(t.shape, lambda *i, t=t: t(*i), name=f"{t.name}_acc", tag="elemwise")
+        for key, t in tiles.items()
+    }
+    rhs: Tensor | None = None
+    if residual is not None:
+        if residual.shape != acc.shape or residual.dtype.name != "int8":
+            raise ShapeError(
+                f"{acc.name}: the qadd operand must be int8 of the output's shape {acc.shape}, "
+                f"got {residual.name}: {residual.dtype}{list(residual.shape)}"
+            )
+        rhs = te.compute(
+            acc.shape, lambda *i: residual(*i).astype("int32"), name="res_acc", tag="elemwise"
+        )
+    cur = acc
+    for k, step in enumerate(ep.steps()):
+        fn = _ALU_OPS[step.op]
+        if step.dst == "rhs":
+            assert rhs is not None and step.imm is not None
+            src, imm = rhs, step.imm
+            rhs = te.compute(
+                acc.shape,
+                lambda *i, s=src, v=imm, f=fn: f(s(*i), v),
+                name=f"rhs{k}",
+                tag="elemwise",
+            )
+            continue
+        if step.tensor == "rhs":
+            assert rhs is not None
+            other = rhs
+            cur = te.compute(
+                acc.shape,
+                lambda *i, c=cur, o=other, f=fn: f(c(*i), o(*i)),
+                name=f"q{k}",
+                tag="elemwise",
+            )
+        elif step.tensor is not None:
+            tile = loads[step.tensor]
+            cur = te.compute(
+                acc.shape,
+                lambda *i, c=cur, t=tile, f=fn: f(c(*i), t(*channel(i))),
+                name=f"q{k}",
+                tag="elemwise",
+            )
+        else:
+            assert step.imm is not None
+            cur = te.compute(
+                acc.shape,
+                lambda *i, c=cur, v=step.imm, f=fn: f(c(*i), v),
+                name=f"q{k}",
+                tag="elemwise",
+            )
+    if cur is acc:
+        raise ShapeError(f"{acc.name}: a quantized epilogue has at least the clip")
+    return topi.cast(cur, "int8", name="out")
+
+
+def qconv2d_packed(
+    data: Tensor,
+    kernel: Tensor,
+    ep: QEpilogue,
+    tiles: dict[str, Tensor],
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, ...] = 0,
+    *,
+    residual: Tensor | None = None,
+    name: str = "conv",
+) -> Tensor:
+    """Packed int8 conv2d followed by the quantized epilogue ``ep`` (see the module docstring).
+
+    Example:
+        >>> from compiler.quantize import choose_requant
+        >>> x = te.placeholder((1, 1, 4, 4, 1, 4), "int8", name="x")
+        >>> w = te.placeholder((2, 1, 3, 3, 4, 4), "int8", name="w")
+        >>> ep = QEpilogue(np.ones(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+        >>> tiles, _ = epilogue_tensors(ep, 2, 1, 4, "conv")
+        >>> qconv2d_packed(x, w, ep, tiles, padding=1).shape
+        (1, 2, 4, 4, 1, 4)
+    """
+    if data.dtype.name != "int8" or kernel.dtype.name != "int8":
+        raise ShapeError(f"{name}: the accelerator convolves int8 data and weights")
+    conv = topi.conv2d_nchwc(data, kernel, stride, padding, out_dtype="int32", name=name)
+    return apply_epilogue(conv, ep, tiles, lambda i: (i[1], i[4], i[5]), residual)
+
+
+def qdense_packed(
+    data: Tensor,
+    weight: Tensor,
+    ep: QEpilogue,
+    tiles: dict[str, Tensor],
+    *,
+    residual: Tensor | None = None,
+    name: str = "dense",
+) -> Tensor:
+    """Packed int8 dense followed by the quantized epilogue ``ep``.
+
+    Example:
+        >>> from compiler.quantize import choose_requant
+        >>> x = te.placeholder((1, 2, 1, 4), "int8", name="x")
+        >>> w = te.placeholder((3, 2, 4, 4), "int8", name="w")
+        >>> ep = QEpilogue(None, choose_requant(np.full(12, 0.01)), -128, 127)
+        >>> tiles, _ = epilogue_tensors(ep, 3, 1, 4, "fc")
+        >>> qdense_packed(x, w, ep, tiles).shape
+        (1, 3, 1, 4)
+    """
+    from .dense import dense_packed
+
+    # dense_packed's own epilogue is an identity shift; the quantized one replaces it
+    body = dense_packed(data, weight, name=name)
+    acc = _find_tag(body, "dense_packed")
+    return apply_epilogue(acc, ep, tiles, lambda i: (i[1], i[2], i[3]), residual)
+
+
+@dataclass(frozen=True)
+class QLayer:
+    """A compiled quantized group: its program, the per-channel tiles and weights to write into
+    it (``params``, packed), the knobs it was scheduled with and the packed output shape."""
+
+    name: str
+    program: Program
+    params: dict[str, np.ndarray]
+    knobs: object
+    macs: int
+    residual: bool
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return tuple(self.program.symbols["out"].shape)
+
+
+def compile_qconv2d(
+    name: str,
+    cfg: HwConfig,
+    weight: np.ndarray,
+    ep: QEpilogue,
+    *,
+    in_shape: tuple[int, int, int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    residual: bool = False,
+    nthreads: int = 2,
+) -> QLayer:
+    """Compile a quantized conv2d group for ``cfg``: NCHW ``in_shape``, OIHW int8 ``weight``.
+
+    Example:
+        >>> import isa
+        >>> from compiler.quantize import choose_requant
+        >>> w = np.ones((8, 3, 3, 3), np.int8)
+        >>> ep = QEpilogue(np.zeros(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+        >>> layer = compile_qconv2d("c", isa.load_config("default"), w, ep, in_shape=(1, 3, 6, 6),
+        ...                         stride=(1, 1), padding=(1, 1, 1, 1))
+        >>> layer.out_shape, sorted(layer.params)
+        ((1, 2, 6, 6, 1, 4), ['c_bias', 'kernel'])
+    """
+    from compiler.build import lower
+    from compiler.targets.vta import get_vta_target
+
+    from .conv2d import find_stages, schedule_conv2d_packed
+    from .heuristic import conv2d_knobs
+    from .packing import pack_kernel
+
+    tgt = get_vta_target(cfg)
+    b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    n, c, h, w = in_shape
+    o, c2, kh, kw = weight.shape
+    if c2 != c or kh != kw or stride[0] != stride[1]:
+        raise ShapeError(
+            f"conv2d {name}: the accelerator runs square kernels with equal strides over every "
+            f"input channel, got kernel {weight.shape}, input {in_shape}, stride {stride}"
+        )
+    nb, cb, ob = -(-n // b), -(-c // bi), -(-o // bo)
+    data = te.placeholder((nb, cb, h, w, b, bi), "int8", name="data")
+    kernel = te.placeholder((ob, cb, kh, kw, bo, bi), "int8", name="kernel")
+    tiles, values = epilogue_tensors(ep, ob, b, bo, name)
+    out_h = (h + padding[0] + padding[2] - kh) // stride[0] + 1
+    out_w = (w + padding[1] + padding[3] - kw) // stride[1] + 1
+    oshape = (nb, ob, out_h, out_w, b, bo)
+    res = te.placeholder(oshape, "int8", name="residual") if residual else None
+    out = qconv2d_packed(data, kernel, ep, tiles, stride[0], padding, residual=res, name=name)
+    stages = find_stages(out)
+    knobs = conv2d_knobs(
+        cfg, nb=nb, ocb=ob, icb=cb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
+        nthreads=nthreads, alu_ops=len(stages.ewise) + 1,
+        acc_buffers=1 + len(stages.loads),
+    )  # fmt: skip
+    s = schedule_conv2d_packed(out, knobs, cfg)
+    args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
+    func = lower(s, args, target=tgt)
+    prog = tgt.codegen(
+        func,
+        layouts={
+            "data": f"NCHW{b}n{bi}c",
+            "kernel": f"OIHW{bo}o{bi}i",
+            "residual": f"NCHW{b}n{bo}c",
+            "out": f"NCHW{b}n{bo}c",
+        },
+        roles={"kernel": "param", **{t.name: "param" for t in tiles.values()}},
+    )
+    values["kernel"] = pack_kernel(weight, cfg)
+    macs = n * o * out_h * out_w * c * kh * kw
+    return QLayer(name, prog, values, knobs, macs, residual)
+
+
+def compile_qdense(
+    name: str,
+    cfg: HwConfig,
+    weight: np.ndarray,
+    ep: QEpilogue,
+    *,
+    batch: int,
+    residual: bool = False,
+    nthreads: int = 2,
+) -> QLayer:
+    """Compile a quantized dense group for ``cfg``: ``weight`` int8 ``(M, K)``.
+
+    Example:
+        >>> import isa
+        >>> from compiler.quantize import choose_requant
+        >>> ep = QEpilogue(None, choose_requant(np.full(10, 0.01)), -128, 127)
+        >>> layer = compile_qdense("fc", isa.load_config("default"), np.ones((10, 32), np.int8),
+        ...                        ep, batch=1)
+        >>> layer.out_shape
+        (1, 3, 1, 4)
+    """
+    from compiler.build import lower
+    from compiler.targets.vta import get_vta_target
+
+    from .dense import schedule_dense_packed
+    from .heuristic import dense_knobs
+    from .packing import pack_weight
+
+    tgt = get_vta_target(cfg)
+    b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    m, k = weight.shape
+    nb, kb, mb = -(-batch // b), -(-k // bi), -(-m // bo)
+    data = te.placeholder((nb, kb, b, bi), "int8", name="data")
+    wt = te.placeholder((mb, kb, bo, bi), "int8", name="weight")
+    tiles, values = epilogue_tensors(ep, mb, b, bo, name)
+    res = te.placeholder((nb, mb, b, bo), "int8", name="residual") if residual else None
+    out = qdense_packed(data, wt, ep, tiles, residual=res, name=name)
+    knobs = dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=nthreads,
+                        acc_buffers=1 + len(tiles) + (1 if residual else 0))  # fmt: skip
+    s = schedule_dense_packed(out, knobs, cfg)
+    args = [data, wt, *tiles.values(), *([res] if res is not None else []), out]
+    prog = tgt.codegen(
+        lower(s, args, target=tgt),
+        roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
+    )
+    values["weight"] = pack_weight(weight, cfg)
+    return QLayer(name, prog, values, knobs, batch * m * k, residual)
+
+
+def _find_tag(out: Tensor, tag: str) -> Tensor:
+    stack = [out]
+    while stack:
+        t = stack.pop()
+        if getattr(t.op, "tag", None) == tag:
+            return t
+        stack.extend(t.op.input_tensors())
+    raise ShapeError(f"{out.name} is not computed from a {tag} stage")
+
+
+__all__ = [
+    "QAdd",
+    "QLayer",
+    "compile_qconv2d",
+    "compile_qdense",
+    "QEpilogue",
+    "apply_epilogue",
+    "epilogue_tensors",
+    "qconv2d_packed",
+    "qdense_packed",
+]
