@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .config import HwConfig, load_config, preset_names
+from .dram import align_up, dram_alignment
 from .encoding import INSN_BYTES, decode, decode_uops, encode, encode_uops
 from .errors import AsmError, ConfigError, EncodingError, ExecutionError, ProgramError
 from .formats import FORMATS, HEADER
@@ -47,7 +48,6 @@ from .insn import (
 from .program import MAX_DRAM_BYTES, ROLES, Program, Symbol
 from .validate import check_stream
 
-_ALIGN = 64
 #: At most this many LOAD UOP rows are enumerated to print micro-op tables (disassembly).
 MAX_UOP_ROWS = 1_000_000
 _FLAG_WORDS = {f.removesuffix("_dep"): f for f in DEP_FLAGS}
@@ -458,9 +458,10 @@ def _assemble(text: str, config: HwConfig | None, check: bool = False) -> Progra
             f".text offset {text_sec.offset} is not a multiple of 16", line=text_sec.line
         )
     end = max([s.at + s.raw.size for s in sections if s.offset is not None], default=0)
+    align = dram_alignment(cfg)  # isa.dram's rule: every memory type can address the section
     for s in sections:
         if s.offset is None:
-            s.offset = -(-end // _ALIGN) * _ALIGN
+            s.offset = align_up(end, align)
             end = s.at + s.raw.size
     for s in sections:
         if s.at + s.raw.size > MAX_DRAM_BYTES:
