@@ -1,0 +1,255 @@
+"""The partition rules: which node of a quantized graph runs where, and why.
+
+Rules, tried on each node in topological order (the first that decides wins):
+
+* ``conv2d-group`` / ``dense-group``: an int8 ``conv2d`` (NCHW, one group, no dilation, square
+  kernel, equal strides, padding within the LOAD pad field, a kernel window that fits the
+  weight buffer) or ``dense`` with constant int8 weights and an optional constant int32 bias,
+  whose only reader is a per-channel ``requantize`` (``axis=1``), runs on the accelerator with
+  that ``requantize`` (``requantize-fused``). Channels and batch are padded up to the config's
+  blocks (the first layer's 1 or 3 channels included).
+* ``qadd-fused``: a ``qadd`` that is the only reader of such a group's ``requantize`` (and
+  whose other operand is an int8 tensor of the same shape) joins the group.
+* Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
+  ``dequantize``), ``float-op`` (no integer form), ``layout`` (``reshape``, ``transpose``),
+  ``pool-not-lowered`` / ``relu-not-lowered`` (the ALU could run them; this compiler does not
+  lower them as groups of their own yet), ``requantize-host`` (a requantize of a host value),
+  ``qadd-host`` (a ``qadd`` that is not the only reader of a group's result), and the rules
+  that name the limit a ``conv2d`` / ``dense`` exceeds (``conv2d-groups``,
+  ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``, ``conv2d-window``,
+  ``gemm-dtype``, ``gemm-weights``, ``gemm-requantize``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.graph import Constant, Graph, Node, Value
+from isa import HwConfig, limits
+
+VTA = "vta"
+CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one node runs: ``device`` (``vta`` or ``cpu``), the accelerator ``group`` it
+    belongs to (its anchor's name), the ``rule`` that decided and the ``reason`` in words."""
+
+    node: str
+    op: str
+    device: str
+    group: str | None
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class AccelGroup:
+    """Nodes that become one accelerator program: ``anchor`` (conv2d or dense), its
+    ``requantize`` and an optional fused ``qadd`` whose other operand is ``residual``."""
+
+    name: str
+    kind: str
+    anchor: Node
+    requantize: Node
+    qadd: Node | None = None
+    residual: Value | None = None
+
+    @property
+    def output(self) -> Node:
+        return self.qadd if self.qadd is not None else self.requantize
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        extra = (self.qadd,) if self.qadd is not None else ()
+        return (self.anchor, self.requantize, *extra)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The placement of every node of ``graph`` for ``config`` and the accelerator groups."""
+
+    graph: Graph
+    config: str
+    placements: tuple[Placement, ...]
+    groups: tuple[AccelGroup, ...]
+
+    def placement(self, node: str) -> Placement:
+        for p in self.placements:
+            if p.node == node:
+                return p
+        raise KeyError(f"graph {self.graph.name} has no node {node!r}")
+
+    def host_nodes(self) -> list[Placement]:
+        return [p for p in self.placements if p.device == CPU]
+
+    def table(self) -> str:
+        """One line per node: name, op, device, group, rule and reason.
+
+        Example:
+            >>> import isa
+            >>> from compiler.graph import Graph, Node, TensorType, Var
+            >>> x = Var("x", TensorType((2, 3), "float32"))
+            >>> g = Graph.from_outputs([x], [Node("softmax", (x,), {"axis": 1}, name="p")])
+            >>> print(partition_graph(g, isa.load_config("default")).table().splitlines()[1])
+            p     softmax  cpu     -      float-op  float32 operator: no integer form
+        """
+        rows = [("node", "op", "device", "group", "rule", "reason")]
+        rows += [
+            (p.node, p.op, p.device, p.group or "-", p.rule, p.reason) for p in self.placements
+        ]
+        widths = [max(len(r[k]) for r in rows) for k in range(5)]
+        lines = ["  ".join(r[k].ljust(widths[k]) for k in range(5)) + "  " + r[5] for r in rows]
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def _is_const(v: Value, dtype: str) -> bool:
+    return isinstance(v, Constant) and v.type.dtype == dtype
+
+
+def _only_reader(graph: Graph, node: Node, users: dict[int, list[Node]]) -> Node | None:
+    readers = users.get(id(node), [])
+    if len(readers) != 1 or any(o is node for o in graph.outputs):
+        return None
+    return readers[0]
+
+
+def _gemm_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
+    """The rule and reason that keep a conv2d / dense off the accelerator, or None."""
+    data, weight = node.inputs[0], node.inputs[1]
+    if data.type.dtype != "int8":
+        return (
+            "gemm-dtype",
+            f"data is {data.type.dtype}: the GEMM core multiplies int8 (quantize first)",
+        )
+    if not _is_const(weight, "int8"):
+        return "gemm-weights", "weights must be a constant int8 tensor"
+    if len(node.inputs) > 2 and not _is_const(node.inputs[2], "int32"):
+        return "gemm-dtype", "the bias must be a constant int32 tensor (the accumulator's type)"
+    if node.op == "dense":
+        return None
+    a = node.attrs
+    if a["groups"] != 1:
+        return (
+            "conv2d-groups",
+            f"groups={a['groups']}: the GEMM core reduces over every input channel of a block",
+        )
+    if tuple(a["dilation"]) != (1, 1):
+        return "conv2d-dilation", f"dilation {tuple(a['dilation'])}: only 1 is lowered"
+    if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW":
+        return "conv2d-shape", "only NCHW data with OIHW kernels is lowered"
+    _, _, kh, kw = weight.type.shape
+    sh, sw = a["strides"]
+    if kh != kw or sh != sw:
+        return "conv2d-shape", f"kernel {kh}x{kw}, strides {sh}x{sw}: square and equal only"
+    pad_max = limits(cfg).max("mem", "y_pad_0")
+    if max(a["padding"]) > pad_max:
+        return (
+            "conv2d-padding",
+            f"padding {tuple(a['padding'])} exceeds the LOAD pad field ({pad_max})",
+        )
+    window = kh * kw
+    if window > cfg.wgt_depth // 2:
+        return (
+            "conv2d-window",
+            f"a {kh}x{kw} window needs {window} weight entries, over half the weight buffer "
+            f"({cfg.wgt_depth})",
+        )
+    return None
+
+
+def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
+    """Place every node of the quantized ``graph`` for ``cfg`` (see the module docstring).
+
+    Example:
+        >>> import isa
+        >>> from compiler.graph import Graph, Node, TensorType, Var
+        >>> x = Var("x", TensorType((2, 3), "int8"))
+        >>> part = partition_graph(Graph.from_outputs([x], [Node("relu", (x,), name="r")]),
+        ...                        isa.load_config("default"))
+        >>> part.placement("r").rule, part.groups
+        ('relu-not-lowered', ())
+    """
+    users = graph.users
+    placed: dict[int, Placement] = {}
+    groups: list[AccelGroup] = []
+
+    def put(node: Node, device: str, group: str | None, rule: str, reason: str) -> None:
+        placed[id(node)] = Placement(node.name or node.op, node.op, device, group, rule, reason)
+
+    for node in graph.nodes:
+        if id(node) in placed:
+            continue
+        if node.op in ("conv2d", "dense"):
+            limit = _gemm_limit(node, cfg)
+            rq = _only_reader(graph, node, users)
+            if limit is None and (
+                rq is None or rq.op != "requantize" or rq.inputs[0] is not node
+                or rq.attrs["axis"] != 1
+            ):  # fmt: skip
+                limit = (
+                    "gemm-requantize",
+                    "its int32 result must be read by one per-channel requantize only (the "
+                    "accelerator stores int8)",
+                )
+            if limit is not None:
+                put(node, CPU, None, *limit)
+                continue
+            assert rq is not None
+            name = node.name or node.op
+            qadd, residual = None, None
+            add = _only_reader(graph, rq, users)
+            if add is not None and add.op == "qadd":
+                other = add.inputs[1] if add.inputs[0] is rq else add.inputs[0]
+                if other is not rq and other.type == rq.type:
+                    qadd, residual = add, other
+            kind = node.op
+            groups.append(AccelGroup(name, kind, node, rq, qadd, residual))
+            put(
+                node, VTA, name, f"{kind}-group",
+                f"int8 {kind} with int32 bias: GEMM on the accelerator (channels padded to "
+                f"blocks of {cfg.block_in} in, {cfg.block_out} out)",
+            )  # fmt: skip
+            rq_reason = "per-channel requantization on the ALU (bias, multiplier, shift tiles)"
+            put(rq, VTA, name, "requantize-fused", rq_reason)
+            if qadd is not None:
+                put(qadd, VTA, name, "qadd-fused",
+                    "the other operand is loaded into the accumulator (ACC8), then MUL, ADD, "
+                    "rounding shift and clip on the ALU")  # fmt: skip
+            continue
+        put(node, CPU, None, *_host_rule(node))
+    placements = tuple(placed[id(n)] for n in graph.nodes)
+    return Partition(graph, cfg.name, placements, tuple(groups))
+
+
+def _host_rule(node: Node) -> tuple[str, str]:
+    op = node.op
+    if op in ("quantize", "dequantize"):
+        return "float-edge", f"{op} converts between float32 and int8 at the integer region's edge"
+    if node.type.dtype.startswith("float") or any(
+        v.type.dtype.startswith("float") for v in node.inputs
+    ):
+        return "float-op", "float32 operator: no integer form"
+    if op in ("reshape", "transpose", "layout_transform", "flatten"):
+        return "layout", f"{op} is a layout change done on the host"
+    if op in ("max_pool2d", "global_sum_pool2d"):
+        alu = "MAX" if op == "max_pool2d" else "ADD"
+        return (
+            "pool-not-lowered",
+            f"the ALU could run it ({alu} tensor-tensor over the window) but pooling groups are "
+            "not lowered yet",
+        )
+    if op == "relu":
+        return "relu-not-lowered", "a relu that is not fused into a requantize runs on the host"
+    if op == "requantize":
+        return "requantize-host", "requantizes a value computed on the host"
+    if op == "qadd":
+        return (
+            "qadd-host",
+            "neither operand is the only reader of an accelerator group's result: not fused",
+        )
+    return "no-rule", f"the accelerator has no lowering for {op}"
+
+
+__all__ = ["AccelGroup", "CPU", "Partition", "Placement", "VTA", "partition_graph"]
