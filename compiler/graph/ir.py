@@ -232,8 +232,7 @@ class Node:
                 )
         object.__setattr__(self, "inputs", inputs)
         opdef = get_op(self.op, self.name)
-        given = attrs if attrs is not None else Attrs()
-        object.__setattr__(self, "attrs", opdef.normalize_attrs(given, self.name))
+        object.__setattr__(self, "attrs", opdef.normalize_attrs(attrs, self.name))
         object.__setattr__(self, "type", opdef.infer(self))
 
     @property
