@@ -133,11 +133,12 @@ def expected(compiled: CompiledLayer, data: LayerData) -> np.ndarray:
         0
     """
     nat = data.natural
-    kw = {"shift": compiled.shift, "relu": compiled.relu, "residual": nat.get("residual")}
+    shift, relu, res = compiled.shift, compiled.relu, nat.get("residual")
     lay = compiled.layer
     if isinstance(lay, DenseLayer):
-        return dense_reference(nat["data"], nat["weight"], **kw)
-    return conv2d_reference(nat["data"], nat["kernel"], stride=lay.stride, pad=lay.pad, **kw)
+        return dense_reference(nat["data"], nat["weight"], shift=shift, relu=relu, residual=res)
+    return conv2d_reference(nat["data"], nat["kernel"], stride=lay.stride, pad=lay.pad,
+                            shift=shift, relu=relu, residual=res)  # fmt: skip
 
 
 @dataclass
