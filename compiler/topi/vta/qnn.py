@@ -310,6 +310,7 @@ class QLayer:
     knobs: object
     macs: int
     residual: bool
+    alu_steps: int  # ALU instructions of the epilogue per accumulator entry
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -386,7 +387,7 @@ def compile_qconv2d(
     )
     values["kernel"] = pack_kernel(weight, cfg)
     macs = n * o * out_h * out_w * c * kh * kw
-    return QLayer(name, prog, values, knobs, macs, residual)
+    return QLayer(name, prog, values, knobs, macs, residual, len(ep.steps()))
 
 
 def compile_qdense(
@@ -435,7 +436,7 @@ def compile_qdense(
         roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
     )
     values["weight"] = pack_weight(weight, cfg)
-    return QLayer(name, prog, values, knobs, batch * m * k, residual)
+    return QLayer(name, prog, values, knobs, batch * m * k, residual, len(ep.steps()))
 
 
 def _find_tag(out: Tensor, tag: str) -> Tensor:

@@ -1,0 +1,334 @@
+"""Whole quantized networks on the accelerator (``--target vta``), with host fallback.
+
+A float model is quantized to int8 (:func:`compiler.quantize.quantize_graph`, calibrated on the
+given data or on the input itself), partitioned (:func:`compiler.partition.partition_graph`)
+and every accelerator group (conv2d or dense, its per-channel requantization, a fused
+``qadd``) is compiled to one program for the config. Running the network walks the graph in
+order: an accelerator group runs its program on the simulator (``vta_sim``), with its weights
+and per-channel tiles written into the program's DRAM image and its activations packed into the
+accelerator's layout; a host node runs in the numpy reference executor (the quantizer's
+integer operators and float ops; the CPU code generator is not used by this target). The
+result is bit for bit the quantized graph's integer reference.
+
+Each accelerator group gives a :class:`LayerRecord`: cycles, GEMM utilization, the fraction of
+two rooflines reached (GEMM and DRAM only; and one that also counts the ALU work of the
+epilogue), DRAM bytes moved against the compulsory bytes, and the module that limited it (the
+one with the most busy cycles).
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
+    >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
+    >>> w = Constant(np.random.default_rng(0).normal(size=(8, 3, 3, 3)).astype(np.float32),
+    ...              name="w")
+    >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)},
+    ...                                   name="conv")])
+    >>> feed = {"x": np.random.default_rng(1).normal(size=(1, 3, 6, 6)).astype(np.float32)}
+    >>> net = compile_network(g, "default", calibration=feed)
+    >>> result = net.run(feed)
+    >>> [(r.name, r.device) for r in result.layers]
+    [('conv', 'vta')]
+    >>> bool((result.outputs[0] == net.reference(feed)[0]).all())
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Constant, Graph, Value, evaluate
+from compiler.graph.reference import check_feeds, evaluate_node
+from compiler.partition import AccelGroup, Partition, partition_graph
+from compiler.quantize import RequantParams, quantize_graph
+from compiler.topi.vta.packing import (
+    pack_nchw,
+    pack_nchw_out,
+    pack_rows,
+    unpack_nchw,
+    unpack_rows,
+)
+from compiler.topi.vta.qnn import QAdd, QEpilogue, QLayer, compile_qconv2d, compile_qdense
+from isa import HwConfig, load_config
+from runtime.errors import SessionError
+
+
+@dataclass(frozen=True)
+class LayerRecord:
+    """One row of the per-layer table: an accelerator group or a host node."""
+
+    name: str
+    ops: str
+    device: str
+    rule: str
+    cycles: int = 0
+    macs: int = 0
+    ideal_cycles: float = 0.0
+    roofline_cycles: float = 0.0
+    alu_roofline_cycles: float = 0.0
+    dram_bytes: int = 0
+    compulsory_bytes: int = 0
+    limiter: str = ""
+    host_seconds: float = 0.0
+
+    @property
+    def utilization(self) -> float:
+        return self.ideal_cycles / self.cycles if self.cycles else 0.0
+
+    @property
+    def roofline_fraction(self) -> float:
+        return self.roofline_cycles / self.cycles if self.cycles else 0.0
+
+    @property
+    def alu_roofline_fraction(self) -> float:
+        return self.alu_roofline_cycles / self.cycles if self.cycles else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "ops": self.ops, "device": self.device,
+                             "rule": self.rule}  # fmt: skip
+        if self.device == "vta":
+            d.update(
+                cycles=self.cycles,
+                macs=self.macs,
+                utilization=round(self.utilization, 4),
+                roofline_fraction=round(self.roofline_fraction, 4),
+                alu_roofline_fraction=round(self.alu_roofline_fraction, 4),
+                dram_bytes=self.dram_bytes,
+                compulsory_bytes=self.compulsory_bytes,
+                limiter=self.limiter,
+            )
+        else:
+            d["host_seconds"] = round(self.host_seconds, 6)
+        return d
+
+
+@dataclass
+class NetworkRun:
+    """Outputs and per-layer records of one run of a :class:`VtaNetwork`."""
+
+    outputs: list[np.ndarray]
+    layers: list[LayerRecord]
+    config: HwConfig
+    batch: int
+
+    @property
+    def total_cycles(self) -> int:
+        return sum(r.cycles for r in self.layers)
+
+    @property
+    def images_per_second(self) -> float:
+        """At the config's clock, accelerator cycles only (host time not counted)."""
+        if not self.total_cycles:
+            return 0.0
+        return self.batch * self.config.clock_mhz * 1e6 / self.total_cycles
+
+    def table(self) -> str:
+        """The per-layer table with whole-network totals."""
+        head = (
+            f"{'layer':<28} {'device':<6} {'cycles':>10} {'util':>6} {'roof':>6} "
+            f"{'roof+alu':>8} {'DRAM B':>10} {'compuls.':>10}  limiter / rule"
+        )
+        lines = [head, "-" * len(head)]
+        for r in self.layers:
+            if r.device == "vta":
+                lines.append(
+                    f"{r.name[:28]:<28} {'vta':<6} {r.cycles:>10} {r.utilization:>6.1%} "
+                    f"{r.roofline_fraction:>6.1%} {r.alu_roofline_fraction:>8.1%} "
+                    f"{r.dram_bytes:>10} {r.compulsory_bytes:>10}  {r.limiter}"
+                )
+            else:
+                lines.append(f"{r.name[:28]:<28} {'cpu':<6} {'-':>10} {'':>6} {'':>6} {'':>8} "
+                             f"{'':>10} {'':>10}  {r.rule}")  # fmt: skip
+        vta = [r for r in self.layers if r.device == "vta"]
+        moved = sum(r.dram_bytes for r in vta)
+        comp = sum(r.compulsory_bytes for r in vta)
+        lines.append("-" * len(head))
+        lines.append(
+            f"total: {self.total_cycles} accelerator cycles in {len(vta)} groups "
+            f"({len(self.layers) - len(vta)} host nodes), {moved} DRAM bytes moved "
+            f"(compulsory {comp}), {self.images_per_second:.1f} images/s at "
+            f"{self.config.clock_mhz:g} MHz ({self.config.name})"
+        )
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config.name,
+            "layers": [r.to_json() for r in self.layers],
+            "total_cycles": self.total_cycles,
+            "images_per_second": round(self.images_per_second, 3),
+        }
+
+
+@dataclass
+class VtaNetwork:
+    """A quantized graph, its partition and one compiled program per accelerator group."""
+
+    graph: Graph
+    partition: Partition
+    config: HwConfig
+    layers: dict[str, QLayer] = field(default_factory=dict)
+    compile_seconds: float = 0.0
+
+    def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
+        """The quantized graph's integer reference (the numpy executor)."""
+        return evaluate(self.graph, feeds)
+
+    def run(self, feeds: Mapping[str, Any] | Sequence[Any]) -> NetworkRun:
+        """Run every group: accelerator groups on the simulator, host nodes on the host."""
+        import vta_sim
+
+        env = check_feeds(self.graph, feeds)
+        cfg = self.config
+
+        def get(v: Value) -> np.ndarray:
+            return v.value if isinstance(v, Constant) else env[id(v)]
+
+        by_output = {id(g.anchor): g for g in self.partition.groups}
+        in_group = {id(n) for g in self.partition.groups for n in g.nodes}
+        records: list[LayerRecord] = []
+        placement = {p.node: p for p in self.partition.placements}
+        for node in self.graph.nodes:
+            group = by_output.get(id(node))
+            if group is not None:
+                layer = self.layers[group.name]
+                prog = layer.program.copy()
+                for key, value in layer.params.items():
+                    prog.write(key, value)
+                x = get(group.anchor.inputs[0])
+                prog.write("data", pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg))
+                if group.residual is not None:
+                    r = get(group.residual)
+                    prog.write(
+                        "residual",
+                        pack_nchw_out(r, cfg) if r.ndim == 4 else pack_rows(r, cfg, out=True),
+                    )
+                res = vta_sim.simulate(prog)
+                out = res.read("out")
+                shape = group.output.type.shape
+                env[id(group.output)] = (
+                    unpack_nchw(out, shape[0], shape[1])
+                    if len(shape) == 4
+                    else unpack_rows(out, shape[0], shape[1])
+                )
+                records.append(_record(group, layer, res, cfg))
+                continue
+            if id(node) in in_group:
+                continue
+            t0 = time.perf_counter()
+            env[id(node)] = evaluate_node(node, [get(v) for v in node.inputs])
+            p = placement[node.name or node.op]
+            records.append(
+                LayerRecord(
+                    p.node, node.op, "cpu", p.rule, host_seconds=time.perf_counter() - t0
+                )  # fmt: skip
+            )
+        batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
+        return NetworkRun([np.array(get(v)) for v in self.graph.outputs], records, cfg, batch)
+
+
+def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerRecord:
+    from compiler.topi.vta.metrics import compulsory_bytes, ideal_cycles, roofline_cycles
+
+    comp = compulsory_bytes(layer.program)
+    ideal = ideal_cycles(layer.macs, cfg)
+    out = layer.out_shape
+    entries = int(np.prod(out[:-2]))  # accumulator entries the epilogue touches
+    alu = entries * layer.alu_steps * cfg.alu_ii
+    busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
+    limiter = max(busy, key=lambda m: busy[m]) if busy else ""
+    ops = "+".join(n.op for n in group.nodes)
+    return LayerRecord(
+        group.name, ops, "vta", f"{group.kind}-group", res.cycles, layer.macs, ideal,
+        roofline_cycles(layer.macs, comp, cfg), max(ideal + alu, comp / cfg.bus_bytes),
+        sum(res.dram_bytes.values()), comp, limiter,
+    )  # fmt: skip
+
+
+def group_epilogue(group: AccelGroup) -> QEpilogue:
+    """The :class:`QEpilogue` of an accelerator group, from its graph constants."""
+    rq = group.requantize
+    consts = []
+    for k, v in enumerate(rq.inputs[1:4]):
+        if not isinstance(v, Constant):
+            raise SessionError(f"requantize {rq.name}: input {k + 1} must be a constant")
+        consts.append(np.asarray(v.value, np.int32).reshape(-1))
+    mult, shift, post = consts
+    params = RequantParams(mult, shift, post, mult.astype(np.float64) / np.exp2(shift + post))
+    bias = None
+    if len(group.anchor.inputs) > 2:
+        b = group.anchor.inputs[2]
+        assert isinstance(b, Constant)
+        bias = np.asarray(b.value, np.int32).reshape(-1)
+    add = None
+    if group.qadd is not None:
+        a = group.qadd.attrs
+        mine_lhs = group.qadd.inputs[0] is rq
+        add = QAdd(
+            a["lhs_multiplier"] if mine_lhs else a["rhs_multiplier"],
+            a["rhs_multiplier"] if mine_lhs else a["lhs_multiplier"],
+            a["shift"], a["out_min"], a["out_max"],
+        )  # fmt: skip
+    return QEpilogue(bias, params, rq.attrs["out_min"], rq.attrs["out_max"], add)
+
+
+def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
+    """One accelerator program for ``group``."""
+    ep = group_epilogue(group)
+    node = group.anchor
+    weight = node.inputs[1]
+    assert isinstance(weight, Constant)
+    w = np.asarray(weight.value, np.int8)
+    residual = group.residual is not None
+    if group.kind == "conv2d":
+        a = node.attrs
+        return compile_qconv2d(
+            group.name, cfg, w, ep, in_shape=node.inputs[0].type.shape,
+            stride=tuple(a["strides"]), padding=tuple(a["padding"]), residual=residual,
+        )  # fmt: skip
+    return compile_qdense(
+        group.name, cfg, w, ep, batch=node.inputs[0].type.shape[0], residual=residual
+    )
+
+
+def compile_network(
+    graph: Graph,
+    config: str | HwConfig = "default",
+    *,
+    calibration: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    calibrator: str = "percentile",
+    requant: str = "multiplier",
+) -> VtaNetwork:
+    """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
+
+    ``calibration``: one feed mapping or a list of them (the graph's input shapes); needed for
+    a float graph.
+    """
+    cfg = load_config(config) if isinstance(config, str) else config
+    t0 = time.perf_counter()
+    quantized = any(n.op == "quantize" for n in graph.nodes)
+    if not quantized:
+        if calibration is None:
+            raise SessionError(f"graph {graph.name}: a float graph needs calibration data")
+        batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
+        graph = quantize_graph(graph, batches, calibrator=calibrator, requant=requant)
+    part = partition_graph(graph, cfg)
+    net = VtaNetwork(graph, part, cfg)
+    for group in part.groups:
+        net.layers[group.name] = compile_group(group, cfg)
+    net.compile_seconds = time.perf_counter() - t0
+    return net
+
+
+__all__ = [
+    "LayerRecord",
+    "NetworkRun",
+    "VtaNetwork",
+    "compile_group",
+    "compile_network",
+    "group_epilogue",
+]
