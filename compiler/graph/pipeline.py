@@ -113,6 +113,7 @@ def run_pipeline(
         if stop_after not in names:
             raise GraphError(f"no graph pass named {stop_after!r}; passes: {', '.join(names)}")
         pipe = Pipeline(pipe.passes[: names.index(stop_after) + 1])
+    # Pipeline.run is annotated for the loop IR; it runs graph passes alike (see graph_pass).
     return pipe.run(  # type: ignore[return-value]
         graph,  # type: ignore[arg-type]
         options,

@@ -54,6 +54,7 @@ def node(cls: type[T]) -> type[T]:
         True
     """
     cls = dataclasses.dataclass(frozen=True, eq=True, repr=False)(cls)
+    # The cached structural hash replaces the one dataclasses generates (same value, computed once).
     cls.__hash__ = _cached_hash  # type: ignore[method-assign]
     return cls
 
@@ -79,4 +80,6 @@ class Node:
 
     def replace(self: T, **changes: Any) -> T:
         """A copy with some fields changed (nodes are immutable)."""
+        # Every concrete node class is a dataclass (the ``node`` decorator); mypy cannot see that
+        # through the unbounded ``T``.
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]

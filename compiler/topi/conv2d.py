@@ -46,16 +46,21 @@ PACKED_AXES = ("n", "ob", "y", "x", "bi", "oi")
 
 
 def _common(
-    data: Tensor, kernel: Tensor, stride: object, padding: object, dilation: object, name: str
+    data: Tensor,
+    kernel: Tensor,
+    stride: int | Sequence[int],
+    padding: int | Sequence[int],
+    dilation: int | Sequence[int],
+    name: str,
 ) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int]]:
     if data.dtype != kernel.dtype:
         raise DTypeError(
             f"{name}: data {data.name} is {data.dtype} but kernel {kernel.name} is {kernel.dtype}"
         )
     return (
-        pair(stride, f"{name} stride"),  # type: ignore[arg-type]
-        padding4(padding, f"{name} padding"),  # type: ignore[arg-type]
-        pair(dilation, f"{name} dilation"),  # type: ignore[arg-type]
+        pair(stride, f"{name} stride"),
+        padding4(padding, f"{name} padding"),
+        pair(dilation, f"{name} dilation"),
     )
 
 

@@ -35,8 +35,8 @@ def softmax(x: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     k1 = reduce_axis(x.shape[axis], "k")
     xmax = compute(reduced, lambda *i: te_max(x[outer(i, k1.var)], axis=k1), name=f"{name}_max")
 
-    def drop(i: tuple[Expr, ...]) -> tuple[Expr, ...]:
-        return tuple(i[:axis]) + tuple(i[axis + 1 :]) if nd > 1 else (0,)  # type: ignore[return-value]
+    def drop(i: tuple[Expr, ...]) -> tuple[Expr | int, ...]:
+        return tuple(i[:axis]) + tuple(i[axis + 1 :]) if nd > 1 else (0,)
 
     e = compute(x.shape, lambda *i: op.exp(x(*i) - xmax(*drop(i))), name=f"{name}_exp")
     k2 = reduce_axis(x.shape[axis], "k")

@@ -125,7 +125,7 @@ def transpose(x: Tensor, axes: Sequence[int], name: str = "transpose") -> Tensor
     shape = tuple(x.shape[a] for a in perm)
 
     def fcompute(*i: Expr) -> Expr:
-        idx: list[Expr] = [0] * x.ndim  # type: ignore[list-item]
+        idx: list[Expr | int] = [0] * x.ndim
         for k, a in enumerate(perm):
             idx[a] = i[k]
         return x(*idx)

@@ -22,7 +22,7 @@ def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     vals = (value, value) if isinstance(value, int) else tuple(value)
     if len(vals) != 2 or not all(isinstance(v, int) and v > 0 for v in vals):
         raise ShapeError(f"{what} must be a positive int or a pair of them, got {value!r}")
-    return vals
+    return vals[0], vals[1]
 
 
 def padding4(value: int | Sequence[int], what: str) -> tuple[int, int, int, int]:
@@ -39,7 +39,7 @@ def padding4(value: int | Sequence[int], what: str) -> tuple[int, int, int, int]
             raise ShapeError(f"{what} must be an int, (h, w) or (top, left, bottom, right)")
     if not all(isinstance(v, int) and v >= 0 for v in vals):
         raise ShapeError(f"{what} must be non-negative ints, got {value!r}")
-    return vals  # type: ignore[return-value]
+    return vals[0], vals[1], vals[2], vals[3]
 
 
 def conv_out_size(
