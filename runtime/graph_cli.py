@@ -84,6 +84,11 @@ def add_parser(subparsers: Any) -> None:
         help="static shape of an input with symbolic dims",
     )
     p.add_argument("--list-passes", action="store_true", help="list the pass names and exit")
+    p.add_argument(
+        "--target", choices=["vta"], default=None,
+        help="vta: quantize, partition and print where every node runs and the rule that decided",
+    )  # fmt: skip
+    p.add_argument("--config", default=None, help="accelerator config of --target vta")
     p.set_defaults(run=run)
 
 
@@ -118,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     from compiler.errors import GraphError
     from compiler.graph import graph_pipeline, run_pipeline, to_dot, to_text
 
+    if getattr(args, "target", None) == "vta" and args.model is not None:
+        from runtime.vta_cli import graph_command
+
+        return graph_command(args)
     pipeline = graph_pipeline(block_c=args.block_c, block_n=args.block_n)
     names = ["import", *pipeline.names()]
     if args.list_passes:

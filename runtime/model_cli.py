@@ -73,9 +73,15 @@ def add_parser(subparsers: Any) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--target", default="cpu", choices=["cpu", "gpu"],
+        "--target", default="cpu", choices=["cpu", "gpu", "vta"],
         help="where groups run: cpu (LLVM) or gpu (CUDA through numba; numba's CUDA simulator "
-        "when NUMBA_ENABLE_CUDASIM=1; `run` only)",
+        "when NUMBA_ENABLE_CUDASIM=1; `run` only) or vta (int8 on the accelerator's simulator, "
+        "the rest on the host; `run` only)",
+    )  # fmt: skip
+    p.add_argument("--config", default=None, help="accelerator config of --target vta")
+    p.add_argument(
+        "--calibrate", metavar="DATA.npy", default=None,
+        help="--target vta: calibration inputs (a multiple of the batch; default: the input)",
     )  # fmt: skip
     p.add_argument("--image-size", type=int, default=None, help="zoo models: image height/width")
     p.add_argument("--batch", type=int, default=None, help="zoo models: batch size")
@@ -119,6 +125,8 @@ def _mib(n: int) -> str:
 def _compile(args: argparse.Namespace) -> int:
     from runtime.errors import SessionError
 
+    if args.target == "vta":
+        raise SessionError("artifacts hold CPU code only; run the model with --target vta instead")
     if args.target == "gpu":
         raise SessionError(
             "artifacts hold CPU code only; run the model with --target gpu instead "
@@ -236,6 +244,10 @@ def _format_output(name: str, d: dict[str, Any]) -> str:
 def _run(args: argparse.Namespace) -> int:
     from runtime.errors import SessionError
 
+    if args.target == "vta":
+        from runtime.vta_cli import run_command
+
+        return run_command(args)
     if args.output and not args.output.endswith(".npz"):
         raise SessionError(f"--output {args.output}: the file must end in .npz")
     sess = _session(args)

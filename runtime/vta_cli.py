@@ -1,0 +1,120 @@
+"""The ``vta`` target of ``vtac graph`` and ``vtac run``.
+
+* ``vtac graph MODEL --target vta [--config NAME]`` quantizes the model (calibrated on seeded
+  random data: where a node runs does not depend on the scales), partitions it and prints one
+  line per node: device, accelerator group, the rule that decided and its limit.
+* ``vtac run MODEL --target vta [--config NAME] [--calibrate DATA.npy] [--input X.npy]
+  [--output OUT.npz] [--json]`` quantizes (calibrated on ``--calibrate`` or on the input
+  itself), compiles every accelerator group, runs them on the simulator and the rest on the
+  host, and prints the outputs and the per-layer table; ``--json`` prints
+  ``{"outputs": ..., "layers": [...], "total_cycles": N, ...}``.
+
+Example:
+    >>> import numpy as np
+    >>> calibration_batches(np.zeros((4, 1, 2, 2), np.float32), "x", (2, 1, 2, 2))[1]["x"].shape
+    (2, 1, 2, 2)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from runtime.errors import SessionError
+
+
+def calibration_batches(
+    data: np.ndarray, name: str, shape: tuple[int, ...]
+) -> list[dict[str, np.ndarray]]:
+    """Split ``data`` (``k`` times the input's batch along axis 0) into feeds of ``shape``."""
+    if data.ndim != len(shape) or data.shape[1:] != shape[1:] or data.shape[0] % shape[0]:
+        raise SessionError(
+            f"--calibrate: input {name!r} is {list(shape)}; the calibration data must be a "
+            f"multiple of its batch ({shape[0]}) along axis 0 with the same other dims, got "
+            f"{list(data.shape)}"
+        )
+    data = data.astype(np.float32)
+    return [{name: data[k : k + shape[0]]} for k in range(0, data.shape[0], shape[0])]
+
+
+def _float_graph(args: argparse.Namespace) -> Any:
+    from runtime.graph_cli import load
+
+    return load(args.model, args.image_size, args.batch or 1)
+
+
+def graph_command(args: argparse.Namespace) -> int:
+    """``vtac graph MODEL --target vta``: the partition table."""
+    from compiler.partition import partition_graph
+    from compiler.quantize import quantize_graph
+    from isa import load_config
+
+    cfg = load_config(args.config or "default")
+    graph = _float_graph(args)
+    rng = np.random.default_rng(0)
+    feed = {v.name: rng.standard_normal(v.type.shape).astype(np.float32) for v in graph.inputs}
+    part = partition_graph(quantize_graph(graph, feed), cfg)
+    print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
+          f"{len(part.host_nodes())} host nodes")  # fmt: skip
+    print(part.table())
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``vtac run MODEL --target vta``."""
+    from runtime.model_cli import (
+        _format_output,
+        _save_npz,
+        describe_output,
+        parse_inputs,
+        random_inputs,
+    )
+    from runtime.program import TensorSpec
+    from runtime.vta_target import compile_network
+
+    if args.output and not args.output.endswith(".npz"):
+        raise SessionError(f"--output {args.output}: the file must end in .npz")
+    graph = _float_graph(args)
+    specs = [TensorSpec(v.name, v.type.shape, v.type.dtype) for v in graph.inputs]
+    if args.input:
+        feeds = parse_inputs(args.input, specs)
+    else:
+        feeds = random_inputs(specs, args.seed)
+        print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
+              file=sys.stderr)  # fmt: skip
+    if args.calibrate:
+        if len(specs) != 1:
+            raise SessionError("--calibrate: only single-input models are supported")
+        try:
+            data = np.load(args.calibrate, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise SessionError(
+                f"--calibrate {args.calibrate}: cannot read a .npy array ({e})"
+            ) from None
+        calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
+    else:
+        calibration = feeds
+    net = compile_network(graph, args.config or "default", calibration=calibration)
+    result = net.run(feeds)
+    names = [getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs)]
+    outs = dict(zip(names, result.outputs, strict=True))
+    if args.output:
+        _save_npz(args.output, outs)
+    described = {n: describe_output(a) for n, a in outs.items()}
+    if args.json:
+        print(json.dumps({"outputs": described, **result.to_json()}, allow_nan=False))
+        return 0
+    for n, d in described.items():
+        print(_format_output(n, d))
+    print()
+    print(result.table())
+    if args.output:
+        print(f"outputs saved to {args.output}")
+    return 0
+
+
+__all__ = ["calibration_batches", "graph_command", "run_command"]
