@@ -200,9 +200,12 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
             name = node.name or node.op
             qadd, residual = None, None
             add = _only_reader(graph, rq, users)
-            if add is not None and add.op == "qadd":
+            if add is not None and add.op == "qadd" and id(add) not in placed:
                 other = add.inputs[1] if add.inputs[0] is rq else add.inputs[0]
-                if other is not rq and other.type == rq.type:
+                # the other operand must exist when the group runs: a graph input or a node
+                # placed before (host nodes and groups run in topological order)
+                ready = not isinstance(other, Node) or id(other) in placed
+                if ready and other is not rq and other.type == rq.type:
                     qadd, residual = add, other
             kind = node.op
             groups.append(AccelGroup(name, kind, node, rq, qadd, residual))
