@@ -68,6 +68,8 @@ def _kernel(stmt: S.Stmt, launch: LaunchConfig, name: str) -> S.Stmt:
 def _fetch(nest: S.For, launch: LaunchConfig) -> S.Stmt | None:
     """The cooperative form of ``nest`` if it is a serial nest storing into shared memory."""
     loops: list[S.For] = []
+    mins: list[int] = []
+    extents: list[int] = []
     guards: list[Expr] = []
     cur: S.Stmt = nest
     while isinstance(cur, S.For | S.If):
@@ -82,6 +84,8 @@ def _fetch(nest: S.For, launch: LaunchConfig) -> S.Stmt | None:
         if not isinstance(cur.extent, IntImm) or not isinstance(cur.min, IntImm):
             return None
         loops.append(cur)
+        mins.append(cur.min.value)
+        extents.append(cur.extent.value)
         cur = cur.body
     if not isinstance(cur, S.BufferStore) or cur.buffer.scope.name != "shared":
         return None
@@ -89,7 +93,6 @@ def _fetch(nest: S.For, launch: LaunchConfig) -> S.Stmt | None:
         return None
     for cond in reversed(guards):
         cur = S.If(cond, cur)
-    extents = [loop.extent.value for loop in loops]  # type: ignore[attr-defined]
     total = math.prod(extents)
     nthreads = launch.threads_per_block
     tids = [(tag, Var("t" + tag[-1])) for tag in THREAD_TAGS if launch.extent(tag) > 1]
@@ -101,11 +104,11 @@ def _fetch(nest: S.For, launch: LaunchConfig) -> S.Stmt | None:
     lin: Expr = simplify(tid if rounds == 1 else fetch * nthreads + tid)
     mapping: dict[Var, Expr] = {}
     stride = 1
-    for loop, extent in reversed(list(zip(loops, extents, strict=True))):
+    for loop, lo, extent in reversed(list(zip(loops, mins, extents, strict=True))):
         value: Expr = lin if stride == 1 else lin // stride
         if stride * extent < total:
             value = value % extent
-        mapping[loop.var] = simplify(value + loop.min.value if loop.min.value else value)
+        mapping[loop.var] = simplify(value + lo if lo else value)
         stride *= extent
     body: S.Stmt = substitute(cur, mapping)
     if total % nthreads:

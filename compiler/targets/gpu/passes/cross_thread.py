@@ -95,12 +95,19 @@ def _reads(n: Node, s: S.BufferStore) -> bool:
     return isinstance(n, BufferLoad) and n.buffer == s.buffer and n.indices == s.indices
 
 
+def _tag(loop: S.For) -> str:
+    """The GPU axis of a loop on the thread stack (only bound loops are pushed there)."""
+    if loop.thread is None:
+        raise LoweringError(f"loop {loop.var.name} on the thread stack is bound to no GPU axis")
+    return loop.thread.tag
+
+
 def _relevant(stack: tuple[S.For, ...], buf: Buffer, depth: dict[Buffer, int]) -> tuple[S.For, ...]:
     """Thread loops whose threads all see the same copy of ``buf``."""
     if buf.scope.name == "local":
         return stack[depth.get(buf, 0) :]
     if buf.scope.name == "shared":
-        return tuple(f for f in stack if f.thread.tag in THREAD_TAGS)  # type: ignore[union-attr]
+        return tuple(f for f in stack if _tag(f) in THREAD_TAGS)
     return stack
 
 
@@ -149,7 +156,7 @@ def _cross_thread(
     stack: tuple[S.For, ...],
     launch: LaunchConfig,
 ) -> S.Stmt:
-    tag = loop.thread.tag  # type: ignore[union-attr]
+    tag = _tag(loop)
     inner_vars: set[Var] = set()
     count = 0
     cur: S.Stmt = loop.body
@@ -208,7 +215,7 @@ def _cross_thread(
         return kind(a, b)
 
     n = _int(loop.extent)
-    others = [f for f in stack if f.thread.tag in THREAD_TAGS and f.thread.tag != tag]  # type: ignore[union-attr]
+    others = [f for f in stack if _tag(f) in THREAD_TAGS and _tag(f) != tag]
     base: Expr = IntImm(0)
     for f in others:
         base = base * _int(f.extent) + f.var
@@ -293,7 +300,7 @@ def _check_race(
     if scope == "local":
         return
     tags = THREAD_TAGS if scope == "shared" else THREAD_TAGS + BLOCK_TAGS
-    bound = {f.thread.tag for f in stack}  # type: ignore[union-attr]
+    bound = {_tag(f) for f in stack}
     for tag in tags:
         if launch.extent(tag) > 1 and tag not in bound:
             raise LoweringError(
