@@ -1,0 +1,93 @@
+"""Partition rules: every node placed, with the rule and the limit that decided."""
+
+import numpy as np
+import pytest
+
+import isa
+from compiler.frontend.onnx_import import from_onnx
+from compiler.frontend.zoo import load_zoo
+from compiler.graph import Constant, Graph, Node, TensorType, Var
+from compiler.partition import partition_graph
+from compiler.quantize import quantize_graph
+
+RNG = np.random.default_rng(0)
+
+
+def _quantized(graph):
+    feed = {v.name: RNG.standard_normal(v.type.shape).astype(np.float32) for v in graph.inputs}
+    return quantize_graph(graph, feed)
+
+
+def _w(*shape):
+    return Constant(RNG.standard_normal(shape).astype(np.float32), name=f"w{len(shape)}{shape[0]}")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return _quantized(from_onnx(load_zoo("digits", batch=1)))
+
+
+def test_every_node_of_digits_is_placed_and_gemms_go_to_the_accelerator(digits):
+    part = partition_graph(digits, isa.load_config("default"))
+    assert [p.node for p in part.placements] == [n.name for n in digits.nodes]
+    for node in digits.nodes:
+        p = part.placement(node.name)
+        if node.op in ("conv2d", "dense"):
+            assert (p.device, p.rule) == ("vta", f"{node.op}-group"), p
+        assert p.reason
+    assert len(part.groups) == 7  # 6 convolutions (the first included) and the classifier
+    assert {p.rule for p in part.host_nodes()} == {
+        "float-edge",
+        "pool-not-lowered",
+        "requantize-host",
+        "layout",
+    }
+    # both residual adds are fused into the group of the convolution whose result they read
+    fused = [g for g in part.groups if g.qadd is not None]
+    assert [g.qadd.name for g in fused] == ["block1.add", "block2.add"]
+    assert all(part.placement(g.qadd.name).rule == "qadd-fused" for g in fused)
+
+
+def test_first_layer_channels_are_padded_to_the_block_on_every_preset(digits):
+    for name in ("default", "vta-1x16x16", "4x4x4"):
+        cfg = isa.load_config(name)
+        p = partition_graph(digits, cfg).placement("conv1")
+        assert p.device == "vta" and f"blocks of {cfg.block_in} in" in p.reason
+
+
+def test_depthwise_conv_and_softmax_stay_on_the_host_and_say_why():
+    x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
+    conv = Node("conv2d", (x, _w(8, 8, 3, 3)), {"padding": (1, 1, 1, 1)}, name="conv")
+    dw = Node("conv2d", (conv, _w(8, 1, 3, 3)), {"padding": (1, 1, 1, 1), "groups": 8},
+              name="dw")  # fmt: skip
+    prob = Node("softmax", (dw,), {"axis": 1}, name="prob")
+    part = partition_graph(_quantized(Graph.from_outputs([x], [prob])), isa.load_config("default"))
+    assert part.placement("conv").device == "vta"
+    dwp = part.placement("dw")
+    assert (dwp.device, dwp.rule) == ("cpu", "conv2d-groups") and "groups=8" in dwp.reason
+    assert (part.placement("prob").device, part.placement("prob").rule) == ("cpu", "float-op")
+
+
+def test_dilated_conv_and_float_graph_name_their_limit():
+    x = Var("x", TensorType((1, 4, 8, 8), "float32", "NCHW"))
+    conv = Node("conv2d", (x, _w(4, 4, 3, 3)), {"padding": (2, 2, 2, 2), "dilation": (2, 2)},
+                name="dil")  # fmt: skip
+    g = Graph.from_outputs([x], [conv])
+    cfg = isa.load_config("default")
+    p = partition_graph(_quantized(g), cfg).placement("dil")
+    assert (p.device, p.rule) == ("cpu", "conv2d-dilation")
+    # a float graph: the GEMM rule says to quantize first
+    p = partition_graph(g, cfg).placement("dil")
+    assert p.rule == "gemm-dtype" and "quantize first" in p.reason
+
+
+def test_qadd_joins_the_group_that_runs_after_its_other_operand():
+    x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
+    a = Node("conv2d", (x, _w(8, 8, 3, 3)), {"padding": (1, 1, 1, 1)}, name="a")
+    b = Node("conv2d", (x, _w(8, 8, 1, 1)), name="b")
+    add = Node("add", (a, b), name="add")
+    part = partition_graph(_quantized(Graph.from_outputs([x], [add])), isa.load_config("default"))
+    groups = {g.name: g for g in part.groups}
+    assert groups["a"].qadd is None and groups["b"].qadd is not None
+    assert groups["b"].residual is groups["a"].requantize
+    assert part.placement("add").group == "b"

@@ -1,0 +1,145 @@
+"""Quantized groups and whole networks on the accelerator's simulator, bit for bit against the
+quantized graph's integer reference (``compiler.graph.evaluate``)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import isa
+import vta_sim
+from compiler.frontend.onnx_import import from_onnx
+from compiler.frontend.zoo import load_zoo
+from compiler.graph import Constant, Graph, Node, TensorType, Var
+from compiler.quantize import choose_requant, requantize_int
+from compiler.quantize.requant import add_int
+from compiler.topi.vta.packing import pack_nchw, pack_nchw_out, pack_rows, unpack_nchw, unpack_rows
+from compiler.topi.vta.qnn import QAdd, QEpilogue, compile_qconv2d, compile_qdense
+from runtime.cli import main
+from runtime.vta_target import compile_network
+
+PRESETS = ["default", "vta-1x16x16", "4x4x4"]
+
+
+def _conv_acc(x, w, bias, stride, pad):
+    n, c, h, wd = x.shape
+    o, _, k, _ = w.shape
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    acc = np.zeros((n, o, oh, ow), np.int64)
+    for dy in range(k):
+        for dx in range(k):
+            win = xp[:, :, dy : dy + stride * oh : stride, dx : dx + stride * ow : stride]
+            acc += np.einsum("nchw,oc->nohw", win, w[:, :, dy, dx].astype(np.int64))
+    return (acc + bias.reshape(1, -1, 1, 1)).astype(np.int32)
+
+
+def _run(layer, writes):
+    prog = layer.program.copy()
+    for key, value in {**layer.params, **writes}.items():
+        prog.write(key, value)
+    return vta_sim.simulate(prog).read("out")
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("fused_add", [False, True])
+def test_quantized_conv2d_group_is_bit_exact(preset, fused_add):
+    cfg = isa.load_config(preset)
+    rng = np.random.default_rng(1)
+    n, c, o, h, stride = cfg.batch, 3, 20, 6, 2 if fused_add else 1
+    x = rng.integers(-128, 128, (n, c, h, h), dtype=np.int8)
+    w = rng.integers(-127, 128, (o, c, 3, 3), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, o).astype(np.int32)
+    params = choose_requant(rng.uniform(0.0005, 0.05, o))
+    add = QAdd(17000, 12000, 15, 0, 127) if fused_add else None
+    ep = QEpilogue(bias, params, -128, 127, add)
+    layer = compile_qconv2d("c", cfg, w, ep, in_shape=x.shape, stride=(stride, stride),
+                            padding=(1, 1, 1, 1), residual=fused_add)  # fmt: skip
+    acc = _conv_acc(x, w, bias, stride, 1)
+    want = requantize_int(acc, params.multiplier, params.shift, params.post_shift, -128, 127)
+    writes = {"data": pack_nchw(x, cfg)}
+    if fused_add:
+        res = rng.integers(-128, 128, want.shape, dtype=np.int8)
+        writes["residual"] = pack_nchw_out(res, cfg)
+        want = add_int(want, res, 17000, 12000, 15, 0, 127)
+    got = unpack_nchw(_run(layer, writes), n, o)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_quantized_dense_group_is_bit_exact(preset):
+    cfg = isa.load_config(preset)
+    rng = np.random.default_rng(2)
+    n, k, m = 2, 40, 10
+    x = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    w = rng.integers(-127, 128, (m, k), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, m).astype(np.int32)
+    params = choose_requant(rng.uniform(0.001, 0.05, m))
+    layer = compile_qdense("fc", cfg, w, QEpilogue(bias, params, 0, 127), batch=n)
+    got = unpack_rows(_run(layer, {"data": pack_rows(x, cfg)}), n, m)
+    acc = (x.astype(np.int64) @ w.astype(np.int64).T + bias).astype(np.int32)
+    want = requantize_int(acc, params.multiplier, params.shift, params.post_shift, 0, 127)
+    np.testing.assert_array_equal(got, want)
+
+
+def _feed(graph, seed=0):
+    rng = np.random.default_rng(seed)
+    return {v.name: rng.standard_normal(v.type.shape).astype(np.float32) for v in graph.inputs}
+
+
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+def test_digits_network_on_the_simulator_equals_the_integer_reference(preset):
+    from compiler.frontend.zoo import digits_test
+
+    graph = from_onnx(load_zoo("digits", batch=2))
+    images, _ = digits_test()
+    feed = {graph.inputs[0].name: images[:2]}
+    net = compile_network(graph, preset, calibration=feed)
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    vta = [r for r in result.layers if r.device == "vta"]
+    assert len(vta) == 7 and all(r.cycles > 0 and r.dram_bytes >= r.compulsory_bytes for r in vta)
+    assert result.total_cycles == sum(r.cycles for r in vta)
+    assert all(0 < r.roofline_fraction <= r.alu_roofline_fraction <= 1 for r in vta)
+
+
+def test_resnet18_small_on_the_simulator_equals_the_integer_reference():
+    graph = from_onnx(load_zoo("resnet18", batch=1, image_size=32))
+    feed = _feed(graph)
+    net = compile_network(graph, "default", calibration=feed)
+    convs = [g for g in net.partition.groups if g.kind == "conv2d"]
+    assert len(convs) == 20 and sum(g.qadd is not None for g in convs) == 8
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+
+
+def test_softmax_runs_on_the_host_and_the_table_says_so():
+    x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
+    w = Constant(np.random.default_rng(0).normal(size=(8, 3, 3, 3)).astype(np.float32), name="w")
+    conv = Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="conv")
+    prob = Node("softmax", (conv,), {"axis": 1}, name="prob")
+    graph = Graph.from_outputs([x], [prob])
+    feed = _feed(graph)
+    net = compile_network(graph, "default", calibration=feed)
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    rows = {r.name: r for r in result.layers}
+    assert rows["conv"].device == "vta" and (rows["prob"].device, rows["prob"].rule) == (
+        "cpu",
+        "float-op",
+    )
+    assert "prob" in result.table() and "float-op" in result.table()
+
+
+def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
+    assert main(["graph", "digits", "--target", "vta", "--config", "4x4x4"]) == 0
+    text = capsys.readouterr().out
+    assert "conv2d-group" in text and "pool-not-lowered" in text and "4x4x4" in text
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(3).standard_normal((4, 1, 28, 28)).astype(np.float32))
+    code = main(["run", "digits", "--target", "vta", "--calibrate", str(calib), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(doc) >= {"outputs", "layers", "total_cycles"}
+    assert doc["total_cycles"] == sum(r.get("cycles", 0) for r in doc["layers"])
+    assert main(["run", "digits", "--target", "vta", "--calibrate", str(tmp_path / "no.npy")]) != 0
+    assert "--calibrate" in capsys.readouterr().err
