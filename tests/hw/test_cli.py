@@ -7,8 +7,8 @@ import json
 import pytest
 
 import isa
-from runtime.cli import main
 from hw import programs
+from runtime.cli import main
 from tests.hw.conftest import require
 
 pytestmark = pytest.mark.rtl
