@@ -67,6 +67,14 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--output", metavar="OUT.npz", help="save every output under its ONNX name")
     r.add_argument("--json", action="store_true", help="print the outputs and profile as JSON")
     r.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    r.add_argument(
+        "--device", choices=["sim", "rtl"], default="sim",
+        help="--target vta: run accelerator groups on the simulator or on the RTL (Icarus)",
+    )  # fmt: skip
+    r.add_argument(
+        "--trace", metavar="FILE.json", default=None,
+        help="--target vta: write one Perfetto trace of the whole network",
+    )  # fmt: skip
     _common(r)
     r.set_defaults(run=_run)
 

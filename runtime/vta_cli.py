@@ -4,10 +4,13 @@
   random data: where a node runs does not depend on the scales), partitions it and prints one
   line per node: device, accelerator group, the rule that decided and its limit.
 * ``vtac run MODEL --target vta [--config NAME] [--calibrate DATA.npy] [--input X.npy]
-  [--output OUT.npz] [--json]`` quantizes (calibrated on ``--calibrate`` or on the input
-  itself), compiles every accelerator group, runs them on the simulator and the rest on the
-  host, and prints the outputs and the per-layer table; ``--json`` prints
-  ``{"outputs": ..., "layers": [...], "total_cycles": N, ...}``.
+  [--output OUT.npz] [--json] [--trace FILE] [--device sim|rtl]`` quantizes (calibrated on
+  ``--calibrate`` or on the input itself), compiles every accelerator group, runs them on the
+  simulator and the rest on the host, and prints the outputs and the per-layer table;
+  ``--json`` prints ``{"outputs": ..., "layers": [...], "total_cycles": N, ...}``; ``--trace``
+  writes one
+  Perfetto trace of the whole network (a slice per accelerator group); ``--device rtl`` runs
+  the accelerator groups on the RTL (Icarus) instead of the simulator.
 
 Example:
     >>> import numpy as np
@@ -99,7 +102,9 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration)
-    result = net.run(feeds)
+    result = net.run(feeds, trace=args.trace is not None, device=args.device)
+    if args.trace is not None:
+        result.save_trace(args.trace)
     names = [getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs)]
     outs = dict(zip(names, result.outputs, strict=True))
     if args.output:
@@ -112,6 +117,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(_format_output(n, d))
     print()
     print(result.table())
+    if args.trace is not None:
+        print(f"trace written to {args.trace}")
     if args.output:
         print(f"outputs saved to {args.output}")
     return 0

@@ -34,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +115,9 @@ class NetworkRun:
     layers: list[LayerRecord]
     config: HwConfig
     batch: int
+    device: str = "sim"
+    #: per accelerator group: (name, first cycle on the network's time axis, its sim trace)
+    traces: list[tuple[str, int, Any]] = field(default_factory=list)
 
     @property
     def total_cycles(self) -> int:
@@ -155,9 +159,51 @@ class NetworkRun:
         )
         return "\n".join(lines)
 
+    def save_trace(self, path: str) -> None:
+        """One Chrome / Perfetto trace of the whole network: the accelerator groups one after
+        the other on one time axis (1 us = 1 cycle), each group a slice named after it on a
+        ``network`` track above the modules' tracks."""
+        if not self.traces:
+            raise SessionError("no trace was recorded: run the network with trace=True")
+        events: list[dict[str, Any]] = []
+        seen_meta: set[tuple[Any, ...]] = set()
+        layer_tid = 99
+        events.append({"ph": "M", "pid": 0, "tid": layer_tid, "name": "thread_name",
+                       "args": {"name": "network"}})  # fmt: skip
+        events.append({"ph": "M", "pid": 0, "tid": layer_tid, "name": "thread_sort_index",
+                       "args": {"sort_index": -1}})  # fmt: skip
+        for name, start, trace in self.traces:
+            chrome = trace.to_chrome()
+            for e in chrome["traceEvents"]:
+                if e.get("ph") == "M":
+                    key = (e.get("pid"), e.get("tid"), e.get("name"), json.dumps(e.get("args")))
+                    if key not in seen_meta:
+                        seen_meta.add(key)
+                        events.append(e)
+                    continue
+                e = dict(e)
+                if "ts" in e:
+                    e["ts"] = e["ts"] + start
+                events.append(e)
+            cycles = int(chrome.get("otherData", {}).get("cycles", trace.cycles))
+            events.append({"ph": "X", "pid": 0, "tid": layer_tid, "name": name, "ts": start,
+                           "dur": cycles})  # fmt: skip
+        doc = {
+            "traceEvents": events,
+            "displayTimeUnit": "ns",
+            "otherData": {"time_unit": "1 us on the time axis = 1 cycle",
+                          "cycles": self.total_cycles, "config": self.config.name},
+        }  # fmt: skip
+        try:
+            with open(path, "w") as f:
+                json.dump(doc, f, allow_nan=False)
+        except OSError as e:
+            raise SessionError(f"--trace {path}: cannot write: {e.strerror}") from None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "config": self.config.name,
+            "device": self.device,
             "layers": [r.to_json() for r in self.layers],
             "total_cycles": self.total_cycles,
             "images_per_second": round(self.images_per_second, 3),
@@ -178,9 +224,18 @@ class VtaNetwork:
         """The quantized graph's integer reference (the numpy executor)."""
         return evaluate(self.graph, feeds)
 
-    def run(self, feeds: Mapping[str, Any] | Sequence[Any]) -> NetworkRun:
-        """Run every group: accelerator groups on the simulator, host nodes on the host."""
-        import vta_sim
+    def run(
+        self, feeds: Mapping[str, Any] | Sequence[Any], *, trace: bool = False, device: str = "sim"
+    ) -> NetworkRun:
+        """Run every group: accelerator groups on the simulator (``device="sim"``) or on the RTL
+        (``"rtl"``, Icarus; small models), host nodes on the host. ``trace`` records each
+        group's simulator trace for :meth:`NetworkRun.save_trace`."""
+        if device not in ("sim", "rtl"):
+            raise SessionError(f"--device {device!r}: sim or rtl")
+        if trace and device != "sim":
+            raise SessionError("--trace records the simulator's trace: use it with --device sim")
+        traces: list[tuple[str, int, Any]] = []
+        cycles_so_far = 0
 
         env = check_feeds(self.graph, feeds)
         cfg = self.config
@@ -207,7 +262,10 @@ class VtaNetwork:
                         "residual",
                         pack_nchw_out(r, cfg) if r.ndim == 4 else pack_rows(r, cfg, out=True),
                     )
-                res = vta_sim.simulate(prog)
+                res = _execute(prog, device, trace)
+                if trace:
+                    traces.append((group.name, cycles_so_far, res.trace))
+                cycles_so_far += res.cycles
                 out = res.read("out")
                 shape = group.output.type.shape
                 env[id(group.output)] = (
@@ -228,7 +286,39 @@ class VtaNetwork:
                 )  # fmt: skip
             )
         batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
-        return NetworkRun([np.array(get(v)) for v in self.graph.outputs], records, cfg, batch)
+        outs = [np.array(get(v)) for v in self.graph.outputs]
+        return NetworkRun(outs, records, cfg, batch, device, traces)
+
+
+@dataclass(frozen=True)
+class _RtlResult:
+    """The parts of a run the network reads, from the RTL (same names as ``SimResult``)."""
+
+    program: Any
+    cycles: int
+    modules: dict[str, dict[str, int]]
+    dram_bytes: dict[str, int]
+    dram: np.ndarray
+    trace: Any = None
+
+    def read(self, name: str) -> np.ndarray:
+        return self.program.read(name, dram=self.dram)
+
+
+def _execute(prog: Any, device: str, trace: bool) -> Any:
+    import vta_sim
+
+    if device == "sim":
+        return vta_sim.simulate(prog, trace=trace)
+    from hw.coverify import run_rtl
+
+    run = run_rtl(prog)
+    if not run.finished or run.dram is None:
+        raise SessionError(f"the RTL did not finish the program: {run.hang_report()}")
+    # DRAM bytes per memory type are the simulator's count (the RTL testbench does not split
+    # them); cycles and module statistics are the RTL's own
+    counts = vta_sim.simulate(prog, trace=False).dram_bytes
+    return _RtlResult(prog, run.cycles, run.stats, dict(counts), run.dram)
 
 
 def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerRecord:
