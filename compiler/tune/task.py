@@ -140,8 +140,15 @@ class Task:
 
         return DenseKnobs(v["tile_co"], v["tile_ci"], v["tile_b"], v["oc_nthread"])
 
-    def config_of(self, knobs: Any) -> Config:
-        """The point of the space that has these schedule knobs."""
+    def input_fetch(self, config: Config | int) -> str:
+        """The point's input fetch (``compiler.topi.vta.conv2d_strided``): ``"window"``, the
+        template's, unless the space has the ``inp_fetch`` knob (1x1 conv2d of stride > 1)."""
+        cfg = config if isinstance(config, Config) else self.space().config(config)
+        return str(cfg.values.get("inp_fetch", "window"))
+
+    def config_of(self, knobs: Any, fetch: str = "window") -> Config:
+        """The point of the space that has these schedule knobs (and input ``fetch`` where the
+        space has that knob)."""
         if self.target == "cpu":
             values = {k: v for k, v in dict(knobs).items() if k != "parallel"}
         elif self.kind == "conv2d":
@@ -151,6 +158,8 @@ class Task:
                 "vthreads": (knobs.oc_nthread, knobs.h_nthread),
                 "loop_order": str(getattr(knobs.loop_order, "value", knobs.loop_order)),
             }  # fmt: skip
+            if any(k.name == "inp_fetch" for k in self.space().knobs):
+                values["inp_fetch"] = fetch
         else:
             values = {"tile_b": knobs.tile_b, "tile_co": knobs.tile_co,
                       "tile_ci": knobs.tile_ci, "oc_nthread": knobs.oc_nthread}  # fmt: skip
@@ -228,6 +237,14 @@ class Task:
         if self.kind == "conv2d":
             layer = Conv2dLayer(self.name or "conv2d", s["h"], s["w"], s["in_c"], s["out_c"],
                                 s["k"], s["stride"], s["pad"], s["batch"])  # fmt: skip
+            fetch = self.input_fetch(config)
+            if fetch != "window":
+                from compiler.topi.vta.conv2d_strided import compile_conv2d_strided
+                from compiler.topi.vta.testing import build
+
+                compiled = compile_conv2d_strided(layer, self.config_obj, knobs, fetch=fetch,
+                                                  relu=self.relu, residual=self.residual)  # fmt: skip
+                return build(compiled, seed)
             return build_conv2d(layer, self.config_obj, knobs, relu=self.relu,
                                 residual=self.residual, seed=seed)  # fmt: skip
         return build_dense(s["batch"], s["in_features"], s["out_features"], self.config_obj, knobs,
@@ -248,7 +265,7 @@ class Task:
 
             sched, args = cpu_schedule(self.kind, self.shape, knobs)
             return schedule_to_primfunc(sched, args, "main", get_target("cpu").resolve_scope)
-        args, out = _operator(self)
+        args, out = _operator(self, self.input_fetch(config) if self.kind == "conv2d" else "")
         cfg = self.config_obj
         if self.kind == "conv2d":
             s = schedule_conv2d_packed(out, knobs, cfg)
@@ -408,7 +425,10 @@ def _space(task: Task) -> ConfigSpace:
     uop_budget = cfg.uop_depth * 3 // 4
     knobs: tuple[Knob, ...]
     if task.kind == "conv2d":
+        from compiler.topi.vta.conv2d_strided import fetch_choices, fetched_window
+
         k, stride = task.sizes["k"], task.sizes["stride"]
+        fetches = fetch_choices(k, stride, task.sizes["pad"])
         knobs = (
             Knob("tile_b", _divisors(p["nb"])),
             Knob("tile_co", _divisors(p["ocb"])),
@@ -418,6 +438,10 @@ def _space(task: Task) -> ConfigSpace:
             Knob("vthreads", ((1, 1), (2, 1), (1, 2), (2, 2))),
             Knob("loop_order", ("h_co", "co_h")),
         )
+        if len(fetches) > 1:
+            # 1x1 of stride > 1: load the step's whole input window or only the rows / pixels
+            # the convolution reads (the spaces of other layers keep their knobs)
+            knobs += (Knob("inp_fetch", fetches),)
 
         def conv_rule(v: Mapping[str, Any]) -> str | None:
             oc_n, h_n = v["vthreads"]
@@ -431,7 +455,7 @@ def _space(task: Task) -> ConfigSpace:
                 return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
             if tco * tci * k * k > cfg.wgt_depth // n:
                 return f"the weight tile overflows a thread's {cfg.wgt_depth // n} rows"
-            in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+            in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
             if tb * tci * in_h * in_w > cfg.inp_depth // n:
                 return f"the input window overflows a thread's {cfg.inp_depth // n} rows"
             if n * (tci * k * k * tw + tw + 8) > uop_budget:
@@ -464,11 +488,13 @@ def _space(task: Task) -> ConfigSpace:
 
 
 @cache
-def _operator(task: Task) -> tuple[list[Any], Any]:
-    """The task's tensor expressions (placeholders and output), built once per process."""
+def _operator(task: Task, fetch: str = "window") -> tuple[list[Any], Any]:
+    """The task's tensor expressions (placeholders and output) for an input ``fetch``, built
+    once per process."""
     from compiler import te
-    from compiler.topi.vta import conv2d_packed, dense_packed
+    from compiler.topi.vta import dense_packed
     from compiler.topi.vta.conv2d import conv2d_shapes
+    from compiler.topi.vta.conv2d_strided import conv2d_packed_strided
 
     cfg, s, p = task.config_obj, task.sizes, task._packed()
     if task.kind == "conv2d":
@@ -479,8 +505,14 @@ def _operator(task: Task) -> tuple[list[Any], Any]:
         oshape: tuple[int, ...] = (dshape[0], kshape[0], p["oh"], p["ow"], cfg.batch,
                                    cfg.block_out)  # fmt: skip
         res = te.placeholder(oshape, "int8", name="residual") if task.residual else None
-        out = conv2d_packed(data, kernel, s["stride"], s["pad"], shift=8, relu=task.relu,
-                            residual=res)  # fmt: skip
+        if fetch == "window":
+            from compiler.topi.vta import conv2d_packed
+
+            out = conv2d_packed(data, kernel, s["stride"], s["pad"], shift=8, relu=task.relu,
+                                residual=res)  # fmt: skip
+        else:
+            out = conv2d_packed_strided(data, kernel, s["stride"], fetch, shift=8,
+                                        relu=task.relu, residual=res)  # fmt: skip
         return [data, kernel] + ([res] if res is not None else []) + [out], out
     data = te.placeholder((p["nb"], p["kb"], cfg.batch, cfg.block_in), "int8", name="data")
     weight = te.placeholder((p["mb"], p["kb"], cfg.block_out, cfg.block_in), "int8",

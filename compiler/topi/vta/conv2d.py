@@ -47,6 +47,9 @@ from isa import HwConfig
 from .epilogue import requantize_epilogue
 
 CONV_TAG = "conv2d_packed"
+#: The tag of an input stage that keeps only the pixels a strided 1x1 conv reads
+#: (``conv2d_strided``); the schedule places it in the inp buffer like a padding stage.
+SUBSAMPLE_TAG = "subsample"
 
 
 class LoopOrder(StrEnum):
@@ -180,7 +183,7 @@ def find_stages(out: Tensor) -> ConvStages:
     res_acc = next((t for t in loads if t.name == "res_acc"), loads[0] if loads else None)
     inputs = conv.op.input_tensors()
     src, kernel = inputs[0], inputs[1]
-    pad = src if isinstance(src.op, ComputeOp) and src.op.tag == "pad" else None
+    pad = src if isinstance(src.op, ComputeOp) and src.op.tag in ("pad", SUBSAMPLE_TAG) else None
     data = pad.op.input_tensors()[0] if pad is not None else src
     if not isinstance(kernel.op, PlaceholderOp):
         raise ScheduleError(f"the kernel of {conv.name} must be an input tensor")
