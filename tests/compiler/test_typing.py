@@ -48,7 +48,7 @@ CLEAN_MODULES = (
 CLEAN_EXCEPT = {
     "compiler/topi": (),
     "compiler/targets/cpu": ("target.py",),
-    "runtime": ("cli.py", "layer_cli.py", "measure.py", "tune_cli.py"),
+    "runtime": ("cli.py", "layer_cli.py", "measure.py", "tune_cli.py", "vta_target.py"),
 }
 
 
