@@ -143,3 +143,25 @@ def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
     assert doc["total_cycles"] == sum(r.get("cycles", 0) for r in doc["layers"])
     assert main(["run", "digits", "--target", "vta", "--calibrate", str(tmp_path / "no.npy")]) != 0
     assert "--calibrate" in capsys.readouterr().err
+    trace = tmp_path / "net.json"
+    assert main(["run", "digits", "--target", "vta", "--trace", str(trace)]) == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    slices = [e["name"] for e in events if e.get("tid") == 99 and e["ph"] == "X"]
+    assert slices == ["conv1", "block1.conv1", "block1.conv2", "conv2", "block2.conv1",
+                      "block2.conv2", "fc"]  # fmt: skip
+
+
+@pytest.mark.rtl
+def test_digits_on_the_rtl_equals_the_simulator_byte_for_byte_and_cycle_for_cycle():
+    from hw.sim import missing_simulator
+
+    why = missing_simulator("icarus")
+    if why:
+        pytest.skip(f"icarus unavailable: {why}")
+    graph = from_onnx(load_zoo("digits", batch=1))
+    feed = _feed(graph, seed=4)
+    net = compile_network(graph, "default", calibration=feed)
+    sim, rtl = net.run(feed), net.run(feed, device="rtl")
+    np.testing.assert_array_equal(rtl.outputs[0], sim.outputs[0])
+    assert [r.cycles for r in rtl.layers] == [r.cycles for r in sim.layers]
+    assert rtl.to_json()["device"] == "rtl" and rtl.total_cycles > 0
