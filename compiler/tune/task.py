@@ -242,8 +242,10 @@ class Task:
                 from compiler.topi.vta.conv2d_strided import compile_conv2d_strided
                 from compiler.topi.vta.testing import build
 
-                compiled = compile_conv2d_strided(layer, self.config_obj, knobs, fetch=fetch,
-                                                  relu=self.relu, residual=self.residual)  # fmt: skip
+                compiled = compile_conv2d_strided(
+                    layer, self.config_obj, knobs, fetch=fetch, relu=self.relu,
+                    residual=self.residual,
+                )  # fmt: skip
                 return build(compiled, seed)
             return build_conv2d(layer, self.config_obj, knobs, relu=self.relu,
                                 residual=self.residual, seed=seed)  # fmt: skip
