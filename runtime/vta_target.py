@@ -75,6 +75,8 @@ class LayerRecord:
     compulsory_bytes: int = 0
     limiter: str = ""
     host_seconds: float = 0.0
+    #: cycles per module and category (busy, waiting on a token or memory, idle)
+    modules: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def utilization(self) -> float:
@@ -101,6 +103,7 @@ class LayerRecord:
                 dram_bytes=self.dram_bytes,
                 compulsory_bytes=self.compulsory_bytes,
                 limiter=self.limiter,
+                modules=self.modules,
             )
         else:
             d["host_seconds"] = round(self.host_seconds, 6)
@@ -335,7 +338,8 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     return LayerRecord(
         group.name, ops, "vta", f"{group.kind}-group", res.cycles, layer.macs, ideal,
         roofline_cycles(layer.macs, comp, cfg), max(ideal + alu, comp / cfg.bus_bytes),
-        sum(res.dram_bytes.values()), comp, limiter,
+        sum(res.dram_bytes.values()), comp, limiter, 0.0,
+        {m: dict(c) for m, c in res.modules.items()},
     )  # fmt: skip
 
 
