@@ -32,17 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import cast
 
 from compiler.errors import GraphError
 from compiler.graph.ir import Graph
 from compiler.graph.printer import to_text
 from compiler.graph.verify import verify_graph
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
-from compiler.passes.pipeline import PassFn as _LoopPassFn
 
 
-def graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass:
+def graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass[Graph]:
     """A named graph pass (``Graph -> Graph``) for a pipeline the runner runs on graphs.
 
     Example:
@@ -50,12 +48,10 @@ def graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass:
         >>> graph_pass("fuse_ops", fuse_ops).name
         'fuse_ops'
     """
-    # The runner is IR-agnostic but Pass is annotated for the loop IR (PrimFunc -> PrimFunc);
-    # the cast says what a Pass generic in its IR would.
-    return Pass(name, cast(_LoopPassFn, fn))
+    return Pass(name, fn)
 
 
-def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline:
+def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Graph]:
     """The graph pipeline; ``block_c`` (with ``block_n``) asks for the packed
     ``NCHW{block_n}n{block_c}c`` layout, ``None`` keeps NCHW."""
     from compiler.graph.memory import plan_memory
@@ -89,7 +85,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline:
 
 def run_pipeline(
     graph: Graph,
-    pipeline: Pipeline | None = None,
+    pipeline: Pipeline[Graph] | None = None,
     options: PassOptions | None = None,
     *,
     stop_after: str | None = None,
@@ -113,9 +109,8 @@ def run_pipeline(
         if stop_after not in names:
             raise GraphError(f"no graph pass named {stop_after!r}; passes: {', '.join(names)}")
         pipe = Pipeline(pipe.passes[: names.index(stop_after) + 1])
-    # Pipeline.run is annotated for the loop IR; it runs graph passes alike (see graph_pass).
-    return pipe.run(  # type: ignore[return-value]
-        graph,  # type: ignore[arg-type]
+    return pipe.run(
+        graph,
         options,
         verifier=verify_graph,
         printer=to_text,

@@ -17,7 +17,8 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from compiler.errors import CompilerError, DTypeError
 from compiler.ir.dtype import DType, as_dtype
@@ -144,30 +145,45 @@ def scope_name(scope: Scope | str) -> str:
     return scope.name if isinstance(scope, Scope) else scope
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Buffer:
     """A named, typed n-d memory region. Identity matters: two buffers named ``A`` differ.
 
+    The constructor takes Python ints as dimensions, a dtype name and a scope name, and stores
+    them normalised: ``shape`` holds expressions, ``dtype`` a :class:`DType` and ``scope`` a
+    :class:`Scope`. ``uid`` is fresh unless given.
+
     Example:
         >>> b = Buffer("C", (4, 8), "float32")
-        >>> b.ndim, b.size
-        (2, 32)
+        >>> b.ndim, b.size, b.shape[0]
+        (2, 32, 4)
     """
 
     name: str
     shape: tuple[Expr, ...]
     dtype: DType
-    scope: Scope = GLOBAL
-    uid: int = field(default_factory=next_uid)
+    scope: Scope
+    uid: int
 
-    def __post_init__(self) -> None:
-        shape = tuple(const(s) if isinstance(s, int) else s for s in self.shape)
-        object.__setattr__(self, "shape", shape)
-        dtype = as_dtype(self.dtype)
-        if dtype.lanes != 1:
-            raise DTypeError(f"buffer {self.name}: element dtype must be scalar, got {dtype}")
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "scope", get_scope(self.scope))
+    def __init__(
+        self,
+        name: str,
+        shape: Sequence[Expr | int],
+        dtype: DType | str,
+        scope: Scope | str = GLOBAL,
+        uid: int | None = None,
+    ) -> None:
+        element = as_dtype(dtype)
+        if element.lanes != 1:
+            raise DTypeError(f"buffer {name}: element dtype must be scalar, got {element}")
+        # Frozen dataclass: fields are set once, here, through object.__setattr__.
+        object.__setattr__(self, "name", name)
+        object.__setattr__(
+            self, "shape", tuple(const(s) if isinstance(s, int) else s for s in shape)
+        )
+        object.__setattr__(self, "dtype", element)
+        object.__setattr__(self, "scope", get_scope(scope))
+        object.__setattr__(self, "uid", next_uid() if uid is None else uid)
 
     def __hash__(self) -> int:
         return hash(("Buffer", self.uid))
@@ -190,7 +206,7 @@ class Buffer:
         for s in self.shape:
             if not is_const_int(s):
                 raise CompilerError(f"buffer {self.name} has a symbolic dimension {s!r}")
-            dims.append(s.value)  # type: ignore[attr-defined]
+            dims.append(s.value)
         return tuple(dims)
 
     @property

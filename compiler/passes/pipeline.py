@@ -1,5 +1,9 @@
 """The pass pipeline: an explicit, named list of functions ``PrimFunc -> PrimFunc``.
 
+:class:`Pass` and :class:`Pipeline` are generic in the IR they transform: the loop level's
+are ``Pass[PrimFunc]``, the graph level (:mod:`compiler.graph.pipeline`) holds
+``Graph -> Graph`` passes in a ``Pipeline[Graph]`` run by the same runner.
+
 Targets extend the pipeline by inserting their passes relative to named ones. A debug switch
 verifies the IR after every pass and dumps it by pass name:
 
@@ -24,23 +28,32 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from compiler.errors import CompilerError
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import PrimFunc
 
+#: The IR a pass transforms (``PrimFunc`` for the loop level, ``Graph`` for the graph level).
+IR = TypeVar("IR")
+
 PassFn = Callable[[PrimFunc], PrimFunc]
 
 
 @dataclass(frozen=True)
-class Pass:
-    """A named pass. The name is how pipelines refer to it and how dumps are labelled."""
+class Pass(Generic[IR]):
+    """A named pass. The name is how pipelines refer to it and how dumps are labelled.
+
+    Example:
+        >>> from compiler.passes.simplify import simplify_func
+        >>> Pass("simplify", simplify_func).name
+        'simplify'
+    """
 
     name: str
-    fn: PassFn
+    fn: Callable[[IR], IR]
 
-    def __call__(self, func: PrimFunc) -> PrimFunc:
+    def __call__(self, func: IR) -> IR:
         return self.fn(func)
 
 
@@ -69,10 +82,10 @@ class PassOptions:
 
 
 @dataclass(frozen=True)
-class Pipeline:
+class Pipeline(Generic[IR]):
     """An ordered, immutable list of passes with unique names."""
 
-    passes: tuple[Pass, ...]
+    passes: tuple[Pass[IR], ...]
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.passes]
@@ -89,34 +102,34 @@ class Pipeline:
                 return k
         raise CompilerError(f"no pass named {name!r} in the pipeline {self.names()}")
 
-    def insert_before(self, name: str, *passes: Pass) -> Pipeline:
+    def insert_before(self, name: str, *passes: Pass[IR]) -> Pipeline[IR]:
         k = self._index(name)
         return Pipeline(self.passes[:k] + tuple(passes) + self.passes[k:])
 
-    def insert_after(self, name: str, *passes: Pass) -> Pipeline:
+    def insert_after(self, name: str, *passes: Pass[IR]) -> Pipeline[IR]:
         k = self._index(name) + 1
         return Pipeline(self.passes[:k] + tuple(passes) + self.passes[k:])
 
-    def append(self, *passes: Pass) -> Pipeline:
+    def append(self, *passes: Pass[IR]) -> Pipeline[IR]:
         return Pipeline(self.passes + tuple(passes))
 
-    def replace(self, name: str, new: Pass) -> Pipeline:
+    def replace(self, name: str, new: Pass[IR]) -> Pipeline[IR]:
         k = self._index(name)
         return Pipeline(self.passes[:k] + (new,) + self.passes[k + 1 :])
 
-    def remove(self, name: str) -> Pipeline:
+    def remove(self, name: str) -> Pipeline[IR]:
         k = self._index(name)
         return Pipeline(self.passes[:k] + self.passes[k + 1 :])
 
     def run(
         self,
-        func: PrimFunc,
+        func: IR,
         options: PassOptions | None = None,
         *,
-        verifier: Callable[[Any], None] | None = None,
-        printer: Callable[[Any], str] | None = None,
+        verifier: Callable[[IR], None] | None = None,
+        printer: Callable[[IR], str] | None = None,
         dump_prefix: str = "",
-    ) -> PrimFunc:
+    ) -> IR:
         """Run every pass in order; verify and dump according to ``options``.
 
         ``verifier`` and ``printer`` default to the loop IR's; another IR level (the graph
@@ -124,8 +137,9 @@ class Pipeline:
         """
         from compiler.passes.verify import verify
 
-        check = verifier if verifier is not None else verify
-        show = printer if printer is not None else to_text
+        # The defaults are the loop IR's; a pipeline of another IR passes its own.
+        check: Callable[[Any], None] = verifier if verifier is not None else verify
+        show: Callable[[Any], str] = printer if printer is not None else to_text
         opts = options if options is not None else PassOptions()
         _dump(opts, 0, "input", func, show, dump_prefix)
         if opts.verify:
@@ -162,7 +176,7 @@ def _dump(
         sys.stderr.write(f"# ---- after {name} ----\n{text}")
 
 
-def default_pipeline() -> Pipeline:
+def default_pipeline() -> Pipeline[PrimFunc]:
     """The target-independent pipeline, read top to bottom."""
     from compiler.passes.flatten_buffers import flatten_buffers
     from compiler.passes.lower_tensorize import lower_tensorize
