@@ -37,7 +37,8 @@ from compiler.quantize.requant import (
     split_round_shift,
     wrap32,
 )
-from compiler.te.tensor import Tensor
+from compiler.schedule import Schedule
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
 from isa import HwConfig, Program
 
 _ALU_OPS: dict[str, Callable[[Expr, Expr], Expr]] = {
@@ -439,6 +440,167 @@ def compile_qdense(
     return QLayer(name, prog, values, knobs, batch * m * k, residual, len(ep.steps()))
 
 
+def pool2d_packed(
+    data: Tensor,
+    kind: str,
+    pool: tuple[int, int],
+    stride: tuple[int, int],
+    *,
+    name: str = "pool",
+) -> Tensor:
+    """Window max or sum of packed int8 ``data (N/b, C/bo, H, W, b, bo)`` (already padded) on
+    the ALU: ``data`` is loaded into the accumulator (ACC8), the first tap copied, every other
+    tap combined by MAX or ADD tensor-tensor; the int32 result, one stage per tap.
+
+    Example:
+        >>> x = te.placeholder((1, 2, 4, 4, 1, 4), "int8", name="x")
+        >>> pool2d_packed(x, "max", (2, 2), (2, 2)).shape
+        (1, 2, 2, 2, 1, 4)
+    """
+    if data.dtype.name != "int8" or data.ndim != 6:
+        raise ShapeError(f"{name}: pools packed int8 data, got {data.name}: {data.dtype}")
+    if kind not in ("max", "sum"):
+        raise ShapeError(f"{name}: the ALU pools by max or sum, not {kind!r}")
+    nb, cb, h, w, b, bo = data.shape
+    (kh, kw), (sh, sw) = pool, stride
+    oshape = (nb, cb, (h - kh) // sh + 1, (w - kw) // sw + 1, b, bo)
+    src = te.compute(
+        data.shape, lambda *i: data(*i).astype("int32"), name=f"{name}_in", tag="elemwise"
+    )
+    fn = op.maximum if kind == "max" else op.add
+    cur: Tensor | None = None
+    for k in range(kh * kw):
+        ky, kx = divmod(k, kw)
+        tap = _tap(src, ky, kx, sh, sw)
+        if cur is None:
+            cur = te.compute(oshape, tap, name=f"{name}_t0", tag="elemwise")
+        else:
+            cur = te.compute(
+                oshape,
+                lambda *i, c=cur, t=tap: fn(c(*i), t(*i)),
+                name=f"{name}_t{k}",
+                tag="elemwise",
+            )
+    assert cur is not None
+    return cur
+
+
+def _tap(src: Tensor, ky: int, kx: int, sh: int, sw: int) -> Callable[..., Expr]:
+    def tap(n: Expr, c: Expr, y: Expr, x: Expr, i: Expr, j: Expr) -> Expr:
+        return src[n, c, y * sh + ky, x * sw + kx, i, j]
+
+    return tap
+
+
+def schedule_pool_packed(out: Tensor, cfg: HwConfig, tile_h: int) -> Schedule:
+    """Rows of ``tile_h`` output rows per channel block; every accumulator stage at the row
+    tile, the input window DMA'd there, the output stored from it."""
+    from compiler.ir.pragma import ALU, DMA_COPY
+    from compiler.schedule import create_schedule
+    from compiler.targets.vta.intrin import make_scopes
+
+    scopes = make_scopes(cfg)
+    ewise: list[Tensor] = []
+    loads: list[Tensor] = []
+    stack = list(out.op.input_tensors())
+    while stack:
+        t = stack.pop()
+        if not isinstance(t.op, ComputeOp) or t in ewise or t in loads:
+            continue
+        inputs = t.op.input_tensors()
+        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
+            loads.append(t)
+            continue
+        ewise.append(t)
+        stack.extend(inputs)
+    oh = out.shape[2]
+    if tile_h < 1 or oh % tile_h:
+        raise ShapeError(f"pool {out.name}: tile_h={tile_h} must divide the {oh} output rows")
+    s = create_schedule(out)
+    for t in loads:
+        s[t].set_scope(scopes.acc)
+    for t in ewise:
+        s[t].set_scope(scopes.acc)
+        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
+    n, c, h, w, i, j = s[out].leaf_iter_vars
+    h0, h1 = s[out].split(h, factor=tile_h)
+    s[out].reorder(n, c, h0, h1, w, i, j)
+    for t in ewise:
+        s[t].compute_at(s[out], h0)
+    for t in sorted(loads, key=lambda t: t.name):
+        s[t].compute_at(s[out], h0)
+        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
+    s[out].pragma(h1, DMA_COPY)
+    return s
+
+
+def pool_tile_h(cfg: HwConfig, in_w: int, out_h: int, out_w: int, k: int, stride: int,
+                buffers: int) -> int:  # fmt: skip
+    """The most output rows per tile whose input window and ``buffers`` result tiles fit the
+    accumulator buffer (entries of one channel block)."""
+    for t in range(out_h, 0, -1):
+        if out_h % t:
+            continue
+        rows = (t - 1) * stride + k
+        if rows * in_w + buffers * t * out_w <= cfg.acc_depth:
+            return t
+    raise ShapeError(
+        f"pool: one output row of a {k}x{k} window over {in_w} columns does not fit the "
+        f"accumulator buffer ({cfg.acc_depth} entries)"
+    )
+
+
+def compile_qpool(
+    name: str,
+    cfg: HwConfig,
+    kind: str,
+    *,
+    in_shape: tuple[int, int, int, int],
+    pool: tuple[int, int],
+    stride: tuple[int, int],
+    ep: QEpilogue | None = None,
+) -> QLayer:
+    """Compile a max pool (``kind="max"``) or a window sum followed by the requantization
+    ``ep`` (``kind="sum"``) of int8 NCHW ``in_shape`` (already padded) for ``cfg``.
+
+    Example:
+        >>> import isa
+        >>> layer = compile_qpool("p", isa.load_config("default"), "max", in_shape=(1, 8, 4, 4),
+        ...                       pool=(2, 2), stride=(2, 2))
+        >>> layer.out_shape
+        (1, 2, 2, 2, 1, 4)
+    """
+    from compiler.build import lower
+    from compiler.targets.vta import get_vta_target
+
+    tgt = get_vta_target(cfg)
+    b, bo = cfg.batch, cfg.block_out
+    n, c, h, w = in_shape
+    nb, cb = -(-n // b), -(-c // bo)
+    data = te.placeholder((nb, cb, h, w, b, bo), "int8", name="data")
+    acc = pool2d_packed(data, kind, pool, stride, name=name)
+    tiles: dict[str, Tensor] = {}
+    values: dict[str, np.ndarray] = {}
+    if ep is not None:
+        tiles, values = epilogue_tensors(ep, cb, b, bo, name)
+        out = apply_epilogue(acc, ep, tiles, lambda i: (i[1], i[4], i[5]))
+        steps = len(ep.steps())
+    else:
+        out = topi.cast(acc, "int8", name="out")
+        steps = 0
+    oh, ow = acc.shape[2], acc.shape[3]
+    tile_h = pool_tile_h(cfg, w, oh, ow, pool[0], stride[0], 2 + len(tiles))
+    s = schedule_pool_packed(out, cfg, tile_h)
+    args = [data, *tiles.values(), out]
+    prog = tgt.codegen(
+        lower(s, args, target=tgt),
+        layouts={"data": f"NCHW{b}n{bo}c", "out": f"NCHW{b}n{bo}c"},
+        roles={t.name: "param" for t in tiles.values()},
+    )
+    taps = pool[0] * pool[1]
+    return QLayer(name, prog, values, None, 0, False, taps + steps)
+
+
 def _find_tag(out: Tensor, tag: str) -> Tensor:
     stack = [out]
     while stack:
@@ -454,6 +616,9 @@ __all__ = [
     "QLayer",
     "compile_qconv2d",
     "compile_qdense",
+    "compile_qpool",
+    "pool2d_packed",
+    "schedule_pool_packed",
     "QEpilogue",
     "apply_epilogue",
     "epilogue_tensors",
