@@ -148,11 +148,13 @@ def _pass_down(st: Stage, b: StageBound, env: Env) -> None:
             if rel.factor is not None:
                 ext[rel.outer] = simplify(op.floordiv(parent + (rel.factor - 1), rel.factor), env)
                 ext[rel.inner] = IntImm(rel.factor)
+            elif rel.nparts is not None:
+                ext[rel.outer] = IntImm(rel.nparts)
+                ext[rel.inner] = simplify(op.floordiv(parent + (rel.nparts - 1), rel.nparts), env)
             else:
-                ext[rel.outer] = IntImm(rel.nparts)  # type: ignore[arg-type]
-                ext[rel.inner] = simplify(
-                    op.floordiv(parent + (rel.nparts - 1), rel.nparts),
-                    env,  # type: ignore[operator]
+                raise LoweringError(
+                    f"stage {st.name}: the split of axis {rel.parent.name} has neither a "
+                    "factor nor nparts"
                 )
         else:
             ext[rel.fused] = simplify(ext[rel.outer] * ext[rel.inner], env)
@@ -243,19 +245,19 @@ def _consumer_region(
         for read in g.reads_of(consumer, st):
             for d, index in enumerate(read.indices):
                 index = substitute(index, point)
-                iv = eval_interval(index, root_dom, env) if root_dom else Interval.point(index)
-                lo = None if iv.lo is None else _relax(iv.lo, dom, env, upper=False)
-                hi = None if iv.hi is None else _relax(iv.hi, dom, env, upper=True)
+                span = eval_interval(index, root_dom, env) if root_dom else Interval.point(index)
+                lo = None if span.lo is None else _relax(span.lo, dom, env, upper=False)
+                hi = None if span.hi is None else _relax(span.hi, dom, env, upper=True)
                 cur = Interval(lo, hi)
                 prev = region[d]
                 region[d] = cur if prev is None else prev.union(cur, env)
     out = []
-    for iv, extent in zip(region, op.shape, strict=True):
+    for dim, extent in zip(region, op.shape, strict=True):
         full = Interval.const(0, extent - 1)
-        if iv is None:
+        if dim is None:
             out.append(full)
             continue
-        clamped = iv.intersect(full, env)
+        clamped = dim.intersect(full, env)
         lo = clamped.lo if clamped.lo is not None else full.lo
         hi = clamped.hi if clamped.hi is not None else full.hi
         out.append(Interval(lo, hi))

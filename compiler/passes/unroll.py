@@ -33,15 +33,14 @@ def _unroll(s: S.Stmt, env: Env) -> S.Stmt:
     if isinstance(s, S.SeqStmt):
         return S.seq(*(_unroll(x, env) for x in s.stmts))
     if isinstance(s, S.For):
-        lo_b = const_bounds(s.min, env)
-        ext_b = (None, tight_upper_bound(s.extent, env))
+        lo, hi = const_bounds(s.min, env)
+        upper = tight_upper_bound(s.extent, env)
         inner = dict(env)
-        if None not in lo_b and ext_b[1] is not None:
-            inner[s.var] = (lo_b[0], lo_b[1] + ext_b[1] - 1)  # type: ignore[operator]
+        if lo is not None and hi is not None and upper is not None:
+            inner[s.var] = (lo, hi + upper - 1)
         body = _unroll(s.body, inner)
         if s.kind is not S.ForKind.UNROLLED:
             return s.replace(body=body)
-        upper = ext_b[1]
         if upper is None:
             raise LoweringError(
                 f"cannot unroll loop {s.var.name}: its extent {s.extent!r} has no constant bound"

@@ -119,19 +119,21 @@ class _Vectorizer:
         self.mask = saved
         return E.IfThenElse(cond, _bcast(t, self.lanes), _bcast(f, self.lanes))
 
-    def _binary(self, e: Expr) -> Expr:
-        a, b = self.expr(e.a), self.expr(e.b)  # type: ignore[attr-defined]
+    def _binary(self, e: E.BinaryOp | E.CmpOp | E.And | E.Or) -> Expr:
+        # Every concrete two-operand node has exactly the fields a and b: ``replace`` rebuilds
+        # the same operator on new operands.
+        a, b = self.expr(e.a), self.expr(e.b)
         la, lb = _lanes(a), _lanes(b)
         if la == 1 and lb == 1:
-            return type(e)(a, b)
+            return e.replace(a=a, b=b)
         lanes = max(la, lb)
         if isinstance(e, E.Add | E.Sub | E.Mul) and e.dtype.is_int:
             folded = _ramp_arith(type(e), a, b, lanes)
             if folded is not None:
                 return folded
         if isinstance(a, E.Broadcast) and isinstance(b, E.Broadcast):
-            return E.Broadcast(type(e)(a.value, b.value), lanes)
-        return type(e)(_bcast(a, lanes), _bcast(b, lanes))
+            return E.Broadcast(e.replace(a=a.value, b=b.value), lanes)
+        return e.replace(a=_bcast(a, lanes), b=_bcast(b, lanes))
 
     # Statements -----------------------------------------------------------------------------
     def stmt(self, s: S.Stmt) -> S.Stmt:
@@ -148,8 +150,8 @@ class _Vectorizer:
         if isinstance(s, S.If):
             cond = self.expr(s.cond)
             if _lanes(cond) == 1 and self.mask is None:
-                other = None if s.else_body is None else self.stmt(s.else_body)
-                return S.If(cond, self.stmt(s.then_body), other)
+                scalar_else = None if s.else_body is None else self.stmt(s.else_body)
+                return S.If(cond, self.stmt(s.then_body), scalar_else)
             cond = _bcast(cond, self.lanes)
             saved = self.mask
             self.mask = cond if saved is None else op.logical_and(saved, cond)
@@ -227,11 +229,11 @@ def _vectorize(s: S.Stmt, env: Env) -> S.Stmt:
     if isinstance(s, S.SeqStmt):
         return S.seq(*(_vectorize(x, env) for x in s.stmts))
     if isinstance(s, S.For):
-        lo_b = const_bounds(s.min, env)
+        lo, hi = const_bounds(s.min, env)
         ext_hi = tight_upper_bound(s.extent, env)
         inner = dict(env)
-        if None not in lo_b and ext_hi is not None:
-            inner[s.var] = (lo_b[0], lo_b[1] + ext_hi - 1)  # type: ignore[operator]
+        if lo is not None and hi is not None and ext_hi is not None:
+            inner[s.var] = (lo, hi + ext_hi - 1)
         if s.kind is not S.ForKind.VECTORIZED:
             return s.replace(body=_vectorize(s.body, inner))
         if ext_hi is None:

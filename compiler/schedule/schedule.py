@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from compiler.errors import ScheduleError
 from compiler.ir.buffer import Scope
@@ -106,7 +105,10 @@ class Schedule:
     # Schedule-level primitives ----------------------------------------------------------------
     @recorded_schedule
     def cache_read(
-        self, tensor: Tensor | Stage | str, scope: Scope | str, readers: Sequence[Any]
+        self,
+        tensor: Tensor | Stage | str,
+        scope: Scope | str,
+        readers: Sequence[Tensor | Operation | Stage | str],
     ) -> Tensor:
         """Copy ``tensor`` into ``scope`` for ``readers`` (see ``primitives.cache``)."""
         return cache.cache_read(self, tensor, scope, readers)

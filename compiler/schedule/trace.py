@@ -91,8 +91,8 @@ def _normalize(value: Any, stage: Stage | None) -> Any:
         return value.name
     if isinstance(value, Tensor | Operation):
         op = value.op if isinstance(value, Tensor) else value
-        owner = stage.schedule if stage is not None else None
-        return owner.stage_of(op).name if owner is not None else op.name
+        sched = stage.schedule if stage is not None else None
+        return sched.stage_of(op).name if sched is not None else op.name
     if isinstance(value, Scope):
         return value.name
     if isinstance(value, ThreadAxis):

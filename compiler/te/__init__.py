@@ -8,6 +8,11 @@ Example:
     DType('int32')
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from compiler.ir.dtype import DType, as_dtype
 from compiler.ir.expr import Expr, Var, const
 from compiler.ir.op import (
@@ -39,6 +44,10 @@ from compiler.te.tensor import (
     TensorRead,
 )
 
+if TYPE_CHECKING:
+    # The schedule layer imports this package, so at run time it is imported at call time.
+    from compiler.schedule.schedule import Schedule
+
 
 def thread_axis(tag: str) -> ThreadAxis:
     """The thread axis ``tag`` for ``Stage.bind``, as TVM's ``te.thread_axis``.
@@ -50,7 +59,7 @@ def thread_axis(tag: str) -> ThreadAxis:
     return ThreadAxis(tag)
 
 
-def create_schedule(outputs: object) -> "Schedule":  # noqa: F821, UP037
+def create_schedule(outputs: Tensor | Operation | Sequence[Tensor | Operation]) -> Schedule:
     """The default schedule of ``outputs`` (TVM's ``te.create_schedule``; see
     :func:`compiler.schedule.create_schedule`).
 
@@ -63,7 +72,7 @@ def create_schedule(outputs: object) -> "Schedule":  # noqa: F821, UP037
     # the schedule layer imports this package, so it is resolved at call time
     from compiler.schedule import create_schedule as _create_schedule
 
-    return _create_schedule(outputs)  # type: ignore[arg-type]
+    return _create_schedule(outputs)
 
 
 __all__ = [

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from compiler.errors import CompilerError, ScheduleError
 from compiler.ir.buffer import Scope, schedule_scope, scope_name
-from compiler.ir.expr import Var
+from compiler.ir.expr import Expr, Var
 from compiler.ir.functor import rewrite, substitute
 from compiler.ir.node import Node
 from compiler.schedule.relations import AttachAt, AttachInline
-from compiler.te.tensor import ComputeOp, IterVar, Tensor, TensorRead
+from compiler.te.tensor import ComputeOp, IterVar, Operation, Tensor, TensorRead
 
 if TYPE_CHECKING:
     from compiler.schedule.schedule import Schedule
@@ -29,7 +29,7 @@ def _scope(scope: Scope | str, what: str) -> Scope | str:
         raise ScheduleError(f"{what}: {exc}") from None
 
 
-def _retarget(body: Node, old: Tensor, new: Tensor) -> Node:
+def _retarget(body: Expr, old: Tensor, new: Tensor) -> Expr:
     def post(n: Node) -> Node | None:
         if isinstance(n, TensorRead) and n.tensor == old:
             return TensorRead(new, n.indices)
@@ -45,7 +45,10 @@ def _copy_op(name: str, src: Tensor, axis_names: Sequence[str] | None = None) ->
 
 
 def cache_read(
-    schedule: Schedule, tensor: Tensor | Stage | str, scope: Scope | str, readers: Sequence[object]
+    schedule: Schedule,
+    tensor: Tensor | Stage | str,
+    scope: Scope | str,
+    readers: Sequence[Tensor | Operation | Stage | str],
 ) -> Tensor:
     """Copy ``tensor`` into ``scope`` and make ``readers`` read the copy.
 
@@ -83,8 +86,8 @@ def cache_read(
         body = op.body
         for t in op.input_tensors():
             if schedule.stage_of(t.op) is src_stage:
-                body = _retarget(body, t, cache)  # type: ignore[assignment]
-        new_op = ComputeOp(op.name, op.axis, op.reduce_axis, body, op.tag, op.attrs)  # type: ignore[arg-type]
+                body = _retarget(body, t, cache)
+        new_op = ComputeOp(op.name, op.axis, op.reduce_axis, body, op.tag, op.attrs)
         schedule.replace_op(rs, new_op)
     stage = schedule.add_stage(cache_op, after=src_stage)
     stage.scope = scope

@@ -58,12 +58,15 @@ def split(
     ``nparts`` fixes the outer extent instead of the inner one.
     """
     iv = stage.leaf(axis, "split")
-    if (factor is None) == (nparts is None):
+    if factor is not None and nparts is None:
+        value = factor
+    elif nparts is not None and factor is None:
+        value = nparts
+    else:
         raise ScheduleError(
             f"split on stage {stage.name}, axis {stage.axis_name(iv)}: give exactly one of "
             "factor= and nparts="
         )
-    value = factor if factor is not None else nparts
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ScheduleError(
             f"split on stage {stage.name}, axis {stage.axis_name(iv)}: factor/nparts must be a "
@@ -72,10 +75,10 @@ def split(
     _check_free(stage, iv, "split")
     name = stage.axis_name(iv)
     if factor is not None:
-        outer_ext, inner_ext = -(-iv.extent // factor), factor
+        outer_ext, inner_ext = -(-iv.extent // value), value
     else:
-        outer_ext, inner_ext = nparts, -(-iv.extent // nparts)  # type: ignore[operator]
-    outer = _new_axis(stage, f"{name}.outer", outer_ext, iv)  # type: ignore[arg-type]
+        outer_ext, inner_ext = value, -(-iv.extent // value)
+    outer = _new_axis(stage, f"{name}.outer", outer_ext, iv)
     inner = _new_axis(stage, f"{name}.inner", inner_ext, iv)
     stage.relations.append(Split(iv, outer, inner, factor, nparts))
     pos = stage.leaf_iter_vars.index(iv)
