@@ -54,9 +54,7 @@ class DmaLimits:
 def dma_limits(cfg: HwConfig) -> DmaLimits:
     """The DMA field maxima of ``cfg``, read from the instruction format declarations."""
     lim = limits(cfg)
-    return DmaLimits(
-        **{name: lim.max("mem", name) for name in DmaLimits.__dataclass_fields__}  # type: ignore[arg-type]
-    )
+    return DmaLimits(**{name: lim.max("mem", name) for name in DmaLimits.__dataclass_fields__})
 
 
 def zero_fill(builder: Any, mem: MemType, sram: int, entries: int, *, lim: DmaLimits) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
@@ -36,6 +37,17 @@ from isa.insn import module_of
 from .errors import VTATargetError
 
 MODULE_ORDER = {"load": 1, "compute": 2, "store": 3}
+
+
+class LoopFactors(TypedDict):
+    """The loop factor fields of a GEMM/ALU instruction (``UopKernel.factors``)."""
+
+    dst_factor_out: int
+    dst_factor_in: int
+    src_factor_out: int
+    src_factor_in: int
+    wgt_factor_out: int
+    wgt_factor_in: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +73,7 @@ class UopKernel:
         ext = [lp[0] for lp in self.loops]
         return (ext[0], ext[1]) if len(ext) == 2 else (1, ext[0]) if ext else (1, 1)
 
-    def factors(self) -> dict[str, int]:
+    def factors(self) -> LoopFactors:
         """The loop factor fields of a GEMM/ALU instruction running this kernel."""
         loops = list(self.loops)
         if len(loops) == 1:
@@ -226,8 +238,8 @@ class StreamBuilder:
     ) -> UopKernel:
         """Declare a kernel (it is loaded into the uop buffer when first used)."""
         return UopKernel(
-            tuple(tuple(int(v) for v in u) for u in uops),
-            tuple(tuple(int(v) for v in lp) for lp in loops),
+            tuple((int(dst), int(src), int(wgt)) for dst, src, wgt in uops),
+            tuple((int(n), int(dst), int(src), int(wgt)) for n, dst, src, wgt in loops),
         )
 
     def _make_resident(self, kernel: UopKernel) -> _Resident:
@@ -293,7 +305,7 @@ class StreamBuilder:
         res = self._make_resident(kernel)
         io, ii = kernel.iters
         f = kernel.factors()
-        if f.pop("wgt_factor_out") or f.pop("wgt_factor_in"):
+        if f["wgt_factor_out"] or f["wgt_factor_in"]:
             raise VTATargetError("ALU micro-op loops have no weight factors")
         self._emit(
             Alu(
@@ -305,7 +317,10 @@ class StreamBuilder:
                 alu_opcode=op,
                 use_imm=imm is not None,
                 imm=0 if imm is None else int(imm),
-                **f,
+                dst_factor_out=f["dst_factor_out"],
+                dst_factor_in=f["dst_factor_in"],
+                src_factor_out=f["src_factor_out"],
+                src_factor_in=f["src_factor_in"],
             )
         )
 

@@ -35,6 +35,7 @@ Example (a loop of loads feeding GEMMs, then a store)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from compiler.ir.buffer import GLOBAL
 from compiler.ir.functor import buffers_used, visit
@@ -188,7 +189,7 @@ def annotate_coproc_scopes(func: PrimFunc) -> PrimFunc:
     # Every store left at this point would run on the host; judge them all together so the
     # error names what the stage lacks (an untensorized reduction's init store comes first).
     left: list[BufferStore] = []
-    visit(func.body, lambda n: left.append(n) if isinstance(n, BufferStore) else None)  # type: ignore[func-returns-value]
+    visit(func.body, lambda n: left.append(n) if isinstance(n, BufferStore) else None)
     if left:
         raise _host_error(func.body)
     return func.with_body(_wrap(func.body, {}))
@@ -359,7 +360,7 @@ class _DepDetector:
         return seq(*self.before.get(key, []), out, *self.after.get(key, []))
 
 
-def _is_thread_loop(s: Stmt) -> bool:
+def _is_thread_loop(s: Stmt) -> TypeGuard[For]:
     return isinstance(s, For) and s.thread is not None and s.thread.is_virtual
 
 
@@ -379,11 +380,12 @@ def check_thread_nesting(body: Stmt) -> None:
                     f"virtual thread loop {s.var.name} ({s.thread}) is inside the loop "
                     f"{serial}; bind axes that enclose every other loop to virtual threads"
                 )
-            walk(s.body, True, None)  # type: ignore[union-attr]
+            walk(s.body, True, None)
             return
-        if block_module(s) is not None:
+        module = block_module(s)
+        if module is not None:
             if not in_thread:
-                outside.append(str(s.value))  # type: ignore[attr-defined]
+                outside.append(str(module))
             return
         for child in s.children():
             if isinstance(child, Stmt):

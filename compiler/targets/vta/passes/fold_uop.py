@@ -102,7 +102,7 @@ def _uop_calls(s: Stmt) -> list[Call]:
 def _uop_count(s: Stmt) -> int:
     """Micro-ops the unrolled statement produces (an upper bound through branches)."""
     if isinstance(s, For):
-        ext = s.extent.value if hasattr(s.extent, "value") else None  # type: ignore[attr-defined]
+        ext = s.extent.value if hasattr(s.extent, "value") else None
         if ext is None:
             raise VTATargetError(f"micro-op loop {s.var.name} has a non-constant extent")
         return ext * _uop_count(s.body)
@@ -174,9 +174,9 @@ class _Folder:
         calls = _uop_calls(s)
         groups: list[list] = []  # [extent, (d, s, w), [vars]]
         for lp in chain:
-            if not hasattr(lp.extent, "value") or lp.extent.value > max_iter:  # type: ignore[attr-defined]
+            if not hasattr(lp.extent, "value") or lp.extent.value > max_iter:
                 break
-            ext = lp.extent.value  # type: ignore[attr-defined]
+            ext = lp.extent.value
             c = self.coeffs(lp.var, calls, lp.body)
             if c is None or not self.fits(fmt, c):
                 break
@@ -224,8 +224,9 @@ class _Folder:
         return s
 
     def run(self, s: Stmt) -> Stmt:
-        if block_module(s) is Module.COMPUTE:
-            return s.replace(body=self.kernels(s.body))  # type: ignore[attr-defined]
+        # block_module is not None only for a coproc_scope pragma
+        if isinstance(s, Pragma) and block_module(s) is Module.COMPUTE:
+            return s.replace(body=self.kernels(s.body))
         if isinstance(s, SeqStmt):
             return SeqStmt(tuple(self.run(x) for x in s.stmts))
         if isinstance(s, For | Allocate | LetStmt | Pragma):

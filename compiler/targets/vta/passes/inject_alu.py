@@ -50,7 +50,12 @@ from ..errors import VTATargetError
 from ..intrin import make_scopes
 from .nest import analyze, perfect_nest, split_entry
 
-_BINARY = {E.Add: AluOp.ADD, E.Mul: AluOp.MUL, E.Min: AluOp.MIN, E.Max: AluOp.MAX}
+_BINARY: dict[type[E.BinaryOp], AluOp] = {
+    E.Add: AluOp.ADD,
+    E.Mul: AluOp.MUL,
+    E.Min: AluOp.MIN,
+    E.Max: AluOp.MAX,
+}
 
 Step = tuple[AluOp, "IntImm | BufferLoad"]
 
@@ -102,10 +107,10 @@ class _AluLowering:
         base = self.leaf(e)
         if isinstance(base, BufferLoad):
             return base, []
-        if isinstance(e, tuple(_BINARY)):
+        if isinstance(e, E.BinaryOp) and type(e) in _BINARY:
             alu = _BINARY[type(e)]
             options = []
-            for a, b in ((e.a, e.b), (e.b, e.a)):  # type: ignore[attr-defined]
+            for a, b in ((e.a, e.b), (e.b, e.a)):
                 operand = self.leaf(b)
                 if operand is None:
                     continue
@@ -182,7 +187,8 @@ class _AluLowering:
         if not self.is_dst(base):
             if base.buffer == dst:
                 raise self.fail("the stage reads its own output at another element")
-            steps = [(AluOp.MUL, IntImm(0)), (AluOp.ADD, base)] + steps
+            copy_base: list[Step] = [(AluOp.MUL, IntImm(0)), (AluOp.ADD, base)]
+            steps = copy_base + steps
         elif not steps:
             # An in-place copy still rewrites the entries: the out buffer that stores read is
             # refreshed only by GEMM/ALU writes, not by accumulator loads (VTA emits SHR 0).
