@@ -263,10 +263,10 @@ def _compile_and_run(args: argparse.Namespace, cfg: Any, batch: int, program_out
     if args.kind == "conv2d":
         layer = Conv2dLayer("conv2d", args.h, args.w, args.in_c, args.out_c, args.k,
                             args.stride, args.pad, batch)  # fmt: skip
-        built = build_conv2d(layer, cfg, **common)  # type: ignore[arg-type]
+        built = build_conv2d(layer, cfg, **common)
         what = layer.describe()
     else:
-        built = build_dense(batch, args.in_c, args.out_c, cfg, **common)  # type: ignore[arg-type]
+        built = build_dense(batch, args.in_c, args.out_c, cfg, **common)
         what = f"dense: {batch}x{args.in_c} -> {args.out_c}"
     if program_out is not None:
         built.program.save_to(program_out)
@@ -314,7 +314,7 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
     """Run the benchmark, printing one progress line per layer (to ``out``, default stdout)."""
     import isa
     from compiler.errors import CompilerError
-    from compiler.topi.vta import RESNET18_LAYERS
+    from compiler.topi.vta import RESNET18_LAYERS, Conv2dKnobs
     from compiler.topi.vta.testing import build_conv2d
 
     out = sys.stdout if out is None else out
@@ -327,7 +327,10 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
         t0 = time.time()
         try:
             two = build_conv2d(layer, config, nthreads=2, relu=True)
-            one = build_conv2d(layer, config, knobs=two.knobs.single_thread(), relu=True)
+            knobs = two.knobs
+            if not isinstance(knobs, Conv2dKnobs):
+                raise CompilerError(f"build_conv2d chose {type(knobs).__name__}, not conv2d knobs")
+            one = build_conv2d(layer, config, knobs=knobs.single_thread(), relu=True)
         except CompilerError as exc:
             raise CompilerError(f"layer {layer.name} ({layer.describe()}): {exc}") from exc
         row = BenchRow(layer, run_built(two), run_built(one))
@@ -425,11 +428,12 @@ def _bench(args: argparse.Namespace) -> int:
 def c9_cross_check(out: Any = None) -> bool:
     """C9 under vta-1x16x16 with VTA's tutorial schedule against VTA's published counters."""
     from compiler.topi.vta import C9_VTA_TUTORIAL_COUNTS, RESNET18, Conv2dKnobs
+    from compiler.topi.vta.conv2d import LoopOrder
     from compiler.topi.vta.testing import build_conv2d
 
     out = sys.stdout if out is None else out
     knobs = Conv2dKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=8, oc_nthread=2,
-                        loop_order="co_h")  # fmt: skip
+                        loop_order=LoopOrder.CO_H)  # fmt: skip
     built = build_conv2d(RESNET18["C9"], "vta-1x16x16", knobs, relu=True, shift=8)
     run = run_built(built)
     want = C9_VTA_TUTORIAL_COUNTS

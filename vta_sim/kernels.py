@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -88,7 +89,7 @@ def _source_stamp() -> int:
     h = hashlib.sha256()
     for mod in (_sem, _timing):
         h.update(inspect.getsource(mod).encode())
-    h.update(inspect.getsource(inspect.getmodule(_source_stamp)).encode())
+    h.update(inspect.getsource(sys.modules[__name__]).encode())
     return int(h.hexdigest()[:15], 16)
 
 

@@ -212,7 +212,8 @@ class _Collector:
             np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64)
             for k in range(4)
         ]
-        return Intervals(*cols, self.cycles)
+        lane, style, start, end = cols
+        return Intervals(lane, style, start, end, self.cycles)
 
 
 def trace_intervals(result_or_trace: SimResult | Trace) -> Intervals:
@@ -294,8 +295,8 @@ def trace_intervals(result_or_trace: SimResult | Trace) -> Intervals:
         can = first | (prev_d >= 0)
         d = dispatch[idx]
         out.add(E.FETCH, _S["queue wait"], ready[can], np.where(d >= 0, d, cycles)[can])
-        done = d >= 0
-        out.add(E.FETCH, _S["dispatch"], *_coalesce(d[done], d[done] + 1))
+        dispatched = d >= 0
+        out.add(E.FETCH, _S["dispatch"], *_coalesce(d[dispatched], d[dispatched] + 1))
         # fetch asks for a burst at 0, then in the cycle after the last dispatch of the previous
         last_d = dispatch[hi - 1]
         asks = np.concatenate([[0], last_d[:-1] + 1])
@@ -522,7 +523,9 @@ def save_gantt(
     """
     path = Path(path)
     ax = gantt(result_or_trace, **kwargs)
-    ax.figure.savefig(path, dpi=150)
+    # an ``ax`` passed in kwargs may sit in a subfigure: the file holds the whole figure
+    fig = ax.figure if isinstance(ax.figure, Figure) else ax.figure.figure
+    fig.savefig(path, dpi=150)
     return path
 
 

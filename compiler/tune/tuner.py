@@ -323,7 +323,7 @@ def make_tuner(name: str, task: Task, seed: int = 0, **kw: object) -> Tuner:
     """
     if name not in TUNERS:
         raise CompilerError(f"unknown tuner {name!r}; one of {sorted(TUNERS)}")
-    return TUNERS[name](task, seed, **kw)  # type: ignore[arg-type]
+    return TUNERS[name](task, seed, **kw)
 
 
 __all__ = [
