@@ -27,7 +27,7 @@ Example:
     >>> net = compile_network(g, "default", calibration=feed)
     >>> result = net.run(feed)
     >>> [(r.name, r.device) for r in result.layers]
-    [('conv', 'vta')]
+    [('x.quantize', 'cpu'), ('conv', 'vta'), ('conv.dequantize', 'cpu')]
     >>> bool((result.outputs[0] == net.reference(feed)[0]).all())
     True
 """
@@ -53,7 +53,14 @@ from compiler.topi.vta.packing import (
     unpack_nchw,
     unpack_rows,
 )
-from compiler.topi.vta.qnn import QAdd, QEpilogue, QLayer, compile_qconv2d, compile_qdense
+from compiler.topi.vta.qnn import (
+    QAdd,
+    QEpilogue,
+    QLayer,
+    compile_qconv2d,
+    compile_qdense,
+    compile_qpool,
+)
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
 
@@ -258,7 +265,15 @@ class VtaNetwork:
                 for key, value in layer.params.items():
                     prog.write(key, value)
                 x = get(group.anchor.inputs[0])
-                prog.write("data", pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg))
+                if group.kind == "max_pool2d":
+                    # the reference pads with -128; the host writes the padded window
+                    pt, pl, pb, pr = group.anchor.attrs["padding"]
+                    x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
+                    prog.write("data", pack_nchw_out(x, cfg))
+                elif group.kind == "global_sum_pool2d":
+                    prog.write("data", pack_nchw_out(x, cfg))
+                else:
+                    prog.write("data", pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg))
                 if group.residual is not None:
                     r = get(group.residual)
                     prog.write(
@@ -335,8 +350,9 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
     limiter = max(busy, key=lambda m: busy[m]) if busy else ""
     ops = "+".join(n.op for n in group.nodes)
+    rule = "pool-group" if group.kind.endswith("pool2d") else f"{group.kind}-group"
     return LayerRecord(
-        group.name, ops, "vta", f"{group.kind}-group", res.cycles, layer.macs, ideal,
+        group.name, ops, "vta", rule, res.cycles, layer.macs, ideal,
         roofline_cycles(layer.macs, comp, cfg), max(ideal + alu, comp / cfg.bus_bytes),
         sum(res.dram_bytes.values()), comp, limiter, 0.0,
         {m: dict(c) for m, c in res.modules.items()},
@@ -346,6 +362,8 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
 def group_epilogue(group: AccelGroup) -> QEpilogue:
     """The :class:`QEpilogue` of an accelerator group, from its graph constants."""
     rq = group.requantize
+    if rq is None:
+        raise SessionError(f"group {group.name}: no requantize to take an epilogue from")
     consts = []
     for k, v in enumerate(rq.inputs[1:4]):
         if not isinstance(v, Constant):
@@ -372,8 +390,20 @@ def group_epilogue(group: AccelGroup) -> QEpilogue:
 
 def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
     """One accelerator program for ``group``."""
-    ep = group_epilogue(group)
     node = group.anchor
+    if group.kind in ("max_pool2d", "global_sum_pool2d"):
+        _, _, h, w = node.inputs[0].type.shape
+        if group.kind == "global_sum_pool2d":
+            return compile_qpool(group.name, cfg, "sum", in_shape=node.inputs[0].type.shape,
+                                 pool=(h, w), stride=(1, 1), ep=group_epilogue(group))  # fmt: skip
+        a = node.attrs
+        pt, pl, pb, pr = a["padding"]
+        n, c = node.inputs[0].type.shape[:2]
+        return compile_qpool(
+            group.name, cfg, "max", in_shape=(n, c, h + pt + pb, w + pl + pr),
+            pool=tuple(a["pool_size"]), stride=tuple(a["strides"]),
+        )  # fmt: skip
+    ep = group_epilogue(group)
     weight = node.inputs[1]
     assert isinstance(weight, Constant)
     w = np.asarray(weight.value, np.int8)

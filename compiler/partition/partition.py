@@ -10,10 +10,15 @@ Rules, tried on each node in topological order (the first that decides wins):
   blocks (the first layer's 1 or 3 channels included).
 * ``qadd-fused``: a ``qadd`` that is the only reader of such a group's ``requantize`` (and
   whose other operand is an int8 tensor of the same shape) joins the group.
+* ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation or ceil
+  mode, one output row's window within the accumulator buffer) or ``global_sum_pool2d`` with
+  the ``requantize`` that reads it: the window is loaded into the accumulator and combined by
+  one MAX or ADD tensor-tensor instruction per tap.
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form), ``layout`` (``reshape``, ``transpose``),
-  ``pool-not-lowered`` / ``relu-not-lowered`` (the ALU could run them; this compiler does not
-  lower them as groups of their own yet), ``requantize-host`` (a requantize of a host value),
+  ``relu-not-lowered`` (a relu not fused into a requantize: the ALU could run it; this
+  compiler does not lower it as a group of its own), ``pool-shape`` / ``pool-window`` (a
+  pooling beyond the limits above), ``requantize-host`` (a requantize of a host value),
   ``qadd-host`` (a ``qadd`` that is not the only reader of a group's result), and the rules
   that name the limit a ``conv2d`` / ``dense`` exceeds (``conv2d-groups``,
   ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``, ``conv2d-window``,
@@ -52,18 +57,19 @@ class AccelGroup:
     name: str
     kind: str
     anchor: Node
-    requantize: Node
+    requantize: Node | None
     qadd: Node | None = None
     residual: Value | None = None
 
     @property
     def output(self) -> Node:
-        return self.qadd if self.qadd is not None else self.requantize
+        if self.qadd is not None:
+            return self.qadd
+        return self.requantize if self.requantize is not None else self.anchor
 
     @property
     def nodes(self) -> tuple[Node, ...]:
-        extra = (self.qadd,) if self.qadd is not None else ()
-        return (self.anchor, self.requantize, *extra)
+        return tuple(n for n in (self.anchor, self.requantize, self.qadd) if n is not None)
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,26 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
     for node in graph.nodes:
         if id(node) in placed:
             continue
+        if node.op in ("max_pool2d", "global_sum_pool2d"):
+            limit = _pool_limit(node, cfg)
+            rq = None
+            if limit is None and node.op == "global_sum_pool2d":
+                rq = _only_reader(graph, node, users)
+                if rq is None or rq.op != "requantize" or rq.inputs[0] is not node:
+                    limit = ("gemm-requantize",
+                             "its int32 sum must be read by one requantize only")  # fmt: skip
+            if limit is not None:
+                put(node, CPU, None, *limit)
+                continue
+            name = node.name or node.op
+            groups.append(AccelGroup(name, node.op, node, rq))
+            alu = "MAX" if node.op == "max_pool2d" else "ADD"
+            put(node, VTA, name, "pool-group",
+                f"ACC8 load of the window, one {alu} tensor-tensor per tap on the ALU")  # fmt: skip
+            if rq is not None:
+                put(rq, VTA, name, "requantize-fused",
+                    "one scale for every channel: ALU immediates")  # fmt: skip
+            continue
         if node.op in ("conv2d", "dense"):
             limit = _gemm_limit(node, cfg)
             rq = _only_reader(graph, node, users)
@@ -226,6 +252,30 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
     return Partition(graph, cfg.name, placements, tuple(groups))
 
 
+def _pool_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
+    """The rule and reason that keep a pooling off the accelerator, or None."""
+    data = node.inputs[0]
+    if data.type.dtype != "int8" or node.type.dtype.startswith("float"):
+        return "float-op", f"{data.type.dtype} pooling: the ALU pools int8 values"
+    _, _, h, w = data.type.shape
+    if node.op == "global_sum_pool2d":
+        if h * w + 3 > cfg.acc_depth:
+            return "pool-window", f"a {h}x{w} window does not fit the accumulator buffer"
+        return None
+    a = node.attrs
+    (kh, kw), (sh, sw) = tuple(a["pool_size"]), tuple(a["strides"])
+    if tuple(a["dilation"]) != (1, 1) or a["ceil_mode"] or a.get("layout", "NCHW") != "NCHW":
+        return "pool-shape", "only NCHW windows without dilation or ceil mode are lowered"
+    if kh != kw or sh != sw:
+        return "pool-shape", f"window {kh}x{kw}, strides {sh}x{sw}: square and equal only"
+    _, pl, _, pr = a["padding"]
+    in_w = w + pl + pr
+    out_w = (in_w - kw) // sw + 1
+    if kh * in_w + 2 * out_w > cfg.acc_depth:
+        return "pool-window", f"one output row of the {kh}x{kw} window does not fit the accumulator"
+    return None
+
+
 def _host_rule(node: Node) -> tuple[str, str]:
     op = node.op
     if op in ("quantize", "dequantize"):
@@ -236,13 +286,6 @@ def _host_rule(node: Node) -> tuple[str, str]:
         return "float-op", "float32 operator: no integer form"
     if op in ("reshape", "transpose", "layout_transform", "flatten"):
         return "layout", f"{op} is a layout change done on the host"
-    if op in ("max_pool2d", "global_sum_pool2d"):
-        alu = "MAX" if op == "max_pool2d" else "ADD"
-        return (
-            "pool-not-lowered",
-            f"the ALU could run it ({alu} tensor-tensor over the window) but pooling groups are "
-            "not lowered yet",
-        )
     if op == "relu":
         return "relu-not-lowered", "a relu that is not fused into a requantize runs on the host"
     if op == "requantize":

@@ -14,7 +14,13 @@ from compiler.graph import Constant, Graph, Node, TensorType, Var
 from compiler.quantize import choose_requant, requantize_int
 from compiler.quantize.requant import add_int
 from compiler.topi.vta.packing import pack_nchw, pack_nchw_out, pack_rows, unpack_nchw, unpack_rows
-from compiler.topi.vta.qnn import QAdd, QEpilogue, compile_qconv2d, compile_qdense
+from compiler.topi.vta.qnn import (
+    QAdd,
+    QEpilogue,
+    compile_qconv2d,
+    compile_qdense,
+    compile_qpool,
+)
 from runtime.cli import main
 from runtime.vta_target import compile_network
 
@@ -67,6 +73,29 @@ def test_quantized_conv2d_group_is_bit_exact(preset, fused_add):
 
 
 @pytest.mark.parametrize("preset", PRESETS)
+def test_max_pool_and_global_sum_pool_on_the_alu_are_bit_exact(preset):
+    cfg = isa.load_config(preset)
+    rng = np.random.default_rng(5)
+    n, c = cfg.batch, 8
+    x = rng.integers(-128, 128, (n, c, 9, 9), dtype=np.int8)
+    layer = compile_qpool("p", cfg, "max", in_shape=x.shape, pool=(3, 3), stride=(2, 2))
+    got = unpack_nchw(_run(layer, {"data": pack_nchw_out(x, cfg)}), n, c)
+    want = np.full((n, c, 4, 4), -128, np.int8)
+    for ky in range(3):
+        for kx in range(3):
+            want = np.maximum(want, x[:, :, ky : ky + 8 : 2, kx : kx + 8 : 2])
+    np.testing.assert_array_equal(got, want)
+    ep = QEpilogue(None, choose_requant(np.full(c, 0.013)), -128, 127)
+    x = np.ascontiguousarray(x[:, :, :4, :4])
+    layer = compile_qpool("g", cfg, "sum", in_shape=x.shape, pool=(4, 4), stride=(1, 1), ep=ep)
+    got = unpack_nchw(_run(layer, {"data": pack_nchw_out(x, cfg)}), n, c)
+    acc = x.astype(np.int64).sum((2, 3), keepdims=True).astype(np.int32)
+    p = ep.requant
+    want = requantize_int(acc, p.multiplier, p.shift, p.post_shift, -128, 127)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
 def test_quantized_dense_group_is_bit_exact(preset):
     cfg = isa.load_config(preset)
     rng = np.random.default_rng(2)
@@ -98,7 +127,7 @@ def test_digits_network_on_the_simulator_equals_the_integer_reference(preset):
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
     vta = [r for r in result.layers if r.device == "vta"]
-    assert len(vta) == 7 and all(r.cycles > 0 and r.dram_bytes >= r.compulsory_bytes for r in vta)
+    assert len(vta) == 10 and all(r.cycles > 0 and r.dram_bytes >= r.compulsory_bytes for r in vta)
     assert result.total_cycles == sum(r.cycles for r in vta)
     assert all(0 < r.roofline_fraction <= r.alu_roofline_fraction <= 1 for r in vta)
 
@@ -134,7 +163,7 @@ def test_softmax_runs_on_the_host_and_the_table_says_so():
 def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
     assert main(["graph", "digits", "--target", "vta", "--config", "4x4x4"]) == 0
     text = capsys.readouterr().out
-    assert "conv2d-group" in text and "pool-not-lowered" in text and "4x4x4" in text
+    assert "conv2d-group" in text and "pool-group" in text and "4x4x4" in text
     calib = tmp_path / "calib.npy"
     np.save(calib, np.random.default_rng(3).standard_normal((4, 1, 28, 28)).astype(np.float32))
     code = main(["run", "digits", "--target", "vta", "--calibrate", str(calib), "--json"])
@@ -147,8 +176,8 @@ def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
     assert main(["run", "digits", "--target", "vta", "--trace", str(trace)]) == 0
     events = json.loads(trace.read_text())["traceEvents"]
     slices = [e["name"] for e in events if e.get("tid") == 99 and e["ph"] == "X"]
-    assert slices == ["conv1", "block1.conv1", "block1.conv2", "conv2", "block2.conv1",
-                      "block2.conv2", "fc"]  # fmt: skip
+    assert slices == ["conv1", "pool1", "block1.conv1", "block1.conv2", "pool2", "conv2",
+                      "block2.conv1", "block2.conv2", "avgpool.sum", "fc"]  # fmt: skip
 
 
 @pytest.mark.rtl

@@ -34,14 +34,13 @@ def test_every_node_of_digits_is_placed_and_gemms_go_to_the_accelerator(digits):
         p = part.placement(node.name)
         if node.op in ("conv2d", "dense"):
             assert (p.device, p.rule) == ("vta", f"{node.op}-group"), p
+        if node.op in ("max_pool2d", "global_sum_pool2d"):
+            assert (p.device, p.rule) == ("vta", "pool-group"), p
         assert p.reason
-    assert len(part.groups) == 7  # 6 convolutions (the first included) and the classifier
-    assert {p.rule for p in part.host_nodes()} == {
-        "float-edge",
-        "pool-not-lowered",
-        "requantize-host",
-        "layout",
-    }
+    # 6 convolutions (the first included), the classifier, 2 max pools, the global pool
+    assert len(part.groups) == 10
+    assert part.placement("avgpool.requantize").group == "avgpool.sum"
+    assert {p.rule for p in part.host_nodes()} == {"float-edge", "layout"}
     # both residual adds are fused into the group of the convolution whose result they read
     fused = [g for g in part.groups if g.qadd is not None]
     assert [g.qadd.name for g in fused] == ["block1.add", "block2.add"]
@@ -66,6 +65,19 @@ def test_depthwise_conv_and_softmax_stay_on_the_host_and_say_why():
     dwp = part.placement("dw")
     assert (dwp.device, dwp.rule) == ("cpu", "conv2d-groups") and "groups=8" in dwp.reason
     assert (part.placement("prob").device, part.placement("prob").rule) == ("cpu", "float-op")
+
+
+def test_float_pooling_and_a_relu_alone_stay_on_the_host():
+    x = Var("x", TensorType((1, 4, 8, 8), "int8", "NCHW"))
+    relu = Node("relu", (x,), name="relu")
+    pool = Node("max_pool2d", (relu,), {"pool_size": (2, 2), "strides": (2, 2)}, name="pool")
+    part = partition_graph(Graph.from_outputs([x], [pool]), isa.load_config("default"))
+    assert part.placement("relu").rule == "relu-not-lowered"
+    assert part.placement("pool").rule == "pool-group"
+    y = Var("y", TensorType((1, 4, 8, 8), "float32", "NCHW"))
+    fpool = Node("max_pool2d", (y,), {"pool_size": (2, 2), "strides": (2, 2)}, name="fpool")
+    p = partition_graph(Graph.from_outputs([y], [fpool]), isa.load_config("default"))
+    assert p.placement("fpool").device == "cpu"
 
 
 def test_dilated_conv_and_float_graph_name_their_limit():
