@@ -12,7 +12,8 @@
   convolution on the CPU), and the whole network's accelerator cycles.
 
     python -m bench.bench_network [--config default] [--batch 100] [--skip-resnet]
-        [--resnet-config vta-1x16x16] [--image-size 224] [--json FILE]
+        [--resnet-config vta-1x16x16] [--image-size 224] [--requant multiplier|shift]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _digits(config: str, batch: int) -> dict:
     }
 
 
-def _resnet(config: str, image_size: int) -> tuple[dict, str]:
+def _resnet(config: str, image_size: int, requant: str) -> tuple[dict, str]:
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
     from runtime.vta_target import compile_network
@@ -79,7 +80,7 @@ def _resnet(config: str, image_size: int) -> tuple[dict, str]:
     x = np.random.default_rng(0).standard_normal(graph.inputs[0].type.shape).astype(np.float32)
     feed = {graph.inputs[0].name: x}
     t0 = time.perf_counter()
-    net = compile_network(graph, config, calibration=feed)
+    net = compile_network(graph, config, calibration=feed, requant=requant)
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     run = net.run(feed)
@@ -94,6 +95,7 @@ def _resnet(config: str, image_size: int) -> tuple[dict, str]:
     doc = {
         "config": config,
         "image_size": image_size,
+        "requant": requant,
         "conv_layers": len(convs),
         "conv_cycles": sum(r.cycles for r in convs),
         "vta_published_conv_cycles": VTA_RESNET18_CONV_CYCLES,
@@ -115,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-resnet", action="store_true")
     p.add_argument("--resnet-config", default="vta-1x16x16")
     p.add_argument("--image-size", type=int, default=224)
+    p.add_argument(
+        "--requant", choices=["multiplier", "shift"], default="multiplier",
+        help="ResNet-18's requantization (docs/quantization.md): shift is 4 ALU instructions",
+    )  # fmt: skip
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
     doc: dict = {}
@@ -133,11 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         ok &= d["batches_not_bit_exact"] == 0 and d["fp32_top1"] - d["int8_top1"] <= 0.01
     if not args.skip_resnet:
-        r, table = _resnet(args.resnet_config, args.image_size)
+        r, table = _resnet(args.resnet_config, args.image_size, args.requant)
         doc["resnet18"] = r
         print(table)
         print(
-            f"resnet18 {r['image_size']}x{r['image_size']} on {r['config']}: "
+            f"resnet18 {r['image_size']}x{r['image_size']} on {r['config']} ({r['requant']}): "
             f"{r['conv_layers']} conv layers {r['conv_cycles']} cycles (VTA published "
             f"{VTA_RESNET18_CONV_CYCLES}, first conv on its CPU: ratio "
             f"{r['conv_cycles'] / VTA_RESNET18_CONV_CYCLES:.3f}); whole network "
