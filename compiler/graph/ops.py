@@ -319,12 +319,6 @@ def _infer_conv2d(node: Node) -> TensorType:
                 1,
                 f"kernel input block {kpacked[0]} differs from the data channel block {packed[1]}",
             )
-        if o % packed[1] != 0 or kpacked[1] != packed[1]:
-            raise _shape_err(
-                node,
-                1,
-                f"kernel output block {kpacked[1]} must equal the data channel block {packed[1]}",
-            )
         if len(node.inputs) == 3:
             raise GraphError(f"{_where(node)}: packed conv2d takes no bias (add it separately)")
     if c % groups or o % groups:
@@ -355,7 +349,14 @@ def _infer_conv2d(node: Node) -> TensorType:
             f"input {h}x{w} is smaller than the {kh}x{kw} kernel with "
             f"padding {padding} and dilation {dilation}",
         )
-    return TensorType(_packed_shape(n, o, oh, ow, a["data_layout"]), out_dtype, a["data_layout"])
+    # A packed output takes the kernel's output block, which may differ from the data's channel
+    # block (a first layer's 3 input channels are one block of 3; its output blocks are 16).
+    out_layout = (
+        a["data_layout"]
+        if packed is None or kpacked is None
+        else f"NCHW{packed[0]}n{kpacked[1]}c"
+    )
+    return TensorType(_packed_shape(n, o, oh, ow, out_layout), out_dtype, out_layout)
 
 
 def _infer_dense(node: Node) -> TensorType:

@@ -156,7 +156,7 @@ def _conv2d(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     )
     if len(args) == 3:
         out = out + args[2].reshape(1, -1, 1, 1)
-    return pack_nchw(out, attrs["data_layout"])
+    return pack_nchw(out, t.layout)
 
 
 @_impl("dense")

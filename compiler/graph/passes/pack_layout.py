@@ -2,9 +2,11 @@
 
 Convolutions with ``groups == 1`` whose output channels divide into blocks of ``block_c`` run
 packed: data ``NCHW{n}n{c}c``, kernel ``OIHW{c}i{c}o``, the bias a separate ``add`` of a packed
-per-channel constant. Input channels that do not divide (the first convolution's RGB) are padded
-with zeros explicitly (``pad`` on the data, zero input channels in the weight), so
-``layout_transform`` never pads. Around them, ops that can take the packed layout follow their
+per-channel constant. An NCHW input with fewer channels than a block (the first convolution's
+RGB) becomes one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the output
+is ``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other input channels that
+do not divide are padded with zeros explicitly (``pad`` on the data, zero input channels in the
+weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout follow their
 input: elementwise ops (per-channel constants are reshaped and transformed to
 ``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. Everything else (grouped and
 depthwise conv, dense, softmax, reshape, ...) runs in NCHW. A ``layout_transform`` is placed only
@@ -21,9 +23,9 @@ Example:
     >>> y = Node("relu", (Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="c"),))
     >>> g = pack_layout(Graph.from_outputs([x], [y]), block_c=16)
     >>> [n.op for n in g.nodes]
-    ['pad', 'layout_transform', 'pad', 'layout_transform', 'conv2d', 'relu', 'layout_transform']
-    >>> g.nodes[4].type.shape
-    (1, 1, 8, 8, 1, 16)
+    ['layout_transform', 'layout_transform', 'conv2d', 'relu', 'layout_transform']
+    >>> g.nodes[2].attrs["data_layout"], g.nodes[2].attrs["kernel_layout"], g.nodes[2].type.shape
+    ('NCHW1n3c', 'OIHW3i16o', (1, 1, 8, 8, 1, 16))
 """
 
 from __future__ import annotations
@@ -129,9 +131,24 @@ class _Packer:
             return None
         c = x.type.shape[1]
         cp = -(-c // self.bc) * self.bc
+        kernel_layout = self.kernel_layout
         if cp == c:
             data = self.packed(x)
             weight = self.get(w)
+        elif c < self.bc and id(x) not in self.is_packed:
+            # Fewer input channels than a block (an RGB input): one block of c channels, so
+            # the reduction runs over the real channels only (no zero channels to multiply).
+            layout = f"NCHW{self.bn}n{c}c"
+            data = self.emit(
+                Node(
+                    "layout_transform",
+                    (self.plain(x),),
+                    {"src_layout": "NCHW", "dst_layout": layout},
+                    name=f"{node.label}.data_to_{layout}",
+                )
+            )
+            weight = self.get(w)
+            kernel_layout = f"OIHW{c}i{self.bc}o"
         else:
             width = ((0, 0), (0, cp - c), (0, 0), (0, 0))
             padded = self.emit(
@@ -155,12 +172,12 @@ class _Packer:
             Node(
                 "layout_transform",
                 (weight,),
-                {"src_layout": "OIHW", "dst_layout": self.kernel_layout},
+                {"src_layout": "OIHW", "dst_layout": kernel_layout},
                 name=f"{wname or node.label}.packed",
             )
         )
         attrs = dict(a)
-        attrs.update(data_layout=self.layout, kernel_layout=self.kernel_layout)
+        attrs.update(data_layout=data.type.layout, kernel_layout=kernel_layout)
         if len(node.inputs) == 2:
             return self.emit(Node("conv2d", (data, weight), attrs, node.name))
         conv = self.emit(Node("conv2d", (data, weight), attrs, f"{node.label}.conv"))

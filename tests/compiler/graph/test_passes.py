@@ -243,7 +243,7 @@ def packed_pipeline_graph(graph, block_c=16):
 
 def test_pack_layout_packs_convs_and_their_neighbours():
     x = nchw((1, 3, 8, 8))
-    c1 = Node("relu", (conv(x, 16, name="c1"),), name="r1")  # 3 channels in: padded to 16
+    c1 = Node("relu", (conv(x, 16, name="c1"),), name="r1")  # 3 channels in: one block of 3
     c2 = conv(c1, 32, name="c2", strides=(2, 2))
     m = Node("multiply", (c2, const(32, 1, 1, name="scale")), name="m")
     p = Node("max_pool2d", (m,), {"pool_size": (2, 2), "strides": (2, 2)}, name="p")
@@ -254,27 +254,42 @@ def test_pack_layout_packs_convs_and_their_neighbours():
     packed = pack_layout(g, block_c=16)
     verify_graph(packed)
     ops = {n.name: n for n in packed.nodes}
-    assert ops["c1.conv"].attrs["data_layout"] == "NCHW1n16c" and ops["c1"].op == "add"
-    assert ops["c1.conv"].attrs["kernel_layout"] == "OIHW16i16o"
-    assert ops["c1.pad_channels"].attrs["pad_width"][1] == (0, 13)
+    assert ops["c1.conv"].attrs["data_layout"] == "NCHW1n3c" and ops["c1"].op == "add"
+    assert ops["c1.conv"].attrs["kernel_layout"] == "OIHW3i16o"
+    assert ops["c1.conv"].type.layout == "NCHW1n16c"
+    assert "c1.pad_channels" not in ops
     assert ops["p"].attrs["layout"] == "NCHW1n16c"
     assert ops["cat"].type.layout == "NCHW1n16c"
     assert ops["dw"].attrs["data_layout"] == "NCHW" and ops["gap"].attrs["layout"] == "NCHW"
     assert_same_results(g, packed)
     full = packed_pipeline_graph(g)
     # after constant folding only activations are transformed: once into the packed region
-    # (after the channel pad), once out of it
+    # (as one block of the 3 input channels), once out of it
     boundaries = [
         (n.attrs["src_layout"], n.attrs["dst_layout"])
         for n in full.nodes
         if n.op == "layout_transform"
     ]
-    assert boundaries == [("NCHW", "NCHW1n16c"), ("NCHW1n16c", "NCHW")]
+    assert boundaries == [("NCHW", "NCHW1n3c"), ("NCHW1n16c", "NCHW")]
     consts = {c.name: c for c in full.constants()}
     assert consts["scale.to_NCHW1n16c"].type.shape == (1, 2, 1, 1, 1, 16)
     assert consts["c2.w.packed"].type.shape == (2, 1, 3, 3, 16, 16)
-    assert consts["c1.w.packed"].type.shape == (1, 1, 3, 3, 16, 16)
+    assert consts["c1.w.packed"].type.shape == (1, 1, 3, 3, 3, 16)
     assert_same_results(g, full)
+
+
+def test_pack_layout_pads_input_channels_that_do_not_divide_a_block():
+    x = nchw((1, 20, 6, 6))
+    c = Node("relu", (conv(x, 16, name="c"),), name="r")  # 20 = 16 + 4: padded to 32
+    g = Graph.from_outputs([x], [c])
+    packed = pack_layout(g, block_c=16)
+    verify_graph(packed)
+    ops = {n.name: n for n in packed.nodes}
+    assert ops["c.pad_channels"].attrs["pad_width"][1] == (0, 12)
+    assert ops["c.conv"].attrs["data_layout"] == "NCHW1n16c"
+    assert ops["c.conv"].attrs["kernel_layout"] == "OIHW16i16o"
+    assert_same_results(g, packed)
+    assert_same_results(g, packed_pipeline_graph(g))
 
 
 def test_pack_layout_keeps_indivisible_and_unpackable_ops_in_nchw():
