@@ -6,8 +6,8 @@ per-channel constant. An NCHW input with fewer channels than a block (the first 
 RGB) becomes one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the output
 is ``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other input channels that
 do not divide are padded with zeros explicitly (``pad`` on the data, zero input channels in the
-weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout follow their
-input: elementwise ops (per-channel constants are reshaped and transformed to
+weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout
+follow their input: elementwise ops (per-channel constants are reshaped and transformed to
 ``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. Everything else (grouped and
 depthwise conv, dense, softmax, reshape, ...) runs in NCHW. A ``layout_transform`` is placed only
 where a packed value meets an NCHW reader (once per value), and the graph outputs are NCHW.
