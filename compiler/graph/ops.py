@@ -352,9 +352,7 @@ def _infer_conv2d(node: Node) -> TensorType:
     # A packed output takes the kernel's output block, which may differ from the data's channel
     # block (a first layer's 3 input channels are one block of 3; its output blocks are 16).
     out_layout = (
-        a["data_layout"]
-        if packed is None or kpacked is None
-        else f"NCHW{packed[0]}n{kpacked[1]}c"
+        a["data_layout"] if packed is None or kpacked is None else f"NCHW{packed[0]}n{kpacked[1]}c"
     )
     return TensorType(_packed_shape(n, o, oh, ow, out_layout), out_dtype, out_layout)
 
