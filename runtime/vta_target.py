@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,9 @@ from compiler.topi.vta.qnn import (
     compile_qconv2d,
     compile_qdense,
     compile_qpool,
+    space_to_depth_factor,
+    space_to_depth_input,
+    space_to_depth_weight,
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
@@ -273,6 +276,12 @@ class VtaNetwork:
                 elif group.kind == "global_sum_pool2d":
                     prog.write("data", pack_nchw_out(x, cfg))
                 else:
+                    s2d = _space_to_depth(group, cfg)
+                    if s2d:
+                        # the first layer's few channels, folded: the host writes the input
+                        a = group.anchor.attrs
+                        k = group.anchor.inputs[1].type.shape[2]
+                        x = space_to_depth_input(x, s2d[0], a["padding"], k, s2d[2:])
                     prog.write("data", pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg))
                 if group.residual is not None:
                     r = get(group.residual)
@@ -359,6 +368,21 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     )  # fmt: skip
 
 
+def _space_to_depth(group: AccelGroup, cfg: HwConfig) -> tuple[int, int, int, int] | None:
+    """``(s, folded kernel, out_h, out_w)`` when the group's convolution runs folded
+    (:func:`compiler.topi.vta.qnn.space_to_depth_factor`), else None."""
+    node = group.anchor
+    if group.kind != "conv2d":
+        return None
+    a = node.attrs
+    c, k = node.inputs[0].type.shape[1], node.inputs[1].type.shape[2]
+    s = space_to_depth_factor(cfg, c, k, a["strides"][0])
+    if not s:
+        return None
+    oh, ow = node.type.shape[2:]
+    return s, -(-k // s), oh, ow
+
+
 def group_epilogue(group: AccelGroup) -> QEpilogue:
     """The :class:`QEpilogue` of an accelerator group, from its graph constants."""
     rq = group.requantize
@@ -410,6 +434,17 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
     residual = group.residual is not None
     if group.kind == "conv2d":
         a = node.attrs
+        s2d = _space_to_depth(group, cfg)
+        if s2d:
+            _, k, oh, ow = s2d
+            n, c, _, _ = node.inputs[0].type.shape
+            layer = compile_qconv2d(
+                group.name, cfg, space_to_depth_weight(w, a["strides"][0]), ep,
+                in_shape=(n, c * a["strides"][0] ** 2, oh + k - 1, ow + k - 1),
+                stride=(1, 1), padding=(0, 0, 0, 0), residual=residual,
+            )  # fmt: skip
+            # utilization counts the layer's own MACs, not the folded kernel's zero taps
+            return replace(layer, macs=n * w.shape[0] * oh * ow * c * w.shape[2] * w.shape[3])
         return compile_qconv2d(
             group.name, cfg, w, ep, in_shape=node.inputs[0].type.shape,
             stride=tuple(a["strides"]), padding=tuple(a["padding"]), residual=residual,

@@ -194,3 +194,19 @@ def test_digits_on_the_rtl_equals_the_simulator_byte_for_byte_and_cycle_for_cycl
     np.testing.assert_array_equal(rtl.outputs[0], sim.outputs[0])
     assert [r.cycles for r in rtl.layers] == [r.cycles for r in sim.layers]
     assert rtl.to_json()["device"] == "rtl" and rtl.total_cycles > 0
+
+
+def test_first_layer_folded_space_to_depth_is_bit_exact():
+    # 3 channels, 7x7 stride 2 (ResNet's first layer): on a 16-wide block it runs as a 4x4
+    # stride-1 convolution over 12 channels
+    x = Var("x", TensorType((1, 3, 20, 20), "float32", "NCHW"))
+    w = Constant(np.random.default_rng(6).normal(size=(16, 3, 7, 7)).astype(np.float32), name="w")
+    attrs = {"padding": (3, 3, 3, 3), "strides": (2, 2)}
+    graph = Graph.from_outputs([x], [Node("conv2d", (x, w), attrs, name="conv1")])
+    feed = _feed(graph, seed=7)
+    net = compile_network(graph, "vta-1x16x16", calibration=feed)
+    assert net.layers["conv1"].program.symbols["kernel"].shape[2:4] == (4, 4)
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    (conv,) = [r for r in result.layers if r.device == "vta"]
+    assert conv.macs == 16 * 10 * 10 * 3 * 49

@@ -601,6 +601,62 @@ def compile_qpool(
     return QLayer(name, prog, values, None, 0, False, taps + steps)
 
 
+def space_to_depth_factor(cfg: HwConfig, in_c: int, k: int, stride: int) -> int:
+    """The factor by which a strided convolution with few input channels is rewritten as a
+    stride-1 convolution over ``in_c * s * s`` channels (``s`` = the stride), or 0 when the
+    rewrite does not apply: it needs ``in_c * s * s <= block_in`` (the channels still fit one
+    block, which the padded first layer wastes otherwise) and ``k >= s``.
+
+    Example:
+        >>> import isa
+        >>> cfg = isa.load_config("vta-1x16x16")
+        >>> space_to_depth_factor(cfg, 3, 7, 2), space_to_depth_factor(cfg, 64, 3, 2)
+        (2, 0)
+    """
+    if stride > 1 and k >= stride and in_c * stride * stride <= cfg.block_in:
+        return stride
+    return 0
+
+
+def space_to_depth_weight(w: np.ndarray, s: int) -> np.ndarray:
+    """OIHW weights of the equivalent stride-1 convolution: the kernel padded to a multiple of
+    ``s`` with zeros, input channel ``c * s * s + dy * s + dx`` holding tap ``(ky * s + dy,
+    kx * s + dx)`` at ``(ky, kx)``.
+
+    Example:
+        >>> space_to_depth_weight(np.ones((8, 3, 7, 7), np.int8), 2).shape
+        (8, 12, 4, 4)
+    """
+    o, c, kh, kw = w.shape
+    kq = -(-max(kh, kw) // s)
+    wp = np.zeros((o, c, kq * s, kq * s), w.dtype)
+    wp[:, :, :kh, :kw] = w
+    wp = wp.reshape(o, c, kq, s, kq, s).transpose(0, 1, 3, 5, 2, 4)
+    return np.ascontiguousarray(wp.reshape(o, c * s * s, kq, kq))
+
+
+def space_to_depth_input(
+    x: np.ndarray, s: int, padding: tuple[int, int, int, int], k: int, out_hw: tuple[int, int]
+) -> np.ndarray:
+    """The input of the rewritten convolution: ``x`` padded (zeros, as the convolution pads),
+    cut or extended to the rows and columns the stride-1 windows read, and folded ``s x s``
+    into channels (the order of :func:`space_to_depth_weight`).
+
+    Example:
+        >>> space_to_depth_input(np.ones((1, 3, 8, 8), np.int8), 2, (3, 3, 3, 3), 7,
+        ...                      (4, 4)).shape
+        (1, 12, 6, 6)
+    """
+    pt, pl, pb, pr = padding
+    kq = -(-k // s)
+    rows, cols = (out_hw[0] + kq - 1) * s, (out_hw[1] + kq - 1) * s
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, max(pb, rows)), (pl, max(pr, cols))))
+    xp = xp[:, :, :rows, :cols]
+    n, c = x.shape[:2]
+    xp = xp.reshape(n, c, rows // s, s, cols // s, s).transpose(0, 1, 3, 5, 2, 4)
+    return np.ascontiguousarray(xp.reshape(n, c * s * s, rows // s, cols // s))
+
+
 def _find_tag(out: Tensor, tag: str) -> Tensor:
     stack = [out]
     while stack:
@@ -618,6 +674,9 @@ __all__ = [
     "compile_qdense",
     "compile_qpool",
     "pool2d_packed",
+    "space_to_depth_factor",
+    "space_to_depth_input",
+    "space_to_depth_weight",
     "schedule_pool_packed",
     "QEpilogue",
     "apply_epilogue",
