@@ -147,7 +147,12 @@ def resnet18(args: argparse.Namespace) -> int:
 
     tasks = resnet18_tasks("vta-1x16x16")
     if args.layers:
-        tasks = [t for t in tasks if t.name in args.layers.split(",")]
+        by_name = {t.name: t for t in tasks}
+        unknown = [n for n in args.layers.split(",") if n not in by_name]
+        if unknown:
+            print(f"--layers: no ResNet-18 layer {', '.join(unknown)} (C1..C12)", file=sys.stderr)
+            return 2
+        tasks = [by_name[n] for n in args.layers.split(",")]  # in the order given
     print(f"{args.seeds} seeds x {args.resnet_trials} measurements per layer; tuned = median "
           "over the seeds (range in brackets)")  # fmt: skip
     print(f"{'layer':<5} {'heuristic':>10} {'roofline':>8} {'tuned':>10} {'roofline':>8} "
