@@ -210,3 +210,23 @@ def test_first_layer_folded_space_to_depth_is_bit_exact():
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
     (conv,) = [r for r in result.layers if r.device == "vta"]
     assert conv.macs == 16 * 10 * 10 * 3 * 49
+
+
+def test_a_model_the_compiler_cannot_handle_fails_naming_every_offending_node(tmp_path, capsys):
+    import onnx
+    from onnx import helper
+
+    from tests.compiler.frontend.helpers import make_model
+
+    x = np.zeros((1, 4, 8, 8), np.float32)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="ok"),
+        helper.make_node("Resize", ["a", "", "scales"], ["b"], name="up"),
+        helper.make_node("NonZero", ["b"], ["y"], name="nz"),
+    ]
+    model = make_model(nodes, {"x": x}, ["y"], {"scales": np.ones(4, np.float32)})
+    path = tmp_path / "bad.onnx"
+    onnx.save(model, path)
+    assert main(["run", str(path), "--target", "vta"]) != 0
+    err = capsys.readouterr().err
+    assert "up (Resize" in err and "nz (NonZero" in err and "Traceback" not in err
