@@ -120,3 +120,18 @@ def test_tuning_starts_from_the_heuristic_and_finds_a_fetch_that_beats_it():
     rows = t.config_of(t.knobs(default), "rows")
     (res,) = SimRunner().measure(t, [rows.index])
     assert res.ok and res.cost < first.result.cost
+
+
+def test_benchmark_names_the_resource_that_holds_a_layer():
+    from bench.bench_tune import limiting_resource
+
+    # C11 with rows fetched: compute-bound, its floor is GEMM 25088 + reset 1568 + ALU 9408
+    c11 = conv2d_task(14, 14, 256, 512, 1, 2, 0, hw="vta-1x16x16", relu=True)
+    rows = c11.config_of(c11.knobs(c11.default_config()), "rows")
+    text = limiting_resource(c11, rows)
+    assert text.startswith("compute busy") and "ALU epilogue 9408" in text
+    assert "floor 36064 cycles = 72% of the roofline" in text
+    # a small layer with the window fetched: the loads hold it, bytes named per memory type
+    small = conv2d_task(8, 8, 64, 64, 1, 2, 0, hw="vta-1x16x16", relu=True)
+    text = limiting_resource(small, small.default_config())
+    assert text.startswith("load busy") and "inp 6272 B" in text and "data 4096 B" in text
