@@ -144,7 +144,8 @@ class ApplyBest:
         return rec.config
 
     def knobs(self, task: Task) -> Any:
-        """Schedule knobs for ``task`` (``Conv2dKnobs`` / ``DenseKnobs``)."""
+        """Schedule knobs for ``task`` (``Conv2dKnobs`` / ``DenseKnobs``); a 1x1 strided
+        conv2d's input fetch is ``task.input_fetch(self.config(task))``."""
         return task.knobs(self.config(task))
 
     def group_knobs(self, anchor: Any) -> dict[str, Any]:
