@@ -66,6 +66,7 @@ from compiler.topi.vta.qnn import (
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
+from runtime.vta_dram import NetworkDram, plan_network_dram
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,10 @@ class NetworkRun:
     config: HwConfig
     batch: int
     device: str = "sim"
+    #: bytes of the network's one DRAM image (all programs, weights and activations)
+    dram_image_bytes: int = 0
+    #: accelerator groups that read an input in place from the group that produced it
+    chained_inputs: int = 0
     #: per accelerator group: (name, first cycle on the network's time axis, its sim trace)
     traces: list[tuple[str, int, Any]] = field(default_factory=list)
 
@@ -168,7 +173,9 @@ class NetworkRun:
             f"total: {self.total_cycles} accelerator cycles in {len(vta)} groups "
             f"({len(self.layers) - len(vta)} host nodes), {moved} DRAM bytes moved "
             f"(compulsory {comp}), {self.images_per_second:.1f} images/s at "
-            f"{self.config.clock_mhz:g} MHz ({self.config.name})"
+            f"{self.config.clock_mhz:g} MHz ({self.config.name}); one DRAM image of "
+            f"{self.dram_image_bytes} bytes, {self.chained_inputs} group inputs read in place "
+            "from the group that produced them"
         )
         return "\n".join(lines)
 
@@ -217,6 +224,8 @@ class NetworkRun:
         return {
             "config": self.config.name,
             "device": self.device,
+            "dram_image_bytes": self.dram_image_bytes,
+            "chained_inputs": self.chained_inputs,
             "layers": [r.to_json() for r in self.layers],
             "total_cycles": self.total_cycles,
             "images_per_second": round(self.images_per_second, 3),
@@ -232,6 +241,8 @@ class VtaNetwork:
     config: HwConfig
     layers: dict[str, QLayer] = field(default_factory=dict)
     compile_seconds: float = 0.0
+    #: the whole network's DRAM image (made on the first run)
+    dram_plan: NetworkDram | None = None
 
     def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """The quantized graph's integer reference (the numpy executor)."""
@@ -256,6 +267,23 @@ class VtaNetwork:
         def get(v: Value) -> np.ndarray:
             return v.value if isinstance(v, Constant) else env[id(v)]
 
+        if self.dram_plan is None:
+            self.dram_plan = plan_network_dram(self)
+        plan = self.dram_plan
+        dram = plan.dram.copy()
+        in_dram: dict[int, AccelGroup] = {}  # value -> the group whose "out" tensor holds it
+
+        def value(v: Value) -> np.ndarray:
+            if id(v) not in env and id(v) in in_dram:
+                out = plan.groups[in_dram[id(v)].name].program(cfg, dram).read("out")
+                shape = v.type.shape
+                env[id(v)] = (
+                    unpack_nchw(out, shape[0], shape[1])
+                    if len(shape) == 4
+                    else unpack_rows(out, shape[0], shape[1])
+                )
+            return get(v)
+
         by_output = {id(g.anchor): g for g in self.partition.groups}
         in_group = {id(n) for g in self.partition.groups for n in g.nodes}
         records: list[LayerRecord] = []
@@ -264,48 +292,28 @@ class VtaNetwork:
             group = by_output.get(id(node))
             if group is not None:
                 layer = self.layers[group.name]
-                prog = layer.program.copy()
-                for key, value in layer.params.items():
-                    prog.write(key, value)
-                x = get(group.anchor.inputs[0])
-                if group.kind == "max_pool2d":
-                    # the reference pads with -128; the host writes the padded window
-                    pt, pl, pb, pr = group.anchor.attrs["padding"]
-                    x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
-                    prog.write("data", pack_nchw_out(x, cfg))
-                elif group.kind == "global_sum_pool2d":
-                    prog.write("data", pack_nchw_out(x, cfg))
-                else:
-                    s2d = _space_to_depth(group, cfg)
-                    if s2d:
-                        # the first layer's few channels, folded: the host writes the input
-                        a = group.anchor.attrs
-                        k = group.anchor.inputs[1].type.shape[2]
-                        x = space_to_depth_input(x, s2d[0], a["padding"], k, s2d[2:])
-                    prog.write("data", pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg))
-                if group.residual is not None:
-                    r = get(group.residual)
+                image = plan.groups[group.name]
+                prog = image.program(cfg, dram)
+                if "data" not in image.aliased:
+                    prog.write("data", _host_input(group, value(group.anchor.inputs[0]), cfg))
+                if group.residual is not None and "residual" not in image.aliased:
+                    r = value(group.residual)
                     prog.write(
                         "residual",
                         pack_nchw_out(r, cfg) if r.ndim == 4 else pack_rows(r, cfg, out=True),
                     )
                 res = _execute(prog, device, trace)
+                dram = res.dram
                 if trace:
                     traces.append((group.name, cycles_so_far, res.trace))
                 cycles_so_far += res.cycles
-                out = res.read("out")
-                shape = group.output.type.shape
-                env[id(group.output)] = (
-                    unpack_nchw(out, shape[0], shape[1])
-                    if len(shape) == 4
-                    else unpack_rows(out, shape[0], shape[1])
-                )
+                in_dram[id(group.output)] = group
                 records.append(_record(group, layer, res, cfg))
                 continue
             if id(node) in in_group:
                 continue
             t0 = time.perf_counter()
-            env[id(node)] = evaluate_node(node, [get(v) for v in node.inputs])
+            env[id(node)] = evaluate_node(node, [value(v) for v in node.inputs])
             p = placement[node.name or node.op]
             records.append(
                 LayerRecord(
@@ -313,8 +321,35 @@ class VtaNetwork:
                 )  # fmt: skip
             )
         batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
-        outs = [np.array(get(v)) for v in self.graph.outputs]
-        return NetworkRun(outs, records, cfg, batch, device, traces)
+        outs = [np.array(value(v)) for v in self.graph.outputs]
+        chained = sum(len(i.aliased) for i in plan.groups.values())
+        return NetworkRun(outs, records, cfg, batch, device, plan.nbytes, chained, traces)
+
+
+def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
+    """Whether the host writes the group's ``data`` itself: a max pool with padding (the
+    reference pads with -128) or a convolution run folded (space to depth)."""
+    if group.kind == "max_pool2d":
+        return any(group.anchor.attrs["padding"])
+    return _space_to_depth(group, cfg) is not None
+
+
+def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """The packed ``data`` of ``group`` from its NCHW (or 2-D) input ``x``."""
+    if group.kind == "max_pool2d":
+        # the reference pads with -128; the host writes the padded window
+        pt, pl, pb, pr = group.anchor.attrs["padding"]
+        x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
+        return pack_nchw_out(x, cfg)
+    if group.kind == "global_sum_pool2d":
+        return pack_nchw_out(x, cfg)
+    s2d = _space_to_depth(group, cfg)
+    if s2d:
+        # the first layer's few channels, folded
+        a = group.anchor.attrs
+        k = group.anchor.inputs[1].type.shape[2]
+        x = space_to_depth_input(x, s2d[0], a["padding"], k, s2d[2:])
+    return pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg)
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,14 @@ def test_resnet18_small_on_the_simulator_equals_the_integer_reference():
     assert len(convs) == 20 and sum(g.qadd is not None for g in convs) == 8
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    # activations pass from group to group in the packed layout, in the one DRAM image: every
+    # convolution but the first (its input is the host's quantize) and the global pool read
+    # their input in place; the max pool's input gets its -128 padding from the host
+    plan = net.dram_plan
+    chained = [n for n, g in plan.groups.items() if "data" in g.aliased]
+    assert "conv1" not in chained and "maxpool" not in chained and len(chained) == 20
+    assert sum("residual" in g.aliased for g in plan.groups.values()) == 8
+    assert result.to_json()["chained_inputs"] == 28
 
 
 def test_softmax_runs_on_the_host_and_the_table_says_so():
