@@ -514,6 +514,7 @@ def compile_network(
     net = VtaNetwork(graph, part, cfg)
     for group in part.groups:
         net.layers[group.name] = compile_group(group, cfg)
+    net.dram_plan = plan_network_dram(net)
     net.compile_seconds = time.perf_counter() - t0
     return net
 
