@@ -2,13 +2,15 @@
 
 A float model is quantized to int8 (:func:`compiler.quantize.quantize_graph`, calibrated on the
 given data or on the input itself), partitioned (:func:`compiler.partition.partition_graph`)
-and every accelerator group (conv2d or dense, its per-channel requantization, a fused
-``qadd``) is compiled to one program for the config. Running the network walks the graph in
-order: an accelerator group runs its program on the simulator (``vta_sim``), with its weights
-and per-channel tiles written into the program's DRAM image and its activations packed into the
-accelerator's layout; a host node runs in the numpy reference executor (the quantizer's
-integer operators and float ops; the CPU code generator is not used by this target). The
-result is bit for bit the quantized graph's integer reference.
+and every accelerator group (conv2d or dense with its per-channel requantization and a fused
+``qadd``; a max pool; a global sum pool with its requantization) is compiled to one program
+for the config; the programs are laid out in one DRAM image for the network
+(:mod:`runtime.vta_dram`), where consecutive accelerator groups hand activations over in the
+packed layout. Running the network walks the graph in order: an accelerator group runs its
+program over the image on the simulator (``vta_sim``) or the RTL; a host node runs in the
+numpy reference executor (the CPU code generator is not used by this target) and writes what
+an accelerator group reads into the image. The result is bit for bit the quantized graph's
+integer reference.
 
 Each accelerator group gives a :class:`LayerRecord`: cycles, GEMM utilization, the fraction of
 two rooflines reached (GEMM and DRAM only; and one that also counts the ALU work of the
