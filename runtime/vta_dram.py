@@ -143,8 +143,8 @@ def plan_network_dram(net: VtaNetwork) -> NetworkDram:
     for g in groups:
         layer = net.layers[g.name]
         prog = layer.program.copy()
-        for key, value in layer.params.items():
-            prog.write(key, value)
+        for key, array in layer.params.items():
+            prog.write(key, array)
         remap: dict[str, int] = {}
         inputs = [("data", g.anchor.inputs[0])]
         if g.residual is not None:

@@ -452,17 +452,19 @@ def group_epilogue(group: AccelGroup) -> QEpilogue:
 def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
     """One accelerator program for ``group``."""
     node = group.anchor
+    n, c, *_ = node.inputs[0].type.shape
     if group.kind in ("max_pool2d", "global_sum_pool2d"):
-        _, _, h, w = node.inputs[0].type.shape
+        _, _, h, wd = node.inputs[0].type.shape
         if group.kind == "global_sum_pool2d":
-            return compile_qpool(group.name, cfg, "sum", in_shape=node.inputs[0].type.shape,
-                                 pool=(h, w), stride=(1, 1), ep=group_epilogue(group))  # fmt: skip
+            return compile_qpool(group.name, cfg, "sum", in_shape=(n, c, h, wd),
+                                 pool=(h, wd), stride=(1, 1), ep=group_epilogue(group))  # fmt: skip
         a = node.attrs
         pt, pl, pb, pr = a["padding"]
-        n, c = node.inputs[0].type.shape[:2]
+        kh, kw = a["pool_size"]
+        sh, sw = a["strides"]
         return compile_qpool(
-            group.name, cfg, "max", in_shape=(n, c, h + pt + pb, w + pl + pr),
-            pool=tuple(a["pool_size"]), stride=tuple(a["strides"]),
+            group.name, cfg, "max", in_shape=(n, c, h + pt + pb, wd + pl + pr),
+            pool=(kh, kw), stride=(sh, sw),
         )  # fmt: skip
     ep = group_epilogue(group)
     weight = node.inputs[1]
@@ -474,7 +476,6 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
         s2d = _space_to_depth(group, cfg)
         if s2d:
             _, k, oh, ow = s2d
-            n, c, _, _ = node.inputs[0].type.shape
             layer = compile_qconv2d(
                 group.name, cfg, space_to_depth_weight(w, a["strides"][0]), ep,
                 in_shape=(n, c * a["strides"][0] ** 2, oh + k - 1, ow + k - 1),
@@ -482,9 +483,12 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
             )  # fmt: skip
             # utilization counts the layer's own MACs, not the folded kernel's zero taps
             return replace(layer, macs=n * w.shape[0] * oh * ow * c * w.shape[2] * w.shape[3])
+        _, _, h, wd = node.inputs[0].type.shape
+        sh, sw = a["strides"]
+        pt, pl, pb, pr = a["padding"]
         return compile_qconv2d(
-            group.name, cfg, w, ep, in_shape=node.inputs[0].type.shape,
-            stride=tuple(a["strides"]), padding=tuple(a["padding"]), residual=residual,
+            group.name, cfg, w, ep, in_shape=(n, c, h, wd),
+            stride=(sh, sw), padding=(pt, pl, pb, pr), residual=residual,
         )  # fmt: skip
     return compile_qdense(
         group.name, cfg, w, ep, batch=node.inputs[0].type.shape[0], residual=residual
