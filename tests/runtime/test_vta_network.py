@@ -116,7 +116,7 @@ def _feed(graph, seed=0):
     return {v.name: rng.standard_normal(v.type.shape).astype(np.float32) for v in graph.inputs}
 
 
-@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+@pytest.mark.parametrize("preset", PRESETS)
 def test_digits_network_on_the_simulator_equals_the_integer_reference(preset):
     from compiler.frontend.zoo import digits_test
 
