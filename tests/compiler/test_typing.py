@@ -22,8 +22,6 @@ PACKAGES = ("isa", "vta_sim", "compiler", "runtime")
 NOT_YET_CLEAN = (
     "compiler/targets/vta/passes/inject_dma.py",
     "compiler/topi/vta/heuristic.py",
-    "runtime/vta_dram.py",
-    "runtime/vta_target.py",
 )
 
 
