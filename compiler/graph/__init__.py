@@ -21,8 +21,8 @@ packing, fusion, memory planning) and evaluate any stage with the numpy referenc
     ['conv']
     >>> fused = run_pipeline(g, graph_pipeline(block_c=16))      # packed NCHW1n16c for the CPU
     >>> [(grp.gid, str(grp.pattern), [n.op for n in grp.nodes]) for grp in fused.groups]
-    [(0, 'injective', ['pad', 'layout_transform']), (1, 'complex-out-fusable', \
-['conv2d', 'relu']), (2, 'reduction', ['global_avg_pool2d', 'layout_transform'])]
+    [(0, 'injective', ['layout_transform']), (1, 'complex-out-fusable', ['conv2d', 'relu']), \
+(2, 'reduction', ['global_avg_pool2d', 'layout_transform'])]
     >>> fused.memory_plan.peak_bytes <= fused.memory_plan.naive_bytes
     True
     >>> feed = {"data": np.ones((1, 3, 8, 8), np.float32)}
