@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph import Constant, Graph, Value, evaluate
+from compiler.graph import Constant, Graph, Node, Value, evaluate
 from compiler.graph.reference import check_feeds, evaluate_node
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.quantize import RequantParams, quantize_graph
@@ -328,22 +328,42 @@ class VtaNetwork:
         return NetworkRun(outs, records, cfg, batch, device, plan.nbytes, chained, traces)
 
 
+def _non_negative(v: Value) -> bool:
+    """Whether every value of ``v`` is known to be >= 0 (a clip at 0 or a relu produced it)."""
+    if not isinstance(v, Node):
+        return False
+    if v.op in ("requantize", "qadd"):
+        return int(v.attrs["out_min"]) >= 0
+    if v.op == "relu":
+        return True
+    if v.op == "max_pool2d":
+        return _non_negative(v.inputs[0])
+    return False
+
+
+def _pool_load_pads(group: AccelGroup) -> bool:
+    """A padded max pool whose input is non-negative: LOAD's zero padding is then exact (the
+    reference pads with -128, and the window's maximum is at least 0 either way)."""
+    return any(group.anchor.attrs["padding"]) and _non_negative(group.anchor.inputs[0])
+
+
 def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
-    """Whether the host writes the group's ``data`` itself: a max pool with padding (the
-    reference pads with -128) or a convolution run folded (space to depth)."""
+    """Whether the host writes the group's ``data`` itself: a max pool with padding over an
+    input that may be negative (the reference pads with -128) or a convolution run folded
+    (space to depth)."""
     if group.kind == "max_pool2d":
-        return any(group.anchor.attrs["padding"])
+        return any(group.anchor.attrs["padding"]) and not _pool_load_pads(group)
     return _space_to_depth(group, cfg) is not None
 
 
 def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     """The packed ``data`` of ``group`` from its NCHW (or 2-D) input ``x``."""
-    if group.kind == "max_pool2d":
+    if group.kind == "max_pool2d" and not _pool_load_pads(group):
         # the reference pads with -128; the host writes the padded window
         pt, pl, pb, pr = group.anchor.attrs["padding"]
         x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
         return pack_nchw_out(x, cfg)
-    if group.kind == "global_sum_pool2d":
+    if group.kind in ("global_sum_pool2d", "max_pool2d"):
         return pack_nchw_out(x, cfg)
     s2d = _space_to_depth(group, cfg)
     if s2d:
@@ -462,6 +482,11 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
         pt, pl, pb, pr = a["padding"]
         kh, kw = a["pool_size"]
         sh, sw = a["strides"]
+        if _pool_load_pads(group):
+            return compile_qpool(
+                group.name, cfg, "max", in_shape=(n, c, h, wd), pool=(kh, kw), stride=(sh, sw),
+                zero_padding=(pt, pl, pb, pr),
+            )  # fmt: skip
         return compile_qpool(
             group.name, cfg, "max", in_shape=(n, c, h + pt + pb, wd + pl + pr),
             pool=(kh, kw), stride=(sh, sw),

@@ -85,6 +85,17 @@ def test_max_pool_and_global_sum_pool_on_the_alu_are_bit_exact(preset):
         for kx in range(3):
             want = np.maximum(want, x[:, :, ky : ky + 8 : 2, kx : kx + 8 : 2])
     np.testing.assert_array_equal(got, want)
+    # LOAD's zero padding, for a non-negative input
+    xp = np.maximum(x, 0)
+    layer = compile_qpool("z", cfg, "max", in_shape=(n, c, 8, 8), pool=(3, 3), stride=(2, 2),
+                          zero_padding=(1, 1, 1, 1))  # fmt: skip
+    got = unpack_nchw(_run(layer, {"data": pack_nchw_out(xp[:, :, :8, :8], cfg)}), n, c)
+    padded = np.pad(xp[:, :, :8, :8], ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-128)
+    want = np.full((n, c, 4, 4), -128, np.int8)
+    for ky in range(3):
+        for kx in range(3):
+            want = np.maximum(want, padded[:, :, ky : ky + 7 : 2, kx : kx + 7 : 2])
+    np.testing.assert_array_equal(got, want)
     ep = QEpilogue(None, choose_requant(np.full(c, 0.013)), -128, 127)
     x = np.ascontiguousarray(x[:, :, :4, :4])
     layer = compile_qpool("g", cfg, "sum", in_shape=x.shape, pool=(4, 4), stride=(1, 1), ep=ep)
@@ -141,13 +152,28 @@ def test_resnet18_small_on_the_simulator_equals_the_integer_reference():
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
     # activations pass from group to group in the packed layout, in the one DRAM image: every
-    # convolution but the first (its input is the host's quantize) and the global pool read
-    # their input in place; the max pool's input gets its -128 padding from the host
+    # group but the first convolution (its input is the host's quantize) and the classifier
+    # (after the host's reshape) reads its input in place; the max pool follows a relu, so
+    # LOAD's zero padding stands for the reference's -128
     plan = net.dram_plan
     chained = [n for n, g in plan.groups.items() if "data" in g.aliased]
-    assert "conv1" not in chained and "maxpool" not in chained and len(chained) == 20
+    assert "conv1" not in chained and "maxpool" in chained and len(chained) == 21
     assert sum("residual" in g.aliased for g in plan.groups.values()) == 8
-    assert result.to_json()["chained_inputs"] == 28
+    assert result.to_json()["chained_inputs"] == 29
+
+
+def test_padded_max_pool_over_signed_values_gets_its_padding_from_the_host():
+    x = Var("x", TensorType((1, 4, 6, 6), "float32", "NCHW"))
+    w = Constant(np.random.default_rng(8).normal(size=(8, 4, 3, 3)).astype(np.float32), name="w")
+    conv = Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="conv")  # no relu: signed
+    attrs = {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1, 1, 1)}
+    pool = Node("max_pool2d", (conv,), attrs, name="pool")
+    graph = Graph.from_outputs([x], [pool])
+    feed = _feed(graph, seed=9)
+    net = compile_network(graph, "default", calibration=feed)
+    assert net.dram_plan.groups["pool"].aliased == ()
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
 
 
 def test_softmax_runs_on_the_host_and_the_table_says_so():

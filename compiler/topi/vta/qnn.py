@@ -446,11 +446,14 @@ def pool2d_packed(
     pool: tuple[int, int],
     stride: tuple[int, int],
     *,
+    zero_padding: tuple[int, int, int, int] = (0, 0, 0, 0),
     name: str = "pool",
 ) -> Tensor:
-    """Window max or sum of packed int8 ``data (N/b, C/bo, H, W, b, bo)`` (already padded) on
-    the ALU: ``data`` is loaded into the accumulator (ACC8), the first tap copied, every other
-    tap combined by MAX or ADD tensor-tensor; the int32 result, one stage per tap.
+    """Window max or sum of packed int8 ``data (N/b, C/bo, H, W, b, bo)`` on the ALU: ``data``
+    is loaded into the accumulator (ACC8; ``zero_padding`` (top, left, bottom, right) rows and
+    columns of zeros added by the LOAD), the first tap copied, every other tap combined by MAX
+    or ADD tensor-tensor; the int32 result, one stage per tap. Zero padding gives the max pool
+    of a padded window only when the data is non-negative (the caller's to know).
 
     Example:
         >>> x = te.placeholder((1, 2, 4, 4, 1, 4), "int8", name="x")
@@ -461,12 +464,18 @@ def pool2d_packed(
         raise ShapeError(f"{name}: pools packed int8 data, got {data.name}: {data.dtype}")
     if kind not in ("max", "sum"):
         raise ShapeError(f"{name}: the ALU pools by max or sum, not {kind!r}")
+    pt, pl, pb, pr = zero_padding
     nb, cb, h, w, b, bo = data.shape
+    h, w = h + pt + pb, w + pl + pr
     (kh, kw), (sh, sw) = pool, stride
     oshape = (nb, cb, (h - kh) // sh + 1, (w - kw) // sw + 1, b, bo)
-    src = te.compute(
-        data.shape, lambda *i: data(*i).astype("int32"), name=f"{name}_in", tag="elemwise"
-    )
+    if any(zero_padding):
+        # an int8 pad stage in the accumulator: an ACC8 LOAD with its zero padding
+        src = topi.pad(data, (0, 0, pt, pl, 0, 0), (0, 0, pb, pr, 0, 0), name=f"{name}_in")
+    else:
+        src = te.compute(
+            data.shape, lambda *i: data(*i).astype("int32"), name=f"{name}_in", tag="elemwise"
+        )
     fn = op.maximum if kind == "max" else op.add
     cur: Tensor | None = None
     for k in range(kh * kw):
@@ -487,7 +496,7 @@ def pool2d_packed(
 
 def _tap(src: Tensor, ky: int, kx: int, sh: int, sw: int) -> Callable[..., Expr]:
     def tap(n: Expr, c: Expr, y: Expr, x: Expr, i: Expr, j: Expr) -> Expr:
-        return src[n, c, y * sh + ky, x * sw + kx, i, j]
+        return src[n, c, y * sh + ky, x * sw + kx, i, j].astype("int32")
 
     return tap
 
@@ -559,6 +568,7 @@ def compile_qpool(
     pool: tuple[int, int],
     stride: tuple[int, int],
     ep: QEpilogue | None = None,
+    zero_padding: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> QLayer:
     """Compile a max pool (``kind="max"``) or a window sum followed by the requantization
     ``ep`` (``kind="sum"``) of int8 NCHW ``in_shape`` (already padded) for ``cfg``.
@@ -578,7 +588,7 @@ def compile_qpool(
     n, c, h, w = in_shape
     nb, cb = -(-n // b), -(-c // bo)
     data = te.placeholder((nb, cb, h, w, b, bo), "int8", name="data")
-    acc = pool2d_packed(data, kind, pool, stride, name=name)
+    acc = pool2d_packed(data, kind, pool, stride, zero_padding=zero_padding, name=name)
     tiles: dict[str, Tensor] = {}
     values: dict[str, np.ndarray] = {}
     if ep is not None:
@@ -589,7 +599,8 @@ def compile_qpool(
         out = topi.cast(acc, "int8", name="out")
         steps = 0
     oh, ow = acc.shape[2], acc.shape[3]
-    tile_h = pool_tile_h(cfg, w, oh, ow, pool[0], stride[0], 2 + len(tiles))
+    in_w = w + zero_padding[1] + zero_padding[3]
+    tile_h = pool_tile_h(cfg, in_w, oh, ow, pool[0], stride[0], 2 + len(tiles))
     s = schedule_pool_packed(out, cfg, tile_h)
     args = [data, *tiles.values(), out]
     prog = tgt.codegen(
