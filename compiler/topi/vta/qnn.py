@@ -656,7 +656,7 @@ def space_to_depth_input(
     Example:
         >>> space_to_depth_input(np.ones((1, 3, 8, 8), np.int8), 2, (3, 3, 3, 3), 7,
         ...                      (4, 4)).shape
-        (1, 12, 6, 6)
+        (1, 12, 7, 7)
     """
     pt, pl, pb, pr = padding
     kq = -(-k // s)
