@@ -114,6 +114,12 @@ def conv2d_knobs(
     row tiles), ``fewer_threads`` falls back to half as many threads instead of failing."""
     if nthreads not in (1, 2, 4):
         raise ScheduleError(f"conv2d: nthreads must be 1, 2 or 4, got {nthreads}")
+    try:
+        order = LoopOrder(loop_order)
+    except ValueError:
+        raise ScheduleError(
+            f"conv2d: loop_order must be one of {[o.value for o in LoopOrder]}, got {loop_order!r}"
+        ) from None
     inp_share = cfg.inp_depth // nthreads
     wgt_share = cfg.wgt_depth // nthreads
     acc_share = cfg.acc_depth // nthreads
@@ -133,7 +139,7 @@ def conv2d_knobs(
         for oc_n, h_n in _splits(nthreads):
             if co_tiles % oc_n or h_tiles % h_n:
                 continue
-            knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, loop_order)
+            knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, order)
             est = estimate_conv2d(
                 cfg, knobs, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride,
                 alu_ops=alu_ops,
