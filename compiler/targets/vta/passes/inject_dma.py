@@ -235,9 +235,9 @@ class _CopyLowering:
         rows = [g for g in outer if g is not x and g.coeffs[0] == x_run and g.coeffs[1] >= 0]
         y = rows[-1] if rows else None
         moved = set(elem)
-        for g in (x, y):
-            if g is not None:
-                moved.update(g.vars)
+        for dim in (x, y):
+            if dim is not None:
+                moved.update(dim.vars)
         for g in outer:
             if g is not x and g is not y:
                 # a host loop: its bounds select whole transfers

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from compiler.arith.linear import detect_linear_equation
 from compiler.ir.expr import Expr, IntImm, Var
@@ -43,7 +44,9 @@ class LoopGroup:
     vars: list[Var]
     extent: int
     coeffs: tuple[int, ...]
-    conds: list[object] = field(default_factory=list)
+    #: the bounds conditions on this group's loop (``inject_dma``'s atoms; any type here, so
+    #: this module does not import the pass)
+    conds: list[Any] = field(default_factory=list)
 
     @property
     def var(self) -> Var:
