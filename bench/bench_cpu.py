@@ -31,27 +31,16 @@ if "numpy" not in sys.modules:
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
+from bench.common import median_time, ort_session  # noqa: E402
+
 #: ONNX IR version written into the models (what current onnxruntime releases accept).
 ORT_IR_VERSION = 9
 DEFAULT_WORKLOADS = Path(__file__).resolve().parent / "workloads" / "resnet18_conv2d.json"
-
-
-def median_time(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def blas_description() -> str:
@@ -66,17 +55,6 @@ def blas_description() -> str:
 
 
 # Peers -----------------------------------------------------------------------------------------
-
-
-def ort_session(model_bytes: bytes, threads: int):  # noqa: ANN201
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
 
 
 def onnx_conv(weight: np.ndarray, x_shape: tuple[int, ...], stride: int, pad: int) -> bytes:

@@ -56,6 +56,8 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from bench.common import cpu_model, ort_session  # noqa: E402
+
 
 def median_times(fns: list[Callable[[], object]], repeat: int, warmup: int = 3) -> list[float]:
     """Median wall time of each function; the functions take turns in every round, so a change
@@ -73,15 +75,7 @@ def median_times(fns: list[Callable[[], object]], repeat: int, warmup: int = 3) 
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model()
     import llvmlite.binding as llvm
     import onnxruntime
 
@@ -91,17 +85,6 @@ def machine() -> str:
         f"LLVM {'.'.join(map(str, llvm.llvm_version_info))} ({llvm.get_host_cpu_name()}), "
         f"onnxruntime {onnxruntime.__version__}"
     )
-
-
-def ort_session(model_bytes: bytes, threads: int):  # noqa: ANN201
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
 
 
 def bench_resnet18(image_size: int, threads: int, repeat: int) -> dict:

@@ -21,15 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from bench.common import cpu_model, median_time, ort_session
 
 #: ONNX IR version written into the models (what current onnxruntime releases accept).
 ORT_IR_VERSION = 9
@@ -37,28 +37,9 @@ DEFAULT_WORKLOADS = Path(__file__).resolve().parent / "workloads" / "resnet18_co
 BLOCK = 16
 
 
-def median_time(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def cpu_description() -> str:
     """The CPU model (from /proc/cpuinfo where there is one) and the cores this process may use."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    model = cpu_model()
     try:
         cores = sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - non-Linux
@@ -353,17 +334,6 @@ def onnx_resnet18(rng: np.random.Generator) -> tuple[bytes, str]:
     nodes.append(helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"], transB=1))
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])
     return _model(nodes, [x], inits, "resnet18"), "built with onnx.helper (BN folded)"
-
-
-def ort_session(model_bytes: bytes, threads: int):  # noqa: ANN201
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
 
 
 # Main -------------------------------------------------------------------------------------------
