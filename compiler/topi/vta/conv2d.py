@@ -110,6 +110,11 @@ class Conv2dKnobs:
     oc_nthread: int = 1
     h_nthread: int = 1
     loop_order: LoopOrder = LoopOrder.H_CO
+    #: load each thread's output-channel tile's weights for the whole reduction once, outside
+    #: the row and column tile loops (needs ``loop_order="co_h"``, one channel tile and one
+    #: batch tile per thread, and the weights to fit a thread's share of the wgt buffer;
+    #: :func:`check_knobs`)
+    weights_resident: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.loop_order, LoopOrder):
@@ -130,11 +135,12 @@ class Conv2dKnobs:
         return replace(self, oc_nthread=1, h_nthread=1)
 
     def describe(self) -> str:
-        return (
+        text = (
             f"tile_b={self.tile_b} tile_co={self.tile_co} tile_h={self.tile_h} "
             f"tile_w={self.tile_w} tile_ci={self.tile_ci} oc_nthread={self.oc_nthread} "
             f"h_nthread={self.h_nthread} loop_order={self.loop_order}"
         )
+        return text + (" weights_resident=True" if self.weights_resident else "")
 
 
 @dataclass(frozen=True)
@@ -209,8 +215,20 @@ def _topo(out: Tensor) -> list[Tensor]:
     return seen
 
 
-def check_knobs(st: ConvStages, knobs: Conv2dKnobs) -> None:
-    """Raise unless the tiles divide their axes and the thread split divides the tile loop."""
+def resident_weight_rows(tile_co: int, icb: int, k: int) -> int:
+    """The wgt buffer rows of one output-channel tile's weights for the whole reduction.
+
+    Example:
+        >>> resident_weight_rows(2, 1, 7)  # ResNet-18's C1 on vta-1x16x16, two channel blocks
+        98
+    """
+    return tile_co * icb * k * k
+
+
+def check_knobs(st: ConvStages, knobs: Conv2dKnobs, cfg: HwConfig | None = None) -> None:
+    """Raise unless the tiles divide their axes and the thread split divides the tile loop
+    (and, with ``weights_resident``, the loop order is ``co_h`` and a channel tile's weights
+    fit a thread's share of ``cfg``'s wgt buffer)."""
     nb, ob, oh, ow, _, _ = st.conv.shape
     icb = st.kernel.shape[1]
     for name, tile, ext in (
@@ -235,6 +253,29 @@ def check_knobs(st: ConvStages, knobs: Conv2dKnobs) -> None:
                 f"conv2d {st.conv.name}: {name}={n} needs an even number of tiles along its "
                 f"axis, there are {tiles}"
             )
+    if knobs.weights_resident:
+        if knobs.loop_order is not LoopOrder.CO_H:
+            raise ScheduleError(
+                f"conv2d {st.conv.name}: weights_resident needs loop_order='co_h' (the channel "
+                f"tiles outside the row tiles), got {knobs.loop_order.value!r}"
+            )
+        per_thread = ob // (knobs.tile_co * knobs.oc_nthread)
+        if per_thread != 1 or knobs.tile_b != nb:
+            # a loop around the resident load would carry a store -> load token (the load of
+            # the next tile's weights after the last store), which no dependency queue carries
+            raise ScheduleError(
+                f"conv2d {st.conv.name}: weights_resident needs one channel tile and one batch "
+                f"tile per thread (tile_co x oc_nthread = {ob} blocks, tile_b = {nb}); there "
+                f"are {per_thread} channel tiles and {nb // knobs.tile_b} batch tiles"
+            )
+        _, _, kh, kw, _, _ = st.kernel.shape
+        rows = knobs.tile_co * icb * kh * kw
+        if cfg is not None and rows > cfg.wgt_depth // knobs.nthreads:
+            raise ScheduleError(
+                f"conv2d {st.conv.name}: weights_resident needs a channel tile's weights "
+                f"({knobs.tile_co} x {icb} x {kh} x {kw} = {rows} rows) to fit a thread's "
+                f"{cfg.wgt_depth // knobs.nthreads} rows of the wgt buffer"
+            )
 
 
 def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Schedule:
@@ -242,7 +283,7 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
 
     st = find_stages(out)
-    check_knobs(st, knobs)
+    check_knobs(st, knobs, cfg)
     scopes = make_scopes(cfg)
     s = create_schedule(out)
     conv = st.conv
@@ -277,8 +318,9 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     # virtual threads: consecutive tiles of the split axis go to different threads, and the
     # thread loops enclose everything else (each thread is a whole program of its own)
     threads = []
+    co_loop = co0  # the loop of one output-channel tile (of each thread)
     if knobs.oc_nthread > 1:
-        _, vt = s[out].split(co0, factor=knobs.oc_nthread)
+        co_loop, vt = s[out].split(co0, factor=knobs.oc_nthread)
         threads.append(vt)
     if knobs.h_nthread > 1:
         _, vt = s[out].split(h0, factor=knobs.h_nthread)
@@ -295,7 +337,11 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     ko, ki = s[conv].split(rcb, factor=knobs.tile_ci)
     s[conv].reorder(ko, n, ob, y, ki, ry, rx, x, cbi, coi, rci)
     s[cdata].compute_at(s[conv], ko)
-    s[ckernel].compute_at(s[conv], ko)
+    if knobs.weights_resident:
+        # the channel tile's weights for every reduction step, loaded once per channel tile
+        s[ckernel].compute_at(s[out], co_loop)
+    else:
+        s[ckernel].compute_at(s[conv], ko)
     s[cdata].pragma(s[cdata].leaf_iter_vars[0], DMA_COPY)
     s[ckernel].pragma(s[ckernel].leaf_iter_vars[0], DMA_COPY)
     s[conv].tensorize(cbi, gemm_intrinsic(cfg))
@@ -330,5 +376,6 @@ __all__ = [
     "conv2d_shapes",
     "find_stages",
     "output_size",
+    "resident_weight_rows",
     "schedule_conv2d_packed",
 ]
