@@ -5,7 +5,8 @@ A :class:`Task` is plain data (JSON in the records, pickled to measurement worke
 accelerator (``target="vta"``) the operators are the packed int8 ``conv2d`` and ``dense`` of
 ``compiler.topi.vta``; their knobs are those of :class:`~compiler.topi.vta.Conv2dKnobs` and
 :class:`~compiler.topi.vta.DenseKnobs`: tile sizes from the divisors of each axis, the virtual
-thread split and (conv2d) the loop order. The space rejects points whose tiles overflow a
+thread split and (conv2d) the loop order and, where all the weights fit the wgt buffer,
+``weights_resident``. The space rejects points whose tiles overflow a
 thread's share of the inp/wgt/acc buffers or the micro-op buffer, and thread splits that do not
 divide the tile loops, with the same rules as the heuristic (``compiler.topi.vta.heuristic``),
 so every point handed out compiles.
@@ -135,7 +136,8 @@ class Task:
 
             oc_n, h_n = v["vthreads"]
             return Conv2dKnobs(v["tile_h"], v["tile_w"], v["tile_ci"], v["tile_co"], v["tile_b"],
-                               oc_n, h_n, v["loop_order"])  # fmt: skip
+                               oc_n, h_n, v["loop_order"],
+                               bool(v.get("weights_resident", False)))  # fmt: skip
         from compiler.topi.vta import DenseKnobs
 
         return DenseKnobs(v["tile_co"], v["tile_ci"], v["tile_b"], v["oc_nthread"])
@@ -158,8 +160,16 @@ class Task:
                 "vthreads": (knobs.oc_nthread, knobs.h_nthread),
                 "loop_order": str(getattr(knobs.loop_order, "value", knobs.loop_order)),
             }  # fmt: skip
-            if any(k.name == "inp_fetch" for k in self.space().knobs):
+            names = {k.name for k in self.space().knobs}
+            if "inp_fetch" in names:
                 values["inp_fetch"] = fetch
+            if "weights_resident" in names:
+                values["weights_resident"] = bool(getattr(knobs, "weights_resident", False))
+            elif getattr(knobs, "weights_resident", False):
+                raise ScheduleError(
+                    f"task {self.label()}: weights_resident is not a knob of this space (the "
+                    "weights of one channel block row never fit the wgt buffer)"
+                )
         else:
             values = {"tile_b": knobs.tile_b, "tile_co": knobs.tile_co,
                       "tile_ci": knobs.tile_ci, "oc_nthread": knobs.oc_nthread}  # fmt: skip
@@ -444,6 +454,10 @@ def _space(task: Task) -> ConfigSpace:
             # 1x1 of stride > 1: load the step's whole input window or only the rows / pixels
             # the convolution reads (the spaces of other layers keep their knobs)
             knobs += (Knob("inp_fetch", fetches),)
+        if p["ocb"] * p["icb"] * k * k <= cfg.wgt_depth:
+            # all the weights fit the wgt buffer: each thread may load its channel tile's
+            # weights once (the spaces of layers whose weights never fit keep their knobs)
+            knobs += (Knob("weights_resident", (False, True)),)
 
         def conv_rule(v: Mapping[str, Any]) -> str | None:
             oc_n, h_n = v["vthreads"]
@@ -457,6 +471,10 @@ def _space(task: Task) -> ConfigSpace:
                 return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
             if tco * tci * k * k > cfg.wgt_depth // n:
                 return f"the weight tile overflows a thread's {cfg.wgt_depth // n} rows"
+            if v.get("weights_resident", False):
+                reason = _resident_rule(v, p, k, cfg.wgt_depth // n)
+                if reason is not None:
+                    return reason
             in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
             if tb * tci * in_h * in_w > cfg.inp_depth // n:
                 return f"the input window overflows a thread's {cfg.inp_depth // n} rows"
@@ -487,6 +505,19 @@ def _space(task: Task) -> ConfigSpace:
         return None
 
     return ConfigSpace(knobs, dense_rule)
+
+
+def _resident_rule(v: Mapping[str, Any], p: Mapping[str, int], k: int, rows: int) -> str | None:
+    """Why a conv2d point cannot keep its weights resident (``Conv2dKnobs.weights_resident``),
+    or ``None``; ``rows`` is a thread's share of the wgt buffer."""
+    oc_n, _ = v["vthreads"]
+    if v["loop_order"] != "co_h":
+        return "weights_resident needs loop_order co_h"
+    if v["tile_b"] != p["nb"] or v["tile_co"] * oc_n != p["ocb"]:
+        return "weights_resident needs one channel tile and one batch tile per thread"
+    if v["tile_co"] * p["icb"] * k * k > rows:
+        return f"the resident weights overflow a thread's {rows} rows"
+    return None
 
 
 @cache
