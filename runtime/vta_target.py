@@ -7,10 +7,11 @@ and every accelerator group (conv2d or dense with its per-channel requantization
 for the config; the programs are laid out in one DRAM image for the network
 (:mod:`runtime.vta_dram`), where consecutive accelerator groups hand activations over in the
 packed layout. Running the network walks the graph in order: an accelerator group runs its
-program over the image on the simulator (``vta_sim``) or the RTL; a host node runs in the
-numpy reference executor (the CPU code generator is not used by this target) and writes what
-an accelerator group reads into the image. The result is bit for bit the quantized graph's
-integer reference.
+program over the image on the simulator (``vta_sim``) or the RTL; the host nodes between
+accelerator groups run as host groups compiled once, at compile time, with the CPU backend
+(:mod:`runtime.host_groups`; a node without a CPU compute runs in the numpy reference executor,
+and the per-layer table says ``host (reference)`` and why) and write what an accelerator group
+reads into the image. The result is bit for bit the quantized graph's integer reference.
 
 Each accelerator group gives a :class:`LayerRecord`: cycles, GEMM utilization, the fraction of
 two rooflines reached (GEMM and DRAM only; and one that also counts the ALU work of the
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Constant, Graph, Node, Value, evaluate
-from compiler.graph.reference import check_feeds, evaluate_node
+from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.quantize import RequantParams, quantize_graph
 from compiler.topi.vta.packing import (
@@ -68,6 +69,7 @@ from compiler.topi.vta.qnn import (
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
+from runtime.host_groups import HostGroup, compile_host_groups, run_host_group
 from runtime.vta_dram import NetworkDram, plan_network_dram
 
 
@@ -90,6 +92,8 @@ class LayerRecord:
     host_seconds: float = 0.0
     #: cycles per module and category (busy, waiting on a token or memory, idle)
     modules: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: how a host node ran: ``host (compiled, group G)`` or ``host (reference): <reason>``
+    host: str = ""
 
     @property
     def utilization(self) -> float:
@@ -120,6 +124,7 @@ class LayerRecord:
             )
         else:
             d["host_seconds"] = round(self.host_seconds, 6)
+            d["host"] = self.host
         return d
 
 
@@ -166,7 +171,7 @@ class NetworkRun:
                 )
             else:
                 lines.append(f"{r.name[:28]:<28} {'cpu':<6} {'-':>10} {'':>6} {'':>6} {'':>8} "
-                             f"{'':>10} {'':>10}  {r.rule}")  # fmt: skip
+                             f"{'':>10} {'':>10}  {r.rule}; {r.host}")  # fmt: skip
         vta = [r for r in self.layers if r.device == "vta"]
         moved = sum(r.dram_bytes for r in vta)
         comp = sum(r.compulsory_bytes for r in vta)
@@ -245,6 +250,9 @@ class VtaNetwork:
     compile_seconds: float = 0.0
     #: the whole network's DRAM image (made on the first run)
     dram_plan: NetworkDram | None = None
+    #: the host nodes, cut into groups compiled with the CPU backend (made on the first run
+    #: when the network was not built by :func:`compile_network`)
+    host_groups: list[HostGroup] | None = None
 
     def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """The quantized graph's integer reference (the numpy executor)."""
@@ -271,7 +279,10 @@ class VtaNetwork:
 
         if self.dram_plan is None:
             self.dram_plan = plan_network_dram(self)
+        if self.host_groups is None:
+            self.host_groups = compile_network_host_groups(self.graph, self.partition)
         plan = self.dram_plan
+        host_first = {id(h.nodes[0]): h for h in self.host_groups}
         dram = plan.dram.copy()
         in_dram: dict[int, AccelGroup] = {}  # value -> the group whose "out" tensor holds it
 
@@ -314,14 +325,19 @@ class VtaNetwork:
                 continue
             if id(node) in in_group:
                 continue
+            host = host_first.get(id(node))
+            if host is None:
+                continue  # a later node of a host group that already ran
             t0 = time.perf_counter()
-            env[id(node)] = evaluate_node(node, [value(v) for v in node.inputs])
-            p = placement[node.name or node.op]
-            records.append(
-                LayerRecord(
-                    p.node, node.op, "cpu", p.rule, host_seconds=time.perf_counter() - t0
-                )  # fmt: skip
-            )
+            env.update(run_host_group(host, {id(v): value(v) for v in host.inputs
+                                             if not isinstance(v, Constant)}))  # fmt: skip
+            seconds = time.perf_counter() - t0
+            for k, n in enumerate(host.nodes):
+                p = placement[n.name or n.op]
+                records.append(
+                    LayerRecord(p.node, n.op, "cpu", p.rule, host=host.how,
+                                host_seconds=seconds if k == 0 else 0.0)  # fmt: skip
+                )
         batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
         outs = [np.array(value(v)) for v in self.graph.outputs]
         chained = sum(len(i.aliased) for i in plan.groups.values())
@@ -520,6 +536,24 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
     )
 
 
+def compile_network_host_groups(graph: Graph, partition: Partition) -> list[HostGroup]:
+    """The host nodes of ``partition`` cut into host groups (consecutive host nodes between
+    accelerator groups), each compiled once with the CPU backend
+    (:func:`runtime.host_groups.compile_host_groups`).
+
+    Example:
+        >>> from compiler.graph import TensorType, Var
+        >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
+        >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
+        >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
+        >>> net = compile_network(g, calibration={"x": np.ones((1, 3, 6, 6), np.float32)})
+        >>> [h.how for h in compile_network_host_groups(net.graph, net.partition)]
+        ['host (compiled, group x.quantize)', 'host (compiled, group conv.dequantize)']
+    """
+    in_group = {id(n) for g in partition.groups for n in g.nodes}
+    return compile_host_groups(graph.nodes, graph.outputs, lambda n: id(n) not in in_group)
+
+
 def compile_network(
     graph: Graph,
     config: str | HwConfig = "default",
@@ -546,6 +580,7 @@ def compile_network(
     for group in part.groups:
         net.layers[group.name] = compile_group(group, cfg)
     net.dram_plan = plan_network_dram(net)
+    net.host_groups = compile_network_host_groups(graph, part)
     net.compile_seconds = time.perf_counter() - t0
     return net
 
@@ -556,5 +591,6 @@ __all__ = [
     "VtaNetwork",
     "compile_group",
     "compile_network",
+    "compile_network_host_groups",
     "group_epilogue",
 ]

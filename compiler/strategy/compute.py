@@ -23,8 +23,11 @@ from typing import Any
 
 from compiler import topi
 from compiler.errors import CompilerError, ShapeError, TEError
+from compiler.ir import op
 from compiler.ir.dtype import as_dtype
-from compiler.te import compute
+from compiler.ir.expr import const
+from compiler.te import compute, reduce_axis
+from compiler.te import sum as te_sum
 from compiler.te.tensor import Tensor
 from compiler.topi import activation, transform
 from compiler.topi.matmul import batch_matmul, dense_split_k
@@ -329,6 +332,72 @@ def _layout_transform(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: 
         raise _fail("layout_transform", name, str(e)) from None
 
 
+# Quantized graphs' host operators (``compiler.quantize.ops``) -----------------------------------
+
+
+def _scale(op: str, name: str, attrs: Mapping[str, Any]) -> float:
+    v = _attr(op, name, attrs, "scale")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
+        raise _fail(op, name, f"attribute scale={v!r} must be a positive float")
+    return float(v)
+
+
+def _quantize(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``clip(floor(x / scale + 1/2), -128, 127)`` in float64, as the reference: the value is
+    clamped to [-128, 127] before the floor (the same result, floor being monotone and the
+    bounds integers), so the float-to-int conversion never overflows."""
+    _known("quantize", name, attrs, ("scale",))
+    _arity("quantize", name, inputs, 1)
+    scale = _scale("quantize", name, attrs)
+    x = inputs[0]
+    if not x.dtype.is_float:
+        raise _fail("quantize", name, f"needs a float input, {x.name} is {x.dtype}")
+    f64 = as_dtype("float64")
+
+    def fq(*i: Any) -> Any:
+        q = op.div(op.cast(f64, x(*i)), const(scale, f64)) + const(0.5, f64)
+        q = op.minimum(op.maximum(q, const(-128.0, f64)), const(127.0, f64))
+        t = op.cast("int32", q)  # truncates toward zero; one less where that rounded up
+        down = op.if_then_else(op.greater(op.cast(f64, t), q), const(1), const(0))
+        return op.cast("int8", t - down)
+
+    return compute(x.shape, fq, name=name, tag="quantize")
+
+
+def _dequantize(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``x * scale`` in float64, rounded once to float32 (the reference's arithmetic)."""
+    _known("dequantize", name, attrs, ("scale",))
+    _arity("dequantize", name, inputs, 1)
+    scale = _scale("dequantize", name, attrs)
+    x = inputs[0]
+    if not x.dtype.is_int:
+        raise _fail("dequantize", name, f"needs an int8 or int32 input, {x.name} is {x.dtype}")
+    f64 = as_dtype("float64")
+    return compute(
+        x.shape,
+        lambda *i: op.cast("float32", op.cast(f64, x(*i)) * const(scale, f64)),
+        name=name,
+        tag="dequantize",
+    )
+
+
+def _global_sum_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """The int32 sum of an int8 NCHW tensor over H and W."""
+    _known("global_sum_pool2d", name, attrs, ())
+    _arity("global_sum_pool2d", name, inputs, 1)
+    x = inputs[0]
+    if x.ndim != 4 or not x.dtype.is_int:
+        raise _fail("global_sum_pool2d", name, f"needs a 4-d integer NCHW tensor, got {x.shape}")
+    n, c, h, w = x.shape
+    ky, kx = reduce_axis(h, "ky"), reduce_axis(w, "kx")
+    return compute(
+        (n, c, 1, 1),
+        lambda b, ch, i, j: te_sum(op.cast("int32", x[b, ch, ky.var, kx.var]), axis=[ky, kx]),
+        name=name,
+        tag="pool_sum",
+    )
+
+
 OPS: dict[str, ComputeFn] = {
     "conv2d": _conv2d,
     "dense": _dense,
@@ -359,6 +428,9 @@ OPS: dict[str, ComputeFn] = {
     "pad": _pad,
     "cast": _cast,
     "layout_transform": _layout_transform,
+    "quantize": _quantize,
+    "dequantize": _dequantize,
+    "global_sum_pool2d": _global_sum_pool,
 }
 
 
