@@ -123,9 +123,7 @@ def _boundary(
                 seen.add(id(v))
                 inputs.append(v)
     outs = tuple(
-        n
-        for n in run
-        if id(n) in outputs or any(id(r) not in mine for r in readers.get(id(n), []))
+        n for n in run if id(n) in outputs or any(id(r) not in mine for r in readers.get(id(n), []))
     )
     return tuple(inputs), outs
 

@@ -335,8 +335,14 @@ class VtaNetwork:
             for k, n in enumerate(host.nodes):
                 p = placement[n.name or n.op]
                 records.append(
-                    LayerRecord(p.node, n.op, "cpu", p.rule, host=host.how,
-                                host_seconds=seconds if k == 0 else 0.0)  # fmt: skip
+                    LayerRecord(
+                        p.node,
+                        n.op,
+                        "cpu",
+                        p.rule,
+                        host=host.how,
+                        host_seconds=seconds if k == 0 else 0.0,
+                    )  # fmt: skip
                 )
         batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
         outs = [np.array(value(v)) for v in self.graph.outputs]

@@ -1,0 +1,143 @@
+"""Host nodes of accelerator networks: host groups compiled with the CPU backend, bit for bit
+against the numpy reference executor, and the reference fallback named in the table."""
+
+import numpy as np
+import pytest
+
+import compiler.quantize  # noqa: F401  (registers the quantized operators)
+from compiler import te
+from compiler.build import build
+from compiler.frontend.onnx_import import from_onnx
+from compiler.frontend.zoo import load_zoo
+from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
+from compiler.graph.reference import evaluate_op
+from compiler.strategy import StrategyError, compute, schedule
+from runtime.host_groups import compile_host_groups, run_host_group, split_runs
+from runtime.vta_target import compile_network
+
+
+def _kernel(op, shape, dtype, attrs):
+    x = te.placeholder(shape, dtype, name="x")
+    y = compute(op, [x], attrs, "y")
+    return build(schedule([y], y if op == "global_sum_pool2d" else None), [x, y], target="cpu")
+
+
+@pytest.mark.parametrize("scale", [0.25, 0.0123, 3.0e-5])
+def test_quantize_kernel_equals_the_reference_with_ties_and_extremes(scale):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((3, 200)) * 64 * scale).astype(np.float32)
+    # exact ties (k + 1/2) * scale where representable, both signs, and values past the range
+    x[0, :64] = ((np.arange(64) - 32 + 0.5) * scale).astype(np.float32)
+    x[1, :10] = [1e30, -1e30, np.inf, -np.inf, 127.5 * scale, -128.5 * scale, 126.5 * scale,
+                 -127.5 * scale, -0.5 * scale, 0.5 * scale]  # fmt: skip
+    x[2, :4] = [np.finfo(np.float32).max, np.finfo(np.float32).min, 1e-45, -1e-45]
+    ref = evaluate_op("quantize", [x], {"scale": scale}, TensorType(x.shape, "int8"))
+    got = _kernel("quantize", x.shape, "float32", {"scale": scale})(x)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, ref)
+    assert {-128, 127} <= set(got.ravel().tolist())
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32"])
+def test_dequantize_kernel_equals_the_reference(dtype):
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(2).integers(info.min, info.max, (4, 100), endpoint=True)
+    x = x.astype(dtype)
+    x[0, :2] = [info.min, info.max]
+    scale = 0.0071
+    ref = evaluate_op("dequantize", [x], {"scale": scale}, TensorType(x.shape, "float32"))
+    np.testing.assert_array_equal(_kernel("dequantize", x.shape, dtype, {"scale": scale})(x), ref)
+
+
+def test_global_sum_pool_kernel_equals_the_reference():
+    x = np.random.default_rng(3).integers(-128, 127, (2, 5, 7, 7), endpoint=True).astype(np.int8)
+    x[0, 0] = -128
+    x[1, 4] = 127
+    ref = evaluate_op("global_sum_pool2d", [x], {}, TensorType((2, 5, 1, 1), "int32"))
+    np.testing.assert_array_equal(_kernel("global_sum_pool2d", x.shape, "int8", {})(x), ref)
+
+
+def test_quantize_compute_names_the_node_for_a_bad_scale():
+    x = te.placeholder((4,), "float32", name="x")
+    with pytest.raises(StrategyError, match="quantize node 'q'.*scale"):
+        compute("quantize", [x], {"scale": -1.0}, "q")
+
+
+def test_digits_host_nodes_run_as_compiled_cpu_kernels():
+    from compiler.frontend.zoo import digits_test
+
+    graph = from_onnx(load_zoo("digits", batch=2))
+    images, _ = digits_test()
+    feed = {graph.inputs[0].name: images[:2]}
+    net = compile_network(graph, "default", calibration=feed)
+    assert net.host_groups is not None and all(h.compiled for h in net.host_groups)
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    host = {r.ops: r for r in result.layers if r.device == "cpu"}
+    assert set(host) == {"quantize", "reshape", "dequantize"}
+    assert all(r.host.startswith("host (compiled") for r in host.values())
+    table = result.table()
+    for name in ("data.quantize", "flatten", "fc.dequantize"):
+        line = next(ln for ln in table.splitlines() if ln.startswith(name))
+        assert f"host (compiled, group {name})" in line
+    assert "host (reference)" not in table
+    assert result.to_json()["layers"][0]["host"] == "host (compiled, group data.quantize)"
+
+
+def test_softmax_on_the_host_is_compiled_with_its_dequantize():
+    x = Var("x", TensorType((2, 3, 6, 6), "float32", "NCHW"))
+    w = Constant(np.random.default_rng(0).normal(size=(8, 3, 3, 3)).astype(np.float32), name="w")
+    conv = Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="conv")
+    prob = Node("softmax", (conv,), {"axis": 1}, name="prob")
+    graph = Graph.from_outputs([x], [prob])
+    feed = {"x": np.random.default_rng(4).standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    net = compile_network(graph, "default", calibration=feed)
+    (after,) = [h for h in net.host_groups if "prob" in [n.name for n in h.nodes]]
+    assert [n.op for n in after.nodes] == ["dequantize", "softmax"] and after.compiled
+    result = net.run(feed)
+    ref = net.reference(feed)[0]
+    # float64 inside, rounded once to float32, as the reference: equal up to an ulp of exp
+    np.testing.assert_allclose(result.outputs[0], ref, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(result.outputs[0].sum(axis=1), 1.0, rtol=1e-5)
+    rows = {r.name: r for r in result.layers}
+    assert rows["prob"].host == "host (compiled, group conv.dequantize)"
+
+
+def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_why():
+    x = Var("x", TensorType((1, 4, 4, 4), "float32", "NCHW"))
+    q = Node("quantize", (x,), {"scale": 0.05}, name="q")
+    attrs = {"lhs_multiplier": 3, "rhs_multiplier": 5, "shift": 3, "out_min": -128, "out_max": 127}
+    add = Node("qadd", (q, q), attrs, name="add")
+    d = Node("dequantize", (add,), {"scale": 0.1}, name="d")
+    graph = Graph.from_outputs([x], [d])
+    net = compile_network(graph, "default")  # already quantized: no calibration
+    assert [(h.name, h.compiled) for h in net.host_groups] == [
+        ("q", True),
+        ("add", False),
+        ("d", True),
+    ]
+    feed = {"x": np.random.default_rng(5).standard_normal((1, 4, 4, 4)).astype(np.float32)}
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    line = next(ln for ln in result.table().splitlines() if ln.startswith("add "))
+    assert "host (reference): operator 'qadd' has no CPU compute" in line
+
+
+def test_host_runs_keep_one_reduction_each_and_outputs_leave_the_group():
+    x = Var("x", TensorType((2, 8), "float32"))
+    a = Node("softmax", (x,), {"axis": 1}, name="a")
+    b = Node("exp", (a,), name="b")
+    c = Node("softmax", (b,), {"axis": 1}, name="c")
+    graph = Graph.from_outputs([x], [c, a])
+    runs = split_runs(graph.nodes, lambda n: True)
+    assert [[n.name for n in r] for r in runs] == [["a", "b"], ["c"]]
+    groups = compile_host_groups(graph.nodes, graph.outputs)
+    assert [h.compiled for h in groups] == [True, True]
+    assert [n.name for n in groups[0].outputs] == ["a", "b"]  # a is a graph output, b read by c
+    feed = np.random.default_rng(6).standard_normal((2, 8)).astype(np.float32)
+    values = {id(x): feed}
+    for h in groups:
+        values.update(run_host_group(h, values))
+    want = evaluate(graph, {"x": feed})
+    np.testing.assert_allclose(values[id(c)], want[0], rtol=1e-6)
+    np.testing.assert_allclose(values[id(a)], want[1], rtol=1e-6)
