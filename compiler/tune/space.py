@@ -35,18 +35,39 @@ from compiler.errors import ScheduleError
 ENUMERATE_LIMIT = 1 << 20
 
 
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: The ``default`` of a knob that every point's values must name.
+REQUIRED: Any = _Required()
+
+
 @dataclass(frozen=True)
 class Knob:
-    """One schedule decision: a name and its choices (numbers, strings or tuples of them)."""
+    """One schedule decision: a name and its choices (numbers, strings or tuples of them).
+    A knob with a ``default`` (one of its choices) may be left out of the values given to
+    :meth:`ConfigSpace.index_of`: a knob added to a template keeps the old spellings of points.
+
+    Example:
+        >>> Knob("resident", (False, True), default=False).default
+        False
+    """
 
     name: str
     choices: tuple[Any, ...]
+    default: Any = REQUIRED
 
     def __post_init__(self) -> None:
         if not self.choices:
             raise ScheduleError(f"knob {self.name!r} has no choices")
         if len(set(self.choices)) != len(self.choices):
             raise ScheduleError(f"knob {self.name!r} repeats a choice: {self.choices}")
+        if self.default is not REQUIRED and self.default not in self.choices:
+            raise ScheduleError(
+                f"knob {self.name!r}: default {self.default!r} is not one of {self.choices}"
+            )
 
 
 @dataclass(frozen=True)
@@ -127,7 +148,9 @@ class ConfigSpace:
         return Config(index, tuple(self.values_at(index).items()))
 
     def index_of(self, values: Mapping[str, Any]) -> int:
-        """The index of the point with these knob values (every knob named, each a choice)."""
+        """The index of the point with these knob values (every knob without a default named,
+        each a choice)."""
+        values = {k.name: k.default for k in self.knobs if k.default is not REQUIRED} | dict(values)
         missing = [k.name for k in self.knobs if k.name not in values]
         extra = sorted(set(values) - {k.name for k in self.knobs})
         if missing or extra:
@@ -202,4 +225,4 @@ class ConfigSpace:
         return f"ConfigSpace({knobs}; {self._size} points)"
 
 
-__all__ = ["ENUMERATE_LIMIT", "Config", "ConfigSpace", "Knob"]
+__all__ = ["ENUMERATE_LIMIT", "REQUIRED", "Config", "ConfigSpace", "Knob"]

@@ -16,7 +16,7 @@ Example:
     >>> t.key
     'vta/default/conv2d/b1_h8_w8_ci16_co16_k3_s1_p1'
     >>> len(t.space()), t.space().num_valid
-    (1152, 840)
+    (2304, 1008)
     >>> t.knobs(t.default_config())
     Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=1, tile_co=1, tile_b=1, oc_nthread=2, h_nthread=1, loop_order='h_co')
 """  # noqa: E501
@@ -457,7 +457,7 @@ def _space(task: Task) -> ConfigSpace:
         if p["ocb"] * p["icb"] * k * k <= cfg.wgt_depth:
             # all the weights fit the wgt buffer: each thread may load its channel tile's
             # weights once (the spaces of layers whose weights never fit keep their knobs)
-            knobs += (Knob("weights_resident", (False, True)),)
+            knobs += (Knob("weights_resident", (False, True), default=False),)
 
         def conv_rule(v: Mapping[str, Any]) -> str | None:
             oc_n, h_n = v["vthreads"]

@@ -9,6 +9,7 @@ import vta_sim
 from compiler.errors import ScheduleError
 from compiler.topi.vta import Conv2dKnobs
 from compiler.tune import conv2d_task
+from compiler.tune.space import Knob
 from compiler.tune.task import resnet18_tasks
 
 
@@ -77,3 +78,13 @@ def test_c1_resident_point_beats_the_heuristic():
     assert runs["heuristic"].dram_bytes["wgt"] > 50 * kernel  # reloaded for every output tile
     assert runs["resident"].dram_bytes["wgt"] == 2 * kernel  # once per row thread
     assert runs["resident"].cycles < runs["heuristic"].cycles
+
+
+def test_points_named_without_the_knob_default_to_streamed_weights():
+    # values written before the knob existed (records, tests) name the streamed point
+    t = conv2d_task(8, 8, 16, 32, 3, 1, 1, hw="default")
+    space, v = t.space(), t.default_config().values
+    old = {k: x for k, x in v.items() if k != "weights_resident"}
+    assert space.index_of(old) == t.default_config().index
+    with pytest.raises(ScheduleError, match="default .yes. is not one of"):
+        Knob("weights_resident", (False, True), default="yes")
