@@ -34,7 +34,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from compiler import topi
@@ -125,6 +125,14 @@ class Conv2dKnobs:
                     f"loop_order must be one of {[o.value for o in LoopOrder]}, got "
                     f"{self.loop_order!r}"
                 ) from None
+
+    def __repr__(self) -> str:
+        # weights_resident is printed only when set: the knobs of streamed weights print as
+        # they did before the knob existed
+        names = [f.name for f in fields(self)]
+        if not self.weights_resident:
+            names.remove("weights_resident")
+        return f"Conv2dKnobs({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     @property
     def nthreads(self) -> int:
