@@ -13,7 +13,9 @@ output tiles of ``tile_b`` batch blocks x ``tile_co`` channel blocks x ``tile_h`
 ``tile_w`` columns, each accumulated over steps of ``tile_ci`` input-channel blocks whose input
 window and weights are DMA'd per step; virtual threads split the tile loops over output
 channels (``oc_nthread``) and/or rows (``h_nthread``); ``loop_order`` puts the row tiles
-(``"h_co"``, VTA's template) or the channel tiles (``"co_h"``, the conv2d tutorial's) outside.
+(``"h_co"``, VTA's template) or the channel tiles (``"co_h"``, the conv2d tutorial's) outside;
+``weights_resident`` loads each thread's channel tile's weights for the whole reduction once,
+at the channel-tile loop, instead of per reduction step of every output tile.
 Inside a step the GEMM loops run (co, h, ci, ky, kx, w): co and h fold into the instruction,
 the rest are the micro-ops.
 
