@@ -359,6 +359,24 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     return s
 
 
+def conv2d_layouts(cfg: HwConfig) -> dict[str, str]:
+    """The layouts a packed conv2d program declares for its tensors (the program file's
+    symbols): data and residual/output ``NCHW{b}n{c}c``, the kernel ``OIHW{o}o{i}i``.
+
+    Example:
+        >>> import isa
+        >>> conv2d_layouts(isa.load_config("default"))["kernel"]
+        'OIHW4o4i'
+    """
+    b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
+    return {
+        "data": f"NCHW{b}n{bi}c",
+        "kernel": f"OIHW{bo}o{bi}i",
+        "residual": f"NCHW{b}n{bo}c",
+        "out": f"NCHW{b}n{bo}c",
+    }
+
+
 def conv2d_shapes(
     cfg: HwConfig, batch: int, in_c: int, out_c: int, h: int, w: int, k: int
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:

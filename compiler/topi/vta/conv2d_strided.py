@@ -33,11 +33,11 @@ from __future__ import annotations
 from compiler import te, topi
 from compiler.errors import ScheduleError
 from compiler.te.tensor import Tensor
-from isa import HwConfig, load_config
+from isa import HwConfig
 
-from .conv2d import SUBSAMPLE_TAG, Conv2dKnobs, conv2d_packed, conv2d_shapes
+from .conv2d import SUBSAMPLE_TAG, Conv2dKnobs, conv2d_packed
 from .epilogue import requantize_epilogue
-from .layer import CompiledLayer, Conv2dLayer, default_shift
+from .layer import CompiledLayer, Conv2dLayer, compile_conv2d_with
 
 #: The input fetches of a 1x1 strided conv2d: the template's window, rows only, pixels only.
 INPUT_FETCHES = ("window", "rows", "pixels")
@@ -145,40 +145,16 @@ def compile_conv2d_strided(
         >>> c.out_shape
         (1, 4, 2, 2)
     """
-    from compiler.build import lower
-    from compiler.targets.vta import get_vta_target
-
-    from .conv2d import schedule_conv2d_packed
-
-    cfg = load_config(cfg) if isinstance(cfg, str) else cfg
     if layer.pad:
         raise ScheduleError(f"layer {layer.name}: a strided input fetch needs no padding")
-    tgt = get_vta_target(cfg)
-    dshape, kshape = conv2d_shapes(cfg, layer.batch, layer.in_c, layer.out_c, layer.h, layer.w,
-                                   layer.k)  # fmt: skip
-    if shift is None:
-        shift = default_shift(layer.in_c * layer.k * layer.k)
-    data = te.placeholder(dshape, "int8", name="data")
-    kernel = te.placeholder(kshape, "int8", name="kernel")
-    oshape = (dshape[0], kshape[0], layer.out_h, layer.out_w, cfg.batch, cfg.block_out)
-    res = te.placeholder(oshape, "int8", name="residual") if residual else None
-    out = conv2d_packed_strided(data, kernel, layer.stride, fetch, shift=shift, relu=relu,
-                                residual=res)  # fmt: skip
-    s = schedule_conv2d_packed(out, knobs, cfg)
-    args = [data, kernel] + ([res] if res is not None else []) + [out]
-    func = lower(s, args, target=tgt)
-    b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
-    prog = tgt.codegen(
-        func,
-        layouts={
-            "data": f"NCHW{b}n{bi}c",
-            "kernel": f"OIHW{bo}o{bi}i",
-            "residual": f"NCHW{b}n{bo}c",
-            "out": f"NCHW{b}n{bo}c",
-        },
-        roles={"kernel": "param"},
+
+    def compute(data: Tensor, kernel: Tensor, shift: int, res: Tensor | None) -> Tensor:
+        return conv2d_packed_strided(data, kernel, layer.stride, fetch, shift=shift, relu=relu,
+                                     residual=res)  # fmt: skip
+
+    return compile_conv2d_with(
+        layer, cfg, compute, knobs, relu=relu, residual=residual, shift=shift
     )
-    return CompiledLayer(layer, cfg, prog, knobs, s.trace_text(), shift, relu, residual)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from compiler import te
 from compiler.build import lower
 from compiler.passes.pipeline import PassOptions
+from compiler.te.tensor import Tensor
 from compiler.topi.conv2d import unpack_data
 from isa import HwConfig, Program, load_config
 
@@ -189,9 +191,37 @@ def compile_conv2d(
         >>> compile_conv2d(Conv2dLayer("t", 4, 4, 4, 4, 1), "default").knobs.nthreads
         2
     """
+
+    def compute(data: Tensor, kernel: Tensor, shift: int, res: Tensor | None) -> Tensor:
+        return conv2d_packed(
+            data, kernel, layer.stride, layer.pad, shift=shift, relu=relu, residual=res
+        )
+
+    return compile_conv2d_with(
+        layer, cfg, compute, knobs, nthreads=nthreads, relu=relu, residual=residual,
+        shift=shift, options=options,
+    )  # fmt: skip
+
+
+def compile_conv2d_with(
+    layer: Conv2dLayer,
+    cfg: HwConfig | str,
+    compute: Callable[[Tensor, Tensor, int, Tensor | None], Tensor],
+    knobs: Conv2dKnobs | None = None,
+    *,
+    nthreads: int = 2,
+    relu: bool = False,
+    residual: bool = False,
+    shift: int | None = None,
+    options: PassOptions | None = None,
+) -> CompiledLayer:
+    """:func:`compile_conv2d` with the layer's tensor expression made by ``compute(data,
+    kernel, shift, residual)`` (a variant of ``conv2d_packed`` that reads the same packed
+    tensors, e.g. a strided input fetch); the tensors, schedule and program are the same.
+    """
     from compiler.targets.vta import get_vta_target
 
-    from .conv2d import find_stages
+    from .conv2d import conv2d_layouts, find_stages
     from .heuristic import conv2d_knobs
 
     cfg = load_config(cfg) if isinstance(cfg, str) else cfg
@@ -204,7 +234,7 @@ def compile_conv2d(
     kernel = te.placeholder(kshape, "int8", name="kernel")
     oshape = (dshape[0], kshape[0], layer.out_h, layer.out_w, cfg.batch, cfg.block_out)
     res = te.placeholder(oshape, "int8", name="residual") if residual else None
-    out = conv2d_packed(data, kernel, layer.stride, layer.pad, shift=shift, relu=relu, residual=res)
+    out = compute(data, kernel, shift, res)
     if knobs is None:
         stages = find_stages(out)
         knobs = conv2d_knobs(
@@ -216,17 +246,7 @@ def compile_conv2d(
     s = schedule_conv2d_packed(out, knobs, cfg)
     args = [data, kernel] + ([res] if res is not None else []) + [out]
     func = lower(s, args, target=tgt, options=options)
-    b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
-    prog = tgt.codegen(
-        func,
-        layouts={
-            "data": f"NCHW{b}n{bi}c",
-            "kernel": f"OIHW{bo}o{bi}i",
-            "residual": f"NCHW{b}n{bo}c",
-            "out": f"NCHW{b}n{bo}c",
-        },
-        roles={"kernel": "param"},
-    )
+    prog = tgt.codegen(func, layouts=conv2d_layouts(cfg), roles={"kernel": "param"})
     return CompiledLayer(layer, cfg, prog, knobs, s.trace_text(), shift, relu, residual)
 
 

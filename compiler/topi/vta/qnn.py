@@ -345,7 +345,7 @@ def compile_qconv2d(
     from compiler.build import lower
     from compiler.targets.vta import get_vta_target
 
-    from .conv2d import find_stages, schedule_conv2d_packed
+    from .conv2d import conv2d_layouts, find_stages, schedule_conv2d_packed
     from .heuristic import conv2d_knobs
     from .packing import pack_kernel
 
@@ -378,12 +378,7 @@ def compile_qconv2d(
     func = lower(s, args, target=tgt)
     prog = tgt.codegen(
         func,
-        layouts={
-            "data": f"NCHW{b}n{bi}c",
-            "kernel": f"OIHW{bo}o{bi}i",
-            "residual": f"NCHW{b}n{bo}c",
-            "out": f"NCHW{b}n{bo}c",
-        },
+        layouts=conv2d_layouts(cfg),
         roles={"kernel": "param", **{t.name: "param" for t in tiles.values()}},
     )
     values["kernel"] = pack_kernel(weight, cfg)
