@@ -9,8 +9,10 @@ constants included), scheduled with ``compiler.strategy.schedule`` and built wit
 ``compiler.build.build(..., target="cpu")``, as the fp32 runtime builds its fused groups
 (:func:`runtime.graph_compile.build_group`).
 
-A node with no CPU compute (``requantize`` or ``qadd`` left on the host, an operator the
-strategy does not know) is not compiled: it runs in the numpy reference executor, and its
+The integer operators left on the host (``requantize`` of a host value, a ``qadd`` that could
+not be fused) compile like the others, bit for bit against the reference executor's integer
+semantics (``compiler.strategy.compute``). A node with no CPU compute (an operator the strategy
+does not know) is not compiled: it runs in the numpy reference executor, and its
 :class:`HostGroup` says so (``kernel`` is None) with the strategy's reason. A group of several
 nodes that does not schedule or build is split into single nodes, each compiled on its own or
 falling back with its own reason. Nothing falls back silently.

@@ -23,6 +23,7 @@ from typing import Any
 
 from compiler import topi
 from compiler.errors import CompilerError, ShapeError, TEError
+from compiler.ir import expr as E
 from compiler.ir import op
 from compiler.ir.dtype import as_dtype
 from compiler.ir.expr import const
@@ -398,6 +399,98 @@ def _global_sum_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: s
     )
 
 
+def _int_attr(op: str, name: str, attrs: Mapping[str, Any], key: str, lo: int, hi: int) -> int:
+    v = _attr(op, name, attrs, key)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _fail(op, name, f"attribute {key}={v!r} must be an int in [{lo}, {hi}]")
+    return v
+
+
+def _out_range(op: str, name: str, attrs: Mapping[str, Any]) -> tuple[int, int]:
+    lo = _int_attr(op, name, attrs, "out_min", -128, 127)
+    hi = _int_attr(op, name, attrs, "out_max", -128, 127)
+    if lo > hi:
+        raise _fail(op, name, f"out_min {lo} is greater than out_max {hi}")
+    return lo, hi
+
+
+def _half(s: Any) -> Any:
+    """``2**(s-1)``, 0 for ``s = 0``, as int64 for ``s`` in [0, 62]: ``(1 << s) >> 1``, so that
+    no shift is by -1."""
+    one = const(1, "int64")
+    return op.shift_right(op.shift_left(one, s), one)
+
+
+def _round_shift(v: Any, s: Any) -> Any:
+    """``floor((v + 2**(s-1)) / 2**s)`` (``v`` where ``s = 0``) on int64 ``v`` and ``s``."""
+    return op.shift_right(v + _half(s), s)
+
+
+def _requantize(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``compiler.quantize.requant.requantize_int``: per channel (along ``axis``)
+    ``clip(rshift(clamp16(rshift(x, s1)) * m, s2), out_min, out_max)``, where the first
+    rounding addition wraps in int32 as the accumulator does (the sum is computed in int64 and
+    truncated to int32) and the rest is exact in int64."""
+    _known("requantize", name, attrs, ("axis", "out_min", "out_max"))
+    _arity("requantize", name, inputs, 4)
+    x, mult, pre, post = inputs
+    if x.dtype != as_dtype("int32"):
+        raise _fail("requantize", name, f"needs an int32 input, {x.name} is {x.dtype}")
+    axis = _int_attr("requantize", name, attrs, "axis", 0, max(x.ndim - 1, 0))
+    lo, hi = _out_range("requantize", name, attrs)
+    channels = x.shape[axis] if x.ndim else 1
+    for t, what in ((mult, "multiplier"), (pre, "shift"), (post, "post_shift")):
+        if t.dtype != as_dtype("int32") or tuple(t.shape) != (channels,):
+            raise _fail(
+                "requantize", name, f"{what} {t.name} must be int32 of shape ({channels},), "
+                f"one entry per index of axis {axis}, got {t.dtype} {tuple(t.shape)}"
+            )  # fmt: skip
+    i64 = as_dtype("int64")
+
+    def fr(*i: Any) -> Any:
+        c = (i[axis],) if x.ndim else (0,)
+        s1, s2 = op.cast(i64, pre(*c)), op.cast(i64, post(*c))
+        # the ALU's ADD wraps: an accumulator within 2**(s1-1) of 2**31 turns negative
+        wrapped = op.cast("int32", op.cast(i64, x(*i)) + _half(s1))
+        t = op.shift_right(op.cast(i64, wrapped), s1)
+        t = op.minimum(op.maximum(t, const(-32768, i64)), const(32767, i64))
+        y = _round_shift(t * op.cast(i64, mult(*c)), s2)
+        y = op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64))
+        return op.cast("int8", y)
+
+    return compute(x.shape, fr, name=name, tag="requantize")
+
+
+def _qadd(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``compiler.quantize.requant.add_int``: ``clip(rshift(a * lhs + b * rhs, shift))`` in
+    int64 (the products stay below 2**22, the sum below 2**23)."""
+    keys = ("lhs_multiplier", "rhs_multiplier", "shift", "out_min", "out_max")
+    _known("qadd", name, attrs, keys)
+    _arity("qadd", name, inputs, 2)
+    a, b = inputs
+    for t in (a, b):
+        if t.dtype != as_dtype("int8"):
+            raise _fail("qadd", name, f"needs int8 inputs, {t.name} is {t.dtype}")
+    if tuple(a.shape) != tuple(b.shape):
+        raise _fail("qadd", name, f"input shapes differ: {tuple(a.shape)} and {tuple(b.shape)}")
+    lhs = _int_attr("qadd", name, attrs, "lhs_multiplier", 0, (1 << 15) - 1)
+    rhs = _int_attr("qadd", name, attrs, "rhs_multiplier", 0, (1 << 15) - 1)
+    shift = _int_attr("qadd", name, attrs, "shift", 0, 30)
+    lo, hi = _out_range("qadd", name, attrs)
+    i64 = as_dtype("int64")
+
+    def scaled(t: Tensor, m: int, i: tuple[Any, ...]) -> Any:
+        # not op.mul, which folds a multiplier of 0 away and with it the kernel's argument
+        return E.Mul(op.cast(i64, t(*i)), const(m, i64))
+
+    def fa(*i: Any) -> Any:
+        acc = scaled(a, lhs, i) + scaled(b, rhs, i)
+        y = _round_shift(acc, const(shift, i64))
+        return op.cast("int8", op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64)))
+
+    return compute(a.shape, fa, name=name, tag="qadd")
+
+
 OPS: dict[str, ComputeFn] = {
     "conv2d": _conv2d,
     "dense": _dense,
@@ -431,6 +524,8 @@ OPS: dict[str, ComputeFn] = {
     "quantize": _quantize,
     "dequantize": _dequantize,
     "global_sum_pool2d": _global_sum_pool,
+    "requantize": _requantize,
+    "qadd": _qadd,
 }
 
 

@@ -103,7 +103,7 @@ def test_softmax_on_the_host_is_compiled_with_its_dequantize():
     assert rows["prob"].host == "host (compiled, group conv.dequantize)"
 
 
-def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_why():
+def test_a_host_qadd_is_compiled_and_equals_the_reference():
     x = Var("x", TensorType((1, 4, 4, 4), "float32", "NCHW"))
     q = Node("quantize", (x,), {"scale": 0.05}, name="q")
     attrs = {"lhs_multiplier": 3, "rhs_multiplier": 5, "shift": 3, "out_min": -128, "out_max": 127}
@@ -111,16 +111,89 @@ def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_wh
     d = Node("dequantize", (add,), {"scale": 0.1}, name="d")
     graph = Graph.from_outputs([x], [d])
     net = compile_network(graph, "default")  # already quantized: no calibration
-    assert [(h.name, h.compiled) for h in net.host_groups] == [
-        ("q", True),
-        ("add", False),
-        ("d", True),
-    ]
+    assert all(h.compiled for h in net.host_groups)
+    feed = {"x": np.random.default_rng(5).standard_normal((1, 4, 4, 4)).astype(np.float32)}
+    feed["x"][0, 0, 0, :2] = [1e6, -1e6]  # saturating the quantize and the add
+    result = net.run(feed)
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    table = result.table()
+    assert "host (reference)" not in table
+    rows = {r.name: r for r in result.layers}
+    if rows["add"].device == "cpu":
+        assert rows["add"].host.startswith("host (compiled, group ")
+
+
+def _grouped_convs_then_add():
+    """Two grouped convolutions (the accelerator takes groups=1 only), so their int32 results,
+    their requantizes and the qadd of the two are host values; a convolution on the
+    accelerator follows."""
+    rng = np.random.default_rng(7)
+    x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
+    w1 = Constant(rng.normal(size=(8, 4, 3, 3)).astype(np.float32), name="w1")
+    w2 = Constant(rng.normal(size=(8, 2, 3, 3)).astype(np.float32), name="w2")
+    w3 = Constant(rng.normal(size=(8, 8, 3, 3)).astype(np.float32), name="w3")
+    pad = {"padding": (1, 1, 1, 1)}
+    g1 = Node("conv2d", (x, w1), {**pad, "groups": 2}, name="g1")
+    g2 = Node("conv2d", (x, w2), {**pad, "groups": 4}, name="g2")
+    relu = Node("relu", (Node("add", (g1, g2), name="add"),), name="relu")
+    conv = Node("conv2d", (relu, w3), pad, name="conv")
+    return Graph.from_outputs([x], [conv])
+
+
+def test_host_requantize_and_qadd_of_host_values_run_compiled_and_bit_exact():
+    graph = _grouped_convs_then_add()
+    rng = np.random.default_rng(8)
+    calib = {"x": rng.standard_normal((1, 8, 6, 6)).astype(np.float32)}
+    net = compile_network(graph, "default", calibration=calib)
+    place = {p.node: p for p in net.partition.placements}
+    assert place["g1.requantize"].rule == "requantize-host"
+    assert place["g2.requantize"].rule == "requantize-host"
+    for seed in range(3):
+        # beyond the calibrated range too: the requantizes and the qadd saturate
+        feed = {"x": (rng.standard_normal((1, 8, 6, 6)) * (1 + 4 * seed)).astype(np.float32)}
+        result = net.run(feed)
+        np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    rows = {r.name: r for r in result.layers}
+    for name in ("g1.requantize", "g2.requantize"):
+        assert rows[name].device == "cpu" and rows[name].host.startswith("host (compiled, group ")
+    host = [r for r in result.layers if r.device == "cpu"]
+    assert {r.ops for r in host} >= {"requantize", "conv2d", "quantize", "dequantize"}
+    assert all(r.host.startswith("host (compiled, group ") for r in host)
+    assert "host (reference)" not in result.table()
+
+
+@pytest.fixture
+def opaque_op(monkeypatch):
+    """An int8 operator the graph and the reference executor know and the CPU strategy does
+    not (removed again after the test)."""
+    from compiler.graph import ops, reference
+    from compiler.graph.ir import PatternKind
+
+    def infer(node):
+        return node.inputs[0].type
+
+    name = "test_bit_reverse"
+    monkeypatch.setitem(ops.OPS, name, ops.OpDef(name, PatternKind.INJECTIVE, 1, 1, {}, infer))
+    monkeypatch.setitem(reference._IMPLS, name, lambda args, attrs, t: ~args[0])
+    return name
+
+
+def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_why(opaque_op):
+    x = Var("x", TensorType((1, 4, 4, 4), "float32", "NCHW"))
+    q = Node("quantize", (x,), {"scale": 0.05}, name="q")
+    odd = Node(opaque_op, (q,), name="odd")
+    attrs = {"lhs_multiplier": 3, "rhs_multiplier": 5, "shift": 3, "out_min": -128, "out_max": 127}
+    add = Node("qadd", (odd, q), attrs, name="add")
+    d = Node("dequantize", (add,), {"scale": 0.1}, name="d")
+    graph = Graph.from_outputs([x], [d])
+    net = compile_network(graph, "default")
+    by_node = {n.name: h for h in net.host_groups for n in h.nodes}
+    assert not by_node["odd"].compiled and by_node["q"].compiled and by_node["d"].compiled
     feed = {"x": np.random.default_rng(5).standard_normal((1, 4, 4, 4)).astype(np.float32)}
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
-    line = next(ln for ln in result.table().splitlines() if ln.startswith("add "))
-    assert "host (reference): operator 'qadd' has no CPU compute" in line
+    line = next(ln for ln in result.table().splitlines() if ln.startswith("odd "))
+    assert f"host (reference): operator '{opaque_op}' has no CPU compute" in line
 
 
 def test_host_runs_keep_one_reduction_each_and_outputs_leave_the_group():

@@ -424,7 +424,8 @@ def test_contract_is_covered():
         "layout_transform",
     }  # fmt: skip
     # and the quantized graphs' host operators (compiler.quantize.ops)
-    assert set(OPS) == contract | {"quantize", "dequantize", "global_sum_pool2d"}
+    quantized = {"quantize", "dequantize", "global_sum_pool2d", "requantize", "qadd"}
+    assert set(OPS) == contract | quantized
 
 
 @pytest.mark.parametrize(
