@@ -3,7 +3,8 @@
 A float model is quantized to int8 (:func:`compiler.quantize.quantize_graph`, calibrated on the
 given data or on the input itself), partitioned (:func:`compiler.partition.partition_graph`)
 and every accelerator group (conv2d or dense with its per-channel requantization and a fused
-``qadd``; a max pool; a global sum pool with its requantization) is compiled to one program
+``qadd``; a max pool; a global sum pool with its requantization; a standalone relu or clip; a
+``qadd`` of its own) is compiled to one program
 for the config; the programs are laid out in one DRAM image for the network
 (:mod:`runtime.vta_dram`), where consecutive accelerator groups hand activations over in the
 packed layout. Running the network walks the graph in order: an accelerator group runs its
@@ -48,6 +49,7 @@ import numpy as np
 from compiler.graph import Constant, Graph, Node, Value, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
+from compiler.partition.partition import ELEMENTWISE
 from compiler.quantize import RequantParams, quantize_graph
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -56,6 +58,7 @@ from compiler.topi.vta.packing import (
     unpack_nchw,
     unpack_rows,
 )
+from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
 from compiler.topi.vta.qnn import (
     QAdd,
     QEpilogue,
@@ -358,6 +361,8 @@ def _non_negative(v: Value) -> bool:
         return int(v.attrs["out_min"]) >= 0
     if v.op == "relu":
         return True
+    if v.op == "clip":
+        return float(v.attrs["a_min"]) >= 0
     if v.op == "max_pool2d":
         return _non_negative(v.inputs[0])
     return False
@@ -387,6 +392,9 @@ def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
         return pack_nchw_out(x, cfg)
     if group.kind in ("global_sum_pool2d", "max_pool2d"):
         return pack_nchw_out(x, cfg)
+    if group.kind in ELEMENTWISE:
+        # the output layout, the one a producing group stores
+        return pack_nchw_out(x, cfg) if x.ndim == 4 else pack_rows(x, cfg, out=True)
     s2d = _space_to_depth(group, cfg)
     if s2d:
         # the first layer's few channels, folded
@@ -494,6 +502,11 @@ def group_epilogue(group: AccelGroup) -> QEpilogue:
 def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
     """One accelerator program for ``group``."""
     node = group.anchor
+    if group.kind in ELEMENTWISE:
+        return compile_qelementwise(
+            group.name, cfg, elementwise_steps(node.op, node.attrs), shape=node.type.shape,
+            binary=group.residual is not None,
+        )  # fmt: skip
     n, c, *_ = node.inputs[0].type.shape
     if group.kind in ("max_pool2d", "global_sum_pool2d"):
         _, _, h, wd = node.inputs[0].type.shape

@@ -14,19 +14,24 @@ Rules, tried on each node in topological order (the first that decides wins):
   mode, one output row's window within the accumulator buffer) or ``global_sum_pool2d`` with
   the ``requantize`` that reads it: the window is loaded into the accumulator and combined by
   one MAX or ADD tensor-tensor instruction per tap.
+* ``relu-group`` / ``clip-group`` / ``qadd-group``: an int8 ``relu`` (``MAX 0``), an int8
+  ``clip`` with whole-number bounds (``MAX lo``, ``MIN hi``) or a ``qadd`` that no group took
+  (both operands loaded into the accumulator, then the quantizer's ALU sequence), over an NCHW
+  or ``(N, C)`` tensor: a group of its own (:mod:`compiler.topi.vta.qelementwise`).
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
-  ``dequantize``), ``float-op`` (no integer form), ``layout`` (``reshape``, ``transpose``),
-  ``relu-not-lowered`` (a relu not fused into a requantize: the ALU could run it; this
-  compiler does not lower it as a group of its own), ``pool-shape`` / ``pool-window`` (a
-  pooling beyond the limits above), ``requantize-host`` (a requantize of a host value),
-  ``qadd-host`` (a ``qadd`` that is not the only reader of a group's result), and the rules
-  that name the limit a ``conv2d`` / ``dense`` exceeds (``conv2d-groups``,
-  ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``, ``conv2d-window``,
-  ``gemm-dtype``, ``gemm-weights``, ``gemm-requantize``).
+  ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
+  left in float), ``layout`` (``reshape``, ``transpose``), ``relu-shape`` / ``clip-shape`` /
+  ``qadd-shape`` (a tensor the elementwise groups do not take: not NCHW or 2-d, or rows longer
+  than a DMA stride), ``clip-bounds`` (a bound that is not a whole number), ``pool-shape`` /
+  ``pool-window`` (a pooling beyond the limits above), ``requantize-host`` (a requantize of a
+  host value), and the rules that name the limit a ``conv2d`` / ``dense`` exceeds
+  (``conv2d-groups``, ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``,
+  ``conv2d-window``, ``gemm-dtype``, ``gemm-weights``, ``gemm-requantize``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from compiler.graph import Constant, Graph, Node, Value
@@ -52,7 +57,9 @@ class Placement:
 @dataclass(frozen=True)
 class AccelGroup:
     """Nodes that become one accelerator program: ``anchor`` (conv2d or dense), its
-    ``requantize`` and an optional fused ``qadd`` whose other operand is ``residual``."""
+    ``requantize`` and an optional fused ``qadd`` whose other operand is ``residual``; or a
+    pooling (with its ``requantize``); or one elementwise node (``relu``, ``clip``, a ``qadd``
+    of its own whose second operand is ``residual``)."""
 
     name: str
     kind: str
@@ -174,8 +181,8 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
         >>> x = Var("x", TensorType((2, 3), "int8"))
         >>> part = partition_graph(Graph.from_outputs([x], [Node("relu", (x,), name="r")]),
         ...                        isa.load_config("default"))
-        >>> part.placement("r").rule, part.groups
-        ('relu-not-lowered', ())
+        >>> part.placement("r").rule, [g.kind for g in part.groups]
+        ('relu-group', ['relu'])
     """
     users = graph.users
     placed: dict[int, Placement] = {}
@@ -247,6 +254,16 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
                     "the other operand is loaded into the accumulator (ACC8), then MUL, ADD, "
                     "rounding shift and clip on the ALU")  # fmt: skip
             continue
+        if node.op in ELEMENTWISE:
+            limit = _elementwise_limit(node, cfg)
+            if limit is not None:
+                put(node, CPU, None, *limit)
+                continue
+            name = node.name or node.op
+            residual = node.inputs[1] if node.op == "qadd" else None
+            groups.append(AccelGroup(name, node.op, node, None, None, residual))
+            put(node, VTA, name, f"{node.op}-group", ELEMENTWISE[node.op])
+            continue
         put(node, CPU, None, *_host_rule(node))
     placements = tuple(placed[id(n)] for n in graph.nodes)
     return Partition(graph, cfg.name, placements, tuple(groups))
@@ -276,6 +293,47 @@ def _pool_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
     return None
 
 
+#: The elementwise nodes that run as groups of their own, and how (the placement's reason).
+ELEMENTWISE = {
+    "relu": "ACC8 load, MAX 0 on the ALU",
+    "clip": "ACC8 load, MAX lo and MIN hi on the ALU",
+    "qadd": "both operands loaded into the accumulator (ACC8), then MUL, ADD, rounding shift "
+    "and clip on the ALU",
+}
+
+
+def _elementwise_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
+    """The rule and reason that keep a relu, clip or unfused qadd off the accelerator, or
+    None."""
+    op = node.op
+    for k, v in enumerate(node.inputs):
+        if v.type.dtype != "int8":
+            return "float-op", f"input {k} is {v.type.dtype}: the accelerator's ALU takes int8"
+    if node.type.dtype != "int8":
+        return "float-op", f"the result is {node.type.dtype}: the accelerator stores int8"
+    t = node.type
+    if t.ndim not in (2, 4) or (t.ndim == 4 and t.layout not in ("", "NCHW")):
+        return (
+            f"{op}-shape",
+            f"a {t.ndim}-d {t.layout or 'tensor'} {t.shape}: the elementwise groups take NCHW "
+            "or (N, C) tensors",
+        )
+    stride_max = limits(cfg).max("mem", "x_stride")
+    if t.ndim == 4 and t.shape[3] > stride_max:
+        return (
+            f"{op}-shape",
+            f"rows of {t.shape[3]} columns exceed the DMA stride field ({stride_max})",
+        )
+    if op == "clip":
+        for key in ("a_min", "a_max"):
+            bound = float(node.attrs[key])
+            if not math.isinf(bound) and not bound.is_integer():
+                return "clip-bounds", f"{key}={bound}: an int8 clip needs a whole-number bound"
+        if float(node.attrs["a_min"]) > float(node.attrs["a_max"]):
+            return "clip-bounds", "a_min is above a_max"
+    return None
+
+
 def _host_rule(node: Node) -> tuple[str, str]:
     op = node.op
     if op in ("quantize", "dequantize"):
@@ -286,16 +344,9 @@ def _host_rule(node: Node) -> tuple[str, str]:
         return "float-op", "float32 operator: no integer form"
     if op in ("reshape", "transpose", "layout_transform", "flatten"):
         return "layout", f"{op} is a layout change done on the host"
-    if op == "relu":
-        return "relu-not-lowered", "a relu that is not fused into a requantize runs on the host"
     if op == "requantize":
         return "requantize-host", "requantizes a value computed on the host"
-    if op == "qadd":
-        return (
-            "qadd-host",
-            "neither operand is the only reader of an accelerator group's result: not fused",
-        )
     return "no-rule", f"the accelerator has no lowering for {op}"
 
 
-__all__ = ["AccelGroup", "CPU", "Partition", "Placement", "VTA", "partition_graph"]
+__all__ = ["AccelGroup", "CPU", "ELEMENTWISE", "Partition", "Placement", "VTA", "partition_graph"]

@@ -67,17 +67,67 @@ def test_depthwise_conv_and_softmax_stay_on_the_host_and_say_why():
     assert (part.placement("prob").device, part.placement("prob").rule) == ("cpu", "float-op")
 
 
-def test_float_pooling_and_a_relu_alone_stay_on_the_host():
+def test_a_relu_alone_is_a_group_and_float_pooling_stays_on_the_host():
     x = Var("x", TensorType((1, 4, 8, 8), "int8", "NCHW"))
     relu = Node("relu", (x,), name="relu")
     pool = Node("max_pool2d", (relu,), {"pool_size": (2, 2), "strides": (2, 2)}, name="pool")
     part = partition_graph(Graph.from_outputs([x], [pool]), isa.load_config("default"))
-    assert part.placement("relu").rule == "relu-not-lowered"
+    p = part.placement("relu")
+    assert (p.device, p.group, p.rule) == ("vta", "relu", "relu-group") and "MAX 0" in p.reason
     assert part.placement("pool").rule == "pool-group"
+    assert [(g.name, g.kind, g.residual) for g in part.groups] == [
+        ("relu", "relu", None),
+        ("pool", "max_pool2d", None),
+    ]
     y = Var("y", TensorType((1, 4, 8, 8), "float32", "NCHW"))
     fpool = Node("max_pool2d", (y,), {"pool_size": (2, 2), "strides": (2, 2)}, name="fpool")
     p = partition_graph(Graph.from_outputs([y], [fpool]), isa.load_config("default"))
     assert p.placement("fpool").device == "cpu"
+
+
+def test_unfused_qadd_and_int8_clip_are_groups_of_their_own():
+    x = Var("x", TensorType((1, 8, 4, 4), "int8", "NCHW"))
+    y = Var("y", TensorType((1, 8, 4, 4), "int8", "NCHW"))
+    attrs = {"lhs_multiplier": 16384, "rhs_multiplier": 9000, "shift": 15}
+    add = Node("qadd", (x, y), attrs, name="add")
+    clip = Node("clip", (add,), {"a_min": -20.0, "a_max": 90.0}, name="clip")
+    relu6 = Node("clip", (x,), {"a_min": 0.0, "a_max": float("inf")}, name="lower")
+    part = partition_graph(Graph.from_outputs([x, y], [clip, relu6]), isa.load_config("4x4x4"))
+    groups = {g.name: g for g in part.groups}
+    assert groups["add"].kind == "qadd" and groups["add"].residual is y
+    assert groups["add"].anchor.inputs[0] is x and groups["add"].output is add
+    assert part.placement("add").rule == "qadd-group"
+    assert (part.placement("clip").rule, part.placement("lower").rule) == ("clip-group",) * 2
+
+
+def test_elementwise_nodes_the_accelerator_cannot_take_name_their_limit():
+    cfg = isa.load_config("default")
+    x5 = Var("x", TensorType((1, 2, 2, 4, 4), "int8"))
+    p = partition_graph(Graph.from_outputs([x5], [Node("relu", (x5,), name="r")]), cfg)
+    assert p.placement("r").rule == "relu-shape" and "5-d" in p.placement("r").reason
+    x = Var("x", TensorType((1, 8, 4, 4), "int8", "NCHW"))
+    half = Node("clip", (x,), {"a_min": 0.5, "a_max": 100.0}, name="half")
+    p = partition_graph(Graph.from_outputs([x], [half]), cfg).placement("half")
+    assert (p.device, p.rule) == ("cpu", "clip-bounds") and "a_min=0.5" in p.reason
+    f = Var("f", TensorType((1, 8, 4, 4), "float32", "NCHW"))
+    p = partition_graph(Graph.from_outputs([f], [Node("relu", (f,), name="fr")]), cfg)
+    assert (p.placement("fr").device, p.placement("fr").rule) == ("cpu", "float-op")
+    assert p.groups == ()
+
+
+def test_add_of_two_branches_each_read_twice_is_a_qadd_group():
+    # each convolution's result has a second reader, so the add joins neither group
+    x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
+    a = Node("conv2d", (x, _w(8, 8, 3, 3)), {"padding": (1, 1, 1, 1)}, name="a")
+    b = Node("conv2d", (x, _w(8, 8, 1, 1)), name="b")
+    add = Node("add", (a, b), name="add")
+    out = Node("add", (Node("relu", (add,), name="relu"), Node("add", (a, b), name="add2")),
+               name="sum")  # fmt: skip
+    part = partition_graph(_quantized(Graph.from_outputs([x], [out])), isa.load_config("default"))
+    assert all(g.qadd is None for g in part.groups if g.kind == "conv2d")
+    rules = {p.node: p.rule for p in part.placements}
+    assert rules["add"] == rules["add2"] == "qadd-group"
+    assert all(p.device == "vta" for p in part.placements if p.op in ("qadd", "relu", "conv2d"))
 
 
 def test_dilated_conv_and_float_graph_name_their_limit():

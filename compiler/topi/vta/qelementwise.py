@@ -1,0 +1,359 @@
+"""Int8 elementwise groups on the accelerator: a standalone ``relu`` or ``clip``, and a ``qadd``
+that no conv2d / dense group could take.
+
+The int8 operands, in the output layout ``(N/b, C/bo, H, W, b, bo)`` (or ``(N/b, C/bo, b, bo)``
+for a 2-d tensor), are loaded into the accumulator by ACC8 loads (sign-extended), the ALU
+runs the node's steps in place and the out buffer's low 8 bits are stored:
+
+* ``relu``: ``MAX 0``; ``clip``: ``MAX lo``, ``MIN hi`` (:func:`clip_steps`);
+* ``qadd``: the second operand goes to its own tile, then the quantizer's own sequence
+  (:func:`compiler.quantize.add_alu_program`): ``MUL lhs``, ``MUL@rhs rhs``, ``ADD rhs``, the
+  rounding shift and the clip.
+
+Tiles are ``tile_c`` channel blocks x ``tile_h`` rows x ``tile_w`` columns of one batch block
+(whole rows before several rows, whole channel blocks before several blocks, so every DMA is
+one strided block); two virtual threads take alternate tiles when there is an even number of
+them, so one thread's loads overlap the other's ALU work and stores (dependency tokens).
+
+Example:
+    >>> import isa
+    >>> layer = compile_qelementwise("r", isa.load_config("default"), relu_steps(),
+    ...                              shape=(1, 8, 4, 4))
+    >>> layer.out_shape, layer.alu_steps
+    ((1, 2, 4, 4, 1, 4), 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from compiler import te, topi
+from compiler.errors import ShapeError
+from compiler.quantize.requant import AluStep, add_alu_program
+from compiler.schedule import Schedule
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from isa import HwConfig
+
+from .qnn import _ALU_OPS, QLayer
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def relu_steps() -> list[AluStep]:
+    """The ALU steps of an int8 ``relu``.
+
+    Example:
+        >>> [str(s) for s in relu_steps()]
+        ['MAX 0']
+    """
+    return [AluStep("MAX", imm=0)]
+
+
+def clip_steps(lo: int, hi: int) -> list[AluStep]:
+    """The ALU steps of an int8 ``clip`` to ``[lo, hi]``: a bound at or beyond the int8 range
+    is left out (the identity clip is one ``MAX -128``, a copy).
+
+    Example:
+        >>> [str(s) for s in clip_steps(-20, 100)], [str(s) for s in clip_steps(0, 127)]
+        (['MAX -20', 'MIN 100'], ['MAX 0'])
+    """
+    if lo > hi:
+        raise ShapeError(f"clip: the lower bound {lo} is above the upper bound {hi}")
+    steps = [AluStep("MAX", imm=lo)] if lo > INT8_MIN else []
+    if hi < INT8_MAX:
+        steps.append(AluStep("MIN", imm=hi))
+    return steps or [AluStep("MAX", imm=INT8_MIN)]
+
+
+def qadd_steps(
+    lhs_multiplier: int, rhs_multiplier: int, shift: int, out_min: int, out_max: int
+) -> list[AluStep]:
+    """The ALU steps of a ``qadd`` (the quantizer's :func:`add_alu_program`).
+
+    Example:
+        >>> [str(s) for s in qadd_steps(16384, 8192, 15, 0, 127)][:3]
+        ['MUL 16384', 'MUL@rhs 8192', 'ADD rhs']
+    """
+    return add_alu_program(lhs_multiplier, rhs_multiplier, shift, out_min, out_max)
+
+
+def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
+    """The ALU steps of the graph operator ``op`` (``relu``, ``clip``, ``qadd``) with
+    ``attrs`` (a clip's bounds are clamped to int8 and must be whole numbers).
+
+    Example:
+        >>> [str(s) for s in elementwise_steps("clip", {"a_min": 0.0, "a_max": float("inf")})]
+        ['MAX 0']
+    """
+    if op == "relu":
+        return relu_steps()
+    if op == "clip":
+        lo = float(max(float(attrs["a_min"]), INT8_MIN))
+        hi = float(min(float(attrs["a_max"]), INT8_MAX))
+        if not (lo.is_integer() and hi.is_integer()):
+            raise ShapeError(f"clip: bounds {attrs['a_min']}, {attrs['a_max']} must be whole")
+        return clip_steps(int(lo), int(hi))
+    if op == "qadd":
+        return qadd_steps(
+            int(attrs["lhs_multiplier"]),
+            int(attrs["rhs_multiplier"]),
+            int(attrs["shift"]),
+            int(attrs["out_min"]),
+            int(attrs["out_max"]),
+        )
+    raise ShapeError(f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd)")
+
+
+def elementwise_packed(
+    data: Tensor, steps: list[AluStep], *, rhs: Tensor | None = None, name: str = "ew"
+) -> Tensor:
+    """The int8 result ``out`` of ``steps`` on packed int8 ``data`` (and ``rhs``, the second
+    operand of a binary node, read by the steps that name ``rhs``), computed in the
+    accumulator.
+
+    Example:
+        >>> x = te.placeholder((1, 2, 4, 4, 1, 4), "int8", name="x")
+        >>> out = elementwise_packed(x, clip_steps(-5, 5))
+        >>> out.name, out.shape, out.dtype
+        ('out', (1, 2, 4, 4, 1, 4), DType('int8'))
+    """
+    if data.dtype.name != "int8":
+        raise ShapeError(f"{name}: the operand {data.name} must be int8, got {data.dtype}")
+    binary = any(s.tensor == "rhs" or s.dst == "rhs" for s in steps)
+    if binary != (rhs is not None):
+        raise ShapeError(f"{name}: steps naming rhs need a second operand, and only they")
+    if rhs is not None and (rhs.shape != data.shape or rhs.dtype.name != "int8"):
+        raise ShapeError(
+            f"{name}: the second operand must be int8 of the first's shape {data.shape}, got "
+            f"{rhs.name}: {rhs.dtype}{list(rhs.shape)}"
+        )
+    if not steps:
+        raise ShapeError(f"{name}: an elementwise group has at least one ALU step")
+    shape = data.shape
+    cur = te.compute(shape, lambda *i: data(*i).astype("int32"), name=f"{name}_lhs", tag="elemwise")
+    other: Tensor | None = None
+    if rhs is not None:
+        other = te.compute(
+            shape, lambda *i: rhs(*i).astype("int32"), name=f"{name}_rhs", tag="elemwise"
+        )
+    for k, step in enumerate(steps):
+        fn = _ALU_OPS[step.op]
+        if step.tensor not in (None, "rhs"):
+            raise ShapeError(f"{name}: step {step} reads a tile an elementwise group has not")
+        if step.dst == "rhs":
+            assert other is not None and step.imm is not None
+            other = te.compute(
+                shape,
+                lambda *i, s=other, v=step.imm, f=fn: f(s(*i), v),
+                name=f"{name}_r{k}",
+                tag="elemwise",
+            )
+        elif step.tensor == "rhs":
+            assert other is not None
+            cur = te.compute(
+                shape,
+                lambda *i, c=cur, o=other, f=fn: f(c(*i), o(*i)),
+                name=f"{name}_q{k}",
+                tag="elemwise",
+            )
+        else:
+            assert step.imm is not None
+            cur = te.compute(
+                shape,
+                lambda *i, c=cur, v=step.imm, f=fn: f(c(*i), v),
+                name=f"{name}_q{k}",
+                tag="elemwise",
+            )
+    return topi.cast(cur, "int8", name="out")
+
+
+@dataclass(frozen=True)
+class ElementwiseTiles:
+    """A tiling of a packed elementwise group: ``tile_c`` channel blocks x ``tile_h`` rows x
+    ``tile_w`` columns per tile (rows and columns are 1 for a 2-d tensor), ``nthreads`` virtual
+    threads over the tiles."""
+
+    tile_c: int
+    tile_h: int = 1
+    tile_w: int = 1
+    nthreads: int = 1
+
+    @property
+    def entries(self) -> int:
+        return self.tile_c * self.tile_h * self.tile_w
+
+
+def elementwise_tiles(
+    cfg: HwConfig, shape: tuple[int, ...], buffers: int, nthreads: int = 2
+) -> ElementwiseTiles:
+    """The largest tile of the packed ``shape`` whose ``buffers`` accumulator tiles fit a
+    thread's share of the accumulator, with ``nthreads`` (1 or 2) virtual threads when the
+    outermost tiled axis splits evenly between them (one thread, with the whole buffer,
+    otherwise).
+
+    Example:
+        >>> import isa
+        >>> elementwise_tiles(isa.load_config("default"), (1, 4, 56, 56, 1, 4), 2)
+        ElementwiseTiles(tile_c=1, tile_h=8, tile_w=56, nthreads=2)
+    """
+    nb, cb = shape[0], shape[1]
+    h, w = (shape[2], shape[3]) if len(shape) == 6 else (1, 1)
+
+    def divisors(n: int) -> list[int]:
+        return [d for d in range(n, 0, -1) if n % d == 0]
+
+    # largest first; whole rows before part of a row, whole blocks before several blocks
+    candidates = [ElementwiseTiles(tc, h, w) for tc in divisors(cb)]
+    candidates += [ElementwiseTiles(1, th, w) for th in divisors(h)[1:]]
+    candidates += [ElementwiseTiles(1, 1, tw) for tw in divisors(w)[1:]]
+    if nthreads not in (1, 2):
+        raise ShapeError(f"elementwise: nthreads={nthreads} must be 1 or 2")
+    for n in sorted({nthreads, 1}, reverse=True):
+        for t in candidates:
+            if t.entries * buffers * n > cfg.acc_depth:
+                continue
+            counts = [nb, cb // t.tile_c, h // t.tile_h, w // t.tile_w]
+            outer = next((k for k in counts if k > 1), 1)
+            if n == 1 or outer % n == 0:
+                return ElementwiseTiles(t.tile_c, t.tile_h, t.tile_w, n)
+    raise ShapeError(
+        f"elementwise: {buffers} accumulator tiles of one entry do not fit the accumulator "
+        f"buffer ({cfg.acc_depth} entries)"
+    )
+
+
+def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTiles) -> Schedule:
+    """Tiles of ``tiles`` over the packed ``out``: the operands DMA'd into the accumulator at
+    the tile, every ALU stage there, the tile stored; the tile loops split between
+    ``tiles.nthreads`` virtual threads (the outermost tile loop with more than one tile)."""
+    from compiler.errors import ScheduleError
+    from compiler.ir.pragma import ALU, DMA_COPY
+    from compiler.schedule import create_schedule
+    from compiler.targets.vta.intrin import make_scopes
+
+    scopes = make_scopes(cfg)
+    ewise: list[Tensor] = []
+    loads: list[Tensor] = []
+    stack = list(out.op.input_tensors())
+    while stack:
+        t = stack.pop()
+        if not isinstance(t.op, ComputeOp) or t in ewise or t in loads:
+            continue
+        inputs = t.op.input_tensors()
+        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
+            loads.append(t)
+            continue
+        ewise.append(t)
+        stack.extend(inputs)
+    shape = out.shape
+    spatial = len(shape) == 6
+    extents = {"tile_c": shape[1]}
+    if spatial:
+        extents.update(tile_h=shape[2], tile_w=shape[3])
+    for knob, ext in extents.items():
+        tile = getattr(tiles, knob)
+        if tile < 1 or ext % tile:
+            raise ScheduleError(f"elementwise {out.name}: {knob}={tile} must divide {ext}")
+    s = create_schedule(out)
+    for t in loads:
+        s[t].set_scope(scopes.acc)
+    for t in ewise:
+        s[t].set_scope(scopes.acc)
+        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
+    if spatial:
+        n, c, h, w, bi, ci = s[out].leaf_iter_vars
+        c0, c1 = s[out].split(c, factor=tiles.tile_c)
+        h0, h1 = s[out].split(h, factor=tiles.tile_h)
+        w0, w1 = s[out].split(w, factor=tiles.tile_w)
+        s[out].reorder(n, c0, h0, w0, c1, h1, w1, bi, ci)
+        outer = [(n, shape[0]), (c0, shape[1] // tiles.tile_c),
+                 (h0, shape[2] // tiles.tile_h), (w0, shape[3] // tiles.tile_w)]  # fmt: skip
+        first_inner = c1
+    else:
+        n, c, bi, ci = s[out].leaf_iter_vars
+        c0, c1 = s[out].split(c, factor=tiles.tile_c)
+        s[out].reorder(n, c0, c1, bi, ci)
+        outer = [(n, shape[0]), (c0, shape[1] // tiles.tile_c)]
+        first_inner = c1
+    at = outer[-1][0]
+    if tiles.nthreads > 1:
+        split = [iv for iv, ext in outer if ext > 1]
+        if not split or dict((id(iv), e) for iv, e in outer)[id(split[0])] % tiles.nthreads:
+            raise ScheduleError(
+                f"elementwise {out.name}: {tiles.nthreads} virtual threads need an even number "
+                f"of tiles along the outermost tiled axis"
+            )
+        axis = split[0]
+        kept, vt = s[out].split(axis, factor=tiles.nthreads)
+        if axis is at:
+            at = kept
+        rest = [iv for iv in s[out].leaf_iter_vars if iv is not vt]
+        s[out].reorder(vt, *rest)
+        s[out].bind(vt, "cthread")
+    for t in ewise:
+        s[t].compute_at(s[out], at)
+    for t in sorted(loads, key=lambda t: t.name):
+        s[t].compute_at(s[out], at)
+        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
+    s[out].pragma(first_inner, DMA_COPY)
+    return s
+
+
+def compile_qelementwise(
+    name: str,
+    cfg: HwConfig,
+    steps: list[AluStep],
+    *,
+    shape: tuple[int, ...],
+    binary: bool = False,
+    nthreads: int = 2,
+) -> QLayer:
+    """Compile ``steps`` over int8 operands of NCHW (or ``(N, C)``) ``shape`` for ``cfg``: the
+    first operand is the program's ``data``, a second one (``binary``, a ``qadd``) its
+    ``residual``; both in the output layout, the layout an earlier group stores. ``nthreads``
+    (1 or 2) virtual threads when the tiles split evenly (:func:`elementwise_tiles`).
+
+    Example:
+        >>> import isa
+        >>> layer = compile_qelementwise("a", isa.load_config("4x4x4"),
+        ...                              qadd_steps(16384, 8192, 15, -128, 127),
+        ...                              shape=(2, 6, 3, 3), binary=True)
+        >>> sorted(layer.program.symbols), layer.out_shape
+        (['data', 'out', 'residual'], (1, 2, 3, 3, 4, 4))
+    """
+    from compiler.build import lower
+    from compiler.targets.vta import get_vta_target
+
+    tgt = get_vta_target(cfg)
+    b, bo = cfg.batch, cfg.block_out
+    if len(shape) not in (2, 4):
+        raise ShapeError(f"{name}: an elementwise group takes NCHW or (N, C) tensors, got {shape}")
+    n, c, *hw = shape
+    packed = (-(-n // b), -(-c // bo), *hw, b, bo)
+    data = te.placeholder(packed, "int8", name="data")
+    rhs = te.placeholder(packed, "int8", name="residual") if binary else None
+    out = elementwise_packed(data, steps, rhs=rhs, name=name)
+    tiles = elementwise_tiles(cfg, packed, 2 if binary else 1, nthreads)
+    s = schedule_elementwise_packed(out, cfg, tiles)
+    args = [data, *([rhs] if rhs is not None else []), out]
+    layout = f"NCHW{b}n{bo}c" if len(shape) == 4 else f"NC{b}n{bo}c"
+    prog = tgt.codegen(
+        lower(s, args, target=tgt),
+        layouts={t.name: layout for t in args},
+    )
+    return QLayer(name, prog, {}, tiles, 0, binary, len(steps))
+
+
+__all__ = [
+    "ElementwiseTiles",
+    "clip_steps",
+    "compile_qelementwise",
+    "elementwise_packed",
+    "elementwise_steps",
+    "elementwise_tiles",
+    "qadd_steps",
+    "relu_steps",
+    "schedule_elementwise_packed",
+]
