@@ -4,8 +4,9 @@ Every node of an int8 graph (:func:`compiler.quantize.quantize_graph`) gets a de
 rule that decided it, with the limit that applies (:class:`Placement`). Accelerator nodes form
 :class:`AccelGroup` s: ``conv2d`` or ``dense`` (int8 data and weights, int32 bias) with the
 ``requantize`` that reads it and, when the requantized value's only reader is a ``qadd``, that
-``qadd`` too (the other operand is loaded into the accumulator). Everything else runs on the
-host, and says why.
+``qadd`` too (the other operand is loaded into the accumulator); a max pool or a global sum
+pool with its ``requantize``; a standalone int8 ``relu`` or ``clip``, or a ``qadd`` no
+convolution took, as a group of its own. Everything else runs on the host, and says why.
 
 Example:
     >>> import isa, numpy as np

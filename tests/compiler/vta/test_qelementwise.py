@@ -26,8 +26,10 @@ NODES = [
     # shifts below and above the 15-bit rounding immediate, a relu clip and a narrow one
     ("qadd", {"lhs_multiplier": 17000, "rhs_multiplier": 12000, "shift": 15}),
     ("qadd", {"lhs_multiplier": 32767, "rhs_multiplier": 1, "shift": 21, "out_min": 0}),
-    ("qadd", {"lhs_multiplier": 3, "rhs_multiplier": 5, "shift": 2, "out_min": -100,
-              "out_max": 60}),  # fmt: skip
+    (
+        "qadd",
+        {"lhs_multiplier": 3, "rhs_multiplier": 5, "shift": 2, "out_min": -100, "out_max": 60},
+    ),
 ]
 
 
