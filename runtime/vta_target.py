@@ -58,6 +58,7 @@ from compiler.topi.vta.packing import (
     unpack_nchw,
     unpack_rows,
 )
+from compiler.topi.vta.fold import InputFold, choose_fold
 from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
 from compiler.topi.vta.qnn import (
     QAdd,
@@ -66,9 +67,6 @@ from compiler.topi.vta.qnn import (
     compile_qconv2d,
     compile_qdense,
     compile_qpool,
-    space_to_depth_factor,
-    space_to_depth_input,
-    space_to_depth_weight,
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
@@ -376,11 +374,11 @@ def _pool_load_pads(group: AccelGroup) -> bool:
 
 def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
     """Whether the host writes the group's ``data`` itself: a max pool with padding over an
-    input that may be negative (the reference pads with -128) or a convolution run folded
-    (space to depth)."""
+    input that may be negative (the reference pads with -128) or a convolution run over folded
+    channels (:mod:`compiler.topi.vta.fold`)."""
     if group.kind == "max_pool2d":
         return any(group.anchor.attrs["padding"]) and not _pool_load_pads(group)
-    return _space_to_depth(group, cfg) is not None
+    return input_fold(group, cfg) is not None
 
 
 def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
@@ -395,12 +393,10 @@ def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     if group.kind in ELEMENTWISE:
         # the output layout, the one a producing group stores
         return pack_nchw_out(x, cfg) if x.ndim == 4 else pack_rows(x, cfg, out=True)
-    s2d = _space_to_depth(group, cfg)
-    if s2d:
+    fold = input_fold(group, cfg)
+    if fold is not None:
         # the first layer's few channels, folded
-        a = group.anchor.attrs
-        k = group.anchor.inputs[1].type.shape[2]
-        x = space_to_depth_input(x, s2d[0], a["padding"], k, s2d[2:])
+        x = fold.input(x)
     return pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg)
 
 
@@ -455,19 +451,18 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     )  # fmt: skip
 
 
-def _space_to_depth(group: AccelGroup, cfg: HwConfig) -> tuple[int, int, int, int] | None:
-    """``(s, folded kernel, out_h, out_w)`` when the group's convolution runs folded
-    (:func:`compiler.topi.vta.qnn.space_to_depth_factor`), else None."""
+def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
+    """How the group's convolution runs over folded channels (space to depth or im2col,
+    :func:`compiler.topi.vta.fold.choose_fold`), or None when it runs directly."""
     node = group.anchor
     if group.kind != "conv2d":
         return None
     a = node.attrs
     c, k = node.inputs[0].type.shape[1], node.inputs[1].type.shape[2]
-    s = space_to_depth_factor(cfg, c, k, a["strides"][0])
-    if not s:
-        return None
     oh, ow = node.type.shape[2:]
-    return s, -(-k // s), oh, ow
+    return choose_fold(
+        cfg, in_c=c, k=k, stride=a["strides"][0], padding=tuple(a["padding"]), out_hw=(oh, ow)
+    )
 
 
 def group_epilogue(group: AccelGroup) -> QEpilogue:
@@ -533,12 +528,11 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
     residual = group.residual is not None
     if group.kind == "conv2d":
         a = node.attrs
-        s2d = _space_to_depth(group, cfg)
-        if s2d:
-            _, k, oh, ow = s2d
+        fold = input_fold(group, cfg)
+        if fold is not None:
+            oh, ow = fold.out_hw
             layer = compile_qconv2d(
-                group.name, cfg, space_to_depth_weight(w, a["strides"][0]), ep,
-                in_shape=(n, c * a["strides"][0] ** 2, oh + k - 1, ow + k - 1),
+                group.name, cfg, fold.weight(w), ep, in_shape=(n, fold.in_c, *fold.in_hw),
                 stride=(1, 1), padding=(0, 0, 0, 0), residual=residual,
             )  # fmt: skip
             # utilization counts the layer's own MACs, not the folded kernel's zero taps

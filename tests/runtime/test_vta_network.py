@@ -230,20 +230,35 @@ def test_digits_on_the_rtl_equals_the_simulator_byte_for_byte_and_cycle_for_cycl
     assert rtl.to_json()["device"] == "rtl" and rtl.total_cycles > 0
 
 
-def test_first_layer_folded_space_to_depth_is_bit_exact():
-    # 3 channels, 7x7 stride 2 (ResNet's first layer): on a 16-wide block it runs as a 4x4
-    # stride-1 convolution over 12 channels
-    x = Var("x", TensorType((1, 3, 20, 20), "float32", "NCHW"))
-    w = Constant(np.random.default_rng(6).normal(size=(16, 3, 7, 7)).astype(np.float32), name="w")
-    attrs = {"padding": (3, 3, 3, 3), "strides": (2, 2)}
+@pytest.mark.parametrize(
+    ("config", "in_c", "k", "stride", "kind", "kernel_hw"),
+    [
+        # ResNet's first layer on a 16-wide block: im2col, 147 channels in 10 blocks
+        ("vta-1x16x16", 3, 7, 2, "im2col", (1, 1)),
+        # a 4x4 stride-2 kernel over one channel on a 4-wide block: space to depth (4 blocks
+        # either way; the fold that moves fewer bytes is kept)
+        ("default", 1, 4, 2, "space_to_depth", (2, 2)),
+    ],
+)
+def test_first_layer_folded_into_channels_is_bit_exact(config, in_c, k, stride, kind, kernel_hw):
+    from runtime.vta_target import input_fold
+
+    x = Var("x", TensorType((1, in_c, 20, 20), "float32", "NCHW"))
+    rng = np.random.default_rng(6)
+    w = Constant(rng.normal(size=(16, in_c, k, k)).astype(np.float32), name="w")
+    pad = k // 2
+    attrs = {"padding": (pad,) * 4, "strides": (stride, stride)}
     graph = Graph.from_outputs([x], [Node("conv2d", (x, w), attrs, name="conv1")])
     feed = _feed(graph, seed=7)
-    net = compile_network(graph, "vta-1x16x16", calibration=feed)
-    assert net.layers["conv1"].program.symbols["kernel"].shape[2:4] == (4, 4)
+    net = compile_network(graph, config, calibration=feed)
+    (group,) = net.partition.groups
+    assert input_fold(group, net.config).kind == kind
+    assert net.layers["conv1"].program.symbols["kernel"].shape[2:4] == kernel_hw
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
     (conv,) = [r for r in result.layers if r.device == "vta"]
-    assert conv.macs == 16 * 10 * 10 * 3 * 49
+    out_hw = (20 + 2 * pad - k) // stride + 1
+    assert conv.macs == 16 * out_hw * out_hw * in_c * k * k
 
 
 def test_a_model_the_compiler_cannot_handle_fails_naming_every_offending_node(tmp_path, capsys):

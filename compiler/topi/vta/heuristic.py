@@ -6,7 +6,7 @@ micro-op kernels of all threads must fit the uop buffer together) and scored wit
 of the machine: the compute module's busy time (GEMM micro-ops, reset, ALU epilogue and a fixed
 cost per instruction), the DRAM traffic (input windows with their halo and the weights are
 re-loaded for every tile and reduction step) and how the two overlap (with two or more threads
-loads hide behind compute; with one they alternate). The best score wins; ties go to whole rows
+loads hide behind compute, the less so the closer the two are; with one they alternate). The best score wins; ties go to whole rows
 and to bigger tiles.
 
 Example:
@@ -84,7 +84,12 @@ def estimate_conv2d(
     out_dram = acc_total * cfg.out_elem_bytes / cfg.bus_bytes + tiles * tco * lat
     dram = tiles * steps * step_load + out_dram
     if knobs.nthreads > 1:
-        cycles = max(compute, dram) + step_load + step_uops
+        # two threads hide the shorter of loads and compute behind the longer, but not
+        # wholly: the steps' DMAs and GEMMs do not interleave perfectly, and the exposed part
+        # grows with the shorter one's share (fitted on the simulator: about 1/3 of
+        # short^2 / long)
+        long, short = max(compute, dram), min(compute, dram)
+        cycles = long + short * short / (3 * long) + step_load + step_uops
     else:
         # one thread: each step's loads wait for the previous step's GEMM and vice versa
         cycles = compute + tiles * steps * step_load + out_dram / 2
@@ -105,11 +110,14 @@ def conv2d_knobs(
     loop_order: LoopOrder | str = "h_co",
     alu_ops: int = 3,
     acc_buffers: int = 1,
+    channel_tiles: int = 0,
     fewer_threads: bool = True,
 ) -> Conv2dKnobs:
     """The best-scoring tiling of a packed conv2d for ``nthreads`` virtual threads (1, 2 or 4:
     2 splits output channels or rows, whichever the tiling allows; 4 splits both).
-    ``acc_buffers`` counts the accumulator tiles each output tile needs (2 with a residual).
+    ``acc_buffers`` counts the accumulator tiles each output tile needs (2 with a residual);
+    ``channel_tiles`` the per-channel parameter tiles (one accumulator entry per output-channel
+    block of the tile each: a quantized epilogue's bias, shifts and multipliers).
     When no tiling can be split between the threads (a single channel tile and an odd number of
     row tiles), ``fewer_threads`` falls back to half as many threads instead of failing."""
     if nthreads not in (1, 2, 4):
@@ -128,7 +136,8 @@ def conv2d_knobs(
     for tb, tco, th, tw, tci in itertools.product(
         divisors(nb), divisors(ocb), divisors(oh), divisors(ow), divisors(icb)
     ):
-        if acc_buffers * tb * tco * th * tw > acc_share or tco * tci * k * k > wgt_share:
+        acc_entries = acc_buffers * tb * tco * th * tw + channel_tiles * tco
+        if acc_entries > acc_share or tco * tci * k * k > wgt_share:
             continue
         in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
         if tb * tci * in_h * in_w > inp_share:
@@ -151,7 +160,7 @@ def conv2d_knobs(
             return conv2d_knobs(
                 cfg, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride, nb=nb,
                 nthreads=nthreads // 2, loop_order=loop_order, alu_ops=alu_ops,
-                acc_buffers=acc_buffers,
+                acc_buffers=acc_buffers, channel_tiles=channel_tiles,
             )  # fmt: skip
         raise ScheduleError(
             f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "

@@ -371,7 +371,7 @@ def compile_qconv2d(
     knobs = conv2d_knobs(
         cfg, nb=nb, ocb=ob, icb=cb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
         nthreads=nthreads, alu_ops=len(stages.ewise) + 1,
-        acc_buffers=1 + len(stages.loads),
+        acc_buffers=2 if residual else 1, channel_tiles=len(tiles),
     )  # fmt: skip
     s = schedule_conv2d_packed(out, knobs, cfg)
     args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
