@@ -9,7 +9,10 @@
 * resnet18: the zoo's ResNet-18 (random seeded weights, calibrated on its own seeded input) at
   ``--image-size`` on ``--resnet-config``: the per-layer table, the sum of accelerator cycles
   over the 20 convolutions (the first included) against VTA's published 7,729,601 (its first
-  convolution on the CPU), and the whole network's accelerator cycles.
+  convolution on the CPU), the whole network's accelerator cycles, and the compute floor of the
+  20 convolutions: the GEMM, reset and ALU micro-ops their programs issue on the compute
+  module (counted by the simulator) times ``gemm_ii`` / ``alu_ii``, which no schedule of the
+  same operators and epilogues can go below.
 
     python -m bench.bench_network [--config default] [--batch 100] [--skip-resnet]
         [--resnet-config vta-1x16x16] [--image-size 224] [--requant multiplier|shift]
@@ -92,6 +95,7 @@ def _resnet(config: str, image_size: int, requant: str) -> tuple[dict, str]:
         for r in run.layers
         if r.device == "vta" and r.alu_roofline_fraction < 0.9
     ]
+    floor = _compute_floor(net, [r.name for r in convs])
     doc = {
         "config": config,
         "image_size": image_size,
@@ -99,6 +103,7 @@ def _resnet(config: str, image_size: int, requant: str) -> tuple[dict, str]:
         "conv_layers": len(convs),
         "conv_cycles": sum(r.cycles for r in convs),
         "vta_published_conv_cycles": VTA_RESNET18_CONV_CYCLES,
+        "conv_compute_floor": floor,
         "total_cycles": run.total_cycles,
         "bit_exact": exact,
         "below_90pct_of_alu_roofline": below,
@@ -107,6 +112,31 @@ def _resnet(config: str, image_size: int, requant: str) -> tuple[dict, str]:
         "layers": [r.to_json() for r in run.layers],
     }
     return doc, run.table()
+
+
+def _compute_floor(net, names: list[str]) -> dict[str, int]:
+    """The compute module's own work in the named layers' programs, summed: GEMM micro-ops
+    (``gemm_ii`` each), reset micro-ops (``gemm_ii``) and ALU micro-ops (``alu_ii``), counted
+    by the simulator over each layer's program run alone.
+
+    The compute module runs GEMM and ALU instructions one after the other (docs/timing.md §2),
+    so a layer can take no fewer cycles than this. Every schedule of a layer issues the same
+    micro-ops (one reset and the reduction's GEMM micro-ops per accumulator entry, the
+    epilogue's ALU micro-ops per entry): tiles and threads only group them into instructions
+    and overlap the DMAs with them. The floor holds for every schedule of these programs'
+    operator and epilogue.
+    """
+    import vta_sim
+
+    cfg = net.config
+    gemm = reset = alu = 0
+    for name in names:
+        res = vta_sim.simulate(net.layers[name].program, trace=False)
+        gemm += res.gemm_uops
+        reset += res.gemm_reset_uops
+        alu += res.alu_uops
+    cycles = (gemm + reset) * cfg.gemm_ii + alu * cfg.alu_ii
+    return {"gemm_uops": gemm, "reset_uops": reset, "alu_uops": alu, "cycles": cycles}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +180,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['total_cycles']} accelerator cycles; bit-exact {r['bit_exact']}; below 90% "
             f"of the ALU-aware roofline: {', '.join(r['below_90pct_of_alu_roofline']) or 'none'}"
             f"; compile {r['compile_s']} s, run {r['run_s']} s"
+        )
+        f = r["conv_compute_floor"]
+        cfg_ii = f"gemm_ii, alu_ii of {r['config']}"
+        print(
+            f"compute floor of the {r['conv_layers']} conv layers (the compute module's own "
+            f"micro-ops, {cfg_ii}): {f['gemm_uops']} GEMM + {f['reset_uops']} reset + "
+            f"{f['alu_uops']} ALU micro-ops = {f['cycles']} cycles, no schedule goes below; "
+            f"the measured {r['conv_cycles']} cycles are {r['conv_cycles'] / f['cycles']:.3f}x "
+            f"the floor, and the floor is {f['cycles'] / VTA_RESNET18_CONV_CYCLES:.3f}x VTA's "
+            f"published {VTA_RESNET18_CONV_CYCLES}"
         )
         ok &= r["bit_exact"]
     if args.json:
