@@ -6,8 +6,8 @@ micro-op kernels of all threads must fit the uop buffer together) and scored wit
 of the machine: the compute module's busy time (GEMM micro-ops, reset, ALU epilogue and a fixed
 cost per instruction), the DRAM traffic (input windows with their halo and the weights are
 re-loaded for every tile and reduction step) and how the two overlap (with two or more threads
-loads hide behind compute, the less so the closer the two are; with one they alternate). The best score wins; ties go to whole rows
-and to bigger tiles.
+loads hide behind compute, the less so the closer the two are; with one they alternate). The
+best score wins; ties go to whole rows and to bigger tiles.
 
 Example:
     >>> import isa
