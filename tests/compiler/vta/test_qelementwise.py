@@ -115,3 +115,19 @@ def test_bad_operands_and_bounds_are_named():
         compile_qelementwise("r", cfg, elementwise_steps("relu", {}), shape=(1, 4), binary=True)
     with pytest.raises(ShapeError, match="softmax"):
         elementwise_steps("softmax", {})
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("op,attrs", [NODES[1], NODES[3]], ids=["clip", "qadd"])
+def test_elementwise_group_on_the_rtl_equals_the_simulator(op, attrs):
+    from hw.coverify import run_rtl
+    from hw.sim import missing_simulator
+
+    why = missing_simulator("icarus")
+    if why:
+        pytest.skip(f"icarus unavailable: {why}")
+    cfg = isa.load_config("default")
+    _, _, layer, sim = _run(op, attrs, (1, 8, 6, 6), cfg, seed=5)
+    rtl = run_rtl(sim.program)
+    assert rtl.finished and rtl.cycles == sim.cycles
+    np.testing.assert_array_equal(sim.program.read("out", dram=rtl.dram), sim.read("out"))
