@@ -279,13 +279,12 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
         first_inner = c1
     at = outer[-1][0]
     if tiles.nthreads > 1:
-        split = [iv for iv, ext in outer if ext > 1]
-        if not split or dict((id(iv), e) for iv, e in outer)[id(split[0])] % tiles.nthreads:
+        axis, count = next(((iv, ext) for iv, ext in outer if ext > 1), (n, 1))
+        if count % tiles.nthreads:
             raise ScheduleError(
-                f"elementwise {out.name}: {tiles.nthreads} virtual threads need an even number "
-                f"of tiles along the outermost tiled axis"
+                f"elementwise {out.name}: {tiles.nthreads} virtual threads need a multiple of "
+                f"{tiles.nthreads} tiles along the outermost tiled axis, there are {count}"
             )
-        axis = split[0]
         kept, vt = s[out].split(axis, factor=tiles.nthreads)
         if axis is at:
             at = kept
