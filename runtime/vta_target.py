@@ -51,6 +51,7 @@ from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.partition.partition import ELEMENTWISE
 from compiler.quantize import RequantParams, quantize_graph
+from compiler.topi.vta.fold import InputFold, choose_fold
 from compiler.topi.vta.packing import (
     pack_nchw,
     pack_nchw_out,
@@ -58,7 +59,6 @@ from compiler.topi.vta.packing import (
     unpack_nchw,
     unpack_rows,
 )
-from compiler.topi.vta.fold import InputFold, choose_fold
 from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
 from compiler.topi.vta.qnn import (
     QAdd,
