@@ -1,23 +1,35 @@
 """One DRAM image for a whole network: every accelerator group's program relocated into it, and
-activations handed from group to group in the accelerator's packed layout, in place.
+activations handed from group to group in the accelerator's packed layout, in place, in one
+region whose memory is reused once a tensor is dead.
 
 The plan is static and made once per compiled network (:func:`plan_network_dram`):
 
-* each group's program image (instructions, micro-ops, weights, per-channel tiles and its own
-  tensors) is copied at its own base, 4 KiB aligned, one after the other; every LOAD and STORE
-  address is moved by the base (``dram_base`` counts elements of the memory type, and the base
-  is a multiple of every element size);
-* a group input (``data`` or a fused qadd's ``residual``) produced by an earlier accelerator
-  group in the same packed layout is **not** copied: the consumer's LOADs of it are pointed at
-  the producer's output tensor, so consecutive accelerator groups pass activations through
-  DRAM in the packed layout, with no host step between them;
-* an input that the host produces (a host node's result, the network's quantized input) or that
-  needs a host step (the max pool's -128 padding, the first layer's space-to-depth fold) is
-  written by the host into the consumer's own input tensor in the image.
+* the image has two parts. The **static** part holds what a program reads and never
+  rewrites: its instructions, micro-ops, weights and per-channel tiles, each group's pieces at
+  their own place, never shared. The **activation region** holds every group's output tensor
+  and the inputs the host writes, placed by liveness and reused;
+* a group input (``data``, or the ``residual`` of a qadd) produced by an earlier accelerator
+  group in the same packed layout is **not** a tensor of its own: the consumer's LOADs of it
+  are pointed at the producer's output, so consecutive accelerator groups pass activations
+  through DRAM in the packed layout, with no host step between them;
+* an input that the host produces (a host node's result, the network's quantized input) or
+  that needs a host step (the max pool's -128 padding, the first layer's fold) is written by
+  the host into the consumer's own input tensor, just before the consumer runs;
+* liveness is over the run order (:class:`runtime.vta_target.VtaNetwork.run` walks the graph's
+  nodes; an accelerator group runs at its anchor): an output is live from its group's step to
+  the last step that reads it (an accelerator group reading it in place or by a host step, a
+  host node, or the end for a graph output); an input the host writes lives at its group's
+  step only. Tensors are placed largest first at the lowest offset where they overlap no
+  tensor live at an overlapping step (:func:`first_fit`, the idea of
+  :mod:`compiler.graph.memory`'s planner).
 
-Activations are never reused (each tensor keeps its own bytes): a simple plan, at most the sum
-of the programs' images. Running a group is running its relocated program on the current
-image; the final image of one group is the initial image of the next.
+Every program's image is cut into pieces (:class:`Segment`): each activation symbol, and the
+maximal runs of bytes between them; a LOAD or STORE address is moved by the piece that holds
+it (:func:`relocate`). A piece moves by a multiple of every DRAM element size and of the
+instruction size (:func:`grain`), so every moved address is a whole element. Running a group is
+running its relocated program on the current image; the final image of one group is the
+initial image of the next. :func:`check_plan` checks that no two tensors live at the same step
+share a byte and that no tensor overlaps the static part.
 
 Example:
     >>> import numpy as np
@@ -34,25 +46,57 @@ Example:
     >>> plan = plan_network_dram(net)
     >>> plan.groups["b"].aliased, plan.groups["a"].aliased
     (('data',), ())
+    >>> [(t.group, t.symbol, t.first, t.last) for t in plan.activations]
+    [('a', 'data', 1, 1), ('a', 'out', 1, 3), ('b', 'out', 3, 5)]
+    >>> # b's output takes the bytes of a's input, dead after step 1
+    >>> plan.activation_bytes, plan.activation_bytes_unshared
+    (288, 432)
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from isa import Load, Program, Store
-from isa.encoding import encode_stream
+from isa import HwConfig, Load, MemType, Program, Store
+from isa.encoding import INSN_BYTES, encode_stream
 from isa.program import Symbol
 from runtime.errors import SessionError
 
 if TYPE_CHECKING:
     from runtime.vta_target import VtaNetwork
 
+#: Alignment of the image's two parts (and of the image's size).
 ALIGN = 4096
+#: Symbol roles whose tensors are activations (placed by liveness), not program constants.
+ACTIVATION_ROLES = ("input", "output")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Bytes ``[start, end)`` of a program's own image placed at byte ``to`` of the network
+    image.
+
+    Example:
+        >>> Segment(64, 128, 4096).move(70)
+        4102
+    """
+
+    start: int
+    end: int
+    to: int
+
+    def holds(self, addr: int) -> bool:
+        return self.start <= addr < self.end
+
+    def move(self, addr: int) -> int:
+        return self.to + addr - self.start
 
 
 @dataclass(frozen=True)
@@ -60,16 +104,42 @@ class GroupImage:
     """Where one group's relocated program lies in the network image."""
 
     name: str
-    base: int
     insn_base: int
     insn_count: int
     symbols: dict[str, Symbol]
     #: inputs read in place from the producing group's output (``data``, ``residual``)
     aliased: tuple[str, ...]
+    #: the pieces of the group's own program image and where they went
+    segments: tuple[Segment, ...] = ()
+    #: the group whose output each input in ``aliased`` is
+    producers: dict[str, str] = dataclasses.field(default_factory=dict)
 
-    def program(self, cfg: object, dram: np.ndarray) -> Program:
+    def program(self, cfg: HwConfig, dram: np.ndarray) -> Program:
         """The group's program over the network image ``dram``."""
-        return Program(cfg, dram, self.insn_base, self.insn_count, dict(self.symbols))  # type: ignore[arg-type]
+        return Program(cfg, dram, self.insn_base, self.insn_count, dict(self.symbols))
+
+
+@dataclass(frozen=True)
+class ActivationTensor:
+    """One tensor of the activation region: symbol ``symbol`` of group ``group``'s program,
+    at byte ``offset`` of the network image, ``nbytes`` reserved (the tensor's bytes rounded
+    up to the grain), live from step ``first`` to step ``last`` (both included)."""
+
+    group: str
+    symbol: str
+    offset: int
+    nbytes: int
+    first: int
+    last: int
+
+    def overlaps(self, other: ActivationTensor) -> bool:
+        """Whether the two share a byte and a step."""
+        live = self.first <= other.last and other.first <= self.last
+        return (
+            live
+            and self.offset < other.offset + other.nbytes
+            and (other.offset < self.offset + self.nbytes)
+        )
 
 
 @dataclass(frozen=True)
@@ -78,17 +148,44 @@ class NetworkDram:
 
     dram: np.ndarray
     groups: dict[str, GroupImage]
+    activations: tuple[ActivationTensor, ...] = ()
+    #: bytes of the static part (instructions, micro-ops, weights, tiles), from byte 0
+    static_bytes: int = 0
+    #: first byte of the activation region
+    activation_base: int = 0
+    #: bytes of the activation region, with reuse
+    activation_bytes: int = 0
+    #: bytes the activations would take each at its own place (no reuse)
+    activation_bytes_unshared: int = 0
+    #: the sum of the groups' program images, each 4 KiB aligned (a plan that copies every
+    #: program whole, at its own base)
+    programs_bytes: int = 0
 
     @property
     def nbytes(self) -> int:
         return int(self.dram.size)
 
 
-def relocate(
-    prog: Program, base: int, remap: dict[str, int]
-) -> tuple[np.ndarray, dict[str, Symbol]]:
-    """The instructions of ``prog`` moved to ``base`` (bytes), with the tensors named in
-    ``remap`` read at the given absolute byte offsets instead; and the moved symbols.
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def grain(cfg: HwConfig) -> int:
+    """The least common multiple of every DRAM element size of ``cfg`` and of the instruction
+    size: a piece of a program moved by a multiple of it keeps every address a whole element.
+
+    Example:
+        >>> import isa
+        >>> grain(isa.load_config("vta-1x16x16"))
+        256
+    """
+    return math.lcm(INSN_BYTES, *(cfg.mem_elem_bytes(int(t)) for t in MemType))
+
+
+def relocate(prog: Program, segments: Sequence[Segment]) -> tuple[np.ndarray, dict[str, Symbol]]:
+    """The instructions of ``prog`` with every LOAD and STORE address moved by the segment
+    that holds it, and the moved symbols. Segments must not overlap; an address that no segment
+    holds is an error (a LOAD or STORE that moves nothing, ``is_nop``, keeps its address).
 
     Example:
         >>> import isa
@@ -96,76 +193,252 @@ def relocate(
         >>> p = isa.Program.build(cfg, [isa.Load(memory_type=isa.MemType.INP, dram_base=2,
         ...                                      x_size=1, y_size=1, x_stride=1), isa.Finish()],
         ...                       dram_bytes=64)
-        >>> code, _ = relocate(p, 4096, {})  # 4 KiB = 1024 input elements of 4 bytes
+        >>> code, _ = relocate(p, [Segment(0, 64, 4096)])  # 4 KiB: 1024 elements of 4 bytes
         >>> isa.encoding.decode_stream(code, cfg)[0].dram_base
         1026
     """
     cfg = prog.config
-    syms = prog.symbols
+    segs = sorted(segments, key=lambda s: s.start)
+    starts = [s.start for s in segs]
+
+    def find(addr: int) -> Segment | None:
+        k = bisect.bisect_right(starts, addr) - 1
+        return segs[k] if k >= 0 and segs[k].holds(addr) else None
+
     moved = []
     for k, insn in enumerate(prog.instructions()):
         if isinstance(insn, Load | Store):
             elem = cfg.mem_elem_bytes(int(insn.memory_type))
             addr = insn.dram_base * elem
-            target = base + addr
-            if not insn.is_nop:
-                for name, new in remap.items():
-                    s = syms[name]
-                    if s.offset <= addr < s.offset + s.nbytes:
-                        target = new + (addr - s.offset)
-            if target % elem:
-                raise SessionError(
-                    f"instruction {k}: DRAM byte {target} is not a whole "
-                    f"{insn.memory_type.name} element ({elem} bytes) after relocation"
-                )
-            insn = dataclasses.replace(insn, dram_base=target // elem)
+            seg = find(addr)
+            if seg is None:
+                if not insn.is_nop:
+                    raise SessionError(
+                        f"instruction {k} ({type(insn).__name__} {insn.memory_type.name}): DRAM "
+                        f"byte {addr} lies in no placed piece of the program image"
+                    )
+            else:
+                target = seg.move(addr)
+                if target % elem:
+                    raise SessionError(
+                        f"instruction {k}: DRAM byte {target} is not a whole "
+                        f"{insn.memory_type.name} element ({elem} bytes) after relocation"
+                    )
+                insn = dataclasses.replace(insn, dram_base=target // elem)
         moved.append(insn)
-    symbols = {
-        n: dataclasses.replace(s, offset=remap.get(n, base + s.offset)) for n, s in syms.items()
-    }
+    symbols = {}
+    for n, s in prog.symbols.items():
+        seg = find(s.offset)
+        if seg is None or s.offset + s.nbytes > seg.end:
+            raise SessionError(f"symbol {n!r}: bytes [{s.offset}, {s.offset + s.nbytes}) are "
+                               "not within one placed piece of the program image")  # fmt: skip
+        symbols[n] = dataclasses.replace(s, offset=seg.move(s.offset))
     return encode_stream(moved, cfg), symbols
+
+
+def first_fit(tensors: Sequence[tuple[int, int, int]], alignment: int) -> tuple[list[int], int]:
+    """Offsets for ``tensors`` given as ``(nbytes, first, last)`` (live from step ``first`` to
+    step ``last``, both included), and the region's size: largest first (ties in the given
+    order), each at the lowest multiple of ``alignment`` where it shares no byte with a tensor
+    already placed that is live at one of its steps.
+
+    Example:
+        >>> first_fit([(100, 0, 1), (100, 1, 2), (100, 2, 3)], 64)  # the third reuses the first
+        ([0, 128, 0], 256)
+    """
+    order = sorted(range(len(tensors)), key=lambda k: (-tensors[k][0], k))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
+    offsets = [0] * len(tensors)
+    for k in order:
+        nbytes, first, last = tensors[k]
+        size = _align(max(nbytes, 1), alignment)
+        busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
+        offset = 0
+        for o, e in busy:
+            if offset + size <= o:
+                break
+            offset = max(offset, _align(e, alignment))
+        placed.append((offset, offset + size, first, last))
+        offsets[k] = offset
+    return offsets, max((e for _, e, _, _ in placed), default=0)
+
+
+def run_steps(net: VtaNetwork) -> tuple[dict[int, int], int]:
+    """The step of every node (by ``id``) in the order :meth:`VtaNetwork.run` executes them,
+    its index in the graph's order (every node of an accelerator group at its anchor's), and
+    the step after the last (when the graph's outputs are read)."""
+    nodes = net.graph.nodes
+    index = {id(n): k for k, n in enumerate(nodes)}
+    step = dict(index)
+    for g in net.partition.groups:
+        for n in g.nodes:
+            step[id(n)] = index[id(g.anchor)]
+    return step, len(nodes)
+
+
+def _inputs_in_place(net: VtaNetwork, progs: dict[str, Program]) -> dict[str, dict[str, str]]:
+    """Per group: its inputs read in place, each with the group that produces it."""
+    from runtime.vta_target import host_prepares
+
+    producer = {id(g.output): g for g in net.partition.groups}
+    result: dict[str, dict[str, str]] = {}
+    for g in net.partition.groups:
+        inputs = [("data", g.anchor.inputs[0])]
+        if g.residual is not None:
+            inputs.append(("residual", g.residual))
+        mine: dict[str, str] = {}
+        for name, value in inputs:
+            src = producer.get(id(value))
+            if src is None or (name == "data" and host_prepares(g, net.config)):
+                continue
+            out = progs[src.name].symbols["out"]
+            sym = progs[g.name].symbols[name]
+            if tuple(out.shape) == tuple(sym.shape) and out.dtype == sym.dtype:
+                mine[name] = src.name
+        result[g.name] = mine
+    return result
+
+
+def _static_pieces(prog: Program, activation: set[str]) -> list[tuple[int, int]]:
+    """The maximal runs of ``prog``'s image outside its activation symbols."""
+    holes = sorted((s.offset, s.offset + s.nbytes) for n, s in prog.symbols.items()
+                   if n in activation)  # fmt: skip
+    pieces, at = [], 0
+    for lo, hi in holes:
+        if lo > at:
+            pieces.append((at, lo))
+        at = max(at, hi)
+    if at < prog.dram.size:
+        pieces.append((at, prog.dram.size))
+    return pieces
 
 
 def plan_network_dram(net: VtaNetwork) -> NetworkDram:
     """Lay every group of ``net`` out in one image (see the module docstring)."""
-    from runtime.vta_target import host_prepares
-
+    cfg = net.config
+    unit = grain(cfg)
     groups = net.partition.groups
-    bases: dict[str, int] = {}
-    total = 0
-    for g in groups:
-        total = -(-total // ALIGN) * ALIGN
-        bases[g.name] = total
-        total += net.layers[g.name].program.dram.size
-    dram = np.zeros(-(-total // ALIGN) * ALIGN, np.uint8)
-    producer = {id(g.output): g for g in groups}
-    images: dict[str, GroupImage] = {}
+    progs: dict[str, Program] = {}
     for g in groups:
         layer = net.layers[g.name]
         prog = layer.program.copy()
         for key, array in layer.params.items():
             prog.write(key, array)
-        remap: dict[str, int] = {}
-        inputs = [("data", g.anchor.inputs[0])]
-        if g.residual is not None:
-            inputs.append(("residual", g.residual))
-        for name, value in inputs:
-            src = producer.get(id(value))
-            if src is None or (name == "data" and host_prepares(g, net.config)):
+        progs[g.name] = prog
+    in_place = _inputs_in_place(net, progs)
+    step, end = run_steps(net)
+    users = net.graph.users
+    outputs = {id(v) for v in net.graph.outputs}
+
+    # the activations: every group's output, and its inputs that are not read in place
+    lives: list[tuple[str, str, int, int, int]] = []  # group, symbol, nbytes, first, last
+    activation: dict[str, set[str]] = {}
+    for g in groups:
+        prog, params = progs[g.name], net.layers[g.name].params
+        names = {n for n, s in prog.symbols.items()
+                 if s.role in ACTIVATION_ROLES and n not in params}  # fmt: skip
+        activation[g.name] = names
+        first = step[id(g.anchor)]
+        for n in sorted(names):
+            if n in in_place[g.name]:
                 continue
-            out = net.layers[src.name].program.symbols["out"]
-            mine = prog.symbols[name]
-            if tuple(out.shape) != tuple(mine.shape) or out.dtype != mine.dtype:
-                continue
-            remap[name] = bases[src.name] + out.offset
-        base = bases[g.name]
-        code, symbols = relocate(prog, base, remap)
-        dram[base : base + prog.dram.size] = prog.dram
-        dram[base + prog.insn_base : base + prog.insn_base + code.size] = code
+            last = first
+            if n == "out":
+                readers = [step[id(u)] for u in users.get(id(g.output), [])]
+                last = max([first, *readers, *([end] if id(g.output) in outputs else [])])
+            lives.append((g.name, n, prog.symbols[n].nbytes, first, last))
+
+    # the static part: each program's pieces outside its activations, one after the other
+    segments: dict[str, list[Segment]] = {}
+    cursor = 0
+    for g in groups:
+        segments[g.name] = []
+        for lo, hi in _static_pieces(progs[g.name], activation[g.name]):
+            to = cursor + (lo - cursor) % unit
+            segments[g.name].append(Segment(lo, hi, to))
+            cursor = to + hi - lo
+    static_bytes = cursor
+
+    base = _align(static_bytes, ALIGN)
+    offsets, region = first_fit([(nb, f, la) for _, _, nb, f, la in lives], unit)
+    tensors = tuple(
+        ActivationTensor(gn, n, base + off, _align(nb, unit), f, la)
+        for (gn, n, nb, f, la), off in zip(lives, offsets, strict=True)
+    )
+    where = {(t.group, t.symbol): t.offset for t in tensors}
+    moved: dict[str, list[Segment]] = {}  # each activation symbol, to its tensor
+    for g in groups:
+        syms = progs[g.name].symbols
+        moved[g.name] = []
+        for n in sorted(activation[g.name]):
+            src = in_place[g.name].get(n)
+            to = where[(src, "out")] if src is not None else where[(g.name, n)]
+            moved[g.name].append(Segment(syms[n].offset, syms[n].offset + syms[n].nbytes, to))
+
+    dram = np.zeros(_align(base + region, ALIGN), np.uint8)
+    images: dict[str, GroupImage] = {}
+    for g in groups:
+        prog = progs[g.name]
+        static = segments[g.name]
+        code, symbols = relocate(prog, static + moved[g.name])
+        for seg in static:
+            dram[seg.to : seg.to + seg.end - seg.start] = prog.dram[seg.start : seg.end]
+        insn_end = prog.insn_base + code.size
+        home = next((s for s in static if s.holds(prog.insn_base) and insn_end <= s.end), None)
+        if home is None:
+            raise SessionError(f"group {g.name}: the instructions [{prog.insn_base}, "
+                               f"{insn_end}) overlap an activation tensor")  # fmt: skip
+        at = home.move(prog.insn_base)
+        dram[at : at + code.size] = code
         images[g.name] = GroupImage(
-            g.name, base, base + prog.insn_base, prog.insn_count, symbols, tuple(remap)
+            g.name,
+            at,
+            prog.insn_count,
+            symbols,
+            tuple(in_place[g.name]),
+            tuple(static + moved[g.name]),
+            dict(in_place[g.name]),
         )
-    return NetworkDram(dram, images)
+    programs = sum(_align(p.dram.size, ALIGN) for p in progs.values())
+    plan = NetworkDram(
+        dram, images, tensors, static_bytes, base, region,
+        sum(t.nbytes for t in tensors), programs,
+    )  # fmt: skip
+    check_plan(plan)
+    return plan
 
 
-__all__ = ["GroupImage", "NetworkDram", "plan_network_dram", "relocate"]
+def check_plan(plan: NetworkDram) -> None:
+    """Raise :class:`SessionError` naming the tensors when two activations live at the same
+    step share a byte, or when an activation lies outside the activation region."""
+    tensors = plan.activations
+    lo = max(plan.activation_base, plan.static_bytes)
+    hi = plan.activation_base + plan.activation_bytes
+    for t in tensors:
+        if t.offset < lo or t.offset + t.nbytes > hi:
+            raise SessionError(
+                f"DRAM plan: {t.group}.{t.symbol} at [{t.offset}, {t.offset + t.nbytes}) lies "
+                f"outside the activation region [{lo}, {hi})"
+            )
+    for k, a in enumerate(tensors):
+        for b in tensors[k + 1 :]:
+            if a.overlaps(b):
+                raise SessionError(
+                    f"DRAM plan: {a.group}.{a.symbol} (steps {a.first}-{a.last}) and "
+                    f"{b.group}.{b.symbol} (steps {b.first}-{b.last}) share bytes while both "
+                    "are live"
+                )
+
+
+__all__ = [
+    "ActivationTensor",
+    "GroupImage",
+    "NetworkDram",
+    "Segment",
+    "check_plan",
+    "first_fit",
+    "grain",
+    "plan_network_dram",
+    "relocate",
+    "run_steps",
+]

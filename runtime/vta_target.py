@@ -144,6 +144,10 @@ class NetworkRun:
     chained_inputs: int = 0
     #: per accelerator group: (name, first cycle on the network's time axis, its sim trace)
     traces: list[tuple[str, int, Any]] = field(default_factory=list)
+    #: bytes of the image's activation region (reused by liveness), and what the activations
+    #: would take each at its own place
+    activation_bytes: int = 0
+    activation_bytes_unshared: int = 0
 
     @property
     def total_cycles(self) -> int:
@@ -182,8 +186,9 @@ class NetworkRun:
             f"({len(self.layers) - len(vta)} host nodes), {moved} DRAM bytes moved "
             f"(compulsory {comp}), {self.images_per_second:.1f} images/s at "
             f"{self.config.clock_mhz:g} MHz ({self.config.name}); one DRAM image of "
-            f"{self.dram_image_bytes} bytes, {self.chained_inputs} group inputs read in place "
-            "from the group that produced them"
+            f"{self.dram_image_bytes} bytes (activations {self.activation_bytes}, "
+            f"{self.activation_bytes_unshared} without reuse), {self.chained_inputs} group "
+            "inputs read in place from the group that produced them"
         )
         return "\n".join(lines)
 
@@ -233,6 +238,8 @@ class NetworkRun:
             "config": self.config.name,
             "device": self.device,
             "dram_image_bytes": self.dram_image_bytes,
+            "activation_bytes": self.activation_bytes,
+            "activation_bytes_unshared": self.activation_bytes_unshared,
             "chained_inputs": self.chained_inputs,
             "layers": [r.to_json() for r in self.layers],
             "total_cycles": self.total_cycles,
@@ -348,7 +355,11 @@ class VtaNetwork:
         batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
         outs = [np.array(value(v)) for v in self.graph.outputs]
         chained = sum(len(i.aliased) for i in plan.groups.values())
-        return NetworkRun(outs, records, cfg, batch, device, plan.nbytes, chained, traces)
+        return NetworkRun(
+            outs, records, cfg, batch, device, plan.nbytes, chained, traces,
+            activation_bytes=plan.activation_bytes,
+            activation_bytes_unshared=plan.activation_bytes_unshared,
+        )  # fmt: skip
 
 
 def _non_negative(v: Value) -> bool:
