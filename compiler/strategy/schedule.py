@@ -21,8 +21,8 @@ Example:
     ...     data_layout="NCHW1n16c", kernel_layout="OIHW16i16o"), "conv")
     >>> y = compute_op("relu", [compute_op("add", [conv, b], {}, "bias")], {}, "relu")
     >>> g = schedule_group([y], conv)
-    >>> g.kind, g.knobs
-    ('conv2d_packed', {'ow_block': 8, 'oc_blocks': 2, 'parallel': True})
+    >>> g.kind, {k: g.knobs[k] for k in ("ow_block", "oc_blocks", "reduce_order", "parallel")}
+    ('conv2d_packed', {'ow_block': 8, 'oc_blocks': 2, 'reduce_order': 'ic_kh_kw', 'parallel': True})
     >>> [st.name for st in g.schedule.stages if st.attach.__class__.__name__ == "AttachInline"]
     ['bias']
 """
@@ -175,9 +175,11 @@ def schedule_group(
     knobs: Mapping[str, Any] | None = None,
 ) -> GroupSchedule:
     """Schedule a fused group for the CPU (see the module docstring); ``knobs`` overrides the
-    heuristic's choices (``parallel`` plus the anchor's: ``ow_block``/``oc_blocks`` for a packed
-    convolution, ``x_block`` for an NCHW one, ``units_block`` for dense, ``rows``/``cols`` for
-    matmul, ``lanes`` for injective groups)."""
+    heuristic's choices (``parallel`` plus the anchor's: ``ow_block``/``oc_blocks`` and
+    :data:`CONV2D_PACKED_KNOBS` for a packed convolution, ``x_block`` for an NCHW one,
+    ``units_block`` and :data:`DENSE_KNOBS` for dense, ``rows``/``cols``/``lanes`` and
+    :data:`MATMUL_KNOBS` for matmul, ``lanes`` for injective groups); a knob left out keeps
+    the heuristic's value."""
     if target != "cpu":
         raise ScheduleError(f"schedule: the operator strategies target 'cpu', not {target!r}")
     if not outputs:
@@ -244,16 +246,25 @@ def schedule_group(
             knobs.pop("ow_block", tile["ow_block"]),
             knobs.pop("oc_blocks", tile["oc_blocks"]),
             parallel,
+            **_take(knobs, CONV2D_PACKED_KNOBS),
         )
     elif kind == "depthwise_conv2d_packed":
         chosen = apply_depthwise_conv2d_nchwc(s, core_t, target_t, parallel)
     elif kind == "conv2d_nchw":
         chosen = apply_conv2d_nchw(s, core_t, target_t, knobs.pop("x_block", None), parallel)
     elif kind == "dense" and "split_k" in core.attrs:
-        chosen = apply_dense_split_k(s, core_t, target_t, knobs.pop("units_block", None), parallel)
+        chosen = apply_dense_split_k(
+            s,
+            core_t,
+            target_t,
+            knobs.pop("units_block", None),
+            parallel,
+            **_take(knobs, DENSE_KNOBS),
+        )
     elif kind == "matmul":
         rows, cols = int(knobs.pop("rows", 6)), int(knobs.pop("cols", 32))
-        chosen = apply_matmul(s, core_t, rows, cols, 16, parallel)
+        lanes = int(knobs.pop("lanes", 16))
+        chosen = apply_matmul(s, core_t, rows, cols, lanes, parallel, **_take(knobs, MATMUL_KNOBS))
         target_t = None
     elif kind == "pool":
         chosen = apply_pool(s, core_t, parallel)
@@ -283,6 +294,28 @@ def _final(
     if len(outputs) == 1 and (outputs[0].op is anchor.op or id(outputs[0].op) in after):
         return outputs[0]
     return None
+
+
+#: The keyword knobs each CPU schedule takes beyond its register tile (see the ``apply_*``
+#: functions in ``compiler.topi.cpu``).
+CONV2D_PACKED_KNOBS = (
+    "oh_block",
+    "ic_block",
+    "ic_inner",
+    "reduce_order",
+    "tile_order",
+    "unroll_kw",
+    "unroll_ic",
+    "lanes",
+    "outer_order",
+)
+DENSE_KNOBS = ("unit_groups", "k_block", "unroll_k", "lanes", "unroll_sum", "sum_order")
+MATMUL_KNOBS = ("k_block", "k_order", "unroll_k", "pack_b", "outer_order")
+
+
+def _take(knobs: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """Remove and return the knobs of ``names`` that ``knobs`` holds."""
+    return {name: knobs.pop(name) for name in names if name in knobs}
 
 
 def _no_extra(knobs: Mapping[str, Any], kind: str) -> None:

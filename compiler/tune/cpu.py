@@ -1,16 +1,31 @@
 """CPU tasks: the strategy's float32 schedules for conv2d (packed ``NCHW1n{b}c``), dense and
 matmul, with their knobs as a space.
 
-The knobs are those ``compiler.strategy.schedule_group`` takes as keyword arguments: the
-register tile of the packed conv2d (``ow_block`` output columns by ``oc_blocks`` channel
-blocks), dense's ``units_block`` and matmul's ``rows`` x ``cols`` tile. Measurement is one
-thread (``parallel`` off); tiles that do not divide their axis are invalid points.
+The knobs are those ``compiler.strategy.schedule_group`` takes as keyword arguments. The
+packed conv2d (``topi.cpu.conv2d.apply_conv2d_nchwc``): the register tile (``oh_block`` rows x
+``ow_block`` columns x ``oc_blocks`` channel blocks, ``tile_order``, vector ``lanes``), the
+reduction's tiling (``ic_block`` input-channel blocks, ``ic_inner`` channels of a block),
+``reduce_order`` (the channel loops among the kernel's rows and columns), ``unroll_kw``,
+``unroll_ic`` and ``outer_order``. Dense (``apply_dense_split_k``): ``units_block``,
+``unit_groups`` (register groups of a block), ``k_block``, ``unroll_k``, ``lanes``,
+``sum_order``, ``unroll_sum``. Matmul (``apply_matmul``): the ``rows`` x ``cols`` tile,
+``lanes``, ``k_block``, ``k_order``, ``unroll_k``, ``pack_b``, ``outer_order``.
+
+A knob added to a template comes first in its space with its default (the value that leaves
+the strategy's loops unchanged) as first choice, so the points of the strategy's tile keep
+their index and records that name only the tile still load. Measurement is one thread
+(``parallel`` off). The rule rejects, naming the knob, tiles that do not divide their axis,
+register tiles over :data:`MAX_ACCUMULATORS` vectors, unrolled bodies over
+:data:`MAX_UNROLLED` FMAs and knob values that cannot change the loops (a split whose two
+loops stay adjacent).
 
 Example:
     >>> from compiler.tune.task import cpu_task
     >>> t = cpu_task("matmul", m=64, k=64, n=64)
-    >>> t.space().num_valid, t.knobs(t.default_config())
-    (24, {'rows': 6, 'cols': 32, 'parallel': False})
+    >>> t.space().num_valid, t.knobs(t.default_config())["rows"]
+    (2452, 6)
+    >>> t.knobs(t.default_config())["k_block"], t.knobs(t.default_config())["pack_b"]
+    (64, True)
 """
 
 from __future__ import annotations
@@ -21,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .space import ConfigSpace, Knob
+from .space import REQUIRED, ConfigSpace, Knob
 
 #: Channel block of the packed layout (one AVX-512 vector of float32), as in graph compilation.
 BLOCK = 16
@@ -36,38 +51,173 @@ def _divisors(n: int, limit: int) -> tuple[int, ...]:
     return tuple(d for d in range(1, min(n, limit) + 1) if n % d == 0)
 
 
-def cpu_space(kind: str, s: Mapping[str, int]) -> ConfigSpace:
-    if kind == "conv2d":
-        ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
-        ocb = s["out_c"] // channel_block(s["out_c"])
-        return ConfigSpace(
-            # up to 28 columns: the strategy's own default (topi.cpu.conv2d's default_ow_block)
-            # must be a point of the space
-            (Knob("ow_block", _divisors(ow, 28)), Knob("oc_blocks", _divisors(ocb, 4)))
-        )
-    if kind == "dense":
-        return ConfigSpace((Knob("units_block", _divisors(s["out_features"], 64)),))
-    rows = tuple(range(1, 9))
-    cols = (16, 32, 48)
+#: Vector registers an accumulator tile may take (of AVX-512's 32: the rest hold the
+#: broadcast input and the weight vectors).
+MAX_ACCUMULATORS = 28
+#: Vector FMAs a body unrolled by ``unroll_*`` may hold: compiling 160 takes seconds and 640 a
+#: minute, for no more speed than the register tile alone gives.
+MAX_UNROLLED = 128
+
+
+def _others(default: int, choices: tuple[int, ...]) -> tuple[int, ...]:
+    """``default`` first (a new knob's default is its first choice, so the points named before
+    the knob keep their index), then the other choices."""
+    return (default, *(c for c in choices if c != default))
+
+
+def _lane_choices(block: int) -> tuple[int, ...]:
+    return _others(block, tuple(d for d in (16, 8, 4) if d < block and block % d == 0))
+
+
+def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
+    from compiler.topi.cpu.conv2d import OUTER_ORDERS, REDUCE_ORDERS, TILE_ORDERS
+
+    k = s["k"]
+    oh = (s["h"] + 2 * s["pad"] - k) // s["stride"] + 1
+    ow = (s["w"] + 2 * s["pad"] - k) // s["stride"] + 1
+    b_in, b_out = channel_block(s["in_c"]), channel_block(s["out_c"])
+    n_ic, n_oc = s["in_c"] // b_in, s["out_c"] // b_out
+    knobs = (
+        Knob("outer_order", OUTER_ORDERS, default=OUTER_ORDERS[0]),
+        Knob("lanes", _lane_choices(b_out), default=b_out),
+        Knob("unroll_ic", (False, True), default=False),
+        Knob("unroll_kw", (False, True) if k > 1 else (False,), default=False),
+        Knob("tile_order", TILE_ORDERS, default=TILE_ORDERS[0]),
+        Knob("reduce_order", REDUCE_ORDERS if k > 1 else REDUCE_ORDERS[:1],
+             default=REDUCE_ORDERS[0]),
+        Knob("ic_inner", _others(b_in, _divisors(b_in, b_in)), default=b_in),
+        Knob("ic_block", _others(n_ic, _divisors(n_ic, n_ic)), default=n_ic),
+        Knob("oh_block", _divisors(oh, 8), default=1),
+        # the strategy's register tile; up to 28 columns: the strategy's own default
+        # (topi.cpu.conv2d's default_ow_block) must be a point of the space
+        Knob("ow_block", _divisors(ow, 28)),
+        Knob("oc_blocks", _divisors(n_oc, 4)),
+    )  # fmt: skip
+
+    def rule(v: Mapping[str, Any]) -> str | None:
+        tile = v["oh_block"] * v["ow_block"] * v["oc_blocks"]
+        vectors = tile * (b_out // v["lanes"])
+        if (v["oh_block"] > 1 or v["lanes"] != b_out) and vectors > MAX_ACCUMULATORS:
+            knob = "oh_block" if v["oh_block"] > 1 else "lanes"
+            return (f"{knob}={v[knob]}: a register tile of {v['oh_block']}x{v['ow_block']}x"
+                    f"{v['oc_blocks']} blocks is {vectors} vector accumulators, over "
+                    f"{MAX_ACCUMULATORS}")  # fmt: skip
+        if v["ic_block"] != n_ic and v["reduce_order"] == "ic_kh_kw":
+            return (f"ic_block={v['ic_block']} has no effect with reduce_order=ic_kh_kw (its "
+                    "two loops stay adjacent)")  # fmt: skip
+        if v["ic_inner"] != b_in and v["reduce_order"] == "kh_kw_ic":
+            return (f"ic_inner={v['ic_inner']} has no effect with reduce_order=kh_kw_ic (its "
+                    "two loops stay adjacent)")  # fmt: skip
+        if v["unroll_ic"] and v["ic_inner"] == 1:
+            return "unroll_ic has no effect with ic_inner=1"
+        if v["tile_order"] != TILE_ORDERS[0] and (v["oc_blocks"] == 1 or tile == v["oc_blocks"]):
+            return (f"tile_order={v['tile_order']} has no effect with a register tile of one "
+                    "channel block or one pixel")  # fmt: skip
+        unrolled = vectors * (v["ic_inner"] if v["unroll_ic"] else 1) * (k if v["unroll_kw"] else 1)
+        if (v["unroll_ic"] or v["unroll_kw"]) and unrolled > MAX_UNROLLED:
+            knob = "unroll_ic" if v["unroll_ic"] else "unroll_kw"
+            return f"{knob}: the unrolled body has {unrolled} vector FMAs, over {MAX_UNROLLED}"
+        return None
+
+    return ConfigSpace(knobs, rule)
+
+
+def _dense_space(s: Mapping[str, int]) -> ConfigSpace:
+    from compiler.strategy.compute import DENSE_LANES
+    from compiler.topi.cpu.dense import SUM_ORDERS
+
+    split = DENSE_LANES
+    steps = s["in_features"] // split
+    units = _divisors(s["out_features"], 64)
+    if s["in_features"] % split:  # not a split-K dense: the strategy's tile only
+        return ConfigSpace((Knob("units_block", units),))
+    groups = tuple(sorted({g for u in units for g in _divisors(u, u)}))
+    knobs = (
+        Knob("sum_order", SUM_ORDERS, default=SUM_ORDERS[0]),
+        Knob("unroll_sum", (False, True), default=False),
+        Knob("lanes", _lane_choices(split), default=split),
+        Knob("unroll_k", (False, True), default=False),
+        Knob("k_block", _others(steps, _divisors(steps, steps)), default=steps),
+        Knob("unit_groups", groups, default=1),
+        Knob("units_block", units),
+    )
+
+    def rule(v: Mapping[str, Any]) -> str | None:
+        block, g = v["units_block"], v["unit_groups"]
+        if block % g:
+            return f"unit_groups={g} does not divide units_block={block}"
+        vectors = block // g * (split // v["lanes"])
+        if (g > 1 or v["lanes"] != split) and vectors > MAX_ACCUMULATORS:
+            knob = "unit_groups" if g > 1 else "lanes"
+            return (f"{knob}={v[knob]}: {block // g} units of {split // v['lanes']} vectors "
+                    f"are {vectors} accumulators, over {MAX_ACCUMULATORS}")  # fmt: skip
+        if v["k_block"] != steps and g == 1 and not v["unroll_k"]:
+            return (f"k_block={v['k_block']} has no effect with unit_groups=1 and no unroll_k "
+                    "(its two loops stay adjacent)")  # fmt: skip
+        if v["unroll_k"] and v["k_block"] * vectors > MAX_UNROLLED:
+            return (f"unroll_k: the unrolled body has {v['k_block'] * vectors} vector FMAs, "
+                    f"over {MAX_UNROLLED}")  # fmt: skip
+        return None
+
+    return ConfigSpace(knobs, rule)
+
+
+def _matmul_space(s: Mapping[str, int]) -> ConfigSpace:
+    from compiler.topi.cpu.matmul import K_ORDERS, OUTER_ORDERS
+
+    k = s["k"]
+    knobs = (
+        Knob("outer_order", OUTER_ORDERS, default=OUTER_ORDERS[0]),
+        Knob("pack_b", (True, False), default=True),
+        Knob("unroll_k", (False, True), default=False),
+        Knob("k_order", K_ORDERS, default=K_ORDERS[0]),
+        Knob("k_block", _others(k, tuple(d for d in _divisors(k, 256) if d > 1)), default=k),
+        Knob("lanes", (MATMUL_LANES, MATMUL_LANES // 2), default=MATMUL_LANES),
+        Knob("rows", tuple(range(1, 9))),
+        Knob("cols", (16, 32, 48)),
+    )
 
     def rule(v: Mapping[str, Any]) -> str | None:
         if v["rows"] > s["m"]:
             return f"rows={v['rows']} exceeds the {s['m']} rows of the output"
+        vectors = v["rows"] * v["cols"] // v["lanes"]
+        if vectors > MAX_ACCUMULATORS:
+            return (f"lanes={v['lanes']}: a register tile of {v['rows']} rows x {v['cols']} "
+                    f"columns is {vectors} vector accumulators, over "
+                    f"{MAX_ACCUMULATORS}")  # fmt: skip
+        if v["k_block"] != k and v["k_order"] == "k_rows" and not v["unroll_k"]:
+            return (f"k_block={v['k_block']} has no effect with k_order=k_rows and no unroll_k "
+                    "(its two loops stay adjacent)")  # fmt: skip
+        if v["unroll_k"] and v["k_block"] * vectors > MAX_UNROLLED:
+            return (f"unroll_k: the unrolled body has {v['k_block'] * vectors} vector FMAs, "
+                    f"over {MAX_UNROLLED}")  # fmt: skip
         return None
 
-    return ConfigSpace((Knob("rows", rows), Knob("cols", cols)), rule)
+    return ConfigSpace(knobs, rule)
+
+
+def cpu_space(kind: str, s: Mapping[str, int]) -> ConfigSpace:
+    """The space of a CPU task. Every knob added to a template comes first and has its
+    default as first choice, so the index of a point named before it is unchanged; the
+    strategy's register-tile knobs come last, with their first choices."""
+    if kind == "conv2d":
+        return _conv2d_space(s)
+    if kind == "dense":
+        return _dense_space(s)
+    return _matmul_space(s)
 
 
 def cpu_default(kind: str, s: Mapping[str, int]) -> dict[str, Any]:
     """The strategy's own knob choices (what compilation uses without records)."""
     from compiler.topi.cpu.conv2d import default_ow_block, register_tile_knobs
 
+    added = {k.name: k.default for k in cpu_space(kind, s).knobs if k.default is not REQUIRED}
     if kind == "conv2d":
         _, out = _operator_cpu(kind, tuple(s.items()))
-        return dict(register_tile_knobs(out))
+        return {**added, **register_tile_knobs(out)}
     if kind == "dense":
-        return {"units_block": default_ow_block(s["out_features"], 8)}
-    return {"rows": 6, "cols": 32}
+        return {**added, "units_block": default_ow_block(s["out_features"], 8)}
+    return {**added, "rows": 6, "cols": 32}
 
 
 @dataclass

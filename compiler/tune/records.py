@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.errors import CompilerError
+from compiler.errors import CompilerError, ScheduleError
 
 from .measure import MeasureResult
-from .space import Config
+from .space import Config, ConfigSpace
 from .task import Task
 
 
@@ -59,8 +59,10 @@ class Record:
             stamp = float(d.get("time", 0.0))
         except (ValueError, KeyError, TypeError) as e:
             raise CompilerError(f"{where}: not a tuning record ({e!r})") from None
-        config = task.space().config(index)
-        if _plain(config.values) != d["config"].get("values", _plain(config.values)):
+        space = task.space()
+        config = space.config(index)
+        stored = d["config"].get("values", _plain(config.values))
+        if _plain(config.values) != stored and not _names_point(space, stored, index):
             raise CompilerError(
                 f"{where}: config {index} of {task.label()} has values {d['config']['values']}, "
                 f"the space gives {_plain(config.values)} (a different space version)"
@@ -70,6 +72,15 @@ class Record:
     def deterministic(self) -> tuple[Any, ...]:
         """What the same candidate always gives (for comparing runs; no wall times)."""
         return (self.task.key, self.config.index, self.result.deterministic())
+
+
+def _names_point(space: ConfigSpace, values: Any, index: int) -> bool:
+    """Whether ``values`` name the point at ``index``, knobs left out at their defaults (a
+    record written before a knob with a default was added to its template)."""
+    try:
+        return isinstance(values, dict) and space.index_of(values) == index
+    except ScheduleError:
+        return False
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

@@ -93,6 +93,54 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
     return conv2d_nchwc_knobs(conv)
 
 
+#: Where the input-channel loops go among the kernel's row and column loops.
+REDUCE_ORDERS = ("ic_kh_kw", "kh_kw_ic", "kh_ic_kw")
+#: The register tile's unrolled loops: channel blocks outside the pixels, or inside.
+TILE_ORDERS = ("oc_w", "w_oc")
+#: The output's outer loops: channel-block groups outside the rows, or inside.
+OUTER_ORDERS = ("oc_h", "h_oc")
+
+
+def conv2d_nchwc_default_knobs(conv: Tensor) -> dict[str, object]:
+    """Every knob of :func:`apply_conv2d_nchwc` at the value that leaves today's loop nest
+    unchanged (the reduction and the channel vector unsplit), with :func:`register_tile_knobs`'s
+    register tile.
+
+    Example:
+        >>> from compiler import te, topi
+        >>> X = te.placeholder((1, 4, 14, 14, 1, 16), name="X")
+        >>> W = te.placeholder((4, 4, 3, 3, 16, 16), name="W")
+        >>> k = conv2d_nchwc_default_knobs(topi.conv2d_nchwc(X, W, 1, 1, kernel_layout="OIHWio"))
+        >>> k["ow_block"], k["ic_block"], k["ic_inner"], k["reduce_order"], k["lanes"]
+        (7, 4, 16, 'ic_kh_kw', 16)
+    """
+    weights = conv.op.input_tensors()[-1]
+    return {
+        **register_tile_knobs(conv),
+        "oh_block": 1,
+        "ic_block": weights.shape[1],
+        "ic_inner": weights.shape[4],
+        "reduce_order": REDUCE_ORDERS[0],
+        "tile_order": TILE_ORDERS[0],
+        "unroll_kw": False,
+        "unroll_ic": False,
+        "lanes": conv.shape[5],
+        "outer_order": OUTER_ORDERS[0],
+    }
+
+
+def _divides(knob: str, value: int, extent: int, axis: str) -> None:
+    if not isinstance(value, int) or value < 1 or extent % value:
+        raise ScheduleError(
+            f"schedule_conv2d_nchwc: {knob}={value!r} does not divide the {extent} {axis}"
+        )
+
+
+def _one_of(knob: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ScheduleError(f"schedule_conv2d_nchwc: {knob}={value!r} is not one of {choices}")
+
+
 def apply_conv2d_nchwc(
     s: Schedule,
     conv: Tensor,
@@ -100,7 +148,17 @@ def apply_conv2d_nchwc(
     ow_block: int | None = None,
     oc_blocks: int | None = None,
     parallel: bool = True,
-) -> dict[str, int]:
+    *,
+    oh_block: int = 1,
+    ic_block: int | None = None,
+    ic_inner: int | None = None,
+    reduce_order: str = "ic_kh_kw",
+    tile_order: str = "oc_w",
+    unroll_kw: bool = False,
+    unroll_ic: bool = False,
+    lanes: int | None = None,
+    outer_order: str = "oc_h",
+) -> dict[str, object]:
     """Schedule ``conv`` inside ``s``; returns the knobs used.
 
     With ``final`` (an output of ``s`` of the convolution's shape whose elementwise producers
@@ -108,15 +166,50 @@ def apply_conv2d_nchwc(
     register tile: its accumulators live in a local buffer computed at ``final``'s column
     block, and the epilogue (bias, residual, relu) runs on them before the store, as TVM
     fuses injective consumers into a convolution.
+
+    The register tile is ``oh_block`` rows x ``ow_block`` columns x ``oc_blocks`` channel
+    blocks (unrolled; ``tile_order`` puts the channel blocks outside the pixels or inside), of
+    vectors of ``lanes`` channels (a channel block of 16 as one vector, or as two of 8). The
+    reduction is tiled as in TVM's x86 ``conv2d_NCHWc``: input-channel blocks split by
+    ``ic_block`` (the outer part outermost), the channels of a block by ``ic_inner`` (the
+    inner part innermost), and ``reduce_order`` places the remaining channel loops among the
+    kernel's rows and columns. ``unroll_kw`` unrolls the kernel columns, ``unroll_ic`` the
+    innermost channel loop; ``outer_order`` runs channel-block groups outside the output rows
+    (weights reused across rows) or inside (input rows reused across channel groups). The
+    defaults (``ic_block``/``ic_inner``/``lanes`` of ``None``: the whole axis) give the
+    loops::
+
+        for ob.outer, y, x.outer:                       # the output's outer loops
+          for rcb, ry, rx, rci:                         # the reduction
+            for ob.inner (unrolled), x.inner (unrolled):
+              acc[ob.inner, x.inner, 0:16] += inp * w    # one vector FMA
     """
     _check(conv)
-    knobs = conv2d_nchwc_knobs(conv, ow_block, oc_blocks)
-    block, pairs = knobs["ow_block"], knobs["oc_blocks"]
+    tile = conv2d_nchwc_knobs(conv, ow_block, oc_blocks)
+    block, pairs = tile["ow_block"], tile["oc_blocks"]
     n_oc = conv.shape[1]
     if n_oc % pairs:
         raise ScheduleError(
             f"schedule_conv2d_nchwc: oc_blocks={pairs} does not divide {n_oc} channel blocks"
         )
+    weights = conv.op.input_tensors()[-1]
+    n_ic, b_in, b_out = weights.shape[1], weights.shape[4], conv.shape[5]
+    ic_block = n_ic if ic_block is None else ic_block
+    ic_inner = b_in if ic_inner is None else ic_inner
+    lanes = b_out if lanes is None else lanes
+    _divides("oh_block", oh_block, conv.shape[2], "output rows")
+    _divides("ic_block", ic_block, n_ic, "input-channel blocks")
+    _divides("ic_inner", ic_inner, b_in, "channels of an input block")
+    _divides("lanes", lanes, b_out, "channels of an output block")
+    _one_of("reduce_order", reduce_order, REDUCE_ORDERS)
+    _one_of("tile_order", tile_order, TILE_ORDERS)
+    _one_of("outer_order", outer_order, OUTER_ORDERS)
+    knobs: dict[str, object] = dict(tile)
+    knobs.update(
+        oh_block=oh_block, ic_block=ic_block, ic_inner=ic_inner, reduce_order=reduce_order,
+        tile_order=tile_order, unroll_kw=bool(unroll_kw), unroll_ic=bool(unroll_ic),
+        lanes=lanes, outer_order=outer_order,
+    )  # fmt: skip
     padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
     if final is None or final.op is conv.op:
         out = conv
@@ -132,18 +225,51 @@ def apply_conv2d_nchwc(
         s[conv].set_scope("local")
     n, ob, y, x, bi, oi = s[out].leaf_iter_vars
     obo, obi = s[out].split(ob, factor=pairs)
+    rows = [y]
+    if oh_block > 1:
+        rows = list(s[out].split(y, factor=oh_block))
     xo, xi = s[out].split(x, factor=block)
-    s[out].reorder(n, obo, y, xo, obi, bi, xi, oi)
-    nob = s[out].fuse(n, obo)
+    if outer_order == "oc_h":
+        s[out].reorder(n, obo, rows[0], xo, obi, *rows[1:], bi, xi, oi)
+        nob = s[out].fuse(n, obo)
+    else:
+        s[out].reorder(n, rows[0], obo, xo, obi, *rows[1:], bi, xi, oi)
+        nob = s[out].fuse(n, rows[0])
     s[out].vectorize(oi)
     if parallel:
         s[out].parallel(nob)
     s[cl].compute_at(s[out], xo)
     cn, cob, cy, cx, cbi, coi, rcb, ry, rx, rci = s[cl].leaf_iter_vars
-    s[cl].reorder(cn, cy, cbi, rcb, ry, rx, rci, cob, cx, coi)
-    s[cl].unroll(cob)
-    s[cl].unroll(cx)
-    s[cl].vectorize(coi)
+    outer_ic, group = [], [rcb]
+    if ic_block != n_ic:
+        rco, rcbi = s[cl].split(rcb, factor=ic_block)
+        outer_ic, group = [rco], [rcbi]
+    innermost = rci
+    if ic_inner != b_in:
+        rcio, innermost = s[cl].split(rci, factor=ic_inner)
+        group.append(rcio)
+    reduction = {
+        "ic_kh_kw": [*outer_ic, *group, ry, rx, innermost],
+        "kh_kw_ic": [*outer_ic, ry, rx, *group, innermost],
+        "kh_ic_kw": [*outer_ic, ry, *group, rx, innermost],
+    }[reduce_order]
+    if oh_block > 1:
+        head = [cn, cbi]
+        unrolled = [cob, cy, cx] if tile_order == "oc_w" else [cy, cx, cob]
+    else:
+        head = [cn, cy, cbi]
+        unrolled = [cob, cx] if tile_order == "oc_w" else [cx, cob]
+    vector = [coi]
+    if lanes != b_out:
+        vector = list(s[cl].split(coi, factor=lanes))
+    s[cl].reorder(*head, *reduction, *unrolled, *vector)
+    for axis in unrolled + vector[:-1]:
+        s[cl].unroll(axis)
+    s[cl].vectorize(vector[-1])
+    if unroll_kw:
+        s[cl].unroll(rx)
+    if unroll_ic:
+        s[cl].unroll(innermost)
     for p in padded:
         pn, pc, py, px, pbi, pci = s[p].leaf_iter_vars
         s[p].vectorize(pci)

@@ -31,6 +31,12 @@ def schedule_matmul(
     return s
 
 
+#: The local stage's loops: the k tile's steps outside the rows, or inside each row.
+K_ORDERS = ("k_rows", "rows_k")
+#: The output's tile loops: column panels outside row blocks, or inside.
+OUTER_ORDERS = ("cols_rows", "rows_cols")
+
+
 def apply_matmul(
     s: Schedule,
     out: Tensor,
@@ -38,40 +44,81 @@ def apply_matmul(
     cols: int = 32,
     lanes: int = 16,
     parallel: bool = True,
+    *,
+    k_block: int | None = None,
+    k_order: str = "k_rows",
+    unroll_k: bool = False,
+    pack_b: bool = True,
+    outer_order: str = "cols_rows",
 ) -> dict[str, object]:
     """Schedule the ``topi.matmul`` stage ``out`` of ``s`` in place (it may be an
     intermediate that its consumers read from memory); returns the knobs used.
+
+    ``k`` is split by ``k_block`` (``None``: unsplit); ``k_order`` runs a k tile's steps
+    outside the tile's rows (every step updates all ``rows x cols/lanes`` accumulators) or
+    inside each row (a row's ``cols/lanes`` accumulators take the tile's steps in turn);
+    ``unroll_k`` unrolls the k tile. ``pack_b`` copies B's ``cols``-wide panel once per
+    column tile (contiguous rows) or reads B in place; ``outer_order`` runs column panels
+    outside the row blocks (a panel reused by every row block) or inside. The defaults give::
+
+        for j.outer (panels), i.outer (row blocks):
+          for k: for i.inner (unrolled), j.inner.outer (unrolled):
+            acc[i.inner, j.inner.outer, 0:lanes] += A[i, k] * panel[k, j]
 
     Example:
         >>> from compiler import te, topi
         >>> from compiler.schedule import create_schedule
         >>> C = topi.matmul(te.placeholder((8, 16), name="A"), te.placeholder((16, 32), name="B"))
-        >>> apply_matmul(create_schedule(C), C)
-        {'rows': 6, 'cols': 32, 'lanes': 16, 'parallel': True}
+        >>> apply_matmul(create_schedule(C), C)["rows"]
+        6
     """
     if out.op.tag != "matmul":
         raise ScheduleError(f"schedule_matmul: {out.name} is not a topi.matmul output")
     if cols % lanes:
         raise ScheduleError(f"schedule_matmul: cols={cols} must be a multiple of lanes={lanes}")
-    b = out.op.input_tensors()[1]
+    a, b = out.op.input_tensors()[:2]
+    k_extent = a.shape[1]
+    k_block = k_extent if k_block is None else k_block
+    if not isinstance(k_block, int) or k_block < 1 or k_extent % k_block:
+        raise ScheduleError(
+            f"schedule_matmul: k_block={k_block!r} does not divide the reduction k={k_extent}"
+        )
+    for knob, value, choices in (("k_order", k_order, K_ORDERS),
+                                 ("outer_order", outer_order, OUTER_ORDERS)):  # fmt: skip
+        if value not in choices:
+            raise ScheduleError(f"schedule_matmul: {knob}={value!r} is not one of {choices}")
     cl = s.cache_write(out, "local")
     i, j = s[out].leaf_iter_vars
     jo, ji = s[out].split(j, factor=cols)
     io, ii = s[out].split(i, factor=rows)
-    s[out].reorder(jo, io, ii, ji)
+    outer, inner = (jo, io) if outer_order == "cols_rows" else (io, jo)
+    s[out].reorder(outer, inner, ii, ji)
     _, jii = s[out].split(ji, factor=lanes)
     s[out].vectorize(jii)
     if parallel:
-        s[out].parallel(jo)
-    s[cl].compute_at(s[out], io)
+        s[out].parallel(outer)
+    s[cl].compute_at(s[out], inner)
     ci, cj, ck = s[cl].leaf_iter_vars
     cjo, cji = s[cl].split(cj, factor=lanes)
-    s[cl].reorder(ck, ci, cjo, cji)
+    k_loops = [ck]
+    if k_block != k_extent:
+        k_loops = list(s[cl].split(ck, factor=k_block))
+    if k_order == "k_rows":
+        s[cl].reorder(*k_loops, ci, cjo, cji)
+    else:
+        s[cl].reorder(*k_loops[:-1], ci, k_loops[-1], cjo, cji)
     s[cl].unroll(ci)
     s[cl].unroll(cjo)
     s[cl].vectorize(cji)
-    panel = s.cache_read(b, "local", [s[cl]])
-    s[panel].compute_at(s[out], jo)
-    _, cols_axis = s[panel].leaf_iter_vars
-    s[panel].vectorize(cols_axis)
-    return {"rows": rows, "cols": cols, "lanes": lanes, "parallel": parallel}
+    if unroll_k:
+        s[cl].unroll(k_loops[-1])
+    if pack_b:
+        panel = s.cache_read(b, "local", [s[cl]])
+        s[panel].compute_at(s[out], jo)
+        _, cols_axis = s[panel].leaf_iter_vars
+        s[panel].vectorize(cols_axis)
+    return {
+        "rows": rows, "cols": cols, "lanes": lanes, "parallel": parallel, "k_block": k_block,
+        "k_order": k_order, "unroll_k": bool(unroll_k), "pack_b": bool(pack_b),
+        "outer_order": outer_order,
+    }  # fmt: skip

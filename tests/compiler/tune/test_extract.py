@@ -30,7 +30,9 @@ def test_cpu_tasks_and_apply_best_per_group(resnet18):
     found = extract_tasks(graph, target="cpu")
     assert sum(t.weight for t in found.tasks) == 21 and found.skipped == []
     task = next(t for t in found.tasks if t.weight == 4)  # layer1's four 3x3 convolutions
-    idx = int(task.space().valid_indices()[0])
+    # a point with knobs the strategy's defaults do not set: they reach the group's schedule
+    added = dict(reduce_order="kh_ic_kw", ic_inner=4, unroll_kw=True, outer_order="h_oc")
+    idx = task.space().index_of(task.default_config().values | added)
     ctx = apply_best([Record(task, task.space().config(idx), MeasureResult(1e-4))])
     anchors = [g.anchor for g in graph.groups if g.anchor is not None]
     knobs = {a.label: ctx.group_knobs(a) for a in anchors}
@@ -38,4 +40,5 @@ def test_cpu_tasks_and_apply_best_per_group(resnet18):
     assert len(tuned) == 4
     assert all(knobs[n] == {k: v for k, v in task.knobs(idx).items() if k != "parallel"}
                for n in tuned)  # fmt: skip
+    assert all(knobs[n][k] == v for n in tuned for k, v in added.items())
     assert "fc" in ctx.fell_back and len(ctx.used) == 4
