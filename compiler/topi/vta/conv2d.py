@@ -16,8 +16,9 @@ channels (``oc_nthread``) and/or rows (``h_nthread``); ``loop_order`` puts the r
 (``"h_co"``, VTA's template) or the channel tiles (``"co_h"``, the conv2d tutorial's) outside;
 ``weights_resident`` loads each thread's channel tile's weights for the whole reduction once,
 at the channel-tile loop, instead of per reduction step of every output tile.
-Inside a step the GEMM loops run (co, h, ci, ky, kx, w): co and h fold into the instruction,
-the rest are the micro-ops.
+Inside a step the GEMM loops run (co, h, ci, ky, kx, w) with ``gemm_fold="co_h"``: co and h
+fold into the instruction, the rest are the micro-ops; the other choices fold another pair of
+the loops co, h, w and ci into the instruction and unroll the rest (:class:`GemmFold`).
 
 Example:
     >>> import isa
@@ -74,6 +75,73 @@ class LoopOrder(StrEnum):
 LOOP_ORDERS = tuple(LoopOrder)
 
 
+class GemmFold(StrEnum):
+    """Which two loops of a reduction step's GEMM the instruction folds into its
+    ``iter_out``/``iter_in`` loops: two output-tile axes, or one and the step's input-channel
+    blocks ``ci`` (whose micro-ops accumulate into the same entries). The other loops are
+    unrolled into the micro-op kernel. The GEMM loops of a step run, outer first:
+
+    =========  ============================  ==================================
+    choice     loops                         micro-ops per kernel
+    =========  ============================  ==================================
+    ``co_h``   (co, h, ci, ky, kx, w)        ``tile_ci * k * k * tile_w``
+    ``co_w``   (co, w, ci, ky, kx, h)        ``tile_ci * k * k * tile_h``
+    ``h_w``    (h, w, ci, ky, kx, co)        ``tile_ci * k * k * tile_co``
+    ``co_ci``  (co, ci, h, ky, kx, w)        ``tile_h * k * k * tile_w``
+    ``h_ci``   (h, ci, co, ky, kx, w)        ``tile_co * k * k * tile_w``
+    ``w_ci``   (w, ci, co, ky, kx, h)        ``tile_co * k * k * tile_h``
+    =========  ============================  ==================================
+
+    ``co_h`` is VTA's template. The instruction folds the first two loops of extent > 1
+    (``compiler.targets.vta.passes.fold_uop``), so with a one-block/one-pixel axis it folds
+    the next loop instead (:func:`gemm_loops` gives the loops as they fold).
+
+    Example:
+        >>> GemmFold("h_ci").order(), f"{GemmFold.CO_H}"
+        (('b', 'h', 'ci', 'co', 'ky', 'kx', 'w'), 'co_h')
+    """
+
+    CO_H = "co_h"
+    CO_W = "co_w"
+    H_W = "h_w"
+    CO_CI = "co_ci"
+    H_CI = "h_ci"
+    W_CI = "w_ci"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @property
+    def folded(self) -> tuple[str, str]:
+        """The two loops the instruction folds, outer first."""
+        a, b = self.value.split("_")
+        return a, b
+
+    def order(self) -> tuple[str, ...]:
+        """The step's GEMM loops, outer first (batch outermost)."""
+        rest = [a for a in ("co", "h", "ci", "w") if a not in self.folded]
+        # the kernel window's taps stay just outside the last output axis left (VTA's order)
+        last_out = [a for a in rest if a != "ci"][-1]
+        inner = [a for a in rest if a != last_out]
+        return ("b", *self.folded, *inner, "ky", "kx", last_out)
+
+
+GEMM_FOLDS = tuple(GemmFold)
+
+
+def gemm_loops(fold: GemmFold | str, extents: dict[str, int]) -> tuple[str, ...]:
+    """The loops of a step's GEMM that remain once the loops of extent 1 are gone, outer
+    first: the instruction folds the first two (a merge of adjacent loops aside) and unrolls
+    the rest into micro-ops.
+
+    Example:
+        >>> ext = dict(b=1, co=1, h=7, w=7, ci=2, ky=3, kx=3)
+        >>> gemm_loops("co_h", ext), gemm_loops("co_w", ext)
+        (('h', 'ci', 'ky', 'kx', 'w'), ('w', 'ci', 'ky', 'kx', 'h'))
+    """
+    return tuple(a for a in GemmFold(fold).order() if extents[a] > 1)
+
+
 def conv2d_packed(
     data: Tensor,
     kernel: Tensor,
@@ -117,23 +185,28 @@ class Conv2dKnobs:
     #: batch tile per thread, and the weights to fit a thread's share of the wgt buffer;
     #: :func:`check_knobs`)
     weights_resident: bool = False
+    #: the two output-tile axes each step's GEMM instruction folds (:class:`GemmFold`)
+    gemm_fold: GemmFold = GemmFold.CO_H
 
     def __post_init__(self) -> None:
-        if not isinstance(self.loop_order, LoopOrder):
-            try:
-                object.__setattr__(self, "loop_order", LoopOrder(self.loop_order))
-            except ValueError:
-                raise ScheduleError(
-                    f"loop_order must be one of {[o.value for o in LoopOrder]}, got "
-                    f"{self.loop_order!r}"
-                ) from None
+        for name, kind in (("loop_order", LoopOrder), ("gemm_fold", GemmFold)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                try:
+                    object.__setattr__(self, name, kind(value))
+                except ValueError:
+                    raise ScheduleError(
+                        f"{name} must be one of {[o.value for o in kind]}, got {value!r}"
+                    ) from None
 
     def __repr__(self) -> str:
-        # weights_resident is printed only when set: the knobs of streamed weights print as
-        # they did before the knob existed
+        # weights_resident and gemm_fold are printed only when not the template's default: the
+        # knobs of its points print as they did before the knobs existed
         names = [f.name for f in fields(self)]
         if not self.weights_resident:
             names.remove("weights_resident")
+        if self.gemm_fold is GemmFold.CO_H:
+            names.remove("gemm_fold")
         return f"Conv2dKnobs({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     @property
@@ -150,7 +223,8 @@ class Conv2dKnobs:
             f"tile_w={self.tile_w} tile_ci={self.tile_ci} oc_nthread={self.oc_nthread} "
             f"h_nthread={self.h_nthread} loop_order={self.loop_order}"
         )
-        return text + (" weights_resident=True" if self.weights_resident else "")
+        text += " weights_resident=True" if self.weights_resident else ""
+        return text + ("" if self.gemm_fold is GemmFold.CO_H else f" gemm_fold={self.gemm_fold}")
 
 
 @dataclass(frozen=True)
@@ -235,10 +309,29 @@ def resident_weight_rows(tile_co: int, icb: int, k: int) -> int:
     return tile_co * icb * k * k
 
 
+#: The thread counts each tile axis may be split into (``oc_nthread``, ``h_nthread``).
+THREAD_SPLITS = (1, 2, 4)
+
+
+def max_vthreads(cfg: HwConfig | None) -> int:
+    """The most virtual threads a program can interleave: each thread keeps a token of its own
+    in flight in a dependency queue besides the one the next block pops, so ``n`` threads need
+    queues deeper than ``n`` (4 on every shipped preset, whose queues hold 8 tokens).
+
+    Example:
+        >>> import isa
+        >>> max_vthreads(isa.load_config("vta-1x16x16"))
+        4
+    """
+    depth = 8 if cfg is None else cfg.dep_queue_depth
+    return depth // 2
+
+
 def check_knobs(st: ConvStages, knobs: Conv2dKnobs, cfg: HwConfig | None = None) -> None:
-    """Raise unless the tiles divide their axes and the thread split divides the tile loop
-    (and, with ``weights_resident``, the loop order is ``co_h`` and a channel tile's weights
-    fit a thread's share of ``cfg``'s wgt buffer)."""
+    """Raise unless the tiles divide their axes, the thread split divides the tile loops and
+    the dependency queues hold the threads' tokens (and, with ``weights_resident``, the loop
+    order is ``co_h`` and a channel tile's weights fit a thread's share of ``cfg``'s wgt
+    buffer)."""
     nb, ob, oh, ow, _, _ = st.conv.shape
     icb = st.kernel.shape[1]
     for name, tile, ext in (
@@ -256,13 +349,22 @@ def check_knobs(st: ConvStages, knobs: Conv2dKnobs, cfg: HwConfig | None = None)
         ("oc_nthread", knobs.oc_nthread, ob // knobs.tile_co),
         ("h_nthread", knobs.h_nthread, oh // knobs.tile_h),
     ):
-        if n not in (1, 2):
-            raise ScheduleError(f"conv2d {st.conv.name}: {name} must be 1 or 2, got {n}")
+        if n not in THREAD_SPLITS:
+            raise ScheduleError(
+                f"conv2d {st.conv.name}: {name} must be one of {THREAD_SPLITS}, got {n}"
+            )
         if tiles % n:
             raise ScheduleError(
-                f"conv2d {st.conv.name}: {name}={n} needs an even number of tiles along its "
+                f"conv2d {st.conv.name}: {name}={n} needs a multiple of {n} tiles along its "
                 f"axis, there are {tiles}"
             )
+    max_threads = max_vthreads(cfg)
+    if knobs.nthreads > max_threads:
+        raise ScheduleError(
+            f"conv2d {st.conv.name}: {knobs.nthreads} virtual threads (oc_nthread="
+            f"{knobs.oc_nthread} x h_nthread={knobs.h_nthread}) need more tokens than the "
+            f"dependency queues hold; at most {max_threads}"
+        )
     if knobs.weights_resident:
         if knobs.loop_order is not LoopOrder.CO_H:
             raise ScheduleError(
@@ -345,7 +447,8 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     n, ob, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]
     rcb, ry, rx, rci = s[conv].leaf_iter_vars[6:]
     ko, ki = s[conv].split(rcb, factor=knobs.tile_ci)
-    s[conv].reorder(ko, n, ob, y, ki, ry, rx, x, cbi, coi, rci)
+    axis = {"b": n, "co": ob, "h": y, "w": x, "ci": ki, "ky": ry, "kx": rx}
+    s[conv].reorder(ko, *(axis[a] for a in knobs.gemm_fold.order()), cbi, coi, rci)
     s[cdata].compute_at(s[conv], ko)
     if knobs.weights_resident:
         # the channel tile's weights for every reduction step, loaded once per channel tile
@@ -399,10 +502,15 @@ def output_size(size: int, k: int, stride: int, pad: int) -> int:
 __all__ = [
     "Conv2dKnobs",
     "ConvStages",
+    "GEMM_FOLDS",
+    "GemmFold",
+    "THREAD_SPLITS",
     "check_knobs",
     "conv2d_packed",
     "conv2d_shapes",
     "find_stages",
+    "gemm_loops",
+    "max_vthreads",
     "output_size",
     "resident_weight_rows",
     "schedule_conv2d_packed",

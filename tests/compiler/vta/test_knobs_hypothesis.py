@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 import isa
 from compiler.topi.vta import Conv2dKnobs, Conv2dLayer
+from compiler.topi.vta.conv2d import GEMM_FOLDS
 from compiler.topi.vta.heuristic import divisors
 from compiler.topi.vta.testing import build_conv2d
 
@@ -20,13 +21,22 @@ def fits(cfg, layer, knobs, residual):
     acc = knobs.tile_co * knobs.tile_h * knobs.tile_w * (2 if residual else 1)
     inp = knobs.tile_ci * in_h * in_w
     wgt = knobs.tile_co * knobs.tile_ci * layer.k * layer.k
-    uops = knobs.tile_ci * layer.k * layer.k * knobs.tile_w
+    # the GEMM kernel unrolls the loops its instruction does not fold (gemm_fold)
+    ext = {"co": knobs.tile_co, "h": knobs.tile_h, "w": knobs.tile_w, "ci": knobs.tile_ci}
+    kept = [a for a in ext if a not in knobs.gemm_fold.folded]
+    uops = layer.k * layer.k * int(np.prod([ext[a] for a in kept]))
+    reset = int(np.prod([ext[a] for a in kept if a != "ci"]))
     return (
         n * acc <= cfg.acc_depth
         and n * inp <= cfg.inp_depth
         and n * wgt <= cfg.wgt_depth
-        and n * (uops + knobs.tile_w + 8) <= cfg.uop_depth
+        and n * (uops + reset + 8) <= cfg.uop_depth
     )
+
+
+def _split(draw, tiles: int, most: int) -> int:
+    """A thread count (1, 2 or 4) that divides ``tiles``, at most ``most``."""
+    return draw(st.sampled_from([n for n in (1, 2, 4) if tiles % n == 0 and n <= most]))
 
 
 @st.composite
@@ -43,8 +53,8 @@ def cases(draw):
                         cfg.batch)  # fmt: skip
     tile_co = draw(st.sampled_from(divisors(ocb)))
     tile_h = draw(st.sampled_from(divisors(layer.out_h)))
-    oc_n = draw(st.sampled_from([1, 2])) if (ocb // tile_co) % 2 == 0 else 1
-    h_n = draw(st.sampled_from([1, 2])) if (layer.out_h // tile_h) % 2 == 0 else 1
+    oc_n = _split(draw, ocb // tile_co, 4)
+    h_n = _split(draw, layer.out_h // tile_h, 4 // oc_n)
     knobs = Conv2dKnobs(
         tile_h=tile_h,
         tile_w=draw(st.sampled_from(divisors(layer.out_w))),
@@ -53,6 +63,7 @@ def cases(draw):
         oc_nthread=oc_n,
         h_nthread=h_n,
         loop_order=draw(st.sampled_from(["h_co", "co_h"])),
+        gemm_fold=draw(st.sampled_from(GEMM_FOLDS)),
     )
     relu, residual = draw(st.booleans()), draw(st.booleans())
     return cfg, layer, knobs, relu, residual
