@@ -5,25 +5,28 @@ A :class:`Task` is plain data (JSON in the records, pickled to measurement worke
 accelerator (``target="vta"``) the operators are the packed int8 ``conv2d`` and ``dense`` of
 ``compiler.topi.vta``; their knobs are those of :class:`~compiler.topi.vta.Conv2dKnobs` and
 :class:`~compiler.topi.vta.DenseKnobs`: tile sizes from the divisors of each axis, the virtual
-thread split and (conv2d) the loop order and, where all the weights fit the wgt buffer,
-``weights_resident``. The space rejects points whose tiles overflow a
-thread's share of the inp/wgt/acc buffers or the micro-op buffer, and thread splits that do not
-divide the tile loops, with the same rules as the heuristic (``compiler.topi.vta.heuristic``),
-so every point handed out compiles.
+thread split (conv2d: two or four threads on one tile axis, or two on each) and (conv2d) the
+loop order, ``gemm_fold`` (which loops each GEMM instruction folds) and, where all the weights
+fit the wgt buffer, ``weights_resident``. The space rejects points whose tiles overflow a
+thread's share of the inp/wgt/acc buffers or the micro-op buffer, thread splits that do not
+divide the tile loops or overflow the dependency queues, and a ``gemm_fold`` that folds the
+same loops as an earlier choice, with the same rules as the heuristic
+(``compiler.topi.vta.heuristic``) where they share one, so every point handed out compiles.
 
 Example:
     >>> t = conv2d_task(8, 8, 16, 16, 3, 1, 1, hw="default")
     >>> t.key
     'vta/default/conv2d/b1_h8_w8_ci16_co16_k3_s1_p1'
     >>> len(t.space()), t.space().num_valid
-    (2304, 1008)
+    (20736, 4419)
     >>> t.knobs(t.default_config())
-    Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=1, tile_co=1, tile_b=1, oc_nthread=2, h_nthread=1, loop_order='h_co')
+    Conv2dKnobs(tile_h=8, tile_w=8, tile_ci=1, tile_co=1, tile_b=1, oc_nthread=2, h_nthread=1, loop_order='h_co')
 """  # noqa: E501
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -39,6 +42,9 @@ KINDS = ("conv2d", "dense", "matmul")
 TARGETS = ("vta", "cpu")
 #: How many virtual threads the heuristic plans for when it gives a task's default config.
 DEFAULT_VTHREADS = 2
+#: The conv2d space's ``(oc_nthread, h_nthread)`` splits; the four-thread splits of one axis
+#: come last (the points named before they existed keep their values).
+VTHREADS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4))
 
 
 @dataclass(frozen=True)
@@ -137,7 +143,8 @@ class Task:
             oc_n, h_n = v["vthreads"]
             return Conv2dKnobs(v["tile_h"], v["tile_w"], v["tile_ci"], v["tile_co"], v["tile_b"],
                                oc_n, h_n, v["loop_order"],
-                               bool(v.get("weights_resident", False)))  # fmt: skip
+                               bool(v.get("weights_resident", False)),
+                               v.get("gemm_fold", "co_h"))  # fmt: skip
         from compiler.topi.vta import DenseKnobs
 
         return DenseKnobs(v["tile_co"], v["tile_ci"], v["tile_b"], v["oc_nthread"])
@@ -159,6 +166,7 @@ class Task:
                 "tile_w": knobs.tile_w, "tile_ci": knobs.tile_ci,
                 "vthreads": (knobs.oc_nthread, knobs.h_nthread),
                 "loop_order": str(getattr(knobs.loop_order, "value", knobs.loop_order)),
+                "gemm_fold": str(getattr(knobs, "gemm_fold", "co_h")),
             }  # fmt: skip
             names = {k.name for k in self.space().knobs}
             if "inp_fetch" in names:
@@ -437,17 +445,19 @@ def _space(task: Task) -> ConfigSpace:
     uop_budget = cfg.uop_depth * 3 // 4
     knobs: tuple[Knob, ...]
     if task.kind == "conv2d":
+        from compiler.topi.vta.conv2d import GEMM_FOLDS, max_vthreads
         from compiler.topi.vta.conv2d_strided import fetch_choices, fetched_window
 
         k, stride = task.sizes["k"], task.sizes["stride"]
         fetches = fetch_choices(k, stride, task.sizes["pad"])
+        max_threads = max_vthreads(cfg)
         knobs = (
             Knob("tile_b", _divisors(p["nb"])),
             Knob("tile_co", _divisors(p["ocb"])),
             Knob("tile_h", _divisors(p["oh"])),
             Knob("tile_w", _divisors(p["ow"])),
             Knob("tile_ci", _divisors(p["icb"])),
-            Knob("vthreads", ((1, 1), (2, 1), (1, 2), (2, 2))),
+            Knob("vthreads", VTHREADS),
             Knob("loop_order", ("h_co", "co_h")),
         )
         if len(fetches) > 1:
@@ -458,11 +468,16 @@ def _space(task: Task) -> ConfigSpace:
             # all the weights fit the wgt buffer: each thread may load its channel tile's
             # weights once (the spaces of layers whose weights never fit keep their knobs)
             knobs += (Knob("weights_resident", (False, True), default=False),)
+        # which two output axes a step's GEMM instruction folds (the third is unrolled into
+        # micro-ops); co_h, the template's, is the default that points named before it keep
+        knobs += (Knob("gemm_fold", GEMM_FOLDS, default=GEMM_FOLDS[0]),)
 
         def conv_rule(v: Mapping[str, Any]) -> str | None:
             oc_n, h_n = v["vthreads"]
             n = oc_n * h_n
             tb, tco, th, tw, tci = v["tile_b"], v["tile_co"], v["tile_h"], v["tile_w"], v["tile_ci"]
+            if n > max_threads:
+                return f"{n} virtual threads overflow the dependency queues (at most {max_threads})"
             if (p["ocb"] // tco) % oc_n:
                 return f"{p['ocb'] // tco} channel tiles do not split between {oc_n} threads"
             if (p["oh"] // th) % h_n:
@@ -478,8 +493,16 @@ def _space(task: Task) -> ConfigSpace:
             in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
             if tb * tci * in_h * in_w > cfg.inp_depth // n:
                 return f"the input window overflows a thread's {cfg.inp_depth // n} rows"
-            if n * (tci * k * k * tw + tw + 8) > uop_budget:
+            # the GEMM kernel unrolls every loop the instruction does not fold, the reset
+            # kernel the output axes among them (with co_h: tci*k*k*tw and tw)
+            fold = v.get("gemm_fold", "co_h")
+            ext = {"co": tco, "h": th, "w": tw, "ci": tci}
+            gemm_uops = k * k * math.prod(e for a, e in ext.items() if a not in fold.split("_"))
+            reset_uops = math.prod(e for a, e in ext.items() if a not in (*fold.split("_"), "ci"))
+            if n * (gemm_uops + reset_uops + 8) > uop_budget:
                 return f"the micro-op kernels overflow the uop buffer ({uop_budget} usable)"
+            if fold != "co_h":
+                return _fold_rule(v, k)
             return None
 
         return ConfigSpace(knobs, conv_rule)
@@ -517,6 +540,27 @@ def _resident_rule(v: Mapping[str, Any], p: Mapping[str, int], k: int, rows: int
         return "weights_resident needs one channel tile and one batch tile per thread"
     if v["tile_co"] * p["icb"] * k * k > rows:
         return f"the resident weights overflow a thread's {rows} rows"
+    return None
+
+
+def _fold_rule(v: Mapping[str, Any], k: int) -> str | None:
+    """Why a conv2d point's ``gemm_fold`` is not a choice of its own, or ``None``: the GEMM
+    instruction folds the first two loops of extent > 1 (``compiler.topi.vta.conv2d.gemm_loops``),
+    so where an axis has one block or pixel per tile two choices can fold the same loops (the
+    same stream up to the order of the instruction's two loops); the first choice keeps it."""
+    from compiler.topi.vta.conv2d import GEMM_FOLDS, gemm_loops
+
+    ext = {"b": v["tile_b"], "co": v["tile_co"], "h": v["tile_h"], "w": v["tile_w"],
+           "ci": v["tile_ci"], "ky": k, "kx": k}  # fmt: skip
+    fold = v["gemm_fold"]
+    folded = set(gemm_loops(fold, ext)[:2])
+    for other in GEMM_FOLDS[: GEMM_FOLDS.index(fold)]:
+        if set(gemm_loops(other, ext)[:2]) == folded:
+            loops = ", ".join(a for a in gemm_loops(fold, ext)[:2]) or "none"
+            return (
+                f"gemm_fold {fold} folds the same loops ({loops}) as gemm_fold {other} with "
+                "these tiles"
+            )
     return None
 
 
