@@ -21,19 +21,21 @@ heuristic leaves below 90% of the roofline gains). A layer still below 90% after
 once more at its median seed's best point and the resource that holds it is named from the
 simulator's module statistics (:func:`limiting_resource`).
 
-``--cpu`` tunes (grid over the whole space: the strategy's CPU spaces are small) ResNet-18's
-C2, C6, C9, C12 (fp32, packed ``NCHW1n16c``, one thread) and the 1024x1024x1024 matmul, and
-times onnxruntime (one intra-op thread, sequential) on the same Conv / MatMul as a one-node
-model, in the same process on the same pinned core, medians of repeated runs; ratios above 1
-mean the tuned kernel is faster. Our conv kernels take packed data; onnxruntime's Conv takes
-NCHW and reorders internally.
+``--cpu`` tunes ResNet-18's C2, C6, C9, C12 (fp32, packed ``NCHW1n16c``, one thread) and the
+1024x1024x1024 matmul with model-guided search over the CPU templates' spaces (thousands of
+points each): ``--cpu-trials`` measurements per task in batches of 8, the strategy's default
+measured first. Then, in the same process on the same pinned core, it times the default and
+the tuned kernel again (medians of ``--cpu-repeat`` calls) and onnxruntime (one intra-op
+thread, sequential) on the same Conv / MatMul as a one-node model (median of as many runs);
+ratios above 1 mean the tuned kernel is faster. Our conv kernels take packed data;
+onnxruntime's Conv takes NCHW and reorders internally.
 
 ``--pool`` measures the same 16 candidates with a 1-worker and a 2-worker local pool and prints
 measurements per second of each (the machine's core count bounds the ratio).
 
     python -m bench.bench_tune --seeds 3 --trials 96 --pool
     python -m bench.bench_tune --resnet18 --layers C5,C8,C11 --resnet-trials 48 --seeds 3
-    python -m bench.bench_tune --cpu
+    python -m bench.bench_tune --cpu --cpu-trials 64
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from compiler.tune import conv2d_task
 from compiler.tune.measure import MeasureResult
@@ -94,9 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", default=None, help="with --resnet18: e.g. C2,C9")
     ap.add_argument("--resnet-trials", type=int, default=64)
     ap.add_argument("--cpu", action="store_true", help="CPU layers against onnxruntime only")
+    ap.add_argument("--cpu-trials", type=int, default=64, help="with --cpu: per task")
+    ap.add_argument("--cpu-repeat", type=int, default=31, help="with --cpu: timed calls")
+    ap.add_argument("--cpu-tasks", default=None, help="with --cpu: e.g. C9,matmul1024")
     args = ap.parse_args(argv)
     if args.cpu:
-        return cpu_vs_onnxruntime()
+        return cpu_vs_onnxruntime(args.cpu_trials, args.cpu_repeat, args.cpu_tasks)
     if args.resnet18:
         return resnet18(args)
     for task in TASKS:
@@ -230,10 +235,10 @@ def limiting_resource(task: Task, config: Config) -> str:
             f"{', '.join(f'{k} {v} B' for k, v in sizes.items())}")  # fmt: skip
 
 
-def _ort_time(node: object, inputs: dict[str, object], output: object, repeat: int = 15) -> float:
-    import numpy as np
-    import onnxruntime as ort
+def _ort_call(node: object, inputs: dict[str, object], output: object) -> Callable[[], object]:
     from onnx import TensorProto, helper
+
+    from bench.common import ort_session
 
     feeds = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
              for k, v in inputs.items()]  # fmt: skip
@@ -241,37 +246,45 @@ def _ort_time(node: object, inputs: dict[str, object], output: object, repeat: i
     graph = helper.make_graph([node], "g", feeds, [out])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 9
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])  # fmt: skip
-    for _ in range(2):
-        sess.run(None, inputs)
-    times = []
+    sess = ort_session(model.SerializeToString(), 1)
+    return lambda: sess.run(None, inputs)
+
+
+def _kernel_call(task: Task, index: int) -> Callable[[], object]:
+    """One call of the point's kernel, built here (checked against numpy)."""
+    built = task.build(index)
+    if not built.matches(built.func(*built.inputs)):
+        raise SystemExit(f"{task.label()}: point {index} does not match numpy")
+    return lambda: built.func(*built.inputs)
+
+
+def _interleaved(calls: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median time of each call over ``repeat`` rounds that time every call once (a noisy
+    shared machine slows them alike)."""
+    from bench.common import median_time
+
+    times: dict[str, list[float]] = {k: [] for k in calls}
+    for fn in calls.values():
+        median_time(fn, 1, warmup=2)
     for _ in range(repeat):
-        t = time.perf_counter()
-        sess.run(None, inputs)
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
+        for k, fn in calls.items():
+            times[k].append(median_time(fn, 1, warmup=0))
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
-def cpu_vs_onnxruntime() -> int:
+def cpu_vs_onnxruntime(trials: int, repeat: int, only: str | None) -> int:
     import os
 
     import numpy as np
     from onnx import helper
 
+    from bench.common import cpu_model
     from compiler.topi.vta import RESNET18
     from compiler.tune.task import cpu_task
-    from compiler.tune.tuner import GridTuner
     from runtime.measure import LocalRunner
 
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     rng = np.random.default_rng(0)
-    print(f"{'workload':<14} {'default':>10} {'tuned':>10} {'onnxruntime':>12} {'ort/tuned':>9}"
-          "  tuned knobs")  # fmt: skip
     cases = []
     for name in ("C2", "C6", "C9", "C12"):
         lay = RESNET18[name]
@@ -286,16 +299,32 @@ def cpu_vs_onnxruntime() -> int:
     mm = cpu_task("matmul", m=1024, k=1024, n=1024, name="matmul1024")
     cases.append((mm, helper.make_node("MatMul", ["a", "b"], ["y"]), {"a": a, "b": a.copy()},
                   (1024, 1024)))  # fmt: skip
+    if only:
+        cases = [c for c in cases if c[0].name in only.split(",")]
+    print(f"CPU: {cpu_model()}, one pinned core; {trials} model-guided measurements per task")
+    print(f"{'workload':<11} {'points':>6} {'default':>10} {'tuned':>10} {'onnxruntime':>12} "
+          f"{'ort/tuned':>9} {'gain':>6}  tuned knobs (off their defaults)")  # fmt: skip
     with LocalRunner(1, timeout_s=600) as runner:
         for task, node, inputs, oshape in cases:
-            default = task.default_config().index
-            st = GridTuner(task).tune(runner, task.space().num_valid, initial=[default])
-            base = st.records[0].result.cost or float("inf")
-            ort_s = _ort_time(node, inputs, oshape)
-            best = st.best
-            knobs = best.config.describe() if best is not None else "-"
-            print(f"{task.label():<14} {base * 1e3:>8.3f}ms {st.best_cost * 1e3:>8.3f}ms "
-                  f"{ort_s * 1e3:>10.3f}ms {ort_s / st.best_cost:>8.2f}x  {knobs}",
+            t0 = time.perf_counter()
+            default = task.default_config()
+            st = ModelTuner(task, seed=0).tune(runner, trials, batch_size=8,
+                                               initial=[default.index])  # fmt: skip
+            # the tuner's three best points are timed again beside the default and onnxruntime
+            ranked = sorted((r for r in st.records if r.result.ok and r.result.cost),
+                            key=lambda r: r.result.cost or 0.0)  # fmt: skip
+            top = list(dict.fromkeys(r.config.index for r in ranked))[:3]
+            calls = {str(i): _kernel_call(task, i) for i in dict.fromkeys([default.index, *top])}
+            calls["ort"] = _ort_call(node, inputs, oshape)
+            med = _interleaved(calls, repeat)
+            ort_s, base_s = med.pop("ort"), med[str(default.index)]
+            best_index = min(med, key=med.__getitem__)
+            tuned_s, best = med[best_index], task.space().config(int(best_index))
+            moved = " ".join(f"{k}={v}" for k, v in best.values.items()
+                             if default.values[k] != v) or "(the default)"  # fmt: skip
+            print(f"{task.name:<11} {task.space().num_valid:>6} {base_s * 1e3:>8.3f}ms "
+                  f"{tuned_s * 1e3:>8.3f}ms {ort_s * 1e3:>10.3f}ms {ort_s / tuned_s:>8.2f}x "
+                  f"{base_s / tuned_s:>5.2f}x  {moved}  [{time.perf_counter() - t0:.0f} s]",
                   flush=True)  # fmt: skip
     return 0
 
