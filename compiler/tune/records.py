@@ -59,14 +59,7 @@ class Record:
             stamp = float(d.get("time", 0.0))
         except (ValueError, KeyError, TypeError) as e:
             raise CompilerError(f"{where}: not a tuning record ({e!r})") from None
-        space = task.space()
-        config = space.config(index)
-        stored = d["config"].get("values", _plain(config.values))
-        if _plain(config.values) != stored and not _names_point(space, stored, index):
-            raise CompilerError(
-                f"{where}: config {index} of {task.label()} has values {d['config']['values']}, "
-                f"the space gives {_plain(config.values)} (a different space version)"
-            )
+        config = _config_of(task, index, d["config"].get("values"), where)
         return Record(task, config, result, stamp)
 
     def deterministic(self) -> tuple[Any, ...]:
@@ -74,13 +67,33 @@ class Record:
         return (self.task.key, self.config.index, self.result.deterministic())
 
 
-def _names_point(space: ConfigSpace, values: Any, index: int) -> bool:
-    """Whether ``values`` name the point at ``index``, knobs left out at their defaults (a
-    record written before a knob with a default was added to its template)."""
+def _config_of(task: Task, index: int, stored: Any, where: str) -> Config:
+    """The point a record names. Its knob values decide, not its index: a record written
+    before the space gained a knob (values without it: the knob's default) or a choice
+    (indices shift) still names the same schedule, and is re-indexed. Values that name no
+    point of the current space (an unknown knob, a choice the knob no longer has, a point its
+    rules reject) are refused, naming the record."""
+    space = task.space()
+    if stored is None:
+        try:
+            return space.config(index)
+        except ScheduleError as e:
+            raise CompilerError(f"{where}: config {index} of {task.label()}: {e}") from None
+    if not isinstance(stored, dict):
+        raise CompilerError(f"{where}: config values of {task.label()} are not a mapping")
     try:
-        return isinstance(values, dict) and space.index_of(values) == index
+        at = space.config(index)
+        if _plain(at.values) == stored:
+            return at
     except ScheduleError:
-        return False
+        pass
+    try:
+        return space.config(space.index_of(stored))
+    except ScheduleError as e:
+        raise CompilerError(
+            f"{where}: config {index} of {task.label()} has values {stored}, which name no "
+            f"point of the current space (a different space version: {e})"
+        ) from None
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

@@ -60,3 +60,29 @@ def test_measure_result_checks_its_fields():
         MeasureResult.failure("segfault", "x")
     with pytest.raises(CompilerError, match="has a cost"):
         MeasureResult()
+
+
+def test_a_record_written_before_gemm_fold_and_four_threads_loads_re_indexed():
+    import json
+
+    # the values a log wrote before gemm_fold and the (4, 1)/(1, 4) splits existed, under an
+    # index of that older, smaller space
+    space = T.space()
+    point = next(
+        space.config(int(i)).values
+        for i in space.valid_indices()
+        if space.config(int(i)).values["gemm_fold"] == "co_h"
+        and space.config(int(i)).values["vthreads"] == (2, 1)
+    )
+    old = {k: list(v) if isinstance(v, tuple) else v for k, v in point.items() if k != "gemm_fold"}
+    line = json.dumps(
+        {"task": T.to_json(), "config": {"index": 7, "values": old},
+         "result": MeasureResult(900.0).to_json(), "time": 0.0}
+    )  # fmt: skip
+    record = Record.from_line(line)
+    assert record.config.values == point and record.config.index == space.index_of(point)
+    assert T.knobs(record.config) == T.knobs(space.index_of(point))
+    # values that name no point are refused, naming the record
+    bad = line.replace('"loop_order"', '"loop_orders"')
+    with pytest.raises(CompilerError, match="line 3.*different space version"):
+        Record.from_line(bad, "line 3")
