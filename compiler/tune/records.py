@@ -25,7 +25,7 @@ from typing import Any
 from compiler.errors import CompilerError, ScheduleError
 
 from .measure import MeasureResult
-from .space import Config, ConfigSpace
+from .space import Config
 from .task import Task
 
 
