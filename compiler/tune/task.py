@@ -18,7 +18,7 @@ Example:
     >>> t.key
     'vta/default/conv2d/b1_h8_w8_ci16_co16_k3_s1_p1'
     >>> len(t.space()), t.space().num_valid
-    (20736, 4419)
+    (41472, 8747)
     >>> t.knobs(t.default_config())
     Conv2dKnobs(tile_h=8, tile_w=8, tile_ci=1, tile_co=1, tile_b=1, oc_nthread=2, h_nthread=1, loop_order='h_co')
 """  # noqa: E501
@@ -144,7 +144,8 @@ class Task:
             return Conv2dKnobs(v["tile_h"], v["tile_w"], v["tile_ci"], v["tile_co"], v["tile_b"],
                                oc_n, h_n, v["loop_order"],
                                bool(v.get("weights_resident", False)),
-                               v.get("gemm_fold", "co_h"))  # fmt: skip
+                               v.get("gemm_fold", "co_h"),
+                               v.get("kernel_step", "window"))  # fmt: skip
         from compiler.topi.vta import DenseKnobs
 
         return DenseKnobs(v["tile_co"], v["tile_ci"], v["tile_b"], v["oc_nthread"])
@@ -171,6 +172,14 @@ class Task:
             names = {k.name for k in self.space().knobs}
             if "inp_fetch" in names:
                 values["inp_fetch"] = fetch
+            step = str(getattr(knobs, "kernel_step", "window"))
+            if "kernel_step" in names:
+                values["kernel_step"] = step
+            elif step != "window":
+                raise ScheduleError(
+                    f"task {self.label()}: kernel_step is not a knob of this space (a 1x1 "
+                    "kernel has one row)"
+                )
             if "weights_resident" in names:
                 values["weights_resident"] = bool(getattr(knobs, "weights_resident", False))
             elif getattr(knobs, "weights_resident", False):
@@ -445,7 +454,7 @@ def _space(task: Task) -> ConfigSpace:
     uop_budget = cfg.uop_depth * 3 // 4
     knobs: tuple[Knob, ...]
     if task.kind == "conv2d":
-        from compiler.topi.vta.conv2d import GEMM_FOLDS, max_vthreads
+        from compiler.topi.vta.conv2d import GEMM_FOLDS, KERNEL_STEPS, max_vthreads
         from compiler.topi.vta.conv2d_strided import fetch_choices, fetched_window
 
         k, stride = task.sizes["k"], task.sizes["stride"]
@@ -471,6 +480,10 @@ def _space(task: Task) -> ConfigSpace:
         # which two output axes a step's GEMM instruction folds (the third is unrolled into
         # micro-ops); co_h, the template's, is the default that points named before it keep
         knobs += (Knob("gemm_fold", GEMM_FOLDS, default=GEMM_FOLDS[0]),)
+        if k > 1:
+            # a reduction step covers the kernel's whole window (the template's) or one of its
+            # rows: smaller input and weight tiles per step, k times the steps and DMAs
+            knobs += (Knob("kernel_step", KERNEL_STEPS, default=KERNEL_STEPS[0]),)
 
         def conv_rule(v: Mapping[str, Any]) -> str | None:
             oc_n, h_n = v["vthreads"]
@@ -484,25 +497,28 @@ def _space(task: Task) -> ConfigSpace:
                 return f"{p['oh'] // th} row tiles do not split between {h_n} threads"
             if acc_buffers * tb * tco * th * tw > cfg.acc_depth // n:
                 return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
-            if tco * tci * k * k > cfg.wgt_depth // n:
+            # the kernel rows a step covers (kernel_step)
+            ky = 1 if v.get("kernel_step", "window") == "row" else k
+            if tco * tci * ky * k > cfg.wgt_depth // n:
                 return f"the weight tile overflows a thread's {cfg.wgt_depth // n} rows"
             if v.get("weights_resident", False):
                 reason = _resident_rule(v, p, k, cfg.wgt_depth // n)
                 if reason is not None:
                     return reason
             in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
+            in_h -= k - ky  # one kernel row's window: (th - 1) * stride + 1 rows
             if tb * tci * in_h * in_w > cfg.inp_depth // n:
                 return f"the input window overflows a thread's {cfg.inp_depth // n} rows"
             # the GEMM kernel unrolls every loop the instruction does not fold, the reset
             # kernel the output axes among them (with co_h: tci*k*k*tw and tw)
             fold = v.get("gemm_fold", "co_h")
             ext = {"co": tco, "h": th, "w": tw, "ci": tci}
-            gemm_uops = k * k * math.prod(e for a, e in ext.items() if a not in fold.split("_"))
+            gemm_uops = ky * k * math.prod(e for a, e in ext.items() if a not in fold.split("_"))
             reset_uops = math.prod(e for a, e in ext.items() if a not in (*fold.split("_"), "ci"))
             if n * (gemm_uops + reset_uops + 8) > uop_budget:
                 return f"the micro-op kernels overflow the uop buffer ({uop_budget} usable)"
             if fold != "co_h":
-                return _fold_rule(v, k)
+                return _fold_rule(v, k, ky)
             return None
 
         return ConfigSpace(knobs, conv_rule)
@@ -543,7 +559,7 @@ def _resident_rule(v: Mapping[str, Any], p: Mapping[str, int], k: int, rows: int
     return None
 
 
-def _fold_rule(v: Mapping[str, Any], k: int) -> str | None:
+def _fold_rule(v: Mapping[str, Any], k: int, ky: int) -> str | None:
     """Why a conv2d point's ``gemm_fold`` is not a choice of its own, or ``None``: the GEMM
     instruction folds the first two loops of extent > 1 (``compiler.topi.vta.conv2d.gemm_loops``),
     so where an axis has one block or pixel per tile two choices can fold the same loops (the
@@ -551,7 +567,7 @@ def _fold_rule(v: Mapping[str, Any], k: int) -> str | None:
     from compiler.topi.vta.conv2d import GEMM_FOLDS, gemm_loops
 
     ext = {"b": v["tile_b"], "co": v["tile_co"], "h": v["tile_h"], "w": v["tile_w"],
-           "ci": v["tile_ci"], "ky": k, "kx": k}  # fmt: skip
+           "ci": v["tile_ci"], "ky": ky, "kx": k}  # fmt: skip
     fold = v["gemm_fold"]
     folded = set(gemm_loops(fold, ext)[:2])
     for other in GEMM_FOLDS[: GEMM_FOLDS.index(fold)]:

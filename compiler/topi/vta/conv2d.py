@@ -19,6 +19,8 @@ at the channel-tile loop, instead of per reduction step of every output tile.
 Inside a step the GEMM loops run (co, h, ci, ky, kx, w) with ``gemm_fold="co_h"``: co and h
 fold into the instruction, the rest are the micro-ops; the other choices fold another pair of
 the loops co, h, w and ci into the instruction and unroll the rest (:class:`GemmFold`).
+``kernel_step="row"`` makes each kernel row a reduction step of its own (the row loop ky leaves
+the GEMM): a step loads one kernel row's input rows and weights.
 
 Example:
     >>> import isa
@@ -128,6 +130,10 @@ class GemmFold(StrEnum):
 
 GEMM_FOLDS = tuple(GemmFold)
 
+#: The kernel rows one reduction step covers (``Conv2dKnobs.kernel_step``): the whole window
+#: (VTA's template) or one row.
+KERNEL_STEPS = ("window", "row")
+
 
 def gemm_loops(fold: GemmFold | str, extents: dict[str, int]) -> tuple[str, ...]:
     """The loops of a step's GEMM that remain once the loops of extent 1 are gone, outer
@@ -187,8 +193,16 @@ class Conv2dKnobs:
     weights_resident: bool = False
     #: the two output-tile axes each step's GEMM instruction folds (:class:`GemmFold`)
     gemm_fold: GemmFold = GemmFold.CO_H
+    #: the kernel rows a reduction step covers: ``window`` (all ``k``: the step loads the
+    #: tile's whole input window) or ``row`` (one: ``k`` steps per input-channel step, each
+    #: loading the ``(tile_h - 1) * stride + 1`` input rows of one kernel row and its weights)
+    kernel_step: str = "window"
 
     def __post_init__(self) -> None:
+        if self.kernel_step not in KERNEL_STEPS:
+            raise ScheduleError(
+                f"kernel_step must be one of {list(KERNEL_STEPS)}, got {self.kernel_step!r}"
+            )
         for name, kind in (("loop_order", LoopOrder), ("gemm_fold", GemmFold)):
             value = getattr(self, name)
             if not isinstance(value, kind):
@@ -207,6 +221,8 @@ class Conv2dKnobs:
             names.remove("weights_resident")
         if self.gemm_fold is GemmFold.CO_H:
             names.remove("gemm_fold")
+        if self.kernel_step == "window":
+            names.remove("kernel_step")
         return f"Conv2dKnobs({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     @property
@@ -224,7 +240,8 @@ class Conv2dKnobs:
             f"h_nthread={self.h_nthread} loop_order={self.loop_order}"
         )
         text += " weights_resident=True" if self.weights_resident else ""
-        return text + ("" if self.gemm_fold is GemmFold.CO_H else f" gemm_fold={self.gemm_fold}")
+        text += "" if self.gemm_fold is GemmFold.CO_H else f" gemm_fold={self.gemm_fold}"
+        return text + ("" if self.kernel_step == "window" else f" kernel_step={self.kernel_step}")
 
 
 @dataclass(frozen=True)
@@ -365,6 +382,11 @@ def check_knobs(st: ConvStages, knobs: Conv2dKnobs, cfg: HwConfig | None = None)
             f"{knobs.oc_nthread} x h_nthread={knobs.h_nthread}) need more tokens than the "
             f"dependency queues hold; at most {max_threads}"
         )
+    if knobs.kernel_step == "row" and st.kernel.shape[2] == 1:
+        raise ScheduleError(
+            f"conv2d {st.conv.name}: kernel_step='row' needs a kernel of more than one row, "
+            f"the kernel is {st.kernel.shape[2]}x{st.kernel.shape[3]}"
+        )
     if knobs.weights_resident:
         if knobs.loop_order is not LoopOrder.CO_H:
             raise ScheduleError(
@@ -448,13 +470,21 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
     rcb, ry, rx, rci = s[conv].leaf_iter_vars[6:]
     ko, ki = s[conv].split(rcb, factor=knobs.tile_ci)
     axis = {"b": n, "co": ob, "h": y, "w": x, "ci": ki, "ky": ry, "kx": rx}
-    s[conv].reorder(ko, *(axis[a] for a in knobs.gemm_fold.order()), cbi, coi, rci)
-    s[cdata].compute_at(s[conv], ko)
+    step = ko
+    if knobs.kernel_step == "row":
+        # one kernel row per step: the step's input is that row's window, (th - 1) * s + 1
+        # rows instead of (th - 1) * s + k, and its weights one row of the kernel
+        gemm = [axis[a] for a in knobs.gemm_fold.order() if a != "ky"]
+        s[conv].reorder(ko, ry, *gemm, cbi, coi, rci)
+        step = ry
+    else:
+        s[conv].reorder(ko, *(axis[a] for a in knobs.gemm_fold.order()), cbi, coi, rci)
+    s[cdata].compute_at(s[conv], step)
     if knobs.weights_resident:
         # the channel tile's weights for every reduction step, loaded once per channel tile
         s[ckernel].compute_at(s[out], co_loop)
     else:
-        s[ckernel].compute_at(s[conv], ko)
+        s[ckernel].compute_at(s[conv], step)
     s[cdata].pragma(s[cdata].leaf_iter_vars[0], DMA_COPY)
     s[ckernel].pragma(s[ckernel].leaf_iter_vars[0], DMA_COPY)
     s[conv].tensorize(cbi, gemm_intrinsic(cfg))

@@ -16,15 +16,16 @@ from .helpers import PRESETS, run
 def fits(cfg, layer, knobs, residual):
     """The per-thread buffer shares the tiles need (as the heuristic counts them)."""
     n = knobs.nthreads
-    in_h = (knobs.tile_h - 1) * layer.stride + layer.k
+    ky = 1 if knobs.kernel_step == "row" else layer.k  # the kernel rows a step covers
+    in_h = (knobs.tile_h - 1) * layer.stride + ky
     in_w = (knobs.tile_w - 1) * layer.stride + layer.k
     acc = knobs.tile_co * knobs.tile_h * knobs.tile_w * (2 if residual else 1)
     inp = knobs.tile_ci * in_h * in_w
-    wgt = knobs.tile_co * knobs.tile_ci * layer.k * layer.k
+    wgt = knobs.tile_co * knobs.tile_ci * ky * layer.k
     # the GEMM kernel unrolls the loops its instruction does not fold (gemm_fold)
     ext = {"co": knobs.tile_co, "h": knobs.tile_h, "w": knobs.tile_w, "ci": knobs.tile_ci}
     kept = [a for a in ext if a not in knobs.gemm_fold.folded]
-    uops = layer.k * layer.k * int(np.prod([ext[a] for a in kept]))
+    uops = ky * layer.k * int(np.prod([ext[a] for a in kept]))
     reset = int(np.prod([ext[a] for a in kept if a != "ci"]))
     return (
         n * acc <= cfg.acc_depth
@@ -64,6 +65,7 @@ def cases(draw):
         h_nthread=h_n,
         loop_order=draw(st.sampled_from(["h_co", "co_h"])),
         gemm_fold=draw(st.sampled_from(GEMM_FOLDS)),
+        kernel_step=draw(st.sampled_from(["window", "row"] if k > 1 else ["window"])),
     )
     relu, residual = draw(st.booleans()), draw(st.booleans())
     return cfg, layer, knobs, relu, residual
