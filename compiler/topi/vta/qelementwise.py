@@ -33,10 +33,10 @@ from compiler import te, topi
 from compiler.errors import ShapeError
 from compiler.quantize.requant import AluStep, add_alu_program
 from compiler.schedule import Schedule
-from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .qnn import _ALU_OPS, QLayer
+from .qnn import _ALU_OPS, QLayer, accumulator_stages, place_in_accumulator
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -229,24 +229,12 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
     the tile, every ALU stage there, the tile stored; the tile loops split between
     ``tiles.nthreads`` virtual threads (the outermost tile loop with more than one tile)."""
     from compiler.errors import ScheduleError
-    from compiler.ir.pragma import ALU, DMA_COPY
+    from compiler.ir.pragma import DMA_COPY
     from compiler.schedule import create_schedule
     from compiler.targets.vta.intrin import make_scopes
 
     scopes = make_scopes(cfg)
-    ewise: list[Tensor] = []
-    loads: list[Tensor] = []
-    stack = list(out.op.input_tensors())
-    while stack:
-        t = stack.pop()
-        if not isinstance(t.op, ComputeOp) or t in ewise or t in loads:
-            continue
-        inputs = t.op.input_tensors()
-        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
-            loads.append(t)
-            continue
-        ewise.append(t)
-        stack.extend(inputs)
+    ewise, loads = accumulator_stages(out)
     shape = out.shape
     spatial = len(shape) == 6
     extents = {"tile_c": shape[1]}
@@ -257,11 +245,7 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
         if tile < 1 or ext % tile:
             raise ScheduleError(f"elementwise {out.name}: {knob}={tile} must divide {ext}")
     s = create_schedule(out)
-    for t in loads:
-        s[t].set_scope(scopes.acc)
-    for t in ewise:
-        s[t].set_scope(scopes.acc)
-        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
+    place_in_accumulator(s, ewise, loads, scopes.acc)
     if spatial:
         n, c, h, w, bi, ci = s[out].leaf_iter_vars
         c0, c1 = s[out].split(c, factor=tiles.tile_c)

@@ -29,6 +29,7 @@ import numpy as np
 from compiler import te, topi
 from compiler.errors import ShapeError
 from compiler.ir import op
+from compiler.ir.buffer import Scope
 from compiler.ir.expr import Expr
 from compiler.quantize.requant import (
     AluStep,
@@ -496,14 +497,9 @@ def _tap(src: Tensor, ky: int, kx: int, sh: int, sw: int) -> Callable[..., Expr]
     return tap
 
 
-def schedule_pool_packed(out: Tensor, cfg: HwConfig, tile_h: int) -> Schedule:
-    """Rows of ``tile_h`` output rows per channel block; every accumulator stage at the row
-    tile, the input window DMA'd there, the output stored from it."""
-    from compiler.ir.pragma import ALU, DMA_COPY
-    from compiler.schedule import create_schedule
-    from compiler.targets.vta.intrin import make_scopes
-
-    scopes = make_scopes(cfg)
+def accumulator_stages(out: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+    """The stages between ``out`` and its inputs: ALU stages (``ewise``) and operands computed
+    from inputs only, which are DMA'd into the accumulator (``loads``)."""
     ewise: list[Tensor] = []
     loads: list[Tensor] = []
     stack = list(out.op.input_tensors())
@@ -517,15 +513,37 @@ def schedule_pool_packed(out: Tensor, cfg: HwConfig, tile_h: int) -> Schedule:
             continue
         ewise.append(t)
         stack.extend(inputs)
+    return ewise, loads
+
+
+def place_in_accumulator(
+    s: Schedule, ewise: list[Tensor], loads: list[Tensor], acc_scope: Scope
+) -> None:
+    """Put the ALU stages and the DMA'd operands in the accumulator, the ALU stages marked
+    with the ``alu`` pragma."""
+    from compiler.ir.pragma import ALU
+
+    for t in loads:
+        s[t].set_scope(acc_scope)
+    for t in ewise:
+        s[t].set_scope(acc_scope)
+        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
+
+
+def schedule_pool_packed(out: Tensor, cfg: HwConfig, tile_h: int) -> Schedule:
+    """Rows of ``tile_h`` output rows per channel block; every accumulator stage at the row
+    tile, the input window DMA'd there, the output stored from it."""
+    from compiler.ir.pragma import DMA_COPY
+    from compiler.schedule import create_schedule
+    from compiler.targets.vta.intrin import make_scopes
+
+    scopes = make_scopes(cfg)
+    ewise, loads = accumulator_stages(out)
     oh = out.shape[2]
     if tile_h < 1 or oh % tile_h:
         raise ShapeError(f"pool {out.name}: tile_h={tile_h} must divide the {oh} output rows")
     s = create_schedule(out)
-    for t in loads:
-        s[t].set_scope(scopes.acc)
-    for t in ewise:
-        s[t].set_scope(scopes.acc)
-        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
+    place_in_accumulator(s, ewise, loads, scopes.acc)
     n, c, h, w, i, j = s[out].leaf_iter_vars
     h0, h1 = s[out].split(h, factor=tile_h)
     s[out].reorder(n, c, h0, h1, w, i, j)
