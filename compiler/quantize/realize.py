@@ -7,11 +7,13 @@ folding, dead-node elimination), calibrates every activation on the sample input
 * ``conv2d`` / ``dense`` with constant weights: int8 data (per-tensor scale ``s_x``), int8
   weights per output channel (``s_w[c] = max|w[c]| / 127``, values in ``[-127, 127]``), int32
   bias ``round(b / (s_x s_w[c]))``, int32 accumulation, then ``requantize`` to the output's
-  int8 scale ``s_y`` by ``M[c] = s_x s_w[c] / s_y``; a ``relu`` that is the only reader is
-  fused into the requantization (``out_min = 0``);
+  int8 scale ``s_y`` by ``M[c] = s_x s_w[c] / s_y``; a ``relu`` or ``clip`` that is the only
+  reader is fused into the requantization (``out_min = 0`` for a relu; a clip's bounds in units
+  of ``s_y``, rounded half up and held within int8: a relu6 clips at ``round(6 / s_y)``);
 * ``add`` of two activations: ``qadd`` (both rescaled to the output scale in the integer
-  domain), with a following ``relu`` fused the same way;
+  domain), with a following ``relu`` or ``clip`` fused the same way;
 * ``max_pool2d``, ``relu``, ``reshape``, ``transpose``: on int8, the scale passes through;
+  ``clip`` too, its bounds rounded to the input's scale;
 * ``global_avg_pool2d``: ``global_sum_pool2d`` (int32) and ``requantize`` by
   ``s_x / (H W s_y)``;
 * anything else (softmax, sigmoid, ...): stays float32, its int8 inputs dequantized and its
@@ -148,6 +150,16 @@ def _check_mode(requant: str) -> None:
         )
 
 
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def _int8_bound(bound: float, scale: float) -> int:
+    """``bound`` in int8 units of ``scale``, rounded half up and held within int8."""
+    if math.isinf(bound):
+        return INT8_MIN if bound < 0 else INT8_MAX
+    return int(min(max(math.floor(bound / scale + 0.5), INT8_MIN), INT8_MAX))
+
+
 class _Realizer:
     def __init__(self, graph: Graph, thresholds: Mapping[int, float], requant: str) -> None:
         self.graph = graph
@@ -193,11 +205,24 @@ class _Realizer:
     def is_activation(self, v: Value) -> bool:
         return not isinstance(v, Constant) and v.type.dtype.startswith("float")
 
-    def fusable_relu(self, node: Node) -> Node | None:
+    def fusable_activation(self, node: Node) -> Node | None:
+        """The ``relu`` or ``clip`` that is ``node``'s only reader (and ``node`` not a graph
+        output): the requantize or qadd producing ``node`` clips to its bounds instead."""
         users = self.users.get(id(node), [])
-        if len(users) == 1 and users[0].op == "relu" and id(node) not in self.out_ids:
+        if len(users) == 1 and users[0].op in ("relu", "clip") and id(node) not in self.out_ids:
             return users[0]
         return None
+
+    @staticmethod
+    def int8_bounds(act: Node | None, scale: float) -> tuple[int, int]:
+        """The int8 bounds of a fused activation at the output ``scale`` (round half up, as
+        ``quantize`` rounds): ``[0, 127]`` for a relu, the clip's bounds within ``[-128, 127]``,
+        ``[-128, 127]`` without one."""
+        if act is None:
+            return INT8_MIN, INT8_MAX
+        if act.op == "relu":
+            return 0, INT8_MAX
+        return _int8_bound(act.attrs["a_min"], scale), _int8_bound(act.attrs["a_max"], scale)
 
     # ------------------------------------------------------------ the walk
 
@@ -250,8 +275,8 @@ class _Realizer:
         ):
             return False
         qx, sx = self.as_int8(x)
-        relu = self.fusable_relu(node)
-        out = relu or node
+        act = self.fusable_activation(node)
+        out = act or node
         sy = self.scale(out)
         wv = w.value.astype(np.float64)
         channels = wv.shape[0]
@@ -278,13 +303,13 @@ class _Realizer:
         )
         acc = Node(node.op, (qx, *consts), node.attrs, node.name)
         params = choose_requant(sx * sw / sy, mode=self.requant)
-        self._requantize(acc, out, params, relu is not None, sy)
-        if relu is not None:
-            self.fused.add(id(relu))
+        self._requantize(acc, out, params, self.int8_bounds(act, sy), sy)
+        if act is not None:
+            self.fused.add(id(act))
         return True
 
     def _requantize(
-        self, acc: Node, out: Node, params: RequantParams, relu: bool, scale: float
+        self, acc: Node, out: Node, params: RequantParams, bounds: tuple[int, int], scale: float
     ) -> None:
         label = node_label(out)
         rq = Node(
@@ -295,7 +320,7 @@ class _Realizer:
                 Constant(params.shift, name=f"{label}.shift"),
                 Constant(params.post_shift, name=f"{label}.post_shift"),
             ),
-            {"out_min": 0 if relu else -128, "out_max": 127},
+            {"out_min": bounds[0], "out_max": bounds[1]},
             name=f"{label}.requantize",
         )
         self.qv[id(out)] = (rq, scale)
@@ -306,20 +331,32 @@ class _Realizer:
             return False
         qa, sa = self.as_int8(a)
         qb, sb = self.as_int8(b)
-        relu = self.fusable_relu(node)
-        out = relu or node
+        act = self.fusable_activation(node)
+        out = act or node
         so = self.scale(out)
         lm, rm, shift = choose_add(sa, sb, so)
+        lo, hi = self.int8_bounds(act, so)
         attrs = {
             "lhs_multiplier": lm,
             "rhs_multiplier": rm,
             "shift": shift,
-            "out_min": 0 if relu else -128,
-            "out_max": 127,
+            "out_min": lo,
+            "out_max": hi,
         }
         self.qv[id(out)] = (Node("qadd", (qa, qb), attrs, name=node.name), so)
-        if relu is not None:
-            self.fused.add(id(relu))
+        if act is not None:
+            self.fused.add(id(act))
+        return True
+
+    def _clip(self, node: Node) -> bool:
+        # on int8 at the input's scale, the bounds rounded to it
+        x = node.inputs[0]
+        if id(x) not in self.qv:
+            return False
+        qx, s = self.qv[id(x)]
+        lo, hi = self.int8_bounds(node, s)
+        clip = Node("clip", (qx,), {"a_min": lo, "a_max": hi}, node.name)
+        self.qv[id(node)] = (clip, s)
         return True
 
     def _global_avg_pool2d(self, node: Node) -> bool:
@@ -334,7 +371,7 @@ class _Realizer:
             so = sx * 2.0**k / (h * w)
         total = Node("global_sum_pool2d", (qx,), name=f"{node.label}.sum")
         params = choose_requant(np.full(c, sx / (h * w * so)), mode=self.requant)
-        self._requantize(total, node, params, False, so)
+        self._requantize(total, node, params, (INT8_MIN, INT8_MAX), so)
         return True
 
 

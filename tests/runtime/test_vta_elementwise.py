@@ -88,3 +88,21 @@ def test_vtac_graph_shows_the_elementwise_rules(tmp_path, capsys):
     assert "vta" in relu and "relu-group" in relu and "MAX 0" in relu
     assert "vta" in add and "qadd-group" in add
     assert not any("relu-not-lowered" in line or "qadd-host" in line for line in lines)
+
+
+@pytest.mark.parametrize("config", ["default", "vta-1x16x16", "4x4x4"])
+def test_float_clips_quantize_and_run_on_the_accelerator(config):
+    # a relu6 and an add's clip fused into their groups, a clip after a pool as a clip-group
+    from tests.compiler.quantize.test_ops import _clip_net
+
+    graph = _clip_net(1)
+    rng = np.random.default_rng(11)
+    feed = {"data": (rng.normal(size=(1, 4, 8, 8)) * 2).astype(np.float32)}
+    net = compile_network(graph, config, calibration=feed)
+    rules = {p.node: (p.device, p.rule) for p in net.partition.placements}
+    assert rules["clip_pool"] == ("vta", "clip-group")
+    assert rules["relu6.requantize"] == ("vta", "requantize-fused")
+    assert rules["add"] == ("vta", "qadd-fused")
+    for x in (feed["data"], feed["data"] * 3):
+        got = net.run({"data": x}).outputs[0]
+        np.testing.assert_array_equal(got, net.reference({"data": x})[0])

@@ -194,3 +194,42 @@ def test_a_value_never_seen_nonzero_still_quantizes():
     feed = {"data": RNG.normal(size=(2, 4)).astype(np.float32)}
     q = quantize_graph(g, feed, "minmax")
     assert evaluate(q, feed)[0].tolist() == [[0.0] * 4] * 2
+
+
+def _clip_net(batch: int = 2) -> Graph:
+    # a relu6 after each conv (fused), an add with a clip after it (fused into the qadd), and a
+    # clip after a max pool (int8 at the pool's scale)
+    x = Var("data", TensorType((batch, 4, 8, 8), "float32", "NCHW"))
+    c1 = Node("conv2d", (x, _const((8, 4, 3, 3)), _const((8,), 0.1)),
+              {"padding": (1, 1, 1, 1)}, name="c1")  # fmt: skip
+    r1 = Node("clip", (c1,), {"a_min": 0.0, "a_max": 6.0}, name="relu6")
+    c2 = Node("conv2d", (r1, _const((8, 8, 3, 3), 0.2)), {"padding": (1, 1, 1, 1)}, name="c2")
+    add = Node("add", (c2, r1), name="add")
+    r2 = Node("clip", (add,), {"a_min": -0.5, "a_max": 0.75}, name="clip_add")
+    pool = Node("max_pool2d", (r2,), {"pool_size": (2, 2), "strides": (2, 2)}, name="mp")
+    r3 = Node("clip", (pool,), {"a_min": -0.25, "a_max": 0.5}, name="clip_pool")
+    return Graph.from_outputs([x], [r3], name="clips")
+
+
+def test_clips_are_quantized_fused_or_on_int8():
+    g = _clip_net()
+    feeds = [{"data": (RNG.normal(size=(2, 4, 8, 8)) * 2).astype(np.float32)} for _ in range(3)]
+    q = quantize_graph(g, feeds, "minmax")
+    assert integer_violations(q) == []
+    by_name = {n.name: n for n in q.nodes}
+    rq = by_name["relu6.requantize"]
+    assert rq.attrs["out_min"] == 0 and rq.attrs["out_max"] <= 127
+    qadd = next(n for n in q.nodes if n.op == "qadd")
+    scale = next(n for n in q.nodes if n.op == "dequantize").attrs["scale"]
+    # the add's clip fused: its bounds in units of the clip's own output scale
+    assert qadd.attrs["out_min"] < 0 < qadd.attrs["out_max"] <= 127
+    (clip,) = [n for n in q.nodes if n.op == "clip"]
+    assert clip.inputs[0].op == "max_pool2d" and clip.type.dtype == "int8"
+    assert (clip.attrs["a_min"], clip.attrs["a_max"]) == (
+        int(np.floor(-0.25 / scale + 0.5)),
+        int(np.floor(0.5 / scale + 0.5)),
+    )
+    test = {"data": (RNG.normal(size=(2, 4, 8, 8)) * 2).astype(np.float32)}
+    ref, got = evaluate(g, test)[0], evaluate(q, test)[0]
+    assert got.min() >= -0.25 - scale and got.max() <= 0.5 + scale
+    assert np.abs(ref - got).max() <= 0.1
