@@ -122,6 +122,21 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
     return ConfigSpace(knobs, rule)
 
 
+def _k_block_rule(
+    v: Mapping[str, Any], whole: int, adjacent: bool, why: str, vectors: int
+) -> str | None:
+    """Why a point's ``k_block`` / ``unroll_k`` cannot be a choice of its own, or ``None``: a
+    split of the reduction whose two loops stay adjacent (``adjacent``, because of ``why``) and
+    are not unrolled changes no loop; an unrolled block is at most :data:`MAX_UNROLLED` FMAs."""
+    if v["k_block"] != whole and adjacent and not v["unroll_k"]:
+        return (f"k_block={v['k_block']} has no effect with {why} and no unroll_k (its two "
+                "loops stay adjacent)")  # fmt: skip
+    if v["unroll_k"] and v["k_block"] * vectors > MAX_UNROLLED:
+        return (f"unroll_k: the unrolled body has {v['k_block'] * vectors} vector FMAs, over "
+                f"{MAX_UNROLLED}")  # fmt: skip
+    return None
+
+
 def _dense_space(s: Mapping[str, int]) -> ConfigSpace:
     from compiler.strategy.compute import DENSE_LANES
     from compiler.topi.cpu.dense import SUM_ORDERS
@@ -151,13 +166,7 @@ def _dense_space(s: Mapping[str, int]) -> ConfigSpace:
             knob = "unit_groups" if g > 1 else "lanes"
             return (f"{knob}={v[knob]}: {block // g} units of {split // v['lanes']} vectors "
                     f"are {vectors} accumulators, over {MAX_ACCUMULATORS}")  # fmt: skip
-        if v["k_block"] != steps and g == 1 and not v["unroll_k"]:
-            return (f"k_block={v['k_block']} has no effect with unit_groups=1 and no unroll_k "
-                    "(its two loops stay adjacent)")  # fmt: skip
-        if v["unroll_k"] and v["k_block"] * vectors > MAX_UNROLLED:
-            return (f"unroll_k: the unrolled body has {v['k_block'] * vectors} vector FMAs, "
-                    f"over {MAX_UNROLLED}")  # fmt: skip
-        return None
+        return _k_block_rule(v, steps, g == 1, "unit_groups=1", vectors)
 
     return ConfigSpace(knobs, rule)
 
@@ -185,13 +194,7 @@ def _matmul_space(s: Mapping[str, int]) -> ConfigSpace:
             return (f"lanes={v['lanes']}: a register tile of {v['rows']} rows x {v['cols']} "
                     f"columns is {vectors} vector accumulators, over "
                     f"{MAX_ACCUMULATORS}")  # fmt: skip
-        if v["k_block"] != k and v["k_order"] == "k_rows" and not v["unroll_k"]:
-            return (f"k_block={v['k_block']} has no effect with k_order=k_rows and no unroll_k "
-                    "(its two loops stay adjacent)")  # fmt: skip
-        if v["unroll_k"] and v["k_block"] * vectors > MAX_UNROLLED:
-            return (f"unroll_k: the unrolled body has {v['k_block'] * vectors} vector FMAs, "
-                    f"over {MAX_UNROLLED}")  # fmt: skip
-        return None
+        return _k_block_rule(v, k, v["k_order"] == "k_rows", "k_order=k_rows", vectors)
 
     return ConfigSpace(knobs, rule)
 
