@@ -36,7 +36,7 @@ from compiler.schedule import Schedule
 from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .qnn import _ALU_OPS, QLayer, accumulator_stages, place_in_accumulator
+from .qnn import _ALU_OPS, QLayer, accumulator_stages, attach_tile, place_in_accumulator
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -229,7 +229,6 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
     the tile, every ALU stage there, the tile stored; the tile loops split between
     ``tiles.nthreads`` virtual threads (the outermost tile loop with more than one tile)."""
     from compiler.errors import ScheduleError
-    from compiler.ir.pragma import DMA_COPY
     from compiler.schedule import create_schedule
     from compiler.targets.vta.intrin import make_scopes
 
@@ -275,12 +274,7 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
         rest = [iv for iv in s[out].leaf_iter_vars if iv is not vt]
         s[out].reorder(vt, *rest)
         s[out].bind(vt, "cthread")
-    for t in ewise:
-        s[t].compute_at(s[out], at)
-    for t in sorted(loads, key=lambda t: t.name):
-        s[t].compute_at(s[out], at)
-        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
-    s[out].pragma(first_inner, DMA_COPY)
+    attach_tile(s, out, at, ewise, loads, store_at=first_inner)
     return s
 
 

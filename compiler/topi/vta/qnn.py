@@ -39,7 +39,7 @@ from compiler.quantize.requant import (
     wrap32,
 )
 from compiler.schedule import Schedule
-from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.te.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor
 from isa import HwConfig, Program
 
 _ALU_OPS: dict[str, Callable[[Expr, Expr], Expr]] = {
@@ -530,10 +530,30 @@ def place_in_accumulator(
         s[t].pragma(s[t].leaf_iter_vars[0], ALU)
 
 
+def attach_tile(
+    s: Schedule,
+    out: Tensor,
+    at: IterVar,
+    ewise: list[Tensor],
+    loads: list[Tensor],
+    *,
+    store_at: IterVar,
+) -> None:
+    """Compute the ALU stages and DMA the operands at ``out``'s tile loop ``at``; the tile is
+    stored from ``store_at``, the first loop inside it."""
+    from compiler.ir.pragma import DMA_COPY
+
+    for t in ewise:
+        s[t].compute_at(s[out], at)
+    for t in sorted(loads, key=lambda t: t.name):
+        s[t].compute_at(s[out], at)
+        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
+    s[out].pragma(store_at, DMA_COPY)
+
+
 def schedule_pool_packed(out: Tensor, cfg: HwConfig, tile_h: int) -> Schedule:
     """Rows of ``tile_h`` output rows per channel block; every accumulator stage at the row
     tile, the input window DMA'd there, the output stored from it."""
-    from compiler.ir.pragma import DMA_COPY
     from compiler.schedule import create_schedule
     from compiler.targets.vta.intrin import make_scopes
 
@@ -547,12 +567,7 @@ def schedule_pool_packed(out: Tensor, cfg: HwConfig, tile_h: int) -> Schedule:
     n, c, h, w, i, j = s[out].leaf_iter_vars
     h0, h1 = s[out].split(h, factor=tile_h)
     s[out].reorder(n, c, h0, h1, w, i, j)
-    for t in ewise:
-        s[t].compute_at(s[out], h0)
-    for t in sorted(loads, key=lambda t: t.name):
-        s[t].compute_at(s[out], h0)
-        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
-    s[out].pragma(h1, DMA_COPY)
+    attach_tile(s, out, h0, ewise, loads, store_at=h1)
     return s
 
 
