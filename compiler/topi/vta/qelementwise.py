@@ -36,7 +36,7 @@ from compiler.schedule import Schedule
 from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .qnn import _ALU_OPS, QLayer, accumulator_stages, attach_tile, place_in_accumulator
+from .qnn import QLayer, accumulator_stages, alu_stages, attach_tile, place_in_accumulator
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -138,34 +138,7 @@ def elementwise_packed(
         other = te.compute(
             shape, lambda *i: rhs(*i).astype("int32"), name=f"{name}_rhs", tag="elemwise"
         )
-    for k, step in enumerate(steps):
-        fn = _ALU_OPS[step.op]
-        if step.tensor not in (None, "rhs"):
-            raise ShapeError(f"{name}: step {step} reads a tile an elementwise group has not")
-        if step.dst == "rhs":
-            assert other is not None and step.imm is not None
-            other = te.compute(
-                shape,
-                lambda *i, s=other, v=step.imm, f=fn: f(s(*i), v),
-                name=f"{name}_r{k}",
-                tag="elemwise",
-            )
-        elif step.tensor == "rhs":
-            assert other is not None
-            cur = te.compute(
-                shape,
-                lambda *i, c=cur, o=other, f=fn: f(c(*i), o(*i)),
-                name=f"{name}_q{k}",
-                tag="elemwise",
-            )
-        else:
-            assert step.imm is not None
-            cur = te.compute(
-                shape,
-                lambda *i, c=cur, v=step.imm, f=fn: f(c(*i), v),
-                name=f"{name}_q{k}",
-                tag="elemwise",
-            )
+    cur = alu_stages(cur, steps, rhs=other, prefix=f"{name}_")
     return topi.cast(cur, "int8", name="out")
 
 
@@ -198,16 +171,18 @@ def elementwise_tiles(
         >>> elementwise_tiles(isa.load_config("default"), (1, 4, 56, 56, 1, 4), 2)
         ElementwiseTiles(tile_c=1, tile_h=8, tile_w=56, nthreads=2)
     """
+    from .heuristic import divisors
+
     nb, cb = shape[0], shape[1]
     h, w = (shape[2], shape[3]) if len(shape) == 6 else (1, 1)
 
-    def divisors(n: int) -> list[int]:
-        return [d for d in range(n, 0, -1) if n % d == 0]
+    def largest_first(n: int) -> list[int]:
+        return divisors(n)[::-1]
 
     # largest first; whole rows before part of a row, whole blocks before several blocks
-    candidates = [ElementwiseTiles(tc, h, w) for tc in divisors(cb)]
-    candidates += [ElementwiseTiles(1, th, w) for th in divisors(h)[1:]]
-    candidates += [ElementwiseTiles(1, 1, tw) for tw in divisors(w)[1:]]
+    candidates = [ElementwiseTiles(tc, h, w) for tc in largest_first(cb)]
+    candidates += [ElementwiseTiles(1, th, w) for th in largest_first(h)[1:]]
+    candidates += [ElementwiseTiles(1, 1, tw) for tw in largest_first(w)[1:]]
     if nthreads not in (1, 2):
         raise ShapeError(f"elementwise: nthreads={nthreads} must be 1 or 2")
     for n in sorted({nthreads, 1}, reverse=True):

@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,6 +170,59 @@ def epilogue_tensors(
     return placeholders, values
 
 
+def alu_stages(
+    acc: Tensor,
+    steps: Sequence[AluStep],
+    *,
+    rhs: Tensor | None = None,
+    tiles: Mapping[str, Tensor] | None = None,
+    channel: Callable[[Sequence[Expr]], tuple[Expr, Expr, Expr]] | None = None,
+    prefix: str = "",
+) -> Tensor:
+    """``steps`` as accumulator stages on the int32 ``acc`` (one stage a step, named
+    ``{prefix}q{k}``): an immediate, the second operand ``rhs`` (a step whose ``dst`` is
+    ``rhs`` updates that operand instead, ``{prefix}rhs{k}``) or a per-channel tile of
+    ``tiles`` read at ``channel(index)``. Returns the last stage (``acc`` without steps)."""
+    cur = acc
+    for k, step in enumerate(steps):
+        fn = _ALU_OPS[step.op]
+        if step.dst == "rhs":
+            assert rhs is not None and step.imm is not None
+            rhs = te.compute(
+                acc.shape,
+                lambda *i, s=rhs, v=step.imm, f=fn: f(s(*i), v),
+                name=f"{prefix}rhs{k}",
+                tag="elemwise",
+            )
+            continue
+        if step.tensor == "rhs":
+            assert rhs is not None
+            cur = te.compute(
+                acc.shape,
+                lambda *i, c=cur, o=rhs, f=fn: f(c(*i), o(*i)),
+                name=f"{prefix}q{k}",
+                tag="elemwise",
+            )
+        elif step.tensor is not None:
+            if tiles is None or channel is None or step.tensor not in tiles:
+                raise ShapeError(f"{acc.name}: step {step} reads a tile this group has not")
+            cur = te.compute(
+                acc.shape,
+                lambda *i, c=cur, t=tiles[step.tensor], f=fn: f(c(*i), t(*channel(i))),
+                name=f"{prefix}q{k}",
+                tag="elemwise",
+            )
+        else:
+            assert step.imm is not None
+            cur = te.compute(
+                acc.shape,
+                lambda *i, c=cur, v=step.imm, f=fn: f(c(*i), v),
+                name=f"{prefix}q{k}",
+                tag="elemwise",
+            )
+    return cur
+
+
 def apply_epilogue(
     acc: Tensor,
     ep: QEpilogue,
@@ -202,44 +255,7 @@ def apply_epilogue(
         rhs = te.compute(
             acc.shape, lambda *i: residual(*i).astype("int32"), name="res_acc", tag="elemwise"
         )
-    cur = acc
-    for k, step in enumerate(ep.steps()):
-        fn = _ALU_OPS[step.op]
-        if step.dst == "rhs":
-            assert rhs is not None and step.imm is not None
-            src, imm = rhs, step.imm
-            rhs = te.compute(
-                acc.shape,
-                lambda *i, s=src, v=imm, f=fn: f(s(*i), v),
-                name=f"rhs{k}",
-                tag="elemwise",
-            )
-            continue
-        if step.tensor == "rhs":
-            assert rhs is not None
-            other = rhs
-            cur = te.compute(
-                acc.shape,
-                lambda *i, c=cur, o=other, f=fn: f(c(*i), o(*i)),
-                name=f"q{k}",
-                tag="elemwise",
-            )
-        elif step.tensor is not None:
-            tile = loads[step.tensor]
-            cur = te.compute(
-                acc.shape,
-                lambda *i, c=cur, t=tile, f=fn: f(c(*i), t(*channel(i))),
-                name=f"q{k}",
-                tag="elemwise",
-            )
-        else:
-            assert step.imm is not None
-            cur = te.compute(
-                acc.shape,
-                lambda *i, c=cur, v=step.imm, f=fn: f(c(*i), v),
-                name=f"q{k}",
-                tag="elemwise",
-            )
+    cur = alu_stages(acc, ep.steps(), rhs=rhs, tiles=loads, channel=channel)
     if cur is acc:
         raise ShapeError(f"{acc.name}: a quantized epilogue has at least the clip")
     return topi.cast(cur, "int8", name="out")
