@@ -6,8 +6,9 @@ accelerator (``target="vta"``) the operators are the packed int8 ``conv2d`` and 
 ``compiler.topi.vta``; their knobs are those of :class:`~compiler.topi.vta.Conv2dKnobs` and
 :class:`~compiler.topi.vta.DenseKnobs`: tile sizes from the divisors of each axis, the virtual
 thread split (conv2d: two or four threads on one tile axis, or two on each) and (conv2d) the
-loop order, ``gemm_fold`` (which loops each GEMM instruction folds) and, where all the weights
-fit the wgt buffer, ``weights_resident``. The space rejects points whose tiles overflow a
+loop order, ``gemm_fold`` (which loops each GEMM instruction folds), ``kernel_step`` (with a
+kernel of more than one row: a reduction step covers the whole window or one kernel row) and,
+where all the weights fit the wgt buffer, ``weights_resident``. The space rejects points whose tiles overflow a
 thread's share of the inp/wgt/acc buffers or the micro-op buffer, thread splits that do not
 divide the tile loops or overflow the dependency queues, and a ``gemm_fold`` that folds the
 same loops as an earlier choice, with the same rules as the heuristic
