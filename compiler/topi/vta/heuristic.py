@@ -86,8 +86,9 @@ def estimate_conv2d(
     if knobs.nthreads > 1:
         # two threads hide the shorter of loads and compute behind the longer, but not
         # wholly: the steps' DMAs and GEMMs do not interleave perfectly, and the exposed part
-        # grows with the shorter one's share (fitted on the simulator: about 1/3 of
-        # short^2 / long)
+        # grows with the shorter one's share: about 1/3 of short^2 / long, fitted on two
+        # tilings of ResNet-18's first layer (im2col) on the simulator; over the 20
+        # convolutions it took 9,749,097 cycles to 9,656,782 (shift requantization)
         long, short = max(compute, dram), min(compute, dram)
         cycles = long + short * short / (3 * long) + step_load + step_uops
     else:
