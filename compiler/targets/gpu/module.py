@@ -111,6 +111,10 @@ class GpuModule:
                     f"{self.name}: no CUDA GPU is available to numba; set NUMBA_ENABLE_CUDASIM=1 "
                     "before numba.cuda is imported to run the kernels on numba's CUDA simulator"
                 )
+            if cuda_backend() == "cuda":
+                from compiler.targets.gpu.ptx import check_numba_cuda
+
+                check_numba_cuda()
             namespace: dict[str, Any] = {}
             exec(compile(self.source, f"<{self.name}-kernels>", "exec"), namespace)  # noqa: S102
             for src in self.sources:

@@ -51,9 +51,36 @@ def _env_sim() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
+def check_numba_cuda() -> None:
+    """Refuse, naming both versions, a numba-cuda whose real CUDA target cannot load beside
+    this numpy.
+
+    numba-cuda 0.30 registers ``np.row_stack`` when its array support is imported, the first
+    time a kernel is compiled; numpy 2.5 removed that name, so every kernel compile failed with
+    an ``AttributeError`` deep inside numba (seen on an H100 with numpy 2.5.2). Only the real
+    target is checked: the simulator never loads that module.
+    """
+    import importlib
+
+    try:
+        importlib.import_module("numba.cuda.np.arrayobj")
+    except AttributeError as exc:
+        import numpy
+
+        from numba_cuda import __version__ as numba_cuda_version
+
+        raise CodegenError(
+            f"numba-cuda {numba_cuda_version} cannot compile kernels with numpy "
+            f"{numpy.__version__} ({exc}); install the versions the gpu extra pins "
+            "(pip install 'vtac[gpu]')"
+        ) from None
+
+
 def compile_here(source: str, kernels: list[tuple[str, str]], cc: tuple[int, int]) -> dict:
     """Compile each ``(name, signature)`` kernel of ``source`` to PTX in this process."""
     from numba import cuda
+
+    check_numba_cuda()
 
     namespace: dict = {}
     exec(compile(source, "<vtac-gpu-kernels>", "exec"), namespace)  # noqa: S102

@@ -175,3 +175,23 @@ def test_block_extents_must_agree():
     with pytest.raises(LoweringError, match=r"loops bound to blockIdx.x have different extents "
                        r"\[4, 16\]"):  # fmt: skip
         lower(s, [a, c], target="gpu")
+
+
+def test_numba_cuda_that_cannot_load_beside_numpy_is_named(monkeypatch):
+    """numba-cuda 0.30 with numpy 2.5 failed every kernel compile on a GPU with an
+    AttributeError deep inside numba; the check names both versions instead."""
+    import importlib
+
+    from compiler.errors import CodegenError
+    from compiler.targets.gpu.ptx import check_numba_cuda
+
+    real = importlib.import_module
+
+    def fake(name, *args):
+        if name == "numba.cuda.np.arrayobj":
+            raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    with pytest.raises(CodegenError, match=r"numba-cuda \S+ cannot compile kernels with numpy"):
+        check_numba_cuda()
