@@ -66,7 +66,6 @@ def check_numba_cuda() -> None:
         importlib.import_module("numba.cuda.np.arrayobj")
     except AttributeError as exc:
         import numpy
-
         from numba_cuda import __version__ as numba_cuda_version
 
         raise CodegenError(
