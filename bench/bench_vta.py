@@ -17,7 +17,7 @@ import argparse
 import sys
 
 import isa
-from runtime.layer_cli import bench_rows, c9_cross_check, format_table, format_targets
+from runtime.layer_cli import bench_rows, c9_cross_check, format_findings, format_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {preset}", flush=True)
         rows = bench_rows(preset, names)
         print(format_table(rows, cfg))
-        print(format_targets(rows))
+        print(format_findings(rows))
         speedups = [r.speedup for r in rows]
         lo, hi = min(speedups), max(speedups)
         print(f"2 threads / 1 thread: geometric mean {_gmean(speedups):.3f}, {lo:.3f}..{hi:.3f}\n")

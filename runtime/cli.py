@@ -52,11 +52,23 @@ def one_line(message: str) -> str:
     return "; ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
+def version() -> str:
+    """The installed distribution's version (the source tree's when run uninstalled)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("vtac")
+    except PackageNotFoundError:
+        return "0+unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="vtac",
         description="Compiler, simulator and RTL tools for a VTA-style accelerator.",
     )
+    parser.add_argument("--version", action="version", version=f"vtac {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -80,6 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    # Line by line, also into a pipe (``vtac run ... | tee log``): progress must not arrive
+    # all at once at the end.
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(line_buffering=True)
+        except (OSError, ValueError):  # a closed or replaced stream
+            pass
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -36,10 +36,8 @@ from typing import Any
 #: Where the demo draws its Gantt chart, relative to the current directory (``/out/`` is ignored
 #: by git, so running the demo in a checkout leaves the tree clean).
 GANTT_PATH = Path("out") / "demo_gantt.png"
-#: Layers whose roofline target applies (3x3 convolutions).
+#: The 3x3 convolutions, whose distance to the roofline the findings report.
 THREE_BY_THREE = ("C2", "C4", "C6", "C7", "C9", "C10", "C12")
-ROOFLINE_TARGET = 0.85
-SPEEDUP_TARGET = 1.2
 
 
 def add_parser(subparsers: Any) -> None:
@@ -342,7 +340,7 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
 
 
 def format_table(rows: list[BenchRow], config: Any) -> str:
-    """The benchmark table and the targets it is measured against."""
+    """The benchmark table."""
     head = (
         f"{'layer':<5} {'cycles 1T':>10} {'cycles 2T':>10} {'ideal':>10} {'roofline':>10} "
         f"{'roof% 2T':>8} {'util 2T':>7} {'DRAM MB moved/compulsory':>25} {'2T/1T':>6} "
@@ -371,27 +369,25 @@ def format_table(rows: list[BenchRow], config: Any) -> str:
     return "\n".join(lines)
 
 
-def format_targets(rows: list[BenchRow]) -> str:
-    """Each target met or not, with the numbers that explain it."""
-    lines = ["targets:"]
-    all_match = all(r.one.match and r.two.match for r in rows)
-    lines.append(f"  every layer bit-exact: {'met' if all_match else 'NOT met'}")
+def format_findings(rows: list[BenchRow]) -> str:
+    """What the table shows, in figures: bit-exactness, how close the 3x3 layers come to their
+    roofline with two threads, and what bounds the second thread's gain where compute limits."""
+    lines = ["findings:"]
+    bad = [r.layer.name for r in rows if not (r.one.match and r.two.match)]
+    lines.append(
+        "  every layer bit-exact against numpy"
+        if not bad
+        else f"  results differ from numpy on {', '.join(bad)}"
+    )
     for r in rows:
         if r.layer.name not in THREE_BY_THREE:
             continue
-        frac = r.two.roofline_fraction
-        ok_roof = frac >= ROOFLINE_TARGET
-        line = (
-            f"  {r.layer.name:<4} 2T at {frac:.1%} of the roofline "
-            f"({'met' if ok_roof else 'NOT met'}, target {ROOFLINE_TARGET:.0%})"
-        )
+        line = f"  {r.layer.name:<4} 2T at {r.two.roofline_fraction:.1%} of the roofline"
         if r.compute_bound:
-            ok_sp = r.speedup >= SPEEDUP_TARGET
             one = r.one
             busy = one.gemm_uops / one.cycles
             line += (
-                f"; 2T/1T {r.speedup:.3f} ({'met' if ok_sp else 'NOT met'}, target "
-                f"{SPEEDUP_TARGET}): with 1 thread GEMM is already busy {busy:.1%} of the "
+                f"; 2T/1T {r.speedup:.3f}: with 1 thread GEMM is already busy {busy:.1%} of the "
                 f"cycles and compute waits on tokens {1 - 1 / r.hidden_bound():.1%}, so hiding "
                 f"every wait gives at most {r.hidden_bound():.3f}"
             )
@@ -420,7 +416,7 @@ def _bench(args: argparse.Namespace) -> int:
                               "speedup": r.speedup}, allow_nan=False))  # fmt: skip
     else:
         print(format_table(rows, cfg))
-        print(format_targets(rows))
+        print(format_findings(rows))
     return 0 if all(r.one.match and r.two.match for r in rows) else 1
 
 
@@ -465,7 +461,7 @@ def _demo(args: argparse.Namespace) -> int:
           "run on the simulator and checked against numpy", flush=True)  # fmt: skip
     rows = bench_rows("default")
     print(format_table(rows, cfg))
-    print(format_targets(rows))
+    print(format_findings(rows))
     print()
     ok = all(r.one.match and r.two.match for r in rows)
     ok &= c9_cross_check()
