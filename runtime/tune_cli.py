@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 LAYER_LISTS = ("resnet18-layers",)
@@ -218,6 +219,7 @@ def _tune(args: argparse.Namespace) -> int:
 
     if args.target == "vta":
         isa.load_config(args.config)  # an unknown preset fails here, naming it
+    _check_outputs(args)
     tasks = tasks_for(args)
     for t in tasks:
         t.space()  # a shape with no valid point fails before any worker starts
@@ -259,6 +261,7 @@ def _gemm(text: str) -> tuple[int, int, int]:
 
 def _explore(args: argparse.Namespace) -> int:
     import isa
+    from compiler.errors import CompilerError
     from compiler.tune.explore import area_proxy, hardware_grid, pareto_front
     from compiler.tune.task import hw_spec
     from compiler.tune.tuner import make_tuner
@@ -268,8 +271,14 @@ def _explore(args: argparse.Namespace) -> int:
         base, gemm=_list(args.gemm, "gemm", _gemm), buffer_scales=_list(args.buffers, "buffers",
         float), bus=_list(args.bus, "bus", int),
     )  # fmt: skip
+    _check_outputs(args)
     for name, reason in grid.rejected:
         print(f"left out {name}: {reason}")
+    if not grid.configs:
+        raise CompilerError(
+            f"explore: every configuration of the sweep was left out ({len(grid.rejected)}); "
+            "widen --gemm, --buffers or --bus"
+        )
     rows: list[tuple[str, float, float]] = []
     with _runner(args) as runner:
         for cfg in grid.configs:
@@ -293,6 +302,28 @@ def _explore(args: argparse.Namespace) -> int:
         _plot_front(rows, front, args.plot)
         print(f"wrote {args.plot}")
     return 0 if all(c != float("inf") for _, _, c in rows) else 1
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """The files a command will write, checked before any measurement: the tuning log (not a
+    directory, not under a file) and the plot (a writable path, a format matplotlib draws)."""
+    from compiler.tune.records import RecordLog
+
+    RecordLog(args.log)
+    plot = getattr(args, "plot", None)
+    if plot:
+        from matplotlib.figure import Figure
+
+        from isa.errors import OutputError
+        from isa.outputs import check_output_path
+
+        check_output_path(plot, "--plot")
+        formats = Figure().canvas.get_supported_filetypes()
+        suffix = Path(plot).suffix.lstrip(".").lower()
+        if suffix not in formats:
+            raise OutputError(
+                f"--plot {plot}: unknown image format {suffix!r} (one of: {', '.join(formats)})"
+            )
 
 
 def _plot_front(rows: list[tuple[str, float, float]], front: set[int], path: str) -> None:

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,6 +44,12 @@ class MeasureResult:
             raise CompilerError(f"measure result: error kind must be one of {ERROR_KINDS}")
         if not self.error and self.cost is None:
             raise CompilerError("measure result: a successful measurement has a cost")
+        # A cost that is negative or not finite would win every comparison (or none) and
+        # become the best record of its task: it can only come from a corrupt or forged log.
+        if self.cost is not None and not (math.isfinite(self.cost) and self.cost >= 0):
+            raise CompilerError(
+                f"measure result: cost {self.cost!r} is not a finite, non-negative number"
+            )
 
     @property
     def ok(self) -> bool:

@@ -52,11 +52,17 @@ class Record:
     @staticmethod
     def from_line(line: str, where: str = "record") -> Record:
         try:
-            d = json.loads(line)
+            d = json.loads(line, parse_constant=_refuse_constant)
+            if not isinstance(d, dict):
+                raise ValueError(f"a JSON {type(d).__name__}, not an object")
             task = Task.from_json(d["task"])
             index = int(d["config"]["index"])
             result = MeasureResult.from_json(d["result"])
             stamp = float(d.get("time", 0.0))
+        except CompilerError as e:
+            raise CompilerError(f"{where}: {e}") from None
+        except RecursionError:
+            raise CompilerError(f"{where}: not a tuning record (nested too deeply)") from None
         except (ValueError, KeyError, TypeError) as e:
             raise CompilerError(f"{where}: not a tuning record ({e!r})") from None
         config = _config_of(task, index, d["config"].get("values"), where)
@@ -65,6 +71,10 @@ class Record:
     def deterministic(self) -> tuple[Any, ...]:
         """What the same candidate always gives (for comparing runs; no wall times)."""
         return (self.task.key, self.config.index, self.result.deterministic())
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a tuning record may hold")
 
 
 def _config_of(task: Task, index: int, stored: Any, where: str) -> Config:
@@ -106,9 +116,15 @@ def load_records(path: str | Path) -> list[Record]:
     p = Path(path)
     if not p.exists():
         return []
+    if p.is_dir():
+        raise CompilerError(f"{p}: a directory, not a tuning log")
     out = []
-    with p.open() as f:
-        for n, line in enumerate(f, start=1):
+    with p.open("rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CompilerError(f"{p}:{n}: not UTF-8 text ({e.reason})") from None
             if line.strip():
                 out.append(Record.from_line(line, f"{p}:{n}"))
     return out
@@ -119,6 +135,8 @@ class RecordLog:
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
+        if self.path is not None:
+            _check_log_path(self.path)
 
     def existing(self, task: Task) -> list[Record]:
         if self.path is None:
@@ -132,6 +150,18 @@ class RecordLog:
         with self.path.open("a") as f:
             for r in records:
                 f.write(r.to_line() + "\n")
+
+
+def _check_log_path(path: Path) -> None:
+    """Refuse, before any measurement, a log that could not be appended to: a directory, or a
+    path under a file (missing directories are made when the first record is written)."""
+    if path.is_dir():
+        raise CompilerError(f"{path}: a directory, not a tuning log")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CompilerError(f"tuning log {path}: {parent} is a file, not a directory")
+            return
 
 
 def best_records(records: Iterable[Record]) -> dict[str, Record]:

@@ -141,3 +141,18 @@ def test_vtac_explore_prints_the_pareto_front(tmp_path, capsys):
     assert plot.stat().st_size > 0
     assert main(["explore", "conv2d", "--gemm", "1x8"]) != 0
     assert "--gemm" in capsys.readouterr().err
+
+
+def test_explore_checks_what_it_will_write_and_sweep_before_measuring(tmp_path, capsys):
+    base = ["explore", "conv2d", "--h", "4", "--w", "4", "--in-c", "16", "--out-c", "16",
+            "--pad", "1", "--trials", "3", "--workers", "1"]  # fmt: skip
+    for extra, what in [
+        (["--plot", str(tmp_path / "front.xyz")], "unknown image format 'xyz'"),
+        (["--plot", str(tmp_path)], "is a directory"),
+        (["--log", str(tmp_path)], "a directory, not a tuning log"),
+        (["--gemm", "1x3x3"], "every configuration of the sweep was left out"),
+    ]:
+        assert main(base + extra) == 1
+        captured = capsys.readouterr()
+        assert what in captured.err and captured.err.count("\n") == 1, captured.err
+        assert "cycles" not in captured.out  # nothing was measured

@@ -86,3 +86,43 @@ def test_a_record_written_before_gemm_fold_and_four_threads_loads_re_indexed():
     bad = line.replace('"loop_order"', '"loop_orders"')
     with pytest.raises(CompilerError, match="line 3.*different space version"):
         Record.from_line(bad, "line 3")
+
+
+@pytest.mark.parametrize("cost", ["-5.0", "NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_cost_that_could_win_unfairly_is_refused(tmp_path, cost):
+    good = _rec(T, 0, 500.0).to_line()
+    forged = good.replace('"cost": 500.0', f'"cost": {cost}')
+    assert forged != good
+    p = tmp_path / "log.jsonl"
+    p.write_text(good + "\n" + forged + "\n")
+    with pytest.raises(CompilerError, match=r"log.jsonl:2: "):
+        load_records(p)
+
+
+@pytest.mark.parametrize(
+    "content, what",
+    [
+        (b"\xff\xfe not utf-8\n", "not UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "log.jsonl:1: not a tuning record"),
+        (b"[1, 2]\n", "not an object"),
+    ],
+)
+def test_a_log_that_is_not_json_lines_is_refused_by_line(tmp_path, content, what):
+    p = tmp_path / "log.jsonl"
+    p.write_bytes(content)
+    with pytest.raises(CompilerError, match=what):
+        load_records(p)
+
+
+def test_a_directory_is_not_a_log(tmp_path):
+    with pytest.raises(CompilerError, match="a directory, not a tuning log"):
+        load_records(tmp_path)
+
+
+def test_a_log_that_cannot_be_written_is_refused_before_any_measurement(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CompilerError, match="a directory, not a tuning log"):
+        RecordLog(tmp_path)
+    with pytest.raises(CompilerError, match=r"file is a file, not a directory"):
+        RecordLog(tmp_path / "file" / "deeper" / "log.jsonl")
+    RecordLog(tmp_path / "new" / "log.jsonl")  # missing directories are made on first write
