@@ -84,11 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``vtac`` with ``argv``; returns the exit status (0, 1 for an error, 2 for a usage
     error, 130 when interrupted, 141 when standard output was closed)."""
+    from isa import interrupt
+
+    restore = interrupt.install("vtac")
     try:
         return _main(argv)
     except KeyboardInterrupt:  # before a command was chosen (imports, parsing)
         print("vtac: interrupted", file=sys.stderr)
+        interrupt.reported()
         return 130
+    finally:
+        restore()
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -115,11 +121,17 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         code = int(args.run(args) or 0)
         sys.stdout.flush()
+        from isa import interrupt
+
+        interrupt.check()  # an interrupt that a library swallowed still ends as one
         return code
     except (IsaError, CompilerError) as e:
         return _fail(name, str(e))
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
+        from isa import interrupt
+
+        interrupt.reported()
         return 130
     except BrokenPipeError:
         # the reader of standard output went away (``vtac sim ... | head -1``): stop quietly,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import isa.timing
-from isa import HwConfig, Program, as_program
+from isa import HwConfig, Program, as_program, interrupt
 from isa.formats import layout
 from isa.semantics import ERRORS
 
@@ -94,6 +94,7 @@ def _run_engine(table: np.ndarray, *args: np.ndarray) -> int:
     """
     ctl = np.zeros(1, np.int64)
     fn = E.engine()
+    interrupt.check()  # asked for while starting up (and perhaps swallowed by a library)
     if _work(table) < _SMALL_WORK:
         return int(fn(table, *args, ctl))
     args = (table, *args)
@@ -110,6 +111,7 @@ def _run_engine(table: np.ndarray, *args: np.ndarray) -> int:
     try:
         while worker.is_alive():
             worker.join(0.25)
+            interrupt.check()
     except KeyboardInterrupt:
         ctl[0] = 1
         # one instruction's work is not split; the loop stops once it is done (a daemon
