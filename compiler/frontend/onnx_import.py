@@ -66,6 +66,10 @@ _ONNX_DTYPES = {
 }
 
 
+#: The largest model file read: protobuf cannot parse a message of 2 GiB or more.
+MAX_MODEL_BYTES = 2**31 - 1
+
+
 def _onnx() -> Any:
     try:
         import onnx
@@ -97,7 +101,13 @@ def read_model(source: Any) -> Any:
         if not path.exists():
             raise FrontendError(f"{where}: no such file")
         if not path.is_file():
-            raise FrontendError(f"{where}: not a file")
+            raise FrontendError(f"{where}: not a regular file")
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise FrontendError(
+                f"{where}: {size:,} bytes, over the {MAX_MODEL_BYTES:,} bytes a model file may "
+                "have (protobuf's limit; larger models keep their weights as external data)"
+            )
         try:
             data = path.read_bytes()
         except OSError as e:
@@ -201,6 +211,11 @@ def _spatial(node: Any, a: dict[str, Any], x: Value, kernel: Sequence[int]) -> d
     dilation = tuple(a.get("dilations", (1, 1)))
     pads = tuple(a.get("pads", (0, 0, 0, 0)))
     auto = a.get("auto_pad", "NOTSET")
+    if auto != "NOTSET" and "pads" in a:
+        raise FrontendError(
+            f"node {_label(node)!r} ({node.op_type}): auto_pad {auto} and explicit pads "
+            "cannot be used together (ONNX allows one or the other)"
+        )
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads_b, pads_e = [], []
         for d in range(2):
@@ -308,6 +323,9 @@ def _c_clip(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
         lo = _const(ins[1], node, "min").item()
     if len(ins) > 2 and ins[2] is not None:
         hi = _const(ins[2], node, "max").item()
+    for what, bound in (("min", lo), ("max", hi)):
+        if math.isnan(float(bound)):
+            raise FrontendError(f"node {name!r} (Clip): its {what} is NaN")
     return [ctx.call("clip", [ins[0]], {"a_min": float(lo), "a_max": float(hi)}, name)]
 
 
@@ -560,6 +578,8 @@ def _c_lrn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -
     # product of fourth roots (beta is a multiple of 1/4, checked by the scan)
     x = ins[0]
     size = int(a["size"])
+    if size < 1:
+        raise FrontendError(f"node {name!r} (LRN): size must be at least 1, got {size}")
     alpha, beta, bias = (
         float(a.get("alpha", 1e-4)),
         float(a.get("beta", 0.75)),
@@ -808,7 +828,10 @@ def from_onnx(
             f"model {gname}: opset {opset} is not supported ({MIN_OPSET}..{MAX_OPSET})"
         )
 
+    if not gp.output:
+        raise FrontendError(f"model {gname}: the graph declares no outputs")
     init_names = {t.name for t in gp.initializer}
+    _check_shadowed_inputs(gname, gp)
     input_names = [i.name for i in gp.input if i.name not in init_names]
     known = init_names | set(input_names)
 
@@ -915,6 +938,33 @@ def from_onnx(
         _check_declared(gname, vo, value)
         outputs.append(value)
     return Graph(tuple(graph_inputs), tuple(ctx.nodes), tuple(outputs), gname)
+
+
+def _check_shadowed_inputs(gname: str, gp: Any) -> None:
+    """An initializer named like a graph input is that input's default value (ONNX IR 4); the
+    frontend takes it as the constant. Its element type and shape must be the ones the input
+    declares, or the model says two different things about one tensor."""
+    declared = {vi.name: vi.type.tensor_type for vi in gp.input}
+    for t in gp.initializer:
+        tt = declared.get(t.name)
+        if tt is None:
+            continue
+        if tt.elem_type and tt.elem_type != t.data_type:
+            raise FrontendError(
+                f"model {gname}: initializer {t.name!r} has element type {t.data_type} but the "
+                f"graph input of that name declares {tt.elem_type}"
+            )
+        if tt.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            same = len(dims) == len(t.dims) and all(
+                d is None or d == k for d, k in zip(dims, t.dims, strict=True)
+            )
+            if not same:
+                shown = ["?" if d is None else d for d in dims]
+                raise FrontendError(
+                    f"model {gname}: initializer {t.name!r} has shape {list(t.dims)} but the "
+                    f"graph input of that name declares {shown}"
+                )
 
 
 def _check_declared(gname: str, vo: Any, value: Value) -> None:

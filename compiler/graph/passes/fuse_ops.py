@@ -12,7 +12,10 @@ a node joins the group of one of its producers when TVM's rules allow it:
   reduction), but never a group that already has an anchor;
 * complex-out-fusable and opaque nodes start a group of their own; nothing joins an opaque group;
 * nothing joins a group after a ``layout_transform``: a layout conversion is always the last op
-  of its group, so conversions sit at group boundaries and the ops of a group share one layout.
+  of its group, so conversions sit at group boundaries and the ops of a group share one layout;
+* nothing joins a group of :data:`MAX_FUSE_DEPTH` nodes (TVM's FuseOps has the same kind of
+  bound, ``max_depth``): a group's body is one expression, inlined and rewritten recursively,
+  so a long chain of elementwise ops is split into groups of bounded depth.
 
 So a group has at most one anchor (its complex-out-fusable or reduction node) and a single
 output. When several producer groups qualify, a group with a complex-out-fusable anchor is
@@ -37,6 +40,9 @@ from dataclasses import dataclass, field
 
 from compiler.graph.ir import Graph, Group, Node, PatternKind, Value
 from compiler.graph.ops import get_op
+
+#: The most nodes one group holds (see the module docstring).
+MAX_FUSE_DEPTH = 64
 
 _PRIORITY = {
     PatternKind.COMPLEX_OUT_FUSABLE: 0,
@@ -74,6 +80,8 @@ def fuse_ops(graph: Graph) -> Graph:
                 gi = group_of[id(v)]
                 grp = building[gi]
                 if grp.closed or v is not grp.tail or id(v) in out_ids:
+                    continue
+                if len(grp.nodes) >= MAX_FUSE_DEPTH:
                     continue
                 if grp.tail.op == "layout_transform":
                     continue  # a layout conversion ends its group

@@ -38,6 +38,8 @@ def apply_injective(
     """
     st = s[out]
     axes = list(st.leaf_iter_vars)
+    if not axes:  # a rank-0 (scalar) result: one element, nothing to split or spread
+        return {"lanes": lanes, "parallel": False, "vectorized": False}
     inner = axes[-1]
     outer = axes[:-1]
     fused: IterVar | None

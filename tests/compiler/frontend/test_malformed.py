@@ -50,7 +50,7 @@ def test_truncated_file_at_every_cut(tmp_path):
 def test_not_a_model_and_missing_file(tmp_path):
     with pytest.raises(FrontendError, match="no such file"):
         from_onnx(tmp_path / "absent.onnx")
-    with pytest.raises(FrontendError, match="not a file"):
+    with pytest.raises(FrontendError, match="not a regular file"):
         from_onnx(tmp_path)
     (tmp_path / "empty.onnx").write_bytes(b"")
     with pytest.raises(FrontendError, match="empty file"):
@@ -215,3 +215,77 @@ def test_corrupted_bytes_import_or_are_refused(check):
             from_onnx(bytes(corrupted), check=check)
         except FrontendError:
             pass
+
+
+def _x() -> dict[str, np.ndarray]:
+    return {"x": np.zeros((1, 3, 8, 8), np.float32)}
+
+
+def _w() -> dict[str, np.ndarray]:
+    return {"w": np.ones((4, 3, 3, 3), np.float32)}
+
+
+@pytest.mark.parametrize(
+    "nodes, inits, what",
+    [
+        ([helper.make_node("LRN", ["x"], ["y"], size=0, name="n")], {}, "size must be at least 1"),
+        (
+            [helper.make_node("Clip", ["x", "lo", ""], ["y"], name="n")],
+            {"lo": np.array(np.nan, np.float32)},
+            "Clip.*its min is NaN",
+        ),
+        (
+            [helper.make_node("Clip", ["x", "", "hi"], ["y"], name="n")],
+            {"hi": np.array(np.nan, np.float32)},
+            "its max is NaN",
+        ),
+        (
+            [helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", pads=[1] * 4)],
+            _w(),
+            "auto_pad SAME_UPPER and explicit pads cannot be used together",
+        ),
+        (
+            [
+                helper.make_node(
+                    "MaxPool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="VALID", pads=[0] * 4
+                )
+            ],  # fmt: skip
+            {},
+            "auto_pad VALID and explicit pads",
+        ),
+    ],
+)
+def test_attributes_onnx_forbids_are_refused_naming_the_node(nodes, inits, what):
+    with pytest.raises(FrontendError, match=what):
+        from_onnx(make_model(nodes, _x(), ["y"], inits), check=False)
+
+
+def test_a_model_without_outputs_is_refused():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], _x(), ["y"])
+    del model.graph.output[:]
+    with pytest.raises(FrontendError, match="declares no outputs"):
+        from_onnx(model)
+
+
+def test_an_initializer_that_contradicts_the_input_it_shadows_is_refused():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], _x(), ["y"])
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros((2, 2), np.float32), "x"))
+    with pytest.raises(FrontendError, match=r"initializer 'x' has shape \[2, 2\] but the graph "
+                       r"input of that name declares \[1, 3, 8, 8\]"):  # fmt: skip
+        from_onnx(model)
+    del model.graph.initializer[:]
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.ones((1, 3, 8, 8)), "x"))
+    with pytest.raises(FrontendError, match="element type 11 but the graph input"):
+        from_onnx(model)
+    del model.graph.initializer[:]
+    model.graph.initializer.append(
+        onnx.numpy_helper.from_array(np.ones((1, 3, 8, 8), np.float32), "x")
+    )
+    from_onnx(model)  # the same type and shape: the input's default value
+
+
+def test_a_device_or_a_directory_is_not_a_model(tmp_path):
+    with pytest.raises(FrontendError, match="not a regular file"):
+        from_onnx("/dev/zero")
+    with pytest.raises(FrontendError, match="not a regular file"):
+        from_onnx(tmp_path)
