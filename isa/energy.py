@@ -176,7 +176,11 @@ class EnergyTable:
     add32_pj: float = 0.1
     mul32_pj: float = 3.1
     #: (buffer bytes, pJ per 64-bit access) points of the SRAM access energy.
-    sram_points: tuple[tuple[int, float], ...] = ((8 << 10, 10.0), (32 << 10, 20.0), (1 << 20, 100.0))
+    sram_points: tuple[tuple[int, float], ...] = (
+        (8 << 10, 10.0),
+        (32 << 10, 20.0),
+        (1 << 20, 100.0),
+    )
     #: DRAM energy per byte: 1.3 to 2.6 nJ per 64-bit access, the midpoint over 8 bytes.
     dram_pj_per_byte: float = 1950.0 / 8
     leak_pw_per_sram_bit: float = 20.0
@@ -193,7 +197,8 @@ class EnergyTable:
             if not all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in values):
                 raise ValueError(f"energy table: {fld.name} must be finite and positive, got {v!r}")
         if len(self.sram_points) < 2 or any(
-            a[0] >= b[0] or a[1] > b[1] for a, b in zip(self.sram_points, self.sram_points[1:])
+            a[0] >= b[0] or a[1] > b[1]
+            for a, b in zip(self.sram_points[:-1], self.sram_points[1:], strict=True)
         ):
             raise ValueError(
                 "energy table: sram_points need two or more (bytes, pJ) points, growing in both"

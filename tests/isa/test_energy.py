@@ -25,12 +25,14 @@ def test_hand_counted_program():
     prog = isa.Program.build(
         cfg,
         [
-            isa.Load(memory_type=isa.MemType.INP, y_size=2, x_size=3, x_stride=3, x_pad_0=1,
-                     y_pad_1=1),  # fmt: skip
+            isa.Load(
+                memory_type=isa.MemType.INP, y_size=2, x_size=3, x_stride=3, x_pad_0=1, y_pad_1=1
+            ),  # fmt: skip
             isa.Gemm(uop_begin=0, uop_end=2, iter_out=3, reset=True),
             isa.Gemm(uop_begin=0, uop_end=2, iter_in=5),
-            isa.Alu(uop_begin=0, uop_end=1, iter_out=4, use_imm=True, imm=2,
-                    alu_opcode=isa.AluOp.SHR),  # fmt: skip
+            isa.Alu(
+                uop_begin=0, uop_end=1, iter_out=4, use_imm=True, imm=2, alu_opcode=isa.AluOp.SHR
+            ),  # fmt: skip
             isa.Alu(uop_begin=0, uop_end=3, alu_opcode=isa.AluOp.ADD),
             isa.Store(y_size=1, x_size=4, x_stride=4),
             isa.Finish(),
@@ -77,8 +79,8 @@ def test_sram_energy_passes_through_the_table_points_and_grows():
 def test_energy_adds_over_runs_and_prices_each_part():
     cfg = isa.load_config("vta-1x16x16")
     a = count_events(isa.Program.build(cfg, [isa.Gemm(uop_begin=0, uop_end=3), isa.Finish()]))
-    b = count_events(isa.Program.build(cfg, [isa.Alu(uop_begin=0, uop_end=2, use_imm=True,
-                                                     alu_opcode=isa.AluOp.MUL), isa.Finish()]))  # fmt: skip
+    mul = isa.Alu(uop_begin=0, uop_end=2, use_imm=True, alu_opcode=isa.AluOp.MUL)
+    b = count_events(isa.Program.build(cfg, [mul, isa.Finish()]))
     ea, eb = estimate_energy(a, cfg, 0), estimate_energy(b, cfg, 0)
     both = estimate_energy(a + b, cfg, 0)
     assert math.isclose(both.total_pj, ea.total_pj + eb.total_pj)
