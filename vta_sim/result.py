@@ -16,6 +16,14 @@ from typing import Any
 import numpy as np
 
 from isa import HwConfig, Program
+from isa.energy import (
+    Energy,
+    EnergyTable,
+    EventCounts,
+    count_events,
+    estimate_area,
+    estimate_energy,
+)
 
 from .buffers import Buffers
 from .trace import Trace
@@ -73,6 +81,16 @@ class SimResult:
         """Giga-operations per second at ``clock_mhz`` (a MAC is two operations)."""
         return 2 * self.macs / (self.time_us * 1e3) if self.cycles else 0.0
 
+    @property
+    def events(self) -> EventCounts:
+        """The energy-relevant events of the run (docs/energy.md): micro-ops by kind, SRAM
+        reads and writes per buffer, DRAM bytes."""
+        return count_events(self.program)
+
+    def energy(self, table: EnergyTable | None = None) -> Energy:
+        """The run's energy (docs/energy.md), with ``table``'s prices (45 nm by default)."""
+        return estimate_energy(self.events, self.config, self.cycles, table)
+
     def read(self, name: str) -> np.ndarray:
         """Tensor ``name`` of the program's symbols, read from the final DRAM image."""
         return self.program.read(name, dram=self.dram)
@@ -93,6 +111,9 @@ class SimResult:
             "clock_mhz": self.config.clock_mhz,
             "config": self.config.name,
             "finish_index": self.finish_index,
+            "events": self.events.to_dict(),
+            "energy": self.energy().to_dict(),
+            "area": estimate_area(self.config).to_dict(),
         }
 
     def to_json(self) -> str:
@@ -120,4 +141,10 @@ class SimResult:
         lines.append("")
         traffic = ", ".join(f"{k} {v}" for k, v in self.dram_bytes.items())
         lines.append(f"DRAM bytes    {sum(self.dram_bytes.values())} total: {traffic}")
+        e = self.energy()
+        parts = ", ".join(f"{k} {v * 1e-6:.3g}" for k, v in e.by_part.items() if v)
+        per_mac = f", {e.pj_per_mac:.2f} pJ/MAC" if self.macs else ""
+        lines.append(
+            f"energy        {e.total_pj * 1e-6:.4g} uJ{per_mac} (45 nm; uJ by part: {parts})"
+        )
         return "\n".join(lines)
