@@ -34,6 +34,22 @@ def _long_program(path) -> None:
     isa.Program.build(cfg, [step] * 900 + [isa.Finish()]).save(path)
 
 
+def _interrupt(argv: list[str], wait) -> tuple[subprocess.Popen, str, str]:
+    """Start ``argv``, ``wait(proc)``, send SIGINT and collect its output (killed after 90 s)."""
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait(proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc, out, err
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is POSIX")
 @pytest.mark.parametrize("delay_s", [0.3, 1.5, 4.0])
 def test_ctrl_c_stops_a_long_run_at_any_moment(tmp_path, delay_s):
@@ -41,22 +57,9 @@ def test_ctrl_c_stops_a_long_run_at_any_moment(tmp_path, delay_s):
     command stops: with its one ``interrupted`` line and 130 once its handler is installed, or
     killed by the signal itself if it came before Python had run any of the command."""
     _long_program(tmp_path / "long.npz")
-    proc = subprocess.Popen(
-        VTAC + ["sim", str(tmp_path / "long.npz"), "--max-cycles", str(10**10)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        time.sleep(delay_s)
-        proc.send_signal(signal.SIGINT)
-        # the run alone would take minutes; the watchdog forces an exit 10 s after the signal
-        out, err = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    argv = VTAC + ["sim", str(tmp_path / "long.npz"), "--max-cycles", str(10**10)]
+    # the run alone would take minutes; the watchdog forces an exit 10 s after the signal
+    proc, out, err = _interrupt(argv, lambda p: time.sleep(delay_s))
     if proc.returncode == -signal.SIGINT:
         return  # interrupted before the interpreter had imported the command
     assert proc.returncode == 130, (out, err)
@@ -94,19 +97,8 @@ threading.Event().wait()  # and then hangs
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is POSIX")
 def test_the_watchdog_ends_a_process_whose_interrupt_was_lost():
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SWALLOWS, "1.0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    def ready(p: subprocess.Popen) -> None:
+        assert p.stdout.readline().strip() == "ready"
+
+    proc, _, err = _interrupt([sys.executable, "-c", _SWALLOWS, "1.0"], ready)
     assert proc.returncode == 130 and err.strip() == "swallower: interrupted", err
