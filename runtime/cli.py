@@ -27,11 +27,68 @@ COMMAND_MODULES = (
 )
 
 
+#: Two or three typical invocations of each subcommand, printed at the end of its ``--help``.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "asm": (
+        "vtac asm isa/examples/matmul16.vasm -o mm.npz",
+        "vtac asm prog.vasm --check --config vta-1x16x16 -o prog.npz",
+    ),
+    "disasm": ("vtac disasm mm.npz", "vtac disasm mm.npz > mm.vasm   # the text asm reads back"),
+    "generate": ("vtac generate", "vtac generate --check   # fail if a generated file is stale"),
+    "sim": (
+        "vtac sim mm.npz",
+        "vtac sim mm.npz --json --trace trace.json   # open trace.json in ui.perfetto.dev",
+        "vtac sim mm.npz --plot gantt.png",
+    ),
+    "rtl": ("vtac rtl mm.npz", "vtac rtl mm.npz --simulator verilator --json"),
+    "layer": (
+        "vtac layer conv2d --h 14 --w 14 --in-c 256 --out-c 256 --k 3 --pad 1 --check",
+        "vtac layer dense --in-c 512 --out-c 1000 --config vta-1x16x16 -o fc.npz",
+        "vtac layer conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --target gpu --check",
+    ),
+    "bench": (
+        "vtac bench resnet18-layers",
+        "vtac bench resnet18-layers --config vta-1x16x16 --layers C2,C9",
+    ),
+    "demo": ("vtac demo",),
+    "graph": (
+        "vtac graph resnet18 --after fuse_ops",
+        "vtac graph digits --target vta   # where each node runs, and why",
+        "vtac graph model.onnx --dot g.dot",
+    ),
+    "compile": (
+        "vtac compile resnet18 -o r18.vtac",
+        "vtac compile model.onnx --threads 2 -o model.vtac",
+    ),
+    "run": (
+        "vtac run r18.vtac --input x.npy --output out.npz",
+        "vtac run digits --target vta --config vta-1x16x16",
+        "vtac run model.onnx --json",
+    ),
+    "tune": (
+        "vtac tune conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --log t.jsonl",
+        "vtac tune resnet18 --target cpu --trials 32 --log t.jsonl",
+    ),
+    "explore": (
+        "vtac explore resnet18-layers --layers C9 --trials 16",
+        "vtac explore conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --plot front.png",
+    ),
+}
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error: ``vtac <command>: error: <what>``."""
+    """argparse with a one-line error: ``vtac <command>: error: <what>``, and the command's
+    examples (:data:`EXAMPLES`) at the end of its help, as written."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        examples = EXAMPLES.get(self.prog.removeprefix("vtac").strip())
+        if examples:
+            text += "\nexamples:\n" + "".join(f"  {e}\n" for e in examples)
+        return text
 
 
 def printable(text: str) -> str:
