@@ -75,7 +75,7 @@ def _onnx() -> Any:
         import onnx
     except ImportError:
         raise FrontendError(
-            "the ONNX frontend needs the onnx package (pip install 'vtac[onnx]')"
+            "the ONNX frontend needs the onnx package, a dependency of vtac (pip install vtac)"
         ) from None
     return onnx
 
