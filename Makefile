@@ -30,9 +30,9 @@ test: venv sim-deps
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: venv
-	$(BIN)/ruff check isa vta_sim compiler runtime hw tests bench
-	$(BIN)/ruff format --check isa vta_sim compiler runtime hw tests bench
-	$(BIN)/mypy isa vta_sim compiler runtime
+	$(BIN)/ruff check vtac isa vta_sim compiler runtime hw tests bench
+	$(BIN)/ruff format --check vtac isa vta_sim compiler runtime hw tests bench
+	$(BIN)/mypy vtac isa vta_sim compiler runtime
 
 generate: venv
 	$(BIN)/vtac generate
