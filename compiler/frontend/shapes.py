@@ -87,6 +87,7 @@ def resolve_input_shapes(
     given: Mapping[str, Sequence[int]] | None = None,
     *,
     hint: str = "input_shapes",
+    partial: bool = False,
 ) -> dict[str, tuple[int, ...]]:
     """The static shape of every input of ``model``: its declared dims, free ones taken from
     ``given`` (an input's whole shape, by name).
@@ -94,7 +95,8 @@ def resolve_input_shapes(
     Refused with :class:`FrontendError` naming the input (and the dimension): a name that is
     not an input, a dimension that is not a positive integer, another rank than declared, a
     fixed dimension that differs, a named dimension (``batch``) given two values across inputs,
-    and a free dimension that nothing gives (``hint`` says how to give it).
+    and a free dimension that nothing gives (``hint`` says how to give it); with ``partial``,
+    such a dimension is ``-1`` instead (the shapes known before the feeds are read).
     """
     inputs = declared_inputs(model)
     names = [d.name for d in inputs]
@@ -114,6 +116,8 @@ def resolve_input_shapes(
             raise FrontendError(
                 f"input {decl.name!r}: the model gives it no shape; give one with {hint}"
             )
+        elif partial:
+            shape = tuple(d if isinstance(d, int) else -1 for d in decl.dims)
         else:
             for k, d in enumerate(decl.dims):
                 if not isinstance(d, int):
