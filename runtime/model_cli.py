@@ -153,6 +153,11 @@ def _compile(args: argparse.Namespace) -> int:
             "(GPU kernels are compiled for the device in the session that runs them)"
         )
     sess = _session(args)
+    free = free_dims(sess.get_inputs())
+    if free:
+        raise SessionError(
+            f"{free[0]} is free (symbolic): give a static shape with --input-shape NAME=D0,D1,..."
+        )
     prog = sess.program
     sess.save(args.output)
     consts = sum(a.nbytes for a in prog.constants.values())

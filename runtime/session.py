@@ -191,6 +191,7 @@ class InferenceSession:
         self._program: Program | None = None
         self._source: tuple[Any, ...] | None = None  # what _build compiles from
         self._declared: list[Any] = []
+        self._from_feeds = False  # free dimensions taken from each run's feeds
         self._built: dict[Any, tuple[Any, Program, Executor]] = {}  # by input shapes
         zoo = isinstance(model, str) and not os.path.exists(model) and model in _zoo_names()
         if (image_size is not None or batch is not None) and not zoo:
@@ -224,6 +225,8 @@ class InferenceSession:
             self._declared = declared_inputs(proto)
             if input_shapes is not None or all(d.is_static for d in self._declared):
                 self._build(resolve_input_shapes(proto, input_shapes))
+            else:
+                self._from_feeds = True
         #: the tuning records applied (``report()`` says which tasks fell back), or None
         self.tuning = best if not _is_artifact_source(model) else None
         if _is_artifact_source(model):
@@ -301,7 +304,7 @@ class InferenceSession:
                     f"unknown output {name!r} (the model's outputs: {', '.join(known)})"
                 )
         shapes = None
-        if self._source is not None and not all(d.is_static for d in self._declared):
+        if self._from_feeds:
             # free dimensions: the feeds give them (compiled once per distinct shapes)
             from compiler.errors import FrontendError
             from compiler.frontend.shapes import resolve_input_shapes
