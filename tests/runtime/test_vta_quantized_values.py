@@ -46,7 +46,7 @@ def _simulate(layer, writes):
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("hw", [7, 14, 28])
+@pytest.mark.parametrize("hw", [1, 7, 14, 28])
 def test_global_sum_pools_of_any_size_are_one_program_and_bit_exact(preset, hw):
     cfg = isa.load_config(preset)
     rng = np.random.default_rng(hw)
@@ -60,6 +60,8 @@ def test_global_sum_pools_of_any_size_are_one_program_and_bit_exact(preset, hw):
     np.testing.assert_array_equal(
         got, requantize_int(acc, p.multiplier, p.shift, p.post_shift, -128, 127)
     )
+    if hw == 1:
+        return  # no window loop at all
     # the window is looped over by the ALU: the program is the same size for every window
     small = compile_qpool("gap", cfg, "sum", in_shape=(n, c, 2, 2), pool=(2, 2), stride=(1, 1),
                           ep=ep)  # fmt: skip

@@ -75,7 +75,8 @@ class _AluLowering:
         self.cfg = cfg
         self.acc = make_scopes(cfg).acc
         self.loops, leaf = perfect_nest(body, "alu")
-        #: a reduction's init store and reduction loops (the update is ``self.store``)
+        #: a reduction's init store and reduction loops (the update is ``self.store``; a
+        #: window of one element has no loop left)
         self.init: BufferStore | None = None
         self.reduce_loops: list[For] = []
         if isinstance(leaf, SeqStmt) and len(leaf.stmts) == 2:
@@ -84,7 +85,6 @@ class _AluLowering:
             if (
                 isinstance(init, BufferStore)
                 and isinstance(update, BufferStore)
-                and rloops
                 and update.buffer == init.buffer
                 and update.indices == init.indices
             ):
