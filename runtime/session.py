@@ -266,6 +266,7 @@ class InferenceSession:
         if self._program is None:
             from compiler.frontend.shapes import resolve_input_shapes
 
+            assert self._source is not None  # only a model with free dims has no program yet
             resolve_input_shapes(
                 self._source[0], None, hint="input_shapes (or run it: the feeds give them)"
             )
@@ -310,6 +311,7 @@ class InferenceSession:
             from compiler.frontend.shapes import resolve_input_shapes
             from runtime.inputs import feed_shapes
 
+            assert self._source is not None
             try:
                 shapes = resolve_input_shapes(
                     self._source[0], feed_shapes(self._declared, feeds), hint="the feeds"
