@@ -186,3 +186,21 @@ def test_vta_run_calibrates_on_a_folder_of_images(model_path, tmp_path, capsys):
     doc = json.loads(captured.out)
     assert [o["shape"] for o in doc["outputs"].values()] == [[1, 5]]
     assert any(layer["device"] == "vta" for layer in doc["layers"])
+
+
+def test_an_artifact_takes_only_its_own_shapes(model_path, tmp_path):
+    art = tmp_path / "m.vtac"
+    InferenceSession(model_path, num_threads=1, input_shapes={"x": (1, 3, 4, 4)}).save(art)
+    sess = InferenceSession(art, input_shapes={"x": (1, 3, 4, 4)})
+    assert sess.get_inputs()[0].shape == (1, 3, 4, 4)
+    with pytest.raises(
+        Exception, match=r"input 'x': the artifact was compiled for shape \[1, 3, 4, 4\]"
+    ):
+        InferenceSession(art, input_shapes={"x": (1, 3, 8, 8)})
+
+
+def test_vtac_graph_takes_input_shape_and_refuses_a_contradiction(model_path, capsys):
+    assert main(["graph", str(model_path), "--after", "import", "--input-shape", "x=2,3,6,6"]) == 0
+    assert "graph classifier(%x: float32[2,3,6,6]:NCHW)" in capsys.readouterr().out
+    assert main(["graph", str(model_path), "--input-shape", "x=2,3,6"]) != 0
+    assert "input 'x': the model declares rank 4" in capsys.readouterr().err
