@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runtime.inputs import add_input_shape_option
+
 
 def _positive(text: str) -> int:
     try:
@@ -32,17 +34,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")
     return value
-
-
-def _shape(text: str) -> tuple[str, tuple[int, ...]]:
-    name, sep, dims = text.partition("=")
-    try:
-        shape = tuple(int(d) for d in dims.split(",")) if sep else ()
-    except ValueError:
-        shape = ()
-    if not name or not shape or min(shape) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=D0,D1,... with positive dims")
-    return name, shape
 
 
 def add_parser(subparsers: Any) -> None:
@@ -75,14 +66,7 @@ def add_parser(subparsers: Any) -> None:
         help="input height and width of a zoo ResNet (default 224)",
     )
     p.add_argument("--batch", type=_positive, default=1, help="batch of a zoo model")
-    p.add_argument(
-        "--input-shape",
-        type=_shape,
-        action="append",
-        default=[],
-        metavar="NAME=D0,D1,...",
-        help="static shape of an input with symbolic dims",
-    )
+    add_input_shape_option(p)
     p.add_argument("--list-passes", action="store_true", help="list the pass names and exit")
     p.add_argument(
         "--target", choices=["vta"], default=None,

@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from compiler.errors import CompilerError
@@ -46,19 +46,24 @@ CPU_BLOCK_C = 16
 BLOCK_C = {"cpu": CPU_BLOCK_C, "gpu": None}
 
 
-def import_onnx(model: Any) -> Any:
-    """The graph IR of an ``onnx.ModelProto`` (the ONNX frontend)."""
+def import_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None) -> Any:
+    """The graph IR of an ``onnx.ModelProto`` (the ONNX frontend); ``input_shapes``: static
+    shapes of inputs with symbolic dimensions."""
     from compiler.frontend.onnx_import import from_onnx
 
-    return from_onnx(model)
+    return from_onnx(model, input_shapes=input_shapes)
 
 
-def optimize(model: Any, block_c: int | None = CPU_BLOCK_C) -> Any:
+def optimize(
+    model: Any,
+    block_c: int | None = CPU_BLOCK_C,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> Any:
     """Import ``model`` (an ``onnx.ModelProto``) and run the graph pipeline (``block_c``: the
     packed layout's channel block, None for NCHW; see :data:`BLOCK_C`)."""
     from compiler.graph.pipeline import graph_pipeline, run_pipeline
 
-    graph = import_onnx(model)
+    graph = import_onnx(model, input_shapes)
     return run_pipeline(graph, graph_pipeline(block_c=block_c))
 
 

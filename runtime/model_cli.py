@@ -1,14 +1,19 @@
 """``vtac compile`` and ``vtac run``: whole models on the CPU.
 
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
-  [--progress]`` compiles an ONNX file or a zoo name (``resnet18``, ``digits``, ...) into one
-  artifact file (see :mod:`runtime.artifact`);
-* ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy ...] [--target cpu]
-  [--output out.npz] [--json]`` runs it once and prints every output (the top-5 classes of a
-  classifier's scores, otherwise shape, dtype, min, max and mean) and the per-group profile.
+  [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
+  (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`);
+* ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
+  --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
+  [--input-shape NAME=D0,D1,...] [--target cpu] [--output out.npz] [--json]`` runs it once and
+  prints every output (the top-5 classes of a classifier's scores, otherwise shape, dtype,
+  min, max and mean) and the per-group profile.
   Without ``--input`` it feeds seeded random data and says so on stderr. ``--output`` saves
   every output under its ONNX name; ``--json`` prints one JSON object
   ``{"outputs": {name: {shape, dtype, top5?, ...}}, "groups": [...], "total_us": ...}``.
+
+Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
+input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
 
 Errors (a missing file, a malformed model, a feed of the wrong shape) print one line through the
 dispatcher: ``vtac run: error: ...``.
@@ -30,6 +35,8 @@ import sys
 from typing import Any
 
 import numpy as np
+
+from runtime.inputs import add_image_options, add_input_shape_option, free_dims, read_inputs
 
 #: An output is shown as a classifier's scores when it is 2-D with at least this many classes.
 TOP_K = 5
@@ -61,8 +68,9 @@ def add_parser(subparsers: Any) -> None:
         "--input",
         action="append",
         default=[],
-        metavar="[NAME=]X.npy",
-        help="an input array (NAME= may be left out for a single-input model); repeatable",
+        metavar="[NAME=]FILE",
+        help="an input: X.npy, an image, or FEEDS.npz (arrays by input name); NAME= may be left "
+        "out for a single-input model; repeatable",
     )
     r.add_argument("--output", metavar="OUT.npz", help="save every output under its ONNX name")
     r.add_argument("--json", action="store_true", help="print the outputs and profile as JSON")
@@ -88,9 +96,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--config", default=None, help="accelerator config of --target vta")
     p.add_argument(
-        "--calibrate", metavar="DATA.npy", default=None,
-        help="--target vta: calibration inputs (a multiple of the batch; default: the input)",
+        "--calibrate", metavar="DATA", default=None,
+        help="--target vta: calibration inputs, an .npy, an .npz or a folder of images (a "
+        "multiple of the batch; default: the input)",
     )  # fmt: skip
+    add_input_shape_option(p)
+    add_image_options(p)
     p.add_argument("--image-size", type=int, default=None, help="zoo models: image height/width")
     p.add_argument("--batch", type=int, default=None, help="zoo models: batch size")
     p.add_argument(
@@ -119,6 +130,7 @@ def _session(args: argparse.Namespace) -> Any:
         num_threads=args.threads,
         progress=True if args.progress else None,
         tuning_log=args.tuning_log,
+        input_shapes=dict(args.input_shape) or None,
     )
     if sess.tuning is not None:
         for line in sess.tuning.report().splitlines():
@@ -141,6 +153,11 @@ def _compile(args: argparse.Namespace) -> int:
             "(GPU kernels are compiled for the device in the session that runs them)"
         )
     sess = _session(args)
+    free = free_dims(sess.get_inputs())
+    if free:
+        raise SessionError(
+            f"{free[0]} is free (symbolic): give a static shape with --input-shape NAME=D0,D1,..."
+        )
     prog = sess.program
     sess.save(args.output)
     consts = sum(a.nbytes for a in prog.constants.values())
@@ -154,8 +171,12 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_inputs(specs: list[str], inputs: list[Any]) -> dict[str, np.ndarray]:
-    """Load ``--input`` arguments: ``NAME=x.npy``, or ``x.npy`` for a single-input model.
+def parse_inputs(
+    specs: list[str], inputs: list[Any], args: argparse.Namespace | None = None
+) -> dict[str, np.ndarray]:
+    """Load ``--input`` arguments: ``NAME=FILE``, ``FILE`` for a single-input model, or an
+    ``.npz`` of arrays by input name (:func:`runtime.inputs.read_inputs`; images are
+    preprocessed as ``args.preprocess`` and ``args.resize`` say).
 
     Example:
         >>> from runtime.program import TensorSpec
@@ -165,31 +186,12 @@ def parse_inputs(specs: list[str], inputs: list[Any]) -> dict[str, np.ndarray]:
         ...
         runtime.errors.FeedError: --input nope.npy: the model has 2 inputs (a, b): write NAME=FILE
     """
-    from runtime.errors import FeedError
-
-    names = [s.name for s in inputs]
-    feeds: dict[str, np.ndarray] = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep or name not in names:
-            if len(names) != 1:
-                raise FeedError(
-                    f"--input {spec}: the model has {len(names)} inputs ({', '.join(names)}): "
-                    "write NAME=FILE"
-                )
-            name, path = names[0], spec
-        if name in feeds:
-            raise FeedError(f"--input {spec}: input {name!r} is given twice")
-        try:
-            arr = np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise FeedError(f"--input {spec}: no such file {path}") from None
-        except (OSError, ValueError) as e:
-            raise FeedError(f"--input {spec}: not a .npy array ({e})") from None
-        if not isinstance(arr, np.ndarray):
-            raise FeedError(f"--input {spec}: {path} is an archive, not one .npy array")
-        feeds[name] = arr
-    return feeds
+    return read_inputs(
+        specs,
+        inputs,
+        preprocess=getattr(args, "preprocess", "imagenet"),
+        resize=getattr(args, "resize", None),
+    )
 
 
 def random_inputs(inputs: list[Any], seed: int) -> dict[str, np.ndarray]:
@@ -200,6 +202,14 @@ def random_inputs(inputs: list[Any], seed: int) -> dict[str, np.ndarray]:
         >>> random_inputs([TensorSpec("x", (2, 3), "float32")], 0)["x"].dtype
         dtype('float32')
     """
+    from runtime.errors import FeedError
+
+    free = free_dims(inputs)
+    if free:
+        raise FeedError(
+            f"{free[0]} is free (symbolic): give --input FILE or --input-shape NAME=D0,D1,... "
+            "for random data"
+        )
     rng = np.random.default_rng(seed)
     feeds = {}
     for s in inputs:
@@ -261,7 +271,7 @@ def _run(args: argparse.Namespace) -> int:
     sess = _session(args)
     inputs = sess.get_inputs()
     if args.input:
-        feeds = parse_inputs(args.input, inputs)
+        feeds = parse_inputs(args.input, inputs, args)
     else:
         feeds = random_inputs(inputs, args.seed)
         described = ", ".join(f"{s.name} {s.dtype}{list(s.shape)}" for s in inputs)

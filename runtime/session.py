@@ -163,7 +163,11 @@ class InferenceSession:
 
     ``target``: where the groups run (``"cpu"``, or ``"gpu"``: CUDA kernels through numba, on
     numba's CUDA simulator when ``NUMBA_ENABLE_CUDASIM=1``; a GPU program is not saved).
-    ``image_size``/``batch``: for zoo names only.
+    ``image_size``/``batch``: for zoo names only. ``input_shapes``: static shapes (by input
+    name) for inputs with free (symbolic) dimensions; checked against the declared dims. Without
+    them a model with free dimensions is compiled at the first ``run``, for its feeds' shapes
+    (and again, once per new shape, when a later run's shapes differ); until then
+    :meth:`get_inputs` shows the free dimensions as ``-1``.
     ``num_threads``: threads of the CPU kernels' parallel loops (default: ``VTAC_NUM_THREADS``,
     else every CPU this process may use). ``progress``: a progress bar on stderr while groups
     compile (``None``: only when stderr is a terminal).
@@ -179,15 +183,21 @@ class InferenceSession:
         num_threads: int | None = None,
         progress: bool | None = None,
         tuning_log: str | os.PathLike | None = None,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         if target not in TARGETS:
             raise SessionError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
         t0 = time.perf_counter()
+        self._program: Program | None = None
+        self._source: tuple[Any, ...] | None = None  # what _build compiles from
+        self._declared: list[Any] = []
+        self._from_feeds = False  # free dimensions taken from each run's feeds
+        self._built: dict[Any, tuple[Any, Program, Executor]] = {}  # by input shapes
         zoo = isinstance(model, str) and not os.path.exists(model) and model in _zoo_names()
         if (image_size is not None or batch is not None) and not zoo:
             raise SessionError(
-                "image_size and batch apply to zoo models only; an ONNX file or an artifact "
-                "has fixed input shapes"
+                "image_size and batch apply to zoo models only; give an ONNX file's free "
+                "dimensions with input_shapes"
             )
         if _is_artifact_source(model):
             program = load_artifact(model if isinstance(model, bytes) else os.fspath(model))
@@ -204,39 +214,81 @@ class InferenceSession:
                 raise SessionError(
                     "a tuning log applies when a model is compiled, not to a compiled artifact"
                 )
+            _check_artifact_shapes(program, input_shapes)
             self.graph = None
         else:
-            from runtime.graph_compile import BLOCK_C, compile_graph, optimize
+            from compiler.frontend.shapes import declared_inputs, resolve_input_shapes
 
             best = _apply_best(tuning_log, target)
-
             proto = load_onnx(model, image_size=image_size, batch=batch)
-            self.graph = optimize(proto, block_c=BLOCK_C[target])
-            with best if best is not None else contextlib.nullcontext():
-                program = compile_graph(
-                    self.graph,
-                    target=target,
-                    num_threads=num_threads,
-                    progress=progress,
-                    name=_model_name(model, proto),
-                    output_names=tuple(o.name for o in proto.graph.output),
-                )
+            self._source = (proto, target, num_threads, progress, _model_name(model, proto), best)
+            self._declared = declared_inputs(proto)
+            if input_shapes is not None or all(d.is_static for d in self._declared):
+                self._build(resolve_input_shapes(proto, input_shapes))
+            else:
+                self._from_feeds = True
         #: the tuning records applied (``report()`` says which tasks fell back), or None
         self.tuning = best if not _is_artifact_source(model) else None
-        self.program: Program = program
-        self._executor = Executor(program)
+        if _is_artifact_source(model):
+            self._program = program
+            self._executor = Executor(program)
         self.compile_seconds = time.perf_counter() - t0
         self._profile: Profile | None = None
         # one arena per session: concurrent runs take turns
         self._lock = threading.Lock()
 
+    def _build(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
+        """Compile the ONNX model for static input ``shapes`` (once per distinct shapes)."""
+        from runtime.graph_compile import BLOCK_C, compile_graph, optimize
+
+        assert self._source is not None
+        key = tuple(sorted(shapes.items()))
+        built = self._built
+        if key not in built:
+            proto, target, num_threads, progress, name, best = self._source
+            graph = optimize(proto, block_c=BLOCK_C[target], input_shapes=shapes)
+            with best if best is not None else contextlib.nullcontext():
+                program = compile_graph(
+                    graph,
+                    target=target,
+                    num_threads=num_threads,
+                    progress=progress,
+                    name=name,
+                    output_names=tuple(o.name for o in proto.graph.output),
+                )
+            built[key] = (graph, program, Executor(program))
+        self.graph, self._program, self._executor = built[key]
+
+    @property
+    def program(self) -> Program:
+        """The compiled model; a model with free input dimensions has none until its first run
+        (or ``input_shapes``)."""
+        if self._program is None:
+            from compiler.frontend.shapes import resolve_input_shapes
+
+            assert self._source is not None  # only a model with free dims has no program yet
+            resolve_input_shapes(
+                self._source[0], None, hint="input_shapes (or run it: the feeds give them)"
+            )
+        assert self._program is not None
+        return self._program
+
     def get_inputs(self) -> list[TensorSpec]:
-        """The model's inputs (name, shape, dtype; ``type`` as onnxruntime prints it)."""
-        return list(self.program.inputs)
+        """The model's inputs (name, shape, dtype; ``type`` as onnxruntime prints it); before a
+        model with free dimensions is compiled, those dimensions are ``-1``."""
+        if self._program is None:
+            return [_spec(d) for d in self._declared]
+        return list(self._program.inputs)
 
     def get_outputs(self) -> list[TensorSpec]:
-        """The model's outputs, in the model's order."""
-        return list(self.program.outputs)
+        """The model's outputs, in the model's order (before a model with free dimensions is
+        compiled: as declared, free dimensions ``-1``)."""
+        if self._program is None:
+            from compiler.frontend.shapes import declared_outputs
+
+            assert self._source is not None
+            return [_spec(d) for d in declared_outputs(self._source[0])]
+        return list(self._program.outputs)
 
     @property
     def memory(self) -> MemoryStats:
@@ -245,15 +297,33 @@ class InferenceSession:
 
     def run(self, output_names: Sequence[str] | None, feeds: Mapping[str, Any]) -> list[np.ndarray]:
         """Run the model on ``feeds``; return the outputs named (all when ``None``), in order."""
-        known = [s.name for s in self.program.outputs]
+        known = [s.name for s in self.get_outputs()]
         names = known if output_names is None else list(output_names)
         for name in names:
             if name not in known:
                 raise SessionError(
                     f"unknown output {name!r} (the model's outputs: {', '.join(known)})"
                 )
-        checked = check_feeds(self.program.inputs, feeds)
+        shapes = None
+        if self._from_feeds:
+            # free dimensions: the feeds give them (compiled once per distinct shapes)
+            from compiler.errors import FrontendError
+            from compiler.frontend.shapes import resolve_input_shapes
+            from runtime.inputs import feed_shapes
+
+            assert self._source is not None
+            try:
+                shapes = resolve_input_shapes(
+                    self._source[0], feed_shapes(self._declared, feeds), hint="the feeds"
+                )
+            except FrontendError as e:
+                raise FeedError(str(e)) from None
         with self._lock:
+            if shapes is not None:
+                t0 = time.perf_counter()
+                self._build(shapes)
+                self.compile_seconds += time.perf_counter() - t0
+            checked = check_feeds(self.program.inputs, feeds)
             outs, self._profile = self._executor.run(checked)
         return [outs[n] for n in names]
 
@@ -271,6 +341,32 @@ class InferenceSession:
                 "are compiled for the device in the session that runs them)"
             )
         save_artifact(self.program, path)
+
+
+def _spec(d: Any) -> TensorSpec:
+    """A declared ONNX value as a :class:`TensorSpec`, free dimensions ``-1``."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    dims = tuple(x if isinstance(x, int) else -1 for x in d.dims or ())
+    return TensorSpec(d.name, dims, str(tensor_dtype_to_np_dtype(d.elem_type)))
+
+
+def _check_artifact_shapes(
+    program: Program, input_shapes: Mapping[str, Sequence[int]] | None
+) -> None:
+    """An artifact is compiled for fixed shapes: ``input_shapes`` may only repeat them."""
+    known = {s.name: s.shape for s in program.inputs}
+    for name, shape in (input_shapes or {}).items():
+        if name not in known:
+            raise SessionError(
+                f"input_shapes names unknown input {name!r} (the artifact's inputs: "
+                f"{', '.join(known)})"
+            )
+        if tuple(shape) != tuple(known[name]):
+            raise SessionError(
+                f"input {name!r}: the artifact was compiled for shape {list(known[name])}, "
+                f"not {list(shape)}; compile the model again for that shape"
+            )
 
 
 def _apply_best(log: str | os.PathLike | None, target: str) -> Any:

@@ -7,8 +7,9 @@ measuring candidates on the simulator, with a progress bar showing the best so f
 * ``vtac tune resnet18-layers [--layers C2,C9]`` tunes ResNet-18's conv2d layers C1..C12 (the
   benchmark list);
 * ``vtac tune MODEL`` (a zoo name such as ``resnet18``, or an ``.onnx`` file; ``--image-size``
-  for the zoo) tunes the unique conv2d / dense workloads of the model's graph, each weighted by
-  its count, and lists the nodes the templates do not cover.
+  for the zoo, ``--input-shape NAME=D0,D1,...`` for an ONNX file's free dimensions) tunes the
+  unique conv2d / dense workloads of the model's graph, each weighted by its count, and lists
+  the nodes the templates do not cover.
 
 ``--target cpu`` tunes ``conv2d``, ``dense`` and ``matmul`` (``--batch`` x ``--in-c`` times
 ``--in-c`` x ``--out-c``) on the CPU, one thread, in seconds (median of repeated calls on a
@@ -41,6 +42,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from runtime.inputs import add_input_shape_option
 
 LAYER_LISTS = ("resnet18-layers",)
 
@@ -109,6 +112,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--config", default="default", help="hardware preset (default: default)")
     _add_common(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_input_shape_option(p)
     p.set_defaults(run=_tune)
 
     e = subparsers.add_parser(
@@ -190,12 +194,13 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
             f"{args.what!r} is neither an operator (conv2d, dense), a layer list "
             f"({', '.join(LAYER_LISTS)}), a zoo model ({', '.join(zoo_names())}) nor an .onnx file"
         )
+    shapes = dict(getattr(args, "input_shape", None) or []) or None
     if args.target == "cpu":
         from runtime.graph_compile import optimize
 
-        found = extract_tasks(optimize(model), target="cpu")
+        found = extract_tasks(optimize(model, input_shapes=shapes), target="cpu")
     else:
-        found = extract_tasks(import_onnx(model), args.config)
+        found = extract_tasks(import_onnx(model, shapes), args.config)
     for label, reason in found.skipped:
         print(f"not tuned: {label} ({reason})")
     if not found.tasks:

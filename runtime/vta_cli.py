@@ -3,9 +3,10 @@
 * ``vtac graph MODEL --target vta [--config NAME]`` quantizes the model (calibrated on seeded
   random data: where a node runs does not depend on the scales), partitions it and prints one
   line per node: device, accelerator group, the rule that decided and its limit.
-* ``vtac run MODEL --target vta [--config NAME] [--calibrate DATA.npy] [--input X.npy]
+* ``vtac run MODEL --target vta [--config NAME] [--calibrate DATA] [--input FILE]
   [--output OUT.npz] [--json] [--trace FILE] [--device sim|rtl]`` quantizes (calibrated on
-  ``--calibrate`` or on the input itself), compiles every accelerator group, runs them on the
+  ``--calibrate``, an ``.npy``, an ``.npz`` or a folder of images preprocessed as the input,
+  or on the input itself), compiles every accelerator group, runs them on the
   simulator and the rest on the host, and prints the outputs and the per-layer table;
   ``--json`` prints ``{"outputs": ..., "layers": [...], "total_cycles": N, ...}``; ``--trace``
   writes one
@@ -44,10 +45,34 @@ def calibration_batches(
     return [{name: data[k : k + shape[0]]} for k in range(0, data.shape[0], shape[0])]
 
 
-def _float_graph(args: argparse.Namespace) -> Any:
+def _float_graph(
+    args: argparse.Namespace, input_shapes: dict[str, tuple[int, ...]] | None = None
+) -> Any:
+    """The float graph for ``--input-shape`` and the shapes the feeds gave (``input_shapes``)."""
     from runtime.graph_cli import load
 
-    return load(args.model, args.image_size, args.batch or 1)
+    shapes = {**dict(getattr(args, "input_shape", None) or []), **(input_shapes or {})}
+    return load(args.model, args.image_size, args.batch or 1, shapes or None)
+
+
+def _declared_specs(args: argparse.Namespace) -> list[Any]:
+    """The model's inputs before its graph is built: free dimensions not given by
+    ``--input-shape`` are ``-1`` (the feeds give them)."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    from compiler.frontend.shapes import declared_inputs, resolve_input_shapes
+    from runtime.program import TensorSpec
+    from runtime.session import load_onnx
+
+    proto = load_onnx(args.model, image_size=args.image_size, batch=args.batch)
+    given = dict(getattr(args, "input_shape", None) or [])
+    shapes = resolve_input_shapes(proto, given, hint="--input-shape", partial=True)
+    dtypes = {d.name: d.elem_type for d in declared_inputs(proto)}
+
+    return [
+        TensorSpec(n, shape, str(tensor_dtype_to_np_dtype(dtypes[n])))
+        for n, shape in shapes.items()
+    ]
 
 
 def graph_command(args: argparse.Namespace) -> int:
@@ -69,6 +94,7 @@ def graph_command(args: argparse.Namespace) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """``vtac run MODEL --target vta``."""
+    from runtime.inputs import load_calibration
     from runtime.model_cli import (
         _format_output,
         _save_npz,
@@ -81,23 +107,23 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.output and not args.output.endswith(".npz"):
         raise SessionError(f"--output {args.output}: the file must end in .npz")
-    graph = _float_graph(args)
-    specs = [TensorSpec(v.name, v.type.shape, v.type.dtype) for v in graph.inputs]
+    declared = _declared_specs(args)
     if args.input:
-        feeds = parse_inputs(args.input, specs)
+        feeds = parse_inputs(args.input, declared, args)
     else:
-        feeds = random_inputs(specs, args.seed)
+        feeds = random_inputs(declared, args.seed)
         print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
               file=sys.stderr)  # fmt: skip
+    # free dimensions come from the feeds, as onnxruntime takes them
+    free = {s.name for s in declared if -1 in s.shape}
+    graph = _float_graph(args, {n: tuple(a.shape) for n, a in feeds.items() if n in free})
+    specs = [TensorSpec(v.name, v.type.shape, v.type.dtype) for v in graph.inputs]
     if args.calibrate:
         if len(specs) != 1:
             raise SessionError("--calibrate: only single-input models are supported")
-        try:
-            data = np.load(args.calibrate, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise SessionError(
-                f"--calibrate {args.calibrate}: cannot read a .npy array ({e})"
-            ) from None
+        data = load_calibration(
+            args.calibrate, specs[0], preprocess=args.preprocess, resize=args.resize
+        )
         calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
     else:
         calibration = feeds

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import CompilerError, FrontendError
+from compiler.frontend.shapes import resolve_input_shapes
 from compiler.graph.ir import Constant, Graph, Node, TensorType, Value, Var
 from compiler.graph.reference import evaluate_op
 
@@ -808,7 +809,8 @@ def from_onnx(
 ) -> Graph:
     """Import an ONNX model (a ``ModelProto``, a path or bytes) as a graph.
 
-    ``input_shapes`` gives static shapes for inputs with symbolic dimensions; ``check`` runs
+    ``input_shapes`` gives static shapes for inputs with symbolic dimensions (checked against the
+    declared ones by :func:`~compiler.frontend.shapes.resolve_input_shapes`); ``check`` runs
     ``onnx.checker`` after the frontend's own checks.
     """
     onnx = _onnx()
@@ -881,10 +883,7 @@ def from_onnx(
         except CompilerError as e:
             raise FrontendError(f"initializer {t.name!r}: {e}") from None
     graph_inputs = []
-    shapes = dict(input_shapes or {})
-    unknown = sorted(set(shapes) - set(input_names))
-    if unknown:
-        raise FrontendError(f"model {gname}: input_shapes names unknown inputs {unknown}")
+    shapes = resolve_input_shapes(model, input_shapes)
     for vi in gp.input:
         if vi.name in init_names:
             continue
@@ -892,21 +891,7 @@ def from_onnx(
         dtype = _ONNX_DTYPES.get(tt.elem_type)
         if dtype is None:
             raise FrontendError(f"input {vi.name!r}: element type {tt.elem_type} is not supported")
-        if vi.name in shapes:
-            shape = tuple(int(d) for d in shapes[vi.name])
-        else:
-            if not tt.HasField("shape"):
-                raise FrontendError(f"input {vi.name!r}: no shape; give it with input_shapes")
-            dims = []
-            for k, d in enumerate(tt.shape.dim):
-                if not d.HasField("dim_value") or d.dim_value <= 0:
-                    raise FrontendError(
-                        f"input {vi.name!r}: dimension {k} is symbolic "
-                        f"({d.dim_param or '?'}); give a static shape with "
-                        "input_shapes"
-                    )
-                dims.append(d.dim_value)
-            shape = tuple(dims)
+        shape = shapes[vi.name]
         layout = "NCHW" if len(shape) == 4 else ""
         var = Var(vi.name, TensorType(shape, dtype, layout))
         graph_inputs.append(var)

@@ -13,7 +13,8 @@ Rules, tried on each node in topological order (the first that decides wins):
 * ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation or ceil
   mode, one output row's window within the accumulator buffer) or ``global_sum_pool2d`` with
   the ``requantize`` that reads it: the window is loaded into the accumulator and combined by
-  one MAX or ADD tensor-tensor instruction per tap.
+  one MAX tensor-tensor instruction per tap, or summed by ADD instructions whose loops walk
+  the window (a program of one size for any window).
 * ``relu-group`` / ``clip-group`` / ``qadd-group``: an int8 ``relu`` (``MAX 0``), an int8
   ``clip`` with whole-number bounds (``MAX lo``, ``MIN hi``) or a ``qadd`` that no group took
   (both operands loaded into the accumulator, then the quantizer's ALU sequence), over an NCHW
@@ -207,9 +208,10 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
                 continue
             name = node.name or node.op
             groups.append(AccelGroup(name, node.op, node, rq))
-            alu = "MAX" if node.op == "max_pool2d" else "ADD"
+            how = ("one MAX tensor-tensor per tap" if node.op == "max_pool2d"
+                   else "ADD tensor-tensor looping over the window")  # fmt: skip
             put(node, VTA, name, "pool-group",
-                f"ACC8 load of the window, one {alu} tensor-tensor per tap on the ALU")  # fmt: skip
+                f"ACC8 load of the window, {how} on the ALU")  # fmt: skip
             if rq is not None:
                 put(rq, VTA, name, "requantize-fused",
                     "one scale for every channel: ALU immediates")  # fmt: skip

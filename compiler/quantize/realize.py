@@ -5,7 +5,8 @@ folding, dead-node elimination), calibrates every activation on the sample input
 (:mod:`~compiler.quantize.calibrate`) and rewrites the graph node by node:
 
 * ``conv2d`` / ``dense`` with constant weights: int8 data (per-tensor scale ``s_x``), int8
-  weights per output channel (``s_w[c] = max|w[c]| / 127``, values in ``[-127, 127]``), int32
+  weights per output channel (``s_w[c] = max|w[c]| / 127``, values in ``[-127, 127]``, at least
+  :func:`weight_scale_floor` so that a dead channel quantizes to zeros and its bias), int32
   bias ``round(b / (s_x s_w[c]))``, int32 accumulation, then ``requantize`` to the output's
   int8 scale ``s_y`` by ``M[c] = s_x s_w[c] / s_y``; a ``relu`` or ``clip`` that is the only
   reader is fused into the requantization (``out_min = 0`` for a relu; a clip's bounds in units
@@ -65,8 +66,32 @@ EDGE_OPS = frozenset({"quantize", "dequantize"})
 REQUANT_MODES = ("multiplier", "shift")
 
 INT32_LIMIT = 1 << 31
+#: Smallest per-channel weight scale, as a fraction of the tensor's largest channel scale. A
+#: trained channel whose weights are all (nearly) zero would otherwise get a scale near zero, and
+#: its bias in units of ``s_x s_w[c]`` would not fit int32. At ``2**-12`` a channel keeps full
+#: precision down to 1/4096 of the largest channel's range, and weights below half a floor step
+#: quantize to exactly zero (the channel then gives its bias alone).
+WEIGHT_SCALE_FLOOR = 2.0**-12
+#: Largest bias magnitude in accumulator units: half the int32 range, leaving the other half to
+#: the products of the window (at most ``127 * 128`` per tap) so that the sum cannot wrap.
+BIAS_LIMIT = 1 << 30
 #: The graph pipeline's passes that run before quantization.
 PREPARE_PASSES = ("fold_constants", "fold_batch_norm", "eliminate_dead_nodes")
+
+
+def weight_scale_floor(absmax: np.ndarray, bias: np.ndarray, sx: float) -> np.ndarray:
+    """The smallest weight scale of every output channel: :data:`WEIGHT_SCALE_FLOOR` times the
+    largest channel's ``max|w| / 127``, raised where the channel's bias would otherwise exceed
+    :data:`BIAS_LIMIT` accumulator units (``s_x s_w[c]``). A channel with (nearly) dead weights
+    thus quantizes to zeros and keeps its bias, instead of refusing the model.
+
+    Example:
+        >>> absmax = np.array([1.27, 1e-12, 0.0])
+        >>> weight_scale_floor(absmax, np.zeros(3), 0.1).tolist() == [0.01 * 2.0**-12] * 3
+        True
+    """
+    top = float(absmax.max()) / 127.0 if absmax.size else 0.0
+    return np.maximum(top * WEIGHT_SCALE_FLOOR, np.abs(bias) / (sx * BIAS_LIMIT))
 
 
 def prepare_graph(graph: Graph) -> Graph:
@@ -282,15 +307,16 @@ class _Realizer:
         channels = wv.shape[0]
         absmax = np.abs(wv.reshape(channels, -1)).max(axis=1)
         unit = sy / sx  # the weight scale for which the requantization is 1
+        b = bias.value.astype(np.float64) if bias is not None else np.zeros(channels)
+        floor = weight_scale_floor(absmax, b, sx)
         if self.requant == "shift":
             with np.errstate(divide="ignore"):
-                k = np.floor(np.log2(127.0 * unit / np.where(absmax > 0, absmax, 1.0)))
+                k = np.floor(np.log2(127.0 * unit / np.maximum(absmax, 127.0 * floor)))
             sw = unit * np.exp2(-np.maximum(k, 0.0))
         else:
-            sw = absmax / 127.0
+            sw = np.maximum(absmax / 127.0, floor)
         sw = np.where(absmax > 0, sw, unit)
         wq = np.clip(np.rint(wv / sw.reshape((-1,) + (1,) * (wv.ndim - 1))), -127, 127)
-        b = bias.value.astype(np.float64) if bias is not None else np.zeros(channels)
         bq = np.rint(b / (sx * sw))
         if np.any(np.abs(bq) >= INT32_LIMIT):
             c = int(np.argmax(np.abs(bq)))
@@ -413,6 +439,7 @@ __all__ = [
     "PASS_THROUGH",
     "REQUANT_MODES",
     "activation_scales",
+    "weight_scale_floor",
     "integer_violations",
     "prepare_graph",
     "quantize_graph",

@@ -14,6 +14,7 @@ MODULES = [
     "runtime.session",
     "runtime.graph_compile",
     "runtime.model_cli",
+    "runtime.inputs",
 ]
 
 

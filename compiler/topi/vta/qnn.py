@@ -463,9 +463,11 @@ def pool2d_packed(
 ) -> Tensor:
     """Window max or sum of packed int8 ``data (N/b, C/bo, H, W, b, bo)`` on the ALU: ``data``
     is loaded into the accumulator (ACC8; ``zero_padding`` (top, left, bottom, right) rows and
-    columns of zeros added by the LOAD), the first tap copied, every other tap combined by MAX
-    or ADD tensor-tensor; the int32 result, one stage per tap. Zero padding gives the max pool
-    of a padded window only when the data is non-negative (the caller's to know).
+    columns of zeros added by the LOAD). A max: the first tap copied, every other tap combined
+    by MAX tensor-tensor, one stage per tap. A sum: one reduction stage over the window, which
+    the ALU runs as ADD instructions looping over the window (its size does not grow the
+    program: global pools of any size). Zero padding gives the max pool of a padded window only
+    when the data is non-negative (the caller's to know).
 
     Example:
         >>> x = te.placeholder((1, 2, 4, 4, 1, 4), "int8", name="x")
@@ -488,7 +490,20 @@ def pool2d_packed(
         src = te.compute(
             data.shape, lambda *i: data(*i).astype("int32"), name=f"{name}_in", tag="elemwise"
         )
-    fn = op.maximum if kind == "max" else op.add
+    if kind == "sum":
+        # one reduction over the window: one ALU instruction whose loops walk the window
+        # (see inject_alu), so the program does not grow with the window
+        ry = te.reduce_axis(kh, name=f"{name}_ry")
+        rx = te.reduce_axis(kw, name=f"{name}_rx")
+        return te.compute(
+            oshape,
+            lambda n, c, y, x, i, j: te.sum(
+                src[n, c, y * sh + ry, x * sw + rx, i, j].astype("int32"), axis=[ry, rx]
+            ),
+            name=f"{name}_sum",
+            tag="elemwise",
+        )
+    fn = op.maximum
     cur: Tensor | None = None
     for k in range(kh * kw):
         ky, kx = divmod(k, kw)

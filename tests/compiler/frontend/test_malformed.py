@@ -140,7 +140,7 @@ def test_symbolic_dims_need_input_shapes():
         from_onnx(m)
     g = from_onnx(m, input_shapes={"x": (2, 3, 8, 8)})
     assert g.outputs[0].type.shape == (2, 16)
-    with pytest.raises(FrontendError, match="unknown inputs"):
+    with pytest.raises(FrontendError, match="unknown input 'data'"):
         from_onnx(m, input_shapes={"data": (2, 3, 8, 8)})
 
 

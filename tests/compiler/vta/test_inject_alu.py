@@ -158,3 +158,39 @@ def test_operands_must_be_in_the_accumulator():
     s[out].pragma(s[out].leaf_iter_vars[0], "dma_copy")
     with pytest.raises(VTATargetError, match="operand A is in scope global; the ALU reads only"):
         lower(s, [A, out], target=tgt)
+
+
+def test_a_reduction_clears_then_adds_with_the_window_loops_outermost():
+    cfg = isa.load_config("default")
+    acc = get_vta_target("default").sram.acc
+    S, D = Buffer("S", (2 * 16 * 4,), "int32", acc), Buffer("D", (2 * 4,), "int32", acc)
+    y, lane, r = Var("y"), Var("l"), Var("r")
+    init = BufferStore(D, IntImm(0), (y * 4 + lane,))
+    update = BufferStore(D, D[y * 4 + lane] + S[(y * 16 + r) * 4 + lane], (y * 4 + lane,))
+    window = For(r, IntImm(0), IntImm(16), ForKind.SERIAL, update)
+    from compiler.ir.stmt import seq
+
+    body = For(y, IntImm(0), IntImm(2), ForKind.SERIAL,
+               For(lane, IntImm(0), IntImm(4), ForKind.SERIAL, seq(init, window)))  # fmt: skip
+    text = to_text(lower_alu(cfg, body))
+    clear, add = text.split("vta.uop_alu_mul_imm(address_of(D[y*4]), 0)")
+    assert "for y in range(2)" in clear
+    # the window loop outside the output loop: it folds into the instruction's loops
+    assert add.index("for r in range(16)") < add.index("for y in range(2)")
+    assert "vta.uop_alu_add(address_of(D[y*4]), address_of(S[(y*16 + r)*4]))" in add
+
+
+def test_a_reduction_whose_identity_does_not_fit_the_immediate_is_named():
+    cfg = isa.load_config("default")
+    acc = get_vta_target("default").sram.acc
+    S, D = Buffer("S", (16 * 4,), "int32", acc), Buffer("D", (4,), "int32", acc)
+    lane, r = Var("l"), Var("r")
+    from compiler.ir.expr import Max
+    from compiler.ir.stmt import seq
+
+    init = BufferStore(D, IntImm(-(1 << 31)), (lane,))
+    update = BufferStore(D, Max(D[lane], S[r * 4 + lane]), (lane,))
+    body = For(lane, IntImm(0), IntImm(4), ForKind.SERIAL,
+               seq(init, For(r, IntImm(0), IntImm(16), ForKind.SERIAL, update)))  # fmt: skip
+    with pytest.raises(VTATargetError, match=r"the reduction's identity -2147483648 does not fit"):
+        lower_alu(cfg, body)

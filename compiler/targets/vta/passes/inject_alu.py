@@ -13,6 +13,12 @@ starting from one accumulator operand:
   the out buffer that stores read (accumulator loads do not write it); otherwise the
   destination is cleared (MUL by 0) and the source added.
 
+A reduction stage (``te.sum`` over a window: the nest ``init; for r...: acc = acc + x``)
+becomes two nests: the init (MUL by 0, then ADD of a non-zero identity) and the update with
+the reduction loops outermost, so that they fold into the instruction's ``iter_out``/``iter_in``
+with a destination stride of 0: the window is summed by one ALU instruction whatever its size
+(reordering is exact: int32 ADD, MIN and MAX are associative and commutative).
+
 What the ALU cannot do raises :class:`VTATargetError` naming the stage and the operation:
 division or modulo, subtracting a tensor, shifting left by a tensor, immediates that do not fit
 the imm field (its range from ``isa.limits``), operands outside the accumulator, values that are
@@ -42,7 +48,7 @@ from compiler.ir.functor import rewrite, substitute
 from compiler.ir.node import Node
 from compiler.ir.pragma import ALU
 from compiler.ir.printer import to_text
-from compiler.ir.stmt import BufferStore, For, Pragma, PrimFunc, Stmt, seq
+from compiler.ir.stmt import BufferStore, For, Pragma, PrimFunc, SeqStmt, Stmt, seq
 from isa import AluOp, HwConfig, limits
 
 from ..calls import alu_uop
@@ -69,6 +75,20 @@ class _AluLowering:
         self.cfg = cfg
         self.acc = make_scopes(cfg).acc
         self.loops, leaf = perfect_nest(body, "alu")
+        #: a reduction's init store and reduction loops (the update is ``self.store``; a
+        #: window of one element has no loop left)
+        self.init: BufferStore | None = None
+        self.reduce_loops: list[For] = []
+        if isinstance(leaf, SeqStmt) and len(leaf.stmts) == 2:
+            init, rest = leaf.stmts
+            rloops, update = perfect_nest(rest, "alu")
+            if (
+                isinstance(init, BufferStore)
+                and isinstance(update, BufferStore)
+                and update.buffer == init.buffer
+                and update.indices == init.indices
+            ):
+                self.init, self.reduce_loops, leaf = init, rloops, update
         if not isinstance(leaf, BufferStore):
             raise VTATargetError(
                 "alu: an ALU stage must be a perfect loop nest around one store; found "
@@ -206,27 +226,54 @@ class _AluLowering:
                 and not self.is_dst(operand)
             ):
                 raise self.fail("the stage reads its own output at another element")
+        init_steps: list[Step] = []
+        if self.init is not None:
+            init_steps = self.init_steps(base, steps)
         tensors = [o for _, o in steps if isinstance(o, BufferLoad)]
-        vars_ = [lp.var for lp in self.loops]
-        exts = [lp.extent.value for lp in self.loops]  # type: ignore[attr-defined]
+        loops = self.reduce_loops + self.loops  # the entry's lane loops stay innermost
+        vars_ = [lp.var for lp in loops]
+        exts = [lp.extent.value for lp in loops]  # type: ignore[attr-defined]
         lanes = self.cfg.batch * self.cfg.block_out
         indices = [self.store.indices[0]] + [t.indices[0] for t in tensors]
         _, elem = split_entry(analyze(vars_, exts, indices, self.what), lanes, self.what)
         zero = dict.fromkeys(elem, IntImm(0))
         dst_at = BufferLoad(dst, (substitute(self.store.indices[0], zero),))
         nests = []
-        for alu, operand in steps:
+        for k, (alu, operand) in enumerate(init_steps + steps):
             if isinstance(operand, IntImm):
                 uop = alu_uop(alu, dst_at, operand, use_imm=True)
             else:
                 src_at = BufferLoad(operand.buffer, (substitute(operand.indices[0], zero),))
                 uop = alu_uop(alu, dst_at, src_at, use_imm=False)
-            nests.append(self._loops(elem, uop))
+            nests.append(self._loops(elem, uop, self.loops if k < len(init_steps) else loops))
         return seq(*nests)
 
-    def _loops(self, elem: list, uop: Stmt) -> Stmt:
+    def init_steps(self, base: BufferLoad, steps: list[Step]) -> list[Step]:
+        """The ALU steps of a reduction's init: the destination cleared (MUL by 0), then its
+        identity added; the update must be one in-place step."""
+        assert self.init is not None
+        value = self.init.value
+        if not isinstance(value, IntImm):
+            raise self.fail(f"the reduction's init {to_text(value)} is not a constant")
+        if not self.is_dst(base) or len(steps) != 1:
+            raise self.fail(
+                f"{to_text(self.store.value)} is not one in-place update of the reduction"
+            )
+        out: list[Step] = [(AluOp.MUL, IntImm(0))]
+        if value.value:
+            out.append((AluOp.ADD, value))
+        imm_min, imm_max = limits(self.cfg).range("alu", "imm")
+        if not imm_min <= value.value <= imm_max:
+            raise self.fail(
+                f"the reduction's identity {value.value} does not fit the ALU's signed imm "
+                f"field [{imm_min}, {imm_max}] (the ALU reduces by sum; a max pool is a chain "
+                "of MAX steps)"
+            )
+        return out
+
+    def _loops(self, elem: list, uop: Stmt, loops: list[For] | None = None) -> Stmt:
         body = uop
-        for lp in reversed(self.loops):
+        for lp in reversed(self.loops if loops is None else loops):
             if lp.var in elem:
                 continue
             if lp.extent.value == 1:  # type: ignore[attr-defined]
