@@ -148,6 +148,9 @@ class NetworkRun:
     #: would take each at its own place
     activation_bytes: int = 0
     activation_bytes_unshared: int = 0
+    #: per accelerator group: host seconds spent packing its inputs into the image and
+    #: unpacking its output out of it (recorded by :meth:`runtime.vta_plan.NetworkPlan.run`)
+    copy_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_cycles(self) -> int:
