@@ -286,8 +286,10 @@ def quantization_table(graph: Any) -> list[dict[str, Any]]:
     return table
 
 
-def plan_network(net: Any) -> NetworkPlan:
-    """The :class:`NetworkPlan` of a compiled :class:`~runtime.vta_target.VtaNetwork`."""
+def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> NetworkPlan:
+    """The :class:`NetworkPlan` of a compiled :class:`~runtime.vta_target.VtaNetwork`;
+    ``output_names``: the model's names of its outputs (default: the quantized graph's, where
+    a dequantize may have renamed them)."""
     from compiler.graph import Constant
     from runtime.vta_dram import plan_network_dram
     from runtime.vta_target import compile_network_host_groups, static_record
@@ -356,9 +358,14 @@ def plan_network(net: Any) -> NetworkPlan:
                 host.how,
             )
         )
+    names = output_names or tuple(
+        getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs)
+    )
+    if len(names) != len(graph.outputs):
+        raise SessionError(f"{len(names)} output names for {len(graph.outputs)} outputs")
     outputs = tuple(
-        TensorSpec(getattr(v, "name", "") or f"output{k}", tuple(v.type.shape), str(v.type.dtype))
-        for k, v in enumerate(graph.outputs)
+        TensorSpec(n, tuple(v.type.shape), str(v.type.dtype))
+        for n, v in zip(names, graph.outputs, strict=True)
     )
     return NetworkPlan(
         name=graph.name or "model",

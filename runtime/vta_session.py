@@ -120,7 +120,8 @@ def compile_plan(
     graph = from_onnx(proto, name=name)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration))
-    plan = plan_network(net)
+    names = tuple(getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs))
+    plan = plan_network(net, names)
     plan.name = name
     plan.compile_seconds = time.perf_counter() - t0
     return plan
