@@ -368,6 +368,11 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             for w in c.field(s, "writes", place, list):
                 writes.append(_read_write(w, symbols, n, ready, place, c, InputFold))
             out = c.slot(s.get("output"), n, place, "output")
+            if not _holds(symbols["out"], slots[out]):
+                sym = symbols["out"]
+                raise c.fail(place, f"field 'output': slot {out} is {slots[out].dtype}"
+                             f"{list(slots[out].shape)}, which symbol 'out' ({sym.dtype}"
+                             f"{list(sym.shape)}) does not hold")  # fmt: skip
             rec = c.field(s, "record", place, dict)
             for f in RECORD_FIELDS:
                 if f not in rec:
@@ -454,6 +459,21 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         quantization=quantization,
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
     )
+
+
+def _holds(sym: Symbol, slot: Slot) -> bool:
+    """Whether the packed tensor ``sym`` unpacks to ``slot``: NCHW from
+    ``(N/b, C/bo, H, W, b, bo)``, or rows from ``(N/b, M/bo, b, bo)``, same dtype."""
+    shape, packed = slot.shape, tuple(sym.shape)
+    if np.dtype(sym.dtype) != np.dtype(slot.dtype):
+        return False
+    if len(shape) == 4 and len(packed) == 6:
+        nb, cb, h, w, b, bo = packed
+        return (h, w) == shape[2:] and nb * b >= shape[0] and cb * bo >= shape[1]
+    if len(shape) == 2 and len(packed) == 4:
+        nb, mb, b, bo = packed
+        return nb * b >= shape[0] and mb * bo >= shape[1]
+    return False
 
 
 def _read_write(
