@@ -37,8 +37,8 @@ import json
 import os
 import tempfile
 import zipfile
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np

@@ -152,8 +152,12 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
                         "code": member,
                         "symbol": step.kernel.name,
                         "args": [
-                            {"name": a.name, "shape": list(a.shape), "dtype": a.dtype,
-                             "is_output": a.is_output}  # fmt: skip
+                            {
+                                "name": a.name,
+                                "shape": list(a.shape),
+                                "dtype": a.dtype,
+                                "is_output": a.is_output,
+                            }  # fmt: skip
                             for a in step.kernel.args
                         ],
                     },
@@ -270,9 +274,9 @@ def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
 
 
 def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
+    from compiler.ir.stmt import ArgInfo
     from compiler.targets.cpu.jit import make_function
     from compiler.topi.vta.fold import InputFold
-    from compiler.ir.stmt import ArgInfo
 
     c = _Check(where)
     top = "manifest"
@@ -305,8 +309,9 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         io_slots[key] = tuple(c.slot(v, n, top, key) for v in raw)
         for spec, slot in zip(tensors, io_slots[key], strict=True):
             if (spec.shape, spec.dtype) != (slots[slot].shape, slots[slot].dtype):
+                have = f"{slots[slot].dtype}{list(slots[slot].shape)}"
                 raise c.fail(top, f"{key}: {spec.name!r} is {spec.dtype}{list(spec.shape)} but "
-                             f"slot {slot} is {slots[slot].dtype}{list(slots[slot].shape)}")  # fmt: skip
+                             f"slot {slot} is {have}")  # fmt: skip
 
     def check_array(arr: np.ndarray, slot: int, member: str) -> None:
         want = slots[slot]
@@ -315,9 +320,9 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                          f"is {want.dtype}{list(want.shape)}")  # fmt: skip
 
     constants: dict[int, np.ndarray] = {}
-    for k, e in enumerate(c.field(manifest, "constants", top, list)):
-        member = c.field(e, "member", f"constants[{k}]", str)
-        slot = c.slot(e.get("slot"), n, f"constants[{k}]", "slot")
+    for k, entry in enumerate(c.field(manifest, "constants", top, list)):
+        member = c.field(entry, "member", f"constants[{k}]", str)
+        slot = c.slot(entry.get("slot"), n, f"constants[{k}]", "slot")
         arr = _array(read(member), member, c)
         check_array(arr, slot, member)
         constants[slot] = arr
@@ -426,10 +431,12 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 code = read(member).decode()
                 kernels[key] = make_function(symbol, args, code, "")
             nodes = []
-            for e in c.field(s, "nodes", place, list):
-                if not (isinstance(e, list) and len(e) == 3 and all(isinstance(x, str) for x in e)):
-                    raise c.fail(place, f"field 'nodes': {e!r:.40} is not [name, op, rule]")
-                nodes.append(HostNode(*e))
+            for row in c.field(s, "nodes", place, list):
+                if not (
+                    isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row)
+                ):
+                    raise c.fail(place, f"field 'nodes': {row!r:.40} is not [name, op, rule]")
+                nodes.append(HostNode(*row))
             how = c.field(s, "how", place, str)
             steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key], how))
             ready.update(outs)

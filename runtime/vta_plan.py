@@ -370,8 +370,9 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
     return NetworkPlan(
         name=graph.name or "model",
         config=cfg,
-        inputs=tuple(TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype))
-                     for v in graph.inputs),  # fmt: skip
+        inputs=tuple(
+            TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs
+        ),  # fmt: skip
         outputs=outputs,
         input_slots=input_slots,
         output_slots=tuple(slot(v) for v in graph.outputs),
