@@ -11,6 +11,13 @@
   writes one
   Perfetto trace of the whole network (a slice per accelerator group); ``--device rtl`` runs
   the accelerator groups on the RTL (Icarus) instead of the simulator.
+* ``vtac compile MODEL --target vta [--config NAME] [--calibrate DATA.npy] -o A`` quantizes
+  (calibrated on ``--calibrate``, else on seeded random data, said on stderr), partitions and
+  compiles the network once and writes its artifact (:mod:`runtime.vta_artifact`);
+  ``vtac run A`` loads it and runs it, printing the same as ``vtac run MODEL --target vta``,
+  without quantizing or compiling.
+* An option that does not apply to the chosen target is refused by name
+  (:func:`check_target_options`).
 
 Example:
     >>> import numpy as np
