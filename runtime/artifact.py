@@ -37,8 +37,9 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -55,8 +56,14 @@ from runtime.program import (
 FORMAT_NAME = "vtac-artifact"
 #: Bumped whenever the manifest's meaning changes; other versions are refused.
 FORMAT_VERSION = 1
+#: The version of an accelerator network artifact (:mod:`runtime.vta_artifact`).
+VTA_FORMAT_VERSION = 2
+#: What each version holds, in words and as the target it runs on.
+ARTIFACT_KINDS = {FORMAT_VERSION: "a cpu program", VTA_FORMAT_VERSION: "an accelerator network"}
+KIND_OF = {FORMAT_VERSION: "cpu", VTA_FORMAT_VERSION: "vta"}
 MANIFEST = "manifest.json"
 ZIP_MAGIC = b"PK\x03\x04"
+T = TypeVar("T")
 
 
 def _sha256(data: bytes) -> str:
@@ -130,15 +137,22 @@ def _umask() -> int:
 
 def save_artifact(program: Program, path: str | os.PathLike) -> None:
     """Write ``program`` to ``path`` atomically (see the module docstring)."""
+    write_members(artifact_members(program), path)
+
+
+def write_members(members: dict[str, bytes], path: str | os.PathLike) -> None:
+    """Write an archive of ``members`` to ``path`` atomically: a temporary file in the same
+    directory, then ``os.replace``; ``.npy`` and ``.npz`` members are stored, the rest
+    deflated."""
     path = Path(path)
-    members = artifact_members(program)
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
             for member, data in members.items():
                 # Weights do not compress; text does.
-                method = zipfile.ZIP_STORED if member.endswith(".npy") else zipfile.ZIP_DEFLATED
+                stored = member.endswith((".npy", ".npz"))
+                method = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
                 zf.writestr(member, data, compress_type=method)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
@@ -171,8 +185,13 @@ def _field(d: dict[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
-def load_artifact(source: str | os.PathLike | bytes) -> Program:
-    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes)."""
+def read_artifact(
+    source: str | os.PathLike | bytes, versions: dict[int, str], load: Callable[..., T]
+) -> T:
+    """Open an artifact, check its format and that its version is one of ``versions``
+    (version: what it holds, for the message), and return ``load(manifest, read, where)``:
+    ``read(member)`` gives a member's bytes once its checksum is verified, ``where`` names the
+    artifact for messages."""
     where = "artifact" if isinstance(source, bytes) else f"artifact {os.fspath(source)}"
     try:
         handle: Any = io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")  # noqa: SIM115
@@ -190,12 +209,20 @@ def load_artifact(source: str | os.PathLike | bytes) -> Program:
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
                 raise ArtifactError(f"{where}: not a vtac artifact (format is not {FORMAT_NAME})")
             version = manifest.get("version")
-            if version != FORMAT_VERSION:
+            if version not in versions:
+                if version in ARTIFACT_KINDS:
+                    raise ArtifactError(
+                        f"{where}: format version {version} holds {ARTIFACT_KINDS[version]}, "
+                        f"not {' or '.join(versions.values())}"
+                    )
+                known = ", ".join(str(v) for v in sorted(ARTIFACT_KINDS))
                 raise ArtifactError(
-                    f"{where}: format version {version}, but this vtac reads version "
-                    f"{FORMAT_VERSION} (compile the model again)"
+                    f"{where}: format version {version}, but this vtac reads version(s) "
+                    f"{known} (compile the model again)"
                 )
             checksums = _field(manifest, "checksums", where)
+            if not isinstance(checksums, dict):
+                raise ArtifactError(f"{where}: the manifest's checksums are not an object")
 
             def read(member: str) -> bytes:
                 if member not in names or member not in checksums:
@@ -205,11 +232,25 @@ def load_artifact(source: str | os.PathLike | bytes) -> Program:
                     raise ArtifactError(f"{where}: member {member} is corrupted (checksum differs)")
                 return data
 
-            return _program(manifest, read, where)
+            extra = sorted(names - set(checksums) - {MANIFEST})
+            if extra:
+                raise ArtifactError(f"{where}: member {extra[0]} is not in the manifest")
+            return load(manifest, read, where)
     except zipfile.BadZipFile as e:
         raise ArtifactError(f"{where}: not a readable zip archive ({e})") from None
     except (KeyError, TypeError, ValueError) as e:
         raise ArtifactError(f"{where}: malformed manifest ({type(e).__name__}: {e})") from None
+
+
+def artifact_kind(source: str | os.PathLike | bytes) -> str:
+    """What an artifact holds: ``"cpu"`` (a :class:`~runtime.program.Program`) or ``"vta"``
+    (an accelerator network, :mod:`runtime.vta_artifact`); checks only the manifest."""
+    return read_artifact(source, ARTIFACT_KINDS, lambda m, read, where: KIND_OF[m["version"]])
+
+
+def load_artifact(source: str | os.PathLike | bytes) -> Program:
+    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes)."""
+    return read_artifact(source, {FORMAT_VERSION: ARTIFACT_KINDS[FORMAT_VERSION]}, _program)
 
 
 def _program(manifest: dict[str, Any], read: Any, where: str) -> Program:

@@ -1,8 +1,11 @@
-"""``vtac compile`` and ``vtac run``: whole models on the CPU.
+"""``vtac compile`` and ``vtac run``: whole models on the CPU or the accelerator.
 
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
-  (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`);
+  (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
+  ``--target vta [--config C] [--calibrate DATA]`` it quantizes, partitions and compiles the
+  network for the accelerator into one artifact (:mod:`runtime.vta_artifact`,
+  :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
   [--input-shape NAME=D0,D1,...] [--target cpu] [--output out.npz] [--json]`` runs it once and
@@ -11,6 +14,12 @@
   Without ``--input`` it feeds seeded random data and says so on stderr. ``--output`` saves
   every output under its ONNX name; ``--json`` prints one JSON object
   ``{"outputs": {name: {shape, dtype, top5?, ...}}, "groups": [...], "total_us": ...}``.
+  An artifact runs on the target it was compiled for (a vta artifact prints what
+  ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
+
+An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace`` or
+``--device`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on vta; ``--calibrate`` with an
+artifact) is refused by name, not ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
 input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
@@ -24,7 +33,7 @@ Example:
     >>> add_parser(sub)
     >>> args = sub.choices["run"].parse_args(["m.vtac", "--input", "data=x.npy", "--json"])
     >>> args.model, args.input, args.json, args.target
-    ('m.vtac', ['data=x.npy'], True, 'cpu')
+    ('m.vtac', ['data=x.npy'], True, None)
 """
 
 from __future__ import annotations
@@ -76,8 +85,9 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--json", action="store_true", help="print the outputs and profile as JSON")
     r.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
     r.add_argument(
-        "--device", choices=["sim", "rtl"], default="sim",
-        help="--target vta: run accelerator groups on the simulator or on the RTL (Icarus)",
+        "--device", choices=["sim", "rtl"], default=None,
+        help="--target vta: run accelerator groups on the simulator (default) or on the RTL "
+        "(Icarus)",
     )  # fmt: skip
     r.add_argument(
         "--trace", metavar="FILE.json", default=None,
@@ -89,12 +99,15 @@ def add_parser(subparsers: Any) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--target", default="cpu", choices=["cpu", "gpu", "vta"],
-        help="where groups run: cpu (LLVM) or gpu (CUDA through numba; numba's CUDA simulator "
-        "when NUMBA_ENABLE_CUDASIM=1; `run` only) or vta (int8 on the accelerator's simulator, "
-        "the rest on the host; `run` only)",
+        "--target", default=None, choices=["cpu", "gpu", "vta"],
+        help="where groups run: cpu (LLVM; the default, or an artifact's own target) or gpu "
+        "(CUDA through numba; numba's CUDA simulator when NUMBA_ENABLE_CUDASIM=1; `run` only) "
+        "or vta (int8 on the accelerator's simulator, the rest on the host)",
     )  # fmt: skip
-    p.add_argument("--config", default=None, help="accelerator config of --target vta")
+    p.add_argument(
+        "--config", default=None,
+        help="--target vta: the accelerator config (default: default)",
+    )  # fmt: skip
     p.add_argument(
         "--calibrate", metavar="DATA", default=None,
         help="--target vta: calibration inputs, an .npy, an .npz or a folder of images (a "
@@ -110,8 +123,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--tuning-log", metavar="LOG.jsonl", default=None,
-        help="compile with the best records of a `vtac tune` log (cpu; tasks without records "
-        "keep the default schedule, and are listed)",
+        help="compile with the best records of a `vtac tune` log (--target cpu; tasks without "
+        "records keep the default schedule, and are listed)",
     )  # fmt: skip
     p.add_argument(
         "--progress", action="store_true",
@@ -142,15 +155,32 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
+def resolve_target(args: argparse.Namespace) -> bool:
+    """Set ``args.target`` (an artifact's own target when not given, else cpu) and refuse the
+    options that do not apply to it; returns whether ``args.model`` is an artifact."""
+    from runtime.artifact import artifact_kind
+    from runtime.session import _is_artifact_source
+    from runtime.vta_cli import check_target_options
+
+    artifact = _is_artifact_source(args.model)
+    if args.target is None:
+        args.target = artifact_kind(args.model) if artifact else "cpu"
+    check_target_options(args, args.target, artifact)
+    return artifact
+
+
 def _compile(args: argparse.Namespace) -> int:
     from runtime.errors import SessionError
 
+    resolve_target(args)
     if args.target == "vta":
-        raise SessionError("artifacts hold CPU code only; run the model with --target vta instead")
+        from runtime.vta_cli import compile_command
+
+        return compile_command(args)
     if args.target == "gpu":
         raise SessionError(
-            "artifacts hold CPU code only; run the model with --target gpu instead "
-            "(GPU kernels are compiled for the device in the session that runs them)"
+            "artifacts hold CPU or accelerator code only; run the model with --target gpu "
+            "instead (GPU kernels are compiled for the device in the session that runs them)"
         )
     sess = _session(args)
     free = free_dims(sess.get_inputs())
@@ -262,10 +292,11 @@ def _format_output(name: str, d: dict[str, Any]) -> str:
 def _run(args: argparse.Namespace) -> int:
     from runtime.errors import SessionError
 
+    artifact = resolve_target(args)
     if args.target == "vta":
-        from runtime.vta_cli import run_command
+        from runtime.vta_cli import run_artifact_command, run_command
 
-        return run_command(args)
+        return run_artifact_command(args) if artifact else run_command(args)
     if args.output and not args.output.endswith(".npz"):
         raise SessionError(f"--output {args.output}: the file must end in .npz")
     sess = _session(args)

@@ -41,8 +41,12 @@ from runtime.executor import Executor
 from runtime.profile import Profile
 from runtime.program import MemoryStats, Program, TensorSpec
 
-#: Targets a session can compile whole models for.
+#: Targets whose groups this module's executor runs (``vta``: :mod:`runtime.vta_session`).
 TARGETS = ("cpu", "gpu")
+#: Every target a session can compile whole models for.
+ALL_TARGETS = (*TARGETS, "vta")
+#: Options of the vta target (:class:`runtime.vta_session.VtaInferenceSession`).
+VTA_OPTIONS = ("config", "device", "calibration")
 
 ModelSource = str | bytes | os.PathLike | Any  # Any: an onnx.ModelProto
 
@@ -161,8 +165,11 @@ def load_onnx(
 class InferenceSession:
     """A compiled model and its executor (see the module docstring).
 
-    ``target``: where the groups run (``"cpu"``, or ``"gpu"``: CUDA kernels through numba, on
-    numba's CUDA simulator when ``NUMBA_ENABLE_CUDASIM=1``; a GPU program is not saved).
+    ``target``: where the groups run (``"cpu"``, the default; ``"gpu"``: CUDA kernels through
+    numba, on numba's CUDA simulator when ``NUMBA_ENABLE_CUDASIM=1``; a GPU program is not
+    saved; ``"vta"``: int8 on the accelerator with host fallback, and the options ``config``,
+    ``device`` and ``calibration``, see :mod:`runtime.vta_session`; an artifact of an
+    accelerator network runs there when no target is given).
     ``image_size``/``batch``: for zoo names only. ``input_shapes``: static shapes (by input
     name) for inputs with free (symbolic) dimensions; checked against the declared dims. Without
     them a model with free dimensions is compiled at the first ``run``, for its feeds' shapes
@@ -173,10 +180,19 @@ class InferenceSession:
     compile (``None``: only when stderr is a terminal).
     """
 
+    def __new__(cls, model: ModelSource, target: str | None = None, **kwargs: Any) -> Any:
+        """A :class:`runtime.vta_session.VtaInferenceSession` for target ``vta`` or a vta
+        artifact, else a session of this class."""
+        if cls is InferenceSession and (target == "vta" or _is_vta_artifact(model, target)):
+            from runtime.vta_session import VtaInferenceSession
+
+            return super().__new__(VtaInferenceSession)
+        return super().__new__(cls)
+
     def __init__(
         self,
         model: ModelSource,
-        target: str = "cpu",
+        target: str | None = None,
         *,
         image_size: int | None = None,
         batch: int | None = None,
@@ -184,9 +200,12 @@ class InferenceSession:
         progress: bool | None = None,
         tuning_log: str | os.PathLike | None = None,
         input_shapes: Mapping[str, Sequence[int]] | None = None,
+        **vta_options: Any,
     ) -> None:
+        target = target or "cpu"
         if target not in TARGETS:
-            raise SessionError(f"unknown target {target!r} (known: {', '.join(TARGETS)})")
+            raise SessionError(f"unknown target {target!r} (known: {', '.join(ALL_TARGETS)})")
+        _refuse_vta_options(target, vta_options)
         t0 = time.perf_counter()
         self._program: Program | None = None
         self._source: tuple[Any, ...] | None = None  # what _build compiles from
@@ -387,6 +406,29 @@ def _model_name(model: ModelSource, proto: Any) -> str:
         path = Path(model)
         return path.stem if path.exists() else str(model)
     return proto.graph.name or "model"
+
+
+def _refuse_vta_options(target: str, options: Mapping[str, Any]) -> None:
+    """Refuse, by name, an accelerator option given to another target (or an unknown one)."""
+    for key, value in options.items():
+        if key not in VTA_OPTIONS:
+            raise TypeError(f"InferenceSession() got an unexpected keyword argument {key!r}")
+        if value is not None:
+            raise SessionError(f"{key} applies to target vta, not to {target!r}")
+
+
+def _is_vta_artifact(model: ModelSource, target: str | None) -> bool:
+    """Whether ``model`` is an artifact of an accelerator network (and no other target was
+    asked for: the session then says which target the artifact holds)."""
+    if target is not None or not _is_artifact_source(model):
+        return False
+    from runtime.artifact import artifact_kind
+    from runtime.errors import ArtifactError
+
+    try:
+        return artifact_kind(model if isinstance(model, bytes) else os.fspath(model)) == "vta"
+    except ArtifactError:
+        return False  # the cpu loader names the fault
 
 
 def _is_artifact_source(model: ModelSource) -> bool:

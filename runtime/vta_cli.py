@@ -12,6 +12,13 @@
   writes one
   Perfetto trace of the whole network (a slice per accelerator group); ``--device rtl`` runs
   the accelerator groups on the RTL (Icarus) instead of the simulator.
+* ``vtac compile MODEL --target vta [--config NAME] [--calibrate DATA.npy] -o A`` quantizes
+  (calibrated on ``--calibrate``, else on seeded random data, said on stderr), partitions and
+  compiles the network once and writes its artifact (:mod:`runtime.vta_artifact`);
+  ``vtac run A`` loads it and runs it, printing the same as ``vtac run MODEL --target vta``,
+  without quantizing or compiling.
+* An option that does not apply to the chosen target is refused by name
+  (:func:`check_target_options`).
 
 Example:
     >>> import numpy as np
@@ -94,14 +101,7 @@ def graph_command(args: argparse.Namespace) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """``vtac run MODEL --target vta``."""
-    from runtime.inputs import load_calibration
-    from runtime.model_cli import (
-        _format_output,
-        _save_npz,
-        describe_output,
-        parse_inputs,
-        random_inputs,
-    )
+    from runtime.model_cli import parse_inputs, random_inputs
     from runtime.program import TensorSpec
     from runtime.vta_target import compile_network
 
@@ -119,19 +119,29 @@ def run_command(args: argparse.Namespace) -> int:
     graph = _float_graph(args, {n: tuple(a.shape) for n, a in feeds.items() if n in free})
     specs = [TensorSpec(v.name, v.type.shape, v.type.dtype) for v in graph.inputs]
     if args.calibrate:
-        if len(specs) != 1:
-            raise SessionError("--calibrate: only single-input models are supported")
-        data = load_calibration(
-            args.calibrate, specs[0], preprocess=args.preprocess, resize=args.resize
-        )
+        data = _read_calibration(args, specs)
         calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration)
-    result = net.run(feeds, trace=args.trace is not None, device=args.device)
+    result = net.run(feeds, trace=args.trace is not None, device=args.device or "sim")
+    return _report(args, _output_names(args), result)
+
+
+def _output_names(args: argparse.Namespace) -> list[str]:
+    """The model's own output names, as onnxruntime and the cpu target give them."""
+    from runtime.session import load_onnx
+
+    proto = load_onnx(args.model, image_size=args.image_size, batch=args.batch)
+    return [o.name for o in proto.graph.output]
+
+
+def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
+    """Print (or save) the outputs and the per-layer table of one network run."""
+    from runtime.model_cli import _format_output, _save_npz, describe_output
+
     if args.trace is not None:
         result.save_trace(args.trace)
-    names = [getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs)]
     outs = dict(zip(names, result.outputs, strict=True))
     if args.output:
         _save_npz(args.output, outs)
@@ -150,4 +160,103 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["calibration_batches", "graph_command", "run_command"]
+def _read_calibration(args: argparse.Namespace, specs: list[Any]) -> np.ndarray:
+    """``--calibrate``'s data (an .npy, an .npz or a folder of images, preprocessed as the
+    input is) for the model's one input."""
+    from runtime.inputs import load_calibration
+
+    if len(specs) != 1:
+        raise SessionError("--calibrate: only single-input models are supported")
+    return load_calibration(
+        args.calibrate,
+        specs[0],
+        preprocess=getattr(args, "preprocess", "imagenet"),
+        resize=getattr(args, "resize", None),
+    )
+
+
+def compile_command(args: argparse.Namespace) -> int:
+    """``vtac compile MODEL --target vta [--config C] [--calibrate D.npy] -o A``: quantize,
+    partition and compile the network once and write its artifact (:mod:`runtime.vta_artifact`)."""
+    from runtime.vta_session import VtaInferenceSession
+
+    calibration = _read_calibration(args, _declared_specs(args)) if args.calibrate else None
+    if calibration is None:
+        print("vtac compile: no --calibrate given: calibrating on seeded random data (scales "
+              "unrelated to real inputs)", file=sys.stderr)  # fmt: skip
+    sess = VtaInferenceSession(
+        args.model, "vta", config=args.config, calibration=calibration,
+        image_size=args.image_size, batch=args.batch,
+        input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
+    )  # fmt: skip
+    plan = sess.plan
+    sess.save(args.output)
+    accel = len(plan.accel_steps)
+    print(
+        f"compiled {plan.name} for vta ({plan.config.name}) in {sess.compile_seconds:.2f} s: "
+        f"{accel} accelerator groups, {len(plan.host_steps)} host groups, DRAM image "
+        f"{plan.dram.size / 2**20:.2f} MiB -> {args.output}"
+    )
+    return 0
+
+
+def run_artifact_command(args: argparse.Namespace) -> int:
+    """``vtac run A.vtac`` of an accelerator network: load it (nothing is compiled) and run
+    it once, printing what ``vtac run MODEL --target vta`` prints."""
+    from runtime.model_cli import parse_inputs, random_inputs
+    from runtime.vta_session import VtaInferenceSession
+
+    if args.output and not args.output.endswith(".npz"):
+        raise SessionError(f"--output {args.output}: the file must end in .npz")
+    sess = VtaInferenceSession(args.model, "vta", config=args.config, device=args.device)
+    specs = sess.get_inputs()
+    if args.input:
+        feeds = parse_inputs(args.input, specs)
+    else:
+        feeds = random_inputs(specs, args.seed)
+        print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
+              file=sys.stderr)  # fmt: skip
+    from runtime.session import check_feeds
+
+    result = sess.plan.run(check_feeds(specs, feeds), trace=args.trace is not None,
+                           device=sess.device)  # fmt: skip
+    return _report(args, [s.name for s in sess.get_outputs()], result)
+
+
+#: Options that apply to one target only: option, argparse dest, the targets it applies to.
+TARGET_OPTIONS = (
+    ("--config", "config", ("vta",)),
+    ("--calibrate", "calibrate", ("vta",)),
+    ("--trace", "trace", ("vta",)),
+    ("--device", "device", ("vta",)),
+    ("--tuning-log", "tuning_log", ("cpu",)),
+    ("--threads", "threads", ("cpu", "gpu")),
+)
+
+
+def check_target_options(args: argparse.Namespace, target: str, artifact: bool) -> None:
+    """Refuse, by name, an option given that does not apply to ``target`` (or to an artifact,
+    already compiled)."""
+    for option, dest, targets in TARGET_OPTIONS:
+        if getattr(args, dest, None) is None:
+            continue
+        if target not in targets:
+            if option == "--tuning-log" and target == "vta":
+                raise SessionError(
+                    "--tuning-log does not apply to --target vta yet: the tuner's records are "
+                    "for single layers, and the network compile does not read them"
+                )
+            raise SessionError(f"{option} applies to --target {' or '.join(targets)}, not to "
+                               f"{target}")  # fmt: skip
+    if artifact and getattr(args, "calibrate", None) is not None:
+        raise SessionError("--calibrate applies when a model is compiled, not to an artifact")
+
+
+__all__ = [
+    "calibration_batches",
+    "check_target_options",
+    "compile_command",
+    "graph_command",
+    "run_artifact_command",
+    "run_command",
+]

@@ -148,6 +148,9 @@ class NetworkRun:
     #: would take each at its own place
     activation_bytes: int = 0
     activation_bytes_unshared: int = 0
+    #: per accelerator group: host seconds spent packing its inputs into the image and
+    #: unpacking its output out of it (recorded by :meth:`runtime.vta_plan.NetworkPlan.run`)
+    copy_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_cycles(self) -> int:
@@ -442,7 +445,10 @@ def _execute(prog: Any, device: str, trace: bool) -> Any:
     return _RtlResult(prog, run.cycles, run.stats, dict(counts), run.dram)
 
 
-def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerRecord:
+def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecord:
+    """The parts of an accelerator group's :class:`LayerRecord` that do not depend on a run
+    (MACs, ideal and roofline cycles, compulsory bytes; ``cycles`` 0): a compiled network keeps
+    them, and each run adds its cycles, DRAM bytes and limiter (:func:`run_record`)."""
     from compiler.topi.vta.metrics import compulsory_bytes, ideal_cycles, roofline_cycles
 
     comp = compulsory_bytes(layer.program)
@@ -450,16 +456,31 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     out = layer.out_shape
     entries = int(np.prod(out[:-2]))  # accumulator entries the epilogue touches
     alu = entries * layer.alu_steps * cfg.alu_ii
-    busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
-    limiter = max(busy, key=lambda m: busy[m]) if busy else ""
     ops = "+".join(n.op for n in group.nodes)
     rule = "pool-group" if group.kind.endswith("pool2d") else f"{group.kind}-group"
     return LayerRecord(
-        group.name, ops, "vta", rule, res.cycles, layer.macs, ideal,
+        group.name, ops, "vta", rule, 0, layer.macs, ideal,
         roofline_cycles(layer.macs, comp, cfg), max(ideal + alu, comp / cfg.bus_bytes),
-        sum(res.dram_bytes.values()), comp, limiter, 0.0,
-        {m: dict(c) for m, c in res.modules.items()},
+        0, comp, "", 0.0,
     )  # fmt: skip
+
+
+def run_record(static: LayerRecord, res: Any) -> LayerRecord:
+    """``static`` with one run's cycles, DRAM bytes, per-module cycles and limiter (the module
+    with the most busy cycles)."""
+    busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
+    limiter = max(busy, key=lambda m: busy[m]) if busy else ""
+    return replace(
+        static,
+        cycles=res.cycles,
+        dram_bytes=sum(res.dram_bytes.values()),
+        limiter=limiter,
+        modules={m: dict(c) for m, c in res.modules.items()},
+    )
+
+
+def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerRecord:
+    return run_record(static_record(group, layer, cfg), res)
 
 
 def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:

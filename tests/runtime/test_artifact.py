@@ -10,7 +10,7 @@ import pytest
 from compiler import te
 from compiler.build import build
 from compiler.schedule import create_schedule
-from runtime.artifact import FORMAT_VERSION, MANIFEST, load_artifact, save_artifact
+from runtime.artifact import ARTIFACT_KINDS, MANIFEST, load_artifact, save_artifact
 from runtime.errors import ArtifactError, SessionError
 from runtime.executor import Executor
 from runtime.program import (
@@ -142,11 +142,12 @@ def test_artifact_faults_are_named(program, tmp_path):
         if name != MANIFEST:
             return b
         m = json.loads(b)
-        m["version"] = FORMAT_VERSION + 1
+        m["version"] = unknown
         return json.dumps(m).encode()
 
+    unknown = max(ARTIFACT_KINDS) + 1
     _rewrite(good, tmp_path / "v.vtac", other_version)
-    with pytest.raises(ArtifactError, match=f"format version {FORMAT_VERSION + 1}, but this vtac"):
+    with pytest.raises(ArtifactError, match=f"format version {unknown}, but this vtac"):
         load_artifact(tmp_path / "v.vtac")
 
     def flip_constant(name, b):

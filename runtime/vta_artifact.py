@@ -1,0 +1,538 @@
+"""The accelerator network artifact (``vtac compile MODEL --target vta -o model.vtac``): a
+compiled :class:`~runtime.vta_plan.NetworkPlan` in the archive format of
+:mod:`runtime.artifact`, format version 2 (``"kind": "vta"``), so the network runs again
+without quantizing, partitioning or compiling.
+
+Members:
+
+* ``manifest.json``: format, version and kind; the model's name, inputs and outputs; the
+  accelerator config (as ``isa`` writes it); the slots (shape and dtype of every value that
+  crosses a step); the steps in order: per accelerator group where its relocated program lies
+  in the DRAM image (instruction base and count, symbols, the pieces moved), what the host
+  writes into it and its record's static figures; per host group its kernel (entry symbol,
+  arguments) and slots; and the SHA-256 of every other member;
+* ``dram.npy``: the network's initial DRAM image (every relocated program, weights and tiles;
+  the activation region zeroed);
+* ``programs/<k>.npz``: each accelerator group's own program in the ``isa`` program format
+  (ISA.md §4), weights written, before relocation: ``vtac sim`` runs it on its own;
+* ``kernels/<hash>.ll``: each host group's kernel as LLVM IR text (the machine code comes
+  from the object cache when the machine and LLVM are the same, else LLVM compiles it again);
+* ``constants/<slot>.npy``: the constants the host groups read;
+* ``quantization.json``: the scales of every quantize and dequantize and the parameters of
+  every requantize and qadd of the quantized graph.
+
+Loading checks more than the checksums: every member name the manifest gives, every slot's
+shape and dtype against the arrays and kernel arguments that use it, every symbol, write and
+instruction range inside the DRAM image, the program files against the config, and that every
+step reads only slots an earlier step (or the caller) provides. A fault is refused in one
+line naming the member or step and the field.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
+    >>> from runtime.vta_plan import plan_network
+    >>> from runtime.vta_target import compile_network
+    >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
+    >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
+    >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
+    >>> feed = {"x": np.ones((1, 3, 6, 6), np.float32)}
+    >>> plan = plan_network(compile_network(g, calibration=feed))
+    >>> again = load_vta_artifact(vta_artifact_bytes(plan))
+    >>> again.run(feed).total_cycles == plan.run(feed).total_cycles
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from isa import ConfigError, HwConfig, ProgramError
+from isa.encoding import INSN_BYTES
+from isa.program import Symbol, program_from_arrays
+from runtime.artifact import (
+    FORMAT_NAME,
+    MANIFEST,
+    VTA_FORMAT_VERSION,
+    read_artifact,
+    write_members,
+)
+from runtime.errors import ArtifactError
+from runtime.program import TensorSpec
+from runtime.vta_dram import GroupImage, Segment
+from runtime.vta_plan import (
+    PACKINGS,
+    AccelStep,
+    HostInput,
+    HostNode,
+    HostStep,
+    NetworkPlan,
+    Slot,
+)
+from runtime.vta_target import LayerRecord
+
+KIND = "vta"
+#: The static figures of an accelerator group's record that the manifest keeps.
+RECORD_FIELDS = (
+    "name", "ops", "rule", "macs", "ideal_cycles", "roofline_cycles", "alu_roofline_cycles",
+    "compulsory_bytes",
+)  # fmt: skip
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _program_file(prog: Any) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **prog.to_arrays())
+    return buf.getvalue()
+
+
+def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
+    """Every member of the archive of ``plan``, the manifest last."""
+    members: dict[str, bytes] = {"dram.npy": _npy(plan.dram)}
+    members["quantization.json"] = json.dumps(plan.quantization, indent=1).encode()
+    constants = []
+    for slot, arr in sorted(plan.constants.items()):
+        member = f"constants/{slot}.npy"
+        members[member] = _npy(arr)
+        constants.append({"slot": slot, "member": member})
+    steps: list[dict[str, Any]] = []
+    for k, step in enumerate(plan.steps):
+        if isinstance(step, AccelStep):
+            if step.program is None:
+                raise ArtifactError(f"group {step.name}: the plan holds no program to save")
+            member = f"programs/{k}.npz"
+            members[member] = _program_file(step.program)
+            img = step.image
+            steps.append(
+                {
+                    "kind": "vta",
+                    "name": step.name,
+                    "program": member,
+                    "insn_base": img.insn_base,
+                    "insn_count": img.insn_count,
+                    "symbols": {n: s.to_dict() for n, s in img.symbols.items()},
+                    "aliased": list(img.aliased),
+                    "producers": dict(img.producers),
+                    "segments": [[s.start, s.end, s.to] for s in img.segments],
+                    "writes": [_write_json(w) for w in step.writes],
+                    "output": step.output,
+                    "record": {f: getattr(step.record, f) for f in RECORD_FIELDS},
+                }
+            )
+        else:
+            code = step.kernel.llvm_ir.encode()
+            member = f"kernels/{_sha256(code)[:24]}.ll"
+            members.setdefault(member, code)
+            steps.append(
+                {
+                    "kind": "cpu",
+                    "name": step.name,
+                    "nodes": [[n.name, n.op, n.rule] for n in step.nodes],
+                    "inputs": list(step.inputs),
+                    "outputs": list(step.outputs),
+                    "how": step.how,
+                    "kernel": {
+                        "code": member,
+                        "symbol": step.kernel.name,
+                        "args": [
+                            {
+                                "name": a.name,
+                                "shape": list(a.shape),
+                                "dtype": a.dtype,
+                                "is_output": a.is_output,
+                            }  # fmt: skip
+                            for a in step.kernel.args
+                        ],
+                    },
+                }
+            )
+    manifest = {
+        "format": FORMAT_NAME,
+        "version": VTA_FORMAT_VERSION,
+        "kind": KIND,
+        "name": plan.name,
+        "target": "vta",
+        "config": json.loads(plan.config.to_json()),
+        "inputs": [s.to_json() for s in plan.inputs],
+        "outputs": [s.to_json() for s in plan.outputs],
+        "input_slots": list(plan.input_slots),
+        "output_slots": list(plan.output_slots),
+        "slots": [{"shape": list(s.shape), "dtype": s.dtype} for s in plan.slots],
+        "constants": constants,
+        "steps": steps,
+        "dram": "dram.npy",
+        "quantization": "quantization.json",
+        "activation_bytes": plan.activation_bytes,
+        "activation_bytes_unshared": plan.activation_bytes_unshared,
+        "compile_seconds": round(plan.compile_seconds, 3),
+        "checksums": {m: _sha256(b) for m, b in sorted(members.items())},
+    }
+    members[MANIFEST] = json.dumps(manifest, indent=1).encode()
+    return members
+
+
+def _write_json(w: HostInput) -> dict[str, Any]:
+    return {
+        "symbol": w.symbol,
+        "slot": w.slot,
+        "packing": w.packing,
+        "pad": list(w.pad) if w.pad is not None else None,
+        "pad_value": w.pad_value,
+        "fold": dataclasses.asdict(w.fold) if w.fold is not None else None,
+    }
+
+
+def vta_artifact_bytes(plan: NetworkPlan) -> bytes:
+    """The artifact of ``plan`` as bytes (what :func:`save_vta_artifact` writes)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "model.vtac")
+        save_vta_artifact(plan, path)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def save_vta_artifact(plan: NetworkPlan, path: str | os.PathLike) -> None:
+    """Write ``plan`` to ``path`` atomically (as :func:`runtime.artifact.save_artifact`)."""
+    write_members(vta_artifact_members(plan), path)
+
+
+def load_vta_artifact(source: str | os.PathLike | bytes) -> NetworkPlan:
+    """Read and validate an artifact written by :func:`save_vta_artifact`."""
+    return read_artifact(source, {VTA_FORMAT_VERSION: "an accelerator network"}, _load)
+
+
+class _Check:
+    """Field checks that raise :class:`ArtifactError` naming the artifact, the place and the
+    field."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, place: str, message: str) -> ArtifactError:
+        return ArtifactError(f"{self.where}: {place}: {message}")
+
+    def field(self, d: Any, key: str, place: str, kind: type | tuple[type, ...]) -> Any:
+        if not isinstance(d, dict) or key not in d:
+            raise self.fail(place, f"no field {key!r}")
+        v = d[key]
+        if isinstance(v, bool) and kind is not bool or not isinstance(v, kind):
+            names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            raise self.fail(place, f"field {key!r} is not {names} ({v!r:.60})")
+        return v
+
+    def count(self, d: Any, key: str, place: str) -> int:
+        v = self.field(d, key, place, int)
+        if v < 0:
+            raise self.fail(place, f"field {key!r} is negative ({v})")
+        return int(v)
+
+    def shape(self, d: Any, key: str, place: str) -> tuple[int, ...]:
+        v = self.field(d, key, place, list)
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v):
+            raise self.fail(place, f"field {key!r} is not a list of non-negative integers")
+        return tuple(v)
+
+    def dtype(self, d: Any, key: str, place: str) -> str:
+        v = self.field(d, key, place, str)
+        try:
+            np.dtype(v)
+        except TypeError:
+            raise self.fail(place, f"field {key!r} is not a dtype ({v!r})") from None
+        return v
+
+    def slot(self, v: Any, n: int, place: str, key: str) -> int:
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < n:
+            raise self.fail(place, f"field {key!r}: slot {v!r} is not one of the {n} slots")
+        return v
+
+
+def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except ValueError as e:
+        raise check.fail(f"member {member}", f"not an npy array ({e})") from None
+    if not isinstance(arr, np.ndarray):
+        raise check.fail(f"member {member}", "not one npy array")
+    return arr
+
+
+def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
+    from compiler.ir.stmt import ArgInfo
+    from compiler.targets.cpu.jit import make_function
+    from compiler.topi.vta.fold import InputFold
+
+    c = _Check(where)
+    top = "manifest"
+    if manifest.get("kind") != KIND:
+        raise c.fail(top, f"field 'kind' is {manifest.get('kind')!r}, expected {KIND!r}")
+    try:
+        config = HwConfig.from_json(json.dumps(c.field(manifest, "config", top, dict)))
+    except ConfigError as e:
+        raise c.fail(top, f"field 'config': {e}") from None
+
+    slots = []
+    for k, s in enumerate(c.field(manifest, "slots", top, list)):
+        slots.append(Slot(c.shape(s, "shape", f"slot {k}"), c.dtype(s, "dtype", f"slot {k}")))
+    n = len(slots)
+
+    def specs(key: str) -> tuple[TensorSpec, ...]:
+        out = []
+        for k, s in enumerate(c.field(manifest, key, top, list)):
+            place = f"{key}[{k}]"
+            out.append(TensorSpec(c.field(s, "name", place, str), c.shape(s, "shape", place),
+                                  c.dtype(s, "dtype", place)))  # fmt: skip
+        return tuple(out)
+
+    inputs, outputs = specs("inputs"), specs("outputs")
+    io_slots = {}
+    for key, tensors in (("input_slots", inputs), ("output_slots", outputs)):
+        raw = c.field(manifest, key, top, list)
+        if len(raw) != len(tensors):
+            raise c.fail(top, f"field {key!r} has {len(raw)} entries for {len(tensors)} tensors")
+        io_slots[key] = tuple(c.slot(v, n, top, key) for v in raw)
+        for spec, slot in zip(tensors, io_slots[key], strict=True):
+            if (spec.shape, spec.dtype) != (slots[slot].shape, slots[slot].dtype):
+                have = f"{slots[slot].dtype}{list(slots[slot].shape)}"
+                raise c.fail(top, f"{key}: {spec.name!r} is {spec.dtype}{list(spec.shape)} but "
+                             f"slot {slot} is {have}")  # fmt: skip
+
+    def check_array(arr: np.ndarray, slot: int, member: str) -> None:
+        want = slots[slot]
+        if tuple(arr.shape) != want.shape or arr.dtype != np.dtype(want.dtype):
+            raise c.fail(f"member {member}", f"is {arr.dtype}{list(arr.shape)}, but slot {slot} "
+                         f"is {want.dtype}{list(want.shape)}")  # fmt: skip
+
+    constants: dict[int, np.ndarray] = {}
+    for k, entry in enumerate(c.field(manifest, "constants", top, list)):
+        member = c.field(entry, "member", f"constants[{k}]", str)
+        slot = c.slot(entry.get("slot"), n, f"constants[{k}]", "slot")
+        arr = _array(read(member), member, c)
+        check_array(arr, slot, member)
+        constants[slot] = arr
+
+    dram_member = c.field(manifest, "dram", top, str)
+    dram = _array(read(dram_member), dram_member, c)
+    if dram.dtype != np.uint8 or dram.ndim != 1:
+        raise c.fail(f"member {dram_member}", f"is {dram.dtype}{list(dram.shape)}, not 1-D uint8")
+    size = int(dram.size)
+
+    def inside(place: str, what: str, lo: int, hi: int) -> None:
+        if lo < 0 or hi > size:
+            raise c.fail(place, f"{what} at bytes [{lo}, {hi}) lies outside the {size}-byte "
+                         "DRAM image")  # fmt: skip
+
+    ready = set(io_slots["input_slots"]) | set(constants)
+    steps: list[AccelStep | HostStep] = []
+    kernels: dict[str, Any] = {}
+    for k, s in enumerate(c.field(manifest, "steps", top, list)):
+        kind = c.field(s, "kind", f"step {k}", str)
+        name = c.field(s, "name", f"step {k}", str)
+        place = f"step {k} ({name})"
+        if kind == "vta":
+            base = c.count(s, "insn_base", place)
+            count = c.count(s, "insn_count", place)
+            inside(place, f"{count} instructions", base, base + count * INSN_BYTES)
+            symbols = {}
+            for sym, d in c.field(s, "symbols", place, dict).items():
+                try:
+                    symbols[sym] = Symbol.from_dict(sym, d)
+                except ProgramError as e:
+                    raise c.fail(place, f"field 'symbols': {e}") from None
+                inside(place, f"symbol {sym!r}", symbols[sym].offset,
+                       symbols[sym].offset + symbols[sym].nbytes)  # fmt: skip
+            if "out" not in symbols:
+                raise c.fail(place, "field 'symbols' has no 'out'")
+            aliased = tuple(c.field(s, "aliased", place, list))
+            for a in aliased:
+                if a not in symbols:
+                    raise c.fail(place, f"field 'aliased': {a!r} is not a symbol")
+            segments = []
+            for seg in c.field(s, "segments", place, list):
+                if not (isinstance(seg, list) and len(seg) == 3
+                        and all(isinstance(v, int) for v in seg)):  # fmt: skip
+                    raise c.fail(place, f"field 'segments': {seg!r:.40} is not [start, end, to]")
+                segments.append(Segment(*seg))
+            writes = []
+            for w in c.field(s, "writes", place, list):
+                writes.append(_read_write(w, symbols, n, ready, place, c, InputFold))
+            out = c.slot(s.get("output"), n, place, "output")
+            if not _holds(symbols["out"], slots[out]):
+                sym = symbols["out"]
+                raise c.fail(place, f"field 'output': slot {out} is {slots[out].dtype}"
+                             f"{list(slots[out].shape)}, which symbol 'out' ({sym.dtype}"
+                             f"{list(sym.shape)}) does not hold")  # fmt: skip
+            rec = c.field(s, "record", place, dict)
+            for f in RECORD_FIELDS:
+                if f not in rec:
+                    raise c.fail(place, f"field 'record' has no {f!r}")
+            record = LayerRecord(
+                str(rec["name"]), str(rec["ops"]), "vta", str(rec["rule"]), 0, int(rec["macs"]),
+                float(rec["ideal_cycles"]), float(rec["roofline_cycles"]),
+                float(rec["alu_roofline_cycles"]), 0, int(rec["compulsory_bytes"]),
+            )  # fmt: skip
+            member = c.field(s, "program", place, str)
+            prog = _read_program(read(member), member, c)
+            if prog.config != config:
+                raise c.fail(f"member {member}", f"built for config {prog.config.name}, the "
+                             f"artifact is for {config.name}")  # fmt: skip
+            if prog.insn_count != count:
+                raise c.fail(f"member {member}", f"{prog.insn_count} instructions, the manifest's "
+                             f"step says {count}")  # fmt: skip
+            producers = c.field(s, "producers", place, dict)
+            image = GroupImage(name, base, count, symbols, aliased, tuple(segments),
+                               {str(a): str(b) for a, b in producers.items()})  # fmt: skip
+            steps.append(AccelStep(name, image, tuple(writes), out, record, prog))
+            ready.add(out)
+        elif kind == "cpu":
+            ins = tuple(c.slot(v, n, place, "inputs") for v in c.field(s, "inputs", place, list))
+            outs = tuple(c.slot(v, n, place, "outputs") for v in c.field(s, "outputs", place, list))
+            for v in ins:
+                if v not in ready:
+                    raise c.fail(place, f"field 'inputs': slot {v} is read before any step "
+                                 "writes it")  # fmt: skip
+            kern = c.field(s, "kernel", place, dict)
+            member = c.field(kern, "code", place, str)
+            symbol = c.field(kern, "symbol", place, str)
+            args = []
+            for a in c.field(kern, "args", place, list):
+                args.append(ArgInfo(c.field(a, "name", place, str), c.shape(a, "shape", place),
+                                    c.dtype(a, "dtype", place),
+                                    bool(c.field(a, "is_output", place, bool))))  # fmt: skip
+            arg_in = [a for a in args if not a.is_output]
+            arg_out = [a for a in args if a.is_output]
+            for label, slots_of, arg_of in (("inputs", ins, arg_in), ("outputs", outs, arg_out)):
+                if len(slots_of) != len(arg_of):
+                    raise c.fail(place, f"field '{label}': {len(slots_of)} slots for the "
+                                 f"kernel's {len(arg_of)} {label}")  # fmt: skip
+                for v, a in zip(slots_of, arg_of, strict=True):
+                    if (slots[v].shape, np.dtype(slots[v].dtype)) != (a.shape, np.dtype(a.dtype)):
+                        raise c.fail(place, f"kernel argument {a.name} is {a.dtype}"
+                                     f"{list(a.shape)} but slot {v} is {slots[v].dtype}"
+                                     f"{list(slots[v].shape)}")  # fmt: skip
+            key = f"{member}:{symbol}"
+            if key not in kernels:
+                code = read(member).decode()
+                kernels[key] = make_function(symbol, args, code, "")
+            nodes = []
+            for row in c.field(s, "nodes", place, list):
+                if not (
+                    isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row)
+                ):
+                    raise c.fail(place, f"field 'nodes': {row!r:.40} is not [name, op, rule]")
+                nodes.append(HostNode(*row))
+            how = c.field(s, "how", place, str)
+            steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key], how))
+            ready.update(outs)
+        else:
+            raise c.fail(place, f"field 'kind' is {kind!r}, expected 'vta' or 'cpu'")
+    for v in io_slots["output_slots"]:
+        if v not in ready:
+            raise c.fail(top, f"output slot {v} is written by no step")
+    quant_member = c.field(manifest, "quantization", top, str)
+    try:
+        quantization = json.loads(read(quant_member))
+    except ValueError as e:
+        raise c.fail(f"member {quant_member}", f"not valid JSON ({e})") from None
+    return NetworkPlan(
+        name=c.field(manifest, "name", top, str),
+        config=config,
+        inputs=inputs,
+        outputs=outputs,
+        input_slots=io_slots["input_slots"],
+        output_slots=io_slots["output_slots"],
+        slots=tuple(slots),
+        constants=constants,
+        steps=tuple(steps),
+        dram=dram,
+        activation_bytes=c.count(manifest, "activation_bytes", top),
+        activation_bytes_unshared=c.count(manifest, "activation_bytes_unshared", top),
+        quantization=quantization,
+        compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
+    )
+
+
+def _holds(sym: Symbol, slot: Slot) -> bool:
+    """Whether the packed tensor ``sym`` unpacks to ``slot``: NCHW from
+    ``(N/b, C/bo, H, W, b, bo)``, or rows from ``(N/b, M/bo, b, bo)``, same dtype."""
+    shape, packed = slot.shape, tuple(sym.shape)
+    if np.dtype(sym.dtype) != np.dtype(slot.dtype):
+        return False
+    if len(shape) == 4 and len(packed) == 6:
+        nb, cb, h, w, b, bo = packed
+        return (h, w) == shape[2:] and nb * b >= shape[0] and cb * bo >= shape[1]
+    if len(shape) == 2 and len(packed) == 4:
+        nb, mb, b, bo = packed
+        return nb * b >= shape[0] and mb * bo >= shape[1]
+    return False
+
+
+def _read_write(
+    w: Any, symbols: dict[str, Symbol], n: int, ready: set[int], place: str, c: _Check,
+    fold_type: Any,
+) -> HostInput:  # fmt: skip
+    symbol = c.field(w, "symbol", place, str)
+    if symbol not in symbols:
+        raise c.fail(place, f"field 'writes': {symbol!r} is not a symbol of the program")
+    slot = c.slot(w.get("slot"), n, place, "writes")
+    if slot not in ready:
+        raise c.fail(place, f"field 'writes': slot {slot} is read before any step writes it")
+    packing = c.field(w, "packing", place, str)
+    if packing not in PACKINGS:
+        raise c.fail(place, f"field 'writes': packing {packing!r} is not one of {PACKINGS}")
+    pad = w.get("pad")
+    if pad is not None:
+        pad = c.shape(w, "pad", place)
+        if len(pad) != 4:
+            raise c.fail(place, f"field 'pad' has {len(pad)} entries, expected 4")
+    fold = w.get("fold")
+    if fold is not None:
+        try:
+            fold = fold_type(
+                str(fold["kind"]), int(fold["in_c"]), int(fold["k"]),
+                tuple(int(v) for v in fold["in_hw"]), tuple(int(v) for v in fold["out_hw"]),
+                int(fold["stride"]), tuple(int(v) for v in fold["padding"]),
+                int(fold["kernel"]), int(fold["uops_per_entry"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as e:
+            raise c.fail(place, f"field 'fold' is malformed ({type(e).__name__}: {e})") from None
+        if fold.kind not in ("space_to_depth", "im2col"):
+            raise c.fail(place, f"field 'fold': kind {fold.kind!r} is unknown")
+    pad_value = c.field(w, "pad_value", place, int)
+    return HostInput(symbol, slot, packing, pad, pad_value, fold)
+
+
+def _read_program(data: bytes, member: str, c: _Check) -> Any:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError) as e:
+        raise c.fail(f"member {member}", f"not a program file ({e})") from None
+    try:
+        return program_from_arrays(arrays, f"member {member}")
+    except ProgramError as e:
+        raise ArtifactError(f"{c.where}: {e}") from None
+
+
+__all__ = [
+    "load_vta_artifact",
+    "save_vta_artifact",
+    "vta_artifact_bytes",
+    "vta_artifact_members",
+]

@@ -1,0 +1,399 @@
+"""A compiled accelerator network as a flat list of steps, runnable without its graph.
+
+:class:`runtime.vta_target.VtaNetwork` runs by walking the quantized graph. A
+:class:`NetworkPlan` is what that walk needs and nothing more, so that a network compiled once
+runs again from an artifact (:mod:`runtime.vta_artifact`) without quantizing, partitioning or
+compiling anything:
+
+* **slots**: every value that crosses a step (the network's inputs, a host group's results and
+  constants, an accelerator group's output), by index, with its shape and dtype;
+* an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
+  image (:class:`runtime.vta_dram.GroupImage`), which slot the host writes into its ``data``
+  (and how: the -128 padding of a max pool, the first layer's fold, the packing) unless it is
+  read in place from the producing group, its ``residual`` likewise, the slot of its output and
+  the parts of its per-layer record that do not depend on a run;
+* a :class:`HostStep` per host group: its compiled CPU kernel (``CompiledFunction``, rebuilt
+  from LLVM IR when loaded), the slots it reads and writes, and its nodes' names, operators
+  and partition rules for the per-layer table.
+
+:meth:`NetworkPlan.run` does what :meth:`VtaNetwork.run` does, step for step (an output held in
+the image is read back only when a later step needs it), and returns the same
+:class:`~runtime.vta_target.NetworkRun`: the same outputs, bit for bit, and the same cycles.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
+    >>> from runtime.vta_target import compile_network
+    >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
+    >>> w = Constant(np.random.default_rng(0).normal(size=(8, 3, 3, 3)).astype(np.float32),
+    ...              name="w")
+    >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)},
+    ...                                   name="conv")])
+    >>> feed = {"x": np.random.default_rng(1).normal(size=(1, 3, 6, 6)).astype(np.float32)}
+    >>> net = compile_network(g, "default", calibration=feed)
+    >>> plan = plan_network(net)
+    >>> [type(s).__name__ for s in plan.steps]
+    ['HostStep', 'AccelStep', 'HostStep']
+    >>> a, b = plan.run(feed), net.run(feed)
+    >>> bool((a.outputs[0] == b.outputs[0]).all()), a.total_cycles == b.total_cycles
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from compiler.partition.partition import ELEMENTWISE
+from compiler.topi.vta.fold import InputFold
+from compiler.topi.vta.packing import (
+    pack_nchw,
+    pack_nchw_out,
+    pack_rows,
+    unpack_nchw,
+    unpack_rows,
+)
+from isa import HwConfig
+from runtime.errors import SessionError
+from runtime.program import TensorSpec
+from runtime.vta_dram import GroupImage
+from runtime.vta_target import LayerRecord, NetworkRun
+
+#: How the host packs an array into a group's input tensor (``out``: the output layout, with
+#: ``block_out`` channels per block, that a producing group stores).
+PACKINGS = ("nchw", "nchw_out", "rows", "rows_out")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A value that crosses steps: its shape and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class HostInput:
+    """How the host writes slot ``slot`` into symbol ``symbol`` of a group's program: pad the
+    spatial axes with ``pad_value`` (``pad``: top, left, bottom, right), fold it
+    (``fold``), then pack it (``packing``, one of :data:`PACKINGS`)."""
+
+    symbol: str
+    slot: int
+    packing: str
+    pad: tuple[int, int, int, int] | None = None
+    pad_value: int = 0
+    fold: InputFold | None = None
+
+    def packed(self, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+        if self.pad is not None:
+            pt, pl, pb, pr = self.pad
+            x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=self.pad_value)
+        if self.fold is not None:
+            x = self.fold.input(x)
+        if self.packing == "nchw":
+            return pack_nchw(x, cfg)
+        if self.packing == "nchw_out":
+            return pack_nchw_out(x, cfg)
+        return pack_rows(x, cfg, out=self.packing == "rows_out")
+
+
+@dataclass(frozen=True)
+class AccelStep:
+    """One accelerator group (see the module docstring)."""
+
+    name: str
+    image: GroupImage
+    writes: tuple[HostInput, ...]
+    output: int
+    record: LayerRecord
+    #: the group's own program (weights and tiles written, before relocation into the image):
+    #: what an artifact stores as the group's program file
+    program: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class HostNode:
+    """One node of a host group, for the per-layer table."""
+
+    name: str
+    op: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class HostStep:
+    """One host group: ``kernel`` called on the arrays of ``inputs``, giving ``outputs``."""
+
+    name: str
+    nodes: tuple[HostNode, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    kernel: Any
+    how: str
+
+
+@dataclass
+class NetworkPlan:
+    """A compiled accelerator network, runnable without its graph (module docstring)."""
+
+    name: str
+    config: HwConfig
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    #: the slot of every input and output, in the order of ``inputs`` and ``outputs``
+    input_slots: tuple[int, ...]
+    output_slots: tuple[int, ...]
+    slots: tuple[Slot, ...]
+    #: slots that hold a constant (a host group's weight or table)
+    constants: dict[int, np.ndarray]
+    steps: tuple[AccelStep | HostStep, ...]
+    dram: np.ndarray
+    activation_bytes: int = 0
+    activation_bytes_unshared: int = 0
+    #: the quantized graph's scales and requantization parameters, per node (informative)
+    quantization: list[dict[str, Any]] = field(default_factory=list)
+    compile_seconds: float = 0.0
+
+    @property
+    def batch(self) -> int:
+        return self.inputs[0].shape[0] if self.inputs and self.inputs[0].shape else 1
+
+    @property
+    def accel_steps(self) -> list[AccelStep]:
+        return [s for s in self.steps if isinstance(s, AccelStep)]
+
+    @property
+    def host_steps(self) -> list[HostStep]:
+        return [s for s in self.steps if isinstance(s, HostStep)]
+
+    def run(
+        self, feeds: Mapping[str, np.ndarray], *, trace: bool = False, device: str = "sim"
+    ) -> NetworkRun:
+        """Run every step on ``feeds`` (by input name; already checked against ``inputs``):
+        accelerator groups on the simulator or the RTL, host groups on the CPU."""
+        from runtime.vta_target import _execute, run_record
+
+        if device not in ("sim", "rtl"):
+            raise SessionError(f"device {device!r}: sim or rtl")
+        if trace and device != "sim":
+            raise SessionError("--trace records the simulator's trace: use it with --device sim")
+        cfg = self.config
+        env: dict[int, np.ndarray] = dict(self.constants)
+        for spec, slot in zip(self.inputs, self.input_slots, strict=True):
+            env[slot] = feeds[spec.name]
+        in_dram: dict[int, AccelStep] = {}
+        dram = self.dram.copy()
+        copies: dict[str, float] = {}
+        clock = time.perf_counter
+
+        def value(slot: int) -> np.ndarray:
+            if slot not in env:
+                producer = in_dram.get(slot)
+                if producer is None:
+                    raise SessionError(f"slot {slot} is read before any step produced it")
+                t0 = clock()
+                out = producer.image.program(cfg, dram).read("out")
+                shape = self.slots[slot].shape
+                env[slot] = (
+                    unpack_nchw(out, shape[0], shape[1])
+                    if len(shape) == 4
+                    else unpack_rows(out, shape[0], shape[1])
+                )
+                copies[producer.name] = copies.get(producer.name, 0.0) + clock() - t0
+            return env[slot]
+
+        records: list[LayerRecord] = []
+        traces: list[tuple[str, int, Any]] = []
+        cycles_so_far = 0
+        for step in self.steps:
+            if isinstance(step, AccelStep):
+                prog = step.image.program(cfg, dram)
+                for w in step.writes:
+                    x = value(w.slot)
+                    t0 = clock()
+                    prog.write(w.symbol, w.packed(x, cfg))
+                    copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
+                res = _execute(prog, device, trace)
+                dram = res.dram
+                if trace:
+                    traces.append((step.name, cycles_so_far, res.trace))
+                cycles_so_far += res.cycles
+                in_dram[step.output] = step
+                records.append(run_record(step.record, res))
+                continue
+            # reading an input out of the image counts as its producer's copy, not host time
+            args = [np.ascontiguousarray(value(s), dtype=self.slots[s].dtype) for s in step.inputs]
+            t0 = clock()
+            res_h = step.kernel(*args)
+            res_h = res_h if isinstance(res_h, tuple) else (res_h,)
+            for slot, arr in zip(step.outputs, res_h, strict=True):
+                env[slot] = arr
+            seconds = clock() - t0
+            for k, n in enumerate(step.nodes):
+                records.append(LayerRecord(n.name, n.op, "cpu", n.rule, host=step.how,
+                                           host_seconds=seconds if k == 0 else 0.0))  # fmt: skip
+        outs = [np.array(value(s)) for s in self.output_slots]
+        chained = sum(len(s.image.aliased) for s in self.accel_steps)
+        return NetworkRun(
+            outs, records, cfg, self.batch, device, int(self.dram.size), chained, traces,
+            activation_bytes=self.activation_bytes,
+            activation_bytes_unshared=self.activation_bytes_unshared, copy_seconds=copies,
+        )  # fmt: skip
+
+
+def _host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
+    """What :func:`runtime.vta_target._host_input` does to ``group``'s ``data``, as data."""
+    from runtime.vta_target import _pool_load_pads, input_fold
+
+    if symbol == "residual":
+        return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")
+    if group.kind == "max_pool2d" and not _pool_load_pads(group):
+        pad = tuple(int(p) for p in group.anchor.attrs["padding"])
+        return HostInput(symbol, slot, "nchw_out", pad=pad, pad_value=-128)  # type: ignore[arg-type]
+    if group.kind in ("global_sum_pool2d", "max_pool2d"):
+        return HostInput(symbol, slot, "nchw_out")
+    if group.kind in ELEMENTWISE:
+        return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")
+    fold = input_fold(group, cfg)
+    if fold is not None:
+        return HostInput(symbol, slot, "nchw", fold=fold)
+    return HostInput(symbol, slot, "nchw" if ndim == 4 else "rows")
+
+
+def quantization_table(graph: Any) -> list[dict[str, Any]]:
+    """The scales of every quantize/dequantize node and the parameters of every requantize
+    and qadd of a quantized graph, in the graph's order."""
+    from compiler.graph import Constant
+
+    table: list[dict[str, Any]] = []
+    for n in graph.nodes:
+        if n.op not in ("quantize", "dequantize", "requantize", "qadd"):
+            continue
+        entry: dict[str, Any] = {"node": n.label, "op": n.op}
+        for k, v in n.attrs.items():
+            if isinstance(v, (int, float, str, bool)):
+                entry[k] = v
+        if n.op == "requantize":
+            for key, v in zip(("multiplier", "shift", "post_shift"), n.inputs[1:4], strict=False):
+                if isinstance(v, Constant):
+                    entry[key] = np.asarray(v.value).reshape(-1).tolist()
+        table.append(entry)
+    return table
+
+
+def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> NetworkPlan:
+    """The :class:`NetworkPlan` of a compiled :class:`~runtime.vta_target.VtaNetwork`;
+    ``output_names``: the model's names of its outputs (default: the quantized graph's, where
+    a dequantize may have renamed them)."""
+    from compiler.graph import Constant
+    from runtime.vta_dram import plan_network_dram
+    from runtime.vta_target import compile_network_host_groups, static_record
+
+    graph, cfg = net.graph, net.config
+    if net.dram_plan is None:
+        net.dram_plan = plan_network_dram(net)
+    if net.host_groups is None:
+        net.host_groups = compile_network_host_groups(graph, net.partition)
+    dram_plan = net.dram_plan
+    slot_of: dict[int, int] = {}
+    slots: list[Slot] = []
+    constants: dict[int, np.ndarray] = {}
+
+    def slot(v: Any) -> int:
+        if id(v) not in slot_of:
+            slot_of[id(v)] = len(slots)
+            slots.append(Slot(tuple(int(d) for d in v.type.shape), str(v.type.dtype)))
+            if isinstance(v, Constant):
+                constants[slot_of[id(v)]] = np.ascontiguousarray(v.value, dtype=v.type.dtype)
+        return slot_of[id(v)]
+
+    input_slots = tuple(slot(v) for v in graph.inputs)
+    by_anchor = {id(g.anchor): g for g in net.partition.groups}
+    host_first = {id(h.nodes[0]): h for h in net.host_groups}
+    placement = {p.node: p for p in net.partition.placements}
+    steps: list[AccelStep | HostStep] = []
+    for node in graph.nodes:
+        group = by_anchor.get(id(node))
+        if group is not None:
+            image = dram_plan.groups[group.name]
+            writes = []
+            if "data" not in image.aliased:
+                data = group.anchor.inputs[0]
+                writes.append(_host_write(group, "data", slot(data), len(data.type.shape), cfg))
+            if group.residual is not None and "residual" not in image.aliased:
+                r = group.residual
+                writes.append(_host_write(group, "residual", slot(r), len(r.type.shape), cfg))
+            layer = net.layers[group.name]
+            own = layer.program.copy()
+            for key, array in layer.params.items():
+                own.write(key, array)
+            record = static_record(group, layer, cfg)
+            steps.append(
+                AccelStep(group.name, image, tuple(writes), slot(group.output), record, own)
+            )
+            continue
+        host = host_first.get(id(node))
+        if host is None:
+            continue
+        if host.kernel is None:
+            raise SessionError(
+                f"host group {host.name}: runs in the reference executor ({host.reason}); "
+                "a network plan holds compiled kernels only"
+            )
+        nodes = tuple(
+            HostNode(placement[n.label].node, n.op, placement[n.label].rule) for n in host.nodes
+        )
+        steps.append(
+            HostStep(
+                host.name,
+                nodes,
+                tuple(slot(v) for v in host.inputs),
+                tuple(slot(v) for v in host.outputs),
+                host.kernel,
+                host.how,
+            )
+        )
+    names = output_names or tuple(
+        getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs)
+    )
+    if len(names) != len(graph.outputs):
+        raise SessionError(f"{len(names)} output names for {len(graph.outputs)} outputs")
+    outputs = tuple(
+        TensorSpec(n, tuple(v.type.shape), str(v.type.dtype))
+        for n, v in zip(names, graph.outputs, strict=True)
+    )
+    return NetworkPlan(
+        name=graph.name or "model",
+        config=cfg,
+        inputs=tuple(
+            TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs
+        ),  # fmt: skip
+        outputs=outputs,
+        input_slots=input_slots,
+        output_slots=tuple(slot(v) for v in graph.outputs),
+        slots=tuple(slots),
+        constants=constants,
+        steps=tuple(steps),
+        dram=dram_plan.dram,
+        activation_bytes=dram_plan.activation_bytes,
+        activation_bytes_unshared=dram_plan.activation_bytes_unshared,
+        quantization=quantization_table(graph),
+        compile_seconds=net.compile_seconds,
+    )
+
+
+__all__ = [
+    "AccelStep",
+    "HostInput",
+    "HostNode",
+    "HostStep",
+    "NetworkPlan",
+    "Slot",
+    "plan_network",
+    "quantization_table",
+]

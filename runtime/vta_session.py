@@ -1,0 +1,288 @@
+"""The ``vta`` target of :class:`runtime.session.InferenceSession`: a whole model quantized to
+int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPlan`
+(accelerator programs laid out in one DRAM image, host groups compiled for the CPU), or loaded
+from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
+
+``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...)``
+has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
+the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
+``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the
+DRAM image and unpacking its output). :attr:`VtaInferenceSession.last_run` keeps the last
+run's :class:`~runtime.vta_target.NetworkRun` (the per-layer table, rooflines, traces).
+
+``calibration``: a float array (a single-input model: a multiple of the batch along axis 0),
+a mapping of input name to such arrays (every input, the same number of batches), or None:
+seeded standard normal data, which gives scales unrelated to real inputs (calibrate on real
+data for real accuracy).
+
+Example:
+    >>> import numpy as np
+    >>> sess = InferenceSession("digits", target="vta")                 # doctest: +SKIP
+    >>> x = np.zeros((1, 1, 28, 28), np.float32)
+    >>> (logits,) = sess.run(None, {"data": x})                         # doctest: +SKIP
+    >>> [g.device for g in sess.profile().groups][:3]                   # doctest: +SKIP
+    ['cpu', 'vta', 'copy']
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from runtime.errors import SessionError
+from runtime.profile import GroupRecord, Profile
+from runtime.program import TensorSpec
+from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
+from runtime.vta_plan import AccelStep, NetworkPlan, plan_network
+
+#: Devices the accelerator groups run on.
+DEVICES = ("sim", "rtl")
+#: Seed of the calibration data when none is given.
+CALIBRATION_SEED = 0
+
+
+def calibration_feeds(
+    inputs: Sequence[TensorSpec], calibration: Any
+) -> list[dict[str, np.ndarray]]:
+    """Calibration feeds of the model's input shapes from ``calibration`` (see the module
+    docstring).
+
+    Example:
+        >>> spec = [TensorSpec("x", (2, 3), "float32")]
+        >>> [f["x"].shape for f in calibration_feeds(spec, np.zeros((4, 3), np.float32))]
+        [(2, 3), (2, 3)]
+        >>> calibration_feeds(spec, np.zeros((3, 3), np.float32))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        runtime.errors.SessionError: calibration: input 'x' is [2, 3]; ... got [3, 3]
+    """
+    if calibration is None:
+        rng = np.random.default_rng(CALIBRATION_SEED)
+        return [{s.name: rng.standard_normal(s.shape).astype(np.float32) for s in inputs}]
+    if isinstance(calibration, np.ndarray):
+        if len(inputs) != 1:
+            names = ", ".join(s.name for s in inputs)
+            raise SessionError(
+                f"calibration: the model has {len(inputs)} inputs ({names}): give a mapping of "
+                "input name to array"
+            )
+        calibration = {inputs[0].name: calibration}
+    if not isinstance(calibration, Mapping):
+        raise SessionError(
+            "calibration: an array or a mapping of input name to array, not "
+            f"{type(calibration).__name__}"
+        )
+    known = {s.name for s in inputs}
+    for name in calibration:
+        if name not in known:
+            raise SessionError(f"calibration: unknown input {name!r} (inputs: {sorted(known)})")
+    split: dict[str, list[np.ndarray]] = {}
+    for s in inputs:
+        if s.name not in calibration:
+            raise SessionError(f"calibration: input {s.name!r} has no data")
+        data = np.asarray(calibration[s.name])
+        shape = s.shape
+        if data.ndim != len(shape) or data.shape[1:] != shape[1:] or data.shape[0] % shape[0]:
+            raise SessionError(
+                f"calibration: input {s.name!r} is {list(shape)}; the calibration data must be "
+                f"a multiple of its batch ({shape[0]}) along axis 0 with the same other dims, "
+                f"got {list(data.shape)}"
+            )
+        data = data.astype(np.float32)
+        split[s.name] = [data[k : k + shape[0]] for k in range(0, data.shape[0], shape[0])]
+    counts = {len(v) for v in split.values()}
+    if len(counts) > 1:
+        raise SessionError(f"calibration: the inputs have different numbers of batches {counts}")
+    return [{n: v[k] for n, v in split.items()} for k in range(counts.pop())]
+
+
+def compile_plan(
+    model: ModelSource,
+    config: Any = "default",
+    *,
+    calibration: Any = None,
+    image_size: int | None = None,
+    batch: int | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> NetworkPlan:
+    """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
+    on ``calibration``), partition it, compile every group and lay the network out: the
+    :class:`NetworkPlan` a session runs."""
+    from compiler.frontend.onnx_import import from_onnx
+    from runtime.vta_target import compile_network
+
+    t0 = time.perf_counter()
+    proto = load_onnx(model, image_size=image_size, batch=batch)
+    name = _name(model, proto)
+    graph = from_onnx(proto, name=name, input_shapes=input_shapes)
+    specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
+    net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration))
+    # the model's own output names, as onnxruntime and the cpu target give them
+    names = tuple(o.name for o in proto.graph.output)
+    plan = plan_network(net, names)
+    plan.name = name
+    plan.compile_seconds = time.perf_counter() - t0
+    return plan
+
+
+def _name(model: ModelSource, proto: Any) -> str:
+    if isinstance(model, (str, os.PathLike)):
+        from pathlib import Path
+
+        path = Path(model)
+        return path.stem if path.exists() else str(model)
+    return proto.graph.name or "model"
+
+
+class VtaInferenceSession(InferenceSession):
+    """An :class:`InferenceSession` whose model runs on the accelerator (module docstring).
+
+    ``InferenceSession(..., target="vta")`` and ``InferenceSession(artifact)`` of a vta
+    artifact construct one.
+    """
+
+    def __init__(
+        self,
+        model: ModelSource,
+        target: str | None = "vta",
+        *,
+        config: Any = None,
+        device: str | None = None,
+        calibration: Any = None,
+        image_size: int | None = None,
+        batch: int | None = None,
+        num_threads: int | None = None,
+        progress: bool | None = None,
+        tuning_log: str | os.PathLike | None = None,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        **others: Any,
+    ) -> None:
+        from runtime.session import _is_artifact_source
+
+        if target not in (None, "vta"):
+            raise SessionError(f"the artifact holds an accelerator network: target vta, not "
+                               f"{target!r}")  # fmt: skip
+        for key, v in others.items():
+            if v is not None:
+                raise SessionError(f"{key} does not apply to target vta")
+        if num_threads is not None:
+            raise SessionError("num_threads applies to the cpu and gpu targets, not to vta")
+        if tuning_log is not None:
+            raise SessionError(
+                "a tuning log does not apply to target vta yet: the tuner's records are for "
+                "single layers, and the network compile does not read them"
+            )
+        self.device = device or "sim"
+        if self.device not in DEVICES:
+            raise SessionError(f"device {self.device!r}: one of {', '.join(DEVICES)}")
+        t0 = time.perf_counter()
+        if _is_artifact_source(model):
+            from runtime.vta_artifact import load_vta_artifact
+
+            if image_size is not None or batch is not None:
+                raise SessionError("image_size and batch apply to zoo models only; an artifact "
+                                   "has fixed input shapes")  # fmt: skip
+            if calibration is not None:
+                raise SessionError("calibration applies when a model is compiled, not to a "
+                                   "compiled artifact")  # fmt: skip
+            plan = load_vta_artifact(model if isinstance(model, bytes) else os.fspath(model))
+            for spec in plan.inputs:
+                given = (input_shapes or {}).get(spec.name)
+                if given is not None and tuple(given) != tuple(spec.shape):
+                    raise SessionError(
+                        f"input_shapes: input {spec.name!r} is {tuple(given)}, but the artifact "
+                        f"was compiled for {tuple(spec.shape)}"
+                    )
+            unknown = sorted(set(input_shapes or {}) - {spec.name for spec in plan.inputs})
+            if unknown:
+                raise SessionError(f"input_shapes names unknown inputs {unknown}")
+            if config is not None:
+                wanted = config if isinstance(config, str) else getattr(config, "name", config)
+                if wanted != plan.config.name:
+                    raise SessionError(f"config {wanted!r}: the artifact was compiled for "
+                                       f"{plan.config.name!r}")  # fmt: skip
+        else:
+            plan = compile_plan(model, config or "default", calibration=calibration,
+                                image_size=image_size, batch=batch,
+                                input_shapes=input_shapes)  # fmt: skip
+        self.plan = plan
+        self.graph = None
+        self.tuning = None
+        #: the last run's per-layer records (:class:`runtime.vta_target.NetworkRun`)
+        self.last_run: Any = None
+        self.compile_seconds = time.perf_counter() - t0
+        self._profile: Profile | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def config(self) -> Any:
+        """The accelerator config (an ``isa.HwConfig``)."""
+        return self.plan.config
+
+    def get_inputs(self) -> list[TensorSpec]:
+        return list(self.plan.inputs)
+
+    def get_outputs(self) -> list[TensorSpec]:
+        return list(self.plan.outputs)
+
+    @property
+    def memory(self) -> Any:
+        raise SessionError("target vta has no activation arena: see the plan's DRAM image "
+                           "(session.plan.dram, activation_bytes)")  # fmt: skip
+
+    def run(self, output_names: Sequence[str] | None, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """Run the network on ``feeds``; return the outputs named (all when ``None``)."""
+        known = [s.name for s in self.plan.outputs]
+        names = known if output_names is None else list(output_names)
+        for name in names:
+            if name not in known:
+                raise SessionError(
+                    f"unknown output {name!r} (the model's outputs: {', '.join(known)})"
+                )
+        checked = check_feeds(self.plan.inputs, feeds)
+        with self._lock:
+            result = self.plan.run(checked, device=self.device)
+            self.last_run = result
+            self._profile = network_profile(self.plan, result)
+        outs = dict(zip(known, result.outputs, strict=True))
+        return [outs[n] for n in names]
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the compiled network as an artifact (:mod:`runtime.vta_artifact`)."""
+        from runtime.vta_artifact import save_vta_artifact
+
+        save_vta_artifact(self.plan, path)
+
+
+def network_profile(plan: NetworkPlan, result: Any) -> Profile:
+    """The :class:`Profile` of one run of ``plan``: one record per step (a host group's nodes
+    together), and a ``copy`` record after each accelerator group whose inputs the host packed
+    or whose output the host read back."""
+    records: list[GroupRecord] = []
+    layers = iter(result.layers)
+    for step in plan.steps:
+        if isinstance(step, AccelStep):
+            r = next(layers)
+            records.append(GroupRecord(
+                r.name, tuple(r.ops.split("+")), "vta", cycles=r.cycles,
+                utilization=r.utilization, dram_bytes=r.dram_bytes, limiter=r.limiter,
+                device="vta",
+            ))  # fmt: skip
+            if step.name in result.copy_seconds:
+                records.append(GroupRecord(f"{step.name}:copy", ("copy",), "vta",
+                                           result.copy_seconds[step.name] * 1e6,
+                                           device="copy"))  # fmt: skip
+            continue
+        rows = [next(layers) for _ in step.nodes]
+        seconds = sum(r.host_seconds for r in rows)
+        records.append(GroupRecord(step.name, tuple(n.op for n in step.nodes), "vta",
+                                   seconds * 1e6, device="cpu"))  # fmt: skip
+    return Profile(tuple(records))
+
+
+__all__ = ["VtaInferenceSession", "calibration_feeds", "compile_plan", "network_profile"]
