@@ -147,9 +147,11 @@ module vta_alu (
             l3 <= 1'b0;
         end else begin
             v2 <= in_valid;
-            v3 <= v2;
+            // an immediate micro-op leaves the pipe at S2 and must not reach S3, where the next
+            // instruction (with an acc operand) would take it for one of its own
+            v3 <= v2 && !use_imm;
             l2 <= in_valid && in_last;
-            l3 <= v2 && l2;
+            l3 <= v2 && l2 && !use_imm;
         end
     end
 
