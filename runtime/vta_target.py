@@ -449,7 +449,8 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     ideal = ideal_cycles(layer.macs, cfg)
     out = layer.out_shape
     entries = int(np.prod(out[:-2]))  # accumulator entries the epilogue touches
-    alu = entries * layer.alu_steps * cfg.alu_ii
+    imm = layer.alu_imm_steps
+    alu = entries * (imm * cfg.alu_imm_ii + (layer.alu_steps - imm) * cfg.alu_ii)
     busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
     limiter = max(busy, key=lambda m: busy[m]) if busy else ""
     ops = "+".join(n.op for n in group.nodes)

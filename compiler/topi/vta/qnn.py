@@ -329,10 +329,21 @@ class QLayer:
     macs: int
     residual: bool
     alu_steps: int  # ALU instructions of the epilogue per accumulator entry
+    alu_imm_steps: int = 0  # how many of them have an immediate operand (at alu_imm_ii)
 
     @property
     def out_shape(self) -> tuple[int, ...]:
         return tuple(self.program.symbols["out"].shape)
+
+
+def imm_steps(steps: Sequence[AluStep]) -> int:
+    """How many of ``steps`` have an immediate operand (they issue every ``alu_imm_ii``).
+
+    Example:
+        >>> imm_steps([AluStep("ADD", tensor="bias"), AluStep("SHR", imm=8)])
+        1
+    """
+    return sum(1 for s in steps if s.tensor is None)
 
 
 def compile_qconv2d(
@@ -385,9 +396,11 @@ def compile_qconv2d(
     res = te.placeholder(oshape, "int8", name="residual") if residual else None
     out = qconv2d_packed(data, kernel, ep, tiles, stride[0], padding, residual=res, name=name)
     stages = find_stages(out)
+    alu_ops = len(stages.ewise) + 1
     knobs = conv2d_knobs(
         cfg, nb=nb, ocb=ob, icb=cb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
-        nthreads=nthreads, alu_ops=len(stages.ewise) + 1,
+        nthreads=nthreads, alu_ops=alu_ops,
+        alu_imm_ops=max(0, alu_ops - (len(ep.steps()) - imm_steps(ep.steps()))),
         acc_buffers=2 if residual else 1, channel_tiles=len(tiles),
     )  # fmt: skip
     s = schedule_conv2d_packed(out, knobs, cfg)
@@ -400,7 +413,8 @@ def compile_qconv2d(
     )
     values["kernel"] = pack_kernel(weight, cfg)
     macs = n * o * out_h * out_w * c * kh * kw
-    return QLayer(name, prog, values, knobs, macs, residual, len(ep.steps()))
+    steps = ep.steps()
+    return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
 
 def compile_qdense(
@@ -449,7 +463,9 @@ def compile_qdense(
         roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
     )
     values["weight"] = pack_weight(weight, cfg)
-    return QLayer(name, prog, values, knobs, batch * m * k, residual, len(ep.steps()))
+    steps = ep.steps()
+    macs = batch * m * k
+    return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
 
 def pool2d_packed(
@@ -638,10 +654,10 @@ def compile_qpool(
     if ep is not None:
         tiles, values = epilogue_tensors(ep, cb, b, bo, name)
         out = apply_epilogue(acc, ep, tiles, lambda i: (i[1], i[4], i[5]))
-        steps = len(ep.steps())
+        steps, imm = len(ep.steps()), imm_steps(ep.steps())
     else:
         out = topi.cast(acc, "int8", name="out")
-        steps = 0
+        steps = imm = 0
     oh, ow = acc.shape[2], acc.shape[3]
     in_w = w + zero_padding[1] + zero_padding[3]
     tile_h = pool_tile_h(cfg, in_w, oh, ow, pool[0], stride[0], 2 + len(tiles))
@@ -653,7 +669,8 @@ def compile_qpool(
         roles={t.name: "param" for t in tiles.values()},
     )
     taps = pool[0] * pool[1]
-    return QLayer(name, prog, values, None, 0, False, taps + steps)
+    # the taps combine acc tiles (tensor operands); only the epilogue has immediates
+    return QLayer(name, prog, values, None, 0, False, taps + steps, imm)
 
 
 def space_to_depth_factor(cfg: HwConfig, in_c: int, k: int, stride: int) -> int:
