@@ -109,11 +109,11 @@ def _resnet(config: str, image_size: int, requant: str) -> tuple[dict, str]:
         "first_conv": convs[0].name,
         "first_conv_cycles": convs[0].cycles,
         "vta_as_ran_cycles": sum(r.cycles for r in convs[1:]),
-        "vta_as_ran_floor": _compute_floor(net, [r.name for r in convs[1:]]),
+        **_floor_keys("vta_as_ran_cycles", net, [r.name for r in convs[1:]]),
         "conv_cycles": sum(r.cycles for r in convs),
-        "conv_floor": _compute_floor(net, [r.name for r in convs]),
+        **_floor_keys("conv_cycles", net, [r.name for r in convs]),
         "total_cycles": run.total_cycles,
-        "total_floor": _compute_floor(net, [r.name for r in accel]),
+        **_floor_keys("total_cycles", net, [r.name for r in accel]),
         "vta_published_conv_cycles": VTA_RESNET18_CONV_CYCLES,
         "bit_exact": exact,
         "below_90pct_of_alu_roofline": below,
@@ -152,8 +152,14 @@ def _compute_floor(net, names: list[str]) -> dict[str, int]:
     return total
 
 
-def _row(label: str, cycles: int, floor: dict[str, int]) -> str:
-    f = floor
+def _floor_keys(key: str, net, names: list[str]) -> dict:
+    """``{key}_floor`` (cycles) and ``{key}_floor_uops`` (the micro-op counts) of ``names``."""
+    f = _compute_floor(net, names)
+    return {f"{key}_floor": f["cycles"], f"{key}_floor_uops": f}
+
+
+def _row(label: str, r: dict, key: str) -> str:
+    cycles, f = r[key], r[f"{key}_floor_uops"]
     return (
         f"  {label}: {cycles} cycles; floor {f['cycles']} ({f['gemm_uops']} GEMM + "
         f"{f['reset_uops']} reset + {f['alu_uops']} ALU tensor-operand + {f['alu_imm_uops']} "
@@ -176,14 +182,13 @@ def _report(r: dict, vta: dict, table: str) -> None:
         _row(
             f"(a) as VTA ran it (shift, {vta['conv_layers'] - 1} convolutions, "
             f"{vta['first_conv']} on the host)",
-            a,
-            vta["vta_as_ran_floor"],
+            vta,
+            "vta_as_ran_cycles",
         )
         + f"; VTA published {VTA_RESNET18_CONV_CYCLES}: ratio {a / VTA_RESNET18_CONV_CYCLES:.3f}"
     )
-    print(_row(f"(b) all {r['conv_layers']} convolutions ({r['requant']})", r["conv_cycles"],
-               r["conv_floor"]))  # fmt: skip
-    print(_row(f"(c) whole network ({r['requant']})", r["total_cycles"], r["total_floor"]))
+    print(_row(f"(b) all {r['conv_layers']} convolutions ({r['requant']})", r, "conv_cycles"))
+    print(_row(f"(c) whole network ({r['requant']})", r, "total_cycles"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.resnet_config)
         r |= {"gemm_ii": cfg.gemm_ii, "alu_ii": cfg.alu_ii, "alu_imm_ii": cfg.alu_imm_ii}
         if vta is not r:
-            r["vta_as_ran_cycles"] = vta["vta_as_ran_cycles"]
-            r["vta_as_ran_floor"] = vta["vta_as_ran_floor"]
+            for k in (
+                "vta_as_ran_cycles",
+                "vta_as_ran_cycles_floor",
+                "vta_as_ran_cycles_floor_uops",
+            ):
+                r[k] = vta[k]
             r["vta_as_ran_bit_exact"] = vta["bit_exact"]
         doc["resnet18"] = r
         _report(r, vta, table)
