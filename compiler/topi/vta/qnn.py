@@ -14,7 +14,7 @@ multipliers, adds them, shifts with rounding and clips.
 Example:
     >>> import numpy as np
     >>> from compiler.quantize import choose_requant
-    >>> ep = QEpilogue(np.zeros(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+    >>> ep = QEpilogue(np.arange(8, dtype=np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
     >>> [str(s) for s in ep.steps()][:3]
     ['ADD bias', 'MAX -32768', 'MIN 32767']
 """
@@ -32,6 +32,8 @@ from compiler.ir import op
 from compiler.ir.buffer import Scope
 from compiler.ir.expr import Expr
 from compiler.quantize.requant import (
+    CLAMP_MAX,
+    CLAMP_MIN,
     AluStep,
     RequantParams,
     alu_program,
@@ -119,24 +121,53 @@ class QEpilogue:
             if s.tensor is None or s.tensor == "rhs":
                 continue
             if s.tensor == "bias":
-                bias = np.zeros(self.channels, np.int64) if self.bias is None else self.bias
-                extra = values["round"] if self._fold_round() else 0
-                out["bias"] = wrap32(np.asarray(bias, np.int64) + extra).astype(np.int32)
+                out["bias"] = self._bias_tile()
             else:
                 out[s.tensor] = values[s.tensor].astype(np.int32)
         return out
 
     def _fold_round(self) -> bool:
+        """Whether the pre-shift's rounding ``ADD`` (a tile or an immediate) joins the bias: the
+        program's first step is that ``ADD`` exactly when some channel has a pre-shift."""
         steps = alu_program(self.requant, self.out_min, self.out_max)
-        return bool(steps) and steps[0].tensor == "round" and self.bias is not None
+        pre_shift = bool(np.any(np.asarray(self.requant.shift) > 0))
+        return self.bias is not None and bool(steps) and steps[0].op == "ADD" and pre_shift
+
+    def _bias_tile(self) -> np.ndarray:
+        """The int32 bias per channel, with the pre-shift's rounding offset when it is folded."""
+        assert self.bias is not None
+        extra: np.ndarray | int = 0
+        if self._fold_round():
+            s1 = np.asarray(self.requant.shift, np.int64)
+            extra = np.where(s1 > 0, np.left_shift(1, np.maximum(s1 - 1, 0)), 0)
+        return wrap32(np.asarray(self.bias, np.int64) + extra).astype(np.int32)
 
     def steps(self) -> list[AluStep]:
-        """The ALU steps after the GEMM, in order (tensor operands named as in :meth:`tiles`)."""
+        """The ALU steps after the GEMM, in order (tensor operands named as in :meth:`tiles`).
+
+        The bias takes in the pre-shift's rounding offset (int32 addition wraps the same in one
+        step as in two). A bias that every channel shares is then an immediate ADD, or no step
+        at all when it is 0: an immediate-operand micro-op issues every ``alu_imm_ii`` cycles,
+        a tile-operand one every ``alu_ii``.
+
+        Example:
+            >>> from compiler.quantize import choose_requant
+            >>> p = choose_requant(np.full(4, 2.0**-7), mode="shift")
+            >>> [str(s) for s in QEpilogue(np.full(4, 36, np.int32), p, 0, 127).steps()]
+            ['ADD 100', 'SHR 7', 'MAX 0', 'MIN 127']
+            >>> [str(s) for s in QEpilogue(np.array([1, 2, 3, 4], np.int32), p, 0, 127).steps()]
+            ['ADD bias', 'SHR 7', 'MAX 0', 'MIN 127']
+        """
         steps = alu_program(self.requant, self.out_min, self.out_max)
         if self.bias is not None:
-            if steps and steps[0].tensor == "round":
+            if self._fold_round():
                 steps = steps[1:]
-            steps = [AluStep("ADD", tensor="bias"), *steps]
+            shared = set(self._bias_tile().tolist()) if self.channels else {0}
+            value = shared.pop() if len(shared) == 1 else None
+            if value is None or not CLAMP_MIN <= value <= CLAMP_MAX:
+                steps = [AluStep("ADD", tensor="bias"), *steps]
+            elif value != 0:
+                steps = [AluStep("ADD", imm=value), *steps]
         if self.add is not None:
             steps += self.add.steps()
         return steps
@@ -364,7 +395,7 @@ def compile_qconv2d(
         >>> import isa
         >>> from compiler.quantize import choose_requant
         >>> w = np.ones((8, 3, 3, 3), np.int8)
-        >>> ep = QEpilogue(np.zeros(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+        >>> ep = QEpilogue(np.arange(8, dtype=np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
         >>> layer = compile_qconv2d("c", isa.load_config("default"), w, ep, in_shape=(1, 3, 6, 6),
         ...                         stride=(1, 1), padding=(1, 1, 1, 1))
         >>> layer.out_shape, sorted(layer.params)
