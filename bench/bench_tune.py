@@ -224,7 +224,8 @@ def limiting_resource(task: Task, config: Config) -> str:
     share = f"{module} busy {busy[module] / r.cycles:.0%} of {r.cycles} cycles"
     if module == "compute":
         gemm, reset = r.gemm_uops * cfg.gemm_ii, r.gemm_reset_uops * cfg.gemm_ii
-        alu = r.alu_uops * cfg.alu_ii
+        counts = built.program.uop_counts()
+        alu = counts["alu"] * cfg.alu_ii + counts["alu_imm"] * cfg.alu_imm_ii
         roof = roofline_cycles(built.macs, compulsory_bytes(built.program), cfg)
         floor = gemm + reset + alu
         return (f"{share} (GEMM {gemm}, reset {reset}, ALU epilogue {alu} cycles): compute's "

@@ -196,7 +196,10 @@ def serial_cycles(program: Program) -> int:
                 * int(f["iter_in"][i])
                 * max(0, int(f["uop_end"][i]) - int(f["uop_begin"][i]))
             )
-            ii = cfg.gemm_ii if op == Opcode.GEMM else cfg.alu_ii
+            if op == Opcode.GEMM:
+                ii = cfg.gemm_ii
+            else:
+                ii = timing.alu_ii_of(int(f["use_imm"][i]), cfg.alu_ii, cfg.alu_imm_ii)
             pipe = timing.GEMM_PIPE_LATENCY if op == Opcode.GEMM else timing.ALU_PIPE_LATENCY
             total += timing.uop_exec_cycles(uops, ii, pipe)
     return total

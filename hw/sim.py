@@ -144,9 +144,11 @@ def _locked(path: Path) -> Iterator[None]:
 def check_supported(cfg: HwConfig) -> None:
     """Raise :class:`RtlError` naming the field when the RTL cannot implement ``cfg``.
 
-    Beyond the config's own checks, the RTL needs two cycles per ALU micro-op (one acc read port
-    serves both operands), room for two commands per queue, and buffers deeper than their banks
-    (a beat of narrow entries is written in one cycle across ``bus_bytes / elem_bytes`` banks).
+    Beyond the config's own checks, the RTL needs two cycles per ALU micro-op with a tensor
+    operand (one acc read port serves both operands; an immediate micro-op reads it once and may
+    issue every cycle, so ``alu_imm_ii`` has no bound here), room for two commands per queue,
+    and buffers deeper than their banks (a beat of narrow entries is written in one cycle
+    across ``bus_bytes / elem_bytes`` banks).
 
     Example:
         >>> from isa import load_config

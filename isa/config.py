@@ -44,6 +44,7 @@ _INT_FIELDS = (
     "dep_queue_depth",
     "gemm_ii",
     "alu_ii",
+    "alu_imm_ii",
 )
 
 
@@ -64,6 +65,7 @@ MAX_KNOB = {
     "dep_queue_depth": 4096,
     "gemm_ii": 1024,
     "alu_ii": 1024,
+    "alu_imm_ii": 1024,
 }
 #: Largest ``clock_mhz`` (a THz clock: any figure past it is a typo).
 MAX_CLOCK_MHZ = 1e6
@@ -95,6 +97,7 @@ class HwConfig:
     dep_queue_depth: int
     gemm_ii: int
     alu_ii: int
+    alu_imm_ii: int
     clock_mhz: float
 
     def __post_init__(self) -> None:

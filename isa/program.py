@@ -29,7 +29,7 @@ import numpy as np
 from .config import HwConfig, parse_json
 from .encoding import INSN_BYTES, decode_fields, decode_stream, encode_stream
 from .errors import ConfigError, ProgramError
-from .insn import Insn
+from .insn import Insn, Opcode
 from .outputs import OutputFiles
 
 #: Version of the contract (ISA.md) this package implements.
@@ -237,6 +237,34 @@ class Program:
     def fields(self) -> dict[str, np.ndarray]:
         """Batch-decode the instruction stream (see :func:`isa.encoding.decode_fields`)."""
         return decode_fields(self.insn_bytes, self.config)
+
+    def uop_counts(self) -> dict[str, int]:
+        """Micro-ops the compute module issues, by kind: ``gemm`` (without reset), ``reset``,
+        ``alu`` (tensor operand, every ``alu_ii`` cycles) and ``alu_imm`` (immediate operand,
+        every ``alu_imm_ii``). Each instruction runs once, so the stream alone decides them.
+
+        Example:
+            >>> from isa import Alu, Finish, load_config
+            >>> alu = Alu(use_imm=True, uop_begin=0, uop_end=2, iter_out=3, iter_in=1)
+            >>> Program.build(load_config("default"), [alu, Finish()]).uop_counts()["alu_imm"]
+            6
+        """
+        f = self.fields()
+        n = (
+            f["iter_out"].astype(np.int64)
+            * f["iter_in"].astype(np.int64)
+            * np.maximum(f["uop_end"].astype(np.int64) - f["uop_begin"].astype(np.int64), 0)
+        )
+        gemm = f["opcode"] == int(Opcode.GEMM)
+        alu = f["opcode"] == int(Opcode.ALU)
+        reset = f["reset"] != 0
+        imm = f["use_imm"] != 0
+        return {
+            "gemm": int(n[gemm & ~reset].sum()),
+            "reset": int(n[gemm & reset].sum()),
+            "alu": int(n[alu & ~imm].sum()),
+            "alu_imm": int(n[alu & imm].sum()),
+        }
 
     def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
         """Tensor ``name`` from ``dram`` (default: the initial image), as its dtype and shape."""

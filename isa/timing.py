@@ -49,6 +49,19 @@ def uop_exec_cycles(uops: int, ii: int, pipe_latency: int) -> int:
     return 0 if uops == 0 else uops * ii + pipe_latency
 
 
+def alu_ii_of(use_imm: int, alu_ii: int, alu_imm_ii: int) -> int:
+    """Cycles between micro-ops of an ALU instruction: ``alu_imm_ii`` with an immediate operand.
+
+    An immediate-operand micro-op reads one accumulator entry, a register-operand one reads two
+    through the same read port, so the two kinds may issue at different intervals (VTA's Chisel
+    ALU issues the first every cycle and the second every two).
+
+    >>> alu_ii_of(1, alu_ii=2, alu_imm_ii=1), alu_ii_of(0, alu_ii=2, alu_imm_ii=1)
+    (1, 2)
+    """
+    return alu_imm_ii if use_imm else alu_ii
+
+
 def fetch_beats(insns: int, bus_bytes: int) -> int:
     """Data beats of a fetch burst of ``insns`` 16-byte instructions."""
     return ceil_div(insns * 16, bus_bytes)

@@ -455,7 +455,8 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
     ideal = ideal_cycles(layer.macs, cfg)
     out = layer.out_shape
     entries = int(np.prod(out[:-2]))  # accumulator entries the epilogue touches
-    alu = entries * layer.alu_steps * cfg.alu_ii
+    imm = layer.alu_imm_steps
+    alu = entries * (imm * cfg.alu_imm_ii + (layer.alu_steps - imm) * cfg.alu_ii)
     ops = "+".join(n.op for n in group.nodes)
     rule = "pool-group" if group.kind.endswith("pool2d") else f"{group.kind}-group"
     return LayerRecord(

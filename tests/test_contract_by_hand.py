@@ -22,7 +22,8 @@ DEFAULT_KNOBS = {
     "inp_bits": 8, "wgt_bits": 8, "out_bits": 8, "acc_bits": 32,
     "uop_buf_bytes": 32768, "inp_buf_bytes": 8192, "wgt_buf_bytes": 16384,
     "acc_buf_bytes": 32768, "bus_bytes": 8, "dram_latency": 32,
-    "cmd_queue_depth": 16, "dep_queue_depth": 8, "gemm_ii": 1, "alu_ii": 2, "clock_mhz": 200,
+    "cmd_queue_depth": 16, "dep_queue_depth": 8, "gemm_ii": 1, "alu_ii": 2, "alu_imm_ii": 2,
+    "clock_mhz": 200,
 }  # fmt: skip
 
 LOAD, STORE, GEMM, FINISH = 0, 1, 2, 3

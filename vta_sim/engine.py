@@ -124,6 +124,7 @@ PARAMS = (
     "max_cycles",
     "trace",
     "every_cycle",
+    "alu_imm_ii",
 )
 (
     P_LATENCY,
@@ -154,6 +155,7 @@ PARAMS = (
     P_MAX_CYCLES,
     P_TRACE,
     P_EVERY_CYCLE,
+    P_ALU_IMM_II,
 ) = range(len(PARAMS))
 
 # ---- statistics (int64 vector) ----------------------------------------------------------
@@ -554,7 +556,10 @@ def _build(stamp: int) -> Any:
                                     if op == OP_GEMM:
                                         e = _k.uop_exec_cycles(nu, prm[P_GEMM_II], prm[P_GEMM_PIPE])
                                     else:
-                                        e = _k.uop_exec_cycles(nu, prm[P_ALU_II], prm[P_ALU_PIPE])
+                                        ii = _k.alu_ii_of(
+                                            F[i, C_USE_IMM], prm[P_ALU_II], prm[P_ALU_IMM_II]
+                                        )
+                                        e = _k.uop_exec_cycles(nu, ii, prm[P_ALU_PIPE])
                                     e_end = t + e
                                     if e_end >= max_cycles:
                                         # a fault is still reported as the fault
@@ -645,9 +650,10 @@ def _build(stamp: int) -> Any:
                                         nu, prm[P_GEMM_II], prm[P_GEMM_PIPE]
                                     )
                                 else:
-                                    m_end[m] = t + _k.uop_exec_cycles(
-                                        nu, prm[P_ALU_II], prm[P_ALU_PIPE]
+                                    ii = _k.alu_ii_of(
+                                        F[i, C_USE_IMM], prm[P_ALU_II], prm[P_ALU_IMM_II]
                                     )
+                                    m_end[m] = t + _k.uop_exec_cycles(nu, ii, prm[P_ALU_PIPE])
                             elif op == OP_LOAD or op == OP_STORE:
                                 x = F[i, C_X]
                                 y = F[i, C_Y]

@@ -81,6 +81,7 @@ _TIMING_SCOPE["ceil_div"] = numba.njit(_timing.ceil_div)
 dma_beats = numba.njit(_rebind(_timing.dma_beats, _TIMING_SCOPE))
 pad_entries = numba.njit(_rebind(_timing.pad_entries, _TIMING_SCOPE))
 uop_exec_cycles = numba.njit(_rebind(_timing.uop_exec_cycles, _TIMING_SCOPE))
+alu_ii_of = numba.njit(_rebind(_timing.alu_ii_of, _TIMING_SCOPE))
 fetch_beats = numba.njit(_rebind(_timing.fetch_beats, _TIMING_SCOPE))
 
 

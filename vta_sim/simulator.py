@@ -53,6 +53,7 @@ def _params(cfg: HwConfig, *, trace: bool, max_cycles: int, every_cycle: bool) -
         "dep_queue_depth": cfg.dep_queue_depth,
         "gemm_ii": cfg.gemm_ii,
         "alu_ii": cfg.alu_ii,
+        "alu_imm_ii": cfg.alu_imm_ii,
         "gemm_pipe": t.GEMM_PIPE_LATENCY,
         "alu_pipe": t.ALU_PIPE_LATENCY,
         "fetch_burst": t.FETCH_BURST,

@@ -208,6 +208,7 @@ class Task:
             knobs = conv2d_knobs(
                 cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"], k=s["k"],
                 stride=s["stride"], nthreads=nthreads, alu_ops=self._alu_ops(),
+                alu_imm_ops=3,  # shr, MAX, MIN; the residual's ADD reads an acc tile
                 acc_buffers=2 if self.residual else 1,
             )  # fmt: skip
         else:

@@ -1,13 +1,19 @@
 `default_nettype none
 // The tensor ALU: acc[a] = op(acc[a], imm or acc[x]) lane by lane over BATCH x BLOCK_OUT
 // int32 lanes, with out[a] = the low 8 bits. One acc read port serves both operands, so a
-// micro-op needs two cycles of it and micro-ops arrive at most every 2 cycles (ALU_II >= 2):
+// micro-op with an acc operand (use_imm = 0) needs two cycles of it and such micro-ops arrive
+// at most every 2 cycles (ALU_II >= 2):
 //   S1  (input)  read acc[a]
 //   S2           keep acc[a]; read acc[x]
 //   S3           compute; write acc[a] and out[a]
+// A micro-op with an immediate (use_imm = 1) reads acc once, so it can arrive every cycle
+// (ALU_IMM_II >= 1) and takes one stage less:
+//   S1  (input)  read acc[a]
+//   S2           compute; write acc[a] and out[a]
 // The next micro-op reads acc in the cycle of this write (write-first buffer), so dependent
-// micro-ops see each other's results. The last write lands ALU_PIPE_LATENCY = 2 cycles after
-// the end of the last micro-op's slot (the sequencer's S0 comes first).
+// micro-ops see each other's results. The sequencer enters an acc-operand micro-op one cycle
+// earlier in its slot than an immediate one, so in both cases the last write lands
+// ALU_PIPE_LATENCY = 2 cycles after the end of the last micro-op's slot (S0 comes first).
 // Ops (isa.semantics.alu_apply): MIN, MAX, ADD (wraps), SHR (arithmetic right shift by y >= 0,
 // capped at 31; y < 0 shifts left by -y, 0 from 32 on), MUL (low 32 bits). Other opcodes
 // leave acc[a] unchanged. With reset the result is 0.
@@ -85,7 +91,8 @@ module vta_alu (
     reg [AW-1:0] a3;
     reg [ACC_ELEM_BITS-1:0] d3;  // acc[a]
 
-    assign acc_rd_en = in_valid || v2;
+    // S2 reads acc[x] only for an acc operand; an immediate micro-op may be in S1 meanwhile.
+    assign acc_rd_en = in_valid || (v2 && !use_imm);
     assign acc_rd_addr = in_valid ? in_dst : x2;
 
     wire [ACC_BITS-1:0] imm_ext = {{(ACC_BITS - ALU_IMM_W) {imm[ALU_IMM_W-1]}}, imm};
@@ -93,7 +100,9 @@ module vta_alu (
     genvar q;
     generate
         for (q = 0; q < LANES; q = q + 1) begin : g_lane
-            wire signed [ACC_BITS-1:0] xv = d3[q*ACC_BITS+:ACC_BITS];
+            // with an immediate, acc[a] arrives from the read port in S2 and is used at once
+            wire signed [ACC_BITS-1:0] xv = use_imm ? acc_rd_data[q*ACC_BITS+:ACC_BITS] :
+                d3[q*ACC_BITS+:ACC_BITS];
             wire signed [ACC_BITS-1:0] yv = use_imm ? imm_ext : acc_rd_data[q*ACC_BITS+:ACC_BITS];
             wire signed [ACC_BITS:0] neg_y = -{yv[ACC_BITS-1], yv};  // -y without overflow
             wire right_big = (yv > 31);
@@ -120,15 +129,15 @@ module vta_alu (
                     default: res = xv;
                 endcase
             end
-            wire [ACC_BITS-1:0] v = r3 ? {ACC_BITS{1'b0}} : res;
+            wire [ACC_BITS-1:0] v = (use_imm ? r2 : r3) ? {ACC_BITS{1'b0}} : res;
             assign wr_acc[q*ACC_BITS+:ACC_BITS] = v;
             assign wr_out[q*OUT_BITS+:OUT_BITS] = v[OUT_BITS-1:0];
         end
     endgenerate
 
-    assign wr_en = v3;
-    assign wr_addr = a3;
-    assign done = v3 && l3;
+    assign wr_en = use_imm ? v2 : v3;
+    assign wr_addr = use_imm ? a2 : a3;
+    assign done = use_imm ? (v2 && l2) : (v3 && l3);
 
     always @(posedge clk) begin
         if (rst) begin
@@ -138,9 +147,11 @@ module vta_alu (
             l3 <= 1'b0;
         end else begin
             v2 <= in_valid;
-            v3 <= v2;
+            // an immediate micro-op leaves the pipe at S2 and must not reach S3, where the next
+            // instruction (with an acc operand) would take it for one of its own
+            v3 <= v2 && !use_imm;
             l2 <= in_valid && in_last;
-            l3 <= v2 && l2;
+            l3 <= v2 && l2 && !use_imm;
         end
     end
 

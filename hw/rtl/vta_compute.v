@@ -340,6 +340,7 @@ module vta_compute (
         .rst(rst),
         .start(seq_start),
         .is_alu(h_alu),
+        .is_imm(cmd_data[ALU_USE_IMM_LSB]),
         .uop_begin(h_ubegin),
         .uop_end(h_uend),
         .iter_out(h_iout),

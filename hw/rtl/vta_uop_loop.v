@@ -8,7 +8,9 @@
 // The offsets are kept as running sums, so no multiplier is needed.
 // Pacing: micro-op n owns the issue slot of cycles s + 1 + n * II .. s + (n + 1) * II after
 // the issue cycle s, and enters S0 at offset II - II_MIN of its slot (II_MIN = the pipeline's own
-// spacing: 1 for GEMM, 2 for ALU, whose one acc read port serves two reads per micro-op).
+// spacing: 1 for GEMM, 2 for an ALU micro-op with an acc operand, whose one acc read port serves
+// two reads per micro-op, 1 for an ALU micro-op with an immediate, which reads acc once). II is
+// GEMM_II, ALU_II or ALU_IMM_II by the instruction's kind (use_imm picks between the last two).
 // Each micro-op then reaches its write a fixed number of cycles after the end of its slot,
 // which is GEMM_PIPE_LATENCY / ALU_PIPE_LATENCY of docs/timing.md.
 module vta_uop_loop (
@@ -17,6 +19,7 @@ module vta_uop_loop (
     // instruction (sampled on start)
     start,
     is_alu,
+    is_imm,
     uop_begin,
     uop_end,
     iter_out,
@@ -52,10 +55,12 @@ module vta_uop_loop (
     localparam integer GEMM_AT_I = GEMM_II - 1;  // S0 offset of a GEMM micro-op in its slot
     localparam integer ALU_AT_I = ALU_II - 2;  // S0 offset of an ALU micro-op in its slot
     localparam integer ALU_END_I = ALU_II - 1;
+    localparam integer IMM_AT_I = ALU_IMM_II - 1;  // S0 offset of an immediate ALU micro-op
     localparam [II_W-1:0] GEMM_AT = GEMM_AT_I[II_W-1:0];
     localparam [II_W-1:0] ALU_AT = ALU_AT_I[II_W-1:0];
     localparam [II_W-1:0] GEMM_END = GEMM_AT_I[II_W-1:0];  // last cycle of a GEMM slot
     localparam [II_W-1:0] ALU_END = ALU_END_I[II_W-1:0];  // last cycle of an ALU slot
+    localparam [II_W-1:0] IMM_AT = IMM_AT_I[II_W-1:0];  // also the last cycle of its slot
     localparam [II_W-1:0] S_ONE = 1;
     localparam [UE-1:0] U_ONE = 1;
     localparam [IW-1:0] I_ONE = 1;
@@ -65,6 +70,7 @@ module vta_uop_loop (
 
     input wire start;  // issue cycle of a GEMM/ALU with at least one micro-op
     input wire is_alu;
+    input wire is_imm;  // an ALU instruction with use_imm = 1
     input wire [UB-1:0] uop_begin;
     input wire [UE-1:0] uop_end;
     input wire [IW-1:0] iter_out;
@@ -89,6 +95,7 @@ module vta_uop_loop (
     // ---- loop state (S0)
     reg active;
     reg alu;
+    reg imm;
     reg [II_W-1:0] slot;
     reg [UE-1:0] k;
     reg [UE-1:0] k_begin;
@@ -110,8 +117,8 @@ module vta_uop_loop (
     reg [WW-1:0] wgt_i;
     reg [WW-1:0] wgt_ij;
 
-    wire [II_W-1:0] emit_at = alu ? ALU_AT : GEMM_AT;
-    wire [II_W-1:0] slot_end = alu ? ALU_END : GEMM_END;
+    wire [II_W-1:0] emit_at = imm ? IMM_AT : (alu ? ALU_AT : GEMM_AT);
+    wire [II_W-1:0] slot_end = imm ? IMM_AT : (alu ? ALU_END : GEMM_END);
     wire emit = active && (slot == emit_at);
     wire k_wrap = (k + U_ONE == k_end);
     wire j_wrap = (j + I_ONE == n_in);
@@ -125,6 +132,7 @@ module vta_uop_loop (
         if (rst) begin
             active <= 1'b0;
             alu <= 1'b0;
+            imm <= 1'b0;
             slot <= {II_W{1'b0}};
             k <= {UE{1'b0}};
             k_begin <= {UE{1'b0}};
@@ -148,6 +156,7 @@ module vta_uop_loop (
         end else if (start) begin
             active <= 1'b1;
             alu <= is_alu;
+            imm <= is_alu && is_imm;
             slot <= {II_W{1'b0}};
             k <= {1'b0, uop_begin};
             k_begin <= {1'b0, uop_begin};

@@ -2,10 +2,12 @@
 
 Instructions cycle through every opcode with tensor and immediate operands (immediates include
 shifts of 0, 31, >= 32 and negative amounts, and the 16-bit extremes) and resets. Micro-ops
-arrive at most every 2 cycles (the ALU's initiation interval); ``idle`` adds random bubbles.
+arrive at most every ``alu_ii`` cycles with a tensor operand and every ``alu_imm_ii`` cycles
+with an immediate (the config's initiation intervals); ``idle`` adds random bubbles.
 Sources and destinations are drawn from a few acc entries, so a micro-op often reads what the
 previous one wrote. The acc read port is served by a write-first SRAM model; the checker
-compares acc and out with the reference, and each write's cycle (2 after the micro-op enters).
+compares acc and out with the reference, and each write's cycle (2 after the micro-op enters
+with a tensor operand, 1 with an immediate: the immediate path has one stage less).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from hw.tb.models import SramModel
 from isa.insn import AluOp
 from isa.semantics import alu_kernel
 
-WRITE_DELAY = 2
+#: Cycles from a micro-op's S1 to its write, by use_imm.
+WRITE_DELAY = {False: 2, True: 1}
 IMMEDIATES = (0, 1, 5, 31, 32, 40, -1, -7, -31, -32, -33, 32767, -32768, 255, -1234)
 
 
@@ -101,6 +104,7 @@ class AluTB:
             dut.use_imm.value = int(use_imm)
             dut.imm.value = imm & 0xFFFF
             pos, gap = 0, 0
+            interval = self.cfg.alu_imm_ii if use_imm else self.cfg.alu_ii
             while pos < len(uops) or expect:
                 dut.acc_rd_data.value = self.s_acc.q
                 if pos < len(uops) and gap == 0 and self.rng.random() >= idle:
@@ -111,8 +115,8 @@ class AluTB:
                     dut.in_dst.value = d
                     dut.in_src.value = s
                     dut.in_last.value = int(pos == len(uops))
-                    expect[cycle + WRITE_DELAY] = (d, pos == len(uops))
-                    gap = 1  # initiation interval 2
+                    expect[cycle + WRITE_DELAY[use_imm]] = (d, pos == len(uops))
+                    gap = interval - 1
                 else:
                     gap = max(0, gap - 1)
                     dut.in_valid.value = 0

@@ -56,7 +56,10 @@ def test_hand_assembled_presets(name, preset, simulator, build_root):
 #: queues. The RTL takes every number from the generated header, so each must just work.
 CUSTOM = {
     "bus16-lat1": ("default", {"bus_bytes": 16, "dram_latency": 1}),
-    "bus4-ii": ("default", {"bus_bytes": 4, "dram_latency": 3, "gemm_ii": 2, "alu_ii": 3}),
+    "bus4-ii": (
+        "default",
+        {"bus_bytes": 4, "dram_latency": 3, "gemm_ii": 2, "alu_ii": 3, "alu_imm_ii": 1},
+    ),
     "bus32-queues": (
         "4x4x4",
         {"bus_bytes": 32, "dram_latency": 7, "cmd_queue_depth": 4, "dep_queue_depth": 2},

@@ -123,6 +123,7 @@ def expected_header(cfg) -> dict[str, int]:
         "DEP_QUEUE_DEPTH": cfg.dep_queue_depth,
         "GEMM_II": cfg.gemm_ii,
         "ALU_II": cfg.alu_ii,
+        "ALU_IMM_II": cfg.alu_imm_ii,
         "FETCH_BURST": timing.FETCH_BURST,
         "GEMM_PIPE_LATENCY": timing.GEMM_PIPE_LATENCY,
         "ALU_PIPE_LATENCY": timing.ALU_PIPE_LATENCY,

@@ -20,9 +20,9 @@ CFG = isa.load_config("default")
 L = CFG.dram_latency
 
 
-def cycles(insns, build_root, data=None) -> int:
+def cycles(insns, build_root, data=None, cfg=CFG) -> int:
     require("icarus")
-    prog = isa.Program.build(CFG, insns, insn_base=1024, data=data or {}, dram_bytes=4096)
+    prog = isa.Program.build(cfg, insns, insn_base=1024, data=data or {}, dram_bytes=4096)
     run = run_rtl(prog, build_root=build_root)
     assert run.finished
     return run.cycles
@@ -83,17 +83,19 @@ def test_gemm_costs_n_plus_pipe(n, build_root):
     assert cycles(insns, build_root, {0: uop}) == e_gemm + 2
 
 
+@pytest.mark.parametrize("imm_ii", [1, 2])
+@pytest.mark.parametrize("use_imm", [False, True])
 @pytest.mark.parametrize("n", [1, 5])
-def test_alu_costs_n_ii_plus_pipe(n, build_root):
-    uop = isa.encode_uops([Uop(0, 0, 0)], CFG)
-    insns = [
-        Load(memory_type=MemType.UOP, dram_base=0, x_size=1, x_stride=1),
-        Alu(alu_opcode=AluOp.ADD, use_imm=True, imm=1, uop_begin=0, uop_end=1, iter_out=n),
-        Finish(),
-    ]
+def test_alu_costs_n_ii_plus_pipe(n, use_imm, imm_ii, build_root):
+    """ii is alu_imm_ii with an immediate operand and alu_ii with an acc one."""
+    cfg = CFG.replace(name=f"alu-imm-ii{imm_ii}", alu_imm_ii=imm_ii)
+    uop = isa.encode_uops([Uop(0, 1, 0)], cfg)
+    alu = Alu(alu_opcode=AluOp.ADD, use_imm=use_imm, imm=1, uop_begin=0, uop_end=1, iter_out=n)
+    insns = [Load(memory_type=MemType.UOP, dram_base=0, x_size=1, x_stride=1), alu, Finish()]
     s_alu = (fetched(3) + 2) + L + 1
-    e_alu = s_alu + n * CFG.alu_ii + timing.ALU_PIPE_LATENCY
-    assert cycles(insns, build_root, {0: uop}) == e_alu + 2
+    ii = cfg.alu_imm_ii if use_imm else cfg.alu_ii
+    e_alu = s_alu + n * ii + timing.ALU_PIPE_LATENCY
+    assert cycles(insns, build_root, {0: uop}, cfg) == e_alu + 2
 
 
 def test_port_priority_load_before_compute(build_root):

@@ -53,6 +53,8 @@ def test_json_round_trip(tmp_path):
         ({"inp_buf_bytes": 8192 + 4}, "inp_buf_bytes"),
         ({"bus_bytes": 6}, "bus_bytes"),
         ({"gemm_ii": 1.5}, "gemm_ii"),
+        ({"alu_imm_ii": 0}, "alu_imm_ii"),
+        ({"alu_imm_ii": 1025}, "alu_imm_ii"),
         ({"clock_mhz": -1}, "clock_mhz"),
     ],
 )
@@ -86,3 +88,14 @@ def test_mem_elem_bytes():
     cfg = load_config("4x4x4")
     assert cfg.mem_elem_bytes(isa.MemType.ACC8) == cfg.out_elem_bytes == 16
     assert cfg.mem_elem_bytes(isa.MemType.UOP) == 4
+
+
+def test_alu_imm_ii_per_preset():
+    """VTA's ALU issues immediate-operand micro-ops every cycle; the other presets keep 2."""
+    got = {n: (load_config(n).alu_ii, load_config(n).alu_imm_ii) for n in preset_names()}
+    assert got["vta-1x16x16"] == (2, 1)
+    assert got["default"] == got["4x4x4"] == (2, 2)
+    knobs = load_config("vta-1x16x16").to_dict()
+    del knobs["alu_imm_ii"]
+    with pytest.raises(ConfigError, match="alu_imm_ii"):
+        HwConfig.from_dict(knobs)

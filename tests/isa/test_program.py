@@ -126,3 +126,17 @@ def test_zip_is_npz(tmp_path):
     path = tmp_path / "p.npz"
     _prog().save(path)
     assert zipfile.is_zipfile(path)
+
+
+def test_uop_counts_split_by_kind():
+    cfg = load_config("default")
+    insns = [
+        isa.Gemm(reset=True, uop_begin=0, uop_end=2, iter_out=3, iter_in=1),
+        isa.Gemm(uop_begin=1, uop_end=4, iter_out=2, iter_in=5),
+        isa.Alu(use_imm=True, imm=3, uop_begin=0, uop_end=1, iter_out=7, iter_in=1),
+        isa.Alu(alu_opcode=isa.AluOp.ADD, uop_begin=2, uop_end=4, iter_out=1, iter_in=4),
+        isa.Alu(use_imm=True, uop_begin=3, uop_end=3, iter_out=9, iter_in=9),  # no micro-op
+        isa.Finish(),
+    ]
+    counts = Program.build(cfg, insns).uop_counts()
+    assert counts == {"gemm": 30, "reset": 6, "alu": 8, "alu_imm": 7}

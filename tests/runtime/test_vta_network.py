@@ -72,6 +72,42 @@ def test_quantized_conv2d_group_is_bit_exact(preset, fused_add):
     np.testing.assert_array_equal(got, want)
 
 
+#: (bias of 8 channels, shared shift or None for per-channel shifts, the epilogue's first steps)
+BIAS_CASES = {
+    "shared": (np.full(8, 1234), 9, ["ADD 1490", "SHR 9"]),
+    "zero-with-round": (np.zeros(8), 9, ["ADD 256", "SHR 9"]),
+    "zero-no-shift": (np.zeros(8), 0, ["MAX -128", "MIN 127"]),
+    "past-16-bits": (np.full(8, 40000), 9, ["ADD bias", "SHR 9"]),
+    "per-channel": (np.arange(8) * 300 - 1000, 9, ["ADD bias", "SHR 9"]),
+    "shared-per-channel-shift": (np.full(8, -77), None, ["ADD bias", "SHR shift"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BIAS_CASES))
+def test_a_bias_all_channels_share_is_an_immediate_with_the_same_bits(case):
+    """The bias joins the pre-shift's rounding offset; shared, it is an immediate ADD (or none)."""
+    cfg = isa.load_config("vta-1x16x16")
+    bias_values, shift, head = BIAS_CASES[case]
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, (1, 16, 5, 5), dtype=np.int8)
+    w = rng.integers(-127, 128, (8, 16, 3, 3), dtype=np.int8)
+    bias = bias_values.astype(np.int32)
+    if shift is None:
+        scales = 2.0 ** -rng.integers(6, 12, 8)
+    else:
+        scales = np.full(8, 2.0**-shift)
+    params = choose_requant(scales, mode="shift")
+    ep = QEpilogue(bias, params, -128, 127)
+    assert [str(st) for st in ep.steps()][:2] == head
+    layer = compile_qconv2d("c", cfg, w, ep, in_shape=x.shape, stride=(1, 1),
+                            padding=(1, 1, 1, 1))  # fmt: skip
+    assert ("c_bias" in layer.params) == ("ADD bias" in head)
+    acc = _conv_acc(x, w, bias, 1, 1)
+    want = requantize_int(acc, params.multiplier, params.shift, params.post_shift, -128, 127)
+    got = unpack_nchw(_run(layer, {"data": pack_nchw(x, cfg)}), 1, 8)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 def test_max_pool_and_global_sum_pool_on_the_alu_are_bit_exact(preset):
     cfg = isa.load_config(preset)

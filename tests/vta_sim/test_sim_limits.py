@@ -60,7 +60,7 @@ def test_largest_knobs_do_not_overflow_the_cycle_count():
 
 
 def test_the_event_loop_runs_isa_timings_own_formulas():
-    for name in ("dma_beats", "pad_entries", "uop_exec_cycles", "fetch_beats"):
+    for name in ("dma_beats", "pad_entries", "uop_exec_cycles", "alu_ii_of", "fetch_beats"):
         compiled = getattr(K, name)
         assert compiled.py_func.__code__ is getattr(isa.timing, name).__code__, name
 

@@ -178,6 +178,7 @@ def random_config(d: Draw) -> isa.HwConfig:
         dep_queue_depth=d.pick([2, 8]),
         gemm_ii=d.int(1, 2),
         alu_ii=d.int(1, 3),
+        alu_imm_ii=d.int(1, 3),
     )
 
 

@@ -154,6 +154,21 @@ def test_gemm_and_alu_of_n_uops(kind, n):
     assert counted == n
 
 
+@pytest.mark.parametrize("imm_ii", [1, 2, 5])
+@pytest.mark.parametrize("use_imm", [0, 1])
+def test_alu_interval_follows_the_operand_kind(use_imm, imm_ii):
+    """An immediate-operand ALU issues every alu_imm_ii cycles, an acc-operand one every alu_ii."""
+    cfg = DEFAULT.replace(name="imm-ii", alu_ii=3, alu_imm_ii=imm_ii)
+    n = 12
+    insn = Alu(uop_begin=0, uop_end=1, iter_out=3, iter_in=4, use_imm=use_imm, imm=1)
+    r = sim(cfg, [insn, Finish()])
+    ii = imm_ii if use_imm else 3
+    e = n * ii + T.ALU_PIPE_LATENCY
+    f = fetch_done(cfg, 2)
+    assert r.trace.record(0).last == f + 1 + e
+    assert r.cycles == f + 3 + e
+
+
 def test_gemm_uop_count_uses_both_loops_and_the_uop_range():
     insn = Gemm(uop_begin=3, uop_end=8, iter_out=4, iter_in=3)
     r = sim(DEFAULT, [insn, Finish()])

@@ -3,7 +3,8 @@
 Every tiling whose sizes divide the layer's axes is checked against the on-chip buffers (each of
 ``nthreads`` threads owns ``1/nthreads`` of the input, weight and accumulator buffers, and the
 micro-op kernels of all threads must fit the uop buffer together) and scored with a small model
-of the machine: the compute module's busy time (GEMM micro-ops, reset, ALU epilogue and a fixed
+of the machine: the compute module's busy time (GEMM micro-ops, reset, ALU epilogue at
+``alu_imm_ii`` per immediate-operand micro-op and ``alu_ii`` per tensor-operand one, and a fixed
 cost per instruction), the DRAM traffic (input windows with their halo and the weights are
 re-loaded for every tile and reduction step) and how the two overlap (with two or more threads
 loads hide behind compute, the less so the closer the two are; with one they alternate). The
@@ -60,8 +61,13 @@ def estimate_conv2d(
     k: int,
     stride: int,
     alu_ops: int = 3,
+    alu_imm_ops: int | None = None,
 ) -> Estimate:
-    """Model the run time of a conv2d schedule (see the module docstring)."""
+    """Model the run time of a conv2d schedule (see the module docstring).
+
+    ``alu_ops`` ALU instructions run per accumulator entry, ``alu_imm_ops`` of them with an
+    immediate operand (None: all of them, as in a shift-and-clip epilogue)."""
+    imm_ops = _imm_ops(alu_ops, alu_imm_ops)
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
     in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
     tiles = (nb // tb) * (ocb // tco) * (oh // th) * (ow // tw)
@@ -74,7 +80,8 @@ def estimate_conv2d(
         tiles * steps * (step_uops * cfg.gemm_ii + per_insn)
         + acc_total * cfg.gemm_ii
         + tiles * per_insn
-        + alu_ops * (acc_total * cfg.alu_ii + tiles * (ALU_PIPE_LATENCY + 1))
+        + acc_total * (imm_ops * cfg.alu_imm_ii + (alu_ops - imm_ops) * cfg.alu_ii)
+        + alu_ops * tiles * (ALU_PIPE_LATENCY + 1)
     )
     lat = cfg.dram_latency
     step_bytes = (
@@ -97,6 +104,16 @@ def estimate_conv2d(
     return Estimate(compute, dram, cycles)
 
 
+def _imm_ops(alu_ops: int, alu_imm_ops: int | None) -> int:
+    if alu_imm_ops is None:
+        return alu_ops
+    if not 0 <= alu_imm_ops <= alu_ops:
+        raise ScheduleError(
+            f"conv2d: alu_imm_ops = {alu_imm_ops} must be between 0 and alu_ops = {alu_ops}"
+        )
+    return alu_imm_ops
+
+
 def conv2d_knobs(
     cfg: HwConfig,
     *,
@@ -110,12 +127,15 @@ def conv2d_knobs(
     nthreads: int = 2,
     loop_order: LoopOrder | str = "h_co",
     alu_ops: int = 3,
+    alu_imm_ops: int | None = None,
     acc_buffers: int = 1,
     channel_tiles: int = 0,
     fewer_threads: bool = True,
 ) -> Conv2dKnobs:
     """The best-scoring tiling of a packed conv2d for ``nthreads`` virtual threads (1, 2 or 4:
     2 splits output channels or rows, whichever the tiling allows; 4 splits both).
+    ``alu_ops`` counts the epilogue's ALU instructions per accumulator entry and
+    ``alu_imm_ops`` those with an immediate operand (None: all; they issue at ``alu_imm_ii``).
     ``acc_buffers`` counts the accumulator tiles each output tile needs (2 with a residual);
     ``channel_tiles`` the per-channel parameter tiles (one accumulator entry per output-channel
     block of the tile each: a quantized epilogue's bias, shifts and multipliers).
@@ -152,7 +172,7 @@ def conv2d_knobs(
             knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, order)
             est = estimate_conv2d(
                 cfg, knobs, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride,
-                alu_ops=alu_ops,
+                alu_ops=alu_ops, alu_imm_ops=alu_imm_ops,
             )  # fmt: skip
             scored.append((est.cycles, knobs))
     if not scored:
@@ -161,7 +181,7 @@ def conv2d_knobs(
             return conv2d_knobs(
                 cfg, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride, nb=nb,
                 nthreads=nthreads // 2, loop_order=loop_order, alu_ops=alu_ops,
-                acc_buffers=acc_buffers, channel_tiles=channel_tiles,
+                alu_imm_ops=alu_imm_ops, acc_buffers=acc_buffers, channel_tiles=channel_tiles,
             )  # fmt: skip
         raise ScheduleError(
             f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "

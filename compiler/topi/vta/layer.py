@@ -241,6 +241,8 @@ def compile_conv2d_with(
             cfg, nb=dshape[0], ocb=kshape[0], icb=kshape[1], oh=layer.out_h, ow=layer.out_w,
             k=layer.k, stride=layer.stride, nthreads=nthreads,
             alu_ops=len(stages.ewise) + 1,  # the clip is a MAX and a MIN
+            # every step has an immediate but the residual's ADD, which reads its acc tile
+            alu_imm_ops=len(stages.ewise) + 1 - int(stages.res_acc is not None),
             acc_buffers=2 if stages.res_acc is not None else 1,
         )  # fmt: skip
     s = schedule_conv2d_packed(out, knobs, cfg)

@@ -36,7 +36,14 @@ from compiler.schedule import Schedule
 from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .qnn import QLayer, accumulator_stages, alu_stages, attach_tile, place_in_accumulator
+from .qnn import (
+    QLayer,
+    accumulator_stages,
+    alu_stages,
+    attach_tile,
+    imm_steps,
+    place_in_accumulator,
+)
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -295,7 +302,7 @@ def compile_qelementwise(
         lower(s, args, target=tgt),
         layouts={t.name: layout for t in args},
     )
-    return QLayer(name, prog, {}, tiles, 0, binary, len(steps))
+    return QLayer(name, prog, {}, tiles, 0, binary, len(steps), imm_steps(steps))
 
 
 __all__ = [

@@ -14,7 +14,7 @@ multipliers, adds them, shifts with rounding and clips.
 Example:
     >>> import numpy as np
     >>> from compiler.quantize import choose_requant
-    >>> ep = QEpilogue(np.zeros(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+    >>> ep = QEpilogue(np.arange(8, dtype=np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
     >>> [str(s) for s in ep.steps()][:3]
     ['ADD bias', 'MAX -32768', 'MIN 32767']
 """
@@ -32,6 +32,8 @@ from compiler.ir import op
 from compiler.ir.buffer import Scope
 from compiler.ir.expr import Expr
 from compiler.quantize.requant import (
+    CLAMP_MAX,
+    CLAMP_MIN,
     AluStep,
     RequantParams,
     alu_program,
@@ -119,24 +121,53 @@ class QEpilogue:
             if s.tensor is None or s.tensor == "rhs":
                 continue
             if s.tensor == "bias":
-                bias = np.zeros(self.channels, np.int64) if self.bias is None else self.bias
-                extra = values["round"] if self._fold_round() else 0
-                out["bias"] = wrap32(np.asarray(bias, np.int64) + extra).astype(np.int32)
+                out["bias"] = self._bias_tile()
             else:
                 out[s.tensor] = values[s.tensor].astype(np.int32)
         return out
 
     def _fold_round(self) -> bool:
+        """Whether the pre-shift's rounding ``ADD`` (a tile or an immediate) joins the bias: the
+        program's first step is that ``ADD`` exactly when some channel has a pre-shift."""
         steps = alu_program(self.requant, self.out_min, self.out_max)
-        return bool(steps) and steps[0].tensor == "round" and self.bias is not None
+        pre_shift = bool(np.any(np.asarray(self.requant.shift) > 0))
+        return self.bias is not None and bool(steps) and steps[0].op == "ADD" and pre_shift
+
+    def _bias_tile(self) -> np.ndarray:
+        """The int32 bias per channel, with the pre-shift's rounding offset when it is folded."""
+        assert self.bias is not None
+        extra: np.ndarray | int = 0
+        if self._fold_round():
+            s1 = np.asarray(self.requant.shift, np.int64)
+            extra = np.where(s1 > 0, np.left_shift(1, np.maximum(s1 - 1, 0)), 0)
+        return wrap32(np.asarray(self.bias, np.int64) + extra).astype(np.int32)
 
     def steps(self) -> list[AluStep]:
-        """The ALU steps after the GEMM, in order (tensor operands named as in :meth:`tiles`)."""
+        """The ALU steps after the GEMM, in order (tensor operands named as in :meth:`tiles`).
+
+        The bias takes in the pre-shift's rounding offset (int32 addition wraps the same in one
+        step as in two). A bias that every channel shares is then an immediate ADD, or no step
+        at all when it is 0: an immediate-operand micro-op issues every ``alu_imm_ii`` cycles,
+        a tile-operand one every ``alu_ii``.
+
+        Example:
+            >>> from compiler.quantize import choose_requant
+            >>> p = choose_requant(np.full(4, 2.0**-7), mode="shift")
+            >>> [str(s) for s in QEpilogue(np.full(4, 36, np.int32), p, 0, 127).steps()]
+            ['ADD 100', 'SHR 7', 'MAX 0', 'MIN 127']
+            >>> [str(s) for s in QEpilogue(np.array([1, 2, 3, 4], np.int32), p, 0, 127).steps()]
+            ['ADD bias', 'SHR 7', 'MAX 0', 'MIN 127']
+        """
         steps = alu_program(self.requant, self.out_min, self.out_max)
         if self.bias is not None:
-            if steps and steps[0].tensor == "round":
+            if self._fold_round():
                 steps = steps[1:]
-            steps = [AluStep("ADD", tensor="bias"), *steps]
+            shared = set(self._bias_tile().tolist()) if self.channels else {0}
+            value = shared.pop() if len(shared) == 1 else None
+            if value is None or not CLAMP_MIN <= value <= CLAMP_MAX:
+                steps = [AluStep("ADD", tensor="bias"), *steps]
+            elif value != 0:
+                steps = [AluStep("ADD", imm=value), *steps]
         if self.add is not None:
             steps += self.add.steps()
         return steps
@@ -329,10 +360,21 @@ class QLayer:
     macs: int
     residual: bool
     alu_steps: int  # ALU instructions of the epilogue per accumulator entry
+    alu_imm_steps: int = 0  # how many of them have an immediate operand (at alu_imm_ii)
 
     @property
     def out_shape(self) -> tuple[int, ...]:
         return tuple(self.program.symbols["out"].shape)
+
+
+def imm_steps(steps: Sequence[AluStep]) -> int:
+    """How many of ``steps`` have an immediate operand (they issue every ``alu_imm_ii``).
+
+    Example:
+        >>> imm_steps([AluStep("ADD", tensor="bias"), AluStep("SHR", imm=8)])
+        1
+    """
+    return sum(1 for s in steps if s.tensor is None)
 
 
 def compile_qconv2d(
@@ -353,7 +395,7 @@ def compile_qconv2d(
         >>> import isa
         >>> from compiler.quantize import choose_requant
         >>> w = np.ones((8, 3, 3, 3), np.int8)
-        >>> ep = QEpilogue(np.zeros(8, np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
+        >>> ep = QEpilogue(np.arange(8, dtype=np.int32), choose_requant(np.full(8, 0.01)), 0, 127)
         >>> layer = compile_qconv2d("c", isa.load_config("default"), w, ep, in_shape=(1, 3, 6, 6),
         ...                         stride=(1, 1), padding=(1, 1, 1, 1))
         >>> layer.out_shape, sorted(layer.params)
@@ -385,9 +427,11 @@ def compile_qconv2d(
     res = te.placeholder(oshape, "int8", name="residual") if residual else None
     out = qconv2d_packed(data, kernel, ep, tiles, stride[0], padding, residual=res, name=name)
     stages = find_stages(out)
+    alu_ops = len(stages.ewise) + 1
     knobs = conv2d_knobs(
         cfg, nb=nb, ocb=ob, icb=cb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
-        nthreads=nthreads, alu_ops=len(stages.ewise) + 1,
+        nthreads=nthreads, alu_ops=alu_ops,
+        alu_imm_ops=max(0, alu_ops - (len(ep.steps()) - imm_steps(ep.steps()))),
         acc_buffers=2 if residual else 1, channel_tiles=len(tiles),
     )  # fmt: skip
     s = schedule_conv2d_packed(out, knobs, cfg)
@@ -400,7 +444,8 @@ def compile_qconv2d(
     )
     values["kernel"] = pack_kernel(weight, cfg)
     macs = n * o * out_h * out_w * c * kh * kw
-    return QLayer(name, prog, values, knobs, macs, residual, len(ep.steps()))
+    steps = ep.steps()
+    return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
 
 def compile_qdense(
@@ -449,7 +494,9 @@ def compile_qdense(
         roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
     )
     values["weight"] = pack_weight(weight, cfg)
-    return QLayer(name, prog, values, knobs, batch * m * k, residual, len(ep.steps()))
+    steps = ep.steps()
+    macs = batch * m * k
+    return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
 
 def pool2d_packed(
@@ -653,10 +700,10 @@ def compile_qpool(
     if ep is not None:
         tiles, values = epilogue_tensors(ep, cb, b, bo, name)
         out = apply_epilogue(acc, ep, tiles, lambda i: (i[1], i[4], i[5]))
-        steps = len(ep.steps())
+        steps, imm = len(ep.steps()), imm_steps(ep.steps())
     else:
         out = topi.cast(acc, "int8", name="out")
-        steps = 0
+        steps = imm = 0
     oh, ow = acc.shape[2], acc.shape[3]
     in_w = w + zero_padding[1] + zero_padding[3]
     tile_h = pool_tile_h(cfg, in_w, oh, ow, pool[0], stride[0], 2 + len(tiles))
@@ -668,7 +715,8 @@ def compile_qpool(
         roles={t.name: "param" for t in tiles.values()},
     )
     taps = pool[0] * pool[1]
-    return QLayer(name, prog, values, None, 0, False, taps + steps)
+    # the taps combine acc tiles (tensor operands); only the epilogue has immediates
+    return QLayer(name, prog, values, None, 0, False, taps + steps, imm)
 
 
 def space_to_depth_factor(cfg: HwConfig, in_c: int, k: int, stride: int) -> int:

@@ -15,7 +15,8 @@ localparam integer DRAM_LATENCY = 32;  // cycles from a grant to the first beat
 localparam integer CMD_QUEUE_DEPTH = 16;
 localparam integer DEP_QUEUE_DEPTH = 8;
 localparam integer GEMM_II = 1;
-localparam integer ALU_II = 2;
+localparam integer ALU_II = 2;  // ALU micro-op interval when the operand is an acc entry
+localparam integer ALU_IMM_II = 2;  // ALU micro-op interval when use_imm = 1
 localparam integer FETCH_BURST = 8;  // instructions per fetch DMA
 localparam integer GEMM_PIPE_LATENCY = 4;
 localparam integer ALU_PIPE_LATENCY = 2;
