@@ -122,7 +122,7 @@ def count_events(program: Program) -> EventCounts:
     end = int(finish[0]) + 1 if finish.size else op.size
     f = {k: v[:end] for k, v in f.items()}
     op = f["opcode"]
-    uops = (f["uop_end"] - f["uop_begin"]) * f["iter_out"] * f["iter_in"]
+    uops = np.maximum(f["uop_end"] - f["uop_begin"], 0) * f["iter_out"] * f["iter_in"]
     gemm = op == int(Opcode.GEMM)
     reset = gemm & (f["reset"] != 0)
     work = gemm & ~reset

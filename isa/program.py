@@ -241,7 +241,8 @@ class Program:
     def uop_counts(self) -> dict[str, int]:
         """Micro-ops the compute module issues, by kind: ``gemm`` (without reset), ``reset``,
         ``alu`` (tensor operand, every ``alu_ii`` cycles) and ``alu_imm`` (immediate operand,
-        every ``alu_imm_ii``). Each instruction runs once, so the stream alone decides them.
+        every ``alu_imm_ii``). Each instruction up to FINISH runs once, so the stream alone
+        decides them (:func:`isa.energy.count_events` counts every event of the run).
 
         Example:
             >>> from isa import Alu, Finish, load_config
@@ -249,21 +250,14 @@ class Program:
             >>> Program.build(load_config("default"), [alu, Finish()]).uop_counts()["alu_imm"]
             6
         """
-        f = self.fields()
-        n = (
-            f["iter_out"].astype(np.int64)
-            * f["iter_in"].astype(np.int64)
-            * np.maximum(f["uop_end"].astype(np.int64) - f["uop_begin"].astype(np.int64), 0)
-        )
-        gemm = f["opcode"] == int(Opcode.GEMM)
-        alu = f["opcode"] == int(Opcode.ALU)
-        reset = f["reset"] != 0
-        imm = f["use_imm"] != 0
+        from .energy import count_events
+
+        ev = count_events(self)
         return {
-            "gemm": int(n[gemm & ~reset].sum()),
-            "reset": int(n[gemm & reset].sum()),
-            "alu": int(n[alu & ~imm].sum()),
-            "alu_imm": int(n[alu & imm].sum()),
+            "gemm": ev.gemm_uops,
+            "reset": ev.gemm_reset_uops,
+            "alu": ev.alu_reg_uops,
+            "alu_imm": ev.alu_imm_uops,
         }
 
     def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
