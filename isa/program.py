@@ -29,7 +29,7 @@ import numpy as np
 from .config import HwConfig, parse_json
 from .encoding import INSN_BYTES, decode_fields, decode_stream, encode_stream
 from .errors import ConfigError, ProgramError
-from .insn import Insn, Opcode
+from .insn import Insn
 from .outputs import OutputFiles
 
 #: Version of the contract (ISA.md) this package implements.
