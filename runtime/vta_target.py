@@ -95,6 +95,9 @@ class LayerRecord:
     modules: dict[str, dict[str, int]] = field(default_factory=dict)
     #: how a host node ran: ``host (compiled, group G)`` or ``host (reference): <reason>``
     host: str = ""
+    #: the group's energy in pJ and its parts (docs/energy.md), from one run
+    energy_pj: float = 0.0
+    energy_parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def utilization(self) -> float:
@@ -122,6 +125,8 @@ class LayerRecord:
                 compulsory_bytes=self.compulsory_bytes,
                 limiter=self.limiter,
                 modules=self.modules,
+                energy_uj=self.energy_pj * 1e-6,
+                energy_by_part_uj={k: v * 1e-6 for k, v in self.energy_parts.items()},
             )
         else:
             d["host_seconds"] = round(self.host_seconds, 6)
@@ -163,37 +168,73 @@ class NetworkRun:
             return 0.0
         return self.batch * self.config.clock_mhz * 1e6 / self.total_cycles
 
-    def table(self) -> str:
-        """The per-layer table with whole-network totals."""
-        head = (
-            f"{'layer':<28} {'device':<6} {'cycles':>10} {'util':>6} {'roof':>6} "
-            f"{'roof+alu':>8} {'DRAM B':>10} {'compuls.':>10}  limiter / rule"
-        )
-        lines = [head, "-" * len(head)]
+    @property
+    def energy_pj(self) -> float:
+        """Energy of the accelerator groups (docs/energy.md; host work not counted)."""
+        return sum(r.energy_pj for r in self.layers)
+
+    def table(self, legend: bool = True) -> str:
+        """The per-layer table with whole-network totals (and the columns' legend)."""
+        from isa.report import Column, format_legend, format_table
+
+        columns = [
+            Column("layer"),
+            Column("device"),
+            Column("cycles", "int", "accelerator cycles of the group"),
+            Column(
+                "util",
+                "pct",
+                "the GEMM core's MACs over its peak in those cycles (blank: a group without MACs)",
+            ),  # fmt: skip
+            Column(
+                "roof",
+                "pct",
+                "roofline cycles (peak MACs or compulsory bytes over the "
+                "bus, whichever is longer) over the cycles",
+            ),  # fmt: skip
+            Column(
+                "roof+alu",
+                "pct",
+                "the same with the ALU micro-ops of the group's epilogue on the compute side",
+            ),  # fmt: skip
+            Column("DRAM B", "int", "bytes moved on the memory port"),
+            Column("compulsory", "int", "bytes every input, weight and output needs once"),
+            Column("energy uJ", "float3", "the group's energy at 45 nm (docs/energy.md)"),
+            Column("limiter", legend="the accelerator module with the most busy cycles"),
+            Column(
+                "placement",
+                legend="the partition rule that placed the node, and how a host node ran",
+            ),  # fmt: skip
+        ]
+        rows = []
         for r in self.layers:
             if r.device == "vta":
-                lines.append(
-                    f"{r.name[:28]:<28} {'vta':<6} {r.cycles:>10} {r.utilization:>6.1%} "
-                    f"{r.roofline_fraction:>6.1%} {r.alu_roofline_fraction:>8.1%} "
-                    f"{r.dram_bytes:>10} {r.compulsory_bytes:>10}  {r.limiter}"
-                )
+                rows.append((
+                    r.name, "vta", r.cycles, r.utilization if r.macs else None,
+                    r.roofline_fraction, r.alu_roofline_fraction, r.dram_bytes,
+                    r.compulsory_bytes, r.energy_pj * 1e-6, r.limiter, r.rule,
+                ))  # fmt: skip
             else:
-                lines.append(f"{r.name[:28]:<28} {'cpu':<6} {'-':>10} {'':>6} {'':>6} {'':>8} "
-                             f"{'':>10} {'':>10}  {r.rule}; {r.host}")  # fmt: skip
+                rows.append((r.name, "cpu", None, None, None, None, None, None, None, "",
+                             f"{r.rule}; {r.host}"))  # fmt: skip
         vta = [r for r in self.layers if r.device == "vta"]
         moved = sum(r.dram_bytes for r in vta)
         comp = sum(r.compulsory_bytes for r in vta)
-        lines.append("-" * len(head))
-        lines.append(
-            f"total: {self.total_cycles} accelerator cycles in {len(vta)} groups "
-            f"({len(self.layers) - len(vta)} host nodes), {moved} DRAM bytes moved "
-            f"(compulsory {comp}), {self.images_per_second:.1f} images/s at "
-            f"{self.config.clock_mhz:g} MHz ({self.config.name}); one DRAM image of "
-            f"{self.dram_image_bytes} bytes (activations {self.activation_bytes}, "
-            f"{self.activation_bytes_unshared} without reuse), {self.chained_inputs} group "
+        total = ("total", "", self.total_cycles, None, None, None, moved, comp,
+                 self.energy_pj * 1e-6, "", "")  # fmt: skip
+        macs = sum(r.macs for r in vta)
+        per_mac = f", {self.energy_pj / macs:.2f} pJ per MAC" if macs else ""
+        summary = (
+            f"{self.total_cycles:,} accelerator cycles in {len(vta)} groups "
+            f"({len(self.layers) - len(vta)} host nodes), {self.images_per_second:,.1f} "
+            f"images/s at {self.config.clock_mhz:g} MHz ({self.config.name}); "
+            f"{self.energy_pj * 1e-6:,.3g} uJ{per_mac}; one DRAM image of "
+            f"{self.dram_image_bytes:,} bytes (activations {self.activation_bytes:,}, "
+            f"{self.activation_bytes_unshared:,} without reuse), {self.chained_inputs} group "
             "inputs read in place from the group that produced them"
         )
-        return "\n".join(lines)
+        text = format_table(columns, rows, total=total, legend=False) + "\n" + summary
+        return text + ("\n\n" + format_legend(columns) if legend else "")
 
     def save_trace(self, path: str) -> None:
         """One Chrome / Perfetto trace of the whole network: the accelerator groups one after
@@ -247,6 +288,7 @@ class NetworkRun:
             "layers": [r.to_json() for r in self.layers],
             "total_cycles": self.total_cycles,
             "images_per_second": round(self.images_per_second, 3),
+            "energy_uj": self.energy_pj * 1e-6,
         }
 
 
@@ -467,16 +509,21 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
 
 
 def run_record(static: LayerRecord, res: Any) -> LayerRecord:
-    """``static`` with one run's cycles, DRAM bytes, per-module cycles and limiter (the module
-    with the most busy cycles)."""
+    """``static`` with one run's cycles, DRAM bytes, per-module cycles, limiter (the module
+    with the most busy cycles) and energy (docs/energy.md)."""
+    from isa.energy import count_events, estimate_energy
+
     busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
     limiter = max(busy, key=lambda m: busy[m]) if busy else ""
+    energy = estimate_energy(count_events(res.program), res.program.config, res.cycles)
     return replace(
         static,
         cycles=res.cycles,
         dram_bytes=sum(res.dram_bytes.values()),
         limiter=limiter,
         modules={m: dict(c) for m, c in res.modules.items()},
+        energy_pj=energy.total_pj,
+        energy_parts=dict(energy.by_part),
     )
 
 

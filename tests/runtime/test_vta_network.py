@@ -177,6 +177,17 @@ def test_digits_network_on_the_simulator_equals_the_integer_reference(preset):
     assert len(vta) == 10 and all(r.cycles > 0 and r.dram_bytes >= r.compulsory_bytes for r in vta)
     assert result.total_cycles == sum(r.cycles for r in vta)
     assert all(0 < r.roofline_fraction <= r.alu_roofline_fraction <= 1 for r in vta)
+    # every group's energy is its program's events priced at the run's cycles (docs/energy.md)
+    from isa.energy import count_events, estimate_energy
+
+    for r in vta:
+        layer = net.layers[r.name]
+        want = estimate_energy(count_events(layer.program), net.config, r.cycles).total_pj
+        assert r.energy_pj == pytest.approx(want) and r.energy_pj > 0
+    table = result.table()
+    assert f"{result.total_cycles:,}" in table and "energy uJ" in table and "pJ per MAC" in table
+    assert "  util: " in table and "  placement: " in table  # the legend
+    assert result.to_json()["energy_uj"] == pytest.approx(result.energy_pj * 1e-6)
 
 
 def test_resnet18_small_on_the_simulator_equals_the_integer_reference():

@@ -1,0 +1,108 @@
+"""One table formatter for every report the tools print.
+
+Columns are aligned (text left, numbers right), integers carry thousands separators, fractions
+print as percentages with a ``%``, missing values stay blank, control characters in cells are
+escaped (a node name from a model file cannot move the terminal's cursor), and a legend under
+the table says what each column means.
+
+Example:
+    >>> cols = [Column("layer"), Column("cycles", "int", "accelerator cycles"),
+    ...         Column("util", "pct", "MACs per cycle over the GEMM core's peak")]
+    >>> print(format_table(cols, [("conv1", 1234567, 0.5), ("pool", 890, None)],
+    ...                    total=("total", 1235457, None)))
+    layer     cycles   util
+    -----  ---------  -----
+    conv1  1,234,567  50.0%
+    pool         890
+    -----  ---------  -----
+    total  1,235,457
+    <BLANKLINE>
+      cycles: accelerator cycles
+      util: MACs per cycle over the GEMM core's peak
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: How a column's values print.
+KINDS = ("text", "int", "pct", "float", "float1", "float3")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its ``title``, how its values print (:data:`KINDS`) and what it means."""
+
+    title: str
+    kind: str = "text"
+    legend: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"column {self.title!r}: kind {self.kind!r} is not one of {KINDS}")
+
+    def cell(self, value: Any) -> str:
+        if value is None or value == "":
+            return ""
+        if self.kind == "int":
+            return f"{int(value):,}"
+        if self.kind == "pct":
+            return f"{float(value):.1%}"
+        if self.kind == "float":
+            return f"{float(value):,.2f}"
+        if self.kind == "float1":
+            return f"{float(value):,.1f}"
+        if self.kind == "float3":
+            return f"{float(value):,.3g}"
+        return printable(str(value))
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped.
+
+    >>> printable("n\\x1b[2Jclear")
+    'n\\\\x1b[2Jclear'
+    """
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def format_table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Any]],
+    *,
+    total: Sequence[Any] | None = None,
+    legend: bool = True,
+) -> str:
+    """The rows under a header, an optional total row, and the columns' legend."""
+    for k, row in enumerate([*rows, *([total] if total is not None else [])]):
+        if len(row) != len(columns):
+            raise ValueError(f"row {k} has {len(row)} cells for {len(columns)} columns")
+    body = [[c.cell(v) for c, v in zip(columns, row, strict=True)] for row in rows]
+    foot = [c.cell(v) for c, v in zip(columns, total, strict=True)] if total is not None else None
+    every = [[c.title for c in columns], *body, *([foot] if foot is not None else [])]
+    widths = [max(len(r[i]) for r in every) for i in range(len(columns))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            cell.ljust(w) if col.kind == "text" else cell.rjust(w)
+            for col, cell, w in zip(columns, cells, widths, strict=True)
+        ]
+        return "  ".join(out).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    lines = [line([c.title for c in columns]), rule, *(line(r) for r in body)]
+    if foot is not None:
+        lines += [rule, line(foot)]
+    if legend and any(c.legend for c in columns):
+        lines += ["", format_legend(columns)]
+    return "\n".join(lines)
+
+
+def format_legend(columns: Sequence[Column]) -> str:
+    """What each column means, one line per column that says."""
+    return "\n".join(f"  {c.title}: {c.legend}" for c in columns if c.legend)
+
+
+__all__ = ["KINDS", "Column", "format_legend", "format_table", "printable"]
