@@ -206,7 +206,7 @@ class NetworkRun:
                 legend="the partition rule that placed the node, and how a host node ran",
             ),  # fmt: skip
         ]
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for r in self.layers:
             if r.device == "vta":
                 rows.append((
