@@ -134,6 +134,27 @@ class LayerRecord:
         return d
 
 
+#: The per-layer table's columns: title, kind (:data:`isa.report.KINDS`) and meaning.
+LAYER_COLUMNS = (
+    ("layer", "text", ""),
+    ("device", "text", ""),
+    ("cycles", "int", "accelerator cycles of the group"),
+    ("util", "pct", "the GEMM core's MACs over its peak in those cycles (blank: no MACs)"),
+    (
+        "roof",
+        "pct",
+        "roofline cycles (peak MACs or compulsory bytes over the bus, whichever "
+        "is longer) over the cycles",
+    ),
+    ("roof+alu", "pct", "the same with the ALU micro-ops of the group's epilogue on compute"),
+    ("DRAM B", "int", "bytes moved on the memory port"),
+    ("compulsory", "int", "bytes every input, weight and output needs once"),
+    ("energy uJ", "float3", "the group's energy at 45 nm (docs/energy.md)"),
+    ("limiter", "text", "the accelerator module with the most busy cycles"),
+    ("placement", "text", "the partition rule that placed the node, and how a host node ran"),
+)
+
+
 @dataclass
 class NetworkRun:
     """Outputs and per-layer records of one run of a :class:`VtaNetwork`."""
@@ -177,35 +198,7 @@ class NetworkRun:
         """The per-layer table with whole-network totals (and the columns' legend)."""
         from isa.report import Column, format_legend, format_table
 
-        columns = [
-            Column("layer"),
-            Column("device"),
-            Column("cycles", "int", "accelerator cycles of the group"),
-            Column(
-                "util",
-                "pct",
-                "the GEMM core's MACs over its peak in those cycles (blank: a group without MACs)",
-            ),  # fmt: skip
-            Column(
-                "roof",
-                "pct",
-                "roofline cycles (peak MACs or compulsory bytes over the "
-                "bus, whichever is longer) over the cycles",
-            ),  # fmt: skip
-            Column(
-                "roof+alu",
-                "pct",
-                "the same with the ALU micro-ops of the group's epilogue on the compute side",
-            ),  # fmt: skip
-            Column("DRAM B", "int", "bytes moved on the memory port"),
-            Column("compulsory", "int", "bytes every input, weight and output needs once"),
-            Column("energy uJ", "float3", "the group's energy at 45 nm (docs/energy.md)"),
-            Column("limiter", legend="the accelerator module with the most busy cycles"),
-            Column(
-                "placement",
-                legend="the partition rule that placed the node, and how a host node ran",
-            ),  # fmt: skip
-        ]
+        columns = [Column(title, kind, legend) for title, kind, legend in LAYER_COLUMNS]
         rows: list[tuple[Any, ...]] = []
         for r in self.layers:
             if r.device == "vta":
