@@ -200,7 +200,12 @@ class Executor:
             t0 = clock()
             fn(*args)
             t1 = clock()
-            records.append(GroupRecord(kernel.name, kernel.ops, kernel.target, (t1 - t0) / 1e3))
+            records.append(
+                GroupRecord(
+                    kernel.name, kernel.ops, kernel.target, (t1 - t0) / 1e3,
+                    device=_device(kernel.target),
+                )
+            )  # fmt: skip
         result: dict[str, np.ndarray] = {}
         for spec in prog.outputs:
             p = prog.placements[prog.output_tensors[spec.name]]
@@ -209,3 +214,13 @@ class Executor:
             else:  # an output that is an input, a constant or another output: a copy of it
                 result[spec.name] = self.view(p, feeds, outs).reshape(spec.shape).copy()
         return result, Profile(tuple(records))
+
+
+def _device(target: str) -> str:
+    """Where a group of ``target`` runs: the target itself, except a gpu group, which runs on
+    ``cuda`` or on numba's ``cuda-simulator``."""
+    if target != "gpu":
+        return target
+    from compiler.targets.gpu.module import cuda_backend
+
+    return cuda_backend()

@@ -98,9 +98,10 @@ def build_gpu_layer(args: argparse.Namespace) -> GpuLayer:
     return GpuLayer(name, module, inputs, expected.astype("float32"))
 
 
-def select_cuda_backend() -> str:
+def select_cuda_backend(command: str | None = None) -> str:
     """Run kernels on numba's CUDA simulator when this machine has no NVIDIA driver and the
-    choice was not made already (``NUMBA_ENABLE_CUDASIM`` set, or ``numba.cuda`` imported)."""
+    choice was not made already (``NUMBA_ENABLE_CUDASIM`` set, or ``numba.cuda`` imported).
+    With ``command`` given, a fallback to the simulator is said in one line on stderr."""
     from compiler.targets.gpu.module import cuda_backend
 
     if "NUMBA_ENABLE_CUDASIM" not in os.environ and "numba.cuda" not in sys.modules:
@@ -110,6 +111,12 @@ def select_cuda_backend() -> str:
                 import numba.core.config
 
                 numba.core.config.reload_config()
+            if command:
+                print(
+                    f"{command}: no NVIDIA GPU here: the kernels run on numba's CUDA simulator "
+                    "(slow; its times are not a GPU's)",
+                    file=sys.stderr,
+                )
     return cuda_backend()
 
 
@@ -124,7 +131,7 @@ def run_gpu_layer(args: argparse.Namespace) -> int:
             "a GPU layer's code is written with --ptx FILE"
         )
     # decided before anything imports numba.cuda (PTX compilation would import the real one)
-    backend = select_cuda_backend() if args.check else None
+    backend = select_cuda_backend("vtac layer") if args.check else None
     layer = build_gpu_layer(args)
     module = layer.module
     report: dict[str, Any] = {"layer": layer.name, "device": H100.name, "kernels": []}

@@ -135,6 +135,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _session(args: argparse.Namespace) -> Any:
     from runtime.session import InferenceSession
 
+    if args.target == "gpu":  # decided before anything imports numba.cuda
+        from runtime.gpu_layer import select_cuda_backend
+
+        select_cuda_backend(f"vtac {args.command}")
+
     sess = InferenceSession(
         args.model,
         args.target,

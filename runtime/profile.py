@@ -11,9 +11,11 @@ Example:
     >>> p.total_us
     15.0
     >>> print(p.table())
-    #  group  ops              target  time (us)
+    #  group  ops              device  time (us)
+    -  -----  ---------------  ------  ---------
     0  conv1  conv2d+add+relu  cpu         12.50
     1  fc     dense            cpu          2.50
+    -  -----  ---------------  ------  ---------
        total                               15.00
     >>> v = Profile((GroupRecord("conv", ("conv2d",), "vta", cycles=900, utilization=0.5,
     ...                          dram_bytes=4096, limiter="compute", device="vta"),
@@ -22,13 +24,16 @@ Example:
     (900, 3.0)
     >>> print(v.table())
     #  group      ops     device  time (us)  cycles   util  DRAM B  limiter
-    0  conv       conv2d  vta             -     900  50.0%    4096  compute
-    1  conv:copy  pack    copy         3.00       -
+    -  ---------  ------  ------  ---------  ------  -----  ------  -------
+    0  conv       conv2d  vta                   900  50.0%   4,096  compute
+    1  conv:copy  pack    copy         3.00
+    -  ---------  ------  ------  ---------  ------  -----  ------  -------
        total                           3.00     900
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,52 +104,70 @@ class Profile:
             d["total_cycles"] = self.total_cycles
         return d
 
-    def table(self) -> str:
-        """A fixed-width table, one row per group, and the total (with the device, cycles,
-        utilization, DRAM bytes and limiter when some group ran on an accelerator)."""
-        if self._has_cycles:
-            return self._device_table()
-        rows = [
-            (
-                str(i),
-                g.name,
-                "+".join(g.ops),
-                g.target,
-                f"{g.time_us:.2f}" if g.time_us is not None else f"{g.cycles} cyc",
-            )
-            for i, g in enumerate(self.groups)
-        ]
-        head = ("#", "group", "ops", "target", "time (us)")
-        total = ("", "total", "", "", f"{self.total_us:.2f}")
-        return _format([head, *rows, total], left=4)
+    def table(self, legend: bool = False) -> str:
+        """One row per group and the total: its device, wall time, and on an accelerator its
+        cycles, utilization, DRAM bytes and limiting module (:func:`isa.report.format_table`)."""
+        from isa.report import Column, format_table
 
-    def _device_table(self) -> str:
+        accel = self._has_cycles
+        columns = [
+            Column("#", "int"),
+            Column("group"),
+            Column("ops", legend="the operators fused into the group (xN: N in a row)"),
+            Column("device"),
+            Column("time (us)", "float", "wall time of the group's run on the host"),
+        ]
+        if accel:
+            columns += [
+                Column("cycles", "int", "accelerator cycles"),
+                Column("util", "pct", "the GEMM core's MACs over its peak in those cycles"),
+                Column("DRAM B", "int", "bytes moved on the accelerator's memory port"),
+                Column("limiter", legend="the accelerator module with the most busy cycles"),
+            ]
         rows = []
         for i, g in enumerate(self.groups):
-            row = [str(i), g.name, "+".join(g.ops), g.device,
-                   f"{g.time_us:.2f}" if g.time_us is not None else "-",
-                   str(g.cycles) if g.cycles is not None else "-"]  # fmt: skip
-            if g.cycles is not None:
-                util = f"{g.utilization:.1%}" if g.utilization is not None else "-"
-                dram = str(g.dram_bytes) if g.dram_bytes is not None else "-"
-                row += [util, dram, g.limiter]
-            rows.append(tuple(row))
-        head = ("#", "group", "ops", "device", "time (us)", "cycles", "util", "DRAM B", "limiter")
-        total = ("", "total", "", "", f"{self.total_us:.2f}", str(self.total_cycles))
-        return _format([head, *rows, total], left=4, last_left=True)
+            row: list[Any] = [i, g.name, compact_ops(g.ops), g.device, g.time_us]
+            if accel:
+                row += [g.cycles, g.utilization, g.dram_bytes, g.limiter]
+            rows.append(row)
+        total: list[Any] = [None, "total", "", "", self.total_us]
+        if accel:
+            total += [self.total_cycles, None, None, ""]
+        text = format_table(columns, rows, total=total, legend=legend)
+        if any(g.device == "cuda-simulator" for g in self.groups):
+            text += (
+                "\n(device cuda-simulator: the kernels ran on numba's CUDA simulator, so the "
+                "times are the simulation's wall time, not a GPU's)"
+            )
+        return text
 
 
-def _format(rows: list[tuple[str, ...]], left: int, last_left: bool = False) -> str:
-    """Columns padded to their widest cell: the first ``left`` (and with ``last_left`` the
-    last) left-aligned, the others right-aligned; trailing blanks trimmed."""
-    ncol = max(len(r) for r in rows)
-    widths = [max(len(r[c]) for r in rows if c < len(r)) for c in range(ncol)]
+def compact_ops(ops: Sequence[str], width: int = 60) -> str:
+    """A group's operators joined by ``+``, runs of one operator as ``opxN``, and a long list
+    cut at about ``width`` characters with the count of the rest.
 
-    def line(r: tuple[str, ...]) -> str:
-        cells = []
-        for c, cell in enumerate(r):
-            is_left = c < left or (last_left and c == ncol - 1)
-            cells.append(cell.ljust(widths[c]) if is_left else cell.rjust(widths[c]))
-        return "  ".join(cells).rstrip()
-
-    return "\n".join(line(r) for r in rows)
+    >>> compact_ops(["conv2d", "add", "relu"])
+    'conv2d+add+relu'
+    >>> compact_ops(["relu"] * 64)
+    'relux64'
+    >>> compact_ops(["negative", "relu"] * 32, width=30)
+    'negative+relu+negative+relu+... (+60 ops)'
+    """
+    runs: list[tuple[str, int]] = []
+    for op in ops:
+        if runs and runs[-1][0] == op:
+            runs[-1] = (op, runs[-1][1] + 1)
+        else:
+            runs.append((op, 1))
+    parts = [op if n == 1 else f"{op}x{n}" for op, n in runs]
+    text = "+".join(parts)
+    if len(text) <= width:
+        return text
+    kept, used, shown = [], 0, 0
+    for (_, n), part in zip(runs, parts, strict=True):
+        if used + len(part) > width:
+            break
+        kept.append(part)
+        used += len(part) + 1
+        shown += n
+    return "+".join(kept) + f"+... (+{len(ops) - shown} ops)"

@@ -108,3 +108,13 @@ def test_vtac_run_target_gpu_json(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["outputs"]["prob"]["shape"] == [1, 5]
     assert {g["target"] for g in doc["groups"]} == {"gpu"}
+    # the suite runs the kernels on numba's CUDA simulator: the profile says so
+    assert {g["device"] for g in doc["groups"]} == {"cuda-simulator"}
+
+
+def test_the_table_labels_simulated_gpu_time(tmp_path, capsys):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(_small_cnn())
+    assert main(["run", str(model), "--target", "gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "cuda-simulator" in out and "not a GPU's" in out
