@@ -116,17 +116,19 @@ def load_onnx(
         >>> load_onnx(b"\\x00not onnx")
         Traceback (most recent call last):
         ...
-        runtime.errors.ModelLoadError: model (bytes): not an ONNX model (cannot parse the protobuf)
+        runtime.errors.ModelLoadError: model: not a valid ONNX protobuf (truncated or corrupted?)
     """
     import onnx
+
+    from compiler.errors import FrontendError
+    from compiler.frontend.onnx_import import read_model
 
     if isinstance(model, onnx.ModelProto):
         return model
     if isinstance(model, (bytes, bytearray, memoryview)):
-        where, data = "model (bytes)", bytes(model)
+        source: Any = bytes(model)
     elif isinstance(model, (str, os.PathLike)):
-        path = Path(model)
-        if not path.exists():
+        if not Path(model).exists():
             if isinstance(model, str) and model in _zoo_names():
                 from compiler.frontend.zoo import load_zoo
 
@@ -140,26 +142,17 @@ def load_onnx(
                 f"model {os.fspath(model)}: no such file, and not a zoo model "
                 f"({', '.join(_zoo_names())})"
             )
-        where = f"model {os.fspath(model)}"
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ModelLoadError(f"{where}: cannot read: {e.strerror}") from None
+        source = os.fspath(model)
     else:
         raise ModelLoadError(
             f"a model is a zoo name, a path, bytes or an onnx.ModelProto, "
             f"not {type(model).__name__}"
         )
-    if not data:
-        raise ModelLoadError(f"{where}: the file is empty")
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except Exception:  # noqa: BLE001 - protobuf raises DecodeError (and others) on bad bytes
-        raise ModelLoadError(f"{where}: not an ONNX model (cannot parse the protobuf)") from None
-    if not proto.HasField("graph"):
-        raise ModelLoadError(f"{where}: not an ONNX model (no graph in the protobuf)")
-    return proto
+    try:  # the one ONNX reader: a regular file within protobuf's limit, parsed, with a graph
+        return read_model(source)
+    except FrontendError as e:
+        text = str(e)
+        raise ModelLoadError(text if text.startswith("model") else f"model {text}") from None
 
 
 class InferenceSession:

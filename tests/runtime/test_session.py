@@ -189,9 +189,9 @@ def _cyclic_model():
 MALFORMED = {
     "truncated": (
         lambda: _tiny_model().SerializeToString()[:-9],
-        "bad.onnx: not an ONNX model",
+        "bad.onnx: not a valid ONNX protobuf",
     ),
-    "empty": (lambda: b"", "the file is empty"),
+    "empty": (lambda: b"", "bad.onnx: empty file"),
     "ir-version": (
         lambda: _tiny_model(ir_version=99).SerializeToString(),
         "ir_version 99 is not supported",
