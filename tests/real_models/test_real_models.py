@@ -24,12 +24,11 @@ pytestmark = [
 ]
 
 #: Operators real models need that the frontend does not take yet; a model refused for these
-#: alone is an expected failure (PP-OCR: Resize, ConvTranspose, attention; MTCNN: PRelu).
+#: alone is an expected failure (PP-OCR: Resize, ConvTranspose and its attention blocks).
 PENDING_OPS = {
     "ConvTranspose",
     "MatMul",
     "Pow",
-    "PRelu",
     "ReduceMean",
     "Resize",
     "Slice",
