@@ -175,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
     why = rm.missing()
-    if why:
-        raise SystemExit(why)
+    if why:  # like a missing device: ``python -m bench`` goes on with the others
+        print(f"bench_real skipped: {why}")
+        return 0
     import onnxruntime
 
     from compiler.errors import CompilerError

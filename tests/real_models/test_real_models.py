@@ -117,3 +117,29 @@ def test_manifest_files_exist() -> None:
         assert model.image is None or model.image.is_file(), f"{model.name}: {model.image}"
     assert len(rm.labels()) == 1000
     assert len(rm.photos()) >= 6
+
+
+@pytest.mark.parametrize("name", ["mtcnn_rnet", "mtcnn_onet"])
+def test_int8_on_the_accelerator(name: str) -> None:
+    """A small trained net quantized for the accelerator (as ``vtac run --target vta``):
+    bit-exact against the quantized graph's integer reference, every MAC on the accelerator,
+    and close to fp32 on a photo it was not calibrated on (calibration: other photos)."""
+    from compiler.graph import evaluate
+    from runtime.graph_cli import load
+    from runtime.vta_target import compile_network
+
+    model = rm.models()[name]
+    photos = [p for p in rm.photos() if p.name != "grace_hopper.jpg"]
+    x = rm.read_input(model, rm.folder() / "photos" / "grace_hopper.jpg")
+    graph = load(str(model.path), None, 1, {"input": x.shape})
+    calibration = [{"input": rm.read_input(model, p)} for p in photos]
+    net = compile_network(graph, "vta-1x16x16", calibration=calibration)
+    run = net.run({"input": x})
+    for got, want in zip(run.outputs, net.reference({"input": x}), strict=True):
+        np.testing.assert_array_equal(got, want)
+    fp32 = evaluate(graph, {"input": x})
+    for k, (q, f) in enumerate(zip(run.outputs, fp32, strict=True)):
+        cos = float((q * f).sum() / (np.linalg.norm(q) * np.linalg.norm(f)))
+        assert cos >= 0.98, f"{name} output {k}: int8 cosine {cos:.4f} against fp32"
+    host_macs = [n.name for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
+    assert not host_macs, f"{name}: conv2d/dense on the host: {host_macs}"
