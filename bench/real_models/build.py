@@ -367,7 +367,7 @@ def render_text(out: Path) -> None:
     """A page (dark text on white, several lines) and one line cropped to its text, at sizes
     the OCR models take: the detector's input is letterboxed, the recognizer's is 48 high."""
     page, line = out / "text" / "page.png", out / "text" / "line.png"
-    if page.exists() and line.exists():
+    if all(p.exists() for p in (page, line, page.with_suffix(".txt"), line.with_suffix(".txt"))):
         log("text/: present")
         return
     image_mod = need("PIL.Image", "Pillow")
@@ -380,6 +380,7 @@ def render_text(out: Path) -> None:
     for k, text in enumerate(PAGE_TEXT):
         draw.text((32, 40 + 80 * k), text, fill="black", font=font)
     img.save(page)
+    (out / "text" / "page.txt").write_text("\n".join(PAGE_TEXT) + "\n")
     small = font_mod.load_default(size=36)
     box = draw_mod.Draw(image_mod.new("RGB", (1, 1))).textbbox((0, 0), LINE_TEXT, font=small)
     img = image_mod.new("RGB", (box[2] + 16, 48), "white")

@@ -143,3 +143,37 @@ def test_int8_on_the_accelerator(name: str) -> None:
         assert cos >= 0.98, f"{name} output {k}: int8 cosine {cos:.4f} against fp32"
     host_macs = [n.name for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
     assert not host_macs, f"{name}: conv2d/dense on the host: {host_macs}"
+
+
+def _ctc_text(probs: np.ndarray, characters: list[str]) -> str:
+    """PP-OCR's greedy CTC decoding: class 0 is the blank, then the dictionary, then a space."""
+    table = ["", *characters, " "]
+    best = probs.argmax(-1)
+    return "".join(table[k] for j, k in enumerate(best) if k and (j == 0 or k != best[j - 1]))
+
+
+def test_ocr_recognizer_reads_the_rendered_line() -> None:
+    """The compiled recognizer reads the rendered line's text, as onnxruntime does."""
+    onnx = pytest.importorskip("onnx")
+    model = rm.models()["ppocr_rec"]
+    proto = onnx.load(str(model.path))
+    meta = {p.key: p.value for p in proto.metadata_props}
+    characters = meta["character"].splitlines()
+    want = (rm.folder() / "text" / "line.txt").read_text().strip()
+    x = rm.read_input(model, model.image)
+    name = proto.graph.input[0].name
+    (probs,) = _session(model.path, {name: x.shape}).run(None, {name: x})
+    assert _ctc_text(probs[0], characters) == want
+
+
+def test_ocr_detector_finds_the_rendered_lines() -> None:
+    """The compiled detector's text map has one band of rows per rendered line of the page."""
+    onnx = pytest.importorskip("onnx")
+    model = rm.models()["ppocr_det"]
+    name = onnx.load(str(model.path), load_external_data=False).graph.input[0].name
+    x = rm.read_input(model, model.image)
+    (prob,) = _session(model.path, {name: x.shape}).run(None, {name: x})
+    rows = (prob[0, 0] > 0.3).any(axis=1)
+    bands = int(rows[0]) + int(np.sum(rows[1:] & ~rows[:-1]))
+    lines = len((rm.folder() / "text" / "page.txt").read_text().splitlines())
+    assert bands == lines, f"{bands} bands of text rows, the page has {lines} lines"
