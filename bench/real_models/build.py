@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -189,7 +190,10 @@ def save_onnx(model, path: Path, example, input_names, output_names, dynamic_axe
     import torch
 
     tmp = path.with_suffix(".tmp.onnx")
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # the TorchScript exporter is chosen on purpose (it writes the graphs real models
+        # ship with, without onnxscript); its deprecation notice is not news here
+        warnings.filterwarnings("ignore", "You are using the legacy", DeprecationWarning)
         torch.onnx.export(
             model,
             example,
