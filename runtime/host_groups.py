@@ -226,7 +226,9 @@ def run_host_group(group: HostGroup, values: Mapping[int, np.ndarray]) -> dict[i
 
     def arg(v: Value) -> np.ndarray:
         a = v.value if isinstance(v, Constant) else values[id(v)]
-        return np.ascontiguousarray(a, dtype=v.type.dtype)
+        # np.asarray, not np.ascontiguousarray: the latter turns a 0-d constant (PRelu's and
+        # LRN's scalars) into shape (1,), which the kernel's () argument refuses
+        return np.asarray(a, dtype=v.type.dtype, order="C")
 
     if group.kernel is None:
         (node,) = group.nodes

@@ -15,7 +15,7 @@ names the fault (never a traceback):
    (shapes are static, so ``Shape`` of anything is a constant).
 
 Supported operators: Conv (groups, depthwise, asymmetric pads, ``auto_pad``),
-BatchNormalization, Relu, Clip (min/max as attributes or inputs), LeakyRelu, Sigmoid,
+BatchNormalization, Relu, Clip (min/max as attributes or inputs), LeakyRelu, PRelu, Sigmoid,
 HardSigmoid, HardSwish, Exp, Sqrt, Neg, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, MaxPool,
 AveragePool, GlobalAveragePool, ReduceMean over H and W, Flatten, Reshape, Transpose,
 Squeeze/Unsqueeze, Concat, Pad (constant mode), Gemm, MatMul, Softmax, LRN (``beta`` a multiple
@@ -309,6 +309,17 @@ def _c_unary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str)
 @_conv("LeakyRelu")
 def _c_leaky(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     return [ctx.call("leaky_relu", [ins[0]], {"alpha": float(a.get("alpha", 0.01))}, name)]
+
+
+@_conv("PRelu")
+def _c_prelu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    # y = max(x, 0) + slope * min(x, 0), from contract ops: the slope (one per channel as
+    # exporters write it, broadcast against x) is a constant the multiply folds into a scale
+    x, slope = ins[0], ins[1]
+    zero = Constant(np.array(0, x.type.dtype))
+    neg = ctx.call("minimum", [x, zero], {}, f"{name}.neg")
+    scaled = ctx.call("multiply", [neg, slope], {}, f"{name}.slope")
+    return [ctx.call("add", [ctx.call("relu", [x], {}, f"{name}.pos"), scaled], {}, name)]
 
 
 @_conv("HardSigmoid")

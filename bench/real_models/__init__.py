@@ -1,0 +1,95 @@
+"""The folder ``make real-models`` builds (see ``build.py``): where it is, what it holds, and
+each model's input read from a real image through ``runtime.inputs``, as ``vtac run`` reads it.
+
+The folder is ``$VTAC_REAL_MODELS`` when set, else ``build/real-models`` in the repository.
+``manifest.json`` there gives, per model, its file, its input size, its resize and its
+preprocessing (a ``runtime.inputs`` mode, or ``offset``/``scale`` for ``(pixel - offset) /
+scale`` on 0..255 pixels where a model was trained on neither).
+
+Example:
+    >>> folder().name
+    'real-models'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def folder() -> Path:
+    """The model folder (it may not exist: :func:`missing` says why a caller should skip)."""
+    return Path(os.environ.get("VTAC_REAL_MODELS", ROOT / "build" / "real-models"))
+
+
+def missing() -> str | None:
+    """Why the folder cannot be used (``None`` when it can)."""
+    if not (folder() / "manifest.json").is_file():
+        return f"{folder()} has no manifest.json: run `make real-models`"
+    return None
+
+
+@dataclass(frozen=True)
+class RealModel:
+    """One manifest entry."""
+
+    name: str
+    path: Path
+    kind: str
+    size: tuple[int, int]  # (height, width) the model is fed at
+    resize: str
+    preprocess: str
+    offset: float | None
+    scale: float | None
+    image: Path | None  # the model's own input image (OCR); classifiers take the photos
+
+
+def models() -> dict[str, RealModel]:
+    """Every model the manifest lists, by name."""
+    root = folder()
+    entries = json.loads((root / "manifest.json").read_text())
+    out = {}
+    for name, e in entries.items():
+        out[name] = RealModel(
+            name=name,
+            path=root / e["file"],
+            kind=e["kind"],
+            size=(int(e["size"][0]), int(e["size"][1])),
+            resize=e["resize"],
+            preprocess=e.get("preprocess", "unit"),
+            offset=e.get("offset"),
+            scale=e.get("scale"),
+            image=root / e["image"] if "image" in e else None,
+        )
+    return out
+
+
+def photos() -> list[Path]:
+    """The real photos, sorted by name."""
+    return sorted(p for p in (folder() / "photos").iterdir() if p.suffix in (".jpg", ".png"))
+
+
+def labels() -> list[str]:
+    """The 1,000 ImageNet class names."""
+    return (folder() / "imagenet_labels.txt").read_text().splitlines()
+
+
+def read_input(model: RealModel, image: Path) -> np.ndarray:
+    """``image`` as the model's ``(1, 3, H, W)`` float32 input: read, resized and normalized by
+    ``runtime.inputs.load_image`` (the path of ``vtac run --input photo.jpg``)."""
+    from runtime.inputs import load_image, parse_resize
+
+    h, w = model.size
+    x = load_image(
+        image, (1, 3, h, w), preprocess=model.preprocess, resize=parse_resize(model.resize)
+    )
+    if model.offset is not None and model.scale is not None:
+        # the pixels come back in [0, 1] ("unit"): the model's own affine on 0..255
+        x = (x * np.float32(255.0) - np.float32(model.offset)) / np.float32(model.scale)
+    return np.ascontiguousarray(x, np.float32)
