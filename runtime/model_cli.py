@@ -83,7 +83,8 @@ def add_parser(subparsers: Any) -> None:
     )
     r.add_argument("--output", metavar="OUT.npz", help="save every output under its ONNX name")
     r.add_argument("--json", action="store_true", help="print the outputs and profile as JSON")
-    r.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    r.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the random input (0 to 2**32-1; default 0)")  # fmt: skip
     r.add_argument(
         "--device", choices=["sim", "rtl"], default=None,
         help="--target vta: run accelerator groups on the simulator (default) or on the RTL "
@@ -295,15 +296,13 @@ def _format_output(name: str, d: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from runtime.errors import SessionError
 
     artifact = resolve_target(args)
+    _check_outputs(args)
     if args.target == "vta":
         from runtime.vta_cli import run_artifact_command, run_command
 
         return run_artifact_command(args) if artifact else run_command(args)
-    if args.output and not args.output.endswith(".npz"):
-        raise SessionError(f"--output {args.output}: the file must end in .npz")
     sess = _session(args)
     inputs = sess.get_inputs()
     if args.input:
@@ -334,19 +333,63 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _save_npz(path: str, outs: dict[str, np.ndarray]) -> None:
-    """An ``.npz`` archive with one ``NAME.npy`` member per output (``np.load`` reads it back
-    keyed by the ONNX names, whatever characters they hold)."""
+def _check_outputs(args: argparse.Namespace) -> None:
+    """The files ``run`` writes (``--output``, ``--trace``), checked before any work."""
+    from isa.outputs import check_output_path
+    from runtime.errors import SessionError
+
+    if args.output:
+        if not args.output.endswith(".npz"):
+            raise SessionError(f"--output {args.output}: the file must end in .npz")
+        check_output_path(args.output, "--output")
+    if getattr(args, "trace", None):
+        check_output_path(args.trace, "--trace")
+
+
+def _seed(text: str) -> int:
+    """A random seed: an integer from 0 to 2**32-1 (numpy's range)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{value} is outside 0..{2**32 - 1}")
+    return value
+
+
+def npz_member(name: str) -> str:
+    """The ``.npz`` key of output ``name``: the name itself, with ``/``, ``\\``, ``%`` and
+    control characters percent-encoded so that no member name is a path.
+
+    >>> npz_member("logits"), npz_member("output:0"), npz_member("../../x")
+    ('logits', 'output:0', '..%2F..%2Fx')
+    """
+    from urllib.parse import quote
+
+    return quote(name, safe=" !#$&'()*+,:;=@[]^_`{}~-.<>?|\"")
+
+
+def write_npz(path: Any, outs: dict[str, np.ndarray]) -> None:
+    """Write ``outs`` to ``path`` as an ``.npz`` archive, one member per output, keyed by
+    :func:`npz_member` of its ONNX name."""
     import io
     import zipfile
 
     from runtime.errors import SessionError
 
-    try:
-        with zipfile.ZipFile(path, "w") as zf:
-            for name, arr in outs.items():
-                buf = io.BytesIO()
-                np.save(buf, arr, allow_pickle=False)
-                zf.writestr(f"{name}.npy", buf.getvalue())
-    except OSError as e:
-        raise SessionError(f"--output {path}: cannot write: {e.strerror}") from None
+    keys = [npz_member(n) for n in outs]
+    if len(set(keys)) != len(keys):
+        raise SessionError(f"--output {path}: two outputs have the same archive key")
+    with zipfile.ZipFile(path, "w") as zf:
+        for key, arr in zip(keys, outs.values(), strict=True):
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            zf.writestr(f"{key}.npy", buf.getvalue())
+
+
+def _save_npz(path: str, outs: dict[str, np.ndarray]) -> None:
+    """:func:`write_npz` all or nothing (:class:`isa.outputs.OutputFiles`)."""
+    from isa.outputs import OutputFiles
+
+    with OutputFiles() as files:
+        write_npz(files.reserve(path, "--output"), outs)

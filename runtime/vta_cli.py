@@ -137,14 +137,17 @@ def _output_names(args: argparse.Namespace) -> list[str]:
 
 
 def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
-    """Print (or save) the outputs and the per-layer table of one network run."""
-    from runtime.model_cli import _format_output, _save_npz, describe_output
+    """Print (or save) the outputs and the per-layer table of one network run; the trace and
+    the outputs file are written together or not at all."""
+    from isa.outputs import OutputFiles
+    from runtime.model_cli import _format_output, describe_output, write_npz
 
-    if args.trace is not None:
-        result.save_trace(args.trace)
     outs = dict(zip(names, result.outputs, strict=True))
-    if args.output:
-        _save_npz(args.output, outs)
+    with OutputFiles() as files:
+        if args.trace is not None:
+            result.save_trace(str(files.reserve(args.trace, "--trace")))
+        if args.output:
+            write_npz(files.reserve(args.output, "--output"), outs)
     described = {n: describe_output(a) for n, a in outs.items()}
     if args.json:
         print(json.dumps({"outputs": described, **result.to_json()}, allow_nan=False))

@@ -238,6 +238,8 @@ class NetworkRun:
         events: list[dict[str, Any]] = []
         seen_meta: set[tuple[Any, ...]] = set()
         layer_tid = 99
+        rows = {r.name: r for r in self.layers if r.device == "vta"}
+        energy_uj = 0.0
         events.append({"ph": "M", "pid": 0, "tid": layer_tid, "name": "thread_name",
                        "args": {"name": "network"}})  # fmt: skip
         events.append({"ph": "M", "pid": 0, "tid": layer_tid, "name": "thread_sort_index",
@@ -256,8 +258,15 @@ class NetworkRun:
                     e["ts"] = e["ts"] + start
                 events.append(e)
             cycles = int(chrome.get("otherData", {}).get("cycles", trace.cycles))
-            events.append({"ph": "X", "pid": 0, "tid": layer_tid, "name": name, "ts": start,
-                           "dur": cycles})  # fmt: skip
+            slice_: dict[str, Any] = {"ph": "X", "pid": 0, "tid": layer_tid, "name": name,
+                                      "ts": start, "dur": cycles}  # fmt: skip
+            record = rows.get(name)
+            if record is not None:  # the table's row, to read beside the slice
+                slice_["args"] = record.to_json()
+                energy_uj += record.energy_pj * 1e-6
+                events.append({"ph": "C", "pid": 0, "name": "energy (uJ, cumulative)",
+                               "ts": start + cycles, "args": {"uJ": energy_uj}})  # fmt: skip
+            events.append(slice_)
         doc = {
             "traceEvents": events,
             "displayTimeUnit": "ns",

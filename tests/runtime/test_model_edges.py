@@ -15,3 +15,29 @@ def test_a_rank_0_input_and_output_run_on_the_cpu():
         (y,) = InferenceSession(model.SerializeToString()).run(None, {"s": np.array(v, np.float32)})
         assert y.shape == () and y == max(v, 0.0)
     check_against_onnxruntime(model, {"s": np.array(3.5, np.float32)})
+
+
+def test_output_names_are_archive_keys_never_paths(tmp_path, monkeypatch, capsys):
+    import zipfile
+
+    from runtime.cli import main
+
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["../../x"]), helper.make_node("Neg", ["x"], ["a/b"])],
+        {"x": np.zeros((1, 4), np.float32)},
+        ["../../x", "a/b"],
+    )
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["run", str(path), "--output", "out.npz"]) == 0
+    names = zipfile.ZipFile(work / "out.npz").namelist()
+    assert sorted(names) == ["..%2F..%2Fx.npy", "a%2Fb.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "work"]
+    capsys.readouterr()
+    # a file that cannot be written is refused in one line, and nothing is left behind
+    assert main(["run", str(path), "--output", "no/such/dir/out.npz"]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    assert sorted(p.name for p in work.iterdir()) == ["out.npz"]
