@@ -41,6 +41,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -93,6 +95,14 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument(
         "--trace", metavar="FILE.json", default=None,
         help="--target vta: write one Perfetto trace of the whole network",
+    )  # fmt: skip
+    r.add_argument(
+        "--plot", metavar="FILE.png", default=None,
+        help="draw the per-layer figure (vta: stall bars and roofline; cpu/gpu: group times)",
+    )  # fmt: skip
+    r.add_argument(
+        "--repeat", type=_positive_runs, default=None, metavar="N",
+        help="cpu/gpu: run N times and report each group's median time (default 1)",
     )  # fmt: skip
     _common(r)
     r.set_defaults(run=_run)
@@ -296,6 +306,7 @@ def _format_output(name: str, d: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from isa.outputs import OutputFiles
 
     artifact = resolve_target(args)
     _check_outputs(args)
@@ -317,9 +328,16 @@ def _run(args: argparse.Namespace) -> int:
         )
     names = [s.name for s in sess.get_outputs()]
     outs = dict(zip(names, sess.run(None, feeds), strict=True))
-    profile = sess.profile()
-    if args.output:
-        _save_npz(args.output, outs)
+    profiles = [sess.profile()]
+    for _ in range((args.repeat or 1) - 1):
+        sess.run(None, feeds)
+        profiles.append(sess.profile())
+    profile = median_profile(profiles)
+    with OutputFiles() as files:
+        if args.output:
+            write_npz(files.reserve(args.output, "--output"), outs)
+        if args.plot:
+            save_profile_figure(profile, files.reserve(args.plot, "--plot"))
     described_outs = {n: describe_output(a) for n, a in outs.items()}
     if args.json:
         print(json.dumps({"outputs": described_outs, **profile.to_json()}))
@@ -327,9 +345,13 @@ def _run(args: argparse.Namespace) -> int:
     for n, d in described_outs.items():
         print(_format_output(n, d))
     print()
+    if len(profiles) > 1:
+        print(f"group times: medians of {len(profiles)} runs")
     print(profile.table())
     if args.output:
         print(f"outputs saved to {args.output}")
+    if args.plot:
+        print(f"per-group figure written to {args.plot}")
     return 0
 
 
@@ -344,6 +366,68 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_output_path(args.output, "--output")
     if getattr(args, "trace", None):
         check_output_path(args.trace, "--trace")
+    if getattr(args, "plot", None):
+        check_image_path(args.plot, "--plot")
+
+
+def check_image_path(path: str, what: str) -> None:
+    """A writable path whose suffix names an image format matplotlib writes."""
+    from matplotlib.figure import Figure
+
+    from isa.errors import OutputError
+    from isa.outputs import check_output_path
+
+    check_output_path(path, what)
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise OutputError(
+            f"{what} {path}: unknown image format {suffix!r} (one of: {', '.join(formats)})"
+        )
+
+
+def _positive_runs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..10000")
+    return value
+
+
+def median_profile(profiles: Sequence[Any]) -> Any:
+    """One profile whose group times are the medians over ``profiles`` (runs of one model)."""
+    from dataclasses import replace
+
+    from runtime.profile import Profile
+
+    if len(profiles) == 1:
+        return profiles[0]
+    first = profiles[0]
+    groups = []
+    for k, g in enumerate(first.groups):
+        times = [p.groups[k].time_us for p in profiles if p.groups[k].time_us is not None]
+        groups.append(replace(g, time_us=float(np.median(times)) if times else None))
+    return Profile(tuple(groups))
+
+
+def save_profile_figure(profile: Any, path: Any) -> None:
+    """Each group's time as a horizontal bar, in run order."""
+    from matplotlib.figure import Figure
+
+    from runtime.profile import compact_ops
+
+    groups = profile.groups
+    fig = Figure(figsize=(9, 1.2 + 0.26 * max(len(groups), 1)), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(len(groups))
+    ax.barh(y, [g.time_us or 0.0 for g in groups], color="#1f77b4")
+    ax.set_yticks(y, [f"{g.name} ({compact_ops(g.ops, 30)})" for g in groups], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time (us) on {', '.join(sorted({g.device for g in groups}))}")
+    ax.set_title("time of each fused group", fontsize="medium")
+    fig.savefig(path, dpi=110)
 
 
 def _seed(text: str) -> int:

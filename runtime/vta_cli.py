@@ -148,6 +148,11 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
             result.save_trace(str(files.reserve(args.trace, "--trace")))
         if args.output:
             write_npz(files.reserve(args.output, "--output"), outs)
+        if getattr(args, "plot", None):
+            from vta_sim.plot import save_network_figure
+
+            layers = [r for r in result.layers if r.device == "vta"]
+            save_network_figure(result.config, layers, files.reserve(args.plot, "--plot"))
     described = {n: describe_output(a) for n, a in outs.items()}
     if args.json:
         print(json.dumps({"outputs": described, **result.to_json()}, allow_nan=False))
@@ -160,6 +165,8 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
         print(f"trace written to {args.trace}")
     if args.output:
         print(f"outputs saved to {args.output}")
+    if getattr(args, "plot", None):
+        print(f"per-layer figure written to {args.plot}")
     return 0
 
 
@@ -234,6 +241,7 @@ TARGET_OPTIONS = (
     ("--device", "device", ("vta",)),
     ("--tuning-log", "tuning_log", ("cpu",)),
     ("--threads", "threads", ("cpu", "gpu")),
+    ("--repeat", "repeat", ("cpu", "gpu")),
 )
 
 

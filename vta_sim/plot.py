@@ -811,3 +811,73 @@ def stall_bars(
     ax.set_title("where the cycles went", fontsize="medium")
     ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small", frameon=False)
     return ax
+
+
+# ---- a whole network --------------------------------------------------------------------------
+def network_stalls(
+    layers: Sequence[Any], ax: Axes | None = None, *, module: str = "compute"
+) -> Axes:
+    """One horizontal bar per layer (top to bottom, in run order): the share of its cycles
+    ``module`` spent busy, waiting on a token, on memory, or idle, with the layer's cycles in
+    its label. ``layers`` are records with ``name``, ``cycles`` and ``modules`` (the per-module
+    category counts of :class:`~vta_sim.result.SimResult`), such as the rows of a network run.
+
+    >>> import isa, vta_sim
+    >>> r = vta_sim.simulate(isa.Program.build(isa.load_config("default"), [isa.Finish()]))
+    >>> layer = dataclasses.make_dataclass("L", ["name", "cycles", "modules"])
+    >>> ax = network_stalls([layer("a", r.cycles, r.modules), layer("b", r.cycles, r.modules)])
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['1 a (36)', '2 b (36)']
+    """
+    if not layers:
+        raise ValueError("network_stalls needs at least one layer")
+    if module not in MODULE_CATEGORIES:
+        raise ValueError(f"unknown module {module!r}; modules are {list(MODULE_CATEGORIES)}")
+    ax = _new_axes(ax, (7.5, 1.2 + 0.28 * len(layers)))
+    y = np.arange(len(layers))
+    left = np.zeros(len(layers))
+    for k, (cat, (label, color, hatch)) in enumerate(_CATEGORY_STYLE.items()):
+        share = np.array(
+            [
+                layer.modules[module][MODULE_CATEGORIES[module][k]] / max(layer.cycles, 1)
+                for layer in layers
+            ]
+        )
+        ax.barh(
+            y, share, left=left, height=0.8, color=color, hatch=hatch, label=label,
+            edgecolor=_HATCH_COLOR.get(cat, "#888888"), linewidth=0.4,
+        )  # fmt: skip
+        left += share
+    ax.set_yticks(y, [f"{i + 1} {layer.name} ({layer.cycles:,})" for i, layer in
+                      enumerate(layers)], fontsize="small")  # fmt: skip
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax.set_xlabel(f"share of the layer's cycles ({module} module)")
+    ax.set_title(f"where each layer's cycles went ({module})", fontsize="medium")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize="small", frameon=False)
+    return ax
+
+
+def save_network_figure(config: HwConfig, layers: Sequence[Any], path: str | os.PathLike) -> Path:
+    """A whole network's picture: per-layer stall bars beside the roofline of every layer
+    (points numbered as the bars), written to ``path`` (the format from its suffix)."""
+    if not layers:
+        raise ValueError("save_network_figure needs at least one accelerator layer")
+    height = max(4.5, 1.6 + 0.28 * len(layers))
+    fig = Figure(figsize=(15, height), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=(1.1, 1))
+    network_stalls(layers, left)
+    numbered = [
+        {"name": str(i + 1), "macs": layer.macs, "dram_bytes": layer.dram_bytes,
+         "cycles": layer.cycles, "compulsory_bytes": layer.compulsory_bytes or None}
+        for i, layer in enumerate(layers) if layer.macs and layer.dram_bytes
+    ]  # fmt: skip
+    if numbered:
+        roofline(config, numbered, ax=right)
+    else:
+        right.set_axis_off()
+        right.text(0.5, 0.5, "no layer with MACs", ha="center", va="center")
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    return out

@@ -31,3 +31,29 @@ def test_nothing_is_written_when_an_output_cannot_be(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     assert "vtac run: error: --output no/dir/o.npz: directory no/dir does not exist" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_draws_the_per_layer_figure_on_every_target(tmp_path, capsys):
+    vta, cpu = tmp_path / "vta.png", tmp_path / "cpu.png"
+    assert main(["run", "digits", "--target", "vta", "--plot", str(vta)]) == 0
+    assert main(["run", "digits", "--repeat", "3", "--plot", str(cpu)]) == 0
+    out = capsys.readouterr().out
+    assert "medians of 3 runs" in out
+    for png in (vta, cpu):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["--plot", "f.xyz"], "unknown image format 'xyz'"),
+        (["--repeat", "0"], "argument --repeat: 0 is outside 1..10000"),
+        (["--target", "vta", "--repeat", "2"], "--repeat applies to --target cpu or gpu"),
+    ],
+)
+def test_bad_plot_and_repeat_are_refused_before_any_work(tmp_path, capsys, monkeypatch, argv, what):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "digits", *argv]) != 0
+    err = capsys.readouterr().err
+    assert what in err and "feeding" not in err
+    assert list(tmp_path.iterdir()) == []
