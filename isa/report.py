@@ -54,8 +54,9 @@ class Column:
             return f"{float(value):,.2f}"
         if self.kind == "float1":
             return f"{float(value):,.1f}"
-        if self.kind == "float3":
-            return f"{float(value):,.3g}"
+        if self.kind == "float3":  # three significant digits, never in e-notation
+            v = float(value)
+            return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
         return printable(str(value))
 
 

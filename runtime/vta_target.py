@@ -221,7 +221,7 @@ class NetworkRun:
             f"{self.total_cycles:,} accelerator cycles in {len(vta)} groups "
             f"({len(self.layers) - len(vta)} host nodes), {self.images_per_second:,.1f} "
             f"images/s at {self.config.clock_mhz:g} MHz ({self.config.name}); "
-            f"{self.energy_pj * 1e-6:,.3g} uJ{per_mac}; one DRAM image of "
+            f"{Column('e', 'float3').cell(self.energy_pj * 1e-6)} uJ{per_mac}; one DRAM image of "
             f"{self.dram_image_bytes:,} bytes (activations {self.activation_bytes:,}, "
             f"{self.activation_bytes_unshared:,} without reuse), {self.chained_inputs} group "
             "inputs read in place from the group that produced them"
