@@ -228,6 +228,8 @@ class NetworkPlan:
                 continue
             # reading an input out of the image counts as its producer's copy, not host time
             args = [np.ascontiguousarray(value(s), dtype=self.slots[s].dtype) for s in step.inputs]
+            if any(n.op == "quantize" for n in step.nodes):
+                _check_finite(step, args)
             t0 = clock()
             res_h = step.kernel(*args)
             res_h = res_h if isinstance(res_h, tuple) else (res_h,)
@@ -397,3 +399,15 @@ __all__ = [
     "plan_network",
     "quantization_table",
 ]
+
+
+def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:
+    """A value about to be quantized to int8 must be finite: NaN and Inf have no int8 code,
+    and rounding them would give confident garbage instead of an error."""
+    for arr in args:
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            bad = int(np.count_nonzero(~np.isfinite(arr)))
+            raise SessionError(
+                f"host group {step.name}: {bad} of {arr.size} values to quantize are NaN or "
+                "Inf: int8 cannot represent them (the cpu target computes in float)"
+            )

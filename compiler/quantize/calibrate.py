@@ -251,8 +251,15 @@ def collect_histograms(
     values = observed_values(graph)
     probe = Graph(graph.inputs, graph.nodes, tuple(values), graph.name)
     absmax = np.zeros(len(values))
-    for feed in batches:
+    for k, feed in enumerate(batches):
         outs = evaluate(probe, feed)
+        for v, o in zip(values, outs, strict=True):
+            if o.size and not np.isfinite(o).all():
+                what = "input" if v in graph.inputs else "node"
+                raise QuantizeError(
+                    f"calibration batch {k}: {what} {node_label(v)!r} has non-finite values "
+                    "(NaN or Inf): int8 scales need finite data"
+                )
         absmax = np.maximum(absmax, [float(np.abs(o).max()) if o.size else 0.0 for o in outs])
     hists: dict[int, AbsHistogram] = {}
     for feed in batches:

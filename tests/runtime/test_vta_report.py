@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from runtime.cli import main
@@ -57,3 +58,18 @@ def test_bad_plot_and_repeat_are_refused_before_any_work(tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert what in err and "feeding" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_data_is_refused_on_the_accelerator(bad):
+    from compiler.errors import QuantizeError
+    from runtime.errors import SessionError
+    from runtime.session import InferenceSession
+
+    sess = InferenceSession("digits", target="vta")
+    x = np.zeros((1, 1, 28, 28), np.float32)
+    x[0, 0, 3, 4] = bad
+    with pytest.raises(SessionError, match=r"1 of 784 values to quantize are NaN or Inf"):
+        sess.run(None, {"data": x})
+    with pytest.raises(QuantizeError, match=r"input 'data' has non-finite values"):
+        InferenceSession("digits", target="vta", calibration=x)
