@@ -62,7 +62,7 @@ def test_bad_plot_and_repeat_are_refused_before_any_work(tmp_path, capsys, monke
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_data_is_refused_on_the_accelerator(bad):
-    from compiler.errors import QuantizeError
+    from compiler.quantize.requant import QuantizeError
     from runtime.errors import SessionError
     from runtime.session import InferenceSession
 
