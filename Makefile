@@ -6,7 +6,7 @@ BIN   := $(CURDIR)/$(VENV)/bin
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv sim-deps lint bench clean generate real-models
+.PHONY: demo test venv sim-deps lint bench clean generate real-models notebooks
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,9 +30,14 @@ test: venv sim-deps
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: venv
-	$(BIN)/ruff check vtac isa vta_sim compiler runtime hw tests bench
-	$(BIN)/ruff format --check vtac isa vta_sim compiler runtime hw tests bench
+	$(BIN)/ruff check vtac isa vta_sim compiler runtime hw tests bench tools
+	$(BIN)/ruff format --check vtac isa vta_sim compiler runtime hw tests bench tools
 	$(BIN)/mypy vtac isa vta_sim compiler runtime
+
+# Every notebook executed, with its outputs, into docs/notebooks/ (open them with Jupyter or an
+# editor that reads .ipynb; the sources in notebooks/ stay without outputs).
+notebooks: venv
+	$(BIN)/python tools/execute_notebooks.py
 
 generate: venv
 	$(BIN)/vtac generate

@@ -49,8 +49,9 @@ def test_notebook_is_committed_without_outputs(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     problems = committed_problems(nb)
-    assert not problems, (f"{path.name}: " + "; ".join(problems)
-                          + " (clear all outputs and save before committing)")
+    assert not problems, (
+        f"{path.name}: " + "; ".join(problems) + " (clear all outputs and save before committing)"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -59,14 +60,35 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     # the kernel chooses its own (inline) matplotlib backend, as under Jupyter
     monkeypatch.delenv("MPLBACKEND", raising=False)
     # the packages import from this checkout even in a kernel started in the temporary directory
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    )
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=TIMEOUT, kernel_name=KERNEL,
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb, timeout=TIMEOUT, kernel_name=KERNEL, resources={"metadata": {"path": str(tmp_path)}}
+    )
     try:
         client.execute()
     except CellExecutionError as e:
         pytest.fail(f"{path.name} failed:\n{e}", pytrace=False)
     ran = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in ran), "some cells did not run"
+
+
+def test_make_notebooks_writes_executed_copies(tmp_path, monkeypatch):
+    """``make notebooks`` (tools/execute_notebooks.py) writes each notebook with its outputs."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from execute_notebooks import main
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    monkeypatch.setenv("VTAC_NOTEBOOK_SIZE", "small")
+    name = NOTEBOOKS[0].name
+    assert main(["--out", str(tmp_path), name]) == 0
+    nb = nbformat.read(tmp_path / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count is not None for c in code)
+    assert any(c.get("outputs") for c in code)
+    assert main(["--out", str(tmp_path), "no_such_notebook"]) == 2
