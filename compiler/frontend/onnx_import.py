@@ -245,15 +245,15 @@ Converter = Callable[[_Ctx, Any, list[Any], dict[str, Any], str], list[Value]]
 CONVERTERS: dict[str, Converter] = {}
 #: Operators converted only when every input is a constant (shape subgraphs).
 CONST_ONLY = {
-    "Gather",
-    "Slice",
     "ConstantOfShape",
     "Range",
-    "Expand",
     "Equal",
     "Where",
     "Not",
 }
+#: Operators on activations whose inputs after the first (indices, bounds, repeats, split
+#: sizes) must be constants; on constants alone they fold in numpy as shape computations do.
+CONST_ARGS = {"Clip", "Reshape", "Pad", "Squeeze", "Unsqueeze", "ReduceMean"}
 
 
 def _conv(op_types: str) -> Callable[[Converter], Converter]:
@@ -693,16 +693,185 @@ def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
     return np.full(tuple(int(d) for d in shape), value.reshape(-1)[0], value.dtype)
 
 
-CONVERTERS["Gather"] = _np_const(lambda a, d, i: np.take(d, i, axis=a.get("axis", 0)))
-CONVERTERS["Slice"] = _np_const(_slice)
 CONVERTERS["ConstantOfShape"] = _np_const(_constant_of_shape)
 CONVERTERS["Range"] = _np_const(lambda a, s, lim, d: np.arange(s, lim, d, dtype=s.dtype))
-CONVERTERS["Expand"] = _np_const(
-    lambda a, d, s: np.broadcast_to(d, np.broadcast_shapes(d.shape, tuple(int(x) for x in s)))
-)
 CONVERTERS["Equal"] = _np_const(lambda a, x, y: np.equal(x, y))
 CONVERTERS["Where"] = _np_const(lambda a, c, x, y: _where(c, x, y))
 CONVERTERS["Not"] = _np_const(lambda a, x: np.logical_not(x))
+
+
+# ---------------------------------------------------------------- data movement on activations
+# Each folds in numpy when every input is a constant (shape subgraphs), and otherwise becomes
+# a contract operator whose extra inputs (bounds, indices, sizes) must be constants.
+
+
+def _all_const(ins: list[Any]) -> bool:
+    return all(v is None or isinstance(v, Constant) for v in ins)
+
+
+def _ints_of(v: Value, node: Any, what: str) -> list[int]:
+    return [int(k) for k in _const(v, node, what).reshape(-1)]
+
+
+def _np_gather(a: dict[str, Any], d: np.ndarray, i: np.ndarray) -> np.ndarray:
+    return np.take(d, i, axis=a.get("axis", 0))
+
+
+def _np_expand(a: dict[str, Any], d: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(d, np.broadcast_shapes(d.shape, tuple(int(x) for x in s)))
+
+
+def _np_tile(a: dict[str, Any], d: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return np.tile(d, [int(k) for k in r])
+
+
+def _folding(fn: Callable[..., np.ndarray]) -> Callable[[Converter], Converter]:
+    """Fold the node in numpy (``fn``) when every input is a constant, else convert it."""
+    folded = _np_const(fn)
+
+    def wrap(convert: Converter) -> Converter:
+        def both(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+            if _all_const(ins):
+                return folded(ctx, node, ins, a, name)
+            return convert(ctx, node, ins, a, name)
+
+        both.__doc__ = convert.__doc__
+        return both
+
+    return wrap
+
+
+def _slice_call(
+    ctx: _Ctx, x: Value, bounds: Mapping[int, tuple[int, int, int]], name: str
+) -> Value:
+    """A ``strided_slice`` taking ``range(*bounds[axis])`` on the axes given, all of the rest."""
+    begin, end, strides = [], [], []
+    for d, size in enumerate(x.type.shape):
+        b, e, s = bounds.get(d, (0, size, 1))
+        begin.append(b)
+        end.append(e)
+        strides.append(s)
+    if all(bounds.get(d, (0, n, 1)) == (0, n, 1) for d, n in enumerate(x.type.shape)):
+        return x
+    attrs = {"begin": tuple(begin), "end": tuple(end), "strides": tuple(strides)}
+    return ctx.call("strided_slice", [x], attrs, name)
+
+
+@_conv("Slice")
+@_folding(_slice)
+def _c_slice(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """ONNX clamps starts and ends into the axis as Python's ``slice.indices`` does."""
+    x = ins[0]
+    rank = x.type.ndim
+    if "starts" in a:  # opset < 10: attributes
+        starts, ends = list(a["starts"]), list(a["ends"])
+        axes = list(a.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts, ends = _ints_of(ins[1], node, "starts"), _ints_of(ins[2], node, "ends")
+        has = [len(ins) > k and ins[k] is not None for k in (3, 4)]
+        axes = _ints_of(ins[3], node, "axes") if has[0] else list(range(len(starts)))
+        steps = _ints_of(ins[4], node, "steps") if has[1] else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise FrontendError(f"node {name!r} (Slice): starts, ends, axes, steps differ in length")
+    bounds: dict[int, tuple[int, int, int]] = {}
+    for st, en, ax, sp in zip(starts, ends, axes, steps, strict=True):
+        d = _axis(int(ax), rank, node)
+        if sp == 0:
+            raise FrontendError(f"node {name!r} (Slice): step 0 on axis {d}")
+        r = slice(int(st), int(en), int(sp)).indices(x.type.shape[d])
+        if len(range(*r)) == 0:
+            raise FrontendError(
+                f"node {name!r} (Slice): axis {d} of {x.type.shape} would be empty "
+                f"(start {st}, end {en}, step {sp}); empty tensors are not supported"
+            )
+        bounds[d] = r
+    return [_slice_call(ctx, x, bounds, name)]
+
+
+@_conv("Gather")
+@_folding(_np_gather)
+def _c_gather(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    axis = _axis(int(a.get("axis", 0)), x.type.ndim, node)
+    idx = _const(ins[1], node, "the indices input").astype(np.int64)
+    size = x.type.shape[axis]
+    if idx.size == 0 or idx.min() < -size or idx.max() >= size:
+        raise FrontendError(
+            f"node {name!r} (Gather): indices {idx.reshape(-1).tolist()} are out of range for "
+            f"axis {axis} of size {size}"
+        )
+    flat = tuple(int(k) % size for k in idx.reshape(-1))
+    attrs = {"axis": axis, "indices": flat, "indices_shape": tuple(idx.shape)}
+    return [ctx.call("take", [x], attrs, name)]
+
+
+@_conv("Split")
+def _c_split(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Each output is a ``strided_slice`` along the axis (the graph's nodes have one output)."""
+    x = ins[0]
+    axis = _axis(int(a.get("axis", 0)), x.type.ndim, node)
+    size, n_out = x.type.shape[axis], len(node.output)
+    if "split" in a:
+        sizes = [int(k) for k in a["split"]]
+    elif len(ins) > 1 and ins[1] is not None:
+        sizes = _ints_of(ins[1], node, "split")
+    elif "num_outputs" in a:  # opset 18: ceil-sized pieces, the last one smaller
+        chunk = -(-size // int(a["num_outputs"]))
+        sizes = [min(chunk, size - k * chunk) for k in range(int(a["num_outputs"]))]
+    else:
+        if size % n_out:
+            raise FrontendError(
+                f"node {name!r} (Split): axis {axis} of size {size} does not split evenly "
+                f"into {n_out} outputs"
+            )
+        sizes = [size // n_out] * n_out
+    if len(sizes) != n_out or sum(sizes) != size or min(sizes) < 1:
+        raise FrontendError(
+            f"node {name!r} (Split): sizes {sizes} do not cut axis {axis} of size {size} into "
+            f"{n_out} non-empty outputs"
+        )
+    outs: list[Value] = []
+    start = 0
+    for k, piece in enumerate(sizes):
+        oname = node.output[k] or f"{name}.{k}"
+        outs.append(_slice_call(ctx, x, {axis: (start, start + piece, 1)}, oname))
+        start += piece
+    return outs
+
+
+@_conv("Expand")
+@_folding(_np_expand)
+def _c_expand(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    spec = tuple(_ints_of(ins[1], node, "the shape input"))
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(x.type.shape, spec))
+    except ValueError:
+        raise FrontendError(
+            f"node {name!r} (Expand): shape {list(spec)} does not broadcast with input "
+            f"shape {list(x.type.shape)}"
+        ) from None
+    if shape == x.type.shape:
+        return [x]
+    return [ctx.call("broadcast_to", [x], {"shape": shape}, name)]
+
+
+@_conv("Tile")
+@_folding(_np_tile)
+def _c_tile(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    reps = tuple(_ints_of(ins[1], node, "repeats"))
+    if len(reps) != x.type.ndim or min(reps, default=1) < 1:
+        raise FrontendError(
+            f"node {name!r} (Tile): repeats {list(reps)} must be {x.type.ndim} counts >= 1"
+        )
+    if all(r == 1 for r in reps):
+        return [x]
+    return [ctx.call("tile", [x], {"reps": reps}, name)]
+
+
+CONST_ARGS |= {"Slice", "Gather", "Split", "Expand", "Tile"}
 
 
 # ---------------------------------------------------------------- the scan
@@ -734,9 +903,7 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return "training mode"
     if t == "Dropout" and len(node.output) > 1 and node.output[1] in used:
         return "mask output"
-    if t in ("Clip", "Reshape", "Pad", "Squeeze", "Unsqueeze", "ReduceMean") and not all(
-        not n or n in const for n in node.input[1:]
-    ):
+    if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
     return ""
 

@@ -630,6 +630,82 @@ def _infer_layout_transform(node: Node) -> TensorType:
     return TensorType(shape, x.dtype, "" if dst.startswith("OIHW") else dst)
 
 
+def _perm_attr(node: Node, key: str, rank: int) -> tuple[int, ...]:
+    v = node.attrs[key]
+    if (
+        not isinstance(v, tuple)
+        or len(v) != rank
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    ):
+        raise GraphError(f"{_where(node)}: attribute {key} must be {rank} ints, got {v!r}")
+    return v
+
+
+def slice_extent(begin: int, end: int, stride: int) -> int:
+    """Elements of ``range(begin, end, stride)``: the resolved bounds of ``strided_slice``.
+
+    Example:
+        >>> slice_extent(0, 5, 2), slice_extent(4, -1, -1), slice_extent(3, 3, 1)
+        (3, 5, 0)
+    """
+    return len(range(begin, end, stride))
+
+
+def _infer_strided_slice(node: Node) -> TensorType:
+    # begin/end/strides are resolved per axis (python range() bounds, no negative wrap), so
+    # every backend reads x[begin + i * stride] with no clamping of its own
+    x = node.inputs[0].type
+    begin = _perm_attr(node, "begin", x.ndim)
+    end = _perm_attr(node, "end", x.ndim)
+    strides = _perm_attr(node, "strides", x.ndim)
+    shape = []
+    for d, (b, e, s) in enumerate(zip(begin, end, strides, strict=True)):
+        if s == 0:
+            raise GraphError(f"{_where(node)}: axis {d} has stride 0")
+        n = slice_extent(b, e, s)
+        if n < 1 or not 0 <= b < x.shape[d] or not 0 <= b + (n - 1) * s < x.shape[d]:
+            raise _shape_err(
+                node, 0, f"axis {d}: range({b}, {e}, {s}) is empty or leaves [0, {x.shape[d]})"
+            )
+        shape.append(n)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _infer_take(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    axis = _axis(node, x.ndim)
+    ishape = node.attrs["indices_shape"]
+    indices = node.attrs["indices"]
+    if not isinstance(ishape, tuple) or not all(isinstance(d, int) and d >= 1 for d in ishape):
+        raise GraphError(f"{_where(node)}: indices_shape must be positive ints, got {ishape!r}")
+    if not isinstance(indices, tuple) or len(indices) != math.prod(ishape):
+        raise GraphError(
+            f"{_where(node)}: indices must be {math.prod(ishape)} ints (indices_shape {ishape})"
+        )
+    for k in indices:
+        if not isinstance(k, int) or not 0 <= k < x.shape[axis]:
+            raise _shape_err(node, 0, f"index {k!r} is out of range for axis {axis} ({x.shape})")
+    return TensorType(x.shape[:axis] + ishape + x.shape[axis + 1 :], x.dtype)
+
+
+def _infer_broadcast_to(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    shape = node.attrs["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 1 for d in shape):
+        raise GraphError(f"{_where(node)}: shape must be positive ints, got {shape!r}")
+    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != shape:
+        raise _shape_err(node, 0, f"shape {x.shape} does not broadcast to {shape}")
+    return TensorType(shape, x.dtype)
+
+
+def _infer_tile(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    reps = _perm_attr(node, "reps", x.ndim)
+    if min(reps, default=1) < 1:
+        raise GraphError(f"{_where(node)}: reps {reps} must be >= 1")
+    return TensorType(tuple(d * r for d, r in zip(x.shape, reps, strict=True)), x.dtype)
+
+
 _POOL_ATTRS = {
     "pool_size": REQUIRED,
     "strides": (1, 1),
@@ -679,6 +755,28 @@ register_op(OpDef("reshape", INJ, 1, 1, {"newshape": REQUIRED}, _infer_reshape))
 register_op(OpDef("transpose", INJ, 1, 1, {"axes": REQUIRED}, _infer_transpose))
 register_op(OpDef("concat", INJ, 1, None, {"axis": REQUIRED}, _infer_concat))
 register_op(OpDef("pad", INJ, 1, 1, {"pad_width": REQUIRED, "pad_value": 0.0}, _infer_pad))
+register_op(
+    OpDef(
+        "strided_slice",
+        INJ,
+        1,
+        1,
+        {"begin": REQUIRED, "end": REQUIRED, "strides": REQUIRED},
+        _infer_strided_slice,
+    )
+)
+register_op(
+    OpDef(
+        "take",
+        INJ,
+        1,
+        1,
+        {"axis": REQUIRED, "indices": REQUIRED, "indices_shape": REQUIRED},
+        _infer_take,
+    )
+)
+register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))
+register_op(OpDef("tile", INJ, 1, 1, {"reps": REQUIRED}, _infer_tile))
 register_op(OpDef("cast", INJ, 1, 1, {"dtype": REQUIRED}, _infer_cast))
 register_op(
     OpDef(
@@ -722,4 +820,5 @@ __all__ = [
     "parse_packed",
     "parse_packed_kernel",
     "register_op",
+    "slice_extent",
 ]

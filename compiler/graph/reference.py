@@ -313,6 +313,31 @@ def _pad(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.pad(args[0], attrs["pad_width"], constant_values=attrs["pad_value"])
 
 
+@_impl("strided_slice")
+def _strided_slice(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    ranges = [
+        np.arange(b, e, s)
+        for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"], strict=True)
+    ]
+    return args[0][np.ix_(*ranges)]
+
+
+@_impl("take")
+def _take(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    indices = np.array(attrs["indices"], np.int64).reshape(attrs["indices_shape"])
+    return np.take(args[0], indices, axis=attrs["axis"])
+
+
+@_impl("broadcast_to")
+def _broadcast_to(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.broadcast_to(args[0], attrs["shape"]).copy()
+
+
+@_impl("tile")
+def _tile(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.tile(args[0], attrs["reps"])
+
+
 @_impl("cast")
 def _cast(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return args[0].astype(attrs["dtype"])

@@ -297,6 +297,39 @@ def _concat(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Te
     return transform.concat(inputs, axis, name=name)
 
 
+def _strided_slice(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("strided_slice", name, attrs, ("begin", "end", "strides"))
+    _arity("strided_slice", name, inputs, 1)
+    n = inputs[0].ndim
+    begin, end, strides = (
+        _ints("strided_slice", name, _attr("strided_slice", name, attrs, k), n, k)
+        for k in ("begin", "end", "strides")
+    )
+    return transform.strided_slice(inputs[0], begin, end, strides, name=name)
+
+
+def _take(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("take", name, attrs, ("axis", "indices", "indices_shape"))
+    _arity("take", name, inputs, 1)
+    axis = _attr("take", name, attrs, "axis")
+    indices = _attr("take", name, attrs, "indices")
+    ishape = attrs.get("indices_shape", ())
+    return transform.take(inputs[0], indices, ishape, axis, name=name)
+
+
+def _broadcast_to(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("broadcast_to", name, attrs, ("shape",))
+    _arity("broadcast_to", name, inputs, 1)
+    return transform.broadcast_to(inputs[0], _attr("broadcast_to", name, attrs, "shape"), name)
+
+
+def _tile(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("tile", name, attrs, ("reps",))
+    _arity("tile", name, inputs, 1)
+    reps = _ints("tile", name, _attr("tile", name, attrs, "reps"), inputs[0].ndim, "reps")
+    return transform.tile(inputs[0], reps, name=name)
+
+
 def _pad(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("pad", name, attrs, ("pad_width", "pad_value"))
     _arity("pad", name, inputs, 1)
@@ -519,6 +552,10 @@ OPS: dict[str, ComputeFn] = {
     "transpose": _transpose,
     "concat": _concat,
     "pad": _pad,
+    "strided_slice": _strided_slice,
+    "take": _take,
+    "broadcast_to": _broadcast_to,
+    "tile": _tile,
     "cast": _cast,
     "layout_transform": _layout_transform,
     "quantize": _quantize,
