@@ -187,6 +187,10 @@ def _const(v: Value, node: Any, what: str) -> np.ndarray:
     return v.value
 
 
+def _ints_of(v: Value, node: Any, what: str) -> list[int]:
+    return [int(k) for k in _const(v, node, what).reshape(-1)]
+
+
 def _inputs(ctx: _Ctx, node: Any) -> list[Value | None]:
     return [ctx.env[n] if n else None for n in node.input]
 
@@ -253,7 +257,17 @@ CONST_ONLY = {
 }
 #: Operators on activations whose inputs after the first (indices, bounds, repeats, split
 #: sizes) must be constants; on constants alone they fold in numpy as shape computations do.
-CONST_ARGS = {"Clip", "Reshape", "Pad", "Squeeze", "Unsqueeze", "ReduceMean"}
+CONST_ARGS = {
+    "Clip",
+    "Reshape",
+    "Pad",
+    "Squeeze",
+    "Unsqueeze",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+}
 
 
 def _conv(op_types: str) -> Callable[[Converter], Converter]:
@@ -385,23 +399,45 @@ def _c_gap(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -
     return [ctx.call("global_avg_pool2d", [ins[0]], {}, name)]
 
 
-@_conv("ReduceMean")
-def _c_reduce_mean(
-    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
-) -> list[Value]:
+_REDUCE = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
+
+
+@_conv("ReduceMean ReduceSum ReduceMax ReduceMin")
+def _c_reduce(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Axes come as an attribute or (ReduceSum from opset 13, the rest from 18) a constant
+    input; no axes reduce everything, unless ``noop_with_empty_axes`` makes it the identity.
+    A mean over H and W of a 4-d tensor is a global average pool (the form the accelerator
+    runs once quantized)."""
     x = ins[0]
+    rank = x.type.ndim
     axes = a.get("axes")
     if axes is None and len(ins) > 1 and ins[1] is not None:
-        axes = _const(ins[1], node, "axes").tolist()
-    if x.type.ndim != 4 or axes is None or sorted(k % 4 for k in axes) != [2, 3]:
-        raise FrontendError(
-            f"node {name!r} (ReduceMean): only the mean over H and W of a 4-d "
-            f"input is supported (axes {axes}, shape {x.type.shape})"
-        )
-    out = ctx.call("global_avg_pool2d", [x], {}, name if a.get("keepdims", 1) else f"{name}.mean")
-    if not a.get("keepdims", 1):
-        out = ctx.call("reshape", [out], {"newshape": x.type.shape[:2]}, name)
-    return [out]
+        axes = _ints_of(ins[1], node, "axes")
+    if not axes:
+        if a.get("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(rank))
+    norm = sorted({_axis(int(k), rank, node) for k in axes})
+    if len(norm) != len(axes):
+        raise FrontendError(f"node {name!r} ({node.op_type}): axes {list(axes)} repeat an axis")
+    keep = bool(a.get("keepdims", 1))
+    if node.op_type == "ReduceMean" and rank == 4 and norm == [2, 3]:
+        out = ctx.call("global_avg_pool2d", [x], {}, name if keep else f"{name}.mean")
+        if not keep:
+            out = ctx.call("reshape", [out], {"newshape": x.type.shape[:2]}, name)
+        return [out]
+    attrs = {"axes": tuple(norm), "keepdims": keep}
+    return [ctx.call(_REDUCE[node.op_type], [x], attrs, name)]
+
+
+@_conv("ArgMax")
+def _c_argmax(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    attrs = {
+        "axis": _axis(int(a.get("axis", 0)), ins[0].type.ndim, node),
+        "keepdims": bool(a.get("keepdims", 1)),
+        "select_last_index": bool(a.get("select_last_index", 0)),
+    }
+    return [ctx.call("argmax", [ins[0]], attrs, name)]
 
 
 def _reshape(ctx: _Ctx, x: Value, shape: Sequence[int], name: str) -> Value:
@@ -707,10 +743,6 @@ CONVERTERS["Not"] = _np_const(lambda a, x: np.logical_not(x))
 
 def _all_const(ins: list[Any]) -> bool:
     return all(v is None or isinstance(v, Constant) for v in ins)
-
-
-def _ints_of(v: Value, node: Any, what: str) -> list[int]:
-    return [int(k) for k in _const(v, node, what).reshape(-1)]
 
 
 def _np_gather(a: dict[str, Any], d: np.ndarray, i: np.ndarray) -> np.ndarray:

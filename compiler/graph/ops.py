@@ -706,6 +706,39 @@ def _infer_tile(node: Node) -> TensorType:
     return TensorType(tuple(d * r for d, r in zip(x.shape, reps, strict=True)), x.dtype)
 
 
+def _reduced_shape(node: Node, axes: tuple[int, ...], keepdims: Any) -> tuple[int, ...]:
+    x = node.inputs[0].type
+    if not isinstance(keepdims, bool):
+        raise GraphError(f"{_where(node)}: keepdims must be a bool, got {keepdims!r}")
+    if (
+        not isinstance(axes, tuple)
+        or not axes
+        or list(axes) != sorted(set(axes))
+        or not all(isinstance(a, int) and 0 <= a < x.ndim for a in axes)
+    ):
+        raise GraphError(
+            f"{_where(node)}: axes must be sorted distinct ints in [0, {x.ndim}), got {axes!r}"
+        )
+    if keepdims:
+        return tuple(1 if k in axes else d for k, d in enumerate(x.shape))
+    return tuple(d for k, d in enumerate(x.shape) if k not in axes)
+
+
+def _infer_reduce(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    if node.op == "mean":
+        _need_float(node, 0)
+    return TensorType(_reduced_shape(node, node.attrs["axes"], node.attrs["keepdims"]), x.dtype)
+
+
+def _infer_argmax(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    axis = _axis(node, x.ndim)
+    if not isinstance(node.attrs["select_last_index"], bool):
+        raise GraphError(f"{_where(node)}: select_last_index must be a bool")
+    return TensorType(_reduced_shape(node, (axis,), node.attrs["keepdims"]), "int64")
+
+
 _POOL_ATTRS = {
     "pool_size": REQUIRED,
     "strides": (1, 1),
@@ -773,6 +806,18 @@ register_op(
         1,
         {"axis": REQUIRED, "indices": REQUIRED, "indices_shape": REQUIRED},
         _infer_take,
+    )
+)
+for _name in ("sum", "mean", "max", "min"):
+    register_op(OpDef(_name, RED, 1, 1, {"axes": REQUIRED, "keepdims": False}, _infer_reduce))
+register_op(
+    OpDef(
+        "argmax",
+        RED,
+        1,
+        1,
+        {"axis": REQUIRED, "keepdims": False, "select_last_index": False},
+        _infer_argmax,
     )
 )
 register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))

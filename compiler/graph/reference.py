@@ -313,6 +313,27 @@ def _pad(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.pad(args[0], attrs["pad_width"], constant_values=attrs["pad_value"])
 
 
+def _reduction(fn: Callable[..., np.ndarray]) -> Impl:
+    def run(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+        return fn(args[0], axis=attrs["axes"], keepdims=attrs["keepdims"])
+
+    return run
+
+
+for _op, _fn in (("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min)):
+    _IMPLS[_op] = _reduction(_fn)
+
+
+@_impl("argmax")
+def _argmax(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x = np.moveaxis(args[0], attrs["axis"], -1)
+    if attrs["select_last_index"]:
+        idx = x.shape[-1] - 1 - np.argmax(x[..., ::-1], axis=-1)
+    else:
+        idx = np.argmax(x, axis=-1)
+    return idx.reshape(t.shape).astype(np.int64)
+
+
 @_impl("strided_slice")
 def _strided_slice(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     ranges = [

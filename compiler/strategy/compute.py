@@ -30,7 +30,7 @@ from compiler.ir.expr import const
 from compiler.te import compute, reduce_axis
 from compiler.te import sum as te_sum
 from compiler.te.tensor import Tensor
-from compiler.topi import activation, transform
+from compiler.topi import activation, reduction, transform
 from compiler.topi.matmul import batch_matmul, dense_split_k
 
 ComputeFn = Callable[[Sequence[Tensor], Mapping[str, Any], str], Tensor]
@@ -260,6 +260,28 @@ def _global_avg_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: s
     except ShapeError as e:
         raise _fail("global_avg_pool2d", name, str(e)) from None
     return topi.global_avg_pool2d(inputs[0], name=name)
+
+
+def _reduction(kind: str) -> ComputeFn:
+    def run(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+        _known(kind, name, attrs, ("axes", "keepdims"))
+        _arity(kind, name, inputs, 1)
+        axes = _attr(kind, name, attrs, "axes")
+        return reduction.reduce(inputs[0], kind, axes, bool(attrs.get("keepdims")), name)
+
+    return run
+
+
+def _argmax(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("argmax", name, attrs, ("axis", "keepdims", "select_last_index"))
+    _arity("argmax", name, inputs, 1)
+    return reduction.argmax(
+        inputs[0],
+        _attr("argmax", name, attrs, "axis"),
+        bool(attrs.get("keepdims")),
+        bool(attrs.get("select_last_index")),
+        name,
+    )
 
 
 def _softmax(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
@@ -548,6 +570,11 @@ OPS: dict[str, ComputeFn] = {
     "avg_pool2d": _avg_pool,
     "global_avg_pool2d": _global_avg_pool,
     "softmax": _softmax,
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
+    "max": _reduction("max"),
+    "min": _reduction("min"),
+    "argmax": _argmax,
     "reshape": _reshape,
     "transpose": _transpose,
     "concat": _concat,
