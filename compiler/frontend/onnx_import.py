@@ -1,4 +1,4 @@
-"""ONNX frontend: an ONNX model (opsets 9-18) becomes a graph of the operator contract.
+"""ONNX frontend: an ONNX model (opsets 9-20) becomes a graph of the operator contract.
 
 Import runs in three steps, each refusing with a :class:`~compiler.errors.FrontendError` that
 names the fault (never a traceback):
@@ -50,7 +50,9 @@ from compiler.graph.ir import Constant, Graph, Node, TensorType, Value, Var
 from compiler.graph.reference import evaluate_op
 
 #: Default-domain opsets the frontend accepts (the wheel's model-zoo files are opset 9).
-MIN_OPSET, MAX_OPSET = 9, 18
+#: 19 and 20 change no converted operator's semantics except by adding modes and element
+#: types that the scan or the converters refuse (Pad's wrap, Resize's half_pixel_symmetric).
+MIN_OPSET, MAX_OPSET = 9, 20
 #: IR versions the frontend accepts.
 MIN_IR_VERSION, MAX_IR_VERSION = 3, 11
 
@@ -248,13 +250,7 @@ def _spatial(node: Any, a: dict[str, Any], x: Value, kernel: Sequence[int]) -> d
 Converter = Callable[[_Ctx, Any, list[Any], dict[str, Any], str], list[Value]]
 CONVERTERS: dict[str, Converter] = {}
 #: Operators converted only when every input is a constant (shape subgraphs).
-CONST_ONLY = {
-    "ConstantOfShape",
-    "Range",
-    "Equal",
-    "Where",
-    "Not",
-}
+CONST_ONLY = {"ConstantOfShape", "Range"}
 #: Operators on activations whose inputs after the first (indices, bounds, repeats, split
 #: sizes) must be constants; on constants alone they fold in numpy as shape computations do.
 CONST_ARGS = {
@@ -311,10 +307,14 @@ _UNARY = {
     "Sqrt": "sqrt",
     "Neg": "negative",
     "HardSwish": "hard_swish",
+    "Log": "log",
+    "Tanh": "tanh",
+    "Erf": "erf",
+    "Not": "logical_not",
 }
 
 
-@_conv("Relu Sigmoid Exp Sqrt Neg HardSwish")
+@_conv("Relu Sigmoid Exp Sqrt Neg HardSwish Log Tanh Erf Not")
 def _c_unary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     return [ctx.call(_UNARY[node.op_type], [ins[0]], {}, name)]
 
@@ -363,6 +363,59 @@ def _c_binary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
     for k, v in enumerate(ins[1:], start=1):
         acc = ctx.call(op, [acc, v], {}, name if k == len(ins) - 1 else f"{name}.{k}")
     return [acc]
+
+
+@_conv("Gelu")
+def _c_gelu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("gelu", [ins[0]], {"approximate": a.get("approximate", "none")}, name)]
+
+
+_COMPARE = {
+    "Equal": "equal",
+    "Less": "less",
+    "Greater": "greater",
+    "LessOrEqual": "less_equal",
+    "GreaterOrEqual": "greater_equal",
+    "And": "logical_and",
+    "Or": "logical_or",
+}
+
+
+@_conv("Equal Less Greater LessOrEqual GreaterOrEqual And Or")
+def _c_compare(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call(_COMPARE[node.op_type], ins[:2], {}, name)]
+
+
+@_conv("Where")
+def _c_where(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("where", ins[:3], {}, name)]
+
+
+@_conv("Pow")
+def _c_pow(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """A constant scalar exponent of 1, 2, 3 or 1/2 becomes products or a square root (exact,
+    as onnxruntime's); any other exponent a ``power`` node, the exponent cast to the base's
+    type first (ONNX lets the two types differ)."""
+    x, e = ins[0], ins[1]
+    dt = x.type.dtype
+    # a one-element exponent of no higher rank leaves the base's shape as it is
+    if isinstance(e, Constant) and e.value.size == 1 and e.type.ndim <= x.type.ndim:
+        k = float(e.value.reshape(-1)[0])
+        if k == 1.0:
+            return [x]
+        if k == 2.0:
+            return [ctx.call("multiply", [x, x], {}, name)]
+        if k == 3.0:
+            sq = ctx.call("multiply", [x, x], {}, f"{name}.square")
+            return [ctx.call("multiply", [sq, x], {}, name)]
+        if k == 0.5:
+            return [ctx.call("sqrt", [x], {}, name)]
+    if e.type.dtype != dt:
+        if isinstance(e, Constant):
+            e = Constant(e.value.astype(dt), name=e.name)
+        else:
+            e = ctx.call("cast", [e], {"dtype": dt}, f"{name}.exponent")
+    return [ctx.call("power", [x, e], {}, name)]
 
 
 def _pool_attrs(node: Any, a: dict[str, Any], x: Value) -> dict[str, Any]:
@@ -718,10 +771,6 @@ def _slice(
     return data[tuple(index)]
 
 
-def _where(cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.where(cond, x, y)
-
-
 def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
     from onnx import numpy_helper
 
@@ -731,9 +780,6 @@ def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
 
 CONVERTERS["ConstantOfShape"] = _np_const(_constant_of_shape)
 CONVERTERS["Range"] = _np_const(lambda a, s, lim, d: np.arange(s, lim, d, dtype=s.dtype))
-CONVERTERS["Equal"] = _np_const(lambda a, x, y: np.equal(x, y))
-CONVERTERS["Where"] = _np_const(lambda a, c, x, y: _where(c, x, y))
-CONVERTERS["Not"] = _np_const(lambda a, x: np.logical_not(x))
 
 
 # ---------------------------------------------------------------- data movement on activations

@@ -415,6 +415,48 @@ def _infer_unary_float(node: Node) -> TensorType:
     return node.inputs[0].type
 
 
+def _infer_power(node: Node) -> TensorType:
+    _need_float(node, 0)
+    return _infer_binary(node)
+
+
+def _infer_gelu(node: Node) -> TensorType:
+    if node.attrs["approximate"] not in ("none", "tanh"):
+        raise GraphError(
+            f"{_where(node)}: approximate must be 'none' or 'tanh', got "
+            f"{node.attrs['approximate']!r}"
+        )
+    _need_float(node, 0)
+    return node.inputs[0].type
+
+
+def _infer_compare(node: Node) -> TensorType:
+    t = _infer_binary(node)
+    return TensorType(t.shape, "bool", t.layout)
+
+
+def _need_bool(node: Node, ks: range) -> None:
+    for k in ks:
+        if node.inputs[k].type.dtype != "bool":
+            raise _dtype_err(node, k, f"needs a bool tensor, got {node.inputs[k].type.dtype}")
+
+
+def _infer_logical(node: Node) -> TensorType:
+    _need_bool(node, range(len(node.inputs)))
+    return node.inputs[0].type if len(node.inputs) == 1 else _infer_binary(node)
+
+
+def _infer_where(node: Node) -> TensorType:
+    _need_bool(node, range(1))
+    c, a, b = (v.type for v in node.inputs)
+    dtype = _same_dtype(node, [1, 2])
+    ab = broadcast_shapes(a.shape, b.shape)
+    shape = None if ab is None else broadcast_shapes(c.shape, ab)
+    if shape is None:
+        raise _shape_err(node, 0, f"shapes {c.shape}, {a.shape} and {b.shape} do not broadcast")
+    return TensorType(shape, dtype)
+
+
 def _infer_clip(node: Node) -> TensorType:
     lo, hi = _float_attr(node, "a_min"), _float_attr(node, "a_max")
     if lo > hi:
@@ -752,8 +794,16 @@ for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
     register_op(OpDef(_name, INJ, 2, 2, {}, _infer_binary))
 for _name in ("relu", "negative"):
     register_op(OpDef(_name, INJ, 1, 1, {}, _infer_unary))
-for _name in ("sigmoid", "exp", "sqrt", "hard_swish"):
+for _name in ("sigmoid", "exp", "sqrt", "hard_swish", "log", "tanh", "erf"):
     register_op(OpDef(_name, INJ, 1, 1, {}, _infer_unary_float))
+register_op(OpDef("gelu", INJ, 1, 1, {"approximate": "none"}, _infer_gelu))
+register_op(OpDef("power", INJ, 2, 2, {}, _infer_power))
+for _name in ("equal", "less", "greater", "less_equal", "greater_equal"):
+    register_op(OpDef(_name, INJ, 2, 2, {}, _infer_compare))
+for _name in ("logical_and", "logical_or"):
+    register_op(OpDef(_name, INJ, 2, 2, {}, _infer_logical))
+register_op(OpDef("logical_not", INJ, 1, 1, {}, _infer_logical))
+register_op(OpDef("where", INJ, 3, 3, {}, _infer_where))
 
 register_op(
     OpDef(
@@ -849,6 +899,7 @@ _ELEMENTWISE = frozenset(
     {
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "negative",
         "sigmoid", "exp", "sqrt", "hard_swish", "clip", "leaky_relu", "hard_sigmoid", "cast",
+        "log", "tanh", "erf", "gelu",
     }
 )  # fmt: skip
 

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -188,7 +189,25 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "multiply": np.multiply,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "power": np.power,
+    "equal": np.equal,
+    "less": np.less,
+    "greater": np.greater,
+    "less_equal": np.less_equal,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
 }
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        inner = np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))
+    else:
+        inner = _erf(x / math.sqrt(2))
+    return 0.5 * x * (1 + inner)
 
 
 def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
@@ -200,6 +219,16 @@ def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
         return 1 / (1 + np.exp(-x))
     if op == "exp":
         return np.exp(x)
+    if op == "log":
+        return np.log(x)
+    if op == "tanh":
+        return np.tanh(x)
+    if op == "erf":
+        return _erf(x)
+    if op == "gelu":
+        return _gelu(x, attrs["approximate"])
+    if op == "logical_not":
+        return np.logical_not(x)
     if op == "sqrt":
         return np.sqrt(x)
     if op == "hard_swish":
@@ -219,8 +248,13 @@ def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
 
 _UNARY = (
     "relu", "negative", "sigmoid", "exp", "sqrt", "hard_swish", "clip", "leaky_relu",
-    "hard_sigmoid",
+    "hard_sigmoid", "log", "tanh", "erf", "gelu", "logical_not",
 )  # fmt: skip
+
+
+@_impl("where")
+def _where(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.where(args[0], args[1], args[2])
 
 
 @_impl("batch_norm")

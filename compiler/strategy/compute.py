@@ -30,7 +30,7 @@ from compiler.ir.expr import const
 from compiler.te import compute, reduce_axis
 from compiler.te import sum as te_sum
 from compiler.te.tensor import Tensor
-from compiler.topi import activation, reduction, transform
+from compiler.topi import activation, logical, reduction, transform
 from compiler.topi.matmul import batch_matmul, dense_split_k
 
 ComputeFn = Callable[[Sequence[Tensor], Mapping[str, Any], str], Tensor]
@@ -186,6 +186,35 @@ def _unary(fn: Callable[..., Tensor], op: str, keys: Sequence[str] = ()) -> Comp
         return fn(inputs[0], *[float(v) for v in values], name=name)
 
     return run
+
+
+def _gelu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("gelu", name, attrs, ("approximate",))
+    _arity("gelu", name, inputs, 1)
+    return activation.gelu(inputs[0], str(attrs.get("approximate", "none")), name=name)
+
+
+def _compare(kind: str) -> ComputeFn:
+    def run(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+        _known(kind, name, attrs, ())
+        _arity(kind, name, inputs, 2)
+        if kind in logical.LOGICAL:
+            return logical.logical(inputs[0], inputs[1], kind, name)
+        return logical.compare(inputs[0], inputs[1], kind, name)
+
+    return run
+
+
+def _logical_not(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("logical_not", name, attrs, ())
+    _arity("logical_not", name, inputs, 1)
+    return logical.logical_not(inputs[0], name=name)
+
+
+def _where(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("where", name, attrs, ())
+    _arity("where", name, inputs, 3)
+    return logical.where(inputs[0], inputs[1], inputs[2], name=name)
 
 
 def _clip(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
@@ -562,6 +591,14 @@ OPS: dict[str, ComputeFn] = {
     "sqrt": _unary(activation.sqrt, "sqrt"),
     "negative": _unary(activation.negative, "negative"),
     "clip": _clip,
+    "log": _unary(activation.log, "log"),
+    "tanh": _unary(activation.tanh, "tanh"),
+    "erf": _unary(activation.erf, "erf"),
+    "gelu": _gelu,
+    "power": _binary(activation.power),
+    **{kind: _compare(kind) for kind in (*logical.COMPARISONS, *logical.LOGICAL)},
+    "logical_not": _logical_not,
+    "where": _where,
     "leaky_relu": _unary(activation.leaky_relu, "leaky_relu", ("alpha",)),
     "hard_sigmoid": _unary(activation.hard_sigmoid, "hard_sigmoid", ("alpha", "beta")),
     "hard_swish": _unary(activation.hard_swish, "hard_swish"),
