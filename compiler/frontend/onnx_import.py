@@ -660,6 +660,59 @@ def _c_softmax(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: st
     return [_reshape(ctx, y, x.type.shape, name)]
 
 
+def _normalize(ctx: _Ctx, x: Value, axes: Sequence[int], eps: float, name: str) -> Value:
+    """``(x - mean) / sqrt(var + eps)`` over ``axes`` from contract operators (two means, so
+    both targets run it as two reductions with their elementwise epilogues)."""
+    dt = x.type.dtype
+    reduce = {"axes": tuple(axes), "keepdims": True}
+    mean = ctx.call("mean", [x], reduce, f"{name}.mean")
+    d = ctx.call("subtract", [x, mean], {}, f"{name}.centre")
+    square = ctx.call("multiply", [d, d], {}, f"{name}.square")
+    var = ctx.call("mean", [square], reduce, f"{name}.var")
+    std = ctx.call(
+        "sqrt",
+        [ctx.call("add", [var, Constant(np.array(eps, dt))], {}, f"{name}.eps")],
+        {},
+        f"{name}.std",
+    )
+    return ctx.call("divide", [d, std], {}, f"{name}.norm")
+
+
+@_conv("LayerNormalization")
+def _c_layer_norm(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """Normalised over the axes from ``axis`` to the last, then scaled and shifted by
+    ``scale`` and ``bias`` (broadcast over the leading axes)."""
+    x = ins[0]
+    rank = x.type.ndim
+    axis = _axis(int(a.get("axis", -1)), rank, node)
+    y = _normalize(ctx, x, range(axis, rank), float(a.get("epsilon", 1e-5)), name)
+    has_bias = len(ins) > 2 and ins[2] is not None
+    y = ctx.call("multiply", [y, ins[1]], {}, f"{name}.scale" if has_bias else name)
+    return [ctx.call("add", [y, ins[2]], {}, name) if has_bias else y]
+
+
+@_conv("InstanceNormalization")
+def _c_instance_norm(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """Normalised per sample and channel over the spatial axes, then a per-channel scale and
+    bias."""
+    x, scale, bias = ins[0], ins[1], ins[2]
+    rank = x.type.ndim
+    if rank < 3:
+        raise FrontendError(
+            f"node {name!r} (InstanceNormalization): needs (N, C, D1, ...), got {x.type.shape}"
+        )
+    y = _normalize(ctx, x, range(2, rank), float(a.get("epsilon", 1e-5)), name)
+    per_channel = (x.type.shape[1],) + (1,) * (rank - 2)
+    scale = _reshape(ctx, scale, per_channel, f"{name}.scale_shape")
+    bias = _reshape(ctx, bias, per_channel, f"{name}.bias_shape")
+    y = ctx.call("multiply", [y, scale], {}, f"{name}.scale")
+    return [ctx.call("add", [y, bias], {}, name)]
+
+
 @_conv("LRN")
 def _c_lrn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     # y = x / (bias + alpha/size * sum of x^2 over a window of channels)^beta, built from
@@ -981,6 +1034,8 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return "training mode"
     if t == "Dropout" and len(node.output) > 1 and node.output[1] in used:
         return "mask output"
+    if t == "LayerNormalization" and any(o in used for o in node.output[1:]):
+        return "mean or inverse standard deviation output"
     if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
     return ""
