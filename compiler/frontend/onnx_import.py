@@ -263,6 +263,8 @@ CONST_ARGS = {
     "ReduceSum",
     "ReduceMax",
     "ReduceMin",
+    "Resize",
+    "Upsample",
 }
 
 
@@ -713,6 +715,102 @@ def _c_instance_norm(
     return [ctx.call("add", [y, bias], {}, name)]
 
 
+def _resize_call(
+    ctx: _Ctx,
+    node: Any,
+    x: Value,
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+    attrs: dict[str, Any],
+    name: str,
+) -> list[Value]:
+    """A ``resize`` node: output sizes from ``scales`` (``floor(in * scale)`` in float32, as
+    onnxruntime) or scales from ``sizes`` (``out / in``)."""
+    shape = x.type.shape
+    if sizes is not None:
+        out = tuple(int(d) for d in sizes)
+        sc = tuple(float(np.float32(o) / np.float32(i)) for o, i in zip(out, shape, strict=True))
+    else:
+        assert scales is not None
+        sc = tuple(float(np.float32(v)) for v in scales)
+        out = tuple(
+            int(np.floor(np.float32(i) * np.float32(v))) for i, v in zip(shape, sc, strict=True)
+        )
+    if min(sc) <= 0 or min(out) < 1:
+        raise FrontendError(
+            f"node {name!r} ({node.op_type}): scales {list(sc)} give an empty or negative "
+            f"output {list(out)} for input {list(shape)}"
+        )
+    if out == shape and all(v == 1.0 for v in sc):
+        return [x]
+    return [ctx.call("resize", [x], {"sizes": out, "scales": sc, **attrs}, name)]
+
+
+def _simple_nearest(node: Any, scales: Sequence[float], name: str) -> str:
+    """Upsample's (and opset 10 Resize's) nearest rounding: floor when enlarging, ceil when
+    shrinking (onnxruntime's ``simple`` mode), so the axes must agree."""
+    moved = {v >= 1.0 for v in scales if v != 1.0}
+    if len(moved) > 1:
+        raise FrontendError(
+            f"node {name!r} ({node.op_type}): nearest resizing that enlarges some axes and "
+            f"shrinks others ({list(scales)}) is not supported"
+        )
+    return "ceil" if moved == {False} else "floor"
+
+
+@_conv("Resize")
+def _c_resize(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Opset 11 and later: roi (unused by the supported modes), scales or sizes as constant
+    inputs, optionally for ``axes`` only (opset 18). Opset 10 has Upsample's semantics."""
+    x = ins[0]
+    rank = x.type.ndim
+    method = a.get("mode", "nearest")
+    if ctx.opset < 11:
+        scales = [float(v) for v in _const(ins[1], node, "scales").reshape(-1)]
+        nearest = _simple_nearest(node, scales, name)
+        attrs = {"method": method, "coordinate_transformation_mode": "asymmetric"}
+        return _resize_call(ctx, node, x, scales, None, {**attrs, "nearest_mode": nearest}, name)
+    axes = [_axis(int(k), rank, node) for k in a.get("axes", range(rank))]
+    given = [len(ins) > k and ins[k] is not None and ins[k].type.size > 0 for k in (2, 3)]
+    if given[0] == given[1]:
+        raise FrontendError(
+            f"node {name!r} (Resize): needs exactly one of scales and sizes, got "
+            f"{'both' if given[0] else 'neither'}"
+        )
+    k = 2 if given[0] else 3
+    values = _const(ins[k], node, "scales" if given[0] else "sizes").reshape(-1).tolist()
+    if len(values) != len(axes):
+        raise FrontendError(
+            f"node {name!r} (Resize): {len(values)} {'scales' if given[0] else 'sizes'} for "
+            f"{len(axes)} axes"
+        )
+    full: list[Any] = [1.0] * rank if given[0] else list(x.type.shape)
+    for ax, v in zip(axes, values, strict=True):
+        full[ax] = v
+    attrs = {
+        "method": method,
+        "coordinate_transformation_mode": a.get("coordinate_transformation_mode", "half_pixel"),
+        "nearest_mode": a.get("nearest_mode", "round_prefer_floor"),
+    }
+    if given[0]:
+        return _resize_call(ctx, node, x, full, None, attrs, name)
+    return _resize_call(ctx, node, x, None, full, attrs, name)
+
+
+@_conv("Upsample")
+def _c_upsample(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    scales = a.get("scales")
+    if scales is None:
+        scales = _const(ins[1], node, "scales").reshape(-1).tolist()
+    scales = [float(v) for v in scales]
+    attrs = {
+        "method": a.get("mode", "nearest"),
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": _simple_nearest(node, scales, name),
+    }
+    return _resize_call(ctx, node, ins[0], scales, None, attrs, name)
+
+
 @_conv("LRN")
 def _c_lrn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     # y = x / (bias + alpha/size * sum of x^2 over a window of channels)^beta, built from
@@ -1036,8 +1134,28 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return "mask output"
     if t == "LayerNormalization" and any(o in used for o in node.output[1:]):
         return "mean or inverse standard deviation output"
+    if t in ("Resize", "Upsample"):
+        return _resize_reason(a)
     if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
+    return ""
+
+
+def _resize_reason(a: dict[str, Any]) -> str:
+    """Why a Resize or Upsample node's attributes are unsupported, or ``""``."""
+    from compiler.graph.ops import RESIZE_COORDINATE_MODES, RESIZE_METHODS, RESIZE_NEAREST_MODES
+
+    checks = (
+        ("mode", "nearest", RESIZE_METHODS),
+        ("coordinate_transformation_mode", "half_pixel", RESIZE_COORDINATE_MODES),
+        ("nearest_mode", "round_prefer_floor", RESIZE_NEAREST_MODES),
+        ("keep_aspect_ratio_policy", "stretch", ("stretch",)),
+    )
+    for key, default, allowed in checks:
+        if a.get(key, default) not in allowed:
+            return f"{key} {a[key]!r} (supported: {', '.join(allowed)})"
+    if a.get("antialias", 0):
+        return "antialias"
     return ""
 
 

@@ -781,6 +781,36 @@ def _infer_argmax(node: Node) -> TensorType:
     return TensorType(_reduced_shape(node, (axis,), node.attrs["keepdims"]), "int64")
 
 
+#: The resize modes the contract supports (``compiler.topi.resize`` describes them).
+RESIZE_METHODS = ("nearest", "linear")
+RESIZE_COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners")
+RESIZE_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _infer_resize(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    a = node.attrs
+    sizes = _perm_attr(node, "sizes", x.ndim)
+    scales = a["scales"]
+    if (
+        not isinstance(scales, tuple)
+        or len(scales) != x.ndim
+        or not all(isinstance(v, float) and v > 0 for v in scales)
+    ):
+        raise GraphError(f"{_where(node)}: scales must be {x.ndim} positive floats, got {scales!r}")
+    if min(sizes) < 1:
+        raise GraphError(f"{_where(node)}: sizes {sizes} must be >= 1")
+    for key, allowed in (
+        ("method", RESIZE_METHODS),
+        ("coordinate_transformation_mode", RESIZE_COORDINATE_MODES),
+        ("nearest_mode", RESIZE_NEAREST_MODES),
+    ):
+        if a[key] not in allowed:
+            raise GraphError(f"{_where(node)}: {key} {a[key]!r} is not one of {allowed}")
+    _need_float(node, 0)
+    return TensorType(sizes, x.dtype)
+
+
 _POOL_ATTRS = {
     "pool_size": REQUIRED,
     "strides": (1, 1),
@@ -868,6 +898,22 @@ register_op(
         1,
         {"axis": REQUIRED, "keepdims": False, "select_last_index": False},
         _infer_argmax,
+    )
+)
+register_op(
+    OpDef(
+        "resize",
+        INJ,
+        1,
+        1,
+        {
+            "sizes": REQUIRED,
+            "scales": REQUIRED,
+            "method": "nearest",
+            "coordinate_transformation_mode": "half_pixel",
+            "nearest_mode": "round_prefer_floor",
+        },
+        _infer_resize,
     )
 )
 register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))

@@ -368,6 +368,53 @@ def _argmax(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return idx.reshape(t.shape).astype(np.int64)
 
 
+def _resize_coordinates(n_in: int, n_out: int, scale: float, mode: str) -> np.ndarray:
+    i = np.arange(n_out, dtype=np.float32)
+    s = np.float32(scale)
+    if mode == "asymmetric":
+        return i / s
+    if mode == "align_corners":
+        if n_out == 1:
+            return np.zeros(1, np.float32)
+        return i * np.float32(n_in - 1) / np.float32(n_out - 1)
+    if mode == "pytorch_half_pixel" and n_out == 1:
+        return np.zeros(1, np.float32)
+    return (i + np.float32(0.5)) / s - np.float32(0.5)
+
+
+def _nearest_index(c: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "floor":
+        k = np.floor(c)
+    elif mode == "ceil":
+        k = np.ceil(c)
+    elif mode == "round_prefer_ceil":
+        k = np.floor(c + np.float32(0.5))
+    else:  # round_prefer_floor
+        k = np.where(c - np.floor(c) == np.float32(0.5), np.floor(c), np.floor(c + np.float32(0.5)))
+    return k.astype(np.int64)
+
+
+@_impl("resize")
+def _resize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    # separable: one axis at a time
+    y = args[0]
+    mode = attrs["coordinate_transformation_mode"]
+    for k, (n_out, scale) in enumerate(zip(attrs["sizes"], attrs["scales"], strict=True)):
+        n_in = y.shape[k]
+        if n_out == n_in and scale == 1.0:
+            continue
+        c = _resize_coordinates(n_in, n_out, scale, mode)
+        if attrs["method"] == "nearest":
+            y = np.take(y, np.clip(_nearest_index(c, attrs["nearest_mode"]), 0, n_in - 1), axis=k)
+            continue
+        c = np.clip(c, 0, n_in - 1)
+        lo = c.astype(np.int64)
+        hi = np.minimum(lo + 1, n_in - 1)
+        w = (c - lo).astype(y.dtype).reshape((-1,) + (1,) * (y.ndim - k - 1))
+        y = np.take(y, lo, axis=k) * (1 - w) + np.take(y, hi, axis=k) * w
+    return y
+
+
 @_impl("strided_slice")
 def _strided_slice(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     ranges = [

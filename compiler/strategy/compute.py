@@ -30,7 +30,7 @@ from compiler.ir.expr import const
 from compiler.te import compute, reduce_axis
 from compiler.te import sum as te_sum
 from compiler.te.tensor import Tensor
-from compiler.topi import activation, logical, reduction, transform
+from compiler.topi import activation, logical, reduction, resize, transform
 from compiler.topi.matmul import batch_matmul, dense_split_k
 
 ComputeFn = Callable[[Sequence[Tensor], Mapping[str, Any], str], Tensor]
@@ -368,6 +368,24 @@ def _take(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tens
     return transform.take(inputs[0], indices, ishape, axis, name=name)
 
 
+_RESIZE_ATTRS = ("sizes", "scales", "method", "coordinate_transformation_mode", "nearest_mode")
+
+
+def _resize(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("resize", name, attrs, _RESIZE_ATTRS)
+    _arity("resize", name, inputs, 1)
+    n = inputs[0].ndim
+    return resize.resize(
+        inputs[0],
+        _ints("resize", name, _attr("resize", name, attrs, "sizes"), n, "sizes"),
+        [float(v) for v in _attr("resize", name, attrs, "scales")],
+        str(attrs.get("method", "nearest")),
+        str(attrs.get("coordinate_transformation_mode", "half_pixel")),
+        str(attrs.get("nearest_mode", "round_prefer_floor")),
+        name=name,
+    )
+
+
 def _broadcast_to(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("broadcast_to", name, attrs, ("shape",))
     _arity("broadcast_to", name, inputs, 1)
@@ -619,6 +637,7 @@ OPS: dict[str, ComputeFn] = {
     "strided_slice": _strided_slice,
     "take": _take,
     "broadcast_to": _broadcast_to,
+    "resize": _resize,
     "tile": _tile,
     "cast": _cast,
     "layout_transform": _layout_transform,

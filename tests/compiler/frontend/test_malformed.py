@@ -109,7 +109,7 @@ def test_every_unsupported_node_listed_at_once():
     x = np.zeros((1, 4, 8, 8), np.float32)
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
-        helper.make_node("Resize", ["a", "", "scales"], ["b"], name="up"),
+        helper.make_node("Resize", ["a", "", "scales"], ["b"], mode="cubic", name="up"),
         helper.make_node("Pad", ["b", "pads"], ["c"], mode="reflect", name="reflect"),
         helper.make_node("NonZero", ["c"], ["d"], name="nz"),
         helper.make_node("Gather", ["c", "d"], ["y"], name="gather_activation"),
@@ -123,7 +123,7 @@ def test_every_unsupported_node_listed_at_once():
     text = str(err.value)
     assert "5 unsupported node(s)" in text
     for line in (
-        "up (Resize, ai.onnx opset 13): operator not supported",
+        "up (Resize, ai.onnx opset 13): mode 'cubic' (supported: nearest, linear)",
         "reflect (Pad, ai.onnx opset 13): mode 'reflect'",
         "nz (NonZero, ai.onnx opset 13)",
         "gather_activation (Gather, ai.onnx opset 13): non-constant shape, axes or bound input",
