@@ -265,6 +265,7 @@ CONST_ARGS = {
     "ReduceMin",
     "Resize",
     "Upsample",
+    "ConvTranspose",
 }
 
 
@@ -294,6 +295,89 @@ def _c_conv(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
     attrs = _spatial(node, a, x, kernel)
     attrs["groups"] = int(a.get("group", 1))
     args = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
+    return [ctx.call("conv2d", args, attrs, name)]
+
+
+@_conv("ConvTranspose")
+def _c_conv_transpose(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """The gradient of a convolution, run as one: zeros inserted between the input's pixels
+    (``dilate`` by the strides), then a convolution with the kernel flipped and its in and
+    out channels swapped per group, padded by ``dilation * (k - 1) - pads`` (a negative
+    amount crops) plus ``output_padding`` at the end."""
+    x, w = ins[0], _const(ins[1], node, "the weight")
+    if x.type.ndim != 4 or w.ndim != 4:
+        raise FrontendError(
+            f"node {name!r} (ConvTranspose): only 2-d transposed convolutions of 4-d NCHW "
+            f"inputs are supported (input {x.type.shape}, weight {w.shape})"
+        )
+    groups = int(a.get("group", 1))
+    c_in, co_g, kh, kw = w.shape
+    if c_in != x.type.shape[1] or c_in % groups:
+        raise FrontendError(
+            f"node {name!r} (ConvTranspose): weight {w.shape} does not match {x.type.shape[1]} "
+            f"input channels in {groups} group(s)"
+        )
+    kernel = tuple(int(k) for k in a.get("kernel_shape", (kh, kw)))
+    if kernel != (kh, kw):
+        raise FrontendError(
+            f"node {name!r} (ConvTranspose): kernel_shape {list(kernel)} differs from the "
+            f"weight's {[kh, kw]}"
+        )
+    strides = [int(v) for v in a.get("strides", (1, 1))]
+    dil = [int(v) for v in a.get("dilations", (1, 1))]
+    out_pad = [int(v) for v in a.get("output_padding", (0, 0))]
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dil, strict=True)]
+    size = x.type.shape[2:]
+    auto = a.get("auto_pad", "NOTSET")
+    if "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER"):
+        want = (
+            [int(v) for v in a["output_shape"]][-2:]
+            if "output_shape" in a
+            else [n * s for n, s in zip(size, strides, strict=True)]
+        )
+        total = [
+            s * (n - 1) + extra + sp - o
+            for s, n, extra, sp, o in zip(strides, size, out_pad, span, want, strict=True)
+        ]
+        if auto == "SAME_UPPER":
+            begin = [t // 2 for t in total]
+        else:
+            begin = [t - t // 2 for t in total]
+        pads = [*begin, *(t - b for t, b in zip(total, begin, strict=True))]
+    elif auto == "VALID":
+        pads = [0, 0, 0, 0]
+    else:
+        pads = [int(v) for v in a.get("pads", (0, 0, 0, 0))]
+    # the convolution's padding on the dilated input: negative amounts are cropped first
+    before = [sp - 1 - p for sp, p in zip(span, pads[:2], strict=True)]
+    after = [sp - 1 - p + extra for sp, p, extra in zip(span, pads[2:], out_pad, strict=True)]
+    y = x
+    if any(s > 1 for s in strides):
+        y = ctx.call("dilate", [y], {"strides": (1, 1, *strides)}, f"{name}.dilate")
+    dims = y.type.shape[2:]
+    crop = {
+        2 + d: (max(0, -before[d]), dims[d] + min(0, after[d]), 1)
+        for d in range(2)
+        if before[d] < 0 or after[d] < 0
+    }
+    if any(len(range(*r)) < 1 for r in crop.values()):
+        raise FrontendError(f"node {name!r} (ConvTranspose): pads {pads} leave an empty output")
+    y = _slice_call(ctx, y, crop, f"{name}.crop")
+    # weight (C_in, C_out/g, kh, kw) -> (C_out, C_in/g, kh, kw), flipped in space
+    ci_g = c_in // groups
+    wg = w.reshape(groups, ci_g, co_g, kh, kw)[:, :, :, ::-1, ::-1]
+    wc = np.ascontiguousarray(wg.transpose(0, 2, 1, 3, 4).reshape(groups * co_g, ci_g, kh, kw))
+    attrs = {
+        "strides": (1, 1),
+        "dilation": tuple(dil),
+        "padding": (max(0, before[0]), max(0, before[1]), max(0, after[0]), max(0, after[1])),
+        "groups": groups,
+    }
+    args = [y, Constant(wc, name=f"{name}.weight")]
+    if len(ins) > 2 and ins[2] is not None:
+        args.append(ins[2])
     return [ctx.call("conv2d", args, attrs, name)]
 
 

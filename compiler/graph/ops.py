@@ -730,6 +730,16 @@ def _infer_take(node: Node) -> TensorType:
     return TensorType(x.shape[:axis] + ishape + x.shape[axis + 1 :], x.dtype)
 
 
+def _infer_dilate(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    strides = _perm_attr(node, "strides", x.ndim)
+    if min(strides, default=1) < 1:
+        raise GraphError(f"{_where(node)}: strides {strides} must be >= 1")
+    return TensorType(
+        tuple((d - 1) * s + 1 for d, s in zip(x.shape, strides, strict=True)), x.dtype
+    )
+
+
 def _infer_broadcast_to(node: Node) -> TensorType:
     x = node.inputs[0].type
     shape = node.attrs["shape"]
@@ -916,6 +926,7 @@ register_op(
         _infer_resize,
     )
 )
+register_op(OpDef("dilate", INJ, 1, 1, {"strides": REQUIRED}, _infer_dilate))
 register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))
 register_op(OpDef("tile", INJ, 1, 1, {"reps": REQUIRED}, _infer_tile))
 register_op(OpDef("cast", INJ, 1, 1, {"dtype": REQUIRED}, _infer_cast))

@@ -430,6 +430,13 @@ def _take(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.take(args[0], indices, axis=attrs["axis"])
 
 
+@_impl("dilate")
+def _dilate(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    out = np.zeros(t.shape, args[0].dtype)
+    out[tuple(slice(None, None, s) for s in attrs["strides"])] = args[0]
+    return out
+
+
 @_impl("broadcast_to")
 def _broadcast_to(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.broadcast_to(args[0], attrs["shape"]).copy()

@@ -386,6 +386,14 @@ def _resize(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Te
     )
 
 
+def _dilate(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("dilate", name, attrs, ("strides",))
+    _arity("dilate", name, inputs, 1)
+    n = inputs[0].ndim
+    strides = _ints("dilate", name, _attr("dilate", name, attrs, "strides"), n, "strides")
+    return transform.dilate(inputs[0], strides, name=name)
+
+
 def _broadcast_to(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("broadcast_to", name, attrs, ("shape",))
     _arity("broadcast_to", name, inputs, 1)
@@ -637,6 +645,7 @@ OPS: dict[str, ComputeFn] = {
     "strided_slice": _strided_slice,
     "take": _take,
     "broadcast_to": _broadcast_to,
+    "dilate": _dilate,
     "resize": _resize,
     "tile": _tile,
     "cast": _cast,

@@ -257,3 +257,26 @@ def tile(x: Tensor, reps: Sequence[int], name: str = "tile") -> Tensor:
         name=name,
         tag="injective",
     )
+
+
+def dilate(x: Tensor, strides: Sequence[int], name: str = "dilate") -> Tensor:
+    """``strides[k] - 1`` zeros inserted between neighbours along each axis ``k`` (the input
+    of a transposed convolution run as a convolution).
+
+    Example:
+        >>> from compiler import te
+        >>> dilate(te.placeholder((1, 2, 3, 3), name="x"), (1, 1, 2, 2)).shape
+        (1, 2, 5, 5)
+    """
+    if len(strides) != x.ndim or min(strides, default=1) < 1:
+        raise ShapeError(f"{name}: strides {tuple(strides)} must be {x.ndim} ints >= 1")
+    shape = tuple((d - 1) * s + 1 for d, s in zip(x.shape, strides, strict=True))
+
+    def fcompute(*i: Expr) -> Expr:
+        on_grid = [op.equal(v % s, 0) for v, s in zip(i, strides, strict=True) if s > 1]
+        value = x(*(v if s == 1 else v // s for v, s in zip(i, strides, strict=True)))
+        if not on_grid:
+            return value
+        return op.if_then_else(op.all_of(*on_grid), value, op.convert(0, x.dtype))
+
+    return compute(shape, fcompute, name=name, tag="injective")

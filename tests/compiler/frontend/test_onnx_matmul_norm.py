@@ -90,3 +90,24 @@ def test_instance_normalization(seed, target):
         "InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=float(rng.choice([1e-5, 1e-2]))
     )
     check_on_target(make_model([node], {"x": x}, ["y"], inits), {"x": x}, target, atol=2e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_then_data_movement(target):
+    # a projection followed by the head split of attention: reshape, transpose, slice
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(1, 4, 8)).astype(np.float32)
+    inits = {
+        "w": rng.normal(size=(8, 8)).astype(np.float32),
+        "shape": np.array([1, 4, 2, 4]),
+        "s": np.array([1]),
+        "e": np.array([4]),
+        "a": np.array([3]),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["p"]),
+        helper.make_node("Reshape", ["p", "shape"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Slice", ["t", "s", "e", "a"], ["y"]),
+    ]
+    check_on_target(make_model(nodes, {"x": x}, ["y"], inits), {"x": x}, target)

@@ -95,3 +95,21 @@ def test_unsupported_resize_modes_are_named_at_the_scan():
     model = make_model(nodes, {"x": x}, ["a", "b"], {"scales": scales})
     with pytest.raises(FrontendError, match=r"(?s)2 unsupported.*cubic.*mode 'cubic'.*crop"):
         from_onnx(model)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fpn_conv_upsample_add(target):
+    # a detector's feature pyramid: a 1x1 conv, nearest 2x upsampling, added to the finer map
+    rng = np.random.default_rng(5)
+    feeds = {
+        "coarse": rng.normal(size=(1, 4, 3, 3)).astype(np.float32),
+        "fine": rng.normal(size=(1, 2, 6, 6)).astype(np.float32),
+    }
+    inits = {"w": rng.normal(size=(2, 4, 1, 1)).astype(np.float32), "scales": np.array(
+        [1, 1, 2, 2], np.float32)}  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["coarse", "w"], ["c"]),
+        helper.make_node("Resize", ["c", "", "scales"], ["u"], mode="nearest"),
+        helper.make_node("Add", ["u", "fine"], ["y"]),
+    ]
+    check_on_target(make_model(nodes, feeds, ["y"], inits), feeds, target)
