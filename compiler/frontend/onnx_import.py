@@ -14,13 +14,14 @@ names the fault (never a traceback):
    Gather, Cast, Slice, ConstantOfShape, Unsqueeze, Concat, ...) leave only constants behind
    (shapes are static, so ``Shape`` of anything is a constant).
 
-Supported operators: Conv (groups, depthwise, asymmetric pads, ``auto_pad``),
-BatchNormalization, Relu, Clip (min/max as attributes or inputs), LeakyRelu, Sigmoid,
-HardSigmoid, HardSwish, Exp, Sqrt, Neg, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, MaxPool,
-AveragePool, GlobalAveragePool, ReduceMean over H and W, Flatten, Reshape, Transpose,
-Squeeze/Unsqueeze, Concat, Pad (constant mode), Gemm, MatMul, Softmax, LRN (``beta`` a multiple
-of 1/4, decomposed into contract ops), Constant, Identity, Dropout, Cast, and on constants only:
-Shape, Size, Gather, Slice, ConstantOfShape, Range, Expand, Equal, Where, Not.
+Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
+BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, Sigmoid,
+HardSigmoid, HardSwish, Exp, Log, Sqrt, Tanh, Erf, Gelu, Neg, Pow, Add/Sub/Mul/Div/Max/Min/Sum
+with broadcasting, the comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool,
+ReduceMean/Sum/Max/Min, ArgMax, Flatten, Reshape, Transpose, Squeeze/Unsqueeze, Concat, Split,
+Slice, Gather (constant indices), Expand, Tile, Pad (constant mode), Resize, Upsample, Gemm,
+MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into contract ops), Constant,
+Identity, Dropout, Cast, and on constants only: Shape, Size, ConstantOfShape, Range.
 
 Example:
     >>> import onnx

@@ -5,8 +5,8 @@ Example:
     >>> from compiler import te
     >>> a, b = te.placeholder((2, 3), name="a"), te.placeholder((3,), name="b")
     >>> c = compare(a, b, "less")
-    >>> c.dtype, where(c, a, b).shape
-    (bool, (2, 3))
+    >>> str(c.dtype), where(c, a, b).shape
+    ('bool', (2, 3))
 """
 
 from __future__ import annotations

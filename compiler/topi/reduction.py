@@ -9,8 +9,8 @@ Example:
     >>> x = te.placeholder((2, 3, 4), name="x")
     >>> reduce(x, "sum", (0, 2), keepdims=True).shape, reduce(x, "mean", (1,)).shape
     ((1, 3, 1), (2, 4))
-    >>> argmax(x, 1, keepdims=False).dtype
-    int64
+    >>> str(argmax(x, 1, keepdims=False).dtype)
+    'int64'
 """
 
 from __future__ import annotations
