@@ -672,7 +672,7 @@ def _infer_layout_transform(node: Node) -> TensorType:
     return TensorType(shape, x.dtype, "" if dst.startswith("OIHW") else dst)
 
 
-def _perm_attr(node: Node, key: str, rank: int) -> tuple[int, ...]:
+def _axis_ints(node: Node, key: str, rank: int) -> tuple[int, ...]:
     v = node.attrs[key]
     if (
         not isinstance(v, tuple)
@@ -697,9 +697,9 @@ def _infer_strided_slice(node: Node) -> TensorType:
     # begin/end/strides are resolved per axis (python range() bounds, no negative wrap), so
     # every backend reads x[begin + i * stride] with no clamping of its own
     x = node.inputs[0].type
-    begin = _perm_attr(node, "begin", x.ndim)
-    end = _perm_attr(node, "end", x.ndim)
-    strides = _perm_attr(node, "strides", x.ndim)
+    begin = _axis_ints(node, "begin", x.ndim)
+    end = _axis_ints(node, "end", x.ndim)
+    strides = _axis_ints(node, "strides", x.ndim)
     shape = []
     for d, (b, e, s) in enumerate(zip(begin, end, strides, strict=True)):
         if s == 0:
@@ -732,7 +732,7 @@ def _infer_take(node: Node) -> TensorType:
 
 def _infer_dilate(node: Node) -> TensorType:
     x = node.inputs[0].type
-    strides = _perm_attr(node, "strides", x.ndim)
+    strides = _axis_ints(node, "strides", x.ndim)
     if min(strides, default=1) < 1:
         raise GraphError(f"{_where(node)}: strides {strides} must be >= 1")
     return TensorType(
@@ -752,7 +752,7 @@ def _infer_broadcast_to(node: Node) -> TensorType:
 
 def _infer_tile(node: Node) -> TensorType:
     x = node.inputs[0].type
-    reps = _perm_attr(node, "reps", x.ndim)
+    reps = _axis_ints(node, "reps", x.ndim)
     if min(reps, default=1) < 1:
         raise GraphError(f"{_where(node)}: reps {reps} must be >= 1")
     return TensorType(tuple(d * r for d, r in zip(x.shape, reps, strict=True)), x.dtype)
@@ -800,7 +800,7 @@ RESIZE_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "cei
 def _infer_resize(node: Node) -> TensorType:
     x = node.inputs[0].type
     a = node.attrs
-    sizes = _perm_attr(node, "sizes", x.ndim)
+    sizes = _axis_ints(node, "sizes", x.ndim)
     scales = a["scales"]
     if (
         not isinstance(scales, tuple)

@@ -364,7 +364,7 @@ def _take(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tens
     _arity("take", name, inputs, 1)
     axis = _attr("take", name, attrs, "axis")
     indices = _attr("take", name, attrs, "indices")
-    ishape = attrs.get("indices_shape", ())
+    ishape = _attr("take", name, attrs, "indices_shape")
     return transform.take(inputs[0], indices, ishape, axis, name=name)
 
 
