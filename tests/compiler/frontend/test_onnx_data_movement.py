@@ -33,6 +33,21 @@ def test_transpose(seed, target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_concat_of_activations(seed, target):
+    rng = np.random.default_rng(seed)
+    base = _x(rng)
+    axis = int(rng.integers(-base.ndim, base.ndim))
+    feeds = {}
+    for k in range(int(rng.integers(2, 4))):
+        shape = list(base.shape)
+        shape[axis] = int(rng.integers(1, 4))
+        feeds[f"x{k}"] = rng.normal(size=shape).astype(np.float32)
+    node = helper.make_node("Concat", list(feeds), ["y"], axis=axis)
+    check_on_target(make_model([node], feeds, ["y"]), feeds, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("seed", range(4))
 def test_slice(seed, target):
     rng = np.random.default_rng(seed)

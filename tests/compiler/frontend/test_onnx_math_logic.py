@@ -21,7 +21,8 @@ def _shapes(rng: np.random.Generator) -> tuple[list[int], list[int]]:
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize(
-    "op,low,high", [("Log", 0.05, 5.0), ("Tanh", -4.0, 4.0), ("Erf", -5.0, 5.0)]
+    "op,low,high",
+    [("Log", 0.05, 5.0), ("Tanh", -4.0, 4.0), ("Erf", -5.0, 5.0), ("Sqrt", 0, 9), ("Exp", -5, 5)],
 )
 def test_unary_math(op, low, high, target):
     rng = np.random.default_rng(len(op))
