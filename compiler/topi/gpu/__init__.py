@@ -52,7 +52,8 @@ def schedule_gpu(outputs: Sequence[Tensor], anchor: Tensor | None = None) -> Sch
     (out,) = outputs
     root = anchor if anchor is not None else out
     if out.op.tag == "softmax" or root.op.tag == "softmax":
-        return schedule_softmax(out)
+        # a 1-d softmax has no rows to spread over blocks: each thread reduces the vector
+        return schedule_softmax(out) if len(out.shape) > 1 else schedule_pool(out)
     # The tiled dense and conv2d schedules compute the anchor at the output's tile, so they
     # take epilogues of the anchor's shape only; an epilogue that moves data (a slice, a
     # resize, a transpose of another shape) and grouped convolutions get one thread per output
