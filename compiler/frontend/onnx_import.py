@@ -1221,6 +1221,10 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return "mean or inverse standard deviation output"
     if t in ("Resize", "Upsample"):
         return _resize_reason(a)
+    if t == "ConvTranspose" and len(a.get("kernel_shape", (1, 1))) != 2:
+        return f"a {len(a['kernel_shape'])}-d kernel (2-d only)"
+    if t == "Gelu" and a.get("approximate", "none") not in ("none", "tanh"):
+        return f"approximate {a['approximate']!r} (none or tanh)"
     if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
     return ""

@@ -64,3 +64,14 @@ def test_db_head_upsampling(target):
         helper.make_node("Sigmoid", ["u2"], ["y"]),
     ]
     check_on_target(make_model(nodes, {"x": x}, ["y"], inits), {"x": x}, target)
+
+
+def test_a_3d_transposed_convolution_is_named_at_the_scan():
+    from compiler.errors import FrontendError
+    from compiler.frontend.onnx_import import from_onnx
+
+    x = np.zeros((1, 2, 3, 3, 3), np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[2, 2, 2], name="up3")
+    model = make_model([node], {"x": x}, ["y"], {"w": np.zeros((2, 2, 2, 2, 2), np.float32)})
+    with pytest.raises(FrontendError, match=r"up3 \(ConvTranspose.*3-d kernel"):
+        from_onnx(model)
