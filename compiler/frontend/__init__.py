@@ -1,7 +1,7 @@
 """Model frontends: ONNX import and the built-in model zoo.
 
 * :mod:`compiler.frontend.onnx_import`: ``from_onnx(model_or_path) -> compiler.graph.Graph``
-  (opsets 9-18; unsupported or malformed models refused with every fault named);
+  (opsets 9-20; unsupported or malformed models refused with every fault named);
 * :mod:`compiler.frontend.zoo`: ``zoo_names()``, ``load_zoo(name) -> onnx.ModelProto`` and the
   onnx wheel's model-zoo files (``wheel_models()``).
 

@@ -1,4 +1,4 @@
-"""ONNX frontend: an ONNX model (opsets 9-18) becomes a graph of the operator contract.
+"""ONNX frontend: an ONNX model (opsets 9-20) becomes a graph of the operator contract.
 
 Import runs in three steps, each refusing with a :class:`~compiler.errors.FrontendError` that
 names the fault (never a traceback):
@@ -14,13 +14,14 @@ names the fault (never a traceback):
    Gather, Cast, Slice, ConstantOfShape, Unsqueeze, Concat, ...) leave only constants behind
    (shapes are static, so ``Shape`` of anything is a constant).
 
-Supported operators: Conv (groups, depthwise, asymmetric pads, ``auto_pad``),
-BatchNormalization, Relu, Clip (min/max as attributes or inputs), LeakyRelu, PRelu, Sigmoid,
-HardSigmoid, HardSwish, Exp, Sqrt, Neg, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, MaxPool,
-AveragePool, GlobalAveragePool, ReduceMean over H and W, Flatten, Reshape, Transpose,
-Squeeze/Unsqueeze, Concat, Pad (constant mode), Gemm, MatMul, Softmax, LRN (``beta`` a multiple
-of 1/4, decomposed into contract ops), Constant, Identity, Dropout, Cast, and on constants only:
-Shape, Size, Gather, Slice, ConstantOfShape, Range, Expand, Equal, Where, Not.
+Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
+BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu, Sigmoid,
+HardSigmoid, HardSwish, Exp, Log, Sqrt, Tanh, Erf, Gelu, Neg, Pow, Add/Sub/Mul/Div/Max/Min/Sum
+with broadcasting, the comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool,
+ReduceMean/Sum/Max/Min, ArgMax, Flatten, Reshape, Transpose, Squeeze/Unsqueeze, Concat, Split,
+Slice, Gather (constant indices), Expand, Tile, Pad (constant mode), Resize, Upsample, Gemm,
+MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into contract ops), Constant,
+Identity, Dropout, Cast, and on constants only: Shape, Size, ConstantOfShape, Range.
 
 Example:
     >>> import onnx
@@ -51,7 +52,9 @@ from compiler.graph.ir import Constant, Graph, Node, TensorType, Value, Var
 from compiler.graph.reference import evaluate_op
 
 #: Default-domain opsets the frontend accepts (the wheel's model-zoo files are opset 9).
-MIN_OPSET, MAX_OPSET = 9, 18
+#: 19 and 20 change no converted operator's semantics except by adding modes and element
+#: types that the scan or the converters refuse (Pad's wrap, Resize's half_pixel_symmetric).
+MIN_OPSET, MAX_OPSET = 9, 20
 #: IR versions the frontend accepts.
 MIN_IR_VERSION, MAX_IR_VERSION = 3, 11
 
@@ -188,6 +191,10 @@ def _const(v: Value, node: Any, what: str) -> np.ndarray:
     return v.value
 
 
+def _ints_of(v: Value, node: Any, what: str) -> list[int]:
+    return [int(k) for k in _const(v, node, what).reshape(-1)]
+
+
 def _inputs(ctx: _Ctx, node: Any) -> list[Value | None]:
     return [ctx.env[n] if n else None for n in node.input]
 
@@ -245,15 +252,22 @@ def _spatial(node: Any, a: dict[str, Any], x: Value, kernel: Sequence[int]) -> d
 Converter = Callable[[_Ctx, Any, list[Any], dict[str, Any], str], list[Value]]
 CONVERTERS: dict[str, Converter] = {}
 #: Operators converted only when every input is a constant (shape subgraphs).
-CONST_ONLY = {
-    "Gather",
-    "Slice",
-    "ConstantOfShape",
-    "Range",
-    "Expand",
-    "Equal",
-    "Where",
-    "Not",
+CONST_ONLY = {"ConstantOfShape", "Range"}
+#: Operators on activations whose inputs after the first (indices, bounds, repeats, split
+#: sizes) must be constants; on constants alone they fold in numpy as shape computations do.
+CONST_ARGS = {
+    "Clip",
+    "Reshape",
+    "Pad",
+    "Squeeze",
+    "Unsqueeze",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "Resize",
+    "Upsample",
+    "ConvTranspose",
 }
 
 
@@ -286,6 +300,89 @@ def _c_conv(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
     return [ctx.call("conv2d", args, attrs, name)]
 
 
+@_conv("ConvTranspose")
+def _c_conv_transpose(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """The gradient of a convolution, run as one: zeros inserted between the input's pixels
+    (``dilate`` by the strides), then a convolution with the kernel flipped and its in and
+    out channels swapped per group, padded by ``dilation * (k - 1) - pads`` (a negative
+    amount crops) plus ``output_padding`` at the end."""
+    x, w = ins[0], _const(ins[1], node, "the weight")
+    if x.type.ndim != 4 or w.ndim != 4:
+        raise FrontendError(
+            f"node {name!r} (ConvTranspose): only 2-d transposed convolutions of 4-d NCHW "
+            f"inputs are supported (input {x.type.shape}, weight {w.shape})"
+        )
+    groups = int(a.get("group", 1))
+    c_in, co_g, kh, kw = w.shape
+    if c_in != x.type.shape[1] or c_in % groups:
+        raise FrontendError(
+            f"node {name!r} (ConvTranspose): weight {w.shape} does not match {x.type.shape[1]} "
+            f"input channels in {groups} group(s)"
+        )
+    kernel = tuple(int(k) for k in a.get("kernel_shape", (kh, kw)))
+    if kernel != (kh, kw):
+        raise FrontendError(
+            f"node {name!r} (ConvTranspose): kernel_shape {list(kernel)} differs from the "
+            f"weight's {[kh, kw]}"
+        )
+    strides = [int(v) for v in a.get("strides", (1, 1))]
+    dil = [int(v) for v in a.get("dilations", (1, 1))]
+    out_pad = [int(v) for v in a.get("output_padding", (0, 0))]
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dil, strict=True)]
+    size = x.type.shape[2:]
+    auto = a.get("auto_pad", "NOTSET")
+    if "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER"):
+        want = (
+            [int(v) for v in a["output_shape"]][-2:]
+            if "output_shape" in a
+            else [n * s for n, s in zip(size, strides, strict=True)]
+        )
+        total = [
+            s * (n - 1) + extra + sp - o
+            for s, n, extra, sp, o in zip(strides, size, out_pad, span, want, strict=True)
+        ]
+        if auto == "SAME_UPPER":
+            begin = [t // 2 for t in total]
+        else:
+            begin = [t - t // 2 for t in total]
+        pads = [*begin, *(t - b for t, b in zip(total, begin, strict=True))]
+    elif auto == "VALID":
+        pads = [0, 0, 0, 0]
+    else:
+        pads = [int(v) for v in a.get("pads", (0, 0, 0, 0))]
+    # the convolution's padding on the dilated input: negative amounts are cropped first
+    before = [sp - 1 - p for sp, p in zip(span, pads[:2], strict=True)]
+    after = [sp - 1 - p + extra for sp, p, extra in zip(span, pads[2:], out_pad, strict=True)]
+    y = x
+    if any(s > 1 for s in strides):
+        y = ctx.call("dilate", [y], {"strides": (1, 1, *strides)}, f"{name}.dilate")
+    dims = y.type.shape[2:]
+    crop = {
+        2 + d: (max(0, -before[d]), dims[d] + min(0, after[d]), 1)
+        for d in range(2)
+        if before[d] < 0 or after[d] < 0
+    }
+    if any(len(range(*r)) < 1 for r in crop.values()):
+        raise FrontendError(f"node {name!r} (ConvTranspose): pads {pads} leave an empty output")
+    y = _slice_call(ctx, y, crop, f"{name}.crop")
+    # weight (C_in, C_out/g, kh, kw) -> (C_out, C_in/g, kh, kw), flipped in space
+    ci_g = c_in // groups
+    wg = w.reshape(groups, ci_g, co_g, kh, kw)[:, :, :, ::-1, ::-1]
+    wc = np.ascontiguousarray(wg.transpose(0, 2, 1, 3, 4).reshape(groups * co_g, ci_g, kh, kw))
+    attrs = {
+        "strides": (1, 1),
+        "dilation": tuple(dil),
+        "padding": (max(0, before[0]), max(0, before[1]), max(0, after[0]), max(0, after[1])),
+        "groups": groups,
+    }
+    args = [y, Constant(wc, name=f"{name}.weight")]
+    if len(ins) > 2 and ins[2] is not None:
+        args.append(ins[2])
+    return [ctx.call("conv2d", args, attrs, name)]
+
+
 @_conv("BatchNormalization")
 def _c_bn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     return [ctx.call("batch_norm", ins[:5], {"epsilon": float(a.get("epsilon", 1e-5))}, name)]
@@ -298,10 +395,14 @@ _UNARY = {
     "Sqrt": "sqrt",
     "Neg": "negative",
     "HardSwish": "hard_swish",
+    "Log": "log",
+    "Tanh": "tanh",
+    "Erf": "erf",
+    "Not": "logical_not",
 }
 
 
-@_conv("Relu Sigmoid Exp Sqrt Neg HardSwish")
+@_conv("Relu Sigmoid Exp Sqrt Neg HardSwish Log Tanh Erf Not")
 def _c_unary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     return [ctx.call(_UNARY[node.op_type], [ins[0]], {}, name)]
 
@@ -363,6 +464,59 @@ def _c_binary(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
     return [acc]
 
 
+@_conv("Gelu")
+def _c_gelu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("gelu", [ins[0]], {"approximate": a.get("approximate", "none")}, name)]
+
+
+_COMPARE = {
+    "Equal": "equal",
+    "Less": "less",
+    "Greater": "greater",
+    "LessOrEqual": "less_equal",
+    "GreaterOrEqual": "greater_equal",
+    "And": "logical_and",
+    "Or": "logical_or",
+}
+
+
+@_conv("Equal Less Greater LessOrEqual GreaterOrEqual And Or")
+def _c_compare(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call(_COMPARE[node.op_type], ins[:2], {}, name)]
+
+
+@_conv("Where")
+def _c_where(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [ctx.call("where", ins[:3], {}, name)]
+
+
+@_conv("Pow")
+def _c_pow(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """A constant scalar exponent of 1, 2, 3 or 1/2 becomes products or a square root (exact,
+    as onnxruntime's); any other exponent a ``power`` node, the exponent cast to the base's
+    type first (ONNX lets the two types differ)."""
+    x, e = ins[0], ins[1]
+    dt = x.type.dtype
+    # a one-element exponent of no higher rank leaves the base's shape as it is
+    if isinstance(e, Constant) and e.value.size == 1 and e.type.ndim <= x.type.ndim:
+        k = float(e.value.reshape(-1)[0])
+        if k == 1.0:
+            return [x]
+        if k == 2.0:
+            return [ctx.call("multiply", [x, x], {}, name)]
+        if k == 3.0:
+            sq = ctx.call("multiply", [x, x], {}, f"{name}.square")
+            return [ctx.call("multiply", [sq, x], {}, name)]
+        if k == 0.5:
+            return [ctx.call("sqrt", [x], {}, name)]
+    if e.type.dtype != dt:
+        if isinstance(e, Constant):
+            e = Constant(e.value.astype(dt), name=e.name)
+        else:
+            e = ctx.call("cast", [e], {"dtype": dt}, f"{name}.exponent")
+    return [ctx.call("power", [x, e], {}, name)]
+
+
 def _pool_attrs(node: Any, a: dict[str, Any], x: Value) -> dict[str, Any]:
     kernel = tuple(a["kernel_shape"])
     if len(kernel) != 2:
@@ -397,23 +551,45 @@ def _c_gap(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -
     return [ctx.call("global_avg_pool2d", [ins[0]], {}, name)]
 
 
-@_conv("ReduceMean")
-def _c_reduce_mean(
-    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
-) -> list[Value]:
+_REDUCE = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
+
+
+@_conv("ReduceMean ReduceSum ReduceMax ReduceMin")
+def _c_reduce(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Axes come as an attribute or (ReduceSum from opset 13, the rest from 18) a constant
+    input; no axes reduce everything, unless ``noop_with_empty_axes`` makes it the identity.
+    A mean over H and W of a 4-d tensor is a global average pool (the form the accelerator
+    runs once quantized)."""
     x = ins[0]
+    rank = x.type.ndim
     axes = a.get("axes")
     if axes is None and len(ins) > 1 and ins[1] is not None:
-        axes = _const(ins[1], node, "axes").tolist()
-    if x.type.ndim != 4 or axes is None or sorted(k % 4 for k in axes) != [2, 3]:
-        raise FrontendError(
-            f"node {name!r} (ReduceMean): only the mean over H and W of a 4-d "
-            f"input is supported (axes {axes}, shape {x.type.shape})"
-        )
-    out = ctx.call("global_avg_pool2d", [x], {}, name if a.get("keepdims", 1) else f"{name}.mean")
-    if not a.get("keepdims", 1):
-        out = ctx.call("reshape", [out], {"newshape": x.type.shape[:2]}, name)
-    return [out]
+        axes = _ints_of(ins[1], node, "axes")
+    if not axes:
+        if a.get("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(rank))
+    norm = sorted({_axis(int(k), rank, node) for k in axes})
+    if len(norm) != len(axes):
+        raise FrontendError(f"node {name!r} ({node.op_type}): axes {list(axes)} repeat an axis")
+    keep = bool(a.get("keepdims", 1))
+    if node.op_type == "ReduceMean" and rank == 4 and norm == [2, 3]:
+        out = ctx.call("global_avg_pool2d", [x], {}, name if keep else f"{name}.mean")
+        if not keep:
+            out = ctx.call("reshape", [out], {"newshape": x.type.shape[:2]}, name)
+        return [out]
+    attrs = {"axes": tuple(norm), "keepdims": keep}
+    return [ctx.call(_REDUCE[node.op_type], [x], attrs, name)]
+
+
+@_conv("ArgMax")
+def _c_argmax(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    attrs = {
+        "axis": _axis(int(a.get("axis", 0)), ins[0].type.ndim, node),
+        "keepdims": bool(a.get("keepdims", 1)),
+        "select_last_index": bool(a.get("select_last_index", 0)),
+    }
+    return [ctx.call("argmax", [ins[0]], attrs, name)]
 
 
 def _reshape(ctx: _Ctx, x: Value, shape: Sequence[int], name: str) -> Value:
@@ -583,6 +759,155 @@ def _c_softmax(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: st
     return [_reshape(ctx, y, x.type.shape, name)]
 
 
+def _normalize(ctx: _Ctx, x: Value, axes: Sequence[int], eps: float, name: str) -> Value:
+    """``(x - mean) / sqrt(var + eps)`` over ``axes`` from contract operators (two means, so
+    both targets run it as two reductions with their elementwise epilogues)."""
+    dt = x.type.dtype
+    reduce = {"axes": tuple(axes), "keepdims": True}
+    mean = ctx.call("mean", [x], reduce, f"{name}.mean")
+    d = ctx.call("subtract", [x, mean], {}, f"{name}.centre")
+    square = ctx.call("multiply", [d, d], {}, f"{name}.square")
+    var = ctx.call("mean", [square], reduce, f"{name}.var")
+    std = ctx.call(
+        "sqrt",
+        [ctx.call("add", [var, Constant(np.array(eps, dt))], {}, f"{name}.eps")],
+        {},
+        f"{name}.std",
+    )
+    return ctx.call("divide", [d, std], {}, f"{name}.norm")
+
+
+@_conv("LayerNormalization")
+def _c_layer_norm(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """Normalised over the axes from ``axis`` to the last, then scaled and shifted by
+    ``scale`` and ``bias`` (broadcast over the leading axes)."""
+    x = ins[0]
+    rank = x.type.ndim
+    axis = _axis(int(a.get("axis", -1)), rank, node)
+    y = _normalize(ctx, x, range(axis, rank), float(a.get("epsilon", 1e-5)), name)
+    has_bias = len(ins) > 2 and ins[2] is not None
+    y = ctx.call("multiply", [y, ins[1]], {}, f"{name}.scale" if has_bias else name)
+    return [ctx.call("add", [y, ins[2]], {}, name) if has_bias else y]
+
+
+@_conv("InstanceNormalization")
+def _c_instance_norm(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """Normalised per sample and channel over the spatial axes, then a per-channel scale and
+    bias."""
+    x, scale, bias = ins[0], ins[1], ins[2]
+    rank = x.type.ndim
+    if rank < 3:
+        raise FrontendError(
+            f"node {name!r} (InstanceNormalization): needs (N, C, D1, ...), got {x.type.shape}"
+        )
+    y = _normalize(ctx, x, range(2, rank), float(a.get("epsilon", 1e-5)), name)
+    per_channel = (x.type.shape[1],) + (1,) * (rank - 2)
+    scale = _reshape(ctx, scale, per_channel, f"{name}.scale_shape")
+    bias = _reshape(ctx, bias, per_channel, f"{name}.bias_shape")
+    y = ctx.call("multiply", [y, scale], {}, f"{name}.scale")
+    return [ctx.call("add", [y, bias], {}, name)]
+
+
+def _resize_call(
+    ctx: _Ctx,
+    node: Any,
+    x: Value,
+    scales: Sequence[float] | None,
+    sizes: Sequence[int] | None,
+    attrs: dict[str, Any],
+    name: str,
+) -> list[Value]:
+    """A ``resize`` node: output sizes from ``scales`` (``floor(in * scale)`` in float32, as
+    onnxruntime) or scales from ``sizes`` (``out / in``)."""
+    shape = x.type.shape
+    if sizes is not None:
+        out = tuple(int(d) for d in sizes)
+        sc = tuple(float(np.float32(o) / np.float32(i)) for o, i in zip(out, shape, strict=True))
+    else:
+        assert scales is not None
+        sc = tuple(float(np.float32(v)) for v in scales)
+        out = tuple(
+            int(np.floor(np.float32(i) * np.float32(v))) for i, v in zip(shape, sc, strict=True)
+        )
+    if min(sc) <= 0 or min(out) < 1:
+        raise FrontendError(
+            f"node {name!r} ({node.op_type}): scales {list(sc)} give an empty or negative "
+            f"output {list(out)} for input {list(shape)}"
+        )
+    if out == shape and all(v == 1.0 for v in sc):
+        return [x]
+    return [ctx.call("resize", [x], {"sizes": out, "scales": sc, **attrs}, name)]
+
+
+def _simple_nearest(node: Any, scales: Sequence[float], name: str) -> str:
+    """Upsample's (and opset 10 Resize's) nearest rounding: floor when enlarging, ceil when
+    shrinking (onnxruntime's ``simple`` mode), so the axes must agree."""
+    moved = {v >= 1.0 for v in scales if v != 1.0}
+    if len(moved) > 1:
+        raise FrontendError(
+            f"node {name!r} ({node.op_type}): nearest resizing that enlarges some axes and "
+            f"shrinks others ({list(scales)}) is not supported"
+        )
+    return "ceil" if moved == {False} else "floor"
+
+
+@_conv("Resize")
+def _c_resize(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Opset 11 and later: roi (unused by the supported modes), scales or sizes as constant
+    inputs, optionally for ``axes`` only (opset 18). Opset 10 has Upsample's semantics."""
+    x = ins[0]
+    rank = x.type.ndim
+    method = a.get("mode", "nearest")
+    if ctx.opset < 11:
+        scales = [float(v) for v in _const(ins[1], node, "scales").reshape(-1)]
+        nearest = _simple_nearest(node, scales, name)
+        attrs = {"method": method, "coordinate_transformation_mode": "asymmetric"}
+        return _resize_call(ctx, node, x, scales, None, {**attrs, "nearest_mode": nearest}, name)
+    axes = [_axis(int(k), rank, node) for k in a.get("axes", range(rank))]
+    given = [len(ins) > k and ins[k] is not None and ins[k].type.size > 0 for k in (2, 3)]
+    if given[0] == given[1]:
+        raise FrontendError(
+            f"node {name!r} (Resize): needs exactly one of scales and sizes, got "
+            f"{'both' if given[0] else 'neither'}"
+        )
+    k = 2 if given[0] else 3
+    values = _const(ins[k], node, "scales" if given[0] else "sizes").reshape(-1).tolist()
+    if len(values) != len(axes):
+        raise FrontendError(
+            f"node {name!r} (Resize): {len(values)} {'scales' if given[0] else 'sizes'} for "
+            f"{len(axes)} axes"
+        )
+    full: list[Any] = [1.0] * rank if given[0] else list(x.type.shape)
+    for ax, v in zip(axes, values, strict=True):
+        full[ax] = v
+    attrs = {
+        "method": method,
+        "coordinate_transformation_mode": a.get("coordinate_transformation_mode", "half_pixel"),
+        "nearest_mode": a.get("nearest_mode", "round_prefer_floor"),
+    }
+    if given[0]:
+        return _resize_call(ctx, node, x, full, None, attrs, name)
+    return _resize_call(ctx, node, x, None, full, attrs, name)
+
+
+@_conv("Upsample")
+def _c_upsample(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    scales = a.get("scales")
+    if scales is None:
+        scales = _const(ins[1], node, "scales").reshape(-1).tolist()
+    scales = [float(v) for v in scales]
+    attrs = {
+        "method": a.get("mode", "nearest"),
+        "coordinate_transformation_mode": "asymmetric",
+        "nearest_mode": _simple_nearest(node, scales, name),
+    }
+    return _resize_call(ctx, node, ins[0], scales, None, attrs, name)
+
+
 @_conv("LRN")
 def _c_lrn(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     # y = x / (bias + alpha/size * sum of x^2 over a window of channels)^beta, built from
@@ -694,10 +1019,6 @@ def _slice(
     return data[tuple(index)]
 
 
-def _where(cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.where(cond, x, y)
-
-
 def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
     from onnx import numpy_helper
 
@@ -705,16 +1026,178 @@ def _constant_of_shape(a: dict[str, Any], shape: np.ndarray) -> np.ndarray:
     return np.full(tuple(int(d) for d in shape), value.reshape(-1)[0], value.dtype)
 
 
-CONVERTERS["Gather"] = _np_const(lambda a, d, i: np.take(d, i, axis=a.get("axis", 0)))
-CONVERTERS["Slice"] = _np_const(_slice)
 CONVERTERS["ConstantOfShape"] = _np_const(_constant_of_shape)
 CONVERTERS["Range"] = _np_const(lambda a, s, lim, d: np.arange(s, lim, d, dtype=s.dtype))
-CONVERTERS["Expand"] = _np_const(
-    lambda a, d, s: np.broadcast_to(d, np.broadcast_shapes(d.shape, tuple(int(x) for x in s)))
-)
-CONVERTERS["Equal"] = _np_const(lambda a, x, y: np.equal(x, y))
-CONVERTERS["Where"] = _np_const(lambda a, c, x, y: _where(c, x, y))
-CONVERTERS["Not"] = _np_const(lambda a, x: np.logical_not(x))
+
+
+# ---------------------------------------------------------------- data movement on activations
+# Each folds in numpy when every input is a constant (shape subgraphs), and otherwise becomes
+# a contract operator whose extra inputs (bounds, indices, sizes) must be constants.
+
+
+def _all_const(ins: list[Any]) -> bool:
+    return all(v is None or isinstance(v, Constant) for v in ins)
+
+
+def _np_gather(a: dict[str, Any], d: np.ndarray, i: np.ndarray) -> np.ndarray:
+    return np.take(d, i, axis=a.get("axis", 0))
+
+
+def _np_expand(a: dict[str, Any], d: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(d, np.broadcast_shapes(d.shape, tuple(int(x) for x in s)))
+
+
+def _np_tile(a: dict[str, Any], d: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return np.tile(d, [int(k) for k in r])
+
+
+def _folding(fn: Callable[..., np.ndarray]) -> Callable[[Converter], Converter]:
+    """Fold the node in numpy (``fn``) when every input is a constant, else convert it."""
+    folded = _np_const(fn)
+
+    def wrap(convert: Converter) -> Converter:
+        def both(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+            if _all_const(ins):
+                return folded(ctx, node, ins, a, name)
+            return convert(ctx, node, ins, a, name)
+
+        both.__doc__ = convert.__doc__
+        return both
+
+    return wrap
+
+
+def _slice_call(
+    ctx: _Ctx, x: Value, bounds: Mapping[int, tuple[int, int, int]], name: str
+) -> Value:
+    """A ``strided_slice`` taking ``range(*bounds[axis])`` on the axes given, all of the rest."""
+    begin, end, strides = [], [], []
+    for d, size in enumerate(x.type.shape):
+        b, e, s = bounds.get(d, (0, size, 1))
+        begin.append(b)
+        end.append(e)
+        strides.append(s)
+    if all(bounds.get(d, (0, n, 1)) == (0, n, 1) for d, n in enumerate(x.type.shape)):
+        return x
+    attrs = {"begin": tuple(begin), "end": tuple(end), "strides": tuple(strides)}
+    return ctx.call("strided_slice", [x], attrs, name)
+
+
+@_conv("Slice")
+@_folding(_slice)
+def _c_slice(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """ONNX clamps starts and ends into the axis as Python's ``slice.indices`` does."""
+    x = ins[0]
+    rank = x.type.ndim
+    if "starts" in a:  # opset < 10: attributes
+        starts, ends = list(a["starts"]), list(a["ends"])
+        axes = list(a.get("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts, ends = _ints_of(ins[1], node, "starts"), _ints_of(ins[2], node, "ends")
+        has = [len(ins) > k and ins[k] is not None for k in (3, 4)]
+        axes = _ints_of(ins[3], node, "axes") if has[0] else list(range(len(starts)))
+        steps = _ints_of(ins[4], node, "steps") if has[1] else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise FrontendError(f"node {name!r} (Slice): starts, ends, axes, steps differ in length")
+    bounds: dict[int, tuple[int, int, int]] = {}
+    for st, en, ax, sp in zip(starts, ends, axes, steps, strict=True):
+        d = _axis(int(ax), rank, node)
+        if sp == 0:
+            raise FrontendError(f"node {name!r} (Slice): step 0 on axis {d}")
+        r = slice(int(st), int(en), int(sp)).indices(x.type.shape[d])
+        if len(range(*r)) == 0:
+            raise FrontendError(
+                f"node {name!r} (Slice): axis {d} of {x.type.shape} would be empty "
+                f"(start {st}, end {en}, step {sp}); empty tensors are not supported"
+            )
+        bounds[d] = r
+    return [_slice_call(ctx, x, bounds, name)]
+
+
+@_conv("Gather")
+@_folding(_np_gather)
+def _c_gather(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    axis = _axis(int(a.get("axis", 0)), x.type.ndim, node)
+    idx = _const(ins[1], node, "the indices input").astype(np.int64)
+    size = x.type.shape[axis]
+    if idx.size == 0 or idx.min() < -size or idx.max() >= size:
+        raise FrontendError(
+            f"node {name!r} (Gather): indices {idx.reshape(-1).tolist()} are out of range for "
+            f"axis {axis} of size {size}"
+        )
+    flat = tuple(int(k) % size for k in idx.reshape(-1))
+    attrs = {"axis": axis, "indices": flat, "indices_shape": tuple(idx.shape)}
+    return [ctx.call("take", [x], attrs, name)]
+
+
+@_conv("Split")
+def _c_split(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Each output is a ``strided_slice`` along the axis (the graph's nodes have one output)."""
+    x = ins[0]
+    axis = _axis(int(a.get("axis", 0)), x.type.ndim, node)
+    size, n_out = x.type.shape[axis], len(node.output)
+    if "split" in a:
+        sizes = [int(k) for k in a["split"]]
+    elif len(ins) > 1 and ins[1] is not None:
+        sizes = _ints_of(ins[1], node, "split")
+    elif "num_outputs" in a:  # opset 18: ceil-sized pieces, the last one smaller
+        chunk = -(-size // int(a["num_outputs"]))
+        sizes = [min(chunk, size - k * chunk) for k in range(int(a["num_outputs"]))]
+    else:
+        if size % n_out:
+            raise FrontendError(
+                f"node {name!r} (Split): axis {axis} of size {size} does not split evenly "
+                f"into {n_out} outputs"
+            )
+        sizes = [size // n_out] * n_out
+    if len(sizes) != n_out or sum(sizes) != size or min(sizes) < 1:
+        raise FrontendError(
+            f"node {name!r} (Split): sizes {sizes} do not cut axis {axis} of size {size} into "
+            f"{n_out} non-empty outputs"
+        )
+    outs: list[Value] = []
+    start = 0
+    for k, piece in enumerate(sizes):
+        oname = node.output[k] or f"{name}.{k}"
+        outs.append(_slice_call(ctx, x, {axis: (start, start + piece, 1)}, oname))
+        start += piece
+    return outs
+
+
+@_conv("Expand")
+@_folding(_np_expand)
+def _c_expand(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    spec = tuple(_ints_of(ins[1], node, "the shape input"))
+    try:
+        shape = tuple(int(d) for d in np.broadcast_shapes(x.type.shape, spec))
+    except ValueError:
+        raise FrontendError(
+            f"node {name!r} (Expand): shape {list(spec)} does not broadcast with input "
+            f"shape {list(x.type.shape)}"
+        ) from None
+    if shape == x.type.shape:
+        return [x]
+    return [ctx.call("broadcast_to", [x], {"shape": shape}, name)]
+
+
+@_conv("Tile")
+@_folding(_np_tile)
+def _c_tile(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    reps = tuple(_ints_of(ins[1], node, "repeats"))
+    if len(reps) != x.type.ndim or min(reps, default=1) < 1:
+        raise FrontendError(
+            f"node {name!r} (Tile): repeats {list(reps)} must be {x.type.ndim} counts >= 1"
+        )
+    if all(r == 1 for r in reps):
+        return [x]
+    return [ctx.call("tile", [x], {"reps": reps}, name)]
+
+
+CONST_ARGS |= {"Slice", "Gather", "Split", "Expand", "Tile"}
 
 
 # ---------------------------------------------------------------- the scan
@@ -746,10 +1229,34 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return "training mode"
     if t == "Dropout" and len(node.output) > 1 and node.output[1] in used:
         return "mask output"
-    if t in ("Clip", "Reshape", "Pad", "Squeeze", "Unsqueeze", "ReduceMean") and not all(
-        not n or n in const for n in node.input[1:]
-    ):
+    if t == "LayerNormalization" and any(o in used for o in node.output[1:]):
+        return "mean or inverse standard deviation output"
+    if t in ("Resize", "Upsample"):
+        return _resize_reason(a)
+    if t == "ConvTranspose" and len(a.get("kernel_shape", (1, 1))) != 2:
+        return f"a {len(a['kernel_shape'])}-d kernel (2-d only)"
+    if t == "Gelu" and a.get("approximate", "none") not in ("none", "tanh"):
+        return f"approximate {a['approximate']!r} (none or tanh)"
+    if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
+    return ""
+
+
+def _resize_reason(a: dict[str, Any]) -> str:
+    """Why a Resize or Upsample node's attributes are unsupported, or ``""``."""
+    from compiler.graph.ops import RESIZE_COORDINATE_MODES, RESIZE_METHODS, RESIZE_NEAREST_MODES
+
+    checks = (
+        ("mode", "nearest", RESIZE_METHODS),
+        ("coordinate_transformation_mode", "half_pixel", RESIZE_COORDINATE_MODES),
+        ("nearest_mode", "round_prefer_floor", RESIZE_NEAREST_MODES),
+        ("keep_aspect_ratio_policy", "stretch", ("stretch",)),
+    )
+    for key, default, allowed in checks:
+        if a.get(key, default) not in allowed:
+            return f"{key} {a[key]!r} (supported: {', '.join(allowed)})"
+    if a.get("antialias", 0):
+        return "antialias"
     return ""
 
 

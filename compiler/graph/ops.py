@@ -415,6 +415,48 @@ def _infer_unary_float(node: Node) -> TensorType:
     return node.inputs[0].type
 
 
+def _infer_power(node: Node) -> TensorType:
+    _need_float(node, 0)
+    return _infer_binary(node)
+
+
+def _infer_gelu(node: Node) -> TensorType:
+    if node.attrs["approximate"] not in ("none", "tanh"):
+        raise GraphError(
+            f"{_where(node)}: approximate must be 'none' or 'tanh', got "
+            f"{node.attrs['approximate']!r}"
+        )
+    _need_float(node, 0)
+    return node.inputs[0].type
+
+
+def _infer_compare(node: Node) -> TensorType:
+    t = _infer_binary(node)
+    return TensorType(t.shape, "bool", t.layout)
+
+
+def _need_bool(node: Node, ks: range) -> None:
+    for k in ks:
+        if node.inputs[k].type.dtype != "bool":
+            raise _dtype_err(node, k, f"needs a bool tensor, got {node.inputs[k].type.dtype}")
+
+
+def _infer_logical(node: Node) -> TensorType:
+    _need_bool(node, range(len(node.inputs)))
+    return node.inputs[0].type if len(node.inputs) == 1 else _infer_binary(node)
+
+
+def _infer_where(node: Node) -> TensorType:
+    _need_bool(node, range(1))
+    c, a, b = (v.type for v in node.inputs)
+    dtype = _same_dtype(node, [1, 2])
+    ab = broadcast_shapes(a.shape, b.shape)
+    shape = None if ab is None else broadcast_shapes(c.shape, ab)
+    if shape is None:
+        raise _shape_err(node, 0, f"shapes {c.shape}, {a.shape} and {b.shape} do not broadcast")
+    return TensorType(shape, dtype)
+
+
 def _infer_clip(node: Node) -> TensorType:
     lo, hi = _float_attr(node, "a_min"), _float_attr(node, "a_max")
     if lo > hi:
@@ -630,6 +672,155 @@ def _infer_layout_transform(node: Node) -> TensorType:
     return TensorType(shape, x.dtype, "" if dst.startswith("OIHW") else dst)
 
 
+def _axis_ints(node: Node, key: str, rank: int) -> tuple[int, ...]:
+    v = node.attrs[key]
+    if (
+        not isinstance(v, tuple)
+        or len(v) != rank
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+    ):
+        raise GraphError(f"{_where(node)}: attribute {key} must be {rank} ints, got {v!r}")
+    return v
+
+
+def slice_extent(begin: int, end: int, stride: int) -> int:
+    """Elements of ``range(begin, end, stride)``: the resolved bounds of ``strided_slice``.
+
+    Example:
+        >>> slice_extent(0, 5, 2), slice_extent(4, -1, -1), slice_extent(3, 3, 1)
+        (3, 5, 0)
+    """
+    return len(range(begin, end, stride))
+
+
+def _infer_strided_slice(node: Node) -> TensorType:
+    # begin/end/strides are resolved per axis (python range() bounds, no negative wrap), so
+    # every backend reads x[begin + i * stride] with no clamping of its own
+    x = node.inputs[0].type
+    begin = _axis_ints(node, "begin", x.ndim)
+    end = _axis_ints(node, "end", x.ndim)
+    strides = _axis_ints(node, "strides", x.ndim)
+    shape = []
+    for d, (b, e, s) in enumerate(zip(begin, end, strides, strict=True)):
+        if s == 0:
+            raise GraphError(f"{_where(node)}: axis {d} has stride 0")
+        n = slice_extent(b, e, s)
+        if n < 1 or not 0 <= b < x.shape[d] or not 0 <= b + (n - 1) * s < x.shape[d]:
+            raise _shape_err(
+                node, 0, f"axis {d}: range({b}, {e}, {s}) is empty or leaves [0, {x.shape[d]})"
+            )
+        shape.append(n)
+    return TensorType(tuple(shape), x.dtype)
+
+
+def _infer_take(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    axis = _axis(node, x.ndim)
+    ishape = node.attrs["indices_shape"]
+    indices = node.attrs["indices"]
+    if not isinstance(ishape, tuple) or not all(isinstance(d, int) and d >= 1 for d in ishape):
+        raise GraphError(f"{_where(node)}: indices_shape must be positive ints, got {ishape!r}")
+    if not isinstance(indices, tuple) or len(indices) != math.prod(ishape):
+        raise GraphError(
+            f"{_where(node)}: indices must be {math.prod(ishape)} ints (indices_shape {ishape})"
+        )
+    for k in indices:
+        if not isinstance(k, int) or not 0 <= k < x.shape[axis]:
+            raise _shape_err(node, 0, f"index {k!r} is out of range for axis {axis} ({x.shape})")
+    return TensorType(x.shape[:axis] + ishape + x.shape[axis + 1 :], x.dtype)
+
+
+def _infer_dilate(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    strides = _axis_ints(node, "strides", x.ndim)
+    if min(strides, default=1) < 1:
+        raise GraphError(f"{_where(node)}: strides {strides} must be >= 1")
+    return TensorType(
+        tuple((d - 1) * s + 1 for d, s in zip(x.shape, strides, strict=True)), x.dtype
+    )
+
+
+def _infer_broadcast_to(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    shape = node.attrs["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 1 for d in shape):
+        raise GraphError(f"{_where(node)}: shape must be positive ints, got {shape!r}")
+    if len(shape) < x.ndim or broadcast_shapes(x.shape, shape) != shape:
+        raise _shape_err(node, 0, f"shape {x.shape} does not broadcast to {shape}")
+    return TensorType(shape, x.dtype)
+
+
+def _infer_tile(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    reps = _axis_ints(node, "reps", x.ndim)
+    if min(reps, default=1) < 1:
+        raise GraphError(f"{_where(node)}: reps {reps} must be >= 1")
+    return TensorType(tuple(d * r for d, r in zip(x.shape, reps, strict=True)), x.dtype)
+
+
+def _reduced_shape(node: Node, axes: tuple[int, ...], keepdims: Any) -> tuple[int, ...]:
+    x = node.inputs[0].type
+    if not isinstance(keepdims, bool):
+        raise GraphError(f"{_where(node)}: keepdims must be a bool, got {keepdims!r}")
+    if (
+        not isinstance(axes, tuple)
+        or not axes
+        or list(axes) != sorted(set(axes))
+        or not all(isinstance(a, int) and 0 <= a < x.ndim for a in axes)
+    ):
+        raise GraphError(
+            f"{_where(node)}: axes must be sorted distinct ints in [0, {x.ndim}), got {axes!r}"
+        )
+    if keepdims:
+        return tuple(1 if k in axes else d for k, d in enumerate(x.shape))
+    return tuple(d for k, d in enumerate(x.shape) if k not in axes)
+
+
+def _infer_reduce(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    if node.op == "mean":
+        _need_float(node, 0)
+    return TensorType(_reduced_shape(node, node.attrs["axes"], node.attrs["keepdims"]), x.dtype)
+
+
+def _infer_argmax(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    axis = _axis(node, x.ndim)
+    if not isinstance(node.attrs["select_last_index"], bool):
+        raise GraphError(f"{_where(node)}: select_last_index must be a bool")
+    return TensorType(_reduced_shape(node, (axis,), node.attrs["keepdims"]), "int64")
+
+
+#: The resize modes the contract supports (``compiler.topi.resize`` describes them).
+RESIZE_METHODS = ("nearest", "linear")
+RESIZE_COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners")
+RESIZE_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _infer_resize(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    a = node.attrs
+    sizes = _axis_ints(node, "sizes", x.ndim)
+    scales = a["scales"]
+    if (
+        not isinstance(scales, tuple)
+        or len(scales) != x.ndim
+        or not all(isinstance(v, float) and v > 0 for v in scales)
+    ):
+        raise GraphError(f"{_where(node)}: scales must be {x.ndim} positive floats, got {scales!r}")
+    if min(sizes) < 1:
+        raise GraphError(f"{_where(node)}: sizes {sizes} must be >= 1")
+    for key, allowed in (
+        ("method", RESIZE_METHODS),
+        ("coordinate_transformation_mode", RESIZE_COORDINATE_MODES),
+        ("nearest_mode", RESIZE_NEAREST_MODES),
+    ):
+        if a[key] not in allowed:
+            raise GraphError(f"{_where(node)}: {key} {a[key]!r} is not one of {allowed}")
+    _need_float(node, 0)
+    return TensorType(sizes, x.dtype)
+
+
 _POOL_ATTRS = {
     "pool_size": REQUIRED,
     "strides": (1, 1),
@@ -643,8 +834,16 @@ for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
     register_op(OpDef(_name, INJ, 2, 2, {}, _infer_binary))
 for _name in ("relu", "negative"):
     register_op(OpDef(_name, INJ, 1, 1, {}, _infer_unary))
-for _name in ("sigmoid", "exp", "sqrt", "hard_swish"):
+for _name in ("sigmoid", "exp", "sqrt", "hard_swish", "log", "tanh", "erf"):
     register_op(OpDef(_name, INJ, 1, 1, {}, _infer_unary_float))
+register_op(OpDef("gelu", INJ, 1, 1, {"approximate": "none"}, _infer_gelu))
+register_op(OpDef("power", INJ, 2, 2, {}, _infer_power))
+for _name in ("equal", "less", "greater", "less_equal", "greater_equal"):
+    register_op(OpDef(_name, INJ, 2, 2, {}, _infer_compare))
+for _name in ("logical_and", "logical_or"):
+    register_op(OpDef(_name, INJ, 2, 2, {}, _infer_logical))
+register_op(OpDef("logical_not", INJ, 1, 1, {}, _infer_logical))
+register_op(OpDef("where", INJ, 3, 3, {}, _infer_where))
 
 register_op(
     OpDef(
@@ -679,6 +878,57 @@ register_op(OpDef("reshape", INJ, 1, 1, {"newshape": REQUIRED}, _infer_reshape))
 register_op(OpDef("transpose", INJ, 1, 1, {"axes": REQUIRED}, _infer_transpose))
 register_op(OpDef("concat", INJ, 1, None, {"axis": REQUIRED}, _infer_concat))
 register_op(OpDef("pad", INJ, 1, 1, {"pad_width": REQUIRED, "pad_value": 0.0}, _infer_pad))
+register_op(
+    OpDef(
+        "strided_slice",
+        INJ,
+        1,
+        1,
+        {"begin": REQUIRED, "end": REQUIRED, "strides": REQUIRED},
+        _infer_strided_slice,
+    )
+)
+register_op(
+    OpDef(
+        "take",
+        INJ,
+        1,
+        1,
+        {"axis": REQUIRED, "indices": REQUIRED, "indices_shape": REQUIRED},
+        _infer_take,
+    )
+)
+for _name in ("sum", "mean", "max", "min"):
+    register_op(OpDef(_name, RED, 1, 1, {"axes": REQUIRED, "keepdims": False}, _infer_reduce))
+register_op(
+    OpDef(
+        "argmax",
+        RED,
+        1,
+        1,
+        {"axis": REQUIRED, "keepdims": False, "select_last_index": False},
+        _infer_argmax,
+    )
+)
+register_op(
+    OpDef(
+        "resize",
+        INJ,
+        1,
+        1,
+        {
+            "sizes": REQUIRED,
+            "scales": REQUIRED,
+            "method": "nearest",
+            "coordinate_transformation_mode": "half_pixel",
+            "nearest_mode": "round_prefer_floor",
+        },
+        _infer_resize,
+    )
+)
+register_op(OpDef("dilate", INJ, 1, 1, {"strides": REQUIRED}, _infer_dilate))
+register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))
+register_op(OpDef("tile", INJ, 1, 1, {"reps": REQUIRED}, _infer_tile))
 register_op(OpDef("cast", INJ, 1, 1, {"dtype": REQUIRED}, _infer_cast))
 register_op(
     OpDef(
@@ -706,6 +956,7 @@ _ELEMENTWISE = frozenset(
     {
         "add", "subtract", "multiply", "divide", "maximum", "minimum", "relu", "negative",
         "sigmoid", "exp", "sqrt", "hard_swish", "clip", "leaky_relu", "hard_sigmoid", "cast",
+        "log", "tanh", "erf", "gelu",
     }
 )  # fmt: skip
 
@@ -722,4 +973,5 @@ __all__ = [
     "parse_packed",
     "parse_packed_kernel",
     "register_op",
+    "slice_extent",
 ]

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -188,7 +189,25 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "multiply": np.multiply,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "power": np.power,
+    "equal": np.equal,
+    "less": np.less,
+    "greater": np.greater,
+    "less_equal": np.less_equal,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
 }
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        inner = np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))
+    else:
+        inner = _erf(x / math.sqrt(2))
+    return 0.5 * x * (1 + inner)
 
 
 def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
@@ -200,6 +219,16 @@ def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
         return 1 / (1 + np.exp(-x))
     if op == "exp":
         return np.exp(x)
+    if op == "log":
+        return np.log(x)
+    if op == "tanh":
+        return np.tanh(x)
+    if op == "erf":
+        return _erf(x)
+    if op == "gelu":
+        return _gelu(x, attrs["approximate"])
+    if op == "logical_not":
+        return np.logical_not(x)
     if op == "sqrt":
         return np.sqrt(x)
     if op == "hard_swish":
@@ -219,8 +248,13 @@ def _unary(op: str, x: np.ndarray, attrs: Attrs) -> np.ndarray:
 
 _UNARY = (
     "relu", "negative", "sigmoid", "exp", "sqrt", "hard_swish", "clip", "leaky_relu",
-    "hard_sigmoid",
+    "hard_sigmoid", "log", "tanh", "erf", "gelu", "logical_not",
 )  # fmt: skip
+
+
+@_impl("where")
+def _where(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.where(args[0], args[1], args[2])
 
 
 @_impl("batch_norm")
@@ -311,6 +345,106 @@ def _concat(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
 @_impl("pad")
 def _pad(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.pad(args[0], attrs["pad_width"], constant_values=attrs["pad_value"])
+
+
+def _reduction(fn: Callable[..., np.ndarray]) -> Impl:
+    def run(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+        return fn(args[0], axis=attrs["axes"], keepdims=attrs["keepdims"])
+
+    return run
+
+
+for _op, _fn in (("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min)):
+    _IMPLS[_op] = _reduction(_fn)
+
+
+@_impl("argmax")
+def _argmax(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x = np.moveaxis(args[0], attrs["axis"], -1)
+    if attrs["select_last_index"]:
+        idx = x.shape[-1] - 1 - np.argmax(x[..., ::-1], axis=-1)
+    else:
+        idx = np.argmax(x, axis=-1)
+    return idx.reshape(t.shape).astype(np.int64)
+
+
+def _resize_coordinates(n_in: int, n_out: int, scale: float, mode: str) -> np.ndarray:
+    i = np.arange(n_out, dtype=np.float32)
+    s = np.float32(scale)
+    if mode == "asymmetric":
+        return i / s
+    if mode == "align_corners":
+        if n_out == 1:
+            return np.zeros(1, np.float32)
+        return i * np.float32(n_in - 1) / np.float32(n_out - 1)
+    if mode == "pytorch_half_pixel" and n_out == 1:
+        return np.zeros(1, np.float32)
+    return (i + np.float32(0.5)) / s - np.float32(0.5)
+
+
+def _nearest_index(c: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "floor":
+        k = np.floor(c)
+    elif mode == "ceil":
+        k = np.ceil(c)
+    elif mode == "round_prefer_ceil":
+        k = np.floor(c + np.float32(0.5))
+    else:  # round_prefer_floor
+        k = np.where(c - np.floor(c) == np.float32(0.5), np.floor(c), np.floor(c + np.float32(0.5)))
+    return k.astype(np.int64)
+
+
+@_impl("resize")
+def _resize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    # separable: one axis at a time
+    y = args[0]
+    mode = attrs["coordinate_transformation_mode"]
+    for k, (n_out, scale) in enumerate(zip(attrs["sizes"], attrs["scales"], strict=True)):
+        n_in = y.shape[k]
+        if n_out == n_in and scale == 1.0:
+            continue
+        c = _resize_coordinates(n_in, n_out, scale, mode)
+        if attrs["method"] == "nearest":
+            y = np.take(y, np.clip(_nearest_index(c, attrs["nearest_mode"]), 0, n_in - 1), axis=k)
+            continue
+        c = np.clip(c, 0, n_in - 1)
+        lo = c.astype(np.int64)
+        hi = np.minimum(lo + 1, n_in - 1)
+        w = (c - lo).astype(y.dtype).reshape((-1,) + (1,) * (y.ndim - k - 1))
+        y = np.take(y, lo, axis=k) * (1 - w) + np.take(y, hi, axis=k) * w
+    return y
+
+
+@_impl("strided_slice")
+def _strided_slice(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    ranges = [
+        np.arange(b, e, s)
+        for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"], strict=True)
+    ]
+    return args[0][np.ix_(*ranges)]
+
+
+@_impl("take")
+def _take(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    indices = np.array(attrs["indices"], np.int64).reshape(attrs["indices_shape"])
+    return np.take(args[0], indices, axis=attrs["axis"])
+
+
+@_impl("dilate")
+def _dilate(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    out = np.zeros(t.shape, args[0].dtype)
+    out[tuple(slice(None, None, s) for s in attrs["strides"])] = args[0]
+    return out
+
+
+@_impl("broadcast_to")
+def _broadcast_to(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.broadcast_to(args[0], attrs["shape"]).copy()
+
+
+@_impl("tile")
+def _tile(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return np.tile(args[0], attrs["reps"])
 
 
 @_impl("cast")

@@ -78,8 +78,11 @@ class AbsHistogram:
         values: np.ndarray, bins: int = DEFAULT_BINS, absmax: float | None = None
     ) -> AbsHistogram:
         """The histogram of ``values`` over ``[0, absmax]`` (default: their largest magnitude;
-        larger magnitudes go to the last bin)."""
+        larger magnitudes go to the last bin). NaN and infinite values (a float operator's
+        result outside its domain, such as a fractional power of a negative number) carry no
+        range and are left out."""
         mag = np.abs(np.asarray(values, np.float64)).reshape(-1)
+        mag = mag[np.isfinite(mag)]
         top = float(mag.max()) if absmax is None and mag.size else float(absmax or 0.0)
         if top <= 0:
             counts = np.zeros(bins, np.int64)
@@ -235,6 +238,14 @@ def _as_batches(feeds: Any) -> list[Mapping[str, Any] | Sequence[Any]]:
     return batches
 
 
+def _finite_absmax(values: np.ndarray) -> float:
+    """The largest finite magnitude of ``values`` (0 when there is none; see
+    :meth:`AbsHistogram.of`)."""
+    mag = np.abs(np.asarray(values, np.float64))
+    mag = mag[np.isfinite(mag)]
+    return float(mag.max()) if mag.size else 0.0
+
+
 def observed_values(graph: Graph) -> list[Value]:
     """The values calibration measures: the graph's float inputs and every float node."""
     vals: list[Value] = [v for v in graph.inputs if v.type.dtype.startswith("float")]
@@ -254,13 +265,15 @@ def collect_histograms(
     for k, feed in enumerate(batches):
         outs = evaluate(probe, feed)
         for v, o in zip(values, outs, strict=True):
-            if o.size and not np.isfinite(o).all():
-                what = "input" if v in graph.inputs else "node"
+            # the data itself must be finite; a node may produce NaN or Inf on its own (a
+            # fractional power of a negative number, masked by a Where later) and is measured
+            # on its finite values
+            if v in graph.inputs and o.size and not np.isfinite(o).all():
                 raise QuantizeError(
-                    f"calibration batch {k}: {what} {node_label(v)!r} has non-finite values "
+                    f"calibration batch {k}: input {node_label(v)!r} has non-finite values "
                     "(NaN or Inf): int8 scales need finite data"
                 )
-        absmax = np.maximum(absmax, [float(np.abs(o).max()) if o.size else 0.0 for o in outs])
+        absmax = np.maximum(absmax, [_finite_absmax(o) for o in outs])
     hists: dict[int, AbsHistogram] = {}
     for feed in batches:
         outs = evaluate(probe, feed)

@@ -30,7 +30,7 @@ from compiler.ir.expr import const
 from compiler.te import compute, reduce_axis
 from compiler.te import sum as te_sum
 from compiler.te.tensor import Tensor
-from compiler.topi import activation, transform
+from compiler.topi import activation, logical, reduction, resize, transform
 from compiler.topi.matmul import batch_matmul, dense_split_k
 
 ComputeFn = Callable[[Sequence[Tensor], Mapping[str, Any], str], Tensor]
@@ -188,6 +188,35 @@ def _unary(fn: Callable[..., Tensor], op: str, keys: Sequence[str] = ()) -> Comp
     return run
 
 
+def _gelu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("gelu", name, attrs, ("approximate",))
+    _arity("gelu", name, inputs, 1)
+    return activation.gelu(inputs[0], str(attrs.get("approximate", "none")), name=name)
+
+
+def _compare(kind: str) -> ComputeFn:
+    def run(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+        _known(kind, name, attrs, ())
+        _arity(kind, name, inputs, 2)
+        if kind in logical.LOGICAL:
+            return logical.logical(inputs[0], inputs[1], kind, name)
+        return logical.compare(inputs[0], inputs[1], kind, name)
+
+    return run
+
+
+def _logical_not(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("logical_not", name, attrs, ())
+    _arity("logical_not", name, inputs, 1)
+    return logical.logical_not(inputs[0], name=name)
+
+
+def _where(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("where", name, attrs, ())
+    _arity("where", name, inputs, 3)
+    return logical.where(inputs[0], inputs[1], inputs[2], name=name)
+
+
 def _clip(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("clip", name, attrs, ("a_min", "a_max"))
     _arity("clip", name, inputs, 1)
@@ -262,6 +291,28 @@ def _global_avg_pool(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: s
     return topi.global_avg_pool2d(inputs[0], name=name)
 
 
+def _reduction(kind: str) -> ComputeFn:
+    def run(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+        _known(kind, name, attrs, ("axes", "keepdims"))
+        _arity(kind, name, inputs, 1)
+        axes = _attr(kind, name, attrs, "axes")
+        return reduction.reduce(inputs[0], kind, axes, bool(attrs.get("keepdims")), name)
+
+    return run
+
+
+def _argmax(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("argmax", name, attrs, ("axis", "keepdims", "select_last_index"))
+    _arity("argmax", name, inputs, 1)
+    return reduction.argmax(
+        inputs[0],
+        _attr("argmax", name, attrs, "axis"),
+        bool(attrs.get("keepdims")),
+        bool(attrs.get("select_last_index")),
+        name,
+    )
+
+
 def _softmax(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("softmax", name, attrs, ("axis",))
     _arity("softmax", name, inputs, 1)
@@ -295,6 +346,65 @@ def _concat(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Te
     if not isinstance(axis, int):
         raise _fail("concat", name, f"axis={axis!r} must be an int")
     return transform.concat(inputs, axis, name=name)
+
+
+def _strided_slice(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("strided_slice", name, attrs, ("begin", "end", "strides"))
+    _arity("strided_slice", name, inputs, 1)
+    n = inputs[0].ndim
+    begin, end, strides = (
+        _ints("strided_slice", name, _attr("strided_slice", name, attrs, k), n, k)
+        for k in ("begin", "end", "strides")
+    )
+    return transform.strided_slice(inputs[0], begin, end, strides, name=name)
+
+
+def _take(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("take", name, attrs, ("axis", "indices", "indices_shape"))
+    _arity("take", name, inputs, 1)
+    axis = _attr("take", name, attrs, "axis")
+    indices = _attr("take", name, attrs, "indices")
+    ishape = _attr("take", name, attrs, "indices_shape")
+    return transform.take(inputs[0], indices, ishape, axis, name=name)
+
+
+_RESIZE_ATTRS = ("sizes", "scales", "method", "coordinate_transformation_mode", "nearest_mode")
+
+
+def _resize(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("resize", name, attrs, _RESIZE_ATTRS)
+    _arity("resize", name, inputs, 1)
+    n = inputs[0].ndim
+    return resize.resize(
+        inputs[0],
+        _ints("resize", name, _attr("resize", name, attrs, "sizes"), n, "sizes"),
+        [float(v) for v in _attr("resize", name, attrs, "scales")],
+        str(attrs.get("method", "nearest")),
+        str(attrs.get("coordinate_transformation_mode", "half_pixel")),
+        str(attrs.get("nearest_mode", "round_prefer_floor")),
+        name=name,
+    )
+
+
+def _dilate(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("dilate", name, attrs, ("strides",))
+    _arity("dilate", name, inputs, 1)
+    n = inputs[0].ndim
+    strides = _ints("dilate", name, _attr("dilate", name, attrs, "strides"), n, "strides")
+    return transform.dilate(inputs[0], strides, name=name)
+
+
+def _broadcast_to(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("broadcast_to", name, attrs, ("shape",))
+    _arity("broadcast_to", name, inputs, 1)
+    return transform.broadcast_to(inputs[0], _attr("broadcast_to", name, attrs, "shape"), name)
+
+
+def _tile(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("tile", name, attrs, ("reps",))
+    _arity("tile", name, inputs, 1)
+    reps = _ints("tile", name, _attr("tile", name, attrs, "reps"), inputs[0].ndim, "reps")
+    return transform.tile(inputs[0], reps, name=name)
 
 
 def _pad(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
@@ -507,6 +617,14 @@ OPS: dict[str, ComputeFn] = {
     "sqrt": _unary(activation.sqrt, "sqrt"),
     "negative": _unary(activation.negative, "negative"),
     "clip": _clip,
+    "log": _unary(activation.log, "log"),
+    "tanh": _unary(activation.tanh, "tanh"),
+    "erf": _unary(activation.erf, "erf"),
+    "gelu": _gelu,
+    "power": _binary(activation.power),
+    **{kind: _compare(kind) for kind in (*logical.COMPARISONS, *logical.LOGICAL)},
+    "logical_not": _logical_not,
+    "where": _where,
     "leaky_relu": _unary(activation.leaky_relu, "leaky_relu", ("alpha",)),
     "hard_sigmoid": _unary(activation.hard_sigmoid, "hard_sigmoid", ("alpha", "beta")),
     "hard_swish": _unary(activation.hard_swish, "hard_swish"),
@@ -515,10 +633,21 @@ OPS: dict[str, ComputeFn] = {
     "avg_pool2d": _avg_pool,
     "global_avg_pool2d": _global_avg_pool,
     "softmax": _softmax,
+    "sum": _reduction("sum"),
+    "mean": _reduction("mean"),
+    "max": _reduction("max"),
+    "min": _reduction("min"),
+    "argmax": _argmax,
     "reshape": _reshape,
     "transpose": _transpose,
     "concat": _concat,
     "pad": _pad,
+    "strided_slice": _strided_slice,
+    "take": _take,
+    "broadcast_to": _broadcast_to,
+    "dilate": _dilate,
+    "resize": _resize,
+    "tile": _tile,
     "cast": _cast,
     "layout_transform": _layout_transform,
     "quantize": _quantize,

@@ -63,6 +63,7 @@ _INTERNAL_TAGS = frozenset(
         "pool_max",
         "pool_avg",
         "softmax",
+        "reduce",
     }
 )
 
@@ -146,6 +147,9 @@ def _core(anchor: Tensor, internal: Mapping[int, Operation]) -> tuple[str, Opera
             return kind, tags[tag]
     if isinstance(anchor.op, ComputeOp) and anchor.op.is_reduction:
         return "reduction", anchor.op
+    for inner in internal.values():  # a mean: the sum, then an injective divide
+        if isinstance(inner, ComputeOp) and inner.is_reduction:
+            return "reduction", inner
     raise ScheduleError(
         f"schedule: anchor {anchor.name} (tag {anchor.op.tag!r}) is not a known anchor "
         "(conv2d, dense, matmul, pooling, softmax or a reduction)"

@@ -41,4 +41,10 @@ def softmax(x: Tensor, axis: int = -1, name: str = "softmax") -> Tensor:
     e = compute(x.shape, lambda *i: op.exp(x(*i) - xmax(*drop(i))), name=f"{name}_exp")
     k2 = reduce_axis(x.shape[axis], "k")
     total = compute(reduced, lambda *i: te_sum(e[outer(i, k2.var)], axis=k2), name=f"{name}_sum")
-    return compute(x.shape, lambda *i: e(*i) / total(*drop(i)), name=name, tag="softmax")
+    return compute(
+        x.shape,
+        lambda *i: e(*i) / total(*drop(i)),
+        name=name,
+        tag="softmax",
+        attrs={"axis": axis},
+    )

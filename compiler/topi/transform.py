@@ -166,3 +166,117 @@ def concat(xs: Sequence[Tensor], axis: int, name: str = "concat") -> Tensor:
         return value
 
     return compute(shape, fcompute, name=name, tag="injective")
+
+
+def strided_slice(
+    x: Tensor,
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int],
+    name: str = "strided_slice",
+) -> Tensor:
+    """``out[i] = x[begin + i * strides]`` per axis, over ``range(begin, end, strides)``
+    (resolved bounds: no negative wrap-around, a negative stride walks backwards)."""
+    if not len(begin) == len(end) == len(strides) == x.ndim:
+        raise ShapeError(f"{name}: begin/end/strides need {x.ndim} entries each for {x.name}")
+    shape = tuple(len(range(b, e, s)) for b, e, s in zip(begin, end, strides, strict=True))
+    for d, (b, n, s) in enumerate(zip(begin, shape, strides, strict=True)):
+        if n < 1 or not 0 <= b < x.shape[d] or not 0 <= b + (n - 1) * s < x.shape[d]:
+            raise ShapeError(f"{name}: axis {d} of {x.name}{x.shape} reads outside the tensor")
+    return compute(
+        shape,
+        lambda *i: x(*(b + v * s for v, b, s in zip(i, begin, strides, strict=True))),
+        name=name,
+        tag="injective",
+    )
+
+
+def take(
+    x: Tensor,
+    indices: Sequence[int],
+    indices_shape: Sequence[int],
+    axis: int,
+    name: str = "take",
+) -> Tensor:
+    """numpy's ``take`` with constant, non-negative ``indices`` (flat, of ``indices_shape``).
+
+    Indices that step evenly (a scalar, a range) read ``x`` at an affine position; others pick
+    their element with a chain of selects on the flat index position, so every read stays
+    in bounds without a data-dependent address.
+    """
+    idx = [int(k) for k in indices]
+    ishape = tuple(int(d) for d in indices_shape)
+    if len(idx) != math.prod(ishape) or not idx:
+        raise ShapeError(f"{name}: {len(idx)} indices do not fill shape {ishape}")
+    if not 0 <= axis < x.ndim or not all(0 <= k < x.shape[axis] for k in idx):
+        raise ShapeError(f"{name}: indices {idx} leave axis {axis} of {x.name}{x.shape}")
+    rank = len(ishape)
+    shape = x.shape[:axis] + ishape + x.shape[axis + 1 :]
+    istrides = [math.prod(ishape[k + 1 :]) for k in range(rank)]
+    step = idx[1] - idx[0] if len(idx) > 1 else 0
+    affine = all(k == idx[0] + j * step for j, k in enumerate(idx))
+
+    def fcompute(*i: Expr) -> Expr:
+        pos: Expr | int = 0
+        for v, st, d in zip(i[axis : axis + rank], istrides, ishape, strict=True):
+            if d > 1:
+                pos = v * st if isinstance(pos, int) and pos == 0 else pos + v * st
+        outer, inner = i[:axis], i[axis + rank :]
+        if affine:
+            return x(*outer, idx[0] + pos * step if step else idx[0], *inner)
+        value = x(*outer, idx[-1], *inner)
+        for j in range(len(idx) - 2, -1, -1):
+            value = op.if_then_else(op.equal(pos, j), x(*outer, idx[j], *inner), value)
+        return value
+
+    return compute(shape, fcompute, name=name, tag="injective")
+
+
+def broadcast_to(x: Tensor, shape: Sequence[int], name: str = "broadcast_to") -> Tensor:
+    """numpy's ``broadcast_to``: size-1 (and missing leading) axes repeat."""
+    out = tuple(int(d) for d in shape)
+    lead = len(out) - x.ndim
+    if lead < 0 or any(d not in (1, out[lead + k]) for k, d in enumerate(x.shape)):
+        raise ShapeError(f"{name}: {x.name}{x.shape} does not broadcast to {out}")
+    return compute(
+        out,
+        lambda *i: x(*(0 if d == 1 else i[lead + k] for k, d in enumerate(x.shape))),
+        name=name,
+        tag="injective",
+    )
+
+
+def tile(x: Tensor, reps: Sequence[int], name: str = "tile") -> Tensor:
+    """numpy's ``tile`` with one repeat count per axis."""
+    if len(reps) != x.ndim or min(reps, default=1) < 1:
+        raise ShapeError(f"{name}: reps {tuple(reps)} must be {x.ndim} counts >= 1")
+    shape = tuple(d * int(r) for d, r in zip(x.shape, reps, strict=True))
+    return compute(
+        shape,
+        lambda *i: x(*(v if r == 1 else v % d for v, d, r in zip(i, x.shape, reps, strict=True))),
+        name=name,
+        tag="injective",
+    )
+
+
+def dilate(x: Tensor, strides: Sequence[int], name: str = "dilate") -> Tensor:
+    """``strides[k] - 1`` zeros inserted between neighbours along each axis ``k`` (the input
+    of a transposed convolution run as a convolution).
+
+    Example:
+        >>> from compiler import te
+        >>> dilate(te.placeholder((1, 2, 3, 3), name="x"), (1, 1, 2, 2)).shape
+        (1, 2, 5, 5)
+    """
+    if len(strides) != x.ndim or min(strides, default=1) < 1:
+        raise ShapeError(f"{name}: strides {tuple(strides)} must be {x.ndim} ints >= 1")
+    shape = tuple((d - 1) * s + 1 for d, s in zip(x.shape, strides, strict=True))
+
+    def fcompute(*i: Expr) -> Expr:
+        on_grid = [op.equal(v % s, 0) for v, s in zip(i, strides, strict=True) if s > 1]
+        value = x(*(v if s == 1 else v // s for v, s in zip(i, strides, strict=True)))
+        if not on_grid:
+            return value
+        return op.if_then_else(op.all_of(*on_grid), value, op.convert(0, x.dtype))
+
+    return compute(shape, fcompute, name=name, tag="injective")

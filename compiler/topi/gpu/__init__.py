@@ -1,8 +1,9 @@
 """Default GPU schedules of the operators, and ``schedule_gpu`` for a fused group.
 
 ``schedule_gpu(outputs, anchor)`` picks the schedule from the anchor operator of a fused
-group (the graph runtime's strategy calls it per group): dense/matmul, conv2d (NCHW),
-pooling, softmax, or injective operators.
+group (the graph runtime's strategy calls it per group): dense/matmul, conv2d (NCHW; grouped
+ones one thread per output element), pooling and other reductions, softmax, or injective
+operators.
 
 Example:
     >>> from compiler import te, topi
@@ -51,14 +52,23 @@ def schedule_gpu(outputs: Sequence[Tensor], anchor: Tensor | None = None) -> Sch
     (out,) = outputs
     root = anchor if anchor is not None else out
     if out.op.tag == "softmax" or root.op.tag == "softmax":
-        return schedule_softmax(out)
+        # a 1-d softmax has no rows to spread over blocks: each thread reduces the vector
+        return schedule_softmax(out) if len(out.shape) > 1 else schedule_pool(out)
+    # The tiled dense and conv2d schedules compute the anchor at the output's tile, so they
+    # take epilogues of the anchor's shape only; an epilogue that moves data (a slice, a
+    # resize, a transpose of another shape) and grouped convolutions get one thread per output
+    # element with the reduction in its registers.
     dense = find_anchor(root, DENSE_TAGS)
     if dense is not None and dense.op.attrs.get("split_k"):
         return schedule_pool(out)  # the split-K partial sums per output element, in registers
     if dense is not None:
-        return schedule_dense(out)
-    if find_anchor(root, CONV_TAGS) is not None:
-        return schedule_conv2d_nchw(out)
+        return schedule_dense(out) if out.shape == dense.shape else schedule_pool(out)
+    conv = find_anchor(root, CONV_TAGS)
+    if conv is not None:
+        plain = conv.op.attrs.get("groups", 1) == 1 and len(out.shape) == 4
+        return (
+            schedule_conv2d_nchw(out) if plain and out.shape == conv.shape else schedule_pool(out)
+        )
     if anchor is not None and _has_reduction(out):
         # pooling and other reductions: one thread per output element
         return schedule_pool(out)

@@ -13,7 +13,8 @@ from compiler.graph import Graph, evaluate, graph_pipeline, run_pipeline
 from compiler.passes.pipeline import PassOptions
 
 _TYPES = {"float32": onnx.TensorProto.FLOAT, "int64": onnx.TensorProto.INT64,
-          "int32": onnx.TensorProto.INT32, "int8": onnx.TensorProto.INT8}  # fmt: skip
+          "int32": onnx.TensorProto.INT32, "int8": onnx.TensorProto.INT8,
+          "bool": onnx.TensorProto.BOOL}  # fmt: skip
 
 
 def make_model(
