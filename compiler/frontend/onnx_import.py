@@ -15,13 +15,14 @@ names the fault (never a traceback):
    (shapes are static, so ``Shape`` of anything is a constant).
 
 Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
-BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu, Sigmoid,
-HardSigmoid, HardSwish, Exp, Log, Sqrt, Tanh, Erf, Gelu, Neg, Pow, Add/Sub/Mul/Div/Max/Min/Sum
-with broadcasting, the comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool,
-ReduceMean/Sum/Max/Min, ArgMax, Flatten, Reshape, Transpose, Squeeze/Unsqueeze, Concat, Split,
-Slice, Gather (constant indices), Expand, Tile, Pad (constant mode), Resize, Upsample, Gemm,
-MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into contract ops), Constant,
-Identity, Dropout, Cast, and on constants only: Shape, Size, ConstantOfShape, Range.
+BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu,
+Sigmoid, HardSigmoid, HardSwish, Exp, Log, Sqrt, Tanh, Erf, Gelu, Neg, Pow,
+Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the comparisons, Not/And/Or, Where, MaxPool,
+AveragePool, GlobalAveragePool, ReduceMean/Sum/Max/Min, ArgMax, Flatten, Reshape, Transpose,
+Squeeze/Unsqueeze, Concat, Split, Slice, Gather (constant indices), Expand, Tile, Pad (constant
+mode), Resize, Upsample, Gemm, MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into
+contract ops), Constant, Identity, Dropout, Cast, and on constants only: Shape, Size,
+ConstantOfShape, Range.
 
 Example:
     >>> import onnx
