@@ -113,7 +113,7 @@ class Executor:
                 raise SessionError(f"tensor {name}: constant {p.key!r} is missing")
         # Constants are bound once: contiguous arrays kept alive for the session's lifetime.
         self.constants = {
-            k: np.ascontiguousarray(v) for k, v in program.constants.items()
+            k: np.asarray(v, order="C") for k, v in program.constants.items()
         }  # fmt: skip
         self._functions: list[Callable[..., None]] = []
         self._static: list[list[int | None]] = []

@@ -94,7 +94,7 @@ def check_feeds(inputs: Sequence[TensorSpec], feeds: Mapping[str, Any]) -> dict[
                 f"input {spec.name!r} has shape {tuple(arr.shape)}, expected {spec.shape} "
                 f"({spec.dtype})"
             )
-        checked[spec.name] = np.ascontiguousarray(arr)
+        checked[spec.name] = np.asarray(arr, order="C")
     return checked
 
 

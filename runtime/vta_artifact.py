@@ -93,7 +93,7 @@ def _sha256(data: bytes) -> str:
 
 def _npy(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    np.save(buf, np.asarray(arr, order="C"), allow_pickle=False)
     return buf.getvalue()
 
 

@@ -227,7 +227,7 @@ class NetworkPlan:
                 records.append(run_record(step.record, res))
                 continue
             # reading an input out of the image counts as its producer's copy, not host time
-            args = [np.ascontiguousarray(value(s), dtype=self.slots[s].dtype) for s in step.inputs]
+            args = [np.asarray(value(s), self.slots[s].dtype, order="C") for s in step.inputs]
             if any(n.op == "quantize" for n in step.nodes):
                 _check_finite(step, args)
             t0 = clock()
@@ -311,7 +311,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
             slot_of[id(v)] = len(slots)
             slots.append(Slot(tuple(int(d) for d in v.type.shape), str(v.type.dtype)))
             if isinstance(v, Constant):
-                constants[slot_of[id(v)]] = np.ascontiguousarray(v.value, dtype=v.type.dtype)
+                constants[slot_of[id(v)]] = np.asarray(v.value, v.type.dtype, order="C")
         return slot_of[id(v)]
 
     input_slots = tuple(slot(v) for v in graph.inputs)

@@ -41,3 +41,23 @@ def test_output_names_are_archive_keys_never_paths(tmp_path, monkeypatch, capsys
     assert main(["run", str(path), "--output", "no/such/dir/out.npz"]) == 1
     assert capsys.readouterr().err.count("\n") == 1
     assert sorted(p.name for p in work.iterdir()) == ["out.npz"]
+
+
+def test_a_scalar_constant_survives_the_vta_artifact(tmp_path):
+    """A 0-d host constant (PRelu's shared slope) keeps its shape through save and load."""
+    rng = np.random.default_rng(0)
+    model = make_model(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("PRelu", ["c", "slope"], ["y"]),
+        ],
+        {"x": np.zeros((1, 3, 8, 8), np.float32)},
+        ["y"],
+        {"w": rng.normal(size=(8, 3, 3, 3)).astype(np.float32), "slope": np.float32(0.25)},
+    )
+    x = rng.normal(size=(1, 3, 8, 8)).astype(np.float32)
+    sess = InferenceSession(model.SerializeToString(), target="vta", calibration=x)
+    (a,) = sess.run(None, {"x": x})
+    sess.save(tmp_path / "m.vtac")
+    (b,) = InferenceSession(tmp_path / "m.vtac").run(None, {"x": x})
+    assert a.tobytes() == b.tobytes()
