@@ -65,33 +65,37 @@ _U1, _U2, _U3, _U4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
 
 
 @numba.njit
-def _rows_any(inpf, wgtf, accf, outf, block_in, block_out, w, x0, a0, n):
-    """``n`` rows from acc row ``a0`` += ``n`` rows from inp row ``x0`` times weight tile ``w``
-    transposed, and out = their low 8 bits; any tile shape. The buffers are flat (views made
-    once per instruction: a view per run costs more than a short run's MACs).
+def _block_any(inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep):
+    """acc rows += inp rows times weight tile ``w`` transposed, and out = their low 8 bits, for
+    ``reps`` blocks of ``n`` rows: row ``r`` of block ``p`` is acc row ``a0 + p·arep + r`` and
+    inp row ``x0 + p·xrep + r·xstep``. Any tile shape; the buffers are flat (a view per block
+    would cost more than a short block's MACs).
 
     Each dot product is summed in int64 and stored wrapped to int32, as the reference does for
     one micro-op.
     """
     bi = np.uint64(block_in)
     bo = np.uint64(block_out)
-    for r in range(np.uint64(n)):
-        xr = (np.uint64(x0) + r) * bi
-        ar = (np.uint64(a0) + r) * bo
-        for o in range(bo):
-            wo = (np.uint64(w) * bo + o) * bi
-            s = np.int64(accf[ar + o])
-            for c in range(bi):
-                s += np.int64(inpf[xr + c]) * np.int64(wgtf[wo + c])
-            # storing the int64 sum truncates it: int32 wrap-around, and the low 8 bits for
-            # out, exactly wrap32 and low8 of the reference
-            accf[ar + o] = s
-            outf[ar + o] = s
+    for p in range(np.uint64(reps)):
+        xb = np.uint64(x0) + p * np.uint64(xrep)
+        ab = np.uint64(a0) + p * np.uint64(arep)
+        for r in range(np.uint64(n)):
+            xr = (xb + r * np.uint64(xstep)) * bi
+            ar = (ab + r) * bo
+            for o in range(bo):
+                wo = (np.uint64(w) * bo + o) * bi
+                s = np.int64(accf[ar + o])
+                for c in range(bi):
+                    s += np.int64(inpf[xr + c]) * np.int64(wgtf[wo + c])
+                # storing the int64 sum truncates it: int32 wrap-around, and the low 8 bits
+                # for out, exactly wrap32 and low8 of the reference
+                accf[ar + o] = s
+                outf[ar + o] = s
 
 
 @numba.njit
-def _rows_4x4(inpf, wgtf, accf, outf, w, x0, a0, n):
-    """:func:`_rows_any` for 4×4 tiles (the ``default`` and ``4x4x4`` presets).
+def _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep):
+    """:func:`_block_any` for 4×4 tiles (the ``default`` and ``4x4x4`` presets).
 
     With the 16 weights held in locals, nothing stored in the row loop can alias them, and
     LLVM vectorizes the loop across rows; with run-time tile sizes the weights are reloaded
@@ -102,17 +106,19 @@ def _rows_4x4(inpf, wgtf, accf, outf, w, x0, a0, n):
     w10, w11, w12, w13 = _tile_row(wgtf, q + _U4)
     w20, w21, w22, w23 = _tile_row(wgtf, q + np.uint64(8))
     w30, w31, w32, w33 = _tile_row(wgtf, q + np.uint64(12))
-    xb = np.uint64(4 * x0)
-    ab = np.uint64(4 * a0)
-    for r in range(np.uint64(n)):
-        a = ab + _U4 * r
-        v0, v1, v2, v3 = _tile_row(inpf, xb + _U4 * r)
-        s0 = accf[a] + v0 * w00 + v1 * w01 + v2 * w02 + v3 * w03
-        s1 = accf[a + _U1] + v0 * w10 + v1 * w11 + v2 * w12 + v3 * w13
-        s2 = accf[a + _U2] + v0 * w20 + v1 * w21 + v2 * w22 + v3 * w23
-        s3 = accf[a + _U3] + v0 * w30 + v1 * w31 + v2 * w32 + v3 * w33
-        accf[a], accf[a + _U1], accf[a + _U2], accf[a + _U3] = s0, s1, s2, s3
-        outf[a], outf[a + _U1], outf[a + _U2], outf[a + _U3] = s0, s1, s2, s3
+    xs = _U4 * np.uint64(xstep)
+    for p in range(np.uint64(reps)):
+        xb = _U4 * (np.uint64(x0) + p * np.uint64(xrep))
+        ab = _U4 * (np.uint64(a0) + p * np.uint64(arep))
+        for r in range(np.uint64(n)):
+            a = ab + _U4 * r
+            v0, v1, v2, v3 = _tile_row(inpf, xb + xs * r)
+            s0 = accf[a] + v0 * w00 + v1 * w01 + v2 * w02 + v3 * w03
+            s1 = accf[a + _U1] + v0 * w10 + v1 * w11 + v2 * w12 + v3 * w13
+            s2 = accf[a + _U2] + v0 * w20 + v1 * w21 + v2 * w22 + v3 * w23
+            s3 = accf[a + _U3] + v0 * w30 + v1 * w31 + v2 * w32 + v3 * w33
+            accf[a], accf[a + _U1], accf[a + _U2], accf[a + _U3] = s0, s1, s2, s3
+            outf[a], outf[a + _U1], outf[a + _U2], outf[a + _U3] = s0, s1, s2, s3
 
 
 @numba.njit(inline="always")
@@ -126,31 +132,46 @@ def _tile_row(flat, q):
     )
 
 
-@numba.njit(inline="always")
-def _gemm_rows(inpf, wgtf, accf, outf, block_in, block_out, w, x0, a0, n):
+@numba.njit
+def _gemm_block(inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep):
+    """One block (see :func:`_block_any`) through the kernel for its tile shape; blocks that
+    continue one another (the next block starts where this one's rows end, in acc and inp)
+    run as one longer block."""
+    if reps > 1 and arep == n and xrep == n * xstep:
+        n = n * reps
+        reps = 1
     if block_in == 4 and block_out == 4:
-        _rows_4x4(inpf, wgtf, accf, outf, w, x0, a0, n)
+        _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep)
     else:
-        _rows_any(inpf, wgtf, accf, outf, block_in, block_out, w, x0, a0, n)
+        _block_any(
+            inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep
+        )
 
 
 @numba.njit
-def _gemm_runs(uop, uop_begin, uop_end, runs):
-    """Split micro-ops [begin, end) into runs (dst and src step by one, wgt stays); write each
-    run's first micro-op and length into ``runs`` and return how many there are."""
+def _gemm_runs(uop, uop_begin, uop_end, batch, runs):
+    """Split micro-ops [begin, end) into runs: dst steps by one, wgt stays, src steps by one
+    constant ``≥ 0`` (by one when ``batch > 1``, so that a run's inp rows stay evenly spaced).
+    Write each run's first micro-op, length and src step into ``runs``; return how many."""
     n = 0
     k = uop_begin
     while k < uop_end:
         length = 1
+        step = 1
+        if k + 1 < uop_end:
+            step = uop[k + 1, 1] - uop[k, 1]
+            if step < 0 or (batch > 1 and step != 1):
+                step = 1
         while (
             k + length < uop_end
             and uop[k + length, 0] == uop[k, 0] + length
-            and uop[k + length, 1] == uop[k, 1] + length
+            and uop[k + length, 1] == uop[k, 1] + length * step
             and uop[k + length, 2] == uop[k, 2]
         ):
             length += 1
         runs[n, 0] = k
         runs[n, 1] = length
+        runs[n, 2] = step
         n += 1
         k += length
     return n
@@ -238,11 +259,10 @@ def gemm(
             batch,
         )
         return OK
-    runs = np.empty((uop_end - uop_begin, 2), np.int64)
-    n_runs = _gemm_runs(uop, uop_begin, uop_end, runs)
-    if n_runs == uop_end - uop_begin and not (
-        n_runs == 1 and dst_factor_in == 1 and src_factor_in == 1 and wgt_factor_in == 0
-    ):
+    runs = np.empty((uop_end - uop_begin, 3), np.int64)
+    n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
+    sweep = n_runs == 1 and dst_factor_in == 1 and src_factor_in == 1 and wgt_factor_in == 0
+    if n_runs == uop_end - uop_begin and not sweep:
         return _k.gemm(
             inp,
             wgt,
@@ -265,43 +285,37 @@ def gemm(
     wgtf = wgt.reshape(-1)
     accf = acc.reshape(-1)
     outf = out.reshape(-1)
-    # runs of consecutive loop steps merge too (a one-micro-op list swept by iter_in): the
-    # pending run grows while the next one continues it in all three buffers
-    a0 = x0 = w0 = -1
-    count = 0
+    # Every write adds to acc modulo 2**32 and inp/wgt are only read, so the final acc (and out,
+    # its low 8 bits) does not depend on the order of the micro-ops: when the weight index does
+    # not move with j, a run is applied for all j at once (one block of iter_in row runs).
+    inner = iter_in if wgt_factor_in == 0 else 1
     for i in range(iter_out):
-        for j in range(iter_in):
+        for j in range(0, iter_in, inner):
             da = i * dst_factor_out + j * dst_factor_in
             dx = i * src_factor_out + j * src_factor_in
             dw = i * wgt_factor_out + j * wgt_factor_in
             for q in range(n_runs):
                 k = runs[q, 0]
-                a = uop[k, 0] + da
-                x = uop[k, 1] + dx
-                w = uop[k, 2] + dw
-                if count > 0 and a == a0 + count and x == x0 + count and w == w0:
-                    count += runs[q, 1]
-                    continue
-                if count > 0:
-                    _gemm_rows(
-                        inpf,
-                        wgtf,
-                        accf,
-                        outf,
-                        block_in,
-                        block_out,
-                        w0,
-                        x0 * batch,
-                        a0 * batch,
-                        count * batch,
-                    )
-                a0 = a
-                x0 = x
-                w0 = w
-                count = runs[q, 1]
-    _gemm_rows(
-        inpf, wgtf, accf, outf, block_in, block_out, w0, x0 * batch, a0 * batch, count * batch
-    )
+                if batch == 1:
+                    rows, xstep = runs[q, 1], runs[q, 2]
+                else:
+                    rows, xstep = runs[q, 1] * batch, 1
+                _gemm_block(
+                    inpf,
+                    wgtf,
+                    accf,
+                    outf,
+                    block_in,
+                    block_out,
+                    uop[k, 2] + dw,
+                    (uop[k, 1] + dx) * batch,
+                    xstep,
+                    (uop[k, 0] + da) * batch,
+                    rows,
+                    inner,
+                    src_factor_in * batch,
+                    dst_factor_in * batch,
+                )
     return OK
 
 
