@@ -22,6 +22,7 @@ from test_sim_random import Draw, random_config, random_program
 
 import isa
 import vta_sim
+from isa.asm import assemble
 from vta_sim import dense
 from vta_sim import kernels as ref
 
@@ -198,7 +199,7 @@ EXAMPLES = sorted(Path(isa.__file__).parent.joinpath("examples").glob("*.vasm"))
 def test_examples_run_the_same_with_either_kernels(path, preset):
     cfg = isa.load_config(preset)
     try:
-        prog = isa.assemble(path.read_text(), config=cfg)
+        prog = assemble(path.read_text(), config=cfg)
     except isa.IsaError as e:  # an example written for another tile shape
         pytest.skip(f"{path.name} does not assemble for {preset}: {e}")
     try:
