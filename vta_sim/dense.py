@@ -133,15 +133,35 @@ def _tile_row(flat, q):
 
 
 @numba.njit
-def _gemm_block(inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep):
-    """One block (see :func:`_block_any`) through the kernel for its tile shape; blocks that
-    continue one another (the next block starts where this one's rows end, in acc and inp)
-    run as one longer block."""
+def _gemm_block(
+    inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep, scratch
+):
+    """One block (see :func:`_block_any`) through the kernel for its tile shape.
+
+    Blocks that continue one another (the next block starts where this one's rows end, in acc
+    and inp) run as one longer block. For 4×4 tiles, blocks whose acc rows continue one another
+    but whose inp rows do not (a convolution's output rows, each reading a window of a wider
+    input row) have their inp rows copied one after the other into ``scratch`` first, so that
+    the vectorized loop runs over all ``reps · n`` rows instead of ``reps`` short loops.
+    """
     if reps > 1 and arep == n and xrep == n * xstep:
         n = n * reps
         reps = 1
     if block_in == 4 and block_out == 4:
-        _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep)
+        if reps > 1 and arep == n and reps * n * 4 <= scratch.shape[0]:
+            t = np.uint64(0)
+            for p in range(np.uint64(reps)):
+                xb = np.uint64(x0) + p * np.uint64(xrep)
+                for r in range(np.uint64(n)):
+                    src = _U4 * (xb + r * np.uint64(xstep))
+                    scratch[t] = inpf[src]
+                    scratch[t + _U1] = inpf[src + _U1]
+                    scratch[t + _U2] = inpf[src + _U2]
+                    scratch[t + _U3] = inpf[src + _U3]
+                    t += _U4
+            _block_4x4(scratch, wgtf, accf, outf, w, 0, 1, a0, n * reps, 1, 0, 0)
+        else:
+            _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep)
     else:
         _block_any(
             inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep
@@ -289,6 +309,10 @@ def gemm(
     # its low 8 bits) does not depend on the order of the micro-ops: when the weight index does
     # not move with j, a run is applied for all j at once (one block of iter_in row runs).
     inner = iter_in if wgt_factor_in == 0 else 1
+    longest = 0
+    for q in range(n_runs):
+        longest = max(longest, runs[q, 1])
+    scratch = np.empty(inner * longest * batch * block_in if inner > 1 else 0, np.int8)
     for i in range(iter_out):
         for j in range(0, iter_in, inner):
             da = i * dst_factor_out + j * dst_factor_in
@@ -315,6 +339,7 @@ def gemm(
                     inner,
                     src_factor_in * batch,
                     dst_factor_in * batch,
+                    scratch,
                 )
     return OK
 

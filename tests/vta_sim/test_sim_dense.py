@@ -215,3 +215,27 @@ def test_unknown_kernels_are_refused():
     prog = isa.Program.build(isa.load_config("default"), [isa.Finish()])
     with pytest.raises(ValueError, match="kernels"):
         vta_sim.simulate(prog, kernels="blas")
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("src_step", [1, 2])
+def test_gemm_convolution_rows_match_the_reference_kernel(tile, src_step):
+    # a 3x3 convolution's shape: runs of 7 output rows per kernel tap (src stepping by the
+    # stride), iter_in over output rows whose acc rows follow one another and whose input rows
+    # do not (dst_factor_in = 7, src_factor_in = 9), iter_out over output channel blocks
+    batch, block_in, block_out = tile
+    rng = np.random.default_rng(src_step)
+    depth = 256
+    inp = rng.integers(-128, 128, (depth, batch, block_in)).astype(np.int8)
+    wgt = rng.integers(-128, 128, (depth, block_out, block_in)).astype(np.int8)
+    acc = _acc(rng, (depth, batch, block_out))
+    out = np.zeros((depth, batch, block_out), np.int8)
+    uop = np.array(
+        [(r, tap // 3 * 9 + tap % 3 + src_step * r, tap) for tap in range(9) for r in range(7)],
+        np.int32,
+    )
+    args = (uop, 0, 0, uop.shape[0], 3, 7, 49, 7, 0, 9, 9, 0)
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    assert dense.gemm(inp, wgt, a1, o1, *args) == ref.gemm(inp, wgt, a2, o2, *args) == 0
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
