@@ -9,7 +9,8 @@ end of the cycle. Between two visited cycles nothing changes, so each module's c
 visited cycle covers the whole gap (docs/timing.md §6).
 
 An instruction's functional effect is applied when it issues (docs/timing.md §7) by the ISA's own
-kernels (:mod:`vta_sim.kernels`); a micro-op costs the kernel's loop body and nothing else.
+kernels (:mod:`vta_sim.kernels`), GEMM and ALU over runs of micro-ops (:mod:`vta_sim.dense`, the
+same results); a micro-op costs the kernel's loop body and nothing else.
 
 The loop returns a code: :data:`DONE`, an ISA error code (``isa.semantics.ERRORS``) or one of
 :data:`DEADLOCK`, :data:`NO_FINISH`, :data:`CYCLE_LIMIT`; :mod:`vta_sim.simulator` turns codes
