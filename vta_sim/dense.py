@@ -3,30 +3,34 @@
 The reference kernels (:func:`isa.semantics.gemm_kernel`, :func:`isa.semantics.alu_kernel`)
 decode the three loop indices of every micro-op and then work on one tile: a handful of MACs
 or lanes per step of the loop nest (16 MACs for a 1×4×4 GEMM). Compiled programs keep their
-micro-ops in runs: consecutive micro-ops whose accumulator and source indices both advance by one
-entry and whose weight index stays put (one output row of a convolution against one kernel tap),
-and ALU loops that sweep a contiguous range of entries. A run is one contiguous block of
-``rows = length · batch`` rows in each buffer, so its GEMM is one (rows × block_in) ·
-(block_in × block_out) product against a single weight tile, and its ALU work is one sweep over
-``rows · block_out`` contiguous lanes.
+micro-ops in runs: consecutive micro-ops whose accumulator index advances by one entry, whose
+source index advances by a constant step (a convolution's stride) and whose weight index stays
+put (one output row of a convolution against one kernel tap), and ALU loops that sweep a
+contiguous range of entries. A run's GEMM is one (rows × block_in) · (block_in × block_out)
+product against a single weight tile, and its ALU work is one sweep over contiguous lanes.
 
-Both kernels here visit the micro-ops in exactly the reference's order (``i``, ``j``, then the
-micro-op list) and apply exactly its arithmetic (int64 sums, each written back wrapped to int32,
-``out`` taking the low 8 bits of every written value), so any overlap between accumulator
-entries, or between an ALU source and entries written earlier in the same instruction, gives
-the reference's result: the runs only change how many indices are decoded, not what is read or
-written when. The checks are the reference's own (:func:`isa.semantics.gemm_check`,
-:func:`isa.semantics.alu_check`), asked first, so a faulty instruction reports the same error
-and leaves the buffers untouched. A micro-op list with no run longer than one micro-op gains
-nothing from this and runs through the reference kernel itself.
+Exactness. The arithmetic is the reference's: int64 sums, each written back wrapped to int32,
+``out`` taking the low 8 bits of every written value. ALU visits the loop nest in exactly the
+reference's order (``i``, ``j``, then the micro-op list), lane by lane, so a source entry written
+earlier in the same instruction is read updated, as in the reference. GEMM may visit it in
+another order: every GEMM write adds to acc modulo 2**32 and inp/wgt are only read, so the final
+acc does not depend on the order of the additions (nor does out, the low 8 bits of the last
+write), whatever the overlaps between accumulator entries. The checks are the reference's own
+(:func:`isa.semantics.gemm_check`, :func:`isa.semantics.alu_check`), asked first, so a faulty
+instruction reports the same error and leaves the buffers untouched. A GEMM micro-op list with
+no run longer than one micro-op gains nothing here and runs through the reference kernel.
 
-Why plain numba loops and not BLAS: the event loop is one nopython function, so a product must
-be something numba compiles. numba's ``np.dot`` reaches BLAS only for float arrays and through
-SciPy (not a dependency), and every tile here is tiny (block_in and block_out are 4 or 16): the
-conversion of int8 tiles to float and the call overhead would cost more than the MACs. The win is
-in not decoding indices per micro-op and in giving LLVM inner loops over fixed tile shapes, which
-it unrolls and vectorizes (kernels specialised for the presets' tile shapes; any other shape
-runs the same loops with run-time bounds).
+Why plain numba loops and not BLAS (measured on a compiled ResNet-18): the event loop is one
+nopython function, so the work must be something numba compiles; numba's ``np.dot`` reaches
+BLAS only for float arrays and through SciPy (not a dependency), and the tiles are tiny (4×4 on
+two presets): converting int8 rows to float and calling BLAS per run costs more than the MACs.
+What costs is per-micro-op index decoding and loops LLVM cannot vectorize. So: flat buffers
+indexed with unsigned integers (numba's wrap-around of negative signed indices is a select per
+access that blocks vectorization), no array views per run (a view costs about 100 ns), the 4×4
+tile's 16 weights held in locals so that the row loop vectorizes across rows, and short runs of
+one block gathered into one long loop. Other tile shapes run the generic loops (for 16×16 tiles
+the per-micro-op overhead was already small beside the 256 MACs, and these loops are no faster
+than the reference's).
 
 Example (a run of two micro-ops, then the same GEMM through the reference):
     >>> import numpy as np
