@@ -49,9 +49,10 @@ def instruction_table(prog: Program) -> np.ndarray:
     # Few distinct (opcode, memory type) pairs exist, so route and flag meaning per pair.
     # (a 1-D unique of one key per pair: numpy's row-wise unique sorts a structured view and
     # costs more than the rest of the decoding together)
-    span = int(memtype.max()) + 1 if n else 1
-    keys = np.unique(opcode.astype(np.int64) * span + memtype) if n else np.zeros(0, np.int64)
-    for op, mt in zip((keys // span).tolist(), (keys % span).tolist(), strict=True):
+    lo = int(memtype.min()) if n else 0
+    span = int(memtype.max()) - lo + 1 if n else 1
+    keys = np.unique(opcode.astype(np.int64) * span + (memtype - lo)) if n else np.zeros(0)
+    for op, mt in zip((keys // span).tolist(), (keys % span + lo).tolist(), strict=True):
         sel = (opcode == op) & (memtype == mt)
         module = module_of_fields(int(op), int(mt))
         route[sel] = MODULES.index(module)
