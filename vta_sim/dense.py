@@ -69,32 +69,31 @@ _U1, _U2, _U3, _U4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
 
 
 @numba.njit
-def _block_any(inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep):
+def _block_any(inp2, wgt, acc2, out2, w, x0, xstep, a0, n, reps, xrep, arep):
     """acc rows += inp rows times weight tile ``w`` transposed, and out = their low 8 bits, for
     ``reps`` blocks of ``n`` rows: row ``r`` of block ``p`` is acc row ``a0 + p·arep + r`` and
-    inp row ``x0 + p·xrep + r·xstep``. Any tile shape; the buffers are flat (a view per block
-    would cost more than a short block's MACs).
+    inp row ``x0 + p·xrep + r·xstep`` (rows of ``inp2``/``acc2``/``out2``: one per batch entry
+    of a buffer entry). Any tile shape.
 
+    The loops are the reference kernel's (2-D row views with signed indices: for 16×16 tiles
+    LLVM vectorizes this dot product better than the flat unsigned form of the 4×4 kernel).
     Each dot product is summed in int64 and stored wrapped to int32, as the reference does for
     one micro-op.
     """
-    bi = np.uint64(block_in)
-    bo = np.uint64(block_out)
-    for p in range(np.uint64(reps)):
-        xb = np.uint64(x0) + p * np.uint64(xrep)
-        ab = np.uint64(a0) + p * np.uint64(arep)
-        for r in range(np.uint64(n)):
-            xr = (xb + r * np.uint64(xstep)) * bi
-            ar = (ab + r) * bo
-            for o in range(bo):
-                wo = (np.uint64(w) * bo + o) * bi
-                s = np.int64(accf[ar + o])
-                for c in range(bi):
-                    s += np.int64(inpf[xr + c]) * np.int64(wgtf[wo + c])
+    for p in range(reps):
+        xb = x0 + p * xrep
+        ab = a0 + p * arep
+        for r in range(n):
+            x = xb + r * xstep
+            a = ab + r
+            for o in range(acc2.shape[1]):
+                s = np.int64(acc2[a, o])
+                for c in range(inp2.shape[1]):
+                    s += np.int64(inp2[x, c]) * np.int64(wgt[w, o, c])
                 # storing the int64 sum truncates it: int32 wrap-around, and the low 8 bits
                 # for out, exactly wrap32 and low8 of the reference
-                accf[ar + o] = s
-                outf[ar + o] = s
+                acc2[a, o] = s
+                out2[a, o] = s
 
 
 @numba.njit
@@ -138,7 +137,7 @@ def _tile_row(flat, q):
 
 @numba.njit
 def _gemm_block(
-    inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep, scratch
+    inp, wgt, acc, out, inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep, scratch
 ):
     """One block (see :func:`_block_any`) through the kernel for its tile shape.
 
@@ -151,7 +150,7 @@ def _gemm_block(
     if reps > 1 and arep == n and xrep == n * xstep:
         n = n * reps
         reps = 1
-    if block_in == 4 and block_out == 4:
+    if inp.shape[2] == 4 and acc.shape[2] == 4:
         if reps > 1 and arep == n and reps * n * 4 <= scratch.shape[0]:
             t = np.uint64(0)
             for p in range(np.uint64(reps)):
@@ -167,9 +166,10 @@ def _gemm_block(
         else:
             _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep)
     else:
-        _block_any(
-            inpf, wgtf, accf, outf, block_in, block_out, w, x0, xstep, a0, n, reps, xrep, arep
-        )
+        inp2 = inp.reshape(inp.shape[0] * inp.shape[1], inp.shape[2])
+        acc2 = acc.reshape(acc.shape[0] * acc.shape[1], acc.shape[2])
+        out2 = out.reshape(out.shape[0] * out.shape[1], out.shape[2])
+        _block_any(inp2, wgt, acc2, out2, w, x0, xstep, a0, n, reps, xrep, arep)
 
 
 @numba.njit
@@ -329,12 +329,14 @@ def gemm(
                 else:
                     rows, xstep = runs[q, 1] * batch, 1
                 _gemm_block(
+                    inp,
+                    wgt,
+                    acc,
+                    out,
                     inpf,
                     wgtf,
                     accf,
                     outf,
-                    block_in,
-                    block_out,
                     uop[k, 2] + dw,
                     (uop[k, 1] + dx) * batch,
                     xstep,
