@@ -15,10 +15,21 @@ Memory: the simulator's peak Python allocation (tracemalloc) and the process's p
 reported for the program at ``--repeat`` and at 4× ``--repeat`` (the same instructions, four
 times the executed micro-ops); they must not grow.
 
+With ``--resnet CONFIG [CONFIG ...]`` it measures whole networks instead: the zoo's int8
+ResNet-18 at 224×224 is compiled once per config (not timed), one run of it records the
+accelerator programs it simulates, and those programs are then simulated again and timed: with
+the dense GEMM/ALU kernels (the default, :mod:`vta_sim.dense`) and with the reference kernels one
+micro-op at a time (``kernels="reference"``, the simulator before the dense kernels), both
+giving the same cycles. Reported: simulated cycles per second and MACs per second, and the
+ratio of each time to a BLAS bound for the same MACs, measured in the same run: numpy float32
+matmuls of a ResNet-sized shape (one BLAS thread), their time per MAC times the network's MACs
+(float32 is exact for int8 products while the sums stay below 2**24).
+
 Threads are pinned (one numba thread, one BLAS thread, one CPU); times are medians of ``--runs``
 runs after a warm-up run that excludes JIT compilation.
 
     python -m bench.bench_sim --blocks 1024 --repeat 8 --runs 5
+    python -m bench.bench_sim --resnet default vta-1x16x16 --runs 3
 """
 
 from __future__ import annotations
@@ -218,6 +229,100 @@ def memory_of(prog: Program) -> tuple[int, int]:
     return peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def resnet18_programs(config: str) -> list[Program]:
+    """The accelerator programs one run of the int8 ResNet-18 (224×224) simulates on
+    ``config``, in order (compiled once; the run records what it hands the simulator)."""
+    from compiler.frontend.onnx_import import from_onnx
+    from compiler.frontend.zoo import load_zoo
+    from runtime.vta_target import compile_network
+
+    graph = from_onnx(load_zoo("resnet18", batch=1, image_size=224))
+    x = np.random.default_rng(0).standard_normal(graph.inputs[0].type.shape).astype(np.float32)
+    feed = {graph.inputs[0].name: x}
+    net = compile_network(graph, config, calibration=feed)
+    programs: list[Program] = []
+    simulate = vta_sim.simulate
+
+    def recording(prog, **kw):
+        programs.append(prog)
+        return simulate(prog, **kw)
+
+    vta_sim.simulate = recording
+    try:
+        net.run(feed)
+    finally:
+        vta_sim.simulate = simulate
+    return programs
+
+
+KERNELS = ("dense", "reference")
+
+
+def blas_gemm():
+    """A float32 BLAS GEMM of a ResNet-18 layer's shape (56×56 outputs, a 3×3×64 reduction, 64
+    channels): the peer's time per MAC."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3136, 576)).astype(np.float32)
+    b = rng.standard_normal((576, 64)).astype(np.float32)
+    a @ b
+    return lambda: a @ b
+
+
+def resnet_main(configs: list[str], runs: int, pinned: str) -> int:
+    from bench.common import cpu_model
+
+    print(
+        f"bench_sim --resnet: int8 ResNet-18 224x224; {cpu_model()}; numba {numba.__version__}, "
+        f"1 thread, {pinned}; medians of {runs} runs"
+    )
+    header = f"{'config':12s} {'kernels':9s} {'sim s':>7s} {'Mcycles/s':>10s} {'GMAC/s':>7s}"
+    for config in configs:
+        t0 = time.perf_counter()
+        programs = resnet18_programs(config)
+        compile_s = time.perf_counter() - t0
+        results = {
+            k: [vta_sim.simulate(p, trace=False, kernels=k) for p in programs] for k in KERNELS
+        }
+        # rounds interleave the two simulators and BLAS, so that a change in the machine's load
+        # during the measurement reaches all three alike
+        blas = blas_gemm()
+        samples: dict[str, list[float]] = {k: [] for k in (*KERNELS, "blas")}
+        for _ in range(runs):
+            for k in KERNELS:
+                t0 = time.perf_counter()
+                for p in programs:
+                    vta_sim.simulate(p, trace=False, kernels=k)
+                samples[k].append(time.perf_counter() - t0)
+            samples["blas"].append(timed(blas, 20) / (3136 * 576 * 64))
+        times = {k: statistics.median(v) for k, v in samples.items()}
+        dense, ref = results["dense"], results["reference"]
+        same = all(
+            a.cycles == b.cycles and np.array_equal(a.dram, b.dram)
+            for a, b in zip(dense, ref, strict=True)
+        )
+        cycles = sum(r.cycles for r in dense)
+        macs = sum(r.macs for r in dense)
+        blas_s = times["blas"] * macs
+        print(
+            f"\n{config}: {len(programs)} accelerator programs, {cycles} cycles, "
+            f"{macs / 1e9:.2f} G MACs (compiled in {compile_s:.1f} s, not timed); "
+            f"same cycles and DRAM with either kernels: {same}"
+        )
+        print(header + f" {'x BLAS':>7s}")
+        for kernels in KERNELS:
+            s = times[kernels]
+            print(
+                f"{config:12s} {kernels:9s} {s:7.3f} {cycles / s / 1e6:10.1f} "
+                f"{macs / s / 1e9:7.2f} {s / blas_s:7.1f}"
+            )
+        print(
+            f"{config:12s} {'BLAS f32':9s} {blas_s:7.3f} {'-':>10s} {macs / blas_s / 1e9:7.2f} "
+            f"{1.0:7.1f}"
+        )
+        print(f"speed-up dense / reference: {times['reference'] / times['dense']:.2f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.bench_sim", description=__doc__.splitlines()[0]
@@ -230,8 +335,16 @@ def main(argv: list[str] | None = None) -> int:
         help="iter_in of each GEMM: 4096 micro-ops per unit (default 8)",
     )
     parser.add_argument("--runs", type=int, default=5, help="timed runs, median reported")
+    parser.add_argument(
+        "--resnet",
+        nargs="+",
+        metavar="CONFIG",
+        help="time whole int8 ResNet-18 simulations on these presets instead",
+    )
     args = parser.parse_args(argv)
     pinned = _pin_one_cpu()
+    if args.resnet:
+        return resnet_main(args.resnet, args.runs, pinned)
     cfg = isa.load_config("default")
     prog = gemm_program(cfg, args.blocks, args.repeat)
 

@@ -76,8 +76,11 @@ def stream_faults(fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray
 
     # a flag on a queue the module lacks: the first such flag in field order
     bad_flag = np.full(n, -1, np.int64)
-    pairs = np.unique(np.stack([op, mt], axis=1), axis=0) if n else np.zeros((0, 2), np.int64)
-    for o, m in pairs.tolist():
+    # one 1-D key per (opcode, memory type) pair: numpy's row-wise unique is far slower
+    lo = int(mt.min()) if n else 0
+    span = int(mt.max()) - lo + 1 if n else 1
+    keys = np.unique(op * span + (mt - lo)) if n else np.zeros(0, np.int64)
+    for o, m in zip((keys // span).tolist(), (keys % span + lo).tolist(), strict=True):
         sel = (op == o) & (mt == m)
         module = module_of_fields(int(o), int(m))
         for flag in reversed(DEP_FLAGS):

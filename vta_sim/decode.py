@@ -47,8 +47,12 @@ def instruction_table(prog: Program) -> np.ndarray:
     pops = table[:, COLUMNS.index("pops")]
     pushes = table[:, COLUMNS.index("pushes")]
     # Few distinct (opcode, memory type) pairs exist, so route and flag meaning per pair.
-    pairs = np.unique(np.stack([opcode, memtype], axis=1), axis=0) if n else np.zeros((0, 2))
-    for op, mt in pairs.tolist():
+    # (a 1-D unique of one key per pair: numpy's row-wise unique sorts a structured view and
+    # costs more than the rest of the decoding together)
+    lo = int(memtype.min()) if n else 0
+    span = int(memtype.max()) - lo + 1 if n else 1
+    keys = np.unique(opcode.astype(np.int64) * span + (memtype - lo)) if n else np.zeros(0)
+    for op, mt in zip((keys // span).tolist(), (keys % span + lo).tolist(), strict=True):
         sel = (opcode == op) & (memtype == mt)
         module = module_of_fields(int(op), int(mt))
         route[sel] = MODULES.index(module)

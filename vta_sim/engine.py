@@ -9,7 +9,8 @@ end of the cycle. Between two visited cycles nothing changes, so each module's c
 visited cycle covers the whole gap (docs/timing.md §6).
 
 An instruction's functional effect is applied when it issues (docs/timing.md §7) by the ISA's own
-kernels (:mod:`vta_sim.kernels`); a micro-op costs the kernel's loop body and nothing else.
+kernels (:mod:`vta_sim.kernels`), GEMM and ALU over runs of micro-ops (:mod:`vta_sim.dense`, the
+same results); a micro-op costs the kernel's loop body and nothing else.
 
 The loop returns a code: :data:`DONE`, an ISA error code (``isa.semantics.ERRORS``) or one of
 :data:`DEADLOCK`, :data:`NO_FINISH`, :data:`CYCLE_LIMIT`; :mod:`vta_sim.simulator` turns codes
@@ -31,6 +32,7 @@ from isa.encoding import all_field_names
 from isa.insn import MemType, Opcode
 from isa.semantics import ERR_MEM_TYPE, ERR_OPCODE
 
+from . import dense as _d
 from . import kernels as _k
 
 # ---- vocabulary -------------------------------------------------------------------------
@@ -231,8 +233,13 @@ def _execute(
     uop_tab,
     prm,
     stats,
+    dense,
 ):
-    """Apply instruction ``i``'s functional effect; return 0 or an ISA error code."""
+    """Apply instruction ``i``'s functional effect; return 0 or an ISA error code.
+
+    ``dense`` runs GEMM and ALU through :mod:`vta_sim.dense` (the same results, computed over
+    runs of micro-ops); otherwise through the reference kernels one micro-op at a time.
+    """
     op = F[i, C_OPCODE]
     if op == OP_LOAD or op == OP_STORE:
         mt = F[i, C_MEMTYPE]
@@ -314,24 +321,44 @@ def _execute(
             stats[S_BYTES + mt] += y * x * prm[P_EB + mt]
         return code
     if op == OP_GEMM:
-        code = _k.gemm(
-            inp3,
-            wgt3,
-            acc3,
-            out3,
-            uop_tab,
-            F[i, C_RESET],
-            F[i, C_UOP_BEGIN],
-            F[i, C_UOP_END],
-            F[i, C_ITER_OUT],
-            F[i, C_ITER_IN],
-            F[i, C_DST_FO],
-            F[i, C_DST_FI],
-            F[i, C_SRC_FO],
-            F[i, C_SRC_FI],
-            F[i, C_WGT_FO],
-            F[i, C_WGT_FI],
-        )
+        if dense:
+            code = _d.gemm(
+                inp3,
+                wgt3,
+                acc3,
+                out3,
+                uop_tab,
+                F[i, C_RESET],
+                F[i, C_UOP_BEGIN],
+                F[i, C_UOP_END],
+                F[i, C_ITER_OUT],
+                F[i, C_ITER_IN],
+                F[i, C_DST_FO],
+                F[i, C_DST_FI],
+                F[i, C_SRC_FO],
+                F[i, C_SRC_FI],
+                F[i, C_WGT_FO],
+                F[i, C_WGT_FI],
+            )
+        else:
+            code = _k.gemm(
+                inp3,
+                wgt3,
+                acc3,
+                out3,
+                uop_tab,
+                F[i, C_RESET],
+                F[i, C_UOP_BEGIN],
+                F[i, C_UOP_END],
+                F[i, C_ITER_OUT],
+                F[i, C_ITER_IN],
+                F[i, C_DST_FO],
+                F[i, C_DST_FI],
+                F[i, C_SRC_FO],
+                F[i, C_SRC_FI],
+                F[i, C_WGT_FO],
+                F[i, C_WGT_FI],
+            )
         if code == 0:
             n = _uop_count(F, i)
             if F[i, C_RESET] != 0:
@@ -340,23 +367,42 @@ def _execute(
                 stats[S_GEMM] += n
         return code
     if op == OP_ALU:
-        code = _k.alu(
-            acc3,
-            out3,
-            uop_tab,
-            F[i, C_RESET],
-            F[i, C_UOP_BEGIN],
-            F[i, C_UOP_END],
-            F[i, C_ITER_OUT],
-            F[i, C_ITER_IN],
-            F[i, C_DST_FO],
-            F[i, C_DST_FI],
-            F[i, C_SRC_FO],
-            F[i, C_SRC_FI],
-            F[i, C_ALU_OP],
-            F[i, C_USE_IMM],
-            F[i, C_IMM],
-        )
+        if dense:
+            code = _d.alu(
+                acc3,
+                out3,
+                uop_tab,
+                F[i, C_RESET],
+                F[i, C_UOP_BEGIN],
+                F[i, C_UOP_END],
+                F[i, C_ITER_OUT],
+                F[i, C_ITER_IN],
+                F[i, C_DST_FO],
+                F[i, C_DST_FI],
+                F[i, C_SRC_FO],
+                F[i, C_SRC_FI],
+                F[i, C_ALU_OP],
+                F[i, C_USE_IMM],
+                F[i, C_IMM],
+            )
+        else:
+            code = _k.alu(
+                acc3,
+                out3,
+                uop_tab,
+                F[i, C_RESET],
+                F[i, C_UOP_BEGIN],
+                F[i, C_UOP_END],
+                F[i, C_ITER_OUT],
+                F[i, C_ITER_IN],
+                F[i, C_DST_FO],
+                F[i, C_DST_FI],
+                F[i, C_SRC_FO],
+                F[i, C_SRC_FI],
+                F[i, C_ALU_OP],
+                F[i, C_USE_IMM],
+                F[i, C_IMM],
+            )
         if code == 0:
             stats[S_ALU] += _uop_count(F, i)
         return code
@@ -389,9 +435,10 @@ def _has_tokens(mask, tok):
     return True
 
 
-def _build(stamp: int) -> Any:
+def _build(stamp: int, dense: bool) -> Any:
     # ``stamp`` is a closure variable so that numba's cache key (which hashes closure contents)
-    # changes whenever the kernels' sources change; see vta_sim.kernels.SOURCE_STAMP.
+    # changes whenever the kernels' sources change; see vta_sim.dense.SOURCE_STAMP. ``dense``
+    # picks the GEMM/ALU kernels (see _execute); each choice is its own compiled loop.
     def run(
         F,
         dram,
@@ -628,6 +675,7 @@ def _build(stamp: int) -> Any:
                                 uop_tab,
                                 prm,
                                 stats,
+                                dense,
                             )
                             if err != 0:
                                 stats[S_ERR_INDEX] = i
@@ -799,16 +847,17 @@ def _build(stamp: int) -> Any:
     return run
 
 
-_ENGINE: Any = None
+_ENGINES: dict[bool, Any] = {}
 
 
-def engine() -> Any:
+def engine(dense: bool = True) -> Any:
     """The compiled event loop (compiled, or loaded from numba's cache, on first use).
 
     It runs without the GIL, so a caller can run it in a worker thread and stay responsive
     (Ctrl-C) while it runs; raising ``ctl[0]`` makes it stop with :data:`INTERRUPTED`.
+    ``dense=False`` gives the loop that runs GEMM and ALU through the reference kernels one
+    micro-op at a time (same results and cycles; kept to check and measure the dense one).
     """
-    global _ENGINE
-    if _ENGINE is None:
-        _ENGINE = numba.njit(cache=True, nogil=True)(_build(_k.SOURCE_STAMP))
-    return _ENGINE
+    if dense not in _ENGINES:
+        _ENGINES[dense] = numba.njit(cache=True, nogil=True)(_build(_d.SOURCE_STAMP, dense))
+    return _ENGINES[dense]

@@ -87,14 +87,14 @@ def _work(table: np.ndarray) -> float:
     return float(uops + (rows * width)[mem].sum() + table.shape[0])
 
 
-def _run_engine(table: np.ndarray, *args: np.ndarray) -> int:
+def _run_engine(table: np.ndarray, *args: np.ndarray, dense: bool = True) -> int:
     """Run the event loop; a long run goes to a worker thread, so that Ctrl-C reaches this one.
 
     The loop runs without the GIL and watches a stop flag; on KeyboardInterrupt the flag is
     raised, the loop stops at its next event, and the interrupt goes on to the caller.
     """
     ctl = np.zeros(1, np.int64)
-    fn = E.engine()
+    fn = E.engine(dense)
     interrupt.check()  # asked for while starting up (and perhaps swallowed by a library)
     if _work(table) < _SMALL_WORK:
         return int(fn(table, *args, ctl))
@@ -130,6 +130,7 @@ def simulate(
     trace: bool = True,
     max_cycles: int | None = None,
     every_cycle: bool = False,
+    kernels: str = "dense",
 ) -> SimResult:
     """Run a program (object or ``.npz`` path) to FINISH and return its :class:`SimResult`.
 
@@ -137,7 +138,9 @@ def simulate(
     :data:`DEFAULT_MAX_CYCLES`; an instruction that would end past it stops the run before its
     work is done);
     ``every_cycle`` visits every cycle instead of jumping from event to event (slower, same
-    result: it exists to check the event loop).
+    result: it exists to check the event loop); ``kernels="reference"`` runs GEMM and ALU
+    through the ISA's reference kernels one micro-op at a time instead of over dense runs of
+    micro-ops (:mod:`vta_sim.dense`; same result, slower: it exists to check and measure those).
 
     The program itself is not modified. Raises :class:`~vta_sim.errors.InstructionError` for an
     instruction that cannot execute, :class:`~vta_sim.errors.DeadlockError`,
@@ -157,6 +160,8 @@ def simulate(
         raise CycleLimitError(
             f"max_cycles={limit} is outside [1, {MAX_CYCLES_LIMIT}]", cycle=0, report={}
         )
+    if kernels not in ("dense", "reference"):
+        raise ValueError(f"kernels must be 'dense' or 'reference', got {kernels!r}")
     prog = as_program(program_or_path)
     cfg = prog.config
     table = instruction_table(prog)
@@ -176,7 +181,9 @@ def simulate(
         ti = np.full((1, len(E.TRACE_COLUMNS)), -1, np.int64)
         tp = np.zeros((1, len(E.PORT_COLUMNS)), np.int64)
         tt = np.zeros((1, len(E.TOKEN_COLUMNS)), np.int64)
-    code = _run_engine(table, dram, *buffers.engine_args(), prm, stats, snap, ti, tp, tt)
+    code = _run_engine(
+        table, dram, *buffers.engine_args(), prm, stats, snap, ti, tp, tt, dense=kernels == "dense"
+    )
     if code in ERRORS:
         raise instruction_error(code, stats, table)
     if code == E.CYCLE_LIMIT_INSN:

@@ -1,0 +1,241 @@
+"""The dense GEMM/ALU kernels (:mod:`vta_sim.dense`) against the reference kernels.
+
+Kernel level (hypothesis): random micro-op lists made of runs (dst stepping by one, src by a
+constant step, wgt fixed), scattered and repeated micro-ops, loops whose factors make runs
+overlap, reset, every ALU opcode with immediate and register operands (sources written earlier
+in the same instruction included), accumulators near the int32 limits so sums wrap, and indices
+past the buffers (the same error code, buffers untouched). Tile shapes: the three presets' and
+one no preset has (generic loops). Program level: whole programs give the same DRAM, buffers,
+cycles and statistics with ``kernels="dense"`` and ``kernels="reference"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from simkit import PRESETS
+from test_sim_random import Draw, random_config, random_program
+
+import isa
+import vta_sim
+from isa.asm import assemble
+from vta_sim import dense
+from vta_sim import kernels as ref
+
+#: (batch, block_in, block_out): the presets' tiles, and one that takes the generic loops
+TILES = [
+    (isa.load_config(p).batch, isa.load_config(p).block_in, isa.load_config(p).block_out)
+    for p in PRESETS
+] + [(2, 8, 4)]
+DEPTH = 48  # entries per buffer: small, so that loops overlap and run past the end
+SHIFT_IMMS = [-40, -32, -31, -8, -1, 0, 1, 8, 31, 32, 40]
+INT32 = np.iinfo(np.int32)
+
+
+def _uop_table(d: Draw) -> np.ndarray:
+    """Micro-ops: a mix of runs (dst +1, src +step, wgt fixed) and single scattered ones."""
+    rows: list[tuple[int, int, int]] = []
+    for _ in range(d.int(1, 4)):
+        dst, src, wgt = d.int(0, DEPTH - 1), d.int(0, DEPTH - 1), d.int(0, DEPTH - 1)
+        if d.flag():
+            step = d.pick([0, 1, 1, 2, 3])
+            rows += [(dst + t, src + step * t, wgt) for t in range(d.int(1, 12))]
+        else:
+            rows.append((dst, src, wgt))
+    return np.array(rows, np.int32).reshape(-1, 3)
+
+
+def _loop(d: Draw, n_uops: int) -> dict:
+    begin = d.int(0, n_uops - 1)
+    return dict(
+        uop_begin=begin,
+        uop_end=d.int(begin, n_uops) if d.int(0, 9) else n_uops + 1,  # sometimes past the table
+        iter_out=d.int(0, 3),
+        iter_in=d.int(0, 6),
+        dst_factor_out=d.int(0, 12),
+        dst_factor_in=d.int(0, 12),
+        src_factor_out=d.int(0, 12),
+        src_factor_in=d.int(0, 12),
+    )
+
+
+def _acc(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Accumulators near the int32 limits as often as small ones, so that sums wrap."""
+    small = rng.integers(-1000, 1000, shape)
+    edge = np.where(rng.random(shape) < 0.5, INT32.max, INT32.min) - rng.integers(-500, 500, shape)
+    return np.where(rng.random(shape) < 0.5, small, edge).astype(np.int64).astype(np.int32)
+
+
+def _buffers(d: Draw, tile: tuple[int, int, int]):
+    batch, block_in, block_out = tile
+    rng = np.random.default_rng(d.int(0, 2**32 - 1))
+    inp = rng.integers(-128, 128, (DEPTH, batch, block_in)).astype(np.int8)
+    wgt = rng.integers(-128, 128, (DEPTH, block_out, block_in)).astype(np.int8)
+    acc = _acc(rng, (DEPTH, batch, block_out))
+    out = rng.integers(-128, 128, (DEPTH, batch, block_out)).astype(np.int8)
+    return inp, wgt, acc, out
+
+
+def _pad(table: np.ndarray) -> np.ndarray:
+    """The table inside a larger uop buffer, so that uop_end past the table is still legal
+    up to the buffer and illegal after it."""
+    uop = np.zeros((table.shape[0] + 1, 3), np.int32)
+    uop[: table.shape[0]] = table
+    return uop
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_gemm_matches_the_reference_kernel(tile, data):
+    d = Draw(data)
+    inp, wgt, acc, out = _buffers(d, tile)
+    uop = _pad(_uop_table(d))
+    loop = _loop(d, uop.shape[0] - 1)
+    args = (
+        uop,
+        int(d.int(0, 5) == 0),  # reset
+        loop["uop_begin"],
+        loop["uop_end"],
+        loop["iter_out"],
+        loop["iter_in"],
+        loop["dst_factor_out"],
+        loop["dst_factor_in"],
+        loop["src_factor_out"],
+        loop["src_factor_in"],
+        d.int(0, 12),  # wgt_factor_out
+        d.pick([0, 0, 1, 5]),  # wgt_factor_in
+    )
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    code = dense.gemm(inp, wgt, a1, o1, *args)
+    assert code == ref.gemm(inp, wgt, a2, o2, *args)
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_alu_matches_the_reference_kernel(tile, data):
+    d = Draw(data)
+    _, _, acc, out = _buffers(d, tile)
+    uop = _pad(_uop_table(d))
+    loop = _loop(d, uop.shape[0] - 1)
+    op = d.pick([0, 1, 2, 3, 4, 5])  # 5 is no ALU opcode: an error
+    imm = d.pick(SHIFT_IMMS) if op == 3 else d.pick([0, 1, -1, 127, -300, 32767, -32768])
+    args = (
+        uop,
+        int(d.int(0, 5) == 0),  # reset
+        loop["uop_begin"],
+        loop["uop_end"],
+        loop["iter_out"],
+        loop["iter_in"],
+        loop["dst_factor_out"],
+        loop["dst_factor_in"],
+        loop["src_factor_out"],
+        loop["src_factor_in"],
+        op,
+        int(d.flag()),  # use_imm
+        imm,
+    )
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    code = dense.alu(a1, o1, *args)
+    assert code == ref.alu(a2, o2, *args)
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
+
+
+def test_alu_reads_a_source_written_earlier_in_the_same_instruction():
+    # acc[k] = acc[k] + acc[k - 1] for k = 1..7, in order: a prefix sum, not a shifted add
+    acc = np.arange(1, 9, dtype=np.int32).reshape(8, 1, 1).repeat(4, axis=2)
+    out = np.zeros_like(acc, np.int8)
+    uop = np.array([[1, 0, 0]], np.int32)
+    code = dense.alu(acc, out, uop, 0, 0, 1, 1, 7, 0, 1, 0, 1, 2, 0, 0)
+    assert code == 0
+    assert acc[:, 0, 0].tolist() == [1, 3, 6, 10, 15, 21, 28, 36]
+
+
+def test_gemm_sums_wrap_to_int32():
+    inp = np.full((4, 1, 4), -128, np.int8)
+    wgt = np.full((1, 4, 4), -128, np.int8)
+    acc = np.full((4, 1, 4), INT32.max, np.int32)
+    out = np.zeros((4, 1, 4), np.int8)
+    uop = np.array([[0, 0, 0], [1, 1, 0], [2, 2, 0], [3, 3, 0]], np.int32)
+    assert dense.gemm(inp, wgt, acc, out, uop, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0, 0) == 0
+    want = (INT32.max + 4 * 128 * 128 + 2**31) % 2**32 - 2**31
+    assert (acc == want).all() and (out == ((want + 128) & 0xFF) - 128).all()
+
+
+def _same_run(prog: isa.Program) -> None:
+    fast = vta_sim.simulate(prog, trace=False)
+    slow = vta_sim.simulate(prog, trace=False, kernels="reference")
+    assert (fast.cycles, fast.modules) == (slow.cycles, slow.modules)
+    assert (fast.gemm_uops, fast.gemm_reset_uops, fast.alu_uops) == (
+        slow.gemm_uops,
+        slow.gemm_reset_uops,
+        slow.alu_uops,
+    )
+    np.testing.assert_array_equal(fast.dram, slow.dram)
+    np.testing.assert_array_equal(fast.buffers.acc, slow.buffers.acc)
+    np.testing.assert_array_equal(fast.buffers.out, slow.buffers.out)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_programs_run_the_same_with_either_kernels(data):
+    d = Draw(data)
+    _same_run(random_program(d, random_config(d)))
+
+
+EXAMPLES = sorted(Path(isa.__file__).parent.joinpath("examples").glob("*.vasm"))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_run_the_same_with_either_kernels(path, preset):
+    cfg = isa.load_config(preset)
+    try:
+        prog = assemble(path.read_text(), config=cfg)
+    except isa.IsaError as e:  # an example written for another tile shape
+        pytest.skip(f"{path.name} does not assemble for {preset}: {e}")
+    try:
+        _same_run(prog)
+    except vta_sim.DeadlockError:
+        # deadlock.vasm deadlocks by design: both loops must report it the same way
+        for kernels in ("dense", "reference"):
+            with pytest.raises(vta_sim.DeadlockError):
+                vta_sim.simulate(prog, trace=False, kernels=kernels)
+
+
+def test_unknown_kernels_are_refused():
+    prog = isa.Program.build(isa.load_config("default"), [isa.Finish()])
+    with pytest.raises(ValueError, match="kernels"):
+        vta_sim.simulate(prog, kernels="blas")
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("src_step", [1, 2])
+def test_gemm_convolution_rows_match_the_reference_kernel(tile, src_step):
+    # a 3x3 convolution's shape: runs of 7 output rows per kernel tap (src stepping by the
+    # stride), iter_in over output rows whose acc rows follow one another and whose input rows
+    # do not (dst_factor_in = 7, src_factor_in = 9), iter_out over output channel blocks
+    batch, block_in, block_out = tile
+    rng = np.random.default_rng(src_step)
+    depth = 256
+    inp = rng.integers(-128, 128, (depth, batch, block_in)).astype(np.int8)
+    wgt = rng.integers(-128, 128, (depth, block_out, block_in)).astype(np.int8)
+    acc = _acc(rng, (depth, batch, block_out))
+    out = np.zeros((depth, batch, block_out), np.int8)
+    uop = np.array(
+        [(r, tap // 3 * 9 + tap % 3 + src_step * r, tap) for tap in range(9) for r in range(7)],
+        np.int32,
+    )
+    args = (uop, 0, 0, uop.shape[0], 3, 7, 49, 7, 0, 9, 9, 0)
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    assert dense.gemm(inp, wgt, a1, o1, *args) == ref.gemm(inp, wgt, a2, o2, *args) == 0
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)

@@ -1,0 +1,496 @@
+"""GEMM and ALU instructions run over dense blocks of the buffers, with the reference's meaning.
+
+The reference kernels (:func:`isa.semantics.gemm_kernel`, :func:`isa.semantics.alu_kernel`)
+decode the three loop indices of every micro-op and then work on one tile: a handful of MACs
+or lanes per step of the loop nest (16 MACs for a 1×4×4 GEMM). Compiled programs keep their
+micro-ops in runs: consecutive micro-ops whose accumulator index advances by one entry, whose
+source index advances by a constant step (a convolution's stride) and whose weight index stays
+put (one output row of a convolution against one kernel tap), and ALU loops that sweep a
+contiguous range of entries. A run's GEMM is one (rows × block_in) · (block_in × block_out)
+product against a single weight tile, and its ALU work is one sweep over contiguous lanes.
+
+Exactness. The arithmetic is the reference's: int64 sums, each written back wrapped to int32,
+``out`` taking the low 8 bits of every written value. ALU visits the loop nest in exactly the
+reference's order (``i``, ``j``, then the micro-op list), lane by lane, so a source entry written
+earlier in the same instruction is read updated, as in the reference. GEMM may visit it in
+another order: every GEMM write adds to acc modulo 2**32 and inp/wgt are only read, so the final
+acc does not depend on the order of the additions (nor does out, the low 8 bits of the last
+write), whatever the overlaps between accumulator entries. The checks are the reference's own
+(:func:`isa.semantics.gemm_check`, :func:`isa.semantics.alu_check`), asked first, so a faulty
+instruction reports the same error and leaves the buffers untouched. A GEMM micro-op list with
+no run longer than one micro-op gains nothing here and runs through the reference kernel.
+
+Why plain numba loops and not BLAS (measured on a compiled ResNet-18): the event loop is one
+nopython function, so the work must be something numba compiles; numba's ``np.dot`` reaches
+BLAS only for float arrays and through SciPy (not a dependency), and the tiles are tiny (4×4 on
+two presets): converting int8 rows to float and calling BLAS per run costs more than the MACs.
+What costs is per-micro-op index decoding and loops LLVM cannot vectorize. So: flat buffers
+indexed with unsigned integers (numba's wrap-around of negative signed indices is a select per
+access that blocks vectorization), no array views per run (a view costs about 100 ns), the 4×4
+tile's 16 weights held in locals so that the row loop vectorizes across rows, and short runs of
+one block gathered into one long loop. Other tile shapes run the generic loops (for 16×16 tiles
+the per-micro-op overhead was already small beside the 256 MACs, and these loops are no faster
+than the reference's).
+
+Example (a run of two micro-ops, then the same GEMM through the reference):
+    >>> import numpy as np
+    >>> from isa.semantics import gemm_kernel
+    >>> rng = np.random.default_rng(0)
+    >>> inp = rng.integers(-128, 128, (8, 1, 4)).astype(np.int8)
+    >>> wgt = rng.integers(-128, 128, (4, 4, 4)).astype(np.int8)
+    >>> uop = np.array([[0, 0, 1], [1, 1, 1]], np.int32)
+    >>> args = (uop, 0, 0, 2, 3, 2, 2, 0, 2, 0, 1, 0)
+    >>> a1, o1 = np.zeros((8, 1, 4), np.int32), np.zeros((8, 1, 4), np.int8)
+    >>> a2, o2 = a1.copy(), o1.copy()
+    >>> gemm(inp, wgt, a1, o1, *args), gemm_kernel(inp, wgt, a2, o2, *args)
+    (0, 0)
+    >>> bool((a1 == a2).all() and (o1 == o2).all())
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+
+import numba
+import numpy as np
+
+from isa.semantics import NOTHING_TO_DO, OK
+
+from . import kernels as _k
+
+# Flat indices are unsigned inside the row loops: numba wraps a negative signed index around
+# the array's end, a data-dependent select per access that keeps LLVM from vectorizing the loop;
+# an unsigned index has no such case. (numba types uint64 + int64 as float64, hence the typed
+# constants.)
+_U1, _U2, _U3, _U4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+
+
+@numba.njit
+def _block_any(inp2, wgt, acc2, out2, w, x0, xstep, a0, n, reps, xrep, arep):
+    """acc rows += inp rows times weight tile ``w`` transposed, and out = their low 8 bits, for
+    ``reps`` blocks of ``n`` rows: row ``r`` of block ``p`` is acc row ``a0 + p·arep + r`` and
+    inp row ``x0 + p·xrep + r·xstep`` (rows of ``inp2``/``acc2``/``out2``: one per batch entry
+    of a buffer entry). Any tile shape.
+
+    The loops are the reference kernel's (2-D row views with signed indices: for 16×16 tiles
+    LLVM vectorizes this dot product better than the flat unsigned form of the 4×4 kernel).
+    Each dot product is summed in int64 and stored wrapped to int32, as the reference does for
+    one micro-op.
+    """
+    for p in range(reps):
+        xb = x0 + p * xrep
+        ab = a0 + p * arep
+        for r in range(n):
+            x = xb + r * xstep
+            a = ab + r
+            for o in range(acc2.shape[1]):
+                s = np.int64(acc2[a, o])
+                for c in range(inp2.shape[1]):
+                    s += np.int64(inp2[x, c]) * np.int64(wgt[w, o, c])
+                # storing the int64 sum truncates it: int32 wrap-around, and the low 8 bits
+                # for out, exactly wrap32 and low8 of the reference
+                acc2[a, o] = s
+                out2[a, o] = s
+
+
+@numba.njit
+def _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep):
+    """:func:`_block_any` for 4×4 tiles (the ``default`` and ``4x4x4`` presets).
+
+    With the 16 weights held in locals, nothing stored in the row loop can alias them, and
+    LLVM vectorizes the loop across rows; with run-time tile sizes the weights are reloaded
+    after every store.
+    """
+    q = np.uint64(w * 16)
+    w00, w01, w02, w03 = _tile_row(wgtf, q)
+    w10, w11, w12, w13 = _tile_row(wgtf, q + _U4)
+    w20, w21, w22, w23 = _tile_row(wgtf, q + np.uint64(8))
+    w30, w31, w32, w33 = _tile_row(wgtf, q + np.uint64(12))
+    xs = _U4 * np.uint64(xstep)
+    for p in range(np.uint64(reps)):
+        xb = _U4 * (np.uint64(x0) + p * np.uint64(xrep))
+        ab = _U4 * (np.uint64(a0) + p * np.uint64(arep))
+        for r in range(np.uint64(n)):
+            a = ab + _U4 * r
+            v0, v1, v2, v3 = _tile_row(inpf, xb + xs * r)
+            s0 = accf[a] + v0 * w00 + v1 * w01 + v2 * w02 + v3 * w03
+            s1 = accf[a + _U1] + v0 * w10 + v1 * w11 + v2 * w12 + v3 * w13
+            s2 = accf[a + _U2] + v0 * w20 + v1 * w21 + v2 * w22 + v3 * w23
+            s3 = accf[a + _U3] + v0 * w30 + v1 * w31 + v2 * w32 + v3 * w33
+            accf[a], accf[a + _U1], accf[a + _U2], accf[a + _U3] = s0, s1, s2, s3
+            outf[a], outf[a + _U1], outf[a + _U2], outf[a + _U3] = s0, s1, s2, s3
+
+
+@numba.njit(inline="always")
+def _tile_row(flat, q):
+    """Four int8 values from ``flat[q]`` on (``q`` unsigned), widened to int64."""
+    return (
+        np.int64(flat[q]),
+        np.int64(flat[q + _U1]),
+        np.int64(flat[q + _U2]),
+        np.int64(flat[q + _U3]),
+    )
+
+
+@numba.njit
+def _gemm_block(
+    inp, wgt, acc, out, inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep, scratch
+):
+    """One block (see :func:`_block_any`) through the kernel for its tile shape.
+
+    Blocks that continue one another (the next block starts where this one's rows end, in acc
+    and inp) run as one longer block. For 4×4 tiles, blocks whose acc rows continue one another
+    but whose inp rows do not (a convolution's output rows, each reading a window of a wider
+    input row) have their inp rows copied one after the other into ``scratch`` first, so that
+    the vectorized loop runs over all ``reps · n`` rows instead of ``reps`` short loops.
+    """
+    if reps > 1 and arep == n and xrep == n * xstep:
+        n = n * reps
+        reps = 1
+    if inp.shape[2] == 4 and acc.shape[2] == 4:
+        if reps > 1 and arep == n and reps * n * 4 <= scratch.shape[0]:
+            t = np.uint64(0)
+            for p in range(np.uint64(reps)):
+                xb = np.uint64(x0) + p * np.uint64(xrep)
+                for r in range(np.uint64(n)):
+                    src = _U4 * (xb + r * np.uint64(xstep))
+                    scratch[t] = inpf[src]
+                    scratch[t + _U1] = inpf[src + _U1]
+                    scratch[t + _U2] = inpf[src + _U2]
+                    scratch[t + _U3] = inpf[src + _U3]
+                    t += _U4
+            _block_4x4(scratch, wgtf, accf, outf, w, 0, 1, a0, n * reps, 1, 0, 0)
+        else:
+            _block_4x4(inpf, wgtf, accf, outf, w, x0, xstep, a0, n, reps, xrep, arep)
+    else:
+        inp2 = inp.reshape(inp.shape[0] * inp.shape[1], inp.shape[2])
+        acc2 = acc.reshape(acc.shape[0] * acc.shape[1], acc.shape[2])
+        out2 = out.reshape(out.shape[0] * out.shape[1], out.shape[2])
+        _block_any(inp2, wgt, acc2, out2, w, x0, xstep, a0, n, reps, xrep, arep)
+
+
+@numba.njit
+def _gemm_runs(uop, uop_begin, uop_end, batch, runs):
+    """Split micro-ops [begin, end) into runs: dst steps by one, wgt stays, src steps by one
+    constant ``≥ 0`` (by one when ``batch > 1``, so that a run's inp rows stay evenly spaced).
+    Write each run's first micro-op, length and src step into ``runs``; return how many."""
+    n = 0
+    k = uop_begin
+    while k < uop_end:
+        length = 1
+        step = 1
+        if k + 1 < uop_end:
+            step = uop[k + 1, 1] - uop[k, 1]
+            if step < 0 or (batch > 1 and step != 1):
+                step = 1
+        while (
+            k + length < uop_end
+            and uop[k + length, 0] == uop[k, 0] + length
+            and uop[k + length, 1] == uop[k, 1] + length * step
+            and uop[k + length, 2] == uop[k, 2]
+        ):
+            length += 1
+        runs[n, 0] = k
+        runs[n, 1] = length
+        runs[n, 2] = step
+        n += 1
+        k += length
+    return n
+
+
+@numba.njit
+def _zero_entries(acc2, out2, uop, uop_begin, uop_end, iter_out, iter_in, dfo, dfi, batch):
+    """Zero acc and out at every micro-op's accumulator entry (a reset), in coalesced spans."""
+    lanes = acc2.shape[1]
+    start = -1
+    count = 0
+    for i in range(iter_out):
+        for j in range(iter_in):
+            base = i * dfo + j * dfi
+            for k in range(uop_begin, uop_end):
+                a = uop[k, 0] + base
+                if count > 0 and a == start + count:
+                    count += 1
+                    continue
+                if count > 0:
+                    acc2[start * batch : (start + count) * batch, :lanes] = 0
+                    out2[start * batch : (start + count) * batch, :lanes] = 0
+                start = a
+                count = 1
+    if count > 0:
+        acc2[start * batch : (start + count) * batch, :lanes] = 0
+        out2[start * batch : (start + count) * batch, :lanes] = 0
+
+
+@numba.njit
+def gemm(
+    inp,
+    wgt,
+    acc,
+    out,
+    uop,
+    reset,
+    uop_begin,
+    uop_end,
+    iter_out,
+    iter_in,
+    dst_factor_out,
+    dst_factor_in,
+    src_factor_out,
+    src_factor_in,
+    wgt_factor_out,
+    wgt_factor_in,
+):
+    """GEMM with the arguments and result of :func:`isa.semantics.gemm_kernel`."""
+    code = _k.gemm_check(
+        inp,
+        wgt,
+        acc,
+        uop,
+        reset,
+        uop_begin,
+        uop_end,
+        iter_out,
+        iter_in,
+        dst_factor_out,
+        dst_factor_in,
+        src_factor_out,
+        src_factor_in,
+        wgt_factor_out,
+        wgt_factor_in,
+    )
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
+    batch = acc.shape[1]
+    block_out = acc.shape[2]
+    block_in = inp.shape[2]
+    acc2 = acc.reshape(acc.shape[0] * batch, block_out)
+    out2 = out.reshape(out.shape[0] * batch, block_out)
+    if reset != 0:
+        _zero_entries(
+            acc2,
+            out2,
+            uop,
+            uop_begin,
+            uop_end,
+            iter_out,
+            iter_in,
+            dst_factor_out,
+            dst_factor_in,
+            batch,
+        )
+        return OK
+    runs = np.empty((uop_end - uop_begin, 3), np.int64)
+    n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
+    sweep = n_runs == 1 and dst_factor_in == 1 and src_factor_in == 1 and wgt_factor_in == 0
+    if n_runs == uop_end - uop_begin and not sweep:
+        return _k.gemm(
+            inp,
+            wgt,
+            acc,
+            out,
+            uop,
+            reset,
+            uop_begin,
+            uop_end,
+            iter_out,
+            iter_in,
+            dst_factor_out,
+            dst_factor_in,
+            src_factor_out,
+            src_factor_in,
+            wgt_factor_out,
+            wgt_factor_in,
+        )
+    inpf = inp.reshape(-1)
+    wgtf = wgt.reshape(-1)
+    accf = acc.reshape(-1)
+    outf = out.reshape(-1)
+    # Every write adds to acc modulo 2**32 and inp/wgt are only read, so the final acc (and out,
+    # its low 8 bits) does not depend on the order of the micro-ops: when the weight index does
+    # not move with j, a run is applied for all j at once (one block of iter_in row runs).
+    inner = iter_in if wgt_factor_in == 0 else 1
+    longest = 0
+    for q in range(n_runs):
+        longest = max(longest, runs[q, 1])
+    scratch = np.empty(inner * longest * batch * block_in if inner > 1 else 0, np.int8)
+    for i in range(iter_out):
+        for j in range(0, iter_in, inner):
+            da = i * dst_factor_out + j * dst_factor_in
+            dx = i * src_factor_out + j * src_factor_in
+            dw = i * wgt_factor_out + j * wgt_factor_in
+            for q in range(n_runs):
+                k = runs[q, 0]
+                if batch == 1:
+                    rows, xstep = runs[q, 1], runs[q, 2]
+                else:
+                    rows, xstep = runs[q, 1] * batch, 1
+                _gemm_block(
+                    inp,
+                    wgt,
+                    acc,
+                    out,
+                    inpf,
+                    wgtf,
+                    accf,
+                    outf,
+                    uop[k, 2] + dw,
+                    (uop[k, 1] + dx) * batch,
+                    xstep,
+                    (uop[k, 0] + da) * batch,
+                    rows,
+                    inner,
+                    src_factor_in * batch,
+                    dst_factor_in * batch,
+                    scratch,
+                )
+    return OK
+
+
+_alu_apply = _k._SCOPE["alu_apply"]
+
+
+@numba.njit(inline="always")
+def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
+    """``m`` lanes from flat lane ``p0``: acc = op(acc, imm or the lane from ``q0``), in lane
+    order (a source lane written earlier in the span is read updated, as in the reference).
+    The opcode and operand kind are tested once per span, not once per lane."""
+    if use_imm != 0:
+        y = np.int64(imm)
+        if op == 0:
+            for t in range(m):
+                v = _alu_apply(0, np.int64(accf[p0 + t]), y)
+                accf[p0 + t] = v
+                outf[p0 + t] = v
+        elif op == 1:
+            for t in range(m):
+                v = _alu_apply(1, np.int64(accf[p0 + t]), y)
+                accf[p0 + t] = v
+                outf[p0 + t] = v
+        elif op == 2:
+            for t in range(m):
+                v = _alu_apply(2, np.int64(accf[p0 + t]), y)
+                accf[p0 + t] = v
+                outf[p0 + t] = v
+        elif op == 3:
+            for t in range(m):
+                v = _alu_apply(3, np.int64(accf[p0 + t]), y)
+                accf[p0 + t] = v
+                outf[p0 + t] = v
+        else:
+            for t in range(m):
+                v = _alu_apply(4, np.int64(accf[p0 + t]), y)
+                accf[p0 + t] = v
+                outf[p0 + t] = v
+        return
+    for t in range(m):
+        v = _alu_apply(op, np.int64(accf[p0 + t]), np.int64(accf[q0 + t]))
+        accf[p0 + t] = v
+        outf[p0 + t] = v
+
+
+@numba.njit
+def alu(
+    acc,
+    out,
+    uop,
+    reset,
+    uop_begin,
+    uop_end,
+    iter_out,
+    iter_in,
+    dst_factor_out,
+    dst_factor_in,
+    src_factor_out,
+    src_factor_in,
+    alu_opcode,
+    use_imm,
+    imm,
+):
+    """ALU with the arguments and result of :func:`isa.semantics.alu_kernel`.
+
+    Consecutive steps of the loop nest whose accumulator entries (and, for a register operand,
+    source entries) follow one another form one span of lanes, applied in order.
+    """
+    code = _k.alu_check(
+        acc,
+        uop,
+        reset,
+        uop_begin,
+        uop_end,
+        iter_out,
+        iter_in,
+        dst_factor_out,
+        dst_factor_in,
+        src_factor_out,
+        src_factor_in,
+        alu_opcode,
+        use_imm,
+    )
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
+    batch = acc.shape[1]
+    block_out = acc.shape[2]
+    if reset != 0:
+        acc2 = acc.reshape(acc.shape[0] * batch, block_out)
+        out2 = out.reshape(out.shape[0] * batch, block_out)
+        _zero_entries(
+            acc2,
+            out2,
+            uop,
+            uop_begin,
+            uop_end,
+            iter_out,
+            iter_in,
+            dst_factor_out,
+            dst_factor_in,
+            batch,
+        )
+        return OK
+    lanes = batch * block_out
+    accf = acc.reshape(-1)
+    outf = out.reshape(-1)
+    start = -1  # first entry of the pending span, its source entry and its length
+    src = -1
+    count = 0
+    for i in range(iter_out):
+        for j in range(iter_in):
+            da = i * dst_factor_out + j * dst_factor_in
+            dx = i * src_factor_out + j * src_factor_in
+            for k in range(uop_begin, uop_end):
+                a = uop[k, 0] + da
+                x = uop[k, 1] + dx
+                if count > 0 and a == start + count and (use_imm != 0 or x == src + count):
+                    count += 1
+                    continue
+                if count > 0:
+                    _alu_span(
+                        accf,
+                        outf,
+                        alu_opcode,
+                        use_imm,
+                        imm,
+                        start * lanes,
+                        src * lanes,
+                        count * lanes,
+                    )
+                start = a
+                src = x
+                count = 1
+    if count > 0:
+        _alu_span(accf, outf, alu_opcode, use_imm, imm, start * lanes, src * lanes, count * lanes)
+    return OK
+
+
+def _source_stamp() -> int:
+    """A 60-bit hash of the kernels' stamp and this file: the event loop's cache key."""
+    h = hashlib.sha256(str(_k.SOURCE_STAMP).encode())
+    h.update(inspect.getsource(sys.modules[__name__]).encode())
+    return int(h.hexdigest()[:15], 16)
+
+
+#: Changes whenever a source compiled into the event loop besides its own file changes.
+SOURCE_STAMP = _source_stamp()
