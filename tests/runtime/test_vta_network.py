@@ -317,7 +317,7 @@ def test_a_model_the_compiler_cannot_handle_fails_naming_every_offending_node(tm
     x = np.zeros((1, 4, 8, 8), np.float32)
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
-        helper.make_node("Resize", ["a", "", "scales"], ["b"], name="up"),
+        helper.make_node("Resize", ["a", "", "scales"], ["b"], name="up", mode="cubic"),
         helper.make_node("NonZero", ["b"], ["y"], name="nz"),
     ]
     model = make_model(nodes, {"x": x}, ["y"], {"scales": np.ones(4, np.float32)})
