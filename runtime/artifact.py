@@ -249,8 +249,18 @@ def artifact_kind(source: str | os.PathLike | bytes) -> str:
 
 
 def load_artifact(source: str | os.PathLike | bytes) -> Program:
-    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes)."""
-    return read_artifact(source, {FORMAT_VERSION: ARTIFACT_KINDS[FORMAT_VERSION]}, _program)
+    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes), and check
+    its memory plan and specs against its kernels before any of them can run
+    (:func:`runtime.program_check.check_program`)."""
+    return read_artifact(source, {FORMAT_VERSION: ARTIFACT_KINDS[FORMAT_VERSION]}, _checked)
+
+
+def _checked(manifest: dict[str, Any], read: Any, where: str) -> Program:
+    from runtime.program_check import check_program
+
+    prog = _program(manifest, read, where)
+    check_program(prog, where)
+    return prog
 
 
 def _program(manifest: dict[str, Any], read: Any, where: str) -> Program:
