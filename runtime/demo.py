@@ -44,7 +44,8 @@ NEXT_STEPS = (
 
 def run_demo(args: argparse.Namespace) -> int:
     """The ``vtac demo`` command; returns the exit status."""
-    from runtime.session import InferenceSession, check_feeds
+    from runtime.session import check_feeds
+    from runtime.vta_session import VtaInferenceSession
     from vta_sim.plot import save_gantt, save_network_figure
 
     OUT.mkdir(exist_ok=True)
@@ -52,8 +53,8 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"== ResNet-18 ({IMAGE_SIZE}x{IMAGE_SIZE}, seeded random weights) quantized to int8 "
           f"and compiled for {CONFIG}", flush=True)  # fmt: skip
     x = np.random.default_rng(0).standard_normal((1, 3, IMAGE_SIZE, IMAGE_SIZE), np.float32)
-    sess = InferenceSession(
-        "resnet18", target="vta", config=CONFIG, image_size=IMAGE_SIZE, calibration=x
+    sess = VtaInferenceSession(
+        "resnet18", "vta", config=CONFIG, image_size=IMAGE_SIZE, calibration=x
     )
     plan = sess.plan
     print(f"   {len(plan.accel_steps)} accelerator groups and {len(plan.host_steps)} host "
