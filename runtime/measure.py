@@ -117,6 +117,7 @@ def _run(task: Task, built: Any, build_s: float) -> MeasureResult:
         "ideal_cycles": ideal_cycles(built.macs, cfg),
         "roofline_cycles": roofline_cycles(built.macs, comp, cfg),
         "dram_bytes": int(sum(r.dram_bytes.values())),
+        "energy_pj": r.energy().total_pj,
     }
     return MeasureResult(float(r.cycles), build_s=build_s, run_s=run_s, extra=extra)
 

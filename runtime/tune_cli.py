@@ -39,7 +39,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -267,9 +269,11 @@ def _gemm(text: str) -> tuple[int, int, int]:
 def _explore(args: argparse.Namespace) -> int:
     import isa
     from compiler.errors import CompilerError
-    from compiler.tune.explore import area_proxy, hardware_grid, pareto_front
+    from compiler.tune.explore import hardware_grid, pareto_front
     from compiler.tune.task import hw_spec
     from compiler.tune.tuner import make_tuner
+    from isa.energy import estimate_area
+    from isa.report import Column, format_table
 
     base = isa.load_config(args.base)
     grid = hardware_grid(
@@ -284,29 +288,56 @@ def _explore(args: argparse.Namespace) -> int:
             f"explore: every configuration of the sweep was left out ({len(grid.rejected)}); "
             "widen --gemm, --buffers or --bus"
         )
-    rows: list[tuple[str, float, float]] = []
+    rows: list[ExploreRow] = []
     with _runner(args) as runner:
         for cfg in grid.configs:
             args.config = hw_spec(cfg)
-            total = 0.0
+            cycles = energy = 0.0
             for task in tasks_for(args):
                 default = task.default_config()
                 tuner = make_tuner(args.tuner, task, args.seed)
                 state = tuner.tune(runner, args.trials, batch_size=args.batch_size or 8,
                                    early_stopping=args.early_stopping, log=args.log,
                                    initial=[default.index])  # fmt: skip
-                total += task.weight * state.best_cost
-            rows.append((cfg.name, area_proxy(cfg), total))
-            print(f"{cfg.name}: cost {area_proxy(cfg):.0f}, {total:.0f} cycles", flush=True)
-    front = set(pareto_front([(c, a) for _, a, c in rows]))
-    print(f"{'configuration':<24} {'hw cost':>8} {'total cycles':>14}  Pareto")
-    for k in sorted(range(len(rows)), key=lambda k: rows[k][1]):
-        name, area, cycles = rows[k]
-        print(f"{name:<24} {area:>8.0f} {cycles:>14.0f}  {'*' if k in front else ''}")
+                cycles += task.weight * state.best_cost
+                best = state.best
+                extra = best.result.extra if best is not None else {}
+                energy += task.weight * float(extra.get("energy_pj", math.inf))
+            row = ExploreRow(cfg.name, estimate_area(cfg).total_mm2, energy * 1e-6, cycles)
+            rows.append(row)
+            print(f"{cfg.name}: {row.area_mm2:.3f} mm2, {row.energy_uj:,.1f} uJ, "
+                  f"{cycles:,.0f} cycles", flush=True)  # fmt: skip
+    front = set(pareto_front([(r.cycles, r.energy_uj, r.area_mm2) for r in rows]))
+    columns = [
+        Column("configuration"),
+        Column("area mm2", "float3", "MAC array, ALU and SRAMs at 45 nm (docs/energy.md)"),
+        Column("energy uJ", "float3", "the tasks' energy with their best schedules"),
+        Column("total cycles", "int", "the tasks' cycles with their best schedules"),
+        Column(
+            "Pareto",
+            legend="* on the front: no configuration is as good on all three and better on one",
+        ),  # fmt: skip
+    ]
+    order = sorted(range(len(rows)), key=lambda k: rows[k].area_mm2)
+    table = [
+        (rows[k].name, rows[k].area_mm2, rows[k].energy_uj, rows[k].cycles, "*" * (k in front))
+        for k in order
+    ]
+    print(format_table(columns, table))
     if args.plot:
         _plot_front(rows, front, args.plot)
         print(f"wrote {args.plot}")
-    return 0 if all(c != float("inf") for _, _, c in rows) else 1
+    return 0 if all(math.isfinite(r.cycles) for r in rows) else 1
+
+
+@dataclass(frozen=True)
+class ExploreRow:
+    """One swept configuration: its area, and its tasks' energy and cycles once tuned."""
+
+    name: str
+    area_mm2: float
+    energy_uj: float
+    cycles: float
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -331,25 +362,31 @@ def _check_outputs(args: argparse.Namespace) -> None:
             )
 
 
-def _plot_front(rows: list[tuple[str, float, float]], front: set[int], path: str) -> None:
-    import matplotlib
+def _plot_front(rows: list[ExploreRow], front: set[int], path: str) -> None:
+    """Cycles against area and against energy, the front's points joined and named (the other
+    points unnamed, so that labels do not pile up)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.scatter([a for _, a, _ in rows], [c for _, _, c in rows], color="gray", label="swept")
-    pts = sorted((rows[k][1], rows[k][2], rows[k][0]) for k in front)
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color="C3", label="Pareto front")
-    for a, c, name in pts:
-        ax.annotate(name, (a, c), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xlabel("relative hardware cost (vta-1x16x16 = 1000)")
-    ax.set_ylabel("total cycles (tuned)")
-    ax.set_yscale("log")
-    ax.legend()
-    fig.tight_layout()
+    fig = Figure(figsize=(11, 4.5), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, attr, label in (
+        (axes[0], "area_mm2", "area (mm², 45 nm)"),
+        (axes[1], "energy_uj", "energy (uJ, 45 nm)"),
+    ):
+        ax.scatter([getattr(r, attr) for r in rows], [r.cycles for r in rows], color="#bbbbbb",
+                   label="swept", zorder=2)  # fmt: skip
+        pts = sorted((getattr(rows[k], attr), rows[k].cycles, rows[k].name) for k in front)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o", color="C3", label="Pareto front",
+                zorder=3)  # fmt: skip
+        for k, (x, y, name) in enumerate(pts):  # alternate sides so neighbours do not collide
+            ax.annotate(name, (x, y), fontsize=7, textcoords="offset points",
+                        xytext=(5, 6 if k % 2 else -10))  # fmt: skip
+        ax.set_xlabel(label)
+        ax.set_yscale("log")
+        ax.grid(color="#eeeeee", linewidth=0.5)
+    axes[0].set_ylabel("total cycles (tuned)")
+    axes[0].legend(fontsize="small")
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 class _Bar:

@@ -1,10 +1,7 @@
 """Hardware / schedule co-exploration: sweep hardware configurations (GEMM shape, buffer sizes,
-DRAM bus width), tune a workload's tasks on each, and keep the Pareto front of total cycles
-against a cost proxy of the hardware.
-
-The cost proxy is relative, not an area model: multiply-accumulators per cycle, on-chip buffer
-kilobytes and bus bytes, each weighted (``AREA_WEIGHTS``) so that the ``vta-1x16x16`` preset
-scores 1000. Configurations the ISA cannot encode (a field that no longer fits its instruction)
+DRAM bus width), tune a workload's tasks on each, and keep the Pareto front of total cycles,
+energy and area (the models of :mod:`isa.energy`, docs/energy.md; ``vtac explore`` prints and
+plots it). Configurations the ISA cannot encode (a field that no longer fits its instruction)
 are left out with the reason ``isa`` gives.
 
 Example:
@@ -13,8 +10,6 @@ Example:
     ...                      buffer_scales=[0.5, 1.0], bus=[8])
     >>> [c.name for c in grid.configs], grid.rejected
     (['1x16x16-buf0.5-bus8', '1x16x16-buf1-bus8'], [])
-    >>> round(area_proxy(isa.load_config("vta-1x16x16")))
-    1000
     >>> pareto_front([(10.0, 1.0), (8.0, 2.0), (9.0, 3.0)])
     [0, 1]
 """
@@ -25,29 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from isa import HwConfig
-
-#: Relative weights of the cost proxy: per MAC/cycle, per on-chip KiB, per bus byte.
-AREA_WEIGHTS = {"mac": 2.0, "sram_kib": 1.0, "bus_byte": 8.0}
-_REFERENCE: float | None = None
-
-
-def _raw_area(cfg: HwConfig) -> float:
-    sram = cfg.uop_buf_bytes + cfg.inp_buf_bytes + cfg.wgt_buf_bytes + cfg.acc_buf_bytes
-    return (
-        AREA_WEIGHTS["mac"] * cfg.macs_per_cycle
-        + AREA_WEIGHTS["sram_kib"] * sram / 1024
-        + AREA_WEIGHTS["bus_byte"] * cfg.bus_bytes
-    )
-
-
-def area_proxy(cfg: HwConfig) -> float:
-    """The relative hardware cost of ``cfg`` (``vta-1x16x16`` = 1000)."""
-    global _REFERENCE
-    if _REFERENCE is None:
-        from isa import load_config
-
-        _REFERENCE = _raw_area(load_config("vta-1x16x16"))
-    return 1000.0 * _raw_area(cfg) / _REFERENCE
 
 
 @dataclass
@@ -93,17 +65,19 @@ def hardware_grid(
     return out
 
 
-def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats in both coordinates (lower is better),
-    in increasing order of the second coordinate."""
+def pareto_front(points: Sequence[tuple[float, ...]]) -> list[int]:
+    """Indices of the points no other point beats (lower is better in every coordinate: at
+    least as good in all and better in one), in increasing order of the second coordinate."""
     front = []
-    for i, (a, b) in enumerate(points):
+    for i, a in enumerate(points):
         dominated = any(
-            (c <= a and d <= b) and (c < a or d < b) for j, (c, d) in enumerate(points) if j != i
+            all(q <= p for q, p in zip(b, a, strict=True)) and b != a
+            for j, b in enumerate(points)
+            if j != i
         )
         if not dominated:
             front.append(i)
-    return sorted(front, key=lambda i: (points[i][1], points[i][0]))
+    return sorted(front, key=lambda i: (points[i][1:], points[i][0]))
 
 
-__all__ = ["AREA_WEIGHTS", "HardwareGrid", "area_proxy", "hardware_grid", "pareto_front"]
+__all__ = ["HardwareGrid", "hardware_grid", "pareto_front"]
