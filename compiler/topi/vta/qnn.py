@@ -474,7 +474,7 @@ def compile_qconv2d(
         cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
         nthreads=nthreads, alu_ops=alu_ops,
         alu_imm_ops=max(0, alu_ops - (len(ep.steps()) - imm_steps(ep.steps()))),
-        acc_buffers=2 if residual else 1, channel_tiles=len(tiles),
+        acc_buffers=2 if residual else 1, channel_tiles=len(tiles), depthwise=depthwise,
     )  # fmt: skip
     s = schedule_conv2d_packed(out, knobs, cfg)
     args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
