@@ -334,7 +334,7 @@ def depthwise_kernel(weight: np.ndarray, block: int) -> np.ndarray:
     Example:
         >>> w = np.arange(1, 7, dtype=np.int8).reshape(6, 1, 1, 1)
         >>> depthwise_kernel(w, 4)[:, :, 0, 0].tolist()[4:]
-        [[0, 0, 0, 0], [0, 6, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+        [[5, 0, 0, 0], [0, 6, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
     """
     c, one, kh, kw = weight.shape
     if one != 1:
