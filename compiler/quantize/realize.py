@@ -17,6 +17,8 @@ folding, dead-node elimination), calibrates every activation on the sample input
   ``clip`` too, its bounds rounded to the input's scale;
 * ``global_avg_pool2d``: ``global_sum_pool2d`` (int32) and ``requantize`` by
   ``s_x / (H W s_y)``;
+* ``hard_sigmoid`` / ``hard_swish``: ``qhard_sigmoid`` / ``qhard_swish``, their exact integer
+  forms (:mod:`~compiler.quantize.hard`);
 * anything else (softmax, sigmoid, ...): stays float32, its int8 inputs dequantized and its
   output quantized again where an integer operator reads it;
 * ``quantize`` at the float inputs, ``dequantize`` at the outputs.
@@ -57,6 +59,7 @@ from compiler.graph.ir import Constant, Graph, Node, Value
 from compiler.graph.pipeline import graph_pass, graph_pipeline, run_pipeline
 from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
+from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish
 from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
 
 #: Operators whose int8 form keeps the input's scale.
@@ -383,6 +386,45 @@ class _Realizer:
         lo, hi = self.int8_bounds(node, s)
         clip = Node("clip", (qx,), {"a_min": lo, "a_max": hi}, node.name)
         self.qv[id(node)] = (clip, s)
+        return True
+
+    def _hard_sigmoid(self, node: Node) -> bool:
+        return self._hard(node, float(node.attrs["alpha"]), float(node.attrs["beta"]))
+
+    def _hard_swish(self, node: Node) -> bool:
+        return self._hard(node, 1.0 / 6.0, 0.5)
+
+    def _hard(self, node: Node, alpha: float, beta: float) -> bool:
+        # the integer forms of compiler.quantize.hard; a scale ratio the ALU's immediates
+        # cannot hold leaves the node in float
+        x = node.inputs[0]
+        if not self.is_activation(x):
+            return False
+        sx, sy = self.scale(x), self.scale(node)
+        try:
+            if node.op == "hard_sigmoid":
+                p = choose_hard_sigmoid(alpha, beta, sx, sy)
+                attrs: dict[str, int] = {
+                    "multiplier": p.multiplier,
+                    "shift": p.shift,
+                    "offset": p.offset,
+                    "out_max": p.out_max,
+                }
+            else:
+                w = choose_hard_swish(alpha, beta, sx, sy)
+                attrs = {
+                    "gate_multiplier": w.gate.multiplier,
+                    "gate_shift": w.gate.shift,
+                    "gate_offset": w.gate.offset,
+                    "multiplier": w.multiplier,
+                    "shift": w.shift,
+                    "out_min": w.out_min,
+                    "out_max": w.out_max,
+                }
+        except QuantizeError:
+            return False
+        qx, _ = self.as_int8(x)
+        self.qv[id(node)] = (Node(f"q{node.op}", (qx,), attrs, name=node.name), sy)
         return True
 
     def _global_avg_pool2d(self, node: Node) -> bool:

@@ -6,6 +6,9 @@ for a 2-d tensor), are loaded into the accumulator by ACC8 loads (sign-extended)
 runs the node's steps in place and the out buffer's low 8 bits are stored:
 
 * ``relu``: ``MAX 0``; ``clip``: ``MAX lo``, ``MIN hi`` (:func:`clip_steps`);
+* ``qhard_sigmoid``: ``MUL m; ADD c0; SHR s; ADD c1; MAX 0; MIN hi``; ``qhard_swish``: its input
+  loaded twice, that sequence on the second copy, ``MUL rhs`` (tensor-tensor), the multiplier,
+  the rounding shift and the clip (:mod:`compiler.quantize.hard`);
 * ``qadd``: the second operand goes to its own tile, then the quantizer's own sequence
   (:func:`compiler.quantize.add_alu_program`): ``MUL lhs``, ``MUL@rhs rhs``, ``ADD rhs``, the
   rounding shift and the clip.
@@ -31,6 +34,8 @@ from typing import Any
 
 from compiler import te, topi
 from compiler.errors import ShapeError
+from compiler.quantize.hard import hard_sigmoid_steps, hard_swish_steps
+from compiler.quantize.ops import hard_sigmoid_params, hard_swish_params
 from compiler.quantize.requant import AluStep, add_alu_program
 from compiler.schedule import Schedule
 from compiler.te.tensor import Tensor
@@ -87,8 +92,9 @@ def qadd_steps(
 
 
 def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
-    """The ALU steps of the graph operator ``op`` (``relu``, ``clip``, ``qadd``) with
-    ``attrs`` (a clip's bounds are clamped to int8 and must be whole numbers).
+    """The ALU steps of the graph operator ``op`` (``relu``, ``clip``, ``qadd``,
+    ``qhard_sigmoid``, ``qhard_swish``) with ``attrs`` (a clip's bounds are clamped to int8 and
+    must be whole numbers; a hard swish reads its input twice, as ``data`` and ``rhs``).
 
     Example:
         >>> [str(s) for s in elementwise_steps("clip", {"a_min": 0.0, "a_max": float("inf")})]
@@ -110,7 +116,14 @@ def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
             int(attrs["out_min"]),
             int(attrs["out_max"]),
         )
-    raise ShapeError(f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd)")
+    if op == "qhard_sigmoid":
+        return hard_sigmoid_steps(hard_sigmoid_params(attrs))
+    if op == "qhard_swish":
+        return hard_swish_steps(hard_swish_params(attrs))
+    raise ShapeError(
+        f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd, "
+        "qhard_sigmoid, qhard_swish)"
+    )
 
 
 def elementwise_packed(
