@@ -583,6 +583,7 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
         return compile_qelementwise(
             group.name, cfg, elementwise_steps(node.op, node.attrs), shape=node.type.shape,
             binary=group.residual is not None,
+            rhs_shape=group.residual.type.shape if group.residual is not None else None,
         )  # fmt: skip
     n, c, *_ = node.inputs[0].type.shape
     if group.kind in ("max_pool2d", "global_sum_pool2d"):

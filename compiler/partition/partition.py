@@ -22,7 +22,8 @@ Rules, tried on each node in topological order (the first that decides wins):
   (both operands loaded into the accumulator, then the quantizer's ALU sequence), over an NCHW
   or ``(N, C)`` tensor: a group of its own (:mod:`compiler.topi.vta.qelementwise`);
   ``qhard_sigmoid-group`` / ``qhard_swish-group`` the same for the exact integer hard sigmoid
-  and hard swish (:mod:`compiler.quantize.hard`; the hard swish reads its input twice).
+  and hard swish (:mod:`compiler.quantize.hard`; the hard swish reads its input twice), and
+  ``qmul-group`` for an int8 multiply (a squeeze-excitation's channel-wise gate included).
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
   left in float), ``layout`` (``reshape``, ``transpose``), ``relu-shape`` / ``clip-shape`` /
@@ -302,7 +303,7 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
             name = node.name or node.op
             # a hard swish multiplies its input by its own gate: the input is the second
             # operand too
-            second = {"qadd": 1, "qhard_swish": 0}.get(node.op)
+            second = {"qadd": 1, "qmul": 1, "qhard_swish": 0}.get(node.op)
             residual = node.inputs[second] if second is not None else None
             groups.append(AccelGroup(name, node.op, node, None, None, residual))
             put(node, VTA, name, f"{node.op}-group", ELEMENTWISE[node.op])
@@ -342,6 +343,9 @@ ELEMENTWISE = {
     "clip": "ACC8 load, MAX lo and MIN hi on the ALU",
     "qadd": "both operands loaded into the accumulator (ACC8), then MUL, ADD, rounding shift "
     "and clip on the ALU",
+    "qmul": "both operands loaded into the accumulator (ACC8; a per-channel gate as one entry "
+    "per channel block, read by every pixel), MUL of the two, MUL, rounding shift and clip on the "
+    "ALU",
     "qhard_sigmoid": "ACC8 load, MUL, ADD, SHR, ADD, MAX 0, MIN hi on the ALU (exact integer "
     "hard sigmoid)",
     "qhard_swish": "the input loaded twice (ACC8), the hard sigmoid on one copy, MUL of the two "

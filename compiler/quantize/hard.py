@@ -83,9 +83,14 @@ class HardSwish:
     out_max: int = INT8_MAX
 
 
-def _fixed_point(ratio: float, max_shift: int, what: str) -> tuple[int, int]:
+def fixed_point(ratio: float, max_shift: int, what: str) -> tuple[int, int]:
     """``(m, s)`` with ``m / 2**s ~ ratio``, ``|m| <= MAX_MULTIPLIER``, ``s <= max_shift``,
-    the largest such ``s`` (the most precise)."""
+    the largest such ``s`` (the most precise); ``what`` names the operator in the error.
+
+    Example:
+        >>> fixed_point(0.75, 15, "x")
+        (24576, 15)
+    """
     if not math.isfinite(ratio):
         raise QuantizeError(f"{what}: the scale ratio {ratio} is not finite")
     if abs(ratio) > MAX_MULTIPLIER:
@@ -102,7 +107,7 @@ def choose_hard_sigmoid(
     """The integer hard sigmoid from int8 at ``scale_in`` to ``[0, out_max]`` at ``scale_out``
     (``out_max`` defaults to ``round(1 / scale_out)`` held within int8). Raises
     :class:`QuantizeError` when the offset does not fit the ALU's 16-bit immediates."""
-    m, s = _fixed_point(alpha * scale_in / scale_out, ROUND_IMM_BITS, "hard_sigmoid")
+    m, s = fixed_point(alpha * scale_in / scale_out, ROUND_IMM_BITS, "hard_sigmoid")
     half = 1 << (s - 1) if s else 0
     offset = int(math.floor(beta / scale_out * 2.0**s + 0.5)) + half
     top = out_max if out_max is not None else min(INT8_MAX, int(math.floor(1 / scale_out + 0.5)))
@@ -121,7 +126,7 @@ def choose_hard_swish(alpha: float, beta: float, scale_in: float, scale_out: flo
         [0, -8, 0, 24, 127]
     """
     gate = choose_hard_sigmoid(alpha, beta, scale_in, 1.0 / GATE_UNITS, GATE_UNITS)
-    m, s = _fixed_point(scale_in / (GATE_UNITS * scale_out), MAX_SWISH_SHIFT, "hard_swish")
+    m, s = fixed_point(scale_in / (GATE_UNITS * scale_out), MAX_SWISH_SHIFT, "hard_swish")
     return HardSwish(gate, m, s)
 
 
@@ -177,6 +182,7 @@ __all__ = [
     "HardSigmoid",
     "HardSwish",
     "choose_hard_sigmoid",
+    "fixed_point",
     "choose_hard_swish",
     "hard_sigmoid_int",
     "hard_sigmoid_steps",

@@ -19,7 +19,11 @@ operators are:
 * ``qhard_sigmoid`` (int8 -> int8; ``multiplier``, ``shift``, ``offset``, ``out_max``) and
   ``qhard_swish`` (int8 -> int8; the gate's ``gate_multiplier``, ``gate_shift``,
   ``gate_offset``, then ``multiplier``, ``shift``, ``out_min``, ``out_max``): the integer hard
-  sigmoid and hard swish of :mod:`compiler.quantize.hard`.
+  sigmoid and hard swish of :mod:`compiler.quantize.hard`;
+* ``qmul`` (int8 ``a``, int8 ``b`` of ``a``'s shape or ``(N, C, 1, 1)`` for an NCHW ``a``;
+  ``multiplier``, ``shift``, ``out_min``, ``out_max``):
+  ``clip(rshift(a * b * multiplier, shift))``, the channel-wise multiply of a
+  squeeze-excitation (``|a b multiplier| <= 128 * 128 * 32767 < 2**31``).
 
 Example:
     >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
@@ -56,6 +60,7 @@ from compiler.quantize.requant import (
     MAX_POST_SHIFT,
     MAX_PRE_SHIFT,
     add_int,
+    mul_int,
     requantize_int,
 )
 
@@ -148,6 +153,21 @@ def _infer_qadd(node: Node) -> TensorType:
     return TensorType(a.shape, "int8", a.layout or b.layout)
 
 
+def _infer_qmul(node: Node) -> TensorType:
+    a = _need(node, 0, ("int8",))
+    b = _need(node, 1, ("int8",))
+    gate = a.ndim == 4 and b.shape == (a.shape[0], a.shape[1], 1, 1)
+    if b.shape != a.shape and not gate:
+        raise ShapeError(
+            f"{_where(node)} input 1: shape {b.shape} is neither input 0's {a.shape} nor "
+            f"one value per channel {(a.shape[0], a.shape[1], 1, 1) if a.ndim == 4 else ''}"
+        )
+    _int_attr(node, "multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "shift", 0, 30)
+    _out_range(node)
+    return TensorType(a.shape, "int8", a.layout)
+
+
 def _infer_hard(node: Node) -> TensorType:
     t = _need(node, 0, ("int8",))
     gate = "gate_" if node.op == "qhard_swish" else ""
@@ -192,6 +212,14 @@ _DEFS = (
         _infer_qadd,
     ),
     OpDef("global_sum_pool2d", PatternKind.REDUCTION, 1, 1, {}, _infer_sum_pool),
+    OpDef(
+        "qmul",
+        PatternKind.INJECTIVE,
+        2,
+        2,
+        {"multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
+        _infer_qmul,
+    ),
     OpDef(
         "qhard_sigmoid",
         PatternKind.INJECTIVE,
@@ -264,6 +292,12 @@ def hard_swish_params(attrs: Mapping[str, Any]) -> HardSwish:
     return HardSwish(gate, attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"])
 
 
+def _qmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return mul_int(
+        args[0], args[1], attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"]
+    )
+
+
 def _qhard_sigmoid(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return hard_sigmoid_int(args[0], hard_sigmoid_params(attrs))
 
@@ -278,6 +312,7 @@ _IMPLS = {
     "requantize": _requantize,
     "qadd": _qadd,
     "global_sum_pool2d": _sum_pool,
+    "qmul": _qmul,
     "qhard_sigmoid": _qhard_sigmoid,
     "qhard_swish": _qhard_swish,
 }

@@ -19,6 +19,9 @@ folding, dead-node elimination), calibrates every activation on the sample input
   ``s_x / (H W s_y)``;
 * ``hard_sigmoid`` / ``hard_swish``: ``qhard_sigmoid`` / ``qhard_swish``, their exact integer
   forms (:mod:`~compiler.quantize.hard`);
+* ``multiply`` of two activations of one shape, or of an NCHW activation and a per-channel
+  ``(N, C, 1, 1)`` gate (a squeeze-excitation): ``qmul``, ``multiplier / 2**shift`` close to
+  ``s_a s_b / s_y``;
 * anything else (softmax, sigmoid, ...): stays float32, its int8 inputs dequantized and its
   output quantized again where an integer operator reads it;
 * ``quantize`` at the float inputs, ``dequantize`` at the outputs.
@@ -59,7 +62,7 @@ from compiler.graph.ir import Constant, Graph, Node, Value
 from compiler.graph.pipeline import graph_pass, graph_pipeline, run_pipeline
 from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
-from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish
+from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish, fixed_point
 from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
 
 #: Operators whose int8 form keeps the input's scale.
@@ -386,6 +389,32 @@ class _Realizer:
         lo, hi = self.int8_bounds(node, s)
         clip = Node("clip", (qx,), {"a_min": lo, "a_max": hi}, node.name)
         self.qv[id(node)] = (clip, s)
+        return True
+
+    def _multiply(self, node: Node) -> bool:
+        # two activations of one shape, or an NCHW activation and a per-channel gate (a
+        # squeeze-excitation's (N, C, 1, 1)): qmul, the full-size operand first
+        a, b = node.inputs
+        if not (self.is_activation(a) and self.is_activation(b)):
+            return False
+        if a.type.shape != b.type.shape and a.type.ndim == 4 and a.type.shape[2:] == (1, 1):
+            a, b = b, a
+        t = a.type
+        if b.type.shape != t.shape and not (
+            t.ndim == 4 and b.type.shape == (t.shape[0], t.shape[1], 1, 1)
+        ):
+            return False
+        sa, sb, so = self.scale(a), self.scale(b), self.scale(node)
+        try:
+            m, shift = fixed_point(sa * sb / so, 30, "multiply")
+        except QuantizeError:
+            return False
+        if m < 0:
+            return False
+        qa, _ = self.as_int8(a)
+        qb, _ = self.as_int8(b)
+        attrs = {"multiplier": m, "shift": shift, "out_min": INT8_MIN, "out_max": INT8_MAX}
+        self.qv[id(node)] = (Node("qmul", (qa, qb), attrs, name=node.name), so)
         return True
 
     def _hard_sigmoid(self, node: Node) -> bool:

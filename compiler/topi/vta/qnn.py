@@ -207,7 +207,7 @@ def alu_stages(
     *,
     rhs: Tensor | None = None,
     tiles: Mapping[str, Tensor] | None = None,
-    channel: Callable[[Sequence[Expr]], tuple[Expr, Expr, Expr]] | None = None,
+    channel: Callable[[Sequence[Expr]], tuple[Expr | int, ...]] | None = None,
     prefix: str = "",
 ) -> Tensor:
     """``steps`` as accumulator stages on the int32 ``acc`` (one stage a step, named
