@@ -50,7 +50,7 @@ def _feeds(seed, count):
     return [{"x": rng.standard_normal((1, 4, SIZE, SIZE)).astype(np.float32)} for _ in range(count)]
 
 
-@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16", "4x4x4"])
 @pytest.mark.parametrize("k,stride,act", [(3, 1, "relu6"), (3, 2, "relu"), (5, 2, "relu6"),
                                           (5, 1, "relu")],)  # fmt: skip
 def test_depthwise_runs_on_the_gemm_core_bit_exact(preset, k, stride, act):

@@ -44,7 +44,7 @@ def _feeds(seed, count):
     return [{"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)} for _ in range(count)]
 
 
-@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16", "4x4x4"])
 def test_squeeze_excitation_runs_on_the_accelerator_bit_exact(preset):
     graph = from_onnx(_model())
     net = compile_network(graph, preset, calibration=_feeds(1, 4))
