@@ -49,7 +49,7 @@ import numpy as np
 from compiler.graph import Constant, Graph, Node, Value, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
-from compiler.partition.partition import ELEMENTWISE
+from compiler.partition.partition import ELEMENTWISE, is_depthwise
 from compiler.quantize import RequantParams, quantize_graph
 from compiler.topi.vta.fold import InputFold, choose_fold
 from compiler.topi.vta.packing import (
@@ -537,7 +537,7 @@ def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
     """How the group's convolution runs over folded channels (space to depth or im2col,
     :func:`compiler.topi.vta.fold.choose_fold`), or None when it runs directly."""
     node = group.anchor
-    if group.kind != "conv2d":
+    if group.kind != "conv2d" or is_depthwise(node):
         return None
     a = node.attrs
     c, k = node.inputs[0].type.shape[1], node.inputs[1].type.shape[2]
@@ -583,6 +583,7 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
         return compile_qelementwise(
             group.name, cfg, elementwise_steps(node.op, node.attrs), shape=node.type.shape,
             binary=group.residual is not None,
+            rhs_shape=group.residual.type.shape if group.residual is not None else None,
         )  # fmt: skip
     n, c, *_ = node.inputs[0].type.shape
     if group.kind in ("max_pool2d", "global_sum_pool2d"):
@@ -625,6 +626,7 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
         return compile_qconv2d(
             group.name, cfg, w, ep, in_shape=(n, c, h, wd),
             stride=(sh, sw), padding=(pt, pl, pb, pr), residual=residual,
+            depthwise=is_depthwise(node),
         )  # fmt: skip
     return compile_qdense(
         group.name, cfg, w, ep, batch=node.inputs[0].type.shape[0], residual=residual

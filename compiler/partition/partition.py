@@ -2,7 +2,9 @@
 
 Rules, tried on each node in topological order (the first that decides wins):
 
-* ``conv2d-group`` / ``dense-group``: an int8 ``conv2d`` (NCHW, one group, no dilation, square
+* ``conv2d-group`` / ``depthwise-group`` / ``dense-group``: an int8 ``conv2d`` (NCHW, one group
+  or depthwise (``groups == C == O``: GEMM on diagonal weight tiles, when
+  ``block_in == block_out``), no dilation, square
   kernel, equal strides, padding within the LOAD pad field, a kernel window that fits the
   weight buffer) or ``dense`` with constant int8 weights and an optional constant int32 bias,
   whose only reader is a per-channel ``requantize`` (``axis=1``), runs on the accelerator with
@@ -18,7 +20,10 @@ Rules, tried on each node in topological order (the first that decides wins):
 * ``relu-group`` / ``clip-group`` / ``qadd-group``: an int8 ``relu`` (``MAX 0``), an int8
   ``clip`` with whole-number bounds (``MAX lo``, ``MIN hi``) or a ``qadd`` that no group took
   (both operands loaded into the accumulator, then the quantizer's ALU sequence), over an NCHW
-  or ``(N, C)`` tensor: a group of its own (:mod:`compiler.topi.vta.qelementwise`).
+  or ``(N, C)`` tensor: a group of its own (:mod:`compiler.topi.vta.qelementwise`);
+  ``qhard_sigmoid-group`` / ``qhard_swish-group`` the same for the exact integer hard sigmoid
+  and hard swish (:mod:`compiler.quantize.hard`; the hard swish reads its input twice), and
+  ``qmul-group`` for an int8 multiply (a squeeze-excitation's channel-wise gate included).
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
   left in float), ``layout`` (``reshape``, ``transpose``), ``relu-shape`` / ``clip-shape`` /
@@ -129,6 +134,25 @@ def _only_reader(graph: Graph, node: Node, users: dict[int, list[Node]]) -> Node
     return readers[0]
 
 
+def is_depthwise(node: Node) -> bool:
+    """Whether ``node`` is a depthwise conv2d (one filter per channel, ``groups == C == O``).
+
+    Example:
+        >>> import numpy as np
+        >>> from compiler.graph import TensorType, Var
+        >>> x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
+        >>> w = Constant(np.ones((8, 1, 3, 3), np.float32))
+        >>> is_depthwise(Node("conv2d", (x, w), {"groups": 8}))
+        True
+    """
+    if node.op != "conv2d" or node.attrs["groups"] == 1:
+        return False
+    groups = node.attrs["groups"]
+    return groups == node.inputs[0].type.shape[1] == node.type.shape[1] and (
+        node.inputs[1].type.shape[1] == 1
+    )
+
+
 def _gemm_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
     """The rule and reason that keep a conv2d / dense off the accelerator, or None."""
     data, weight = node.inputs[0], node.inputs[1]
@@ -144,10 +168,18 @@ def _gemm_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
     if node.op == "dense":
         return None
     a = node.attrs
-    if a["groups"] != 1:
+    groups, (out_c, in_c) = a["groups"], (node.type.shape[1], data.type.shape[1])
+    if groups != 1 and not (groups == in_c == out_c and weight.type.shape[1] == 1):
         return (
             "conv2d-groups",
-            f"groups={a['groups']}: the GEMM core reduces over every input channel of a block",
+            f"groups={groups} over {in_c} channels: the GEMM core runs one group (dense) or "
+            "one per channel (depthwise)",
+        )
+    if groups != 1 and cfg.block_in != cfg.block_out:
+        return (
+            "conv2d-groups",
+            f"depthwise needs block_in == block_out for diagonal weight tiles, got "
+            f"{cfg.block_in}x{cfg.block_out}",
         )
     if tuple(a["dilation"]) != (1, 1):
         return "conv2d-dilation", f"dilation {tuple(a['dilation'])}: only 1 is lowered"
@@ -244,11 +276,18 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
                     qadd, residual = add, other
             kind = node.op
             groups.append(AccelGroup(name, kind, node, rq, qadd, residual))
-            put(
-                node, VTA, name, f"{kind}-group",
-                f"int8 {kind} with int32 bias: GEMM on the accelerator (channels padded to "
-                f"blocks of {cfg.block_in} in, {cfg.block_out} out)",
-            )  # fmt: skip
+            if is_depthwise(node):
+                put(
+                    node, VTA, name, "depthwise-group",
+                    f"int8 depthwise conv2d: GEMM on diagonal weight tiles, one channel per "
+                    f"lane (channels padded to blocks of {cfg.block_in})",
+                )  # fmt: skip
+            else:
+                put(
+                    node, VTA, name, f"{kind}-group",
+                    f"int8 {kind} with int32 bias: GEMM on the accelerator (channels padded to "
+                    f"blocks of {cfg.block_in} in, {cfg.block_out} out)",
+                )  # fmt: skip
             rq_reason = "per-channel requantization on the ALU (bias, multiplier, shift tiles)"
             put(rq, VTA, name, "requantize-fused", rq_reason)
             if qadd is not None:
@@ -262,7 +301,10 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
                 put(node, CPU, None, *limit)
                 continue
             name = node.name or node.op
-            residual = node.inputs[1] if node.op == "qadd" else None
+            # a hard swish multiplies its input by its own gate: the input is the second
+            # operand too
+            second = {"qadd": 1, "qmul": 1, "qhard_swish": 0}.get(node.op)
+            residual = node.inputs[second] if second is not None else None
             groups.append(AccelGroup(name, node.op, node, None, None, residual))
             put(node, VTA, name, f"{node.op}-group", ELEMENTWISE[node.op])
             continue
@@ -301,6 +343,13 @@ ELEMENTWISE = {
     "clip": "ACC8 load, MAX lo and MIN hi on the ALU",
     "qadd": "both operands loaded into the accumulator (ACC8), then MUL, ADD, rounding shift "
     "and clip on the ALU",
+    "qmul": "both operands loaded into the accumulator (ACC8; a per-channel gate as one entry "
+    "per channel block, read by every pixel), MUL of the two, MUL, rounding shift and clip on the "
+    "ALU",
+    "qhard_sigmoid": "ACC8 load, MUL, ADD, SHR, ADD, MAX 0, MIN hi on the ALU (exact integer "
+    "hard sigmoid)",
+    "qhard_swish": "the input loaded twice (ACC8), the hard sigmoid on one copy, MUL of the two "
+    "tiles, then MUL, rounding shift and clip on the ALU",
 }
 
 
@@ -349,4 +398,13 @@ def _host_rule(node: Node) -> tuple[str, str]:
     return "no-rule", f"the accelerator has no lowering for {op}"
 
 
-__all__ = ["AccelGroup", "CPU", "ELEMENTWISE", "Partition", "Placement", "VTA", "partition_graph"]
+__all__ = [
+    "AccelGroup",
+    "CPU",
+    "ELEMENTWISE",
+    "Partition",
+    "Placement",
+    "VTA",
+    "is_depthwise",
+    "partition_graph",
+]

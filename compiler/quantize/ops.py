@@ -15,7 +15,15 @@ operators are:
   ``out_min``, ``out_max``): ``clip(rshift(a * lhs_multiplier + b * rhs_multiplier, shift))``,
   the residual add of two tensors of different scales;
 * ``global_sum_pool2d`` (int8 NCHW -> int32 ``(N, C, 1, 1)``): the sum over H and W, which a
-  ``requantize`` by ``1 / (H * W)`` turns into the average.
+  ``requantize`` by ``1 / (H * W)`` turns into the average;
+* ``qhard_sigmoid`` (int8 -> int8; ``multiplier``, ``shift``, ``offset``, ``out_max``) and
+  ``qhard_swish`` (int8 -> int8; the gate's ``gate_multiplier``, ``gate_shift``,
+  ``gate_offset``, then ``multiplier``, ``shift``, ``out_min``, ``out_max``): the integer hard
+  sigmoid and hard swish of :mod:`compiler.quantize.hard`;
+* ``qmul`` (int8 ``a``, int8 ``b`` of ``a``'s shape or ``(N, C, 1, 1)`` for an NCHW ``a``;
+  ``multiplier``, ``shift``, ``out_min``, ``out_max``):
+  ``clip(rshift(a * b * multiplier, shift))``, the channel-wise multiply of a
+  squeeze-excitation (``|a b multiplier| <= 128 * 128 * 32767 < 2**31``).
 
 Example:
     >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
@@ -31,17 +39,28 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from compiler.errors import DTypeError, GraphError, ShapeError
 from compiler.graph.ir import Attrs, Constant, Node, PatternKind, TensorType
 from compiler.graph.ops import OPS, REQUIRED, OpDef, register_op
 from compiler.graph.reference import register_impl
+from compiler.quantize.hard import (
+    GATE_UNITS,
+    HardSigmoid,
+    HardSwish,
+    hard_sigmoid_int,
+    hard_swish_int,
+)
 from compiler.quantize.requant import (
     MAX_MULTIPLIER,
     MAX_POST_SHIFT,
     MAX_PRE_SHIFT,
     add_int,
+    mul_int,
     requantize_int,
 )
 
@@ -134,6 +153,36 @@ def _infer_qadd(node: Node) -> TensorType:
     return TensorType(a.shape, "int8", a.layout or b.layout)
 
 
+def _infer_qmul(node: Node) -> TensorType:
+    a = _need(node, 0, ("int8",))
+    b = _need(node, 1, ("int8",))
+    gate = a.ndim == 4 and b.shape == (a.shape[0], a.shape[1], 1, 1)
+    if b.shape != a.shape and not gate:
+        raise ShapeError(
+            f"{_where(node)} input 1: shape {b.shape} is neither input 0's {a.shape} nor "
+            f"one value per channel {(a.shape[0], a.shape[1], 1, 1) if a.ndim == 4 else ''}"
+        )
+    _int_attr(node, "multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "shift", 0, 30)
+    _out_range(node)
+    return TensorType(a.shape, "int8", a.layout)
+
+
+def _infer_hard(node: Node) -> TensorType:
+    t = _need(node, 0, ("int8",))
+    gate = "gate_" if node.op == "qhard_swish" else ""
+    _int_attr(node, f"{gate}multiplier", -MAX_MULTIPLIER, MAX_MULTIPLIER)
+    _int_attr(node, f"{gate}shift", 0, 15)
+    _int_attr(node, f"{gate}offset", -(1 << 30), 1 << 30)
+    if gate:
+        _int_attr(node, "multiplier", 0, MAX_MULTIPLIER)
+        _int_attr(node, "shift", 0, 30)
+        _out_range(node)
+    else:
+        _int_attr(node, "out_max", 0, INT8_MAX)
+    return TensorType(t.shape, "int8", t.layout)
+
+
 def _infer_sum_pool(node: Node) -> TensorType:
     t = _need(node, 0, ("int8",))
     if t.ndim != 4 or t.layout not in ("", "NCHW"):
@@ -163,6 +212,37 @@ _DEFS = (
         _infer_qadd,
     ),
     OpDef("global_sum_pool2d", PatternKind.REDUCTION, 1, 1, {}, _infer_sum_pool),
+    OpDef(
+        "qmul",
+        PatternKind.INJECTIVE,
+        2,
+        2,
+        {"multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
+        _infer_qmul,
+    ),
+    OpDef(
+        "qhard_sigmoid",
+        PatternKind.INJECTIVE,
+        1,
+        1,
+        {"multiplier": REQUIRED, "shift": REQUIRED, "offset": REQUIRED, "out_max": REQUIRED},
+        _infer_hard,
+    ),
+    OpDef(
+        "qhard_swish",
+        PatternKind.INJECTIVE,
+        1,
+        1,
+        {
+            "gate_multiplier": REQUIRED,
+            "gate_shift": REQUIRED,
+            "gate_offset": REQUIRED,
+            "multiplier": REQUIRED,
+            "shift": REQUIRED,
+            **_OUT,
+        },
+        _infer_hard,
+    ),
 )
 
 #: The operators this module adds to the registry.
@@ -199,12 +279,42 @@ def _sum_pool(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray
     return args[0].astype(np.int64).sum(axis=(2, 3), keepdims=True).astype(np.int32)
 
 
+def hard_sigmoid_params(attrs: Mapping[str, Any]) -> HardSigmoid:
+    """The :class:`HardSigmoid` of a ``qhard_sigmoid`` node's attributes."""
+    return HardSigmoid(attrs["multiplier"], attrs["shift"], attrs["offset"], attrs["out_max"])
+
+
+def hard_swish_params(attrs: Mapping[str, Any]) -> HardSwish:
+    """The :class:`HardSwish` of a ``qhard_swish`` node's attributes."""
+    gate = HardSigmoid(
+        attrs["gate_multiplier"], attrs["gate_shift"], attrs["gate_offset"], GATE_UNITS
+    )
+    return HardSwish(gate, attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"])
+
+
+def _qmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return mul_int(
+        args[0], args[1], attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"]
+    )
+
+
+def _qhard_sigmoid(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return hard_sigmoid_int(args[0], hard_sigmoid_params(attrs))
+
+
+def _qhard_swish(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return hard_swish_int(args[0], hard_swish_params(attrs))
+
+
 _IMPLS = {
     "quantize": _quantize,
     "dequantize": _dequantize,
     "requantize": _requantize,
     "qadd": _qadd,
     "global_sum_pool2d": _sum_pool,
+    "qmul": _qmul,
+    "qhard_sigmoid": _qhard_sigmoid,
+    "qhard_swish": _qhard_swish,
 }
 
 for _d in _DEFS:
@@ -212,4 +322,4 @@ for _d in _DEFS:
         register_op(_d)
         register_impl(_d.name, _IMPLS[_d.name])
 
-__all__ = ["QUANT_OPS"]
+__all__ = ["QUANT_OPS", "hard_sigmoid_params", "hard_swish_params"]

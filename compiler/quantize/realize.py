@@ -17,6 +17,11 @@ folding, dead-node elimination), calibrates every activation on the sample input
   ``clip`` too, its bounds rounded to the input's scale;
 * ``global_avg_pool2d``: ``global_sum_pool2d`` (int32) and ``requantize`` by
   ``s_x / (H W s_y)``;
+* ``hard_sigmoid`` / ``hard_swish``: ``qhard_sigmoid`` / ``qhard_swish``, their exact integer
+  forms (:mod:`~compiler.quantize.hard`);
+* ``multiply`` of two activations of one shape, or of an NCHW activation and a per-channel
+  ``(N, C, 1, 1)`` gate (a squeeze-excitation): ``qmul``, ``multiplier / 2**shift`` close to
+  ``s_a s_b / s_y``;
 * anything else (softmax, sigmoid, ...): stays float32, its int8 inputs dequantized and its
   output quantized again where an integer operator reads it;
 * ``quantize`` at the float inputs, ``dequantize`` at the outputs.
@@ -57,6 +62,7 @@ from compiler.graph.ir import Constant, Graph, Node, Value
 from compiler.graph.pipeline import graph_pass, graph_pipeline, run_pipeline
 from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
+from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish, fixed_point
 from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
 
 #: Operators whose int8 form keeps the input's scale.
@@ -76,7 +82,7 @@ WEIGHT_SCALE_FLOOR = 2.0**-12
 #: the products of the window (at most ``127 * 128`` per tap) so that the sum cannot wrap.
 BIAS_LIMIT = 1 << 30
 #: The graph pipeline's passes that run before quantization.
-PREPARE_PASSES = ("fold_constants", "fold_batch_norm", "eliminate_dead_nodes")
+PREPARE_PASSES = ("fold_constants", "fold_batch_norm", "fold_pad", "eliminate_dead_nodes")
 
 
 def weight_scale_floor(absmax: np.ndarray, bias: np.ndarray, sx: float) -> np.ndarray:
@@ -95,7 +101,7 @@ def weight_scale_floor(absmax: np.ndarray, bias: np.ndarray, sx: float) -> np.nd
 
 
 def prepare_graph(graph: Graph) -> Graph:
-    """The graph pipeline up to dead-node elimination (constant and batch-norm folding).
+    """The graph pipeline up to dead-node elimination (constant, batch-norm and pad folding).
 
     Example:
         >>> from compiler.graph.ir import TensorType, Var
@@ -135,7 +141,7 @@ def quantize_pipeline(
 
     Example:
         >>> quantize_pipeline({}).names()
-        ['fold_constants', 'fold_batch_norm', 'eliminate_dead_nodes', 'quantize']
+        ['fold_constants', 'fold_batch_norm', 'fold_pad', 'eliminate_dead_nodes', 'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]
@@ -383,6 +389,71 @@ class _Realizer:
         lo, hi = self.int8_bounds(node, s)
         clip = Node("clip", (qx,), {"a_min": lo, "a_max": hi}, node.name)
         self.qv[id(node)] = (clip, s)
+        return True
+
+    def _multiply(self, node: Node) -> bool:
+        # two activations of one shape, or an NCHW activation and a per-channel gate (a
+        # squeeze-excitation's (N, C, 1, 1)): qmul, the full-size operand first
+        a, b = node.inputs
+        if not (self.is_activation(a) and self.is_activation(b)):
+            return False
+        if a.type.shape != b.type.shape and a.type.ndim == 4 and a.type.shape[2:] == (1, 1):
+            a, b = b, a
+        t = a.type
+        if b.type.shape != t.shape and not (
+            t.ndim == 4 and b.type.shape == (t.shape[0], t.shape[1], 1, 1)
+        ):
+            return False
+        sa, sb, so = self.scale(a), self.scale(b), self.scale(node)
+        try:
+            m, shift = fixed_point(sa * sb / so, 30, "multiply")
+        except QuantizeError:
+            return False
+        if m < 0:
+            return False
+        qa, _ = self.as_int8(a)
+        qb, _ = self.as_int8(b)
+        attrs = {"multiplier": m, "shift": shift, "out_min": INT8_MIN, "out_max": INT8_MAX}
+        self.qv[id(node)] = (Node("qmul", (qa, qb), attrs, name=node.name), so)
+        return True
+
+    def _hard_sigmoid(self, node: Node) -> bool:
+        return self._hard(node, float(node.attrs["alpha"]), float(node.attrs["beta"]))
+
+    def _hard_swish(self, node: Node) -> bool:
+        return self._hard(node, 1.0 / 6.0, 0.5)
+
+    def _hard(self, node: Node, alpha: float, beta: float) -> bool:
+        # the integer forms of compiler.quantize.hard; a scale ratio the ALU's immediates
+        # cannot hold leaves the node in float
+        x = node.inputs[0]
+        if not self.is_activation(x):
+            return False
+        sx, sy = self.scale(x), self.scale(node)
+        try:
+            if node.op == "hard_sigmoid":
+                p = choose_hard_sigmoid(alpha, beta, sx, sy)
+                attrs: dict[str, int] = {
+                    "multiplier": p.multiplier,
+                    "shift": p.shift,
+                    "offset": p.offset,
+                    "out_max": p.out_max,
+                }
+            else:
+                w = choose_hard_swish(alpha, beta, sx, sy)
+                attrs = {
+                    "gate_multiplier": w.gate.multiplier,
+                    "gate_shift": w.gate.shift,
+                    "gate_offset": w.gate.offset,
+                    "multiplier": w.multiplier,
+                    "shift": w.shift,
+                    "out_min": w.out_min,
+                    "out_max": w.out_max,
+                }
+        except QuantizeError:
+            return False
+        qx, _ = self.as_int8(x)
+        self.qv[id(node)] = (Node(f"q{node.op}", (qx,), attrs, name=node.name), sy)
         return True
 
     def _global_avg_pool2d(self, node: Node) -> bool:

@@ -234,6 +234,21 @@ def add_int(
     return np.clip(round_shift(acc, shift), out_min, out_max).astype(np.int8)
 
 
+def mul_int(
+    a: np.ndarray, b: np.ndarray, multiplier: int, shift: int, out_min: int, out_max: int
+) -> np.ndarray:
+    """The exact integer semantics of the ``qmul`` operator (``b`` broadcasts, e.g. a
+    squeeze-excitation gate of shape ``(N, C, 1, 1)``); int8 result.
+
+    Example:
+        >>> mul_int(np.array([100, -100], np.int8), np.array([64], np.int8), 16384, 20,
+        ...         -128, 127).tolist()
+        [100, -100]
+    """
+    acc = a.astype(np.int64) * b.astype(np.int64) * multiplier
+    return np.clip(round_shift(acc, shift), out_min, out_max).astype(np.int8)
+
+
 @dataclass(frozen=True)
 class AluStep:
     """One ALU instruction of a requantization: ``op`` (MIN, MAX, ADD, SHR, MUL) with an
@@ -343,6 +358,7 @@ __all__ = [
     "QuantizeError",
     "RequantParams",
     "add_int",
+    "mul_int",
     "alu_program",
     "choose_add",
     "choose_requant",

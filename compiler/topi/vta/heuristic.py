@@ -62,11 +62,13 @@ def estimate_conv2d(
     stride: int,
     alu_ops: int = 3,
     alu_imm_ops: int | None = None,
+    depthwise: bool = False,
 ) -> Estimate:
     """Model the run time of a conv2d schedule (see the module docstring).
 
     ``alu_ops`` ALU instructions run per accumulator entry, ``alu_imm_ops`` of them with an
-    immediate operand (None: all of them, as in a shift-and-clip epilogue)."""
+    immediate operand (None: all of them, as in a shift-and-clip epilogue). ``depthwise``: each
+    output block reads an input block of its own, so a step loads ``tile_co`` input blocks."""
     imm_ops = _imm_ops(alu_ops, alu_imm_ops)
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
     in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
@@ -84,10 +86,11 @@ def estimate_conv2d(
         + alu_ops * tiles * (ALU_PIPE_LATENCY + 1)
     )
     lat = cfg.dram_latency
+    in_blocks = tco if depthwise else tci
     step_bytes = (
-        tb * tci * in_h * in_w * cfg.inp_elem_bytes + tco * tci * k * k * cfg.wgt_elem_bytes
+        tb * in_blocks * in_h * in_w * cfg.inp_elem_bytes + tco * tci * k * k * cfg.wgt_elem_bytes
     )
-    step_load = step_bytes / cfg.bus_bytes + lat * (tb * tci + 1)
+    step_load = step_bytes / cfg.bus_bytes + lat * (tb * in_blocks + 1)
     out_dram = acc_total * cfg.out_elem_bytes / cfg.bus_bytes + tiles * tco * lat
     dram = tiles * steps * step_load + out_dram
     if knobs.nthreads > 1:
@@ -131,6 +134,7 @@ def conv2d_knobs(
     acc_buffers: int = 1,
     channel_tiles: int = 0,
     fewer_threads: bool = True,
+    depthwise: bool = False,
 ) -> Conv2dKnobs:
     """The best-scoring tiling of a packed conv2d for ``nthreads`` virtual threads (1, 2 or 4:
     2 splits output channels or rows, whichever the tiling allows; 4 splits both).
@@ -140,7 +144,9 @@ def conv2d_knobs(
     ``channel_tiles`` the per-channel parameter tiles (one accumulator entry per output-channel
     block of the tile each: a quantized epilogue's bias, shifts and multipliers).
     When no tiling can be split between the threads (a single channel tile and an odd number of
-    row tiles), ``fewer_threads`` falls back to half as many threads instead of failing."""
+    row tiles), ``fewer_threads`` falls back to half as many threads instead of failing.
+    ``depthwise``: each output block reads its own input block (``icb`` is 1), so an input tile
+    holds as many blocks as the output tile, not the reduction step's."""
     if nthreads not in (1, 2, 4):
         raise ScheduleError(f"conv2d: nthreads must be 1, 2 or 4, got {nthreads}")
     try:
@@ -161,7 +167,7 @@ def conv2d_knobs(
         if acc_entries > acc_share or tco * tci * k * k > wgt_share:
             continue
         in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
-        if tb * tci * in_h * in_w > inp_share:
+        if tb * (tco if depthwise else tci) * in_h * in_w > inp_share:
             continue
         if nthreads * (tci * k * k * tw + tw + 8) > uop_budget:
             continue
@@ -172,7 +178,7 @@ def conv2d_knobs(
             knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, order)
             est = estimate_conv2d(
                 cfg, knobs, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride,
-                alu_ops=alu_ops, alu_imm_ops=alu_imm_ops,
+                alu_ops=alu_ops, alu_imm_ops=alu_imm_ops, depthwise=depthwise,
             )  # fmt: skip
             scored.append((est.cycles, knobs))
     if not scored:
@@ -182,6 +188,7 @@ def conv2d_knobs(
                 cfg, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride, nb=nb,
                 nthreads=nthreads // 2, loop_order=loop_order, alu_ops=alu_ops,
                 alu_imm_ops=alu_imm_ops, acc_buffers=acc_buffers, channel_tiles=channel_tiles,
+                depthwise=depthwise,
             )  # fmt: skip
         raise ScheduleError(
             f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "

@@ -6,6 +6,9 @@ for a 2-d tensor), are loaded into the accumulator by ACC8 loads (sign-extended)
 runs the node's steps in place and the out buffer's low 8 bits are stored:
 
 * ``relu``: ``MAX 0``; ``clip``: ``MAX lo``, ``MIN hi`` (:func:`clip_steps`);
+* ``qhard_sigmoid``: ``MUL m; ADD c0; SHR s; ADD c1; MAX 0; MIN hi``; ``qhard_swish``: its input
+  loaded twice, that sequence on the second copy, ``MUL rhs`` (tensor-tensor), the multiplier,
+  the rounding shift and the clip (:mod:`compiler.quantize.hard`);
 * ``qadd``: the second operand goes to its own tile, then the quantizer's own sequence
   (:func:`compiler.quantize.add_alu_program`): ``MUL lhs``, ``MUL@rhs rhs``, ``ADD rhs``, the
   rounding shift and the clip.
@@ -31,7 +34,9 @@ from typing import Any
 
 from compiler import te, topi
 from compiler.errors import ShapeError
-from compiler.quantize.requant import AluStep, add_alu_program
+from compiler.quantize.hard import hard_sigmoid_steps, hard_swish_steps
+from compiler.quantize.ops import hard_sigmoid_params, hard_swish_params
+from compiler.quantize.requant import AluStep, add_alu_program, split_round_shift
 from compiler.schedule import Schedule
 from compiler.te.tensor import Tensor
 from isa import HwConfig
@@ -86,9 +91,27 @@ def qadd_steps(
     return add_alu_program(lhs_multiplier, rhs_multiplier, shift, out_min, out_max)
 
 
+def qmul_steps(multiplier: int, shift: int, out_min: int, out_max: int) -> list[AluStep]:
+    """The ALU steps of an int8 ``qmul``: the tensor-tensor ``MUL rhs``, the multiplier, the
+    rounding shift and the clip (:func:`compiler.quantize.requant.mul_int`).
+
+    Example:
+        >>> [str(s) for s in qmul_steps(16384, 20, -128, 127)]
+        ['MUL rhs', 'MUL 16384', 'SHR 5', 'ADD 16384', 'SHR 15', 'MAX -128', 'MIN 127']
+    """
+    return [
+        AluStep("MUL", tensor="rhs"),
+        AluStep("MUL", imm=multiplier),
+        *split_round_shift(shift),
+        AluStep("MAX", imm=out_min),
+        AluStep("MIN", imm=out_max),
+    ]
+
+
 def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
-    """The ALU steps of the graph operator ``op`` (``relu``, ``clip``, ``qadd``) with
-    ``attrs`` (a clip's bounds are clamped to int8 and must be whole numbers).
+    """The ALU steps of the graph operator ``op`` (``relu``, ``clip``, ``qadd``,
+    ``qhard_sigmoid``, ``qhard_swish``) with ``attrs`` (a clip's bounds are clamped to int8 and
+    must be whole numbers; a hard swish reads its input twice, as ``data`` and ``rhs``).
 
     Example:
         >>> [str(s) for s in elementwise_steps("clip", {"a_min": 0.0, "a_max": float("inf")})]
@@ -110,7 +133,21 @@ def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
             int(attrs["out_min"]),
             int(attrs["out_max"]),
         )
-    raise ShapeError(f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd)")
+    if op == "qmul":
+        return qmul_steps(
+            int(attrs["multiplier"]),
+            int(attrs["shift"]),
+            int(attrs["out_min"]),
+            int(attrs["out_max"]),
+        )
+    if op == "qhard_sigmoid":
+        return hard_sigmoid_steps(hard_sigmoid_params(attrs))
+    if op == "qhard_swish":
+        return hard_swish_steps(hard_swish_params(attrs))
+    raise ShapeError(
+        f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd, qmul, "
+        "qhard_sigmoid, qhard_swish)"
+    )
 
 
 def elementwise_packed(
@@ -131,10 +168,15 @@ def elementwise_packed(
     binary = any(s.tensor == "rhs" or s.dst == "rhs" for s in steps)
     if binary != (rhs is not None):
         raise ShapeError(f"{name}: steps naming rhs need a second operand, and only they")
-    if rhs is not None and (rhs.shape != data.shape or rhs.dtype.name != "int8"):
+    gate = (
+        rhs is not None
+        and len(data.shape) == 6
+        and tuple(rhs.shape) == (data.shape[0], data.shape[1], 1, 1, *data.shape[4:])
+    )
+    if rhs is not None and ((rhs.shape != data.shape and not gate) or rhs.dtype.name != "int8"):
         raise ShapeError(
-            f"{name}: the second operand must be int8 of the first's shape {data.shape}, got "
-            f"{rhs.name}: {rhs.dtype}{list(rhs.shape)}"
+            f"{name}: the second operand must be int8 of the first's shape {data.shape} (or one "
+            f"value per channel, H = W = 1), got {rhs.name}: {rhs.dtype}{list(rhs.shape)}"
         )
     if not steps:
         raise ShapeError(f"{name}: an elementwise group has at least one ALU step")
@@ -143,9 +185,25 @@ def elementwise_packed(
     other: Tensor | None = None
     if rhs is not None:
         other = te.compute(
-            shape, lambda *i: rhs(*i).astype("int32"), name=f"{name}_rhs", tag="elemwise"
+            rhs.shape, lambda *i: rhs(*i).astype("int32"), name=f"{name}_rhs", tag="elemwise"
         )
-    cur = alu_stages(cur, steps, rhs=other, prefix=f"{name}_")
+    if gate:
+        # one value per channel: a tile read at (n, c, 0, 0) by every pixel, as the per-channel
+        # parameters of a convolution's epilogue are (source factors 0 over the pixel loops)
+        assert other is not None
+        if any(s.dst == "rhs" for s in steps):
+            raise ShapeError(f"{name}: a per-channel second operand cannot be written")
+        steps = [AluStep(s.op, s.imm, "gate" if s.tensor == "rhs" else s.tensor, s.dst)
+                 for s in steps]  # fmt: skip
+        cur = alu_stages(
+            cur,
+            steps,
+            tiles={"gate": other},
+            channel=lambda i: (i[0], i[1], 0, 0, i[4], i[5]),
+            prefix=f"{name}_",
+        )
+    else:
+        cur = alu_stages(cur, steps, rhs=other, prefix=f"{name}_")
     return topi.cast(cur, "int8", name="out")
 
 
@@ -267,11 +325,14 @@ def compile_qelementwise(
     *,
     shape: tuple[int, ...],
     binary: bool = False,
+    rhs_shape: tuple[int, ...] | None = None,
     nthreads: int = 2,
 ) -> QLayer:
     """Compile ``steps`` over int8 operands of NCHW (or ``(N, C)``) ``shape`` for ``cfg``: the
     first operand is the program's ``data``, a second one (``binary``, a ``qadd``) its
-    ``residual``; both in the output layout, the layout an earlier group stores. ``nthreads``
+    ``residual``; both in the output layout, the layout an earlier group stores. ``rhs_shape``
+    ``(N, C, 1, 1)`` makes the second operand one value per channel (a squeeze-excitation's
+    gate for ``qmul``), read by every pixel of its channel. ``nthreads``
     (1 or 2) virtual threads when the tiles split evenly (:func:`elementwise_tiles`).
 
     Example:
@@ -292,7 +353,14 @@ def compile_qelementwise(
     n, c, *hw = shape
     packed = (-(-n // b), -(-c // bo), *hw, b, bo)
     data = te.placeholder(packed, "int8", name="data")
-    rhs = te.placeholder(packed, "int8", name="residual") if binary else None
+    rhs_packed = packed
+    if binary and rhs_shape is not None and tuple(rhs_shape) != tuple(shape):
+        if len(shape) != 4 or tuple(rhs_shape) != (n, c, 1, 1):
+            raise ShapeError(
+                f"{name}: the second operand {rhs_shape} is neither {shape} nor {(n, c, 1, 1)}"
+            )
+        rhs_packed = (packed[0], packed[1], 1, 1, b, bo)
+    rhs = te.placeholder(rhs_packed, "int8", name="residual") if binary else None
     out = elementwise_packed(data, steps, rhs=rhs, name=name)
     tiles = elementwise_tiles(cfg, packed, 2 if binary else 1, nthreads)
     s = schedule_elementwise_packed(out, cfg, tiles)
@@ -313,6 +381,7 @@ __all__ = [
     "elementwise_steps",
     "elementwise_tiles",
     "qadd_steps",
+    "qmul_steps",
     "relu_steps",
     "schedule_elementwise_packed",
 ]

@@ -207,7 +207,7 @@ def alu_stages(
     *,
     rhs: Tensor | None = None,
     tiles: Mapping[str, Tensor] | None = None,
-    channel: Callable[[Sequence[Expr]], tuple[Expr, Expr, Expr]] | None = None,
+    channel: Callable[[Sequence[Expr]], tuple[Expr | int, ...]] | None = None,
     prefix: str = "",
 ) -> Tensor:
     """``steps`` as accumulator stages on the int32 ``acc`` (one stage a step, named
@@ -300,10 +300,13 @@ def qconv2d_packed(
     stride: int | tuple[int, int] = 1,
     padding: int | tuple[int, ...] = 0,
     *,
+    groups: int = 1,
     residual: Tensor | None = None,
     name: str = "conv",
 ) -> Tensor:
     """Packed int8 conv2d followed by the quantized epilogue ``ep`` (see the module docstring).
+    ``groups`` > 1 is a grouped convolution over whole channel blocks (a depthwise one runs as
+    ``groups`` = channel blocks with block-diagonal weight tiles, :func:`depthwise_kernel`).
 
     Example:
         >>> from compiler.quantize import choose_requant
@@ -316,8 +319,29 @@ def qconv2d_packed(
     """
     if data.dtype.name != "int8" or kernel.dtype.name != "int8":
         raise ShapeError(f"{name}: the accelerator convolves int8 data and weights")
-    conv = topi.conv2d_nchwc(data, kernel, stride, padding, out_dtype="int32", name=name)
+    conv = topi.conv2d_nchwc(
+        data, kernel, stride, padding, groups=groups, out_dtype="int32", name=name
+    )
     return apply_epilogue(conv, ep, tiles, lambda i: (i[1], i[4], i[5]), residual)
+
+
+def depthwise_kernel(weight: np.ndarray, block: int) -> np.ndarray:
+    """A depthwise OIHW ``(C, 1, KH, KW)`` kernel as the grouped kernel
+    ``(ceil(C / block) * block, block, KH, KW)`` of one group per channel block: channel ``c``'s
+    taps sit at input lane ``c % block``, every other lane is zero, so each packed weight tile
+    is diagonal and the GEMM core's lane ``j`` multiplies input channel ``j`` of the block alone.
+
+    Example:
+        >>> w = np.arange(1, 7, dtype=np.int8).reshape(6, 1, 1, 1)
+        >>> depthwise_kernel(w, 4)[:, :, 0, 0].tolist()[4:]
+        [[5, 0, 0, 0], [0, 6, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+    """
+    c, one, kh, kw = weight.shape
+    if one != 1:
+        raise ShapeError(f"depthwise kernel must be (C, 1, KH, KW), got {weight.shape}")
+    out = np.zeros((-(-c // block) * block, block, kh, kw), weight.dtype)
+    out[np.arange(c), np.arange(c) % block] = weight[:, 0]
+    return out
 
 
 def qdense_packed(
@@ -388,8 +412,15 @@ def compile_qconv2d(
     padding: tuple[int, int, int, int],
     residual: bool = False,
     nthreads: int = 2,
+    depthwise: bool = False,
 ) -> QLayer:
     """Compile a quantized conv2d group for ``cfg``: NCHW ``in_shape``, OIHW int8 ``weight``.
+
+    ``depthwise``: ``weight`` is ``(C, 1, KH, KW)``, one filter per channel; it runs on the
+    GEMM core as a grouped convolution of one group per channel block whose weight tiles are
+    diagonal (:func:`depthwise_kernel`), so the reduction is one input block per output block
+    instead of all of them (``block_in`` times the MACs of the layer, where a dense
+    convolution over the zero blocks would be ``C`` times). Needs ``block_in == block_out``.
 
     Example:
         >>> import isa
@@ -412,27 +443,38 @@ def compile_qconv2d(
     b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
     n, c, h, w = in_shape
     o, c2, kh, kw = weight.shape
-    if c2 != c or kh != kw or stride[0] != stride[1]:
+    if depthwise:
+        if o != c or c2 != 1 or kh != kw or stride[0] != stride[1] or bi != bo:
+            raise ShapeError(
+                f"depthwise conv2d {name}: needs a square (C, 1, K, K) kernel for C={c} "
+                f"channels, equal strides and block_in == block_out, got kernel "
+                f"{weight.shape}, stride {stride}, blocks {bi}x{bo}"
+            )
+    elif c2 != c or kh != kw or stride[0] != stride[1]:
         raise ShapeError(
             f"conv2d {name}: the accelerator runs square kernels with equal strides over every "
             f"input channel, got kernel {weight.shape}, input {in_shape}, stride {stride}"
         )
     nb, cb, ob = -(-n // b), -(-c // bi), -(-o // bo)
+    # a depthwise kernel reduces over the one input block of its group
+    kcb, groups = (1, cb) if depthwise else (cb, 1)
     data = te.placeholder((nb, cb, h, w, b, bi), "int8", name="data")
-    kernel = te.placeholder((ob, cb, kh, kw, bo, bi), "int8", name="kernel")
+    kernel = te.placeholder((ob, kcb, kh, kw, bo, bi), "int8", name="kernel")
     tiles, values = epilogue_tensors(ep, ob, b, bo, name)
     out_h = (h + padding[0] + padding[2] - kh) // stride[0] + 1
     out_w = (w + padding[1] + padding[3] - kw) // stride[1] + 1
     oshape = (nb, ob, out_h, out_w, b, bo)
     res = te.placeholder(oshape, "int8", name="residual") if residual else None
-    out = qconv2d_packed(data, kernel, ep, tiles, stride[0], padding, residual=res, name=name)
+    out = qconv2d_packed(
+        data, kernel, ep, tiles, stride[0], padding, groups=groups, residual=res, name=name
+    )
     stages = find_stages(out)
     alu_ops = len(stages.ewise) + 1
     knobs = conv2d_knobs(
-        cfg, nb=nb, ocb=ob, icb=cb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
+        cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
         nthreads=nthreads, alu_ops=alu_ops,
         alu_imm_ops=max(0, alu_ops - (len(ep.steps()) - imm_steps(ep.steps()))),
-        acc_buffers=2 if residual else 1, channel_tiles=len(tiles),
+        acc_buffers=2 if residual else 1, channel_tiles=len(tiles), depthwise=depthwise,
     )  # fmt: skip
     s = schedule_conv2d_packed(out, knobs, cfg)
     args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
@@ -442,8 +484,8 @@ def compile_qconv2d(
         layouts=conv2d_layouts(cfg),
         roles={"kernel": "param", **{t.name: "param" for t in tiles.values()}},
     )
-    values["kernel"] = pack_kernel(weight, cfg)
-    macs = n * o * out_h * out_w * c * kh * kw
+    values["kernel"] = pack_kernel(depthwise_kernel(weight, bi) if depthwise else weight, cfg)
+    macs = n * o * out_h * out_w * c2 * kh * kw
     steps = ep.steps()
     return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
@@ -791,6 +833,7 @@ __all__ = [
     "compile_qconv2d",
     "compile_qdense",
     "compile_qpool",
+    "depthwise_kernel",
     "pool2d_packed",
     "space_to_depth_factor",
     "space_to_depth_input",

@@ -54,17 +54,33 @@ def test_first_layer_channels_are_padded_to_the_block_on_every_preset(digits):
         assert p.device == "vta" and f"blocks of {cfg.block_in} in" in p.reason
 
 
-def test_depthwise_conv_and_softmax_stay_on_the_host_and_say_why():
+def _depthwise_graph(groups=8):
     x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
     conv = Node("conv2d", (x, _w(8, 8, 3, 3)), {"padding": (1, 1, 1, 1)}, name="conv")
-    dw = Node("conv2d", (conv, _w(8, 1, 3, 3)), {"padding": (1, 1, 1, 1), "groups": 8},
-              name="dw")  # fmt: skip
+    dw = Node("conv2d", (conv, _w(8, 8 // groups, 3, 3)),
+              {"padding": (1, 1, 1, 1), "groups": groups}, name="dw")  # fmt: skip
     prob = Node("softmax", (dw,), {"axis": 1}, name="prob")
-    part = partition_graph(_quantized(Graph.from_outputs([x], [prob])), isa.load_config("default"))
+    return _quantized(Graph.from_outputs([x], [prob]))
+
+
+def test_depthwise_conv_runs_on_diagonal_tiles_and_softmax_stays_on_the_host():
+    part = partition_graph(_depthwise_graph(), isa.load_config("default"))
     assert part.placement("conv").device == "vta"
     dwp = part.placement("dw")
-    assert (dwp.device, dwp.rule) == ("cpu", "conv2d-groups") and "groups=8" in dwp.reason
+    assert (dwp.device, dwp.group, dwp.rule) == ("vta", "dw", "depthwise-group"), dwp
+    assert "diagonal weight tiles" in dwp.reason
     assert (part.placement("prob").device, part.placement("prob").rule) == ("cpu", "float-op")
+
+
+def test_grouped_conv_and_depthwise_without_square_blocks_stay_on_the_host_and_say_why():
+    part = partition_graph(_depthwise_graph(groups=2), isa.load_config("default"))
+    dwp = part.placement("dw")
+    assert (dwp.device, dwp.rule) == ("cpu", "conv2d-groups") and "groups=2" in dwp.reason
+    # diagonal weight tiles need as many input lanes as output lanes
+    cfg = isa.load_config("default").replace(block_in=8, name="wide-in")
+    dwp = partition_graph(_depthwise_graph(), cfg).placement("dw")
+    assert (dwp.device, dwp.rule) == ("cpu", "conv2d-groups"), dwp
+    assert "block_in == block_out" in dwp.reason and "8x4" in dwp.reason
 
 
 def test_a_relu_alone_is_a_group_and_float_pooling_stays_on_the_host():
