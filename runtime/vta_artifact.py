@@ -182,6 +182,7 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
         "activation_bytes": plan.activation_bytes,
         "activation_bytes_unshared": plan.activation_bytes_unshared,
         "compile_seconds": round(plan.compile_seconds, 3),
+        "scheme": plan.scheme,
         "checksums": {m: _sha256(b) for m, b in sorted(members.items())},
     }
     members[MANIFEST] = json.dumps(manifest, indent=1).encode()
@@ -465,6 +466,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         activation_bytes_unshared=c.count(manifest, "activation_bytes_unshared", top),
         quantization=quantization,
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
+        scheme=str(manifest.get("scheme", "")),
     )
 
 

@@ -158,6 +158,8 @@ class NetworkPlan:
     #: the quantized graph's scales and requantization parameters, per node (informative)
     quantization: list[dict[str, Any]] = field(default_factory=list)
     compile_seconds: float = 0.0
+    #: the int8 scheme, in words (:func:`runtime.vta_target.quantization_scheme`)
+    scheme: str = ""
 
     @property
     def batch(self) -> int:
@@ -245,6 +247,7 @@ class NetworkPlan:
             outs, records, cfg, self.batch, device, int(self.dram.size), chained, traces,
             activation_bytes=self.activation_bytes,
             activation_bytes_unshared=self.activation_bytes_unshared, copy_seconds=copies,
+            scheme=self.scheme,
         )  # fmt: skip
 
 
@@ -386,6 +389,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         activation_bytes_unshared=dram_plan.activation_bytes_unshared,
         quantization=quantization_table(graph),
         compile_seconds=net.compile_seconds,
+        scheme=net.scheme,
     )
 
 

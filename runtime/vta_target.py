@@ -177,6 +177,8 @@ class NetworkRun:
     #: per accelerator group: host seconds spent packing its inputs into the image and
     #: unpacking its output out of it (recorded by :meth:`runtime.vta_plan.NetworkPlan.run`)
     copy_seconds: dict[str, float] = field(default_factory=dict)
+    #: the quantization scheme, in words (:func:`quantization_scheme`)
+    scheme: str = ""
 
     @property
     def total_cycles(self) -> int:
@@ -226,6 +228,8 @@ class NetworkRun:
             f"{self.activation_bytes_unshared:,} without reuse), {self.chained_inputs} group "
             "inputs read in place from the group that produced them"
         )
+        if self.scheme:
+            summary += f"\nint8 scheme: {self.scheme}"
         text = format_table(columns, rows, total=total, legend=False) + "\n" + summary
         return text + ("\n\n" + format_legend(columns) if legend else "")
 
@@ -291,6 +295,7 @@ class NetworkRun:
             "total_cycles": self.total_cycles,
             "images_per_second": round(self.images_per_second, 3),
             "energy_uj": self.energy_pj * 1e-6,
+            "quantization": self.scheme,
         }
 
 
@@ -308,6 +313,9 @@ class VtaNetwork:
     #: the host nodes, cut into groups compiled with the CPU backend (made on the first run
     #: when the network was not built by :func:`compile_network`)
     host_groups: list[HostGroup] | None = None
+    #: the quantization scheme, in words (:func:`quantization_scheme`; empty when the graph
+    #: came quantized)
+    scheme: str = ""
 
     def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """The quantized graph's integer reference (the numpy executor)."""
@@ -405,7 +413,7 @@ class VtaNetwork:
         return NetworkRun(
             outs, records, cfg, batch, device, plan.nbytes, chained, traces,
             activation_bytes=plan.activation_bytes,
-            activation_bytes_unshared=plan.activation_bytes_unshared,
+            activation_bytes_unshared=plan.activation_bytes_unshared, scheme=self.scheme,
         )  # fmt: skip
 
 
@@ -651,6 +659,25 @@ def compile_network_host_groups(graph: Graph, partition: Partition) -> list[Host
     return compile_host_groups(graph.nodes, graph.outputs, lambda n: id(n) not in in_group)
 
 
+def quantization_scheme(calibrator: str, requant: str) -> str:
+    """The int8 scheme a network was quantized with, in words (docs/quantization.md).
+
+    >>> quantization_scheme("kl", "shift").split(", ")[0]
+    'symmetric int8 activations per tensor (KL-divergence calibration)'
+    """
+    calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence"}
+    how = (
+        "15-bit multiplier and shift"
+        if requant == "multiplier"
+        else "power-of-two shift (weight scales snapped)"
+    )
+    return (
+        f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} "
+        "calibration), symmetric int8 weights per output channel, int32 bias and accumulation, "
+        f"requantization by {how} on the ALU"
+    )
+
+
 def compile_network(
     graph: Graph,
     config: str | HwConfig = "default",
@@ -674,6 +701,8 @@ def compile_network(
         graph = quantize_graph(graph, batches, calibrator=calibrator, requant=requant)
     part = partition_graph(graph, cfg)
     net = VtaNetwork(graph, part, cfg)
+    if not quantized:
+        net.scheme = quantization_scheme(calibrator, requant)
     for group in part.groups:
         net.layers[group.name] = compile_group(group, cfg)
     net.dram_plan = plan_network_dram(net)

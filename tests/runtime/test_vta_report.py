@@ -73,3 +73,14 @@ def test_non_finite_data_is_refused_on_the_accelerator(bad):
         sess.run(None, {"data": x})
     with pytest.raises(QuantizeError, match=r"input 'data' has non-finite values"):
         InferenceSession("digits", target="vta", calibration=x)
+
+
+def test_the_report_names_the_int8_scheme_and_an_artifact_keeps_it(tmp_path, capsys):
+    assert main(["run", "digits", "--target", "vta", "--json"]) == 0
+    scheme = json.loads(capsys.readouterr().out)["quantization"]
+    assert "per output channel" in scheme and "multiplier" in scheme
+    art = tmp_path / "d.vtac"
+    assert main(["compile", "digits", "--target", "vta", "-o", str(art)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(art)]) == 0
+    assert f"int8 scheme: {scheme}" in capsys.readouterr().out
