@@ -4,10 +4,12 @@ int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPla
 from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
 
 ``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...)``
-has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
-the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
-``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the
-DRAM image and unpacking its output). :attr:`VtaInferenceSession.last_run` keeps the last
+(``simulator="icarus"|"verilator"`` with ``device="rtl"``: every accelerator group runs on the
+RTL and on the simulator, and a run where they differ raises, naming the group;
+:mod:`runtime.vta_rtl`) has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of
+the cpu and gpu targets; the profile has one record per step: ``vta`` (cycles, utilization,
+DRAM bytes, limiter), ``cpu`` (a host group's wall time) and ``copy`` (the host packing a
+group's inputs into the DRAM image and unpacking its output). :attr:`VtaInferenceSession.last_run` keeps the last
 run's :class:`~runtime.vta_target.NetworkRun` (the per-layer table, rooflines, traces).
 
 ``calibration``: a float array (a single-input model: a multiple of the batch along axis 0),
@@ -153,6 +155,7 @@ class VtaInferenceSession(InferenceSession):
         *,
         config: Any = None,
         device: str | None = None,
+        simulator: str | None = None,
         calibration: Any = None,
         image_size: int | None = None,
         batch: int | None = None,
@@ -180,6 +183,12 @@ class VtaInferenceSession(InferenceSession):
         self.device = device or "sim"
         if self.device not in DEVICES:
             raise SessionError(f"device {self.device!r}: one of {', '.join(DEVICES)}")
+        self.rtl: Any = None
+        if simulator is not None or self.device == "rtl":
+            from runtime.vta_target import rtl_device
+
+            # one RTL device per session: its testbench build is reused by every run
+            self.rtl = rtl_device(self.device, simulator, False)
         t0 = time.perf_counter()
         if _is_artifact_source(model):
             from runtime.vta_artifact import load_vta_artifact
@@ -246,9 +255,13 @@ class VtaInferenceSession(InferenceSession):
                 )
         checked = check_feeds(self.plan.inputs, feeds)
         with self._lock:
-            result = self.plan.run(checked, device=self.device)
+            result = self.plan.run(checked, device=self.device, rtl=self.rtl)
             self.last_run = result
             self._profile = network_profile(self.plan, result)
+        if not result.rtl_agrees:
+            from runtime.vta_rtl import disagreement
+
+            raise SessionError(str(disagreement(result.rtl_checks)))
         outs = dict(zip(known, result.outputs, strict=True))
         return [outs[n] for n in names]
 
