@@ -4,13 +4,15 @@ int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPla
 from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
 
 ``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...)``
-(``simulator="icarus"|"verilator"`` with ``device="rtl"``: every accelerator group runs on the
-RTL and on the simulator, and a run where they differ raises, naming the group;
-:mod:`runtime.vta_rtl`) has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of
-the cpu and gpu targets; the profile has one record per step: ``vta`` (cycles, utilization,
-DRAM bytes, limiter), ``cpu`` (a host group's wall time) and ``copy`` (the host packing a
-group's inputs into the DRAM image and unpacking its output). :attr:`VtaInferenceSession.last_run` keeps the last
+has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
+the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
+``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the
+DRAM image and unpacking its output). :attr:`VtaInferenceSession.last_run` keeps the last
 run's :class:`~runtime.vta_target.NetworkRun` (the per-layer table, rooflines, traces).
+
+``device="rtl"`` (``simulator="icarus"|"verilator"``, Icarus by default) runs every
+accelerator group on the RTL and on the simulator (:mod:`runtime.vta_rtl`); the session's one
+testbench build serves every run, and a run where the two differ raises, naming the group.
 
 ``calibration``: a float array (a single-input model: a multiple of the batch along axis 0),
 a mapping of input name to such arrays (every input, the same number of batches), or None:

@@ -289,6 +289,13 @@ class NetworkRun:
             raise SessionError(f"--trace {path}: cannot write: {e.strerror}") from None
 
     def to_json(self) -> dict[str, Any]:
+        rtl: dict[str, Any] = {}
+        if self.device == "rtl":
+            rtl = {
+                "simulator": self.simulator,
+                "rtl_agrees": self.rtl_agrees,
+                "rtl_groups": [c.to_json() for c in self.rtl_checks],
+            }
         return {
             "config": self.config.name,
             "device": self.device,
@@ -300,11 +307,7 @@ class NetworkRun:
             "total_cycles": self.total_cycles,
             "images_per_second": round(self.images_per_second, 3),
             "energy_uj": self.energy_pj * 1e-6,
-            **(
-                {"simulator": self.simulator, "rtl_agrees": self.rtl_agrees,
-                 "rtl_groups": [c.to_json() for c in self.rtl_checks]}
-                if self.device == "rtl" else {}
-            ),  # fmt: skip
+            **rtl,
         }
 
 
