@@ -50,8 +50,11 @@ class GroupCheck:
     #: every module's cycles per statistics category equal the simulator's
     stats_equal: bool
     stats_diff: str
+    #: wall seconds of the RTL run (the simulator process, the image in and out) and of the
+    #: simulator's run of the same program
     rtl_seconds: float
     image_bytes: int
+    sim_seconds: float = 0.0
 
     @property
     def equal(self) -> bool:
@@ -85,6 +88,7 @@ class GroupCheck:
             "stats_equal": self.stats_equal,
             "mismatch": self.mismatch,
             "rtl_seconds": round(self.rtl_seconds, 3),
+            "sim_seconds": round(self.sim_seconds, 3),
         }
 
 
@@ -147,7 +151,9 @@ class RtlDevice:
             raise SessionError(
                 f"group {name}: the RTL ({self.simulator}) did not finish: {run.hang_report()}"
             )
+        t0 = time.perf_counter()
         ref = vta_sim.simulate(prog, trace=False)
+        sim_seconds = time.perf_counter() - t0
         ref_stats = {m: {c: int(n) for c, n in cats.items()} for m, cats in ref.modules.items()}
         mism = first_mismatch(prog, np.asarray(ref.dram, np.uint8), run.dram)
         diff = [
@@ -167,6 +173,7 @@ class RtlDevice:
             stats_diff="; ".join(diff) if run.stats else "the RTL reported no statistics",
             rtl_seconds=run.wall_seconds,
             image_bytes=int(prog.dram.size),
+            sim_seconds=sim_seconds,
         )
         self.checks.append(check)
         result = RtlGroupResult(prog, run.cycles, run.stats, dict(ref.dram_bytes), run.dram)
