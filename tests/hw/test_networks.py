@@ -152,3 +152,14 @@ def test_cli_refuses_simulator_without_device_rtl(capsys):
 
     assert main(["run", "digits", "--target", "vta", "--simulator", "verilator"]) != 0
     assert "--simulator picks the HDL simulator of --device rtl" in capsys.readouterr().err
+
+
+def test_session_takes_the_simulator_with_device_rtl_only():
+    from runtime.session import InferenceSession
+
+    with pytest.raises(SessionError, match="--simulator picks the HDL simulator of --device rtl"):
+        InferenceSession("digits", target="vta", simulator="verilator")
+    with pytest.raises(SessionError, match="simulator applies to target vta, not to 'cpu'"):
+        InferenceSession("digits", simulator="icarus")
+    with pytest.raises(SessionError, match="simulator 'vcs': one of icarus, verilator"):
+        InferenceSession("digits", target="vta", device="rtl", simulator="vcs")
