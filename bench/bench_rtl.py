@@ -13,9 +13,10 @@ the compiler cannot build layers, as its im2col GEMM written by hand with double
 by default): every accelerator group on the RTL and on the simulator from the same image
 (:mod:`runtime.vta_rtl`), with the wall time, the simulated cycles per second of the RTL and of
 the simulator (both measured in the same run, on the same groups), and the agreement per group.
-A whole ResNet-18 at 224 is about 80 million cycles; ``--image-size`` runs a smaller input, and
-``--extrapolate-to`` then also runs the simulator alone at that size and estimates the RTL's
-time there from the rate measured here, labelled as an estimate.
+A whole ResNet-18 at 224 is about 10.6 million cycles (minutes on Verilator);
+``--image-size`` runs a smaller input, and ``--extrapolate-to`` then also runs the simulator
+alone at that size and estimates the RTL's time there from the rate measured here, labelled as
+an estimate.
 
     python -m bench.bench_rtl --network [--model resnet18] [--image-size 224] \
         [--config vta-1x16x16] [--simulator verilator] [--extrapolate-to 224]
