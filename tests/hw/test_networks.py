@@ -168,3 +168,25 @@ def test_session_takes_the_simulator_with_device_rtl_only():
         InferenceSession("digits", simulator="icarus")
     with pytest.raises(SessionError, match="simulator 'vcs': one of icarus, verilator"):
         InferenceSession("digits", target="vta", device="rtl", simulator="vcs")
+
+
+def test_session_run_raises_naming_the_differing_group(monkeypatch):
+    """The session's side of a difference (the RTL itself replaced: a device whose every group
+    differs in its cycles): ``run`` raises naming the group, ``last_run`` keeps the records."""
+    from runtime.session import InferenceSession
+    from runtime.vta_rtl import GroupCheck
+
+    def fake_execute(self, name, prog):
+        res = vta_sim.simulate(prog)
+        check = GroupCheck(name, self.simulator, res.cycles + 2, res.cycles, True, None, True,
+                           "", 0.0, int(prog.dram.size))  # fmt: skip
+        self.checks.append(check)
+        return res, check
+
+    monkeypatch.setattr(RtlDevice, "execute", fake_execute)
+    sess = InferenceSession("digits", target="vta", device="rtl", simulator="verilator")
+    feed = _feed(sess.get_inputs())
+    with pytest.raises(SessionError, match=r"differs from the simulator in 10 of 10") as e:
+        sess.run(None, feed)
+    assert "conv1: RTL (verilator) ran" in str(e.value) and "cycles: RTL " in str(e.value)
+    assert not sess.last_run.rtl_agrees and len(sess.last_run.rtl_checks) == 10
