@@ -283,8 +283,8 @@ def network_bench(
         print(
             f"extrapolation to {extrapolate_to}x{extrapolate_to} (ESTIMATE, not an RTL run): the "
             f"simulator runs it in {bwall:.1f} s, {bsim.total_cycles:,} cycles; at the RTL rate "
-            f"measured above that is about {est / 60:,.0f} min of RTL simulation "
-            f"({est / 3600:.1f} h) on this machine"
+            f"measured above that is about {est:,.0f} s ({est / 60:,.1f} min) of RTL "
+            "simulation on this machine"
         )
     return agree == len(checks) and same_out
 
