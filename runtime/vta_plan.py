@@ -174,16 +174,24 @@ class NetworkPlan:
         return [s for s in self.steps if isinstance(s, HostStep)]
 
     def run(
-        self, feeds: Mapping[str, np.ndarray], *, trace: bool = False, device: str = "sim"
+        self,
+        feeds: Mapping[str, np.ndarray],
+        *,
+        trace: bool = False,
+        device: str = "sim",
+        simulator: str | None = None,
+        progress: bool = False,
+        rtl: Any = None,
     ) -> NetworkRun:
         """Run every step on ``feeds`` (by input name; already checked against ``inputs``):
-        accelerator groups on the simulator or the RTL, host groups on the CPU."""
-        from runtime.vta_target import _execute, run_record
+        accelerator groups on the simulator or the RTL (under ``simulator``, each group
+        checked against the simulator; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` whose
+        build is reused), host groups on the CPU; ``progress`` shows a bar of the accelerator
+        groups on stderr."""
+        from runtime.vta_target import _execute, progress_bar, rtl_device, run_record
 
-        if device not in ("sim", "rtl"):
-            raise SessionError(f"device {device!r}: sim or rtl")
-        if trace and device != "sim":
-            raise SessionError("--trace records the simulator's trace: use it with --device sim")
+        rtl = rtl_device(device, simulator, trace, rtl)
+        bar = progress_bar(len(self.accel_steps), self.name) if progress else None
         cfg = self.config
         env: dict[int, np.ndarray] = dict(self.constants)
         for spec, slot in zip(self.inputs, self.input_slots, strict=True):
@@ -220,7 +228,7 @@ class NetworkPlan:
                     t0 = clock()
                     prog.write(w.symbol, w.packed(x, cfg))
                     copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
-                res = _execute(prog, device, trace)
+                res = _execute(prog, device, trace, rtl, step.name, bar)
                 dram = res.dram
                 if trace:
                     traces.append((step.name, cycles_so_far, res.trace))
@@ -243,11 +251,15 @@ class NetworkPlan:
                                            host_seconds=seconds if k == 0 else 0.0))  # fmt: skip
         outs = [np.array(value(s)) for s in self.output_slots]
         chained = sum(len(s.image.aliased) for s in self.accel_steps)
+        if bar is not None:
+            bar.close()
         return NetworkRun(
             outs, records, cfg, self.batch, device, int(self.dram.size), chained, traces,
             activation_bytes=self.activation_bytes,
             activation_bytes_unshared=self.activation_bytes_unshared, copy_seconds=copies,
             scheme=self.scheme,
+            rtl_checks=list(rtl.checks) if rtl is not None else [],
+            simulator=rtl.simulator if rtl is not None else None,
         )  # fmt: skip
 
 

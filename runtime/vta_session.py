@@ -10,6 +10,10 @@ the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, l
 DRAM image and unpacking its output). :attr:`VtaInferenceSession.last_run` keeps the last
 run's :class:`~runtime.vta_target.NetworkRun` (the per-layer table, rooflines, traces).
 
+``device="rtl"`` (``simulator="icarus"|"verilator"``, Icarus by default) runs every
+accelerator group on the RTL and on the simulator (:mod:`runtime.vta_rtl`); the session's one
+testbench build serves every run, and a run where the two differ raises, naming the group.
+
 ``calibration``: a float array (a single-input model: a multiple of the batch along axis 0),
 a mapping of input name to such arrays (every input, the same number of batches), or None:
 seeded standard normal data, which gives scales unrelated to real inputs (calibrate on real
@@ -153,6 +157,7 @@ class VtaInferenceSession(InferenceSession):
         *,
         config: Any = None,
         device: str | None = None,
+        simulator: str | None = None,
         calibration: Any = None,
         image_size: int | None = None,
         batch: int | None = None,
@@ -180,6 +185,12 @@ class VtaInferenceSession(InferenceSession):
         self.device = device or "sim"
         if self.device not in DEVICES:
             raise SessionError(f"device {self.device!r}: one of {', '.join(DEVICES)}")
+        self.rtl: Any = None
+        if simulator is not None or self.device == "rtl":
+            from runtime.vta_target import rtl_device
+
+            # one RTL device per session: its testbench build is reused by every run
+            self.rtl = rtl_device(self.device, simulator, False)
         t0 = time.perf_counter()
         if _is_artifact_source(model):
             from runtime.vta_artifact import load_vta_artifact
@@ -246,9 +257,13 @@ class VtaInferenceSession(InferenceSession):
                 )
         checked = check_feeds(self.plan.inputs, feeds)
         with self._lock:
-            result = self.plan.run(checked, device=self.device)
+            result = self.plan.run(checked, device=self.device, rtl=self.rtl)
             self.last_run = result
             self._profile = network_profile(self.plan, result)
+        if not result.rtl_agrees:
+            from runtime.vta_rtl import disagreement
+
+            raise SessionError(str(disagreement(result.rtl_checks)))
         outs = dict(zip(known, result.outputs, strict=True))
         return [outs[n] for n in names]
 

@@ -179,6 +179,15 @@ class NetworkRun:
     copy_seconds: dict[str, float] = field(default_factory=dict)
     #: the quantization scheme, in words (:func:`quantization_scheme`)
     scheme: str = ""
+    #: ``device="rtl"``: per accelerator group, how its RTL run compares with the simulator
+    #: (:class:`runtime.vta_rtl.GroupCheck`), and the HDL simulator that ran it
+    rtl_checks: list[Any] = field(default_factory=list)
+    simulator: str | None = None
+
+    @property
+    def rtl_agrees(self) -> bool:
+        """Every accelerator group's RTL run equals the simulator's (True off the RTL)."""
+        return all(c.equal for c in self.rtl_checks)
 
     @property
     def total_cycles(self) -> int:
@@ -284,6 +293,13 @@ class NetworkRun:
             raise SessionError(f"--trace {path}: cannot write: {e.strerror}") from None
 
     def to_json(self) -> dict[str, Any]:
+        rtl: dict[str, Any] = {}
+        if self.device == "rtl":
+            rtl = {
+                "simulator": self.simulator,
+                "rtl_agrees": self.rtl_agrees,
+                "rtl_groups": [c.to_json() for c in self.rtl_checks],
+            }
         return {
             "config": self.config.name,
             "device": self.device,
@@ -296,6 +312,7 @@ class NetworkRun:
             "images_per_second": round(self.images_per_second, 3),
             "energy_uj": self.energy_pj * 1e-6,
             "quantization": self.scheme,
+            **rtl,
         }
 
 
@@ -322,15 +339,23 @@ class VtaNetwork:
         return evaluate(self.graph, feeds)
 
     def run(
-        self, feeds: Mapping[str, Any] | Sequence[Any], *, trace: bool = False, device: str = "sim"
+        self,
+        feeds: Mapping[str, Any] | Sequence[Any],
+        *,
+        trace: bool = False,
+        device: str = "sim",
+        simulator: str | None = None,
+        progress: bool = False,
+        rtl: Any = None,
     ) -> NetworkRun:
         """Run every group: accelerator groups on the simulator (``device="sim"``) or on the RTL
-        (``"rtl"``, Icarus; small models), host nodes on the host. ``trace`` records each
-        group's simulator trace for :meth:`NetworkRun.save_trace`."""
-        if device not in ("sim", "rtl"):
-            raise SessionError(f"--device {device!r}: sim or rtl")
-        if trace and device != "sim":
-            raise SessionError("--trace records the simulator's trace: use it with --device sim")
+        (``"rtl"``: under ``simulator``, Icarus by default, each group checked against the
+        simulator, :mod:`runtime.vta_rtl`), host nodes on the host. ``trace`` records each
+        group's simulator trace for :meth:`NetworkRun.save_trace`; ``progress`` shows a bar
+        of the accelerator groups on stderr; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` to
+        reuse (its build) across runs."""
+        rtl = rtl_device(device, simulator, trace, rtl)
+        bar = progress_bar(len(self.partition.groups), self.graph.name) if progress else None
         traces: list[tuple[str, int, Any]] = []
         cycles_so_far = 0
 
@@ -378,7 +403,7 @@ class VtaNetwork:
                         "residual",
                         pack_nchw_out(r, cfg) if r.ndim == 4 else pack_rows(r, cfg, out=True),
                     )
-                res = _execute(prog, device, trace)
+                res = _execute(prog, device, trace, rtl, group.name, bar)
                 dram = res.dram
                 if trace:
                     traces.append((group.name, cycles_so_far, res.trace))
@@ -410,10 +435,15 @@ class VtaNetwork:
         batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
         outs = [np.array(value(v)) for v in self.graph.outputs]
         chained = sum(len(i.aliased) for i in plan.groups.values())
+        if bar is not None:
+            bar.close()
         return NetworkRun(
             outs, records, cfg, batch, device, plan.nbytes, chained, traces,
             activation_bytes=plan.activation_bytes,
             activation_bytes_unshared=plan.activation_bytes_unshared, scheme=self.scheme,
+            activation_bytes_unshared=plan.activation_bytes_unshared,
+            rtl_checks=list(rtl.checks) if rtl is not None else [],
+            simulator=rtl.simulator if rtl is not None else None,
         )  # fmt: skip
 
 
@@ -466,35 +496,49 @@ def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     return pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg)
 
 
-@dataclass(frozen=True)
-class _RtlResult:
-    """The parts of a run the network reads, from the RTL (same names as ``SimResult``)."""
+def rtl_device(device: str, simulator: str | None, trace: bool, rtl: Any = None) -> Any:
+    """The :class:`runtime.vta_rtl.RtlDevice` a run on ``device`` uses (None on the
+    simulator), after checking the options against each other."""
+    from runtime.vta_rtl import RtlDevice
 
-    program: Any
-    cycles: int
-    modules: dict[str, dict[str, int]]
-    dram_bytes: dict[str, int]
-    dram: np.ndarray
-    trace: Any = None
+    if device not in ("sim", "rtl"):
+        raise SessionError(f"--device {device!r}: sim or rtl")
+    if trace and device != "sim":
+        raise SessionError("--trace records the simulator's trace: use it with --device sim")
+    if device != "rtl":
+        if simulator is not None or rtl is not None:
+            raise SessionError("--simulator picks the HDL simulator of --device rtl")
+        return None
+    if rtl is None:
+        return RtlDevice(simulator or "icarus")
+    if simulator is not None and simulator != rtl.simulator:
+        raise SessionError(f"--simulator {simulator}: the RTL device runs {rtl.simulator}")
+    rtl.checks = []
+    return rtl
 
-    def read(self, name: str) -> np.ndarray:
-        return self.program.read(name, dram=self.dram)
+
+def progress_bar(total: int, name: str) -> Any:
+    """A bar of ``total`` accelerator groups on stderr."""
+    from runtime.vta_rtl import progress_bar as bar
+
+    return bar(total, f"running {name}")
 
 
-def _execute(prog: Any, device: str, trace: bool) -> Any:
+def _execute(
+    prog: Any, device: str, trace: bool, rtl: Any = None, name: str = "", bar: Any = None
+) -> Any:
+    """Run one group's program on the simulator, or on the RTL checked against it."""
     import vta_sim
 
+    if bar is not None:
+        bar.set_postfix_str(name, refresh=True)
     if device == "sim":
-        return vta_sim.simulate(prog, trace=trace)
-    from hw.coverify import run_rtl
-
-    run = run_rtl(prog)
-    if not run.finished or run.dram is None:
-        raise SessionError(f"the RTL did not finish the program: {run.hang_report()}")
-    # DRAM bytes per memory type are the simulator's count (the RTL testbench does not split
-    # them); cycles and module statistics are the RTL's own
-    counts = vta_sim.simulate(prog, trace=False).dram_bytes
-    return _RtlResult(prog, run.cycles, run.stats, dict(counts), run.dram)
+        res = vta_sim.simulate(prog, trace=trace)
+    else:
+        res, _ = rtl.execute(name, prog)
+    if bar is not None:
+        bar.update(1)
+    return res
 
 
 def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecord:

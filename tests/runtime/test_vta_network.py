@@ -261,22 +261,6 @@ def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
                       "block2.conv1", "block2.conv2", "avgpool.sum", "fc"]  # fmt: skip
 
 
-@pytest.mark.rtl
-def test_digits_on_the_rtl_equals_the_simulator_byte_for_byte_and_cycle_for_cycle():
-    from hw.sim import missing_simulator
-
-    why = missing_simulator("icarus")
-    if why:
-        pytest.skip(f"icarus unavailable: {why}")
-    graph = from_onnx(load_zoo("digits", batch=1))
-    feed = _feed(graph, seed=4)
-    net = compile_network(graph, "default", calibration=feed)
-    sim, rtl = net.run(feed), net.run(feed, device="rtl")
-    np.testing.assert_array_equal(rtl.outputs[0], sim.outputs[0])
-    assert [r.cycles for r in rtl.layers] == [r.cycles for r in sim.layers]
-    assert rtl.to_json()["device"] == "rtl" and rtl.total_cycles > 0
-
-
 @pytest.mark.parametrize(
     ("config", "in_c", "k", "stride", "kind", "kernel_hw"),
     [
