@@ -441,7 +441,6 @@ class VtaNetwork:
             outs, records, cfg, batch, device, plan.nbytes, chained, traces,
             activation_bytes=plan.activation_bytes,
             activation_bytes_unshared=plan.activation_bytes_unshared, scheme=self.scheme,
-            activation_bytes_unshared=plan.activation_bytes_unshared,
             rtl_checks=list(rtl.checks) if rtl is not None else [],
             simulator=rtl.simulator if rtl is not None else None,
         )  # fmt: skip
