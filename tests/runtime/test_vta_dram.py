@@ -56,7 +56,7 @@ def test_resnet18_small_reuses_activation_memory_and_stays_bit_exact(resnet18_sm
         plan.activation_bytes,
         plan.activation_bytes_unshared,
     )
-    assert f"activations {plan.activation_bytes}, " in result.table()
+    assert f"activations {plan.activation_bytes:,}, " in result.table()
     # one output per group; an input of its own only where it is not read in place
     outs = [t for t in plan.activations if t.symbol == "out"]
     assert len(outs) == len(net.partition.groups)
