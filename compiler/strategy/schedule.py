@@ -176,8 +176,8 @@ def schedule_group(
 ) -> GroupSchedule:
     """Schedule a fused group for the CPU (see the module docstring); ``knobs`` overrides the
     heuristic's choices (``parallel`` plus the anchor's: ``ow_block``/``oc_blocks`` and
-    :data:`CONV2D_PACKED_KNOBS` for a packed convolution, ``x_block`` for an NCHW one,
-    ``units_block`` and :data:`DENSE_KNOBS` for dense, ``rows``/``cols``/``lanes`` and
+    :data:`CONV2D_PACKED_KNOBS` for a packed convolution, ``x_block``/``oc_block`` for an NCHW
+    one, ``units_block`` and :data:`DENSE_KNOBS` for dense, ``rows``/``cols``/``lanes`` and
     :data:`MATMUL_KNOBS` for matmul, ``lanes`` for injective groups); a knob left out keeps
     the heuristic's value."""
     if target != "cpu":
@@ -251,7 +251,14 @@ def schedule_group(
     elif kind == "depthwise_conv2d_packed":
         chosen = apply_depthwise_conv2d_nchwc(s, core_t, target_t, parallel)
     elif kind == "conv2d_nchw":
-        chosen = apply_conv2d_nchw(s, core_t, target_t, knobs.pop("x_block", None), parallel)
+        chosen = apply_conv2d_nchw(
+            s,
+            core_t,
+            target_t,
+            knobs.pop("x_block", None),
+            parallel,
+            oc_block=knobs.pop("oc_block", None),
+        )
     elif kind == "dense" and "split_k" in core.attrs:
         chosen = apply_dense_split_k(
             s,

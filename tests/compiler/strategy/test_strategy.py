@@ -165,6 +165,49 @@ def test_nchw_conv2d_group(case):
     close(got, np.maximum(want + b[None, :, None, None], 0), 1e-3)
 
 
+NCHW_TILES = [
+    # (C, O, H, W, groups, knobs): 1x1 projections of EfficientNet-Lite2's shapes (output
+    # channels that do not divide into packed blocks, widths with no divisor near a vector)
+    (48, 88, 17, 17, 1, {}),
+    (40, 24, 5, 33, 1, {}),
+    (24, 12, 4, 13, 1, {"x_block": 13, "oc_block": 3}),
+    (16, 16, 6, 7, 16, {"oc_block": 4}),  # depthwise, channels of a tile in different groups
+]
+
+
+@pytest.mark.parametrize("case", NCHW_TILES)
+def test_nchw_conv2d_register_tile(case):
+    c, o, h, w, groups, knobs = case
+    x, wt, res = rand(1, c, h, w), rand(o, c // groups, 1, 1), rand(1, o, h, w)
+    X, W, R = ph(x, "x"), ph(wt, "w"), ph(res, "res")
+    conv = compute("conv2d", [X, W], dict(groups=groups), "conv")
+    y = compute("add", [conv, R], {}, "residual")
+    g = schedule_group([y], conv, knobs=knobs)
+    assert g.kind == "conv2d_nchw"
+    tile = {k: g.knobs[k] for k in ("x_block", "oc_block")}
+    assert w % tile["x_block"] == 0 and o % tile["oc_block"] == 0
+    assert tile["x_block"] > 1 and tile["oc_block"] > 1
+    for key, value in knobs.items():
+        assert tile[key] == value
+    got = build(g.schedule, [X, W, R, y], target="cpu")(x, wt, res)
+    want = reference.conv2d_nchw(x, wt, (1, 1), (0, 0, 0, 0), (1, 1), groups, np.float32)
+    close(got, want + res, 1e-4)
+    # the chosen knobs rebuild the same schedule
+    again = schedule_group([y], conv, knobs={k: v for k, v in g.knobs.items()})
+    assert dict(again.knobs) == dict(g.knobs)
+
+
+@pytest.mark.parametrize(
+    "knobs, match", [({"x_block": 5}, "x_block=5 does not divide the 17 output columns"),
+                     ({"oc_block": 7}, "oc_block=7 does not divide the 88 output channels")]
+)  # fmt: skip
+def test_nchw_conv2d_tile_errors(knobs, match):
+    X, W = te.placeholder((1, 48, 17, 17), name="x"), te.placeholder((88, 48, 1, 1), name="w")
+    conv = compute("conv2d", [X, W], {}, "conv")
+    with pytest.raises(ScheduleError, match=match):
+        schedule_group([conv], conv, knobs=knobs)
+
+
 def test_packed_depthwise_conv2d():
     c, bc = 32, 16
     x, wt = rand(1, c, 9, 9), rand(c, 1, 3, 3)
