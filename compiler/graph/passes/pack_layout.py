@@ -8,9 +8,11 @@ is ``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other i
 do not divide are padded with zeros explicitly (``pad`` on the data, zero input channels in the
 weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout
 follow their input: elementwise ops (per-channel constants are reshaped and transformed to
-``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. Everything else (grouped and
-depthwise conv, dense, softmax, reshape, ...) runs in NCHW. A ``layout_transform`` is placed only
-where a packed value meets an NCHW reader (once per value), and the graph outputs are NCHW.
+``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. A depthwise convolution
+(one channel per group) whose channels divide into blocks runs packed too, with kernel
+``OIHW1i{c}o``. Everything else (grouped conv, dense, softmax, reshape, ...) runs in NCHW. A
+``layout_transform`` is placed only where a packed value meets an NCHW reader (once per
+value), and the graph outputs are NCHW.
 
 The transforms of constants are nodes here; constant folding (the pipeline's
 ``fold_layout_constants``) turns them into pre-packed constants.
@@ -121,6 +123,8 @@ class _Packer:
     def conv2d(self, node: Node) -> Value | None:
         a = node.attrs
         x, w = node.inputs[0], node.inputs[1]
+        if self.is_depthwise(node):
+            return self.depthwise(node)
         if (
             a["groups"] != 1
             or a["data_layout"] != "NCHW"
@@ -176,7 +180,40 @@ class _Packer:
                 name=f"{wname or node.label}.packed",
             )
         )
-        attrs = dict(a)
+        return self.packed_conv(node, data, weight, kernel_layout)
+
+    def is_depthwise(self, node: Node) -> bool:
+        """One input and one output channel per group, channels in whole blocks."""
+        a, c = node.attrs, node.inputs[0].type.shape[1]
+        return (
+            a["groups"] > 1
+            and a["groups"] == c == node.type.shape[1]
+            and a["data_layout"] == "NCHW"
+            and a["kernel_layout"] == "OIHW"
+            and self.divides(node.type.shape)
+            and node.inputs[0].type.shape[0] % self.bn == 0
+        )
+
+    def depthwise(self, node: Node) -> Value:
+        """A depthwise convolution runs packed: each channel block is one vector, whatever
+        the width (in NCHW a row of 17 columns fills one vector and a bit of another)."""
+        w = node.inputs[1]
+        kernel_layout = f"OIHW1i{self.bc}o"
+        wname = w.name if isinstance(w, (Var, Constant)) else w.label
+        weight = self.emit(
+            Node(
+                "layout_transform",
+                (self.get(w),),
+                {"src_layout": "OIHW", "dst_layout": kernel_layout},
+                name=f"{wname or node.label}.packed",
+            )
+        )
+        return self.packed_conv(node, self.packed(node.inputs[0]), weight, kernel_layout)
+
+    def packed_conv(self, node: Node, data: Value, weight: Value, kernel_layout: str) -> Value:
+        """The packed conv2d of ``node`` on packed ``data`` and ``weight``; a bias becomes an
+        ``add`` of a packed per-channel constant."""
+        attrs = dict(node.attrs)
         attrs.update(data_layout=data.type.layout, kernel_layout=kernel_layout)
         if len(node.inputs) == 2:
             return self.emit(Node("conv2d", (data, weight), attrs, node.name))
