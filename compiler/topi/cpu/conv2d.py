@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from compiler.errors import ScheduleError
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import Tensor
@@ -291,7 +293,7 @@ def depthwise_conv2d_nchwc_knobs(
     ow_block: int | None = None,
     cb_block: int | None = None,
     unroll_window: bool | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The register tile of :func:`apply_depthwise_conv2d_nchwc` (the heuristic fills
     ``None``): ``ow_block`` the widest divisor of the output width up to
     :data:`DEPTHWISE_OW_BLOCK`, one channel block, the kernel window not unrolled (see
@@ -346,16 +348,17 @@ def apply_depthwise_conv2d_nchwc(
     if conv.op.tag != "depthwise_conv2d_packed":
         raise ScheduleError(f"apply_depthwise_conv2d_nchwc: {conv.name} is not depthwise packed")
     tile = depthwise_conv2d_nchwc_knobs(conv, ow_block, cb_block, unroll_window)
-    block, channels = tile["ow_block"], tile["cb_block"]
+    raw = (tile["ow_block"], tile["cb_block"])
     for knob, value, extent, axis in (
-        ("ow_block", block, conv.shape[3], "output columns"),
-        ("cb_block", channels, conv.shape[1], "channel blocks"),
+        ("ow_block", raw[0], conv.shape[3], "output columns"),
+        ("cb_block", raw[1], conv.shape[1], "channel blocks"),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1 or extent % value:
             raise ScheduleError(
                 f"apply_depthwise_conv2d_nchwc: {knob}={value!r} does not divide the {extent} "
                 f"{axis}"
             )
+    block, channels = raw
     padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
     epilogue = final if final is not None and final.op is not conv.op else None
     if epilogue is not None and tuple(epilogue.shape) != tuple(conv.shape):

@@ -226,6 +226,50 @@ def test_packed_depthwise_conv2d():
     close(topi.unpack_data(run([conv], conv, [X, W], [xp, wpc])[0]), want, 1e-3)
 
 
+@pytest.mark.parametrize(
+    "c, hw, k, stride, knobs",
+    [
+        (48, 10, 3, 1, {}),
+        (48, 10, 3, 1, {"ow_block": 5, "cb_block": 3, "unroll_window": True}),
+        (32, 17, 5, 2, {"ow_block": 9, "cb_block": 2}),
+        (16, 7, 5, 1, {"unroll_window": True}),
+    ],
+)
+def test_packed_depthwise_register_tile(c, hw, k, stride, knobs):
+    bc, pad = 16, k // 2
+    x, wt, b = rand(1, c, hw, hw), rand(c, 1, k, k), rand(c)
+    xp = topi.pack_data(x, 1, bc)
+    wp = np.ascontiguousarray(
+        wt.reshape(c // bc, bc, 1, k, k).transpose(0, 2, 3, 4, 1)[..., None, :]
+    )
+    bp = b.reshape(1, c // bc, 1, 1, 1, bc)
+    X, W, B = ph(xp, "x"), ph(wp, "w"), ph(bp, "b")
+    attrs = dict(padding=(pad,) * 4, strides=(stride,) * 2, groups=c,
+                 data_layout="NCHW1n16c", kernel_layout="OIHW1i16o")  # fmt: skip
+    conv = compute("conv2d", [X, W], attrs, "dw")
+    y = compute("clip", [compute("add", [conv, B], {}, "bias")], dict(a_min=0.0, a_max=6.0), "r6")
+    g = schedule_group([y], conv, knobs=knobs)
+    assert g.kind == "depthwise_conv2d_packed"
+    for key, value in knobs.items():
+        assert g.knobs[key] == value
+    want = reference.conv2d_nchw(x, wt, (stride,) * 2, (pad,) * 4, (1, 1), c, np.float32)
+    got = build(g.schedule, [X, W, B, y], target="cpu")(xp, wp, bp)
+    close(topi.unpack_data(got), np.clip(want + b[None, :, None, None], 0, 6))
+    alone = schedule_group([conv], conv, knobs=knobs)
+    close(topi.unpack_data(build(alone.schedule, [X, W, conv], target="cpu")(xp, wp)), want)
+
+
+def test_packed_depthwise_tile_errors():
+    X = te.placeholder((1, 3, 10, 10, 1, 16), name="x")
+    W = te.placeholder((3, 1, 3, 3, 1, 16), name="w")
+    attrs = dict(padding=(1,) * 4, groups=48, data_layout="NCHW1n16c", kernel_layout="OIHW1i16o")
+    conv = compute("conv2d", [X, W], attrs, "dw")
+    with pytest.raises(ScheduleError, match="ow_block=3 does not divide the 10 output columns"):
+        schedule_group([conv], conv, knobs={"ow_block": 3})
+    with pytest.raises(ScheduleError, match="cb_block=2 does not divide the 3 channel blocks"):
+        schedule_group([conv], conv, knobs={"cb_block": 2})
+
+
 def test_group_with_a_producer_before_the_anchor():
     """A layout transform feeding the convolution is materialised, not inlined into it."""
     x, wt = rand(1, 16, 6, 6), rand(16, 16, 3, 3)
