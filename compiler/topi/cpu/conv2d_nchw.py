@@ -1,9 +1,9 @@
 """CPU schedule of ``topi.conv2d_nchw`` (any groups; depthwise included), vectorized along the
 output width with a register tile of several output channels.
 
-The graph runs a convolution in NCHW when its output channels do not divide into packed blocks
-of 16 (EfficientNet-Lite2's 88 and 120 channels, a 24-channel projection) and for grouped and
-depthwise convolutions. The register tile is ``oc_block`` output channels x ``x_block``
+The graph runs a convolution in NCHW when its output channels fill neither packed blocks of 16
+nor half blocks of 8, and for grouped convolutions and depthwise ones whose channels do not
+fill blocks (``compiler.graph.passes.pack_layout``). The register tile is ``oc_block`` output channels x ``x_block``
 columns of one output row: for each input channel and kernel tap, one vector of input columns
 feeds ``oc_block`` independent FMA chains (one broadcast weight each), so the FMA latency is
 hidden and every input load is reused ``oc_block`` times. With one output channel per tile

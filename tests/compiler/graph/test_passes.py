@@ -423,3 +423,23 @@ def test_packed_grouped_conv_is_refused_by_type_inference():
     with pytest.raises(GraphError, match="groups=2"):
         Node("conv2d", (x, w), {"groups": 2, "data_layout": "NCHW1n16c",
                                 "kernel_layout": "OIHW1i16o"}, name="g")  # fmt: skip
+
+
+def test_pack_layout_narrow_output_blocks():
+    # 24 output channels fill half blocks: packed with blocks of 8 out, transformed to NCHW at
+    # once (bias added there); 20 fill neither and stay NCHW
+    x = nchw((1, 32, 7, 7))
+    for o, bias, layout in ((24, True, "OIHW16i8o"), (24, False, "OIHW16i8o"), (20, True, "OIHW")):
+        c = conv(x, o, k=1, name="proj", bias=bias)
+        g = Graph.from_outputs([x], [Node("add", (c, c), name="res")])
+        packed = pack_layout(g, block_c=16)
+        verify_graph(packed)
+        ops = {n.name: n for n in packed.nodes}
+        conv_node = next(n for n in packed.nodes if n.op == "conv2d")
+        assert conv_node.attrs["kernel_layout"] == layout
+        assert ops["proj"].type.shape == (1, o, 7, 7) and ops["proj"].type.layout == "NCHW"
+        if layout != "OIHW":
+            assert conv_node.type.layout == "NCHW1n8c"
+            assert ops["res"].inputs[0].type.layout == "NCHW"  # the add runs NCHW
+        assert_same_results(g, packed)
+        assert_same_results(g, packed_pipeline_graph(g))
