@@ -2,18 +2,19 @@
 
 Convolutions with ``groups == 1`` whose output channels divide into blocks of ``block_c`` run
 packed (output channels that fill only half blocks, such as 88 or 24 with blocks of 16, run
-packed with kernel ``OIHW{c}i{c/2}o`` and their output is transformed to NCHW at once): data ``NCHW{n}n{c}c``, kernel ``OIHW{c}i{c}o``, the bias a separate ``add`` of a packed
-per-channel constant. An NCHW input with fewer channels than a block (the first convolution's
-RGB) becomes one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the output
-is ``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other input channels that
+packed with kernel ``OIHW{c}i{c/2}o`` and their output is transformed to NCHW at once): data
+``NCHW{n}n{c}c``, kernel ``OIHW{c}i{c}o``, the bias a separate ``add`` of a packed per-channel
+constant. An NCHW input with fewer channels than a block (the first convolution's RGB) becomes
+one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the output is
+``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other input channels that
 do not divide are padded with zeros explicitly (``pad`` on the data, zero input channels in the
 weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout
 follow their input: elementwise ops (per-channel constants are reshaped and transformed to
-``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. A depthwise convolution
-(one channel per group) whose channels divide into blocks runs packed too, with kernel
+``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. A depthwise convolution (one
+channel per group) whose channels divide into blocks runs packed too, with kernel
 ``OIHW1i{c}o``. Everything else (grouped conv, dense, softmax, reshape, ...) runs in NCHW. A
-``layout_transform`` is placed only where a packed value meets an NCHW reader (once per
-value), and the graph outputs are NCHW.
+``layout_transform`` is placed only where a packed value meets an NCHW reader (once per value),
+and the graph outputs are NCHW.
 
 The transforms of constants are nodes here; constant folding (the pipeline's
 ``fold_layout_constants``) turns them into pre-packed constants.

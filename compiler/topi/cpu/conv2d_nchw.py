@@ -3,12 +3,12 @@ output width with a register tile of several output channels.
 
 The graph runs a convolution in NCHW when its output channels fill neither packed blocks of 16
 nor half blocks of 8, and for grouped convolutions and depthwise ones whose channels do not
-fill blocks (``compiler.graph.passes.pack_layout``). The register tile is ``oc_block`` output channels x ``x_block``
-columns of one output row: for each input channel and kernel tap, one vector of input columns
-feeds ``oc_block`` independent FMA chains (one broadcast weight each), so the FMA latency is
-hidden and every input load is reused ``oc_block`` times. With one output channel per tile
-every FMA waits on the previous one, and a width with no divisor near a vector (17: only 1)
-ran the whole reduction on scalars, 10x slower than the tiled loop::
+fill blocks (``compiler.graph.passes.pack_layout``). The register tile is ``oc_block`` output
+channels x ``x_block`` columns of one output row: for each input channel and kernel tap, one
+vector of input columns feeds ``oc_block`` independent FMA chains (one broadcast weight each),
+so the FMA latency is hidden and every input load is reused ``oc_block`` times. With one output
+channel per tile every FMA waits on the previous one, and a width with no divisor near a vector
+(17: only 1) ran the whole reduction on scalars, 10x slower than the tiled loop::
 
     for (n, oc.outer), y, x.outer:                  # the output's outer loops
       for rc, ry, rx:                               # the reduction
