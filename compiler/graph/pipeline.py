@@ -13,9 +13,10 @@ The default pipeline, read top to bottom:
 1. ``fold_constants``: evaluate every node whose inputs are all constants;
 2. ``fold_batch_norm``: fold batch norms into the preceding conv2d (or into a multiply/add);
 3. ``eliminate_dead_nodes``: drop nodes no output depends on;
-4. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
-   ``block_c``): NCHW{n}n{c}c for the convolutions and the ops around them, weights and
-   per-channel constants pre-packed by constant folding;
+4. ``fold_pad``, ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a
+   packed layout, ``block_c``): zero spatial pads folded into the conv2d they feed, then
+   NCHW{n}n{c}c for the convolutions and the ops around them, weights and per-channel
+   constants pre-packed by constant folding;
 5. ``eliminate_dead_nodes_final``;
 6. ``fuse_ops``: fused groups by TVM's pattern kinds;
 7. ``plan_memory``: the static memory plan of the group outputs.
@@ -24,8 +25,8 @@ Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'fold_batch_norm', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
 'fuse_ops', 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[3:5]
-    ['pack_layout', 'fold_layout_constants']
+    >>> graph_pipeline(block_c=16).names()[3:6]
+    ['fold_pad', 'pack_layout', 'fold_layout_constants']
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         eliminate_dead_nodes,
         fold_batch_norm,
         fold_constants,
+        fold_pad,
         fuse_ops,
         pack_layout,
     )
@@ -72,6 +74,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         if block_c < 1 or block_n < 1:
             raise GraphError(f"layout blocks must be >= 1, got block_c={block_c} block_n={block_n}")
         passes += [
+            graph_pass("fold_pad", fold_pad),
             graph_pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
             graph_pass("fold_layout_constants", fold_constants),
         ]

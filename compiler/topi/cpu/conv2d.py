@@ -329,7 +329,10 @@ def apply_depthwise_conv2d_nchwc(
     tile (unrolled with ``unroll_window``), so every tap is one FMA per accumulator with
     independent chains. With ``final`` (an output of the same shape, its elementwise
     producers inlined) the tile is computed at ``final``'s column block and the epilogue
-    (bias, clip) runs on it before the store::
+    (bias, clip) runs on it before the store. The padded input is computed per output row
+    (the window's rows, still in cache when the row reads them) rather than materialised
+    whole: a stride-2 convolution at 130x130x144 ran 0.59 ms with the padded copy and 0.24 ms
+    with it per row (one thread)::
 
         for (n, cb.outer), y, x.outer:                 # the output's outer loops
           for ry, rx (unrolled):                       # the kernel window
@@ -390,8 +393,6 @@ def apply_depthwise_conv2d_nchwc(
         s[cl].unroll(ry)
         s[cl].unroll(rx)
     for p in padded:
-        pn, pc = s[p].leaf_iter_vars[:2]
         s[p].vectorize(s[p].leaf_iter_vars[-1])
-        if parallel:
-            s[p].parallel(s[p].fuse(pn, pc))
+        s[p].compute_at(s[out], y)
     return {**tile, "lanes": conv.shape[5], "parallel": parallel}
