@@ -311,9 +311,15 @@ def _infer_conv2d(node: Node) -> TensorType:
             f"{a['kernel_layout']} must both be plain or both packed"
         )
     if packed is not None and kpacked is not None:  # both or neither, checked just above
-        if groups != 1:
-            raise GraphError(f"{_where(node)}: packed conv2d supports groups=1 only")
-        if packed[1] != kpacked[0]:
+        # depthwise: one input channel per group, the kernel's blocks (1 in, c out) match the
+        # data's channel block
+        depthwise = groups > 1 and groups == c == o and kpacked == (1, packed[1])
+        if groups != 1 and not depthwise:
+            raise GraphError(
+                f"{_where(node)}: packed conv2d supports groups=1 or depthwise (groups = "
+                f"channels, kernel layout OIHW1i{packed[1]}o) only, got groups={groups}"
+            )
+        if not depthwise and packed[1] != kpacked[0]:
             raise _shape_err(
                 node,
                 1,

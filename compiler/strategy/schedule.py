@@ -180,10 +180,10 @@ def schedule_group(
 ) -> GroupSchedule:
     """Schedule a fused group for the CPU (see the module docstring); ``knobs`` overrides the
     heuristic's choices (``parallel`` plus the anchor's: ``ow_block``/``oc_blocks`` and
-    :data:`CONV2D_PACKED_KNOBS` for a packed convolution, ``x_block`` for an NCHW one,
-    ``units_block`` and :data:`DENSE_KNOBS` for dense, ``rows``/``cols``/``lanes`` and
-    :data:`MATMUL_KNOBS` for matmul, ``lanes`` for injective groups); a knob left out keeps
-    the heuristic's value."""
+    :data:`CONV2D_PACKED_KNOBS` for a packed convolution, :data:`DEPTHWISE_PACKED_KNOBS` for a
+    packed depthwise one, ``x_block``/``oc_block`` for an NCHW one, ``units_block`` and
+    :data:`DENSE_KNOBS` for dense, ``rows``/``cols``/``lanes`` and :data:`MATMUL_KNOBS` for
+    matmul, ``lanes`` for injective groups); a knob left out keeps the heuristic's value."""
     if target != "cpu":
         raise ScheduleError(f"schedule: the operator strategies target 'cpu', not {target!r}")
     if not outputs:
@@ -253,9 +253,18 @@ def schedule_group(
             **_take(knobs, CONV2D_PACKED_KNOBS),
         )
     elif kind == "depthwise_conv2d_packed":
-        chosen = apply_depthwise_conv2d_nchwc(s, core_t, target_t, parallel)
+        chosen = apply_depthwise_conv2d_nchwc(
+            s, core_t, target_t, parallel, **_take(knobs, DEPTHWISE_PACKED_KNOBS)
+        )
     elif kind == "conv2d_nchw":
-        chosen = apply_conv2d_nchw(s, core_t, target_t, knobs.pop("x_block", None), parallel)
+        chosen = apply_conv2d_nchw(
+            s,
+            core_t,
+            target_t,
+            knobs.pop("x_block", None),
+            parallel,
+            oc_block=knobs.pop("oc_block", None),
+        )
     elif kind == "dense" and "split_k" in core.attrs:
         chosen = apply_dense_split_k(
             s,
@@ -313,6 +322,7 @@ CONV2D_PACKED_KNOBS = (
     "lanes",
     "outer_order",
 )
+DEPTHWISE_PACKED_KNOBS = ("ow_block", "cb_block", "unroll_window")
 DENSE_KNOBS = ("unit_groups", "k_block", "unroll_k", "lanes", "unroll_sum", "sum_order")
 MATMUL_KNOBS = ("k_block", "k_order", "unroll_k", "pack_b", "outer_order")
 

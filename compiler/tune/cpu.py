@@ -1,15 +1,17 @@
-"""CPU tasks: the strategy's float32 schedules for conv2d (packed ``NCHW1n{b}c``), dense and
-matmul, with their knobs as a space.
+"""CPU tasks: the strategy's float32 schedules for conv2d (packed ``NCHW1n{b}c``), depthwise
+conv2d (packed, kernel ``OIHW1i{b}o``), dense and matmul, with their knobs as a space.
 
 The knobs are those ``compiler.strategy.schedule_group`` takes as keyword arguments. The
 packed conv2d (``topi.cpu.conv2d.apply_conv2d_nchwc``): the register tile (``oh_block`` rows x
 ``ow_block`` columns x ``oc_blocks`` channel blocks, ``tile_order``, vector ``lanes``), the
 reduction's tiling (``ic_block`` input-channel blocks, ``ic_inner`` channels of a block),
 ``reduce_order`` (the channel loops among the kernel's rows and columns), ``unroll_kw``,
-``unroll_ic`` and ``outer_order``. Dense (``apply_dense_split_k``): ``units_block``,
-``unit_groups`` (register groups of a block), ``k_block``, ``unroll_k``, ``lanes``,
-``sum_order``, ``unroll_sum``. Matmul (``apply_matmul``): the ``rows`` x ``cols`` tile,
-``lanes``, ``k_block``, ``k_order``, ``unroll_k``, ``pack_b``, ``outer_order``.
+``unroll_ic`` and ``outer_order``. Depthwise (``apply_depthwise_conv2d_nchwc``):
+``ow_block`` columns x ``cb_block`` channel blocks, ``unroll_window``. Dense
+(``apply_dense_split_k``): ``units_block``, ``unit_groups`` (register groups of a block),
+``k_block``, ``unroll_k``, ``lanes``, ``sum_order``, ``unroll_sum``. Matmul
+(``apply_matmul``): the ``rows`` x ``cols`` tile, ``lanes``, ``k_block``, ``k_order``,
+``unroll_k``, ``pack_b``, ``outer_order``.
 
 A knob added to a template comes first in its space with its default (the value that leaves
 the strategy's loops unchanged) as first choice, so the points of the strategy's tile keep
@@ -122,6 +124,35 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
     return ConfigSpace(knobs, rule)
 
 
+def _depthwise_space(s: Mapping[str, int]) -> ConfigSpace:
+    """A packed depthwise conv2d (``topi.cpu.conv2d.apply_depthwise_conv2d_nchwc``): the
+    register tile of ``ow_block`` columns x ``cb_block`` channel blocks and whether the kernel
+    window is unrolled."""
+    from compiler.topi.cpu.conv2d import DEPTHWISE_OW_BLOCK, default_ow_block
+
+    k = s["k"]
+    ow = (s["w"] + 2 * s["pad"] - k) // s["stride"] + 1
+    blocks = s["channels"] // channel_block(s["channels"])
+    knobs = (
+        Knob("unroll_window", (False, True) if k > 1 else (False,), default=False),
+        Knob("cb_block", _divisors(blocks, 4), default=1),
+        Knob("ow_block", _others(default_ow_block(ow, DEPTHWISE_OW_BLOCK), _divisors(ow, 16))),
+    )
+
+    def rule(v: Mapping[str, Any]) -> str | None:
+        vectors = v["cb_block"] * v["ow_block"]
+        if vectors > MAX_ACCUMULATORS:
+            return (f"cb_block={v['cb_block']}: a register tile of {v['cb_block']}x"
+                    f"{v['ow_block']} blocks is {vectors} vector accumulators, over "
+                    f"{MAX_ACCUMULATORS}")  # fmt: skip
+        if v["unroll_window"] and vectors * k * k > MAX_UNROLLED:
+            return (f"unroll_window: the unrolled body has {vectors * k * k} vector FMAs, over "
+                    f"{MAX_UNROLLED}")  # fmt: skip
+        return None
+
+    return ConfigSpace(knobs, rule)
+
+
 def _k_block_rule(
     v: Mapping[str, Any], whole: int, adjacent: bool, why: str, vectors: int
 ) -> str | None:
@@ -207,6 +238,8 @@ def cpu_space(kind: str, s: Mapping[str, int]) -> ConfigSpace:
         return _conv2d_space(s)
     if kind == "dense":
         return _dense_space(s)
+    if kind == "depthwise":
+        return _depthwise_space(s)
     return _matmul_space(s)
 
 
@@ -220,6 +253,11 @@ def cpu_default(kind: str, s: Mapping[str, int]) -> dict[str, Any]:
         return {**added, **register_tile_knobs(out)}
     if kind == "dense":
         return {**added, "units_block": default_ow_block(s["out_features"], 8)}
+    if kind == "depthwise":
+        from compiler.topi.cpu.conv2d import depthwise_conv2d_nchwc_knobs
+
+        _, out = _operator_cpu(kind, tuple(s.items()))
+        return {**added, **depthwise_conv2d_nchwc_knobs(out)}
     return {**added, "rows": 6, "cols": 32}
 
 
@@ -256,6 +294,16 @@ def _operator_cpu(kind: str, shape: tuple[tuple[str, int], ...]) -> tuple[list[A
             "groups": 1, "data_layout": f"NCHW1n{bi}c", "kernel_layout": f"OIHW{bi}i{bo}o",
         }  # fmt: skip
         out = compute("conv2d", [x, w], attrs, "conv")
+        args = [x, w]
+    elif kind == "depthwise":
+        c, cb = s["channels"], channel_block(s["channels"])
+        x = te.placeholder((s["batch"], c // cb, s["h"], s["w"], 1, cb), name="x")
+        w = te.placeholder((c // cb, 1, s["k"], s["k"], 1, cb), name="w")
+        attrs = {
+            "strides": (s["stride"],) * 2, "padding": (s["pad"],) * 4, "dilation": (1, 1),
+            "groups": c, "data_layout": f"NCHW1n{cb}c", "kernel_layout": f"OIHW1i{cb}o",
+        }  # fmt: skip
+        out = compute("conv2d", [x, w], attrs, "dw")
         args = [x, w]
     elif kind == "dense":
         x = te.placeholder((s["batch"], s["in_features"]), name="x")
@@ -297,6 +345,14 @@ def cpu_build(
         expected = topi.pack_data(ref, 1, bo)
         oh = ref.shape[2]
         macs = s["batch"] * oh * ref.shape[3] * s["in_c"] * s["out_c"] * s["k"] ** 2
+    elif kind == "depthwise":
+        c, cb = s["channels"], channel_block(s["channels"])
+        x = rng.standard_normal((s["batch"], c, s["h"], s["w"])).astype(np.float32)
+        w = rng.standard_normal((c, 1, s["k"], s["k"])).astype(np.float32)
+        ref = _depthwise_ref(x, w, s["stride"], s["pad"])
+        inputs = [topi.pack_data(x, 1, cb), topi.pack_kernel(w, cb, 1, "OIHWio")]
+        expected = topi.pack_data(ref, 1, cb)
+        macs = s["batch"] * ref.shape[2] * ref.shape[3] * c * s["k"] ** 2
     elif kind == "dense":
         x = rng.standard_normal((s["batch"], s["in_features"])).astype(np.float32)
         w = rng.standard_normal((s["out_features"], s["in_features"])).astype(np.float32)
@@ -318,6 +374,15 @@ def _conv_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray
     cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
     cols = cols[:, :, ::stride, ::stride][:, :, :oh, :ow]  # n c oh ow k k
     return np.einsum("nchwyx,ocyx->nohw", cols, w, optimize=True).astype(np.float32)
+
+
+def _depthwise_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    k = w.shape[2]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (x.shape[2] + 2 * pad - k) // stride + 1, (x.shape[3] + 2 * pad - k) // stride + 1
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    cols = cols[:, :, ::stride, ::stride][:, :, :oh, :ow]  # n c oh ow k k
+    return np.einsum("nchwyx,cyx->nchw", cols, w[:, 0]).astype(np.float32)
 
 
 __all__ = ["BLOCK", "CpuBuilt", "cpu_build", "cpu_default", "cpu_schedule", "cpu_space"]

@@ -74,15 +74,21 @@ def cpu_task_of_node(node: Any) -> tuple[Task | None, str]:
     a = node.attrs
     if len(x) != 6 or len(w) != 6 or x[4] != 1:
         return None, f"layout {a['data_layout']}/{a['kernel_layout']}, not packed NCHW1n{{c}}c"
-    if a["groups"] != 1 or tuple(a["dilation"]) != (1, 1):
-        return None, f"groups={a['groups']}, dilation {tuple(a['dilation'])}"
     in_c, out_c = x[1] * x[5], w[0] * w[5]
-    if x[5] != channel_block(in_c) or w[5] != channel_block(out_c) or w[4] != x[5]:
-        return None, f"channel blocks {x[5]}/{w[5]} differ from the tuned template's"
+    depthwise = a["groups"] == in_c == out_c and w[4] == 1 and w[5] == x[5]
+    if (a["groups"] != 1 and not depthwise) or tuple(a["dilation"]) != (1, 1):
+        return None, f"groups={a['groups']}, dilation {tuple(a['dilation'])}"
     sh, sw = a["strides"]
     pads = tuple(a["padding"])
     if w[2] != w[3] or sh != sw or len(set(pads)) != 1:
         return None, f"kernel {w[2]}x{w[3]}, strides {sh}x{sw}, padding {pads}: not square/even"
+    if depthwise:
+        if x[5] != channel_block(in_c):
+            return None, f"channel block {x[5]} differs from the tuned template's"
+        return cpu_task("depthwise", batch=x[0], h=x[2], w=x[3], channels=in_c, k=w[2],
+                        stride=sh, pad=pads[0], name=label), ""  # fmt: skip
+    if x[5] != channel_block(in_c) or w[5] != channel_block(out_c) or w[4] != x[5]:
+        return None, f"channel blocks {x[5]}/{w[5]} differ from the tuned template's"
     return cpu_task("conv2d", batch=x[0], h=x[2], w=x[3], in_c=in_c, out_c=out_c, k=w[2],
                     stride=sh, pad=pads[0], name=label), ""  # fmt: skip
 

@@ -39,7 +39,7 @@ from isa import HwConfig, load_config
 
 from .space import Config, ConfigSpace, Knob
 
-KINDS = ("conv2d", "dense", "matmul")
+KINDS = ("conv2d", "dense", "matmul", "depthwise")
 TARGETS = ("vta", "cpu")
 #: How many virtual threads the heuristic plans for when it gives a task's default config.
 DEFAULT_VTHREADS = 2
@@ -70,8 +70,8 @@ class Task:
             raise CompilerError(f"task {self.name or '?'}: kind must be one of {KINDS}")
         if self.target not in TARGETS:
             raise CompilerError(f"task {self.name or '?'}: target must be one of {TARGETS}")
-        if self.kind == "matmul" and self.target != "cpu":
-            raise CompilerError(f"task {self.name or '?'}: matmul is tuned on the CPU only")
+        if self.kind in ("matmul", "depthwise") and self.target != "cpu":
+            raise CompilerError(f"task {self.name or '?'}: {self.kind} is tuned on the CPU only")
         want = _SHAPE_KEYS[self.kind]
         if tuple(k for k, _ in self.shape) != want:
             raise CompilerError(f"task {self.name or '?'}: a {self.kind} shape names {want}")
@@ -224,7 +224,7 @@ class Task:
         """The sizes in blocks of the packed layouts."""
         s = self.sizes
         if self.target == "cpu":
-            if self.kind != "conv2d":
+            if self.kind not in ("conv2d", "depthwise"):
                 return {}
             oh = (s["h"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
             ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
@@ -249,6 +249,8 @@ class Task:
         if self.kind == "matmul":
             return s["m"] * s["k"] * s["n"]
         p = self._packed()
+        if self.kind == "depthwise":
+            return s["batch"] * p["oh"] * p["ow"] * s["channels"] * s["k"] ** 2
         return s["batch"] * p["oh"] * p["ow"] * s["in_c"] * s["out_c"] * s["k"] ** 2
 
     # ---- building ------------------------------------------------------------------------------
@@ -340,10 +342,11 @@ _SHAPE_KEYS = {
     "conv2d": ("batch", "h", "w", "in_c", "out_c", "k", "stride", "pad"),
     "dense": ("batch", "in_features", "out_features"),
     "matmul": ("m", "k", "n"),
+    "depthwise": ("batch", "h", "w", "channels", "k", "stride", "pad"),
 }
 _ABBREV = {"batch": "b", "h": "h", "w": "w", "in_c": "ci", "out_c": "co", "k": "k",
            "stride": "s", "pad": "p", "in_features": "i", "out_features": "o", "m": "m",
-           "n": "n"}  # fmt: skip
+           "n": "n", "channels": "c"}  # fmt: skip
 
 
 def conv2d_task(
@@ -378,14 +381,16 @@ def dense_task(
 
 def cpu_task(kind: str, *, name: str = "", weight: int = 1, **sizes: int) -> Task:
     """A CPU task (one thread, float32): ``conv2d`` with the sizes of :func:`conv2d_task`
-    (``batch``, ``stride`` and ``pad`` default to 1, 1, 0), ``dense`` (``batch``,
-    ``in_features``, ``out_features``) or ``matmul`` (``m``, ``k``, ``n``).
+    (``batch``, ``stride`` and ``pad`` default to 1, 1, 0), ``depthwise`` (the same with
+    ``channels`` for ``in_c``/``out_c``), ``dense`` (``batch``, ``in_features``,
+    ``out_features``) or ``matmul`` (``m``, ``k``, ``n``).
 
     Example:
         >>> cpu_task("matmul", m=1024, k=1024, n=1024).key
         'cpu/cpu/matmul/m1024_k1024_n1024'
     """
-    defaults = {"conv2d": {"batch": 1, "stride": 1, "pad": 0}, "dense": {"batch": 1}}
+    conv = {"batch": 1, "stride": 1, "pad": 0}
+    defaults = {"conv2d": conv, "depthwise": conv, "dense": {"batch": 1}}
     full = {**defaults.get(kind, {}), **sizes}
     if kind not in _SHAPE_KEYS:
         raise CompilerError(f"cpu task: kind must be one of {KINDS}, got {kind!r}")

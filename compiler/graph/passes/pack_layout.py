@@ -1,16 +1,20 @@
 """Layout transformation to the packed ``NCHW{n}n{c}c`` layout a target asks for.
 
 Convolutions with ``groups == 1`` whose output channels divide into blocks of ``block_c`` run
-packed: data ``NCHW{n}n{c}c``, kernel ``OIHW{c}i{c}o``, the bias a separate ``add`` of a packed
-per-channel constant. An NCHW input with fewer channels than a block (the first convolution's
-RGB) becomes one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the output
-is ``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other input channels that
+packed (output channels that fill only half blocks, such as 88 or 24 with blocks of 16, run
+packed with kernel ``OIHW{c}i{c/2}o`` and their output is transformed to NCHW at once): data
+``NCHW{n}n{c}c``, kernel ``OIHW{c}i{c}o``, the bias a separate ``add`` of a packed per-channel
+constant. An NCHW input with fewer channels than a block (the first convolution's RGB) becomes
+one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the output is
+``NCHW{n}n{c}c``), so the reduction runs over the real channels only; other input channels that
 do not divide are padded with zeros explicitly (``pad`` on the data, zero input channels in the
 weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout
 follow their input: elementwise ops (per-channel constants are reshaped and transformed to
-``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. Everything else (grouped and
-depthwise conv, dense, softmax, reshape, ...) runs in NCHW. A ``layout_transform`` is placed only
-where a packed value meets an NCHW reader (once per value), and the graph outputs are NCHW.
+``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. A depthwise convolution (one
+channel per group) whose channels divide into blocks runs packed too, with kernel
+``OIHW1i{c}o``. Everything else (grouped conv, dense, softmax, reshape, ...) runs in NCHW. A
+``layout_transform`` is placed only where a packed value meets an NCHW reader (once per value),
+and the graph outputs are NCHW.
 
 The transforms of constants are nodes here; constant folding (the pipeline's
 ``fold_layout_constants``) turns them into pre-packed constants.
@@ -38,7 +42,6 @@ class _Packer:
     def __init__(self, block_c: int, block_n: int) -> None:
         self.bc, self.bn = block_c, block_n
         self.layout = f"NCHW{block_n}n{block_c}c"
-        self.kernel_layout = f"OIHW{block_c}i{block_c}o"
         self.broadcast_layout = f"NCHW1n{block_c}c"
         self.new: dict[int, Value] = {}  # old value -> new value (packed or not, see below)
         self.is_packed: set[int] = set()  # old values whose new value is packed
@@ -121,17 +124,20 @@ class _Packer:
     def conv2d(self, node: Node) -> Value | None:
         a = node.attrs
         x, w = node.inputs[0], node.inputs[1]
+        if self.is_depthwise(node):
+            return self.depthwise(node)
+        ob = self.output_block(node)
         if (
             a["groups"] != 1
             or a["data_layout"] != "NCHW"
             or a["kernel_layout"] != "OIHW"
-            or not self.divides(node.type.shape)
+            or ob is None
             or x.type.shape[0] % self.bn
         ):
             return None
         c = x.type.shape[1]
         cp = -(-c // self.bc) * self.bc
-        kernel_layout = self.kernel_layout
+        kernel_layout = f"OIHW{self.bc}i{ob}o"
         if cp == c:
             data = self.packed(x)
             weight = self.get(w)
@@ -148,7 +154,7 @@ class _Packer:
                 )
             )
             weight = self.get(w)
-            kernel_layout = f"OIHW{c}i{self.bc}o"
+            kernel_layout = f"OIHW{c}i{ob}o"
         else:
             width = ((0, 0), (0, cp - c), (0, 0), (0, 0))
             padded = self.emit(
@@ -176,7 +182,84 @@ class _Packer:
                 name=f"{wname or node.label}.packed",
             )
         )
-        attrs = dict(a)
+        if ob != self.bc:
+            return self.narrow_conv(node, data, weight, kernel_layout)
+        return self.packed_conv(node, data, weight, kernel_layout)
+
+    def output_block(self, node: Node) -> int | None:
+        """The output channel block of a packed conv2d: the layout's block, else half of it
+        when that divides the output channels (EfficientNet-Lite2's 88 and 120), else None
+        (the convolution stays NCHW)."""
+        n, o = node.type.shape[0], node.type.shape[1]
+        if len(node.type.shape) != 4 or n % self.bn:
+            return None
+        if o % self.bc == 0:
+            return self.bc
+        half = self.bc // 2
+        return half if self.bc % 2 == 0 and half > 1 and o % half == 0 else None
+
+    def narrow_conv(self, node: Node, data: Value, weight: Value, kernel_layout: str) -> Value:
+        """A conv2d whose output channels fill only half blocks: packed with the half block
+        (all its loads and FMAs vectors, where NCHW's rows of an odd width fill a vector and one
+        lane of another), its output transformed to NCHW right away (the packed region keeps
+        one block size) and the bias added there. The result is NCHW, not packed."""
+        attrs = dict(node.attrs)
+        attrs.update(data_layout=data.type.layout, kernel_layout=kernel_layout)
+        conv = self.emit(Node("conv2d", (data, weight), attrs, f"{node.label}.conv"))
+        plain = self.emit(
+            Node(
+                "layout_transform",
+                (conv,),
+                {"src_layout": conv.type.layout, "dst_layout": "NCHW"},
+                name=node.name if len(node.inputs) == 2 else f"{node.label}.to_NCHW",
+            )
+        )
+        if len(node.inputs) == 2:
+            return plain
+        bias = node.inputs[2]
+        bname = bias.name if isinstance(bias, (Var, Constant)) else bias.label
+        b4 = self.emit(
+            Node(
+                "reshape",
+                (self.get(bias),),
+                {"newshape": (1, bias.type.shape[0], 1, 1)},
+                name=f"{bname or node.label}.nchw",
+            )
+        )
+        return self.emit(Node("add", (plain, b4), name=node.name))
+
+    def is_depthwise(self, node: Node) -> bool:
+        """One input and one output channel per group, channels in whole blocks."""
+        a, c = node.attrs, node.inputs[0].type.shape[1]
+        return (
+            a["groups"] > 1
+            and a["groups"] == c == node.type.shape[1]
+            and a["data_layout"] == "NCHW"
+            and a["kernel_layout"] == "OIHW"
+            and self.divides(node.type.shape)
+            and node.inputs[0].type.shape[0] % self.bn == 0
+        )
+
+    def depthwise(self, node: Node) -> Value:
+        """A depthwise convolution runs packed: each channel block is one vector, whatever
+        the width (in NCHW a row of 17 columns fills one vector and a bit of another)."""
+        w = node.inputs[1]
+        kernel_layout = f"OIHW1i{self.bc}o"
+        wname = w.name if isinstance(w, (Var, Constant)) else w.label
+        weight = self.emit(
+            Node(
+                "layout_transform",
+                (self.get(w),),
+                {"src_layout": "OIHW", "dst_layout": kernel_layout},
+                name=f"{wname or node.label}.packed",
+            )
+        )
+        return self.packed_conv(node, self.packed(node.inputs[0]), weight, kernel_layout)
+
+    def packed_conv(self, node: Node, data: Value, weight: Value, kernel_layout: str) -> Value:
+        """The packed conv2d of ``node`` on packed ``data`` and ``weight``; a bias becomes an
+        ``add`` of a packed per-channel constant."""
+        attrs = dict(node.attrs)
         attrs.update(data_layout=data.type.layout, kernel_layout=kernel_layout)
         if len(node.inputs) == 2:
             return self.emit(Node("conv2d", (data, weight), attrs, node.name))
@@ -252,9 +335,11 @@ class _Packer:
             handler = self.pad
         result = handler(node) if handler is not None else None
         if result is not None:
-            assert parse_packed(result.type.layout) is not None, node.label
             self.new[id(node)] = result
-            self.is_packed.add(id(node))
+            if parse_packed(result.type.layout) is not None:
+                self.is_packed.add(id(node))
+            else:  # a narrow conv2d's NCHW output
+                assert node.op == "conv2d" and result.type.shape == node.type.shape, node.label
             return
         ins = tuple(self.plain(v) for v in node.inputs)
         if all(a is b for a, b in zip(ins, node.inputs, strict=True)):

@@ -248,7 +248,7 @@ def test_pack_layout_packs_convs_and_their_neighbours():
     m = Node("multiply", (c2, const(32, 1, 1, name="scale")), name="m")
     p = Node("max_pool2d", (m,), {"pool_size": (2, 2), "strides": (2, 2)}, name="p")
     cat = Node("concat", (p, Node("relu", (p,), name="rp")), {"axis": 1}, name="cat")
-    dw = conv(cat, 64, name="dw", groups=64)  # depthwise: stays NCHW
+    dw = conv(cat, 64, name="dw", groups=64)  # depthwise: packed, one channel per group
     gap = Node("global_avg_pool2d", (dw,), name="gap")
     g = Graph.from_outputs([x], [gap])
     packed = pack_layout(g, block_c=16)
@@ -260,7 +260,9 @@ def test_pack_layout_packs_convs_and_their_neighbours():
     assert "c1.pad_channels" not in ops
     assert ops["p"].attrs["layout"] == "NCHW1n16c"
     assert ops["cat"].type.layout == "NCHW1n16c"
-    assert ops["dw"].attrs["data_layout"] == "NCHW" and ops["gap"].attrs["layout"] == "NCHW"
+    assert ops["dw.conv"].attrs["data_layout"] == "NCHW1n16c" and ops["dw"].op == "add"
+    assert ops["dw.conv"].attrs["kernel_layout"] == "OIHW1i16o"
+    assert ops["gap"].attrs["layout"] == "NCHW1n16c"
     assert_same_results(g, packed)
     full = packed_pipeline_graph(g)
     # after constant folding only activations are transformed: once into the packed region
@@ -398,3 +400,66 @@ def test_fused_groups_have_their_pattern():
         if grp.anchor is None:
             assert grp.pattern is PatternKind.INJECTIVE
         assert all(k not in ("conv2d", "dense", "softmax") for k in kinds)
+
+
+def test_pack_layout_depthwise_packs_only_whole_blocks():
+    # 24 channels do not divide into blocks of 16: the depthwise conv stays NCHW; 32 do, and
+    # the packed one computes what the NCHW graph does (stride 2, a 5x5 window, bias)
+    for c, layout in ((24, "NCHW"), (32, "NCHW1n16c")):
+        x = nchw((1, c, 9, 9))
+        dw = conv(x, c, k=5, name="dw", groups=c, strides=(2, 2))
+        g = Graph.from_outputs([x], [Node("relu", (dw,), name="r")])
+        packed = pack_layout(g, block_c=16)
+        verify_graph(packed)
+        convs = [n for n in packed.nodes if n.op == "conv2d"]
+        assert [n.attrs["data_layout"] for n in convs] == [layout]
+        assert_same_results(g, packed)
+        assert_same_results(g, packed_pipeline_graph(g))
+
+
+def test_packed_grouped_conv_is_refused_by_type_inference():
+    x = Var("x", TensorType((1, 2, 8, 8, 1, 16), "float32", "NCHW1n16c"))
+    w = Constant(np.ones((2, 1, 3, 3, 1, 16), np.float32), name="w")
+    with pytest.raises(GraphError, match="groups=2"):
+        Node("conv2d", (x, w), {"groups": 2, "data_layout": "NCHW1n16c",
+                                "kernel_layout": "OIHW1i16o"}, name="g")  # fmt: skip
+
+
+def test_pack_layout_narrow_output_blocks():
+    # 24 output channels fill half blocks: packed with blocks of 8 out, transformed to NCHW at
+    # once (bias added there); 20 fill neither and stay NCHW
+    x = nchw((1, 32, 7, 7))
+    for o, bias, layout in ((24, True, "OIHW16i8o"), (24, False, "OIHW16i8o"), (20, True, "OIHW")):
+        c = conv(x, o, k=1, name="proj", bias=bias)
+        g = Graph.from_outputs([x], [Node("add", (c, c), name="res")])
+        packed = pack_layout(g, block_c=16)
+        verify_graph(packed)
+        ops = {n.name: n for n in packed.nodes}
+        conv_node = next(n for n in packed.nodes if n.op == "conv2d")
+        assert conv_node.attrs["kernel_layout"] == layout
+        assert ops["proj"].type.shape == (1, o, 7, 7) and ops["proj"].type.layout == "NCHW"
+        if layout != "OIHW":
+            assert conv_node.type.layout == "NCHW1n8c"
+            assert ops["res"].inputs[0].type.layout == "NCHW"  # the add runs NCHW
+        assert_same_results(g, packed)
+        assert_same_results(g, packed_pipeline_graph(g))
+
+
+def test_fold_pad_into_the_conv_it_feeds():
+    from compiler.graph.passes import fold_pad
+
+    x = nchw((1, 16, 9, 9))
+    pw = ((0, 0), (0, 0), (0, 1), (1, 1))
+    p = Node("pad", (x,), {"pad_width": pw}, name="p")
+    c = conv(p, 16, name="dw", groups=16, strides=(2, 2), padding=(0, 0, 0, 0))
+    other = Node("pad", (x,), {"pad_width": pw, "pad_value": 1.0}, name="ones")
+    c2 = conv(other, 16, k=1, name="c2", padding=(0, 0, 0, 0))
+    g = Graph.from_outputs([x], [c, c2, Node("relu", (p,), name="reads_the_pad")])
+    folded = fold_pad(g)
+    verify_graph(folded)
+    convs = {n.name: n for n in folded.nodes if n.op == "conv2d"}
+    assert convs["dw"].inputs[0] is x and convs["dw"].attrs["padding"] == (0, 1, 1, 1)
+    assert convs["c2"].inputs[0].name == "ones"  # a pad of ones is not a conv's padding
+    assert any(n.name == "p" for n in folded.nodes)  # still read by the relu
+    assert_same_results(g, folded)
+    assert_same_results(g, packed_pipeline_graph(g))

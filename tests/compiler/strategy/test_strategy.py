@@ -165,6 +165,49 @@ def test_nchw_conv2d_group(case):
     close(got, np.maximum(want + b[None, :, None, None], 0), 1e-3)
 
 
+NCHW_TILES = [
+    # (C, O, H, W, groups, knobs): 1x1 projections of EfficientNet-Lite2's shapes (output
+    # channels that do not divide into packed blocks, widths with no divisor near a vector)
+    (48, 88, 17, 17, 1, {}),
+    (40, 24, 5, 33, 1, {}),
+    (24, 12, 4, 13, 1, {"x_block": 13, "oc_block": 3}),
+    (16, 16, 6, 7, 16, {"oc_block": 4}),  # depthwise, channels of a tile in different groups
+]
+
+
+@pytest.mark.parametrize("case", NCHW_TILES)
+def test_nchw_conv2d_register_tile(case):
+    c, o, h, w, groups, knobs = case
+    x, wt, res = rand(1, c, h, w), rand(o, c // groups, 1, 1), rand(1, o, h, w)
+    X, W, R = ph(x, "x"), ph(wt, "w"), ph(res, "res")
+    conv = compute("conv2d", [X, W], dict(groups=groups), "conv")
+    y = compute("add", [conv, R], {}, "residual")
+    g = schedule_group([y], conv, knobs=knobs)
+    assert g.kind == "conv2d_nchw"
+    tile = {k: g.knobs[k] for k in ("x_block", "oc_block")}
+    assert w % tile["x_block"] == 0 and o % tile["oc_block"] == 0
+    assert tile["x_block"] > 1 and tile["oc_block"] > 1
+    for key, value in knobs.items():
+        assert tile[key] == value
+    got = build(g.schedule, [X, W, R, y], target="cpu")(x, wt, res)
+    want = reference.conv2d_nchw(x, wt, (1, 1), (0, 0, 0, 0), (1, 1), groups, np.float32)
+    close(got, want + res, 1e-4)
+    # the chosen knobs rebuild the same schedule
+    again = schedule_group([y], conv, knobs={k: v for k, v in g.knobs.items()})
+    assert dict(again.knobs) == dict(g.knobs)
+
+
+@pytest.mark.parametrize(
+    "knobs, match", [({"x_block": 5}, "x_block=5 does not divide the 17 output columns"),
+                     ({"oc_block": 7}, "oc_block=7 does not divide the 88 output channels")]
+)  # fmt: skip
+def test_nchw_conv2d_tile_errors(knobs, match):
+    X, W = te.placeholder((1, 48, 17, 17), name="x"), te.placeholder((88, 48, 1, 1), name="w")
+    conv = compute("conv2d", [X, W], {}, "conv")
+    with pytest.raises(ScheduleError, match=match):
+        schedule_group([conv], conv, knobs=knobs)
+
+
 def test_packed_depthwise_conv2d():
     c, bc = 32, 16
     x, wt = rand(1, c, 9, 9), rand(c, 1, 3, 3)
@@ -181,6 +224,50 @@ def test_packed_depthwise_conv2d():
     want = reference.conv2d_nchw(x, wt, (1, 1), (1, 1, 1, 1), (1, 1), c, np.float32)
     close(topi.unpack_data(run([y], conv, [X, W], [xp, wpc])[0]), np.maximum(want, 0), 1e-3)
     close(topi.unpack_data(run([conv], conv, [X, W], [xp, wpc])[0]), want, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "c, hw, k, stride, knobs",
+    [
+        (48, 10, 3, 1, {}),
+        (48, 10, 3, 1, {"ow_block": 5, "cb_block": 3, "unroll_window": True}),
+        (32, 17, 5, 2, {"ow_block": 9, "cb_block": 2}),
+        (16, 7, 5, 1, {"unroll_window": True}),
+    ],
+)
+def test_packed_depthwise_register_tile(c, hw, k, stride, knobs):
+    bc, pad = 16, k // 2
+    x, wt, b = rand(1, c, hw, hw), rand(c, 1, k, k), rand(c)
+    xp = topi.pack_data(x, 1, bc)
+    wp = np.ascontiguousarray(
+        wt.reshape(c // bc, bc, 1, k, k).transpose(0, 2, 3, 4, 1)[..., None, :]
+    )
+    bp = b.reshape(1, c // bc, 1, 1, 1, bc)
+    X, W, B = ph(xp, "x"), ph(wp, "w"), ph(bp, "b")
+    attrs = dict(padding=(pad,) * 4, strides=(stride,) * 2, groups=c,
+                 data_layout="NCHW1n16c", kernel_layout="OIHW1i16o")  # fmt: skip
+    conv = compute("conv2d", [X, W], attrs, "dw")
+    y = compute("clip", [compute("add", [conv, B], {}, "bias")], dict(a_min=0.0, a_max=6.0), "r6")
+    g = schedule_group([y], conv, knobs=knobs)
+    assert g.kind == "depthwise_conv2d_packed"
+    for key, value in knobs.items():
+        assert g.knobs[key] == value
+    want = reference.conv2d_nchw(x, wt, (stride,) * 2, (pad,) * 4, (1, 1), c, np.float32)
+    got = build(g.schedule, [X, W, B, y], target="cpu")(xp, wp, bp)
+    close(topi.unpack_data(got), np.clip(want + b[None, :, None, None], 0, 6))
+    alone = schedule_group([conv], conv, knobs=knobs)
+    close(topi.unpack_data(build(alone.schedule, [X, W, conv], target="cpu")(xp, wp)), want)
+
+
+def test_packed_depthwise_tile_errors():
+    X = te.placeholder((1, 3, 10, 10, 1, 16), name="x")
+    W = te.placeholder((3, 1, 3, 3, 1, 16), name="w")
+    attrs = dict(padding=(1,) * 4, groups=48, data_layout="NCHW1n16c", kernel_layout="OIHW1i16o")
+    conv = compute("conv2d", [X, W], attrs, "dw")
+    with pytest.raises(ScheduleError, match="ow_block=3 does not divide the 10 output columns"):
+        schedule_group([conv], conv, knobs={"ow_block": 3})
+    with pytest.raises(ScheduleError, match="cb_block=2 does not divide the 3 channel blocks"):
+        schedule_group([conv], conv, knobs={"cb_block": 2})
 
 
 def test_group_with_a_producer_before_the_anchor():

@@ -27,6 +27,8 @@ SMALL = [
     cpu_task("conv2d", h=4, w=4, in_c=32, out_c=64, k=1, stride=2),
     cpu_task("dense", batch=2, in_features=64, out_features=40),
     cpu_task("matmul", m=20, k=64, n=48),
+    cpu_task("depthwise", h=10, w=10, channels=48, k=3, pad=1),
+    cpu_task("depthwise", h=17, w=17, channels=32, k=5, stride=2, pad=2),
 ]
 
 
@@ -103,6 +105,16 @@ def test_every_new_knob_changes_the_loops():
         (cpu_task("matmul", m=64, k=64, n=64), dict(lanes=8, rows=8, cols=48), "lanes"),
         (cpu_task("matmul", m=64, k=256, n=64), dict(unroll_k=True, rows=6, cols=32), "unroll_k"),
         (cpu_task("matmul", m=4, k=64, n=64), dict(rows=6), "rows"),
+        (
+            cpu_task("depthwise", h=16, w=16, channels=64, k=3, pad=1),
+            dict(cb_block=4, ow_block=8),
+            "cb_block",
+        ),
+        (
+            cpu_task("depthwise", h=16, w=16, channels=64, k=5, pad=2),
+            dict(unroll_window=True, ow_block=8),
+            "unroll_window",
+        ),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )
@@ -126,6 +138,8 @@ def test_invalid_points_are_refused_naming_the_knob(task, values, knob):
         (SMALL[2], dict(unit_groups=3), "unit_groups"),
         (SMALL[3], dict(k_block=5), "k_block"),
         (SMALL[3], dict(k_order="k"), "k_order"),
+        (SMALL[4], dict(ow_block=3), "ow_block"),
+        (SMALL[4], dict(cb_block=2), "cb_block"),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )

@@ -42,3 +42,33 @@ def test_cpu_tasks_and_apply_best_per_group(resnet18):
                for n in tuned)  # fmt: skip
     assert all(knobs[n][k] == v for n in tuned for k, v in added.items())
     assert "fc" in ctx.fell_back and len(ctx.used) == 4
+
+
+def test_cpu_tasks_of_depthwise_convolutions():
+    """A packed depthwise convolution is a ``depthwise`` task; one whose channels do not fill
+    blocks runs in NCHW and is skipped with the reason."""
+    import numpy as np
+
+    from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
+    from compiler.graph.pipeline import graph_pipeline, run_pipeline
+    from compiler.tune.extract import cpu_task_of_node
+    from runtime.graph_compile import CPU_BLOCK_C
+
+    nodes = []
+    for c in (32, 24):
+        x = Var(f"x{c}", TensorType((1, c, 9, 9), "float32", "NCHW"))
+        w = Constant(np.ones((c, 1, 3, 3), np.float32), name=f"w{c}")
+        dw = Node("conv2d", (x, w), {"groups": c, "padding": (1, 1, 1, 1), "strides": (2, 2)},
+                  name=f"dw{c}")  # fmt: skip
+        nodes.append((x, dw))
+    graph = Graph.from_outputs([x for x, _ in nodes], [d for _, d in nodes])
+    graph = run_pipeline(graph, graph_pipeline(block_c=CPU_BLOCK_C))
+    convs = {n.label: n for n in graph.nodes if n.op == "conv2d"}
+    task, reason = cpu_task_of_node(convs["dw32"])
+    assert task is not None and reason == "", reason
+    assert task.key == "cpu/cpu/depthwise/b1_h9_w9_c32_k3_s2_p1"
+    task, reason = cpu_task_of_node(convs["dw24"])
+    assert task is None and "not packed" in reason
+    found = extract_tasks(graph, target="cpu")
+    assert [t.kind for t in found.tasks] == ["depthwise"]
+    assert [label for label, _ in found.skipped] == ["dw24"]
