@@ -75,6 +75,7 @@ from runtime.vta_plan import (
     HostNode,
     HostStep,
     NetworkPlan,
+    ReferenceKernel,
     Slot,
 )
 from runtime.vta_target import LayerRecord
@@ -137,6 +138,11 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
                 }
             )
         else:
+            if isinstance(step.kernel, ReferenceKernel):
+                raise ArtifactError(
+                    f"host group {step.name} runs in the reference executor "
+                    f"({step.kernel.reason}): an artifact holds compiled kernels only"
+                )
             code = step.kernel.llvm_ir.encode()
             member = f"kernels/{_sha256(code)[:24]}.ll"
             members.setdefault(member, code)

@@ -125,6 +125,25 @@ class HostNode:
     rule: str
 
 
+class ReferenceKernel:
+    """A host group the CPU backend cannot compile (one node whose operator has no CPU
+    compute), run by the numpy reference executor; a plan with one runs, but an artifact,
+    which holds compiled kernels only, refuses it (naming ``reason``)."""
+
+    def __init__(self, host: Any) -> None:
+        (self.node,) = host.nodes
+        self.inputs = tuple(host.inputs)
+        self.reason = host.reason
+
+    def __call__(self, *args: np.ndarray) -> np.ndarray:
+        from compiler.graph import Constant
+        from compiler.graph.reference import evaluate_node
+
+        given = {id(v): a for v, a in zip(self.inputs, args, strict=True)}
+        values = [v.value if isinstance(v, Constant) else given[id(v)] for v in self.node.inputs]
+        return evaluate_node(self.node, values)
+
+
 @dataclass(frozen=True)
 class HostStep:
     """One host group: ``kernel`` called on the arrays of ``inputs``, giving ``outputs``."""
@@ -357,11 +376,6 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         host = host_first.get(id(node))
         if host is None:
             continue
-        if host.kernel is None:
-            raise SessionError(
-                f"host group {host.name}: runs in the reference executor ({host.reason}); "
-                "a network plan holds compiled kernels only"
-            )
         nodes = tuple(
             HostNode(placement[n.label].node, n.op, placement[n.label].rule) for n in host.nodes
         )
@@ -371,7 +385,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
                 nodes,
                 tuple(slot(v) for v in host.inputs),
                 tuple(slot(v) for v in host.outputs),
-                host.kernel,
+                host.kernel if host.kernel is not None else ReferenceKernel(host),
                 host.how,
             )
         )
@@ -405,18 +419,6 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
     )
 
 
-__all__ = [
-    "AccelStep",
-    "HostInput",
-    "HostNode",
-    "HostStep",
-    "NetworkPlan",
-    "Slot",
-    "plan_network",
-    "quantization_table",
-]
-
-
 def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:
     """A value about to be quantized to int8 must be finite: NaN and Inf have no int8 code,
     and rounding them would give confident garbage instead of an error."""
@@ -427,3 +429,16 @@ def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:
                 f"host group {step.name}: {bad} of {arr.size} values to quantize are NaN or "
                 "Inf: int8 cannot represent them (the cpu target computes in float)"
             )
+
+
+__all__ = [
+    "AccelStep",
+    "HostInput",
+    "HostNode",
+    "HostStep",
+    "NetworkPlan",
+    "ReferenceKernel",
+    "Slot",
+    "plan_network",
+    "quantization_table",
+]

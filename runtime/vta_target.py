@@ -56,8 +56,6 @@ from compiler.topi.vta.packing import (
     pack_nchw,
     pack_nchw_out,
     pack_rows,
-    unpack_nchw,
-    unpack_rows,
 )
 from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
 from compiler.topi.vta.qnn import (
@@ -70,7 +68,7 @@ from compiler.topi.vta.qnn import (
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
-from runtime.host_groups import HostGroup, compile_host_groups, run_host_group
+from runtime.host_groups import HostGroup, compile_host_groups
 from runtime.vta_dram import NetworkDram, plan_network_dram
 
 
@@ -333,6 +331,9 @@ class VtaNetwork:
     #: the quantization scheme, in words (:func:`quantization_scheme`; empty when the graph
     #: came quantized)
     scheme: str = ""
+    #: the network flattened into steps (:func:`runtime.vta_plan.plan_network`), made on the
+    #: first run: the one runner of a compiled network, here and in sessions and artifacts
+    plan: Any = field(default=None, repr=False, compare=False)
 
     def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """The quantized graph's integer reference (the numpy executor)."""
@@ -354,96 +355,15 @@ class VtaNetwork:
         group's simulator trace for :meth:`NetworkRun.save_trace`; ``progress`` shows a bar
         of the accelerator groups on stderr; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` to
         reuse (its build) across runs."""
-        rtl = rtl_device(device, simulator, trace, rtl)
-        bar = progress_bar(len(self.partition.groups), self.graph.name) if progress else None
-        traces: list[tuple[str, int, Any]] = []
-        cycles_so_far = 0
+        from runtime.vta_plan import plan_network
 
         env = check_feeds(self.graph, feeds)
-        cfg = self.config
-
-        def get(v: Value) -> np.ndarray:
-            return v.value if isinstance(v, Constant) else env[id(v)]
-
-        if self.dram_plan is None:
-            self.dram_plan = plan_network_dram(self)
-        if self.host_groups is None:
-            self.host_groups = compile_network_host_groups(self.graph, self.partition)
-        plan = self.dram_plan
-        host_first = {id(h.nodes[0]): h for h in self.host_groups}
-        dram = plan.dram.copy()
-        in_dram: dict[int, AccelGroup] = {}  # value -> the group whose "out" tensor holds it
-
-        def value(v: Value) -> np.ndarray:
-            if id(v) not in env and id(v) in in_dram:
-                out = plan.groups[in_dram[id(v)].name].program(cfg, dram).read("out")
-                shape = v.type.shape
-                env[id(v)] = (
-                    unpack_nchw(out, shape[0], shape[1])
-                    if len(shape) == 4
-                    else unpack_rows(out, shape[0], shape[1])
-                )
-            return get(v)
-
-        by_output = {id(g.anchor): g for g in self.partition.groups}
-        in_group = {id(n) for g in self.partition.groups for n in g.nodes}
-        records: list[LayerRecord] = []
-        placement = {p.node: p for p in self.partition.placements}
-        for node in self.graph.nodes:
-            group = by_output.get(id(node))
-            if group is not None:
-                layer = self.layers[group.name]
-                image = plan.groups[group.name]
-                prog = image.program(cfg, dram)
-                if "data" not in image.aliased:
-                    prog.write("data", _host_input(group, value(group.anchor.inputs[0]), cfg))
-                if group.residual is not None and "residual" not in image.aliased:
-                    r = value(group.residual)
-                    prog.write(
-                        "residual",
-                        pack_nchw_out(r, cfg) if r.ndim == 4 else pack_rows(r, cfg, out=True),
-                    )
-                res = _execute(prog, device, trace, rtl, group.name, bar)
-                dram = res.dram
-                if trace:
-                    traces.append((group.name, cycles_so_far, res.trace))
-                cycles_so_far += res.cycles
-                in_dram[id(group.output)] = group
-                records.append(_record(group, layer, res, cfg))
-                continue
-            if id(node) in in_group:
-                continue
-            host = host_first.get(id(node))
-            if host is None:
-                continue  # a later node of a host group that already ran
-            t0 = time.perf_counter()
-            env.update(run_host_group(host, {id(v): value(v) for v in host.inputs
-                                             if not isinstance(v, Constant)}))  # fmt: skip
-            seconds = time.perf_counter() - t0
-            for k, n in enumerate(host.nodes):
-                p = placement[n.name or n.op]
-                records.append(
-                    LayerRecord(
-                        p.node,
-                        n.op,
-                        "cpu",
-                        p.rule,
-                        host=host.how,
-                        host_seconds=seconds if k == 0 else 0.0,
-                    )  # fmt: skip
-                )
-        batch = self.graph.inputs[0].type.shape[0] if self.graph.inputs[0].type.shape else 1
-        outs = [np.array(value(v)) for v in self.graph.outputs]
-        chained = sum(len(i.aliased) for i in plan.groups.values())
-        if bar is not None:
-            bar.close()
-        return NetworkRun(
-            outs, records, cfg, batch, device, plan.nbytes, chained, traces,
-            activation_bytes=plan.activation_bytes,
-            activation_bytes_unshared=plan.activation_bytes_unshared, scheme=self.scheme,
-            rtl_checks=list(rtl.checks) if rtl is not None else [],
-            simulator=rtl.simulator if rtl is not None else None,
-        )  # fmt: skip
+        if self.plan is None:
+            self.plan = plan_network(self)
+        named = {v.name: env[id(v)] for v in self.graph.inputs}
+        return self.plan.run(
+            named, trace=trace, device=device, simulator=simulator, progress=progress, rtl=rtl
+        )
 
 
 def _non_negative(v: Value) -> bool:

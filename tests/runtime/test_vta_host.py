@@ -178,7 +178,9 @@ def opaque_op(monkeypatch):
     return name
 
 
-def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_why(opaque_op):
+def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_why(
+    opaque_op, tmp_path
+):
     x = Var("x", TensorType((1, 4, 4, 4), "float32", "NCHW"))
     q = Node("quantize", (x,), {"scale": 0.05}, name="q")
     odd = Node(opaque_op, (q,), name="odd")
@@ -194,6 +196,13 @@ def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_wh
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
     line = next(ln for ln in result.table().splitlines() if ln.startswith("odd "))
     assert f"host (reference): operator '{opaque_op}' has no CPU compute" in line
+    # the network runs, but an artifact holds compiled kernels only
+    from runtime.errors import ArtifactError
+    from runtime.vta_artifact import save_vta_artifact
+
+    with pytest.raises(ArtifactError, match="host group odd runs in the reference executor"):
+        save_vta_artifact(net.plan, tmp_path / "a.vtac")
+    assert not (tmp_path / "a.vtac").exists()
 
 
 def test_host_runs_keep_one_reduction_each_and_outputs_leave_the_group():
