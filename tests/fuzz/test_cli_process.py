@@ -86,8 +86,8 @@ _SWALLOWS = """
 import sys, threading
 from isa import interrupt
 interrupt.install("swallower", grace_s=float(sys.argv[1]))
-print("ready", flush=True)
 try:
+    print("ready", flush=True)  # inside the try: the signal may come as soon as it is read
     threading.Event().wait()
 except KeyboardInterrupt:
     pass  # a library that loses the interrupt
