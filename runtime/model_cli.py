@@ -192,9 +192,11 @@ def resolve_target(args: argparse.Namespace) -> bool:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from isa.outputs import check_output_path
     from runtime.errors import SessionError
 
     resolve_target(args)
+    check_output_path(args.output, "-o")  # before any work: a directory, a missing folder
     if args.target == "vta":
         from runtime.vta_cli import compile_command
 
@@ -288,8 +290,8 @@ def describe_output(arr: np.ndarray) -> dict[str, Any]:
         d.update(
             min=float(arr.min()), max=float(arr.max()), mean=float(arr.astype(np.float64).mean())
         )
-    if arr.ndim == 2 and arr.shape[1] >= TOP_K:
-        order = np.argsort(-arr, axis=1, kind="stable")[:, :TOP_K]
+    if arr.ndim == 2 and arr.shape[1] >= TOP_K and arr.dtype.kind in "iuf":
+        order = np.argsort(-arr.astype(np.float64), axis=1, kind="stable")[:, :TOP_K]
         d["top5"] = [
             [[int(c), round(float(row[c]), 6)] for c in idx]
             for row, idx in zip(arr, order, strict=True)

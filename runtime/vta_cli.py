@@ -91,9 +91,12 @@ def graph_command(args: argparse.Namespace) -> int:
     from isa import load_config
 
     cfg = load_config(args.config or "default")
+    from runtime.model_cli import random_inputs
+    from runtime.program import TensorSpec
+
     graph = _float_graph(args)
-    rng = np.random.default_rng(0)
-    feed = {v.name: rng.standard_normal(v.type.shape).astype(np.float32) for v in graph.inputs}
+    specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
+    feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
     part = partition_graph(quantize_graph(graph, feed), cfg)
     print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
           f"{len(part.host_nodes())} host nodes")  # fmt: skip

@@ -61,3 +61,33 @@ def test_a_scalar_constant_survives_the_vta_artifact(tmp_path):
     sess.save(tmp_path / "m.vtac")
     (b,) = InferenceSession(tmp_path / "m.vtac").run(None, {"x": x})
     assert a.tobytes() == b.tobytes()
+
+
+def test_compile_checks_its_output_before_any_work(tmp_path, capsys):
+    from runtime.cli import main
+
+    (tmp_path / "file").write_text("")
+    for out, what in [
+        (tmp_path, "is a directory"),
+        (tmp_path / "file" / "m.vtac", "not a directory"),
+    ]:
+        for target in ("cpu", "vta"):
+            assert main(["compile", "digits", "--target", target, "-o", str(out)]) == 1
+            err = capsys.readouterr().err
+            assert err.startswith("vtac compile: error: -o ") and what in err, err
+            assert err.count("\n") == 1
+
+
+def test_a_boolean_output_of_many_columns_is_described(tmp_path, capsys):
+    from runtime.cli import main
+
+    model = make_model(
+        [helper.make_node("Greater", ["x", "z"], ["y"])],
+        {"x": np.zeros((1, 7), np.float32)},
+        ["y"],
+        {"z": np.zeros((1, 7), np.float32)},
+    )
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["run", str(path), "--json"]) == 0
+    assert "top5" not in capsys.readouterr().out  # a ranking of booleans means nothing
