@@ -91,3 +91,24 @@ def test_a_boolean_output_of_many_columns_is_described(tmp_path, capsys):
     path.write_bytes(model.SerializeToString())
     assert main(["run", str(path), "--json"]) == 0
     assert "top5" not in capsys.readouterr().out  # a ranking of booleans means nothing
+
+
+def test_graph_on_the_accelerator_takes_a_uint8_input(tmp_path, capsys):
+    from onnx import TensorProto
+
+    from runtime.cli import main
+
+    rng = np.random.default_rng(0)
+    model = make_model(
+        [
+            helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+            helper.make_node("Conv", ["f", "w"], ["y"], pads=[1, 1, 1, 1]),
+        ],
+        {"x": np.zeros((1, 3, 8, 8), np.uint8)},
+        ["y"],
+        {"w": rng.normal(size=(4, 3, 3, 3)).astype(np.float32)},
+    )
+    path = tmp_path / "u8.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["graph", str(path), "--target", "vta"]) == 0
+    assert "conv2d-group" in capsys.readouterr().out
