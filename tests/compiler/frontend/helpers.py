@@ -14,7 +14,7 @@ from compiler.passes.pipeline import PassOptions
 
 _TYPES = {"float32": onnx.TensorProto.FLOAT, "int64": onnx.TensorProto.INT64,
           "int32": onnx.TensorProto.INT32, "int8": onnx.TensorProto.INT8,
-          "bool": onnx.TensorProto.BOOL}  # fmt: skip
+          "uint8": onnx.TensorProto.UINT8, "bool": onnx.TensorProto.BOOL}  # fmt: skip
 
 
 def make_model(
