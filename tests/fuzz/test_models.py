@@ -113,8 +113,8 @@ class _Builder:
         if h < 2:
             return
         start = self.draw(st.integers(0, h - 1))
-        ins = [self.name, self.const(np.array([start], np.int64)),
-               self.const(np.array([h], np.int64)), self.const(np.array([2], np.int64))]  # fmt: skip
+        bounds = [self.const(np.array([v], np.int64)) for v in (start, h, 2)]
+        ins = [self.name, *bounds]
         self.add("Slice", ins, (n, c, h - start, w))
 
     def reduce(self) -> None:
