@@ -168,9 +168,7 @@ def test_generated_models_match_onnxruntime_or_are_refused_in_one_line(case, see
     x = np.random.default_rng(seed).normal(size=shape).astype(np.float32)
     ours = _ours(data, x)
     try:
-        (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(
-            None, {"x": x}
-        )
+        (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
     except Exception:  # onnxruntime refuses the model: ours may refuse it or run it
         return
     if isinstance(ours, str):
