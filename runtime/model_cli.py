@@ -106,6 +106,10 @@ def add_parser(subparsers: Any) -> None:
         help="draw the per-layer figure (vta: stall bars and roofline; cpu/gpu: group times)",
     )  # fmt: skip
     r.add_argument(
+        "--quiet", action="store_true",
+        help="print the outputs and one line of totals: no per-group table, legend or notices",
+    )  # fmt: skip
+    r.add_argument(
         "--repeat", type=_positive_runs, default=None, metavar="N",
         help="cpu/gpu: run N times and report each group's median time (default 1)",
     )  # fmt: skip
@@ -329,11 +333,12 @@ def _run(args: argparse.Namespace) -> int:
     else:
         feeds = random_inputs(inputs, args.seed)
         described = ", ".join(f"{s.name} {s.dtype}{list(s.shape)}" for s in inputs)
-        print(
-            f"vtac run: no --input given: feeding seeded random data (seed {args.seed}) to "
-            f"{described}",
-            file=sys.stderr,
-        )
+        if not args.quiet:
+            print(
+                f"vtac run: no --input given: feeding seeded random data (seed {args.seed}) to "
+                f"{described}",
+                file=sys.stderr,
+            )
     names = [s.name for s in sess.get_outputs()]
     outs = dict(zip(names, sess.run(None, feeds), strict=True))
     profiles = [sess.profile()]
@@ -353,8 +358,12 @@ def _run(args: argparse.Namespace) -> int:
     for n, d in described_outs.items():
         print(_format_output(n, d))
     print()
-    if len(profiles) > 1:
-        print(f"group times: medians of {len(profiles)} runs")
+    runs = f", medians of {len(profiles)} runs" if len(profiles) > 1 else ""
+    if args.quiet:
+        print(f"total: {profile.total_us:,.2f} us in {len(profile.groups)} groups{runs}")
+        return 0
+    if runs:
+        print(f"group times{runs.replace(',', ':', 1)}")
     print(profile.table())
     if args.output:
         print(f"outputs saved to {args.output}")

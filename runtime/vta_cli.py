@@ -117,8 +117,9 @@ def run_command(args: argparse.Namespace) -> int:
         feeds = parse_inputs(args.input, declared, args)
     else:
         feeds = random_inputs(declared, args.seed)
-        print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
-              file=sys.stderr)  # fmt: skip
+        if not getattr(args, "quiet", False):
+            print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
+                  file=sys.stderr)  # fmt: skip
     # free dimensions come from the feeds, as onnxruntime takes them
     free = {s.name for s in declared if -1 in s.shape}
     graph = _float_graph(args, {n: tuple(a.shape) for n, a in feeds.items() if n in free})
@@ -174,12 +175,17 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
     for n, d in described.items():
         print(_format_output(n, d))
     print()
+    quiet = getattr(args, "quiet", False)
     if result.rtl_checks:
-        for check in result.rtl_checks:
+        for check in result.rtl_checks if not quiet else []:
             print(f"rtl  {check.line()}")
         agree = sum(c.equal for c in result.rtl_checks)
         print(f"rtl  {agree} of {len(result.rtl_checks)} accelerator groups equal the simulator "
               "byte for byte and cycle for cycle\n")  # fmt: skip
+    if quiet:
+        print(f"total: {result.total_cycles:,} accelerator cycles, "
+              f"{result.energy_pj * 1e-6:,.1f} uJ at 45 nm ({result.config.name})")  # fmt: skip
+        return status
     print(result.table())
     if args.trace is not None:
         print(f"trace written to {args.trace}")
@@ -257,8 +263,9 @@ def run_artifact_command(args: argparse.Namespace) -> int:
         feeds = parse_inputs(args.input, specs)
     else:
         feeds = random_inputs(specs, args.seed)
-        print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
-              file=sys.stderr)  # fmt: skip
+        if not getattr(args, "quiet", False):
+            print(f"vtac run: no --input given: feeding seeded random data (seed {args.seed})",
+                  file=sys.stderr)  # fmt: skip
     from runtime.session import check_feeds
 
     result = sess.plan.run(check_feeds(specs, feeds), trace=args.trace is not None,

@@ -84,3 +84,12 @@ def test_the_report_names_the_int8_scheme_and_an_artifact_keeps_it(tmp_path, cap
     capsys.readouterr()
     assert main(["run", str(art)]) == 0
     assert f"int8 scheme: {scheme}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", ["cpu", "vta"])
+def test_quiet_prints_the_outputs_and_one_line_of_totals(target, capsys):
+    assert main(["run", "digits", "--target", target, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.out.splitlines() if ln]
+    assert lines[0].startswith("logits: ") and lines[-1].startswith("total: ")
+    assert len(lines) == 3 and captured.err == ""  # no table, legend or notice
