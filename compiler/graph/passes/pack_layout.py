@@ -216,17 +216,20 @@ class _Packer:
         )
         if len(node.inputs) == 2:
             return plain
+        b4 = self.bias_nchw(node)
+        return self.emit(Node("add", (plain, b4), name=node.name))
+
+    def bias_nchw(self, node: Node) -> Value:
+        """A conv2d's bias (its third input) as an NCHW ``(1, C, 1, 1)`` value to add."""
         bias = node.inputs[2]
-        bname = bias.name if isinstance(bias, (Var, Constant)) else bias.label
-        b4 = self.emit(
+        return self.emit(
             Node(
                 "reshape",
                 (self.get(bias),),
                 {"newshape": (1, bias.type.shape[0], 1, 1)},
-                name=f"{bname or node.label}.nchw",
+                name=f"{_bias_label(node)}.nchw",
             )
         )
-        return self.emit(Node("add", (plain, b4), name=node.name))
 
     def is_depthwise(self, node: Node) -> bool:
         """One input and one output channel per group, channels in whole blocks."""
@@ -264,22 +267,13 @@ class _Packer:
         if len(node.inputs) == 2:
             return self.emit(Node("conv2d", (data, weight), attrs, node.name))
         conv = self.emit(Node("conv2d", (data, weight), attrs, f"{node.label}.conv"))
-        bias = node.inputs[2]
-        bname = bias.name if isinstance(bias, (Var, Constant)) else bias.label
-        b4 = self.emit(
-            Node(
-                "reshape",
-                (self.get(bias),),
-                {"newshape": (1, bias.type.shape[0], 1, 1)},
-                name=f"{bname or node.label}.nchw",
-            )
-        )
+        b4 = self.bias_nchw(node)
         bp = self.emit(
             Node(
                 "layout_transform",
                 (b4,),
                 {"src_layout": "NCHW", "dst_layout": self.broadcast_layout},
-                name=f"{bname or node.label}.packed",
+                name=f"{_bias_label(node)}.packed",
             )
         )
         return self.emit(Node("add", (conv, bp), name=node.name))
@@ -356,6 +350,13 @@ def pack_layout(graph: Graph, block_c: int = 16, block_n: int = 1) -> Graph:
         packer.visit(node)
     outputs = tuple(packer.plain(v) for v in graph.outputs)
     return Graph(graph.inputs, tuple(packer.nodes), outputs, graph.name)
+
+
+def _bias_label(node: Node) -> str:
+    """The name a conv2d's bias gives the nodes made from it (the conv's label if it has none)."""
+    bias = node.inputs[2]
+    name = bias.name if isinstance(bias, (Var, Constant)) else bias.label
+    return name or node.label
 
 
 __all__ = ["pack_layout"]
