@@ -73,6 +73,7 @@ def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
             f"group {kernel.name}: GPU kernels are compiled in the session that runs them; "
             "compile the model again for --target gpu"
         )
+    module.load()  # JIT now: a run's time is the kernels', not their compilation
     specs = [(a.shape, np.dtype(a.dtype)) for a in kernel.args]
 
     def call(*pointers: int) -> None:

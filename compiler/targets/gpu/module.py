@@ -102,6 +102,12 @@ class GpuModule:
         return [a for a in self.args if a.is_output]
 
     # Running ----------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Compile every kernel for the device now, so the first call runs no JIT: on a GPU each
+        kernel is compiled eagerly for its parameter signature (``void(float32[::1], ...)``);
+        the CUDA simulator has nothing to compile."""
+        self._kernels()
+
     def _kernels(self) -> dict[str, Any]:
         if not self._jitted:
             from numba import cuda
@@ -117,8 +123,11 @@ class GpuModule:
                 check_numba_cuda()
             namespace: dict[str, Any] = {}
             exec(compile(self.source, f"<{self.name}-kernels>", "exec"), namespace)  # noqa: S102
+            eager = cuda_backend() == "cuda"
             for src in self.sources:
-                self._jitted[src.name] = cuda.jit(namespace[src.name])
+                # a signature makes numba compile at once rather than at the first launch
+                jit = cuda.jit(src.signature) if eager else cuda.jit
+                self._jitted[src.name] = jit(namespace[src.name])
         return self._jitted
 
     def _check(self, info: ArgInfo, arr: Any) -> np.ndarray:
