@@ -133,6 +133,16 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="--target vta: calibration inputs, an .npy, an .npz or a folder of images (a "
         "multiple of the batch; default: the input)",
     )  # fmt: skip
+    p.add_argument(
+        "--jobs", type=_positive_jobs, default=None, metavar="N",
+        help="--target vta: worker processes compiling the accelerator groups (default 1; the "
+        "programs are the same whatever N)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-cache", dest="no_cache", action="store_const", const=True, default=None,
+        help="--target vta: compile every accelerator group, neither reading nor writing the "
+        "compile cache ($VTAC_CACHE_DIR; `vtac cache info`)",
+    )  # fmt: skip
     add_input_shape_option(p)
     add_image_options(p)
     p.add_argument("--image-size", type=int, default=None, help="zoo models: image height/width")
@@ -445,6 +455,17 @@ def save_profile_figure(profile: Any, path: Any) -> None:
     ax.set_xlabel(f"time (us) on {', '.join(sorted({g.device for g in groups}))}")
     ax.set_title("time of each fused group", fontsize="medium")
     fig.savefig(path, dpi=110)
+
+
+def _positive_jobs(text: str) -> int:
+    """``--jobs``: a whole number of worker processes, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs {text}: a number of processes, at least 1")
+    return n
 
 
 def _seed(text: str) -> int:
