@@ -5,7 +5,9 @@ again and rewritten; ``jobs`` workers give the serial programs."""
 
 import doctest
 import importlib
+import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -212,3 +214,53 @@ def test_the_suite_never_writes_the_users_cache():
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_vtac_compile_jobs_and_no_cache_give_the_same_artifact(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VTAC_CACHE_DIR", str(tmp_path / "cache"))
+    base = ["compile", "digits", "--target", "vta"]
+    assert main([*base, "--no-cache", "-o", str(tmp_path / "a.vtac")]) == 0
+    assert CompileCache(tmp_path / "cache" / "vta").info().entries == 0
+    assert main([*base, "--jobs", "2", "-o", str(tmp_path / "b.vtac")]) == 0
+    assert CompileCache(tmp_path / "cache" / "vta").info().entries > 0
+    assert main([*base, "-o", str(tmp_path / "c.vtac")]) == 0  # from the cache
+    capsys.readouterr()
+    a, b, c = (_members(tmp_path / f"{n}.vtac") for n in "abc")
+    assert a == b == c and "dram.npy" in a
+
+
+def _members(path) -> dict[str, object]:
+    """An artifact's members, the manifest parsed (the archive's timestamps and the compile
+    time aside)."""
+    with zipfile.ZipFile(path) as z:
+        members: dict[str, object] = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(members["manifest.json"])
+    manifest.pop("compile_seconds")
+    members["manifest.json"] = manifest
+    return members
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "digits", "--jobs", "2"], "--jobs applies to --target vta, not to cpu"),
+        (["compile", "digits", "-o", "x.vtac", "--no-cache"],
+         "--no-cache applies to --target vta, not to cpu"),
+        (["run", "{art}", "--jobs", "2"], "--jobs applies when a model is compiled"),
+        (["run", "{art}", "--no-cache"], "--no-cache applies when a model is compiled"),
+    ],
+)  # fmt: skip
+def test_vtac_refuses_jobs_and_no_cache_where_nothing_compiles(tmp_path, capsys, argv, message):
+    art = tmp_path / "d.vtac"
+    if any("{art}" in a for a in argv):
+        assert main(["compile", "digits", "--target", "vta", "-o", str(art)]) == 0
+        capsys.readouterr()
+    code = main([a.format(art=art) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_vtac_jobs_must_be_a_positive_number(capsys):
+    assert main(["run", "digits", "--target", "vta", "--jobs", "0"]) == 2
+    assert "--jobs 0: a number of processes" in capsys.readouterr().err
