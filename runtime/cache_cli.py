@@ -40,7 +40,7 @@ def _folders() -> list[tuple[str, Any]]:
 
     root = cache_root()
     assert root is not None
-    out = [("accelerator programs", CompileCache(root / "vta"))]
+    out: list[tuple[str, Any]] = [("accelerator programs", CompileCache(root / "vta"))]
     llvm = cache_dir()
     if llvm is not None:
         out.append(("CPU machine code", _Objects(llvm)))
