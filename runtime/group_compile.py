@@ -1,6 +1,9 @@
 """Compile a network's accelerator groups: each from the compile cache when an earlier compile
 left it there (:mod:`compiler.cache`), the rest in this process or in a pool of ``jobs``
-worker processes, in the partition's order whatever finishes first.
+worker processes, in the partition's order whatever finishes first. And quantize a float graph
+through the same cache (:func:`quantize_cached`): its key is the float graph (structure, names,
+attributes, every constant's bytes), the calibration batches, the calibrator, the requantization
+mode and the compiler's source.
 
 A group's key is everything :func:`runtime.vta_target.compile_group` reads: the group's name
 and kind; per node its op, attributes and output type; per input either which node of the group
@@ -32,13 +35,15 @@ Example:
 
 from __future__ import annotations
 
+import copyreg
 import multiprocessing
 import pickle
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from compiler.cache import CompileCache, fingerprint, source_version
-from compiler.graph import Constant
+from compiler.graph import Constant, Graph
+from compiler.graph.ir import Attrs
 from compiler.partition import AccelGroup
 from compiler.topi.vta.qnn import QLayer
 from isa import HwConfig
@@ -87,6 +92,78 @@ def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
         "version": source_version(*VERSION_MODULES),
     }
     return fingerprint(parts)
+
+
+def _value_parts(v: Any, index: dict[int, int]) -> Any:
+    """An input of a node: which value of the graph (by position) or a constant's bytes."""
+    if id(v) in index:
+        return ("value", index[id(v)])
+    if isinstance(v, Constant):
+        return ("constant", v.value, v.name, v.layout)
+    raise TypeError(f"a value outside the graph: {type(v).__name__}")
+
+
+def graph_parts(graph: Graph) -> Any:
+    """Everything of ``graph`` that quantizing it reads, in plain values for
+    :func:`compiler.cache.fingerprint`: inputs, nodes (op, name, attributes, inputs by position
+    or constant bytes), outputs. Raises TypeError for a graph it cannot spell (already fused or
+    planned)."""
+    if graph.groups is not None or graph.memory_plan is not None:
+        raise TypeError("a fused or planned graph")
+    index = {id(v): k for k, v in enumerate((*graph.inputs, *graph.nodes))}
+    t = [(v.name, v.type.shape, str(v.type.dtype), v.type.layout) for v in graph.inputs]
+    nodes = [(n.op, n.name, dict(n.attrs), [_value_parts(v, index) for v in n.inputs])
+             for n in graph.nodes]  # fmt: skip
+    return (graph.name, t, nodes, [_value_parts(v, index) for v in graph.outputs])
+
+
+def quantize_cached(
+    graph: Graph,
+    batches: list[Any],
+    *,
+    calibrator: str,
+    requant: str,
+    cache: CompileCache | None,
+) -> Graph:
+    """``quantize_graph(graph, batches, ...)``, from the cache when the same float graph was
+    quantized on the same calibration data with the same options by the same compiler.
+    Calibration runs the float model on every batch, the larger part of a compile whose
+    groups come from the cache. The quantized graph is stored pickled (:data:`Attrs` are
+    pickled as their dict)."""
+    from compiler.quantize import quantize_graph
+
+    def run() -> Graph:
+        return quantize_graph(graph, batches, calibrator=calibrator, requant=requant)
+
+    if cache is None:
+        return run()
+    try:
+        key = fingerprint("quantize", graph_parts(graph), batches, calibrator, requant,
+                          source_version(*VERSION_MODULES))  # fmt: skip
+    except TypeError:  # a graph or feed the key cannot spell: quantized, not cached
+        return run()
+    payload = cache.get(key)
+    if payload is not None:
+        try:
+            cached = pickle.loads(payload)
+        except Exception:  # an entry of classes that changed shape: quantize again
+            cached = None
+        if isinstance(cached, Graph):
+            return cached
+    quantized = run()
+    try:
+        cache.put(key, pickle.dumps(quantized, protocol=pickle.HIGHEST_PROTOCOL))
+    except RecursionError:  # a graph too deep to pickle: only not cached
+        pass
+    return quantized
+
+
+def _attrs_reduce(a: Attrs) -> tuple[Any, ...]:
+    return (Attrs, (dict(a),))
+
+
+# Attrs is immutable with slots: pickled as the mapping it is built from.
+copyreg.pickle(Attrs, _attrs_reduce)
 
 
 def _default_compiler() -> GroupCompiler:
@@ -180,4 +257,4 @@ def _compile(
         return pool.map(_compile_pair, [(groups[k], cfg, compile_one) for k in todo], chunksize=1)
 
 
-__all__ = ["VERSION_MODULES", "compile_groups", "group_key"]
+__all__ = ["VERSION_MODULES", "compile_groups", "graph_parts", "group_key", "quantize_cached"]

@@ -176,7 +176,8 @@ def test_jobs_give_the_serial_programs(tmp_path):
     assert _programs(_compile(None, jobs=2)) == _programs(serial)
     cache = CompileCache(tmp_path)
     net = compile_network(_graph(), calibration=FEED, jobs=2, cache=cache)
-    assert _programs(net.layers) == _programs(serial) and cache.misses == len(serial)
+    assert _programs(net.layers) == _programs(serial)
+    assert cache.misses == 1 + len(serial)  # the quantized graph and every group
     with pytest.raises(SessionError, match="--jobs 0"):
         compile_network(_graph(), calibration=FEED, jobs=0)
 
@@ -264,3 +265,27 @@ def test_vtac_refuses_jobs_and_no_cache_where_nothing_compiles(tmp_path, capsys,
 def test_vtac_jobs_must_be_a_positive_number(capsys):
     assert main(["run", "digits", "--target", "vta", "--jobs", "0"]) == 2
     assert "--jobs 0: a number of processes" in capsys.readouterr().err
+
+
+def test_the_quantized_graph_comes_from_the_cache(tmp_path, monkeypatch):
+    import compiler.quantize
+
+    cache = CompileCache(tmp_path)
+    real = compiler.quantize.quantize_graph
+    calls = []
+
+    def counting(graph, batches, **kw):
+        calls.append(kw["calibrator"])
+        return real(graph, batches, **kw)
+
+    monkeypatch.setattr(compiler.quantize, "quantize_graph", counting)
+    first = compile_network(_graph(), calibration=FEED, cache=cache)
+    again = compile_network(_graph(), calibration=FEED, cache=cache)
+    assert calls == ["percentile"]
+    assert [n.op for n in again.graph.nodes] == [n.op for n in first.graph.nodes]
+    assert (again.run(FEED).outputs[0] == first.run(FEED).outputs[0]).all()
+    other = {"x": FEED["x"] * 2}
+    compile_network(_graph(), calibration=other, cache=cache)  # other calibration data
+    compile_network(_graph(), calibration=FEED, calibrator="minmax", cache=cache)
+    compile_network(_graph(nudge=0.5), calibration=FEED, cache=cache)  # another weight
+    assert calls == ["percentile", "percentile", "minmax", "percentile"]
