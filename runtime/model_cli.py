@@ -3,9 +3,10 @@
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
   (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
-  ``--target vta [--config C] [--calibrate DATA]`` it quantizes, partitions and compiles the
-  network for the accelerator into one artifact (:mod:`runtime.vta_artifact`,
-  :mod:`runtime.vta_cli`);
+  ``--target vta [--config C] [--calibrate DATA] [--jobs N] [--no-cache]`` it quantizes,
+  partitions and compiles the network for the accelerator (the groups in ``N`` processes,
+  through the compile cache unless ``--no-cache``, ``docs/cache.md``) into one artifact
+  (:mod:`runtime.vta_artifact`, :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
   [--input-shape NAME=D0,D1,...] [--target cpu] [--output out.npz] [--json]`` runs it once and
@@ -17,9 +18,10 @@
   An artifact runs on the target it was compiled for (a vta artifact prints what
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
-An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace`` or
-``--device`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on vta; ``--calibrate`` with an
-artifact) is refused by name, not ignored.
+An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace``,
+``--device``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on
+vta; ``--calibrate``, ``--jobs`` or ``--no-cache`` with an artifact) is refused by name, not
+ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
 input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
