@@ -167,15 +167,64 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
     return words.astype("<u8").view(np.uint8).reshape(-1).copy()
 
 
-def decode_stream(raw: np.ndarray | bytes, cfg: HwConfig) -> list[Insn]:
-    """Decode a byte stream of whole instructions into objects (scalar, for tools and tests)."""
-    buf = bytes(np.asarray(raw, dtype=np.uint8)) if not isinstance(raw, bytes) else raw
-    if len(buf) % INSN_BYTES:
-        raise EncodingError(f"instruction stream of {len(buf)} bytes is not a multiple of 16")
+def _decode_one_by_one(buf: bytes, cfg: HwConfig) -> list[Insn]:
     return [
         decode(buf[i : i + INSN_BYTES], cfg, index=i // INSN_BYTES)
         for i in range(0, len(buf), INSN_BYTES)
     ]
+
+
+def decode_stream(raw: np.ndarray | bytes, cfg: HwConfig) -> list[Insn]:
+    """Decode a byte stream of whole instructions into objects.
+
+    The fields are read with numpy (:func:`decode_fields`) and each instruction built from its
+    row; a stream with an opcode, memory type or ALU opcode the ISA does not list is decoded
+    one instruction at a time, so the error names the first such instruction and field.
+
+    Example:
+        >>> from isa.config import load_config
+        >>> from isa.insn import Finish
+        >>> cfg = load_config("default")
+        >>> decode_stream(encode_stream([Finish(pop_prev_dep=True)], cfg), cfg)[0].pop_prev_dep
+        True
+    """
+    buf = bytes(np.asarray(raw, dtype=np.uint8)) if not isinstance(raw, bytes) else raw
+    if len(buf) % INSN_BYTES:
+        raise EncodingError(f"instruction stream of {len(buf)} bytes is not a multiple of 16")
+    fields = decode_fields(np.frombuffer(buf, dtype=np.uint8), cfg)
+    opcode = fields["opcode"]
+    out: list[Insn | None] = [None] * opcode.size
+    for op in np.unique(opcode).tolist():
+        if op not in OPCODE_FORMAT:
+            return _decode_one_by_one(buf, cfg)
+        cls = INSN_CLASSES[Opcode(op)]
+        lay = layout(cls.fmt, cfg)
+        if any(f.lsb // 64 != f.msb // 64 for f in lay.fields):  # read across the two words
+            return _decode_one_by_one(buf, cfg)
+        rows = np.flatnonzero(opcode == op)
+        names = {f.name for f in dataclasses.fields(cls)}
+        keys, columns = [], []
+        for f in lay.fields:
+            if f.name == "opcode" or f.name not in names:
+                continue
+            values = fields[f.name][rows]
+            if f.name in _ENUM_FIELDS:
+                members = {int(m): m for m in _ENUM_FIELDS[f.name]}
+                if not np.isin(values, list(members)).all():
+                    return _decode_one_by_one(buf, cfg)
+                column: list[Any] = [members[v] for v in values.tolist()]
+            elif f.name in _BOOL_FIELDS:
+                column = [bool(v) for v in values.tolist()]
+            else:
+                column = values.tolist()
+            keys.append(f.name)
+            columns.append(column)
+        for k, row in zip(rows.tolist(), zip(*columns, strict=True), strict=True):
+            out[k] = cls(**dict(zip(keys, row, strict=True)))
+        if not columns:  # a format with no fields of its own
+            for k in rows.tolist():
+                out[k] = cls()
+    return [i for i in out if i is not None]
 
 
 def all_field_names() -> tuple[str, ...]:
