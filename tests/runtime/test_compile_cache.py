@@ -289,3 +289,10 @@ def test_the_quantized_graph_comes_from_the_cache(tmp_path, monkeypatch):
     compile_network(_graph(), calibration=FEED, calibrator="minmax", cache=cache)
     compile_network(_graph(nudge=0.5), calibration=FEED, cache=cache)  # another weight
     assert calls == ["percentile", "percentile", "minmax", "percentile"]
+
+
+def test_spawned_workers_give_the_serial_programs(monkeypatch):
+    # where fork is not offered (macOS, Windows), each group travels to its worker pickled
+    serial = _compile(None)
+    monkeypatch.setattr(group_compile.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert _programs(_compile(None, jobs=2)) == _programs(serial)
