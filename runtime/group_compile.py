@@ -28,7 +28,8 @@ Example:
     >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
     >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
     >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
-    >>> net = compile_network(g, calibration={"x": np.ones((1, 3, 6, 6), np.float32)}, jobs=1)
+    >>> feed = {"x": np.ones((1, 3, 6, 6), np.float32)}
+    >>> net = compile_network(g, calibration=feed, jobs=2, cache=False)
     >>> sorted(net.layers)
     ['conv']
 """
