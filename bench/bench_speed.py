@@ -3,12 +3,15 @@ the tuner's measurements per second, and CPU latency against onnxruntime on real
 
     python -m bench.bench_speed [--image-size 224] [--configs default,vta-1x16x16]
                                 [--tune-measurements 16] [--repeat 11] [--skip-cpu]
+                                [--jobs 2] [--skip-tuner]
 
 Every figure is measured in this run, on this machine (printed first), one thread (pin the
 process with ``taskset -c 1`` on a shared machine; BLAS threads are pinned here), medians:
 
 * compile: quantize, partition, compile every group and lay out the DRAM image
-  (``compile_network``), wall seconds, per preset;
+  (``compile_network``), wall seconds, per preset: without the compile cache, from it (a
+  fresh cache filled by one compile first) and with ``--jobs`` worker processes (they share
+  the CPUs the process may run on: pin to two cores, ``taskset -c 0,1``, to see them help);
 * simulate: one whole-network run of the compiled plan (median of ``--repeat``), simulated
   cycles per second, and the ratio to float32 BLAS doing the network's MACs on this core;
 * tuner: measurements per second of one worker on a ResNet-18 layer (C9) of ``vta-1x16x16``;
@@ -31,9 +34,13 @@ from typing import Any  # noqa: E402
 from bench.common import cpu_model, median_time, ort_session  # noqa: E402
 
 
-def bench_vta(config: str, image_size: int, repeat: int) -> dict[str, Any]:
+def bench_vta(config: str, image_size: int, repeat: int, jobs: int) -> dict[str, Any]:
+    import tempfile
+    from pathlib import Path
+
     import numpy as np
 
+    from compiler.cache import CompileCache
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
     from runtime.vta_plan import plan_network
@@ -42,9 +49,19 @@ def bench_vta(config: str, image_size: int, repeat: int) -> dict[str, Any]:
     graph = from_onnx(load_zoo("resnet18", batch=1, image_size=image_size))
     x = np.random.default_rng(0).standard_normal(graph.inputs[0].type.shape).astype(np.float32)
     feed = {graph.inputs[0].name: x}
-    t0 = time.perf_counter()
-    net = compile_network(graph, config, calibration=feed)
-    compile_s = time.perf_counter() - t0
+
+    def timed(**options: Any) -> tuple[float, Any]:
+        t0 = time.perf_counter()
+        net = compile_network(graph, config, calibration=feed, **options)
+        return time.perf_counter() - t0, net
+
+    timed(cache=False)  # imports, and the host groups' machine code in this process
+    compile_s, net = timed(cache=False)
+    jobs_s = timed(cache=False, jobs=jobs)[0] if jobs > 1 else None
+    with tempfile.TemporaryDirectory() as folder:
+        cache = CompileCache(Path(folder))
+        timed(cache=cache)  # fills the cache
+        cached_s = timed(cache=cache)[0]
     plan = plan_network(net)
     run = plan.run(feed)
     sim_s = median_time(lambda: plan.run(feed), repeat, warmup=0)
@@ -54,6 +71,8 @@ def bench_vta(config: str, image_size: int, repeat: int) -> dict[str, Any]:
     blas = median_time(lambda: a @ b, 7) * macs / (3136 * 576 * 64)
     return {
         "compile_s": compile_s,
+        "cached_s": cached_s,
+        "jobs_s": jobs_s,
         "sim_s": sim_s,
         "cycles": run.total_cycles,
         "cycles_per_s": run.total_cycles / sim_s,
@@ -132,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune-measurements", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--skip-cpu", action="store_true")
+    ap.add_argument(
+        "--jobs", type=int, default=2, help="worker processes of the parallel compile row (1: none)"
+    )
+    ap.add_argument("--skip-tuner", action="store_true")
     args = ap.parse_args(argv)
     from isa.report import Column, format_table
 
@@ -139,15 +162,24 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[Any, ...]] = []
     for config in args.configs.split(","):
         print(f"[resnet18 {args.image_size} on {config}] compiling and simulating", flush=True)
-        r = bench_vta(config, args.image_size, max(3, args.repeat // 3))
+        r = bench_vta(config, args.image_size, max(3, args.repeat // 3), args.jobs)
         rows += [
-            (f"compile ResNet-18 for {config}", r["compile_s"], "s", ""),
+            (f"compile ResNet-18 for {config}", r["compile_s"], "s", "no compile cache"),
+            ("  from the compile cache", r["cached_s"], "s",
+             f"{r['compile_s'] / r['cached_s']:.1f}x faster"),
+        ]  # fmt: skip
+        if r["jobs_s"] is not None:
+            rows.append((f"  --jobs {args.jobs}, no compile cache", r["jobs_s"], "s",
+                         f"{r['compile_s'] / r['jobs_s']:.2f}x the serial compile on "
+                         f"{len(os.sched_getaffinity(0))} CPUs"))  # fmt: skip
+        rows += [
             (f"simulate it ({r['cycles']:,} cycles)", r["sim_s"], "s",
              f"{r['cycles_per_s']:,.0f} cycles/s; {r['blas_ratio']:.1f}x float32 BLAS"),
         ]  # fmt: skip
-    print("[tuner] measuring", flush=True)
-    rate = bench_tuner(args.tune_measurements)
-    rows.append(("tuner, one worker, C9 on vta-1x16x16", rate, "measurements/s", ""))
+    if not args.skip_tuner:
+        print("[tuner] measuring", flush=True)
+        rate = bench_tuner(args.tune_measurements)
+        rows.append(("tuner, one worker, C9 on vta-1x16x16", rate, "measurements/s", ""))
     if not args.skip_cpu:
         for name, model, feed in _cpu_models(args.image_size):
             print(f"[cpu] {name}", flush=True)

@@ -110,8 +110,7 @@ def decode(raw: bytes | int, cfg: HwConfig, *, index: int | None = None) -> Insn
     return cls(**kwargs)
 
 
-def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
-    """Encode instructions into one uint8 array of 16 bytes each."""
+def _encode_one_by_one(insns: Sequence[Insn], cfg: HwConfig) -> np.ndarray:
     chunks = []
     for i, insn in enumerate(insns):
         try:
@@ -121,15 +120,111 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
     return np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
 
 
-def decode_stream(raw: np.ndarray | bytes, cfg: HwConfig) -> list[Insn]:
-    """Decode a byte stream of whole instructions into objects (scalar, for tools and tests)."""
-    buf = bytes(np.asarray(raw, dtype=np.uint8)) if not isinstance(raw, bytes) else raw
-    if len(buf) % INSN_BYTES:
-        raise EncodingError(f"instruction stream of {len(buf)} bytes is not a multiple of 16")
+def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
+    """Encode instructions into one uint8 array of 16 bytes each.
+
+    The instructions of each class are packed together with numpy, field by field (a network's
+    programs hold hundreds of thousands of instructions); a value that does not fit its field
+    is reported by :func:`encode`, naming the instruction and the field, as one at a time.
+
+    Example:
+        >>> from isa.config import load_config
+        >>> from isa.insn import Finish
+        >>> cfg = load_config("default")
+        >>> code = encode_stream([Finish(), Finish(push_next_dep=True)], cfg)
+        >>> code.shape, decode_stream(code, cfg)[1].push_next_dep
+        ((32,), True)
+    """
+    insns = list(insns)
+    words = np.zeros((len(insns), 2), dtype=np.uint64)
+    rows: dict[type[Insn], list[int]] = {}
+    for i, insn in enumerate(insns):
+        rows.setdefault(type(insn), []).append(i)
+    for cls, idx in rows.items():
+        lay = layout(cls.fmt, cfg)
+        names = [f.name for f in dataclasses.fields(cls)]
+        try:
+            values = np.array(
+                [[int(getattr(insns[i], n)) for n in names] for i in idx], dtype=np.int64
+            ).reshape(len(idx), len(names))
+        except OverflowError:  # beyond 64 bits: certainly beyond its field
+            return _encode_one_by_one(insns, cfg)
+        column = {n: values[:, k] for k, n in enumerate(names)}
+        column["opcode"] = np.full(len(idx), int(cls.opcode), dtype=np.int64)
+        packed = np.zeros((len(idx), 2), dtype=np.uint64)
+        for f in lay.fields:
+            v = column.get(f.name)
+            if v is None:
+                continue
+            if ((v < f.min_value) | (v > f.max_value)).any():
+                return _encode_one_by_one(insns, cfg)  # names the first value that does not fit
+            u = v.astype(np.uint64) & np.uint64(f.mask)
+            word, shift = f.lsb // 64, f.lsb % 64
+            packed[:, word] |= u << np.uint64(shift)
+            if shift + f.width > 64:  # the field runs on into the next word
+                packed[:, word + 1] |= u >> np.uint64(64 - shift)
+        words[idx] = packed
+    return words.astype("<u8").view(np.uint8).reshape(-1).copy()
+
+
+def _decode_one_by_one(buf: bytes, cfg: HwConfig) -> list[Insn]:
     return [
         decode(buf[i : i + INSN_BYTES], cfg, index=i // INSN_BYTES)
         for i in range(0, len(buf), INSN_BYTES)
     ]
+
+
+def decode_stream(raw: np.ndarray | bytes, cfg: HwConfig) -> list[Insn]:
+    """Decode a byte stream of whole instructions into objects.
+
+    The fields are read with numpy (:func:`decode_fields`) and each instruction built from its
+    row; a stream with an opcode, memory type or ALU opcode the ISA does not list is decoded
+    one instruction at a time, so the error names the first such instruction and field.
+
+    Example:
+        >>> from isa.config import load_config
+        >>> from isa.insn import Finish
+        >>> cfg = load_config("default")
+        >>> decode_stream(encode_stream([Finish(pop_prev_dep=True)], cfg), cfg)[0].pop_prev_dep
+        True
+    """
+    buf = bytes(np.asarray(raw, dtype=np.uint8)) if not isinstance(raw, bytes) else raw
+    if len(buf) % INSN_BYTES:
+        raise EncodingError(f"instruction stream of {len(buf)} bytes is not a multiple of 16")
+    fields = decode_fields(np.frombuffer(buf, dtype=np.uint8), cfg)
+    opcode = fields["opcode"]
+    out: list[Insn | None] = [None] * opcode.size
+    for op in np.unique(opcode).tolist():
+        if op not in OPCODE_FORMAT:
+            return _decode_one_by_one(buf, cfg)
+        cls = INSN_CLASSES[Opcode(op)]
+        lay = layout(cls.fmt, cfg)
+        if any(f.lsb // 64 != f.msb // 64 for f in lay.fields):  # read across the two words
+            return _decode_one_by_one(buf, cfg)
+        rows = np.flatnonzero(opcode == op)
+        names = {f.name for f in dataclasses.fields(cls)}
+        keys, columns = [], []
+        for f in lay.fields:
+            if f.name == "opcode" or f.name not in names:
+                continue
+            values = fields[f.name][rows]
+            if f.name in _ENUM_FIELDS:
+                members = {int(m): m for m in _ENUM_FIELDS[f.name]}
+                if not np.isin(values, list(members)).all():
+                    return _decode_one_by_one(buf, cfg)
+                column: list[Any] = [members[v] for v in values.tolist()]
+            elif f.name in _BOOL_FIELDS:
+                column = [bool(v) for v in values.tolist()]
+            else:
+                column = values.tolist()
+            keys.append(f.name)
+            columns.append(column)
+        for k, row in zip(rows.tolist(), zip(*columns, strict=True), strict=True):
+            out[k] = cls(**dict(zip(keys, row, strict=True)))
+        if not columns:  # a format with no fields of its own
+            for k in rows.tolist():
+                out[k] = cls()
+    return [i for i in out if i is not None]
 
 
 def all_field_names() -> tuple[str, ...]:

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "runtime.graph_cli",  # graph
     "runtime.model_cli",  # compile, run
     "runtime.tune_cli",  # tune
+    "runtime.cache_cli",  # cache
 )
 
 
@@ -58,6 +59,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "compile": (
         "vtac compile resnet18 -o r18.vtac",
+        "vtac compile resnet18 --target vta --jobs 2 -o r18-vta.vtac",
         "vtac compile model.onnx --threads 2 -o model.vtac",
     ),
     "run": (
@@ -69,6 +71,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "vtac tune conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --log t.jsonl",
         "vtac tune resnet18 --target cpu --trials 32 --log t.jsonl",
     ),
+    "cache": ("vtac cache info", "vtac cache clear   # every compile from scratch again"),
     "explore": (
         "vtac explore resnet18-layers --layers C9 --trials 16",
         "vtac explore conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --plot front.png",

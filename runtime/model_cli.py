@@ -3,9 +3,10 @@
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
   (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
-  ``--target vta [--config C] [--calibrate DATA]`` it quantizes, partitions and compiles the
-  network for the accelerator into one artifact (:mod:`runtime.vta_artifact`,
-  :mod:`runtime.vta_cli`);
+  ``--target vta [--config C] [--calibrate DATA] [--jobs N] [--no-cache]`` it quantizes,
+  partitions and compiles the network for the accelerator (the groups in ``N`` processes,
+  through the compile cache unless ``--no-cache``, ``docs/cache.md``) into one artifact
+  (:mod:`runtime.vta_artifact`, :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
   [--input-shape NAME=D0,D1,...] [--target cpu] [--output out.npz] [--json]`` runs it once and
@@ -17,9 +18,10 @@
   An artifact runs on the target it was compiled for (a vta artifact prints what
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
-An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace`` or
-``--device`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on vta; ``--calibrate`` with an
-artifact) is refused by name, not ignored.
+An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace``,
+``--device``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on
+vta; ``--calibrate``, ``--jobs`` or ``--no-cache`` with an artifact) is refused by name, not
+ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
 input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
@@ -132,6 +134,16 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--calibrate", metavar="DATA", default=None,
         help="--target vta: calibration inputs, an .npy, an .npz or a folder of images (a "
         "multiple of the batch; default: the input)",
+    )  # fmt: skip
+    p.add_argument(
+        "--jobs", type=_positive_jobs, default=None, metavar="N",
+        help="--target vta: worker processes compiling the accelerator groups (default 1; the "
+        "programs are the same whatever N)",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-cache", dest="no_cache", action="store_const", const=True, default=None,
+        help="--target vta: compile every accelerator group, neither reading nor writing the "
+        "compile cache ($VTAC_CACHE_DIR; `vtac cache info`)",
     )  # fmt: skip
     add_input_shape_option(p)
     add_image_options(p)
@@ -445,6 +457,17 @@ def save_profile_figure(profile: Any, path: Any) -> None:
     ax.set_xlabel(f"time (us) on {', '.join(sorted({g.device for g in groups}))}")
     ax.set_title("time of each fused group", fontsize="medium")
     fig.savefig(path, dpi=110)
+
+
+def _positive_jobs(text: str) -> int:
+    """``--jobs``: a whole number of worker processes, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs {text}: a number of processes, at least 1")
+    return n
 
 
 def _seed(text: str) -> int:

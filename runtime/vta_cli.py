@@ -14,11 +14,15 @@
   [--simulator icarus|verilator]`` runs every accelerator group on the RTL and on the
   simulator, prints per group that the RTL ran and whether it equals the simulator byte for
   byte and cycle for cycle, and exits 1 when a group differs (:mod:`runtime.vta_rtl`).
-* ``vtac compile MODEL --target vta [--config NAME] [--calibrate DATA.npy] -o A`` quantizes
+* ``vtac compile MODEL --target vta [--config NAME] [--calibrate DATA.npy] [--jobs N]
+  [--no-cache] -o A`` quantizes
   (calibrated on ``--calibrate``, else on seeded random data, said on stderr), partitions and
   compiles the network once and writes its artifact (:mod:`runtime.vta_artifact`);
   ``vtac run A`` loads it and runs it, printing the same as ``vtac run MODEL --target vta``,
   without quantizing or compiling.
+* ``--jobs N`` compiles the accelerator groups in N worker processes; compiled groups are
+  kept in the compile cache (:mod:`compiler.cache`) unless ``--no-cache`` is given (both on
+  ``compile`` and ``run``).
 * An option that does not apply to the chosen target is refused by name
   (:func:`check_target_options`).
 
@@ -129,7 +133,8 @@ def run_command(args: argparse.Namespace) -> int:
         calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
     else:
         calibration = feeds
-    net = compile_network(graph, args.config or "default", calibration=calibration)
+    net = compile_network(graph, args.config or "default", calibration=calibration,
+                          jobs=args.jobs or 1, cache=not args.no_cache)  # fmt: skip
     device = args.device or "sim"
     result = net.run(feeds, trace=args.trace is not None, device=device,
                      simulator=getattr(args, "simulator", None),
@@ -236,6 +241,7 @@ def compile_command(args: argparse.Namespace) -> int:
         args.model, "vta", config=args.config, calibration=calibration,
         image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
+        jobs=args.jobs or 1, cache=not args.no_cache,
     )  # fmt: skip
     plan = sess.plan
     sess.save(args.output)
@@ -281,6 +287,8 @@ TARGET_OPTIONS = (
     ("--trace", "trace", ("vta",)),
     ("--device", "device", ("vta",)),
     ("--simulator", "simulator", ("vta",)),
+    ("--jobs", "jobs", ("vta",)),
+    ("--no-cache", "no_cache", ("vta",)),
     ("--tuning-log", "tuning_log", ("cpu",)),
     ("--threads", "threads", ("cpu", "gpu")),
     ("--repeat", "repeat", ("cpu", "gpu")),
@@ -303,8 +311,10 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
                                f"{target}")  # fmt: skip
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
         raise SessionError("--simulator picks the HDL simulator of --device rtl")
-    if artifact and getattr(args, "calibrate", None) is not None:
-        raise SessionError("--calibrate applies when a model is compiled, not to an artifact")
+    for option, dest in (("--calibrate", "calibrate"), ("--jobs", "jobs"),
+                         ("--no-cache", "no_cache")):  # fmt: skip
+        if artifact and getattr(args, dest, None) is not None:
+            raise SessionError(f"{option} applies when a model is compiled, not to an artifact")
 
 
 __all__ = [

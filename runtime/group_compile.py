@@ -1,0 +1,261 @@
+"""Compile a network's accelerator groups: each from the compile cache when an earlier compile
+left it there (:mod:`compiler.cache`), the rest in this process or in a pool of ``jobs``
+worker processes, in the partition's order whatever finishes first. And quantize a float graph
+through the same cache (:func:`quantize_cached`): its key is the float graph (structure, names,
+attributes, every constant's bytes), the calibration batches, the calibrator, the requantization
+mode and the compiler's source.
+
+A group's key is everything :func:`runtime.vta_target.compile_group` reads: the group's name
+and kind; per node its op, attributes and output type; per input either which node of the group
+feeds it, the type of an outside value, or a constant's dtype, shape and bytes (so weights,
+bias and requantization parameters are part of the key and the cached program carries its
+packed parameters); whether a padded max pool's input is known non-negative (read from the
+producers outside the group); the config; ``extra`` (for instance the knobs a tuning log
+picks); and the source of the compiler and of this runtime's group compile
+(:func:`compiler.cache.source_version`). The cached value is the whole
+:class:`compiler.topi.vta.qnn.QLayer` (program, packed parameters, knobs, figures), pickled
+into a checksummed entry.
+
+Workers are forked where the platform allows it, so they inherit the groups (a group's nodes
+reach the whole graph above them, which would otherwise be pickled per task); each returns its
+:class:`QLayer`. Compiling is deterministic, so the programs are byte for byte those of a
+serial compile.
+
+Example:
+    >>> import numpy as np
+    >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
+    >>> from runtime.vta_target import compile_network
+    >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
+    >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
+    >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
+    >>> feed = {"x": np.ones((1, 3, 6, 6), np.float32)}
+    >>> net = compile_network(g, calibration=feed, jobs=2, cache=False)
+    >>> sorted(net.layers)
+    ['conv']
+"""
+
+from __future__ import annotations
+
+import copyreg
+import multiprocessing
+import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compiler.cache import CompileCache, fingerprint, source_version
+from compiler.graph import Constant, Graph
+from compiler.graph.ir import Attrs
+from compiler.partition import AccelGroup
+from compiler.topi.vta.qnn import QLayer
+from isa import HwConfig
+from runtime.errors import SessionError
+
+#: The modules whose source decides a group's program (a change to any makes new keys).
+VERSION_MODULES = ("compiler", "isa", "runtime.vta_target", "runtime.group_compile")
+
+#: compile_one(group, cfg) -> QLayer
+GroupCompiler = Callable[[AccelGroup, HwConfig], QLayer]
+
+# What forked workers inherit: the groups, the config and the compile function.
+_WORK: dict[str, Any] = {}
+
+
+def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
+    """The cache key of ``group`` on ``cfg`` (see the module docstring)."""
+    from runtime.vta_target import _pool_load_pads
+
+    index = {id(n): k for k, n in enumerate(group.nodes)}
+    nodes = []
+    for n in group.nodes:
+        inputs: list[Any] = []
+        for v in n.inputs:
+            if id(v) in index:
+                inputs.append(("node", index[id(v)]))
+            elif isinstance(v, Constant):
+                inputs.append(("constant", v.value))
+            else:
+                inputs.append(("value", v.type.shape, str(v.type.dtype), v.type.layout))
+        t = n.type
+        nodes.append((n.op, dict(n.attrs), inputs, t.shape, str(t.dtype), t.layout))
+    residual = group.residual
+    parts = {
+        "name": group.name,
+        "kind": group.kind,
+        "nodes": nodes,
+        "roles": [
+            index.get(id(n)) if n is not None else None
+            for n in (group.anchor, group.requantize, group.qadd)
+        ],  # fmt: skip
+        "residual": None if residual is None else (residual.type.shape, str(residual.type.dtype)),
+        "pool_load_pads": group.kind == "max_pool2d" and _pool_load_pads(group),
+        "config": cfg.to_json(),
+        "extra": extra,
+        "version": source_version(*VERSION_MODULES),
+    }
+    return fingerprint(parts)
+
+
+def _value_parts(v: Any, index: dict[int, int]) -> Any:
+    """An input of a node: which value of the graph (by position) or a constant's bytes."""
+    if id(v) in index:
+        return ("value", index[id(v)])
+    if isinstance(v, Constant):
+        return ("constant", v.value, v.name, v.layout)
+    raise TypeError(f"a value outside the graph: {type(v).__name__}")
+
+
+def graph_parts(graph: Graph) -> Any:
+    """Everything of ``graph`` that quantizing it reads, in plain values for
+    :func:`compiler.cache.fingerprint`: inputs, nodes (op, name, attributes, inputs by position
+    or constant bytes), outputs. Raises TypeError for a graph it cannot spell (already fused or
+    planned)."""
+    if graph.groups is not None or graph.memory_plan is not None:
+        raise TypeError("a fused or planned graph")
+    index = {id(v): k for k, v in enumerate((*graph.inputs, *graph.nodes))}
+    t = [(v.name, v.type.shape, str(v.type.dtype), v.type.layout) for v in graph.inputs]
+    nodes = [(n.op, n.name, dict(n.attrs), [_value_parts(v, index) for v in n.inputs])
+             for n in graph.nodes]  # fmt: skip
+    return (graph.name, t, nodes, [_value_parts(v, index) for v in graph.outputs])
+
+
+def quantize_cached(
+    graph: Graph,
+    batches: list[Any],
+    *,
+    calibrator: str,
+    requant: str,
+    cache: CompileCache | None,
+) -> Graph:
+    """``quantize_graph(graph, batches, ...)``, from the cache when the same float graph was
+    quantized on the same calibration data with the same options by the same compiler.
+    Calibration runs the float model on every batch, the larger part of a compile whose
+    groups come from the cache. The quantized graph is stored pickled (:data:`Attrs` are
+    pickled as their dict)."""
+    from compiler.quantize import quantize_graph
+
+    def run() -> Graph:
+        return quantize_graph(graph, batches, calibrator=calibrator, requant=requant)
+
+    if cache is None:
+        return run()
+    try:
+        key = fingerprint("quantize", graph_parts(graph), batches, calibrator, requant,
+                          source_version(*VERSION_MODULES))  # fmt: skip
+    except TypeError:  # a graph or feed the key cannot spell: quantized, not cached
+        return run()
+    payload = cache.get(key)
+    if payload is not None:
+        try:
+            cached = pickle.loads(payload)
+        except Exception:  # an entry of classes that changed shape: quantize again
+            cached = None
+        if isinstance(cached, Graph):
+            return cached
+    quantized = run()
+    try:
+        cache.put(key, pickle.dumps(quantized, protocol=pickle.HIGHEST_PROTOCOL))
+    except RecursionError:  # a graph too deep to pickle: only not cached
+        pass
+    return quantized
+
+
+def _attrs_reduce(a: Attrs) -> tuple[Any, ...]:
+    return (Attrs, (dict(a),))
+
+
+# Attrs is immutable with slots: pickled as the mapping it is built from.
+copyreg.pickle(Attrs, _attrs_reduce)
+
+
+def _default_compiler() -> GroupCompiler:
+    from runtime.vta_target import compile_group
+
+    return compile_group
+
+
+def _compile_at(k: int) -> QLayer:
+    """A worker's task: group ``k`` of the inherited work."""
+    return _WORK["compile"](_WORK["groups"][k], _WORK["config"])
+
+
+def _compile_pair(task: tuple[AccelGroup, HwConfig, GroupCompiler]) -> QLayer:
+    """A task where workers are spawned (no fork): the group travels pickled."""
+    group, cfg, compile_one = task
+    return compile_one(group, cfg)
+
+
+def _load(cache: CompileCache, key: str, group: AccelGroup) -> QLayer | None:
+    payload = cache.get(key)
+    if payload is None:
+        return None
+    try:
+        layer = pickle.loads(payload)
+    except Exception:  # an entry of classes that changed shape: compile again
+        return None
+    return layer if isinstance(layer, QLayer) and layer.name == group.name else None
+
+
+def compile_groups(
+    groups: Sequence[AccelGroup],
+    cfg: HwConfig,
+    *,
+    jobs: int = 1,
+    cache: CompileCache | None = None,
+    compile_one: GroupCompiler | None = None,
+    extra: Callable[[AccelGroup], Any] | None = None,
+) -> dict[str, QLayer]:
+    """One :class:`QLayer` per group, by name, in the order of ``groups``.
+
+    ``jobs``: worker processes for the groups the cache does not hold (1: this process).
+    ``cache``: where compiled groups are looked up and stored (None: no cache).
+    ``compile_one``: the group compiler (default :func:`runtime.vta_target.compile_group`).
+    ``extra``: per group, more of its key (what ``compile_one`` reads beyond the group and
+    the config, such as the knobs a tuning log gives it).
+    """
+    if jobs < 1:
+        raise SessionError(f"--jobs {jobs}: the number of worker processes must be at least 1")
+    compile_one = compile_one or _default_compiler()
+    layers: dict[str, QLayer | None] = {}
+    keys: dict[str, str] = {}
+    todo: list[int] = []
+    for k, group in enumerate(groups):
+        layer = None
+        if cache is not None:
+            try:
+                keys[group.name] = group_key(group, cfg, extra(group) if extra else None)
+            except TypeError:  # an attribute the key cannot spell: compiled, not cached
+                pass
+            else:
+                layer = _load(cache, keys[group.name], group)
+        layers[group.name] = layer
+        if layer is None:
+            todo.append(k)
+    for k, layer in zip(todo, _compile(groups, todo, cfg, jobs, compile_one), strict=True):
+        name = groups[k].name
+        layers[name] = layer
+        if cache is not None and name in keys:
+            cache.put(keys[name], pickle.dumps(layer, protocol=pickle.HIGHEST_PROTOCOL))
+    return {name: layer for name, layer in layers.items() if layer is not None}
+
+
+def _compile(
+    groups: Sequence[AccelGroup], todo: list[int], cfg: HwConfig, jobs: int,
+    compile_one: GroupCompiler,
+) -> list[QLayer]:  # fmt: skip
+    """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool."""
+    workers = min(jobs, len(todo))
+    if workers <= 1:
+        return [compile_one(groups[k], cfg) for k in todo]
+    if "fork" in multiprocessing.get_all_start_methods():
+        _WORK.update(groups=groups, config=cfg, compile=compile_one)
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                # one group a task: groups differ a lot in cost, so the pool balances them
+                return pool.map(_compile_at, todo, chunksize=1)
+        finally:
+            _WORK.clear()
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        return pool.map(_compile_pair, [(groups[k], cfg, compile_one) for k in todo], chunksize=1)
+
+
+__all__ = ["VERSION_MODULES", "compile_groups", "graph_parts", "group_key", "quantize_cached"]
