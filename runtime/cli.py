@@ -59,15 +59,18 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "compile": (
         "vtac compile resnet18 -o r18.vtac",
         "vtac compile model.onnx --threads 2 -o model.vtac",
+        "vtac compile resnet18 --target vta --config vta-1x16x16 --tuning-log t.jsonl -o r.vtac",
     ),
     "run": (
         "vtac run r18.vtac --input x.npy --output out.npz --repeat 10",
         "vtac run digits --target vta --config vta-1x16x16 --plot layers.png --trace t.json",
         "vtac run model.onnx --input cat.jpg --preprocess imagenet --resize short:256,crop:224",
+        "vtac run resnet18 --image-size 64 --target vta --config vta-1x16x16 --tuning-log t.jsonl",
     ),
     "tune": (
         "vtac tune conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --log t.jsonl",
         "vtac tune resnet18 --target cpu --trials 32 --log t.jsonl",
+        "vtac tune resnet18 --image-size 64 --target vta --config vta-1x16x16 --log t.jsonl",
     ),
     "explore": (
         "vtac explore resnet18-layers --layers C9 --trials 16",
