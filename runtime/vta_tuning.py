@@ -21,7 +21,7 @@ Example:
     >>> found = extract_network_tasks(from_onnx(load_zoo("resnet18", image_size=32)),
     ...                               "vta-1x16x16")
     >>> len(found.tasks), sum(t.weight for t in found.tasks), found.skipped
-    (14, 21, [])
+    (16, 21, [])
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from compiler.errors import CompilerError
 from compiler.partition import AccelGroup
 from compiler.partition.partition import is_depthwise
 from compiler.tune.extract import Extracted
 from compiler.tune.records import Record, best_records, load_records
 from compiler.tune.task import Task, conv2d_task, dense_task, hw_spec
 from isa import HwConfig, load_config
+from runtime.errors import SessionError
 
 
 def group_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
@@ -187,14 +187,14 @@ def load_network_tuning(
     where = os.fspath(log) if isinstance(log, (str, os.PathLike)) else "the records"
     if isinstance(log, (str, os.PathLike)):
         if not os.path.exists(log):
-            raise CompilerError(f"tuning log {where}: no such file")
-        records = load_records(log)
+            raise SessionError(f"tuning log {where}: no such file")
+        records = load_records(os.fspath(log))
     else:
         records = list(log)
     hw = hw_spec(cfg)
     targets = sorted({r.task.target for r in records})
     if records and "vta" not in targets:
-        raise CompilerError(
+        raise SessionError(
             f"tuning log {where}: its records are for target {', '.join(targets)}, not vta "
             "(tune with --target vta)"
         )

@@ -376,9 +376,14 @@ def conv2d_misfit(
 def dense_misfit(
     cfg: HwConfig, knobs: DenseKnobs, *, nb: int, mb: int, kb: int, acc_buffers: int = 1
 ) -> str | None:
-    """Why given dense ``knobs`` do not fit ``cfg``'s buffers, or None (the rules of
-    :func:`dense_knobs`)."""
+    """Why given dense ``knobs`` do not divide the layer's axes or fit ``cfg``'s buffers, or
+    None (the rules of :func:`dense_knobs` and the template's)."""
     n, tb, tco, tci = knobs.oc_nthread, knobs.tile_b, knobs.tile_co, knobs.tile_ci
+    for name, tile, ext in (("tile_b", tb, nb), ("tile_co", tco, mb), ("tile_ci", tci, kb)):
+        if tile < 1 or ext % tile:
+            return f"{name}={tile} must divide the axis of extent {ext}"
+    if n not in (1, 2) or (mb // tco) % n:
+        return f"oc_nthread={n} needs 1 or 2 and a multiple of {n} output tiles ({mb // tco})"
     if acc_buffers * tb * tco > cfg.acc_depth // n:
         return (
             f"tile_b x tile_co = {tb}x{tco} needs {acc_buffers * tb * tco} accumulator rows, a "

@@ -446,7 +446,7 @@ def compile_qconv2d(
     from compiler.build import lower
     from compiler.targets.vta import get_vta_target
 
-    from .conv2d import conv2d_layouts, schedule_conv2d_packed
+    from .conv2d import check_knobs, conv2d_layouts, find_stages, schedule_conv2d_packed
     from .heuristic import conv2d_misfit, epilogue_channel_tiles, quantized_conv2d_knobs
     from .packing import pack_kernel
 
@@ -487,6 +487,7 @@ def compile_qconv2d(
         )  # fmt: skip
         s = schedule_conv2d_packed(out, knobs, cfg)
     else:
+        _tuned("conv2d", name, lambda: check_knobs(find_stages(out), knobs, cfg))
         misfit = conv2d_misfit(
             cfg, knobs, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
             acc_buffers=2 if residual else 1, channel_tiles=epilogue_channel_tiles(steps),
@@ -494,7 +495,7 @@ def compile_qconv2d(
         )  # fmt: skip
         if misfit is not None:
             raise ScheduleError(f"conv2d group {name}: {misfit} on {cfg.name}")
-        s = _tuned(name, lambda: schedule_conv2d_packed(out, knobs, cfg))
+        s = schedule_conv2d_packed(out, knobs, cfg)
     args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
     func = lower(s, args, target=tgt)
     prog = tgt.codegen(
@@ -558,7 +559,7 @@ def compile_qdense(
         misfit = dense_misfit(cfg, knobs, nb=nb, mb=mb, kb=kb, acc_buffers=acc)
         if misfit is not None:
             raise ScheduleError(f"dense group {name}: {misfit} on {cfg.name}")
-        s = _tuned(name, lambda: schedule_dense_packed(out, knobs, cfg))
+        s = schedule_dense_packed(out, knobs, cfg)
     args = [data, wt, *tiles.values(), *([res] if res is not None else []), out]
     prog = tgt.codegen(
         lower(s, args, target=tgt),
@@ -569,13 +570,14 @@ def compile_qdense(
     return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
 
-def _tuned(name: str, schedule: Callable[[], Schedule]) -> Schedule:
-    """``schedule()`` with given knobs; its ScheduleError names the group (the template's own
+def _tuned(kind: str, name: str, check: Callable[[], object]) -> None:
+    """Run ``check`` of given knobs; its ScheduleError names the group (the template's own
     message names the knob and the axis)."""
     try:
-        return schedule()
+        check()
     except ScheduleError as e:
-        raise ScheduleError(f"group {name}: {e}") from None
+        text, own = str(e), f"{kind} {name}: "
+        raise ScheduleError(f"{kind} group {name}: {text.removeprefix(own)}") from None
 
 
 def pool2d_packed(
