@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
     args = ap.parse_args(argv)
 
+    import isa
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
     from compiler.tune.tuner import make_tuner
@@ -48,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     calibration = calibration_feeds(specs, None)
     cfg_name = args.config
-    _, part, _ = quantize_partition(graph, _config(cfg_name), calibration=calibration)
-    found = partition_tasks(part, _config(cfg_name))
+    cfg = isa.load_config(cfg_name)
+    _, part, _ = quantize_partition(graph, cfg, calibration=calibration)
+    found = partition_tasks(part, cfg)
     log = Path(args.log) if args.log else Path(tempfile.mkdtemp()) / "tune.jsonl"
     print(f"{args.model} at {args.image_size}x{args.image_size} on {cfg_name}: "
           f"{len(found.tasks)} tasks from {sum(t.weight for t in found.tasks)} groups, "
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         for task in found.tasks:
             default = task.default_config()
             tuner = make_tuner(args.tuner, task, args.seed)
-            state = tuner.tune(runner, args.trials, batch_size=8, log=log,
+            state = tuner.tune(runner, args.trials, batch_size=8, log=str(log),
                                initial=[default.index])  # fmt: skip
             base = next((r for r in state.records if r.config.index == default.index), None)
             before = base.result.cost if base is not None and base.result.ok else float("nan")
@@ -92,12 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     for line in tuning.report().splitlines()[1:]:
         print(line)
     return 0 if same else 1
-
-
-def _config(name: str) -> object:
-    import isa
-
-    return isa.load_config(name)
 
 
 if __name__ == "__main__":
