@@ -63,9 +63,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "run": (
         "vtac run r18.vtac --input x.npy --output out.npz --repeat 10",
-        "vtac run digits --target vta --config vta-1x16x16 --plot layers.png --trace t.json",
+        "vtac run digits --target vta --tuning-log t.jsonl --plot layers.png --trace t.json",
         "vtac run model.onnx --input cat.jpg --preprocess imagenet --resize short:256,crop:224",
-        "vtac run resnet18 --image-size 64 --target vta --config vta-1x16x16 --tuning-log t.jsonl",
     ),
     "tune": (
         "vtac tune conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --log t.jsonl",
