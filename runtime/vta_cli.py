@@ -117,6 +117,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.output and not args.output.endswith(".npz"):
         raise SessionError(f"--output {args.output}: the file must end in .npz")
+    tuning = _tuning(args)  # a log that cannot be used is refused before any work
     declared = _declared_specs(args)
     if args.input:
         feeds = parse_inputs(args.input, declared, args)
@@ -134,7 +135,6 @@ def run_command(args: argparse.Namespace) -> int:
         calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
     else:
         calibration = feeds
-    tuning = _tuning(args)
     net = compile_network(graph, args.config or "default", calibration=calibration,
                           tuning=tuning)  # fmt: skip
     _tuning_report(args, tuning)
@@ -255,6 +255,7 @@ def compile_command(args: argparse.Namespace) -> int:
     partition and compile the network once and write its artifact (:mod:`runtime.vta_artifact`)."""
     from runtime.vta_session import VtaInferenceSession
 
+    _tuning(args)  # a log that cannot be used is refused before any work
     calibration = _read_calibration(args, _declared_specs(args)) if args.calibrate else None
     if calibration is None:
         print("vtac compile: no --calibrate given: calibrating on seeded random data (scales "
