@@ -228,6 +228,11 @@ def choose_knobs(group: AccelGroup, cfg: HwConfig, tuning: NetworkTuning | None)
     (the heuristic's; ``tuning`` notes why)."""
     if tuning is None or group.kind not in ("conv2d", "dense"):
         return None
+    if tuning.config != cfg:
+        raise SessionError(
+            f"the tuning log was read for {tuning.config.name}; group {group.name} compiles for "
+            f"{cfg.name}"
+        )
     return tuning.knobs(group)
 
 
