@@ -37,7 +37,7 @@ from compiler.partition import AccelGroup
 from compiler.partition.partition import is_depthwise
 from compiler.tune.extract import Extracted
 from compiler.tune.records import Record, best_records, load_records
-from compiler.tune.task import Task, _load_hw, conv2d_task, dense_task, hw_spec
+from compiler.tune.task import Task, conv2d_task, dense_task, hw_config, hw_spec
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
 
@@ -121,7 +121,7 @@ def extract_network_tasks(
     from runtime.vta_target import quantize_partition
 
     # a preset's name, or a config as JSON (what `vtac explore` sweeps)
-    cfg = _load_hw(config) if isinstance(config, str) else config
+    cfg = hw_config(config) if isinstance(config, str) else config
     if calibration is None and not any(n.op == "quantize" for n in graph.nodes):
         from runtime.program import TensorSpec
 

@@ -410,6 +410,16 @@ def _load_hw(hw: str) -> HwConfig:
     return load_config(hw)
 
 
+def hw_config(hw: str) -> HwConfig:
+    """The config a task's ``hw`` names: a preset's name or a config as JSON (:func:`hw_spec`).
+
+    Example:
+        >>> hw_config("vta-1x16x16").block_in
+        16
+    """
+    return _load_hw(hw)
+
+
 def hw_spec(cfg: HwConfig) -> str:
     """A config as the ``hw`` of a task: its preset name when it is one, else its JSON.
 
@@ -730,6 +740,7 @@ __all__ = [
     "conv2d_task",
     "cpu_task",
     "dense_task",
+    "hw_config",
     "hw_spec",
     "resnet18_tasks",
     "tasks_from_layers",
