@@ -59,17 +59,19 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "compile": (
         "vtac compile resnet18 -o r18.vtac",
-        "vtac compile resnet18 --target vta --jobs 2 -o r18-vta.vtac",
         "vtac compile model.onnx --threads 2 -o model.vtac",
+        "vtac compile resnet18 --target vta --config vta-1x16x16 --tuning-log t.jsonl --jobs 2 "
+        "-o r.vtac",
     ),
     "run": (
         "vtac run r18.vtac --input x.npy --output out.npz --repeat 10",
-        "vtac run digits --target vta --config vta-1x16x16 --plot layers.png --trace t.json",
+        "vtac run digits --target vta --tuning-log t.jsonl --plot layers.png --trace t.json",
         "vtac run model.onnx --input cat.jpg --preprocess imagenet --resize short:256,crop:224",
     ),
     "tune": (
         "vtac tune conv2d --h 14 --w 14 --in-c 64 --out-c 64 --k 3 --pad 1 --log t.jsonl",
         "vtac tune resnet18 --target cpu --trials 32 --log t.jsonl",
+        "vtac tune resnet18 --image-size 64 --target vta --config vta-1x16x16 --log t.jsonl",
     ),
     "cache": ("vtac cache info", "vtac cache clear   # every compile from scratch again"),
     "explore": (

@@ -19,9 +19,9 @@
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
 An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace``,
-``--device``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on
-vta; ``--calibrate``, ``--jobs`` or ``--no-cache`` with an artifact) is refused by name, not
-ignored.
+``--device``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--threads`` on vta;
+``--calibrate``, ``--tuning-log``, ``--jobs`` or ``--no-cache`` with an artifact) is refused by
+name, not ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
 input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
@@ -155,8 +155,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--tuning-log", metavar="LOG.jsonl", default=None,
-        help="compile with the best records of a `vtac tune` log (--target cpu; tasks without "
-        "records keep the default schedule, and are listed)",
+        help="compile with the best records of a `vtac tune` log (--target cpu or vta; tasks "
+        "without records keep the default schedule, and are listed)",
     )  # fmt: skip
     p.add_argument(
         "--progress", action="store_true",

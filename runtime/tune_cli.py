@@ -9,7 +9,9 @@ measuring candidates on the simulator, with a progress bar showing the best so f
 * ``vtac tune MODEL`` (a zoo name such as ``resnet18``, or an ``.onnx`` file; ``--image-size``
   for the zoo, ``--input-shape NAME=D0,D1,...`` for an ONNX file's free dimensions) tunes the
   unique conv2d / dense workloads of the model's graph, each weighted by its count, and lists
-  the nodes the templates do not cover.
+  the nodes the templates do not cover. With ``--target vta`` the tasks are the model's
+  quantized accelerator groups, epilogue included (:mod:`runtime.vta_tuning`), which ``vtac
+  compile|run MODEL --target vta --tuning-log LOG`` compiles with the log's best records.
 
 ``--target cpu`` tunes ``conv2d``, ``dense`` and ``matmul`` (``--batch`` x ``--in-c`` times
 ``--in-c`` x ``--out-c``) on the CPU, one thread, in seconds (median of repeated calls on a
@@ -202,13 +204,18 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
 
         found = extract_tasks(optimize(model, input_shapes=shapes), target="cpu")
     else:
-        found = extract_tasks(import_onnx(model, shapes), args.config)
+        from runtime.vta_tuning import extract_network_tasks
+
+        # the quantized groups, epilogue included, as `vtac compile|run --target vta` builds
+        # them (calibrated on seeded random data, as `vtac compile` without --calibrate)
+        found = extract_network_tasks(import_onnx(model, shapes), args.config)
     for label, reason in found.skipped:
         print(f"not tuned: {label} ({reason})")
     if not found.tasks:
         raise CompilerError(f"{args.what}: no conv2d or dense workload to tune")
+    what = "operators" if args.target == "cpu" else "accelerator groups"
     print(f"{args.what}: {len(found.tasks)} tasks from "
-          f"{sum(t.weight for t in found.tasks)} operators")  # fmt: skip
+          f"{sum(t.weight for t in found.tasks)} {what}")  # fmt: skip
     return found.tasks
 
 
@@ -415,6 +422,23 @@ def _bar(task: Any, args: argparse.Namespace) -> _Bar | None:
     return None if args.no_progress else _Bar(task, args.trials)
 
 
+def describe_knobs(task: Any, config: Any) -> str:
+    """A point's knobs as ``vtac layer`` prints them (the ``Conv2dKnobs`` / ``DenseKnobs``
+    field names), with the input fetch where the space has it; the CPU's schedule keywords.
+
+    Example:
+        >>> from compiler.tune import conv2d_task
+        >>> t = conv2d_task(8, 8, 16, 16, 3, 1, 1)
+        >>> describe_knobs(t, t.default_config())
+        'tile_b=1 tile_co=1 tile_h=8 tile_w=8 tile_ci=1 oc_nthread=2 h_nthread=1 loop_order=h_co'
+    """
+    if task.target == "cpu":
+        return str(config.describe())
+    text = str(task.knobs(config).describe())
+    fetch = config.values.get("inp_fetch")
+    return text + (f" inp_fetch={fetch}" if fetch not in (None, "window") else "")
+
+
 def _report(task: Any, state: Any, default: Any) -> int:
     base = next((r for r in state.records if r.config.index == default.index), None)
     best = state.best
@@ -424,7 +448,7 @@ def _report(task: Any, state: Any, default: Any) -> int:
         print("  no candidate ran")
         return 1
     roof = best.result.extra.get("roofline_cycles")
-    line = f"  best {_cost(task, best.result.cost)} with {best.config.describe()}"
+    line = f"  best {_cost(task, best.result.cost)} with {describe_knobs(task, best.config)}"
     if roof:
         line += f" ({roof / best.result.cost:.1%} of the roofline)"
     print(line)
@@ -434,4 +458,4 @@ def _report(task: Any, state: Any, default: Any) -> int:
     return 0
 
 
-__all__ = ["add_parser", "tasks_for"]
+__all__ = ["add_parser", "describe_knobs", "tasks_for"]

@@ -135,6 +135,8 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
                     "writes": [_write_json(w) for w in step.writes],
                     "output": step.output,
                     "record": {f: getattr(step.record, f) for f in RECORD_FIELDS},
+                    # the schedule the program was compiled with (tuned or the heuristic's)
+                    "knobs": step.record.knobs,
                 }
             )
         else:
@@ -393,6 +395,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 str(rec["name"]), str(rec["ops"]), "vta", str(rec["rule"]), 0, int(rec["macs"]),
                 float(rec["ideal_cycles"]), float(rec["roofline_cycles"]),
                 float(rec["alu_roofline_cycles"]), 0, int(rec["compulsory_bytes"]),
+                knobs=_knobs_field(s, place, c),
             )  # fmt: skip
             member = c.field(s, "program", place, str)
             prog = _read_program(read(member), member, c)
@@ -474,6 +477,14 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
         scheme=str(manifest.get("scheme", "")),
     )
+
+
+def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
+    """A group's knobs as the manifest gives them (artifacts written before they were kept:
+    empty)."""
+    if "knobs" not in step:
+        return ""
+    return str(c.field(step, "knobs", place, str))
 
 
 def _holds(sym: Symbol, slot: Slot) -> bool:

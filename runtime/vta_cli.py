@@ -17,12 +17,17 @@
 * ``vtac compile MODEL --target vta [--config NAME] [--calibrate DATA.npy] [--jobs N]
   [--no-cache] -o A`` quantizes
   (calibrated on ``--calibrate``, else on seeded random data, said on stderr), partitions and
-  compiles the network once and writes its artifact (:mod:`runtime.vta_artifact`);
+  compiles the network once and writes its artifact (:mod:`runtime.vta_artifact`, which keeps
+  each group's knobs);
   ``vtac run A`` loads it and runs it, printing the same as ``vtac run MODEL --target vta``,
   without quantizing or compiling.
 * ``--jobs N`` compiles the accelerator groups in N worker processes; compiled groups are
   kept in the compile cache (:mod:`compiler.cache`) unless ``--no-cache`` is given (both on
   ``compile`` and ``run``).
+* ``--tuning-log LOG`` (``vtac run`` / ``vtac compile`` of a model): the conv2d and dense
+  groups compile with the knobs of the best records of a ``vtac tune MODEL --target vta`` log
+  (:mod:`runtime.vta_tuning`); stderr lists the groups tuned and, with the reason, those left
+  to the heuristic (no record, or knobs that fail to compile).
 * An option that does not apply to the chosen target is refused by name
   (:func:`check_target_options`).
 
@@ -116,6 +121,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.output and not args.output.endswith(".npz"):
         raise SessionError(f"--output {args.output}: the file must end in .npz")
+    tuning = _tuning(args)  # a log that cannot be used is refused before any work
     declared = _declared_specs(args)
     if args.input:
         feeds = parse_inputs(args.input, declared, args)
@@ -134,12 +140,33 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration,
-                          jobs=args.jobs or 1, cache=not args.no_cache)  # fmt: skip
+                          jobs=args.jobs or 1, cache=not args.no_cache,
+                          tuning=tuning)  # fmt: skip
+    _tuning_report(args, tuning)
     device = args.device or "sim"
     result = net.run(feeds, trace=args.trace is not None, device=device,
                      simulator=getattr(args, "simulator", None),
                      progress=_progress(args, device))  # fmt: skip
     return _report(args, _output_names(args), result)
+
+
+def _tuning(args: argparse.Namespace) -> Any:
+    """``--tuning-log``'s records for ``--config`` (:func:`runtime.vta_tuning.load_network_tuning`),
+    or None."""
+    log = getattr(args, "tuning_log", None)
+    if log is None:
+        return None
+    from runtime.vta_tuning import load_network_tuning
+
+    return load_network_tuning(log, args.config or "default")
+
+
+def _tuning_report(args: argparse.Namespace, tuning: Any) -> None:
+    """Which groups compiled with tuned knobs and why the others fell back, on stderr."""
+    if tuning is None:
+        return
+    for line in tuning.report().splitlines():
+        print(f"vtac {args.command}: {line}", file=sys.stderr)
 
 
 def _progress(args: argparse.Namespace, device: str) -> bool:
@@ -233,6 +260,7 @@ def compile_command(args: argparse.Namespace) -> int:
     partition and compile the network once and write its artifact (:mod:`runtime.vta_artifact`)."""
     from runtime.vta_session import VtaInferenceSession
 
+    _tuning(args)  # a log that cannot be used is refused before any work
     calibration = _read_calibration(args, _declared_specs(args)) if args.calibrate else None
     if calibration is None:
         print("vtac compile: no --calibrate given: calibrating on seeded random data (scales "
@@ -242,7 +270,9 @@ def compile_command(args: argparse.Namespace) -> int:
         image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
         jobs=args.jobs or 1, cache=not args.no_cache,
+        tuning_log=getattr(args, "tuning_log", None),
     )  # fmt: skip
+    _tuning_report(args, sess.tuning)
     plan = sess.plan
     sess.save(args.output)
     accel = len(plan.accel_steps)
@@ -289,7 +319,7 @@ TARGET_OPTIONS = (
     ("--simulator", "simulator", ("vta",)),
     ("--jobs", "jobs", ("vta",)),
     ("--no-cache", "no_cache", ("vta",)),
-    ("--tuning-log", "tuning_log", ("cpu",)),
+    ("--tuning-log", "tuning_log", ("cpu", "vta")),
     ("--threads", "threads", ("cpu", "gpu")),
     ("--repeat", "repeat", ("cpu", "gpu")),
 )
@@ -302,11 +332,6 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
         if getattr(args, dest, None) is None:
             continue
         if target not in targets:
-            if option == "--tuning-log" and target == "vta":
-                raise SessionError(
-                    "--tuning-log does not apply to --target vta yet: the tuner's records are "
-                    "for single layers, and the network compile does not read them"
-                )
             raise SessionError(f"{option} applies to --target {' or '.join(targets)}, not to "
                                f"{target}")  # fmt: skip
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
@@ -315,6 +340,9 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
                          ("--no-cache", "no_cache")):  # fmt: skip
         if artifact and getattr(args, dest, None) is not None:
             raise SessionError(f"{option} applies when a model is compiled, not to an artifact")
+    if artifact and getattr(args, "tuning_log", None) is not None:
+        raise SessionError("--tuning-log applies when a model is compiled, not to an artifact "
+                           "(it keeps the knobs it was compiled with)")  # fmt: skip
 
 
 __all__ = [

@@ -115,10 +115,12 @@ def compile_plan(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     jobs: int = 1,
     cache: bool = True,
+    tuning: Any = None,
 ) -> NetworkPlan:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
-    on ``calibration``), partition it, compile every group (``jobs`` processes, through the
-    compile cache unless ``cache`` is False) and lay the network out: the
+    on ``calibration``), partition it, compile every group (with ``tuning``'s knobs, a
+    :class:`runtime.vta_tuning.NetworkTuning`, where it has them; ``jobs`` processes, through
+    the compile cache unless ``cache`` is False) and lay the network out: the
     :class:`NetworkPlan` a session runs."""
     from compiler.frontend.onnx_import import from_onnx
     from runtime.vta_target import compile_network
@@ -129,7 +131,7 @@ def compile_plan(
     graph = from_onnx(proto, name=name, input_shapes=input_shapes)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration),
-                          jobs=jobs, cache=cache)  # fmt: skip
+                          jobs=jobs, cache=cache, tuning=tuning)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
     plan = plan_network(net, names)
@@ -183,10 +185,10 @@ class VtaInferenceSession(InferenceSession):
                 raise SessionError(f"{key} does not apply to target vta")
         if num_threads is not None:
             raise SessionError("num_threads applies to the cpu and gpu targets, not to vta")
-        if tuning_log is not None:
+        if tuning_log is not None and _is_artifact_source(model):
             raise SessionError(
-                "a tuning log does not apply to target vta yet: the tuner's records are for "
-                "single layers, and the network compile does not read them"
+                "a tuning log applies when a model is compiled, not to a compiled artifact "
+                "(it keeps the knobs it was compiled with)"
             )
         self.device = device or "sim"
         if self.device not in DEVICES:
@@ -223,14 +225,21 @@ class VtaInferenceSession(InferenceSession):
                 if wanted != plan.config.name:
                     raise SessionError(f"config {wanted!r}: the artifact was compiled for "
                                        f"{plan.config.name!r}")  # fmt: skip
-        else:
+        tuning = None
+        if not _is_artifact_source(model):
+            if tuning_log is not None:
+                from runtime.vta_tuning import load_network_tuning
+
+                tuning = load_network_tuning(tuning_log, config or "default")
             plan = compile_plan(model, config or "default", calibration=calibration,
                                 image_size=image_size, batch=batch,
                                 input_shapes=input_shapes, jobs=jobs,
-                                cache=cache)  # fmt: skip
+                                cache=cache, tuning=tuning)  # fmt: skip
         self.plan = plan
         self.graph = None
-        self.tuning = None
+        #: the tuning log's records the groups compiled with (``report()``: which groups were
+        #: tuned, which fell back to the heuristic and why), or None
+        self.tuning = tuning
         #: the last run's per-layer records (:class:`runtime.vta_target.NetworkRun`)
         self.last_run: Any = None
         self.compile_seconds = time.perf_counter() - t0

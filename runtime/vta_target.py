@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from compiler.cache import CompileCache
+from compiler.errors import CompilerError
 from compiler.graph import Constant, Graph, Node, Value, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
@@ -98,6 +99,9 @@ class LayerRecord:
     #: the group's energy in pJ and its parts (docs/energy.md), from one run
     energy_pj: float = 0.0
     energy_parts: dict[str, float] = field(default_factory=dict)
+    #: the schedule knobs the group's program was compiled with (``describe()``; empty for a
+    #: group without knobs): an artifact keeps them
+    knobs: str = ""
 
     @property
     def utilization(self) -> float:
@@ -336,6 +340,9 @@ class VtaNetwork:
     #: the network flattened into steps (:func:`runtime.vta_plan.plan_network`), made on the
     #: first run: the one runner of a compiled network, here and in sessions and artifacts
     plan: Any = field(default=None, repr=False, compare=False)
+    #: the tuning records the groups compiled with (:class:`runtime.vta_tuning.NetworkTuning`:
+    #: which groups were tuned, which fell back and why), or None
+    tuning: Any = field(default=None, repr=False, compare=False)
 
     def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """The quantized graph's integer reference (the numpy executor)."""
@@ -476,10 +483,11 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
     alu = entries * (imm * cfg.alu_imm_ii + (layer.alu_steps - imm) * cfg.alu_ii)
     ops = "+".join(n.op for n in group.nodes)
     rule = "pool-group" if group.kind.endswith("pool2d") else f"{group.kind}-group"
+    knobs = layer.knobs.describe() if hasattr(layer.knobs, "describe") else ""
     return LayerRecord(
         group.name, ops, "vta", rule, 0, layer.macs, ideal,
         roofline_cycles(layer.macs, comp, cfg), max(ideal + alu, comp / cfg.bus_bytes),
-        0, comp, "", 0.0,
+        0, comp, "", 0.0, knobs=knobs,
     )  # fmt: skip
 
 
@@ -549,8 +557,63 @@ def group_epilogue(group: AccelGroup) -> QEpilogue:
     return QEpilogue(bias, params, rq.attrs["out_min"], rq.attrs["out_max"], add)
 
 
-def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
-    """One accelerator program for ``group``."""
+def compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any = None) -> QLayer:
+    """One accelerator program for ``group``; a conv2d / dense group with ``knobs`` (a tuning
+    record's, :func:`runtime.vta_tuning.choose_knobs`; None: the heuristic's). Knobs that fail
+    to compile leave the group to the heuristic's, the reason in the layer's ``fallback``."""
+    if knobs is None:
+        return _compile_group(group, cfg, None)
+    try:
+        return _compile_group(group, cfg, knobs)
+    except CompilerError as e:
+        layer = _compile_group(group, cfg, None)
+        return replace(layer, fallback=f"the record's knobs fail to compile: {e}")
+
+
+def _compile_with(knobs: Mapping[str, Any], group: AccelGroup, cfg: HwConfig) -> QLayer:
+    """:func:`compile_group` with the knobs chosen for ``group`` by name (picklable as a
+    ``partial`` for worker processes)."""
+    return compile_group(group, cfg, knobs.get(group.name))
+
+
+def compile_tuned_groups(
+    groups: Sequence[AccelGroup], cfg: HwConfig, tuning: Any, *, jobs: int = 1,
+    cache: CompileCache | None = None,
+) -> dict[str, QLayer]:  # fmt: skip
+    """Every group compiled (:func:`runtime.group_compile.compile_groups`: ``jobs`` processes,
+    ``cache``), a conv2d / dense group with the knobs of ``tuning``'s best record for it. The
+    knobs are chosen here, before any compile, and are part of each group's cache key; what
+    each group took (tuned, or the heuristic's and why) is noted in ``tuning`` afterwards, so
+    the notes are the same whether a group was compiled here, in a worker or read from the
+    cache."""
+    from functools import partial
+
+    from runtime.vta_tuning import choose_knobs
+
+    if tuning is None:
+        return compile_groups(groups, cfg, jobs=jobs, cache=cache)
+    chosen: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
+    for group in groups:
+        chosen[group.name], reasons[group.name] = choose_knobs(group, cfg, tuning)
+    layers = compile_groups(groups, cfg, jobs=jobs, cache=cache,
+                            compile_one=partial(_compile_with, chosen),
+                            extra=lambda g: chosen[g.name])  # fmt: skip
+    for group in groups:
+        knobs, layer = chosen[group.name], layers[group.name]
+        if knobs is None:
+            if reasons[group.name]:
+                tuning.fall_back(group.name, reasons[group.name])
+        elif layer.fallback:
+            tuning.fall_back(group.name, layer.fallback)
+        else:
+            tuning.use(group.name, knobs)
+    return layers
+
+
+def _compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """One accelerator program for ``group``, a conv2d / dense group with ``knobs`` (None:
+    the heuristic's)."""
     node = group.anchor
     if group.kind in ELEMENTWISE:
         return compile_qelementwise(
@@ -589,7 +652,7 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
             oh, ow = fold.out_hw
             layer = compile_qconv2d(
                 group.name, cfg, fold.weight(w), ep, in_shape=(n, fold.in_c, *fold.in_hw),
-                stride=(1, 1), padding=(0, 0, 0, 0), residual=residual,
+                stride=(1, 1), padding=(0, 0, 0, 0), residual=residual, knobs=knobs,
             )  # fmt: skip
             # utilization counts the layer's own MACs, not the folded kernel's zero taps
             return replace(layer, macs=n * w.shape[0] * oh * ow * c * w.shape[2] * w.shape[3])
@@ -599,10 +662,16 @@ def compile_group(group: AccelGroup, cfg: HwConfig) -> QLayer:
         return compile_qconv2d(
             group.name, cfg, w, ep, in_shape=(n, c, h, wd),
             stride=(sh, sw), padding=(pt, pl, pb, pr), residual=residual,
-            depthwise=is_depthwise(node),
+            depthwise=is_depthwise(node), knobs=knobs,
         )  # fmt: skip
     return compile_qdense(
-        group.name, cfg, w, ep, batch=node.inputs[0].type.shape[0], residual=residual
+        group.name,
+        cfg,
+        w,
+        ep,
+        batch=node.inputs[0].type.shape[0],
+        residual=residual,
+        knobs=knobs,
     )
 
 
@@ -643,6 +712,27 @@ def quantization_scheme(calibrator: str, requant: str) -> str:
     )
 
 
+def quantize_partition(
+    graph: Graph,
+    cfg: HwConfig,
+    *,
+    calibration: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+    calibrator: str = "percentile",
+    requant: str = "multiplier",
+    cache: CompileCache | None = None,
+) -> tuple[Graph, Partition, bool]:
+    """The int8 graph (``graph`` quantized on ``calibration`` unless it already is), its
+    partition for ``cfg``, and whether ``graph`` was int8 already: the first half of
+    :func:`compile_network`, which the tuner's task extraction shares."""
+    quantized = any(n.op == "quantize" for n in graph.nodes)
+    if not quantized:
+        if calibration is None:
+            raise SessionError(f"graph {graph.name}: a float graph needs calibration data")
+        batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
+        graph = quantize_cached(graph, batches, calibrator=calibrator, requant=requant, cache=cache)
+    return graph, partition_graph(graph, cfg), quantized
+
+
 def compile_network(
     graph: Graph,
     config: str | HwConfig = "default",
@@ -652,6 +742,7 @@ def compile_network(
     requant: str = "multiplier",
     jobs: int = 1,
     cache: bool | CompileCache = True,
+    tuning: Any = None,
 ) -> VtaNetwork:
     """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
 
@@ -660,22 +751,22 @@ def compile_network(
     are the same whatever the number). ``cache``: look the quantized graph and the compiled
     groups up in, and store them into, the compile cache of ``$VTAC_CACHE_DIR``
     (:mod:`compiler.cache`; ``False``: compile everything; or a
-    :class:`compiler.cache.CompileCache` to use).
+    :class:`compiler.cache.CompileCache` to use). ``tuning``: a
+    :class:`runtime.vta_tuning.NetworkTuning` (the best records of a tuning log) whose knobs
+    the conv2d / dense groups compile with; it then says which groups were tuned and why the
+    others fell back to the heuristic.
     """
     cfg = load_config(config) if isinstance(config, str) else config
     t0 = time.perf_counter()
     store = CompileCache.from_env() if cache is True else cache or None
-    quantized = any(n.op == "quantize" for n in graph.nodes)
-    if not quantized:
-        if calibration is None:
-            raise SessionError(f"graph {graph.name}: a float graph needs calibration data")
-        batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
-        graph = quantize_cached(graph, batches, calibrator=calibrator, requant=requant, cache=store)
-    part = partition_graph(graph, cfg)
+    graph, part, quantized = quantize_partition(
+        graph, cfg, calibration=calibration, calibrator=calibrator, requant=requant, cache=store
+    )
     net = VtaNetwork(graph, part, cfg)
+    net.tuning = tuning
     if not quantized:
         net.scheme = quantization_scheme(calibrator, requant)
-    net.layers = compile_groups(part.groups, cfg, jobs=jobs, cache=store)
+    net.layers = compile_tuned_groups(part.groups, cfg, tuning, jobs=jobs, cache=store)
     net.dram_plan = plan_network_dram(net)
     net.host_groups = compile_network_host_groups(graph, part)
     net.compile_seconds = time.perf_counter() - t0
@@ -690,4 +781,5 @@ __all__ = [
     "compile_network",
     "compile_network_host_groups",
     "group_epilogue",
+    "quantize_partition",
 ]

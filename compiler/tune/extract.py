@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .task import Task, conv2d_task, dense_task
@@ -94,7 +94,7 @@ def cpu_task_of_node(node: Any) -> tuple[Task | None, str]:
 
 
 def _weighted(t: Task, weight: int) -> Task:
-    return Task(t.kind, t.shape, t.hw, t.target, t.relu, t.residual, t.name, weight)
+    return replace(t, weight=weight)
 
 
 def _task_of(node: Any, hw: str, label: str) -> tuple[Task | None, str]:

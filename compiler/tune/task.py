@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,11 @@ class Task:
 
     ``weight`` counts how many times a model runs the workload (a tuned task's gain counts that
     many times).
+
+    ``epilogue``: empty for the template's shift-and-clip layer (``relu``: clip at 0), else the
+    ALU step structure of a quantized group's epilogue (:mod:`compiler.tune.quantized`), which
+    then compiles through ``compile_qconv2d`` / ``compile_qdense``; ``depthwise``: a quantized
+    depthwise conv2d group (``in_c == out_c``, one filter per channel).
     """
 
     kind: str
@@ -64,6 +69,8 @@ class Task:
     residual: bool = False
     name: str = ""
     weight: int = field(default=1, compare=False)
+    epilogue: str = ""
+    depthwise: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -78,6 +85,31 @@ class Task:
         bad = [k for k, v in self.shape if int(v) != v or v < (0 if k == "pad" else 1)]
         if bad:
             raise CompilerError(f"task {self.name or '?'}: sizes {bad} out of range")
+        if self.epilogue or self.depthwise:
+            self._check_quantized()
+
+    def _check_quantized(self) -> None:
+        from .quantized import structure_steps
+
+        who = f"task {self.name or '?'}"
+        if self.target != "vta":
+            raise CompilerError(f"{who}: a quantized group's epilogue is an accelerator's")
+        if not self.epilogue:
+            raise CompilerError(f"{who}: a depthwise task is a quantized group: give its epilogue")
+        if self.relu:
+            raise CompilerError(f"{who}: a quantized group's clip is in its epilogue, not relu")
+        steps = structure_steps(self.epilogue)
+        if not steps:
+            raise CompilerError(f"{who}: a quantized epilogue has at least its clip")
+        if any(st.tensor == "rhs" for st in steps) != self.residual:
+            raise CompilerError(
+                f"{who}: residual={self.residual}, but the epilogue {self.epilogue!r} "
+                f"{'does not read' if self.residual else 'reads'} the residual"
+            )
+        if self.depthwise:
+            s = self.sizes
+            if self.kind != "conv2d" or s["in_c"] != s["out_c"]:
+                raise CompilerError(f"{who}: depthwise needs a conv2d with in_c == out_c")
 
     # ---- identity ------------------------------------------------------------------------------
     @property
@@ -89,6 +121,13 @@ class Task:
         """The workload's identity in records (what is built, not what it is called)."""
         parts = "_".join(f"{_ABBREV[k]}{v}" for k, v in self.shape)
         flags = ("_relu" if self.relu else "") + ("_res" if self.residual else "")
+        if self.depthwise:
+            flags += "_dw"
+        if self.epilogue:
+            from .quantized import structure_digest
+
+            # the epilogue's ALU step structure (ops, and what each reads), not its values
+            flags += f"_q{structure_digest(self.epilogue)}"
         return f"{self.target}/{self.hw_label}/{self.kind}/{parts}{flags}"
 
     @property
@@ -105,19 +144,28 @@ class Task:
         return self.name or self.key
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "kind": self.kind, "shape": dict(self.shape), "hw": self.hw, "target": self.target,
             "relu": self.relu, "residual": self.residual, "name": self.name, "weight": self.weight,
         }  # fmt: skip
+        if self.epilogue:  # the template layer's records keep their form
+            d["epilogue"] = self.epilogue
+        if self.depthwise:
+            d["depthwise"] = True
+        return d
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> Task:
         try:
             kind = d["kind"]
             shape = tuple((k, int(d["shape"][k])) for k in _SHAPE_KEYS[kind])
+            epilogue = d.get("epilogue", "")
+            if not isinstance(epilogue, str):
+                raise TypeError(f"epilogue {epilogue!r} is not a string")
             return Task(kind, shape, d.get("hw", "default"), d.get("target", "vta"),
                         bool(d.get("relu", False)), bool(d.get("residual", False)),
-                        d.get("name", ""), int(d.get("weight", 1)))  # fmt: skip
+                        d.get("name", ""), int(d.get("weight", 1)), epilogue,
+                        bool(d.get("depthwise", False)))  # fmt: skip
         except (KeyError, TypeError, ValueError) as e:
             raise CompilerError(f"task record {dict(d)!r} is malformed: {e!r}") from None
 
@@ -203,6 +251,8 @@ class Task:
             return self.config_of(cpu_default(self.kind, self.sizes))
         cfg, p = self.config_obj, self._packed()
         knobs: Any
+        if self.epilogue:
+            return self.config_of(self._quantized_default(nthreads))
         if self.kind == "conv2d":
             s = self.sizes
             knobs = conv2d_knobs(
@@ -215,6 +265,34 @@ class Task:
             knobs = dense_knobs(cfg, nb=p["nb"], mb=p["mb"], kb=p["kb"], nthreads=min(nthreads, 2),
                                 acc_buffers=2 if self.residual else 1)  # fmt: skip
         return self.config_of(knobs)
+
+    def _quantized_default(self, nthreads: int) -> Any:
+        """The heuristic's knobs of a quantized group, as ``compile_qconv2d`` /
+        ``compile_qdense`` choose them without knobs."""
+        from compiler.topi.vta.heuristic import quantized_conv2d_knobs, quantized_dense_knobs
+
+        from .quantized import structure_steps
+
+        cfg, p, s = self.config_obj, self._packed(), self.sizes
+        steps = structure_steps(self.epilogue)
+        if self.kind == "conv2d":
+            return quantized_conv2d_knobs(
+                cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"], k=s["k"],
+                stride=s["stride"], steps=steps, residual=self.residual,
+                depthwise=self.depthwise, nthreads=nthreads,
+            )  # fmt: skip
+        return quantized_dense_knobs(cfg, nb=p["nb"], mb=p["mb"], kb=p["kb"], steps=steps,
+                                     residual=self.residual, nthreads=nthreads)  # fmt: skip
+
+    def _channel_tiles(self) -> int:
+        """Per-channel tiles of a quantized epilogue (one acc entry per channel block each)."""
+        if not self.epilogue:
+            return 0
+        from compiler.topi.vta.heuristic import epilogue_channel_tiles
+
+        from .quantized import structure_steps
+
+        return epilogue_channel_tiles(structure_steps(self.epilogue))
 
     def _alu_ops(self) -> int:
         # the epilogue's accumulator stages (shr, optional add, clip as MAX and MIN)
@@ -236,8 +314,10 @@ class Task:
             ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
             if oh < 1 or ow < 1:
                 raise ScheduleError(f"task {self.label()}: the kernel is larger than the input")
-            return {"nb": nb, "icb": -(-s["in_c"] // cfg.block_in),
-                    "ocb": -(-s["out_c"] // cfg.block_out), "oh": oh, "ow": ow}  # fmt: skip
+            # a depthwise kernel reduces over the one input block of its group
+            icb = 1 if self.depthwise else -(-s["in_c"] // cfg.block_in)
+            return {"nb": nb, "icb": icb, "ocb": -(-s["out_c"] // cfg.block_out), "oh": oh,
+                    "ow": ow}  # fmt: skip
         return {"nb": nb, "kb": -(-s["in_features"] // cfg.block_in),
                 "mb": -(-s["out_features"] // cfg.block_out)}  # fmt: skip
 
@@ -251,6 +331,8 @@ class Task:
         p = self._packed()
         if self.kind == "depthwise":
             return s["batch"] * p["oh"] * p["ow"] * s["channels"] * s["k"] ** 2
+        if self.depthwise:
+            return s["batch"] * p["oh"] * p["ow"] * s["out_c"] * s["k"] ** 2
         return s["batch"] * p["oh"] * p["ow"] * s["in_c"] * s["out_c"] * s["k"] ** 2
 
     # ---- building ------------------------------------------------------------------------------
@@ -264,6 +346,10 @@ class Task:
             from .cpu import cpu_build
 
             return cpu_build(self.kind, self.shape, knobs, seed)
+        if self.epilogue:
+            from .quantized import build_group
+
+            return build_group(self, knobs, seed)
         s = self.sizes
         if self.kind == "conv2d":
             layer = Conv2dLayer(self.name or "conv2d", s["h"], s["w"], s["in_c"], s["out_c"],
@@ -298,7 +384,13 @@ class Task:
 
             sched, args = cpu_schedule(self.kind, self.shape, knobs)
             return schedule_to_primfunc(sched, args, "main", get_target("cpu").resolve_scope)
-        args, out = _operator(self, self.input_fetch(config) if self.kind == "conv2d" else "")
+        if self.epilogue:
+            from .quantized import quantized_operator
+
+            args, out = quantized_operator(self)
+        else:
+            fetch = self.input_fetch(config) if self.kind == "conv2d" else ""
+            args, out = _operator(self, fetch)
         cfg = self.config_obj
         if self.kind == "conv2d":
             s = schedule_conv2d_packed(out, knobs, cfg)
@@ -316,6 +408,16 @@ def _load_hw(hw: str) -> HwConfig:
             raise CompilerError(f"task hardware config {hw[:60]!r}...: not JSON ({e})") from None
         return load_config(spec)
     return load_config(hw)
+
+
+def hw_config(hw: str) -> HwConfig:
+    """The config a task's ``hw`` names: a preset's name or a config as JSON (:func:`hw_spec`).
+
+    Example:
+        >>> hw_config("vta-1x16x16").block_in
+        16
+    """
+    return _load_hw(hw)
 
 
 def hw_spec(cfg: HwConfig) -> str:
@@ -352,9 +454,10 @@ _ABBREV = {"batch": "b", "h": "h", "w": "w", "in_c": "ci", "out_c": "co", "k": "
 def conv2d_task(
     h: int, w: int, in_c: int, out_c: int, k: int, stride: int = 1, pad: int = 0, *,
     batch: int = 1, hw: str = "default", relu: bool = False, residual: bool = False,
-    name: str = "", weight: int = 1,
+    name: str = "", weight: int = 1, epilogue: str = "", depthwise: bool = False,
 ) -> Task:  # fmt: skip
-    """A conv2d task in the argument order of :class:`~compiler.topi.vta.Conv2dLayer`.
+    """A conv2d task in the argument order of :class:`~compiler.topi.vta.Conv2dLayer`
+    (``epilogue``, ``depthwise``: a quantized group's, :class:`Task`).
 
     Example:
         >>> conv2d_task(14, 14, 256, 256, 3, 1, 1, hw="vta-1x16x16", name="C9").label()
@@ -362,21 +465,21 @@ def conv2d_task(
     """
     shape = (("batch", batch), ("h", h), ("w", w), ("in_c", in_c), ("out_c", out_c), ("k", k),
              ("stride", stride), ("pad", pad))  # fmt: skip
-    return Task("conv2d", shape, hw, "vta", relu, residual, name, weight)
+    return Task("conv2d", shape, hw, "vta", relu, residual, name, weight, epilogue, depthwise)
 
 
 def dense_task(
     batch: int, in_features: int, out_features: int, *, hw: str = "default", relu: bool = False,
-    residual: bool = False, name: str = "", weight: int = 1,
+    residual: bool = False, name: str = "", weight: int = 1, epilogue: str = "",
 ) -> Task:  # fmt: skip
-    """A dense task ``(batch, in) x (out, in)^T``.
+    """A dense task ``(batch, in) x (out, in)^T`` (``epilogue``: a quantized group's).
 
     Example:
         >>> dense_task(1, 512, 1000).key
         'vta/default/dense/b1_i512_o1000'
     """
     shape = (("batch", batch), ("in_features", in_features), ("out_features", out_features))
-    return Task("dense", shape, hw, "vta", relu, residual, name, weight)
+    return Task("dense", shape, hw, "vta", relu, residual, name, weight, epilogue)
 
 
 def cpu_task(kind: str, *, name: str = "", weight: int = 1, **sizes: int) -> Task:
@@ -420,8 +523,7 @@ def tasks_from_layers(layers: Iterable[Any], hw: str = "default", relu: bool = T
                         name=d.get("name", ""))  # fmt: skip
         if t.key in found:
             old = found[t.key]
-            found[t.key] = Task(old.kind, old.shape, old.hw, old.target, old.relu, old.residual,
-                                old.name, old.weight + 1)  # fmt: skip
+            found[t.key] = replace(old, weight=old.weight + 1)
         else:
             found[t.key] = t
     return list(found.values())
@@ -458,6 +560,9 @@ def _space(task: Task) -> ConfigSpace:
         return cpu_space(task.kind, task.sizes)
     cfg, p = task.config_obj, task._packed()
     acc_buffers = 2 if task.residual else 1
+    # a quantized epilogue's per-channel tiles: one acc entry per channel block of a tile each
+    channel_tiles = task._channel_tiles()
+    depthwise = task.depthwise
     uop_budget = cfg.uop_depth * 3 // 4
     knobs: tuple[Knob, ...]
     if task.kind == "conv2d":
@@ -465,7 +570,8 @@ def _space(task: Task) -> ConfigSpace:
         from compiler.topi.vta.conv2d_strided import fetch_choices, fetched_window
 
         k, stride = task.sizes["k"], task.sizes["stride"]
-        fetches = fetch_choices(k, stride, task.sizes["pad"])
+        # a quantized group's convolution loads its input window (compile_qconv2d)
+        fetches = ("window",) if task.epilogue else fetch_choices(k, stride, task.sizes["pad"])
         max_threads = max_vthreads(cfg)
         knobs = (
             Knob("tile_b", _divisors(p["nb"])),
@@ -502,7 +608,7 @@ def _space(task: Task) -> ConfigSpace:
                 return f"{p['ocb'] // tco} channel tiles do not split between {oc_n} threads"
             if (p["oh"] // th) % h_n:
                 return f"{p['oh'] // th} row tiles do not split between {h_n} threads"
-            if acc_buffers * tb * tco * th * tw > cfg.acc_depth // n:
+            if acc_buffers * tb * tco * th * tw + channel_tiles * tco > cfg.acc_depth // n:
                 return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
             # the kernel rows a step covers (kernel_step)
             ky = 1 if v.get("kernel_step", "window") == "row" else k
@@ -514,7 +620,8 @@ def _space(task: Task) -> ConfigSpace:
                     return reason
             in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
             in_h -= k - ky  # one kernel row's window: (th - 1) * stride + 1 rows
-            if tb * tci * in_h * in_w > cfg.inp_depth // n:
+            # a depthwise step loads one input block per output block of the tile
+            if tb * (tco if depthwise else tci) * in_h * in_w > cfg.inp_depth // n:
                 return f"the input window overflows a thread's {cfg.inp_depth // n} rows"
             # the GEMM kernel unrolls every loop the instruction does not fold, the reset
             # kernel the output axes among them (with co_h: tci*k*k*tw and tw)
@@ -535,6 +642,9 @@ def _space(task: Task) -> ConfigSpace:
         Knob("tile_ci", _divisors(p["kb"])),
         Knob("oc_nthread", (1, 2)),
     )
+
+    if task.epilogue:  # the quantized dense group's tiles and residual take acc tiles
+        acc_buffers = 1 + channel_tiles + int(task.residual)
 
     def dense_rule(v: Mapping[str, Any]) -> str | None:
         n, tb, tco, tci = v["oc_nthread"], v["tile_b"], v["tile_co"], v["tile_ci"]
@@ -630,6 +740,7 @@ __all__ = [
     "conv2d_task",
     "cpu_task",
     "dense_task",
+    "hw_config",
     "hw_spec",
     "resnet18_tasks",
     "tasks_from_layers",

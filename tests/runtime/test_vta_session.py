@@ -294,7 +294,7 @@ def test_calibration_forms():
         ({"config": "default"}, "config applies to target vta, not to 'cpu'"),
         ({"device": "rtl"}, "device applies to target vta, not to 'cpu'"),
         ({"calibration": np.zeros(1)}, "calibration applies to target vta"),
-        ({"target": "vta", "tuning_log": "t.jsonl"}, "does not apply to target vta yet"),
+        ({"target": "vta", "tuning_log": "t.jsonl"}, "tuning log t.jsonl: no such file"),
         ({"target": "vta", "num_threads": 2}, "num_threads applies to the cpu and gpu"),
         ({"target": "vta", "device": "fpga"}, "device 'fpga': one of sim, rtl"),
         ({"target": "tpu"}, "unknown target 'tpu'"),
@@ -312,6 +312,8 @@ def test_an_artifact_refuses_compile_options(digits_artifact):
         InferenceSession(digits_artifact, config="vta-1x16x16")
     with pytest.raises(SessionError, match="image_size and batch apply to zoo models"):
         InferenceSession(digits_artifact, target="vta", image_size=32)
+    with pytest.raises(SessionError, match="a tuning log applies when a model is compiled"):
+        InferenceSession(digits_artifact, tuning_log="t.jsonl")
 
 
 def test_vtac_compile_and_run_a_vta_artifact(tmp_path, capsys):
@@ -348,7 +350,9 @@ def test_vtac_compile_and_run_a_vta_artifact(tmp_path, capsys):
         (["compile", "digits", "-o", "x.vtac", "--calibrate", "c.npy"],
          "--calibrate applies to --target vta, not to cpu"),
         (["run", "digits", "--target", "vta", "--tuning-log", "t.jsonl"],
-         "--tuning-log does not apply to --target vta yet"),
+         "tuning log t.jsonl: no such file"),
+        (["run", "{art}", "--tuning-log", "t.jsonl"],
+         "--tuning-log applies when a model is compiled"),
         (["compile", "digits", "--target", "vta", "-o", "x.vtac", "--threads", "2"],
          "--threads applies to --target cpu or gpu, not to vta"),
         (["run", "digits", "--target", "gpu", "--config", "default"],

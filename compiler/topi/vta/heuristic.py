@@ -20,9 +20,12 @@ Example:
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.errors import ScheduleError
+from compiler.quantize.requant import AluStep
 from isa import HwConfig
 from isa.timing import ALU_PIPE_LATENCY, GEMM_PIPE_LATENCY
 
@@ -252,3 +255,144 @@ def dense_knobs(
             f"{nthreads} virtual threads"
         )
     return best[1]
+
+
+# ---- quantized groups ----------------------------------------------------------------------------
+def epilogue_channel_tiles(steps: Sequence[AluStep]) -> int:
+    """How many per-channel int32 tiles the ALU ``steps`` of a quantized epilogue read (each
+    takes one accumulator entry per output-channel block of a tile; the residual is not one).
+
+    Example:
+        >>> epilogue_channel_tiles([AluStep("ADD", tensor="bias"), AluStep("SHR", imm=8),
+        ...                         AluStep("ADD", tensor="rhs")])
+        1
+    """
+    return len({s.tensor for s in steps if s.tensor not in (None, "rhs")})
+
+
+def quantized_conv2d_knobs(
+    cfg: HwConfig,
+    *,
+    nb: int,
+    ocb: int,
+    icb: int,
+    oh: int,
+    ow: int,
+    k: int,
+    stride: int,
+    steps: Sequence[AluStep],
+    residual: bool,
+    depthwise: bool = False,
+    nthreads: int = 2,
+) -> Conv2dKnobs:
+    """The heuristic's knobs of a quantized conv2d group whose epilogue runs ``steps``
+    (``compiler.topi.vta.qnn.compile_qconv2d``): one ALU stage a step and the cast, the steps
+    with a tile operand at ``alu_ii``, two accumulator tiles per output tile with a residual,
+    and one accumulator entry per channel block for each per-channel tile. ``icb`` is the
+    kernel's input blocks (1 for a depthwise group). The tuner's default point of a group's
+    task is this choice, so a tuned network is measured against the untuned one."""
+    alu_ops = len(steps) + 1
+    tensor_ops = sum(1 for s in steps if s.tensor is not None)
+    return conv2d_knobs(
+        cfg, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride, nthreads=nthreads,
+        alu_ops=alu_ops, alu_imm_ops=max(0, alu_ops - tensor_ops),
+        acc_buffers=2 if residual else 1, channel_tiles=epilogue_channel_tiles(steps),
+        depthwise=depthwise,
+    )  # fmt: skip
+
+
+def quantized_dense_knobs(
+    cfg: HwConfig,
+    *,
+    nb: int,
+    mb: int,
+    kb: int,
+    steps: Sequence[AluStep],
+    residual: bool,
+    nthreads: int = 2,
+) -> DenseKnobs:
+    """The heuristic's knobs of a quantized dense group (``compile_qdense``): each
+    per-channel tile and the residual take an accumulator tile of their own."""
+    acc = 1 + epilogue_channel_tiles(steps) + int(residual)
+    return dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=nthreads, acc_buffers=acc)
+
+
+def conv2d_misfit(
+    cfg: HwConfig,
+    knobs: Conv2dKnobs,
+    *,
+    nb: int,
+    ocb: int,
+    icb: int,
+    oh: int,
+    ow: int,
+    k: int,
+    stride: int,
+    acc_buffers: int = 1,
+    channel_tiles: int = 0,
+    depthwise: bool = False,
+) -> str | None:
+    """Why given conv2d ``knobs`` do not fit ``cfg``'s buffers (naming the knobs at fault),
+    or None: each of the knobs' threads owns its share of the inp, wgt and acc buffers, and
+    the micro-op kernels of all threads share three quarters of the uop buffer (the rules of
+    :func:`conv2d_knobs` and of the tuner's space). Divisibility, thread splits and
+    ``weights_resident`` are :func:`~compiler.topi.vta.conv2d.check_knobs`' business."""
+    n = knobs.nthreads
+    tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
+    ky = 1 if knobs.kernel_step == "row" else k
+    acc = acc_buffers * tb * tco * th * tw + channel_tiles * tco
+    if acc > cfg.acc_depth // n:
+        return (
+            f"tile_b x tile_co x tile_h x tile_w = {tb}x{tco}x{th}x{tw} needs {acc} accumulator "
+            f"rows, a thread's share is {cfg.acc_depth // n}"
+        )
+    if tco * tci * ky * k > cfg.wgt_depth // n:
+        return (
+            f"tile_co x tile_ci = {tco}x{tci} needs {tco * tci * ky * k} weight rows, a "
+            f"thread's share is {cfg.wgt_depth // n}"
+        )
+    in_h, in_w = (th - 1) * stride + ky, (tw - 1) * stride + k
+    inp = tb * (tco if depthwise else tci) * in_h * in_w
+    if inp > cfg.inp_depth // n:
+        return (
+            f"tile_h x tile_w = {th}x{tw} needs an input window of {inp} rows, a thread's "
+            f"share is {cfg.inp_depth // n}"
+        )
+    # the GEMM kernel unrolls every tile axis the instruction does not fold, the reset kernel
+    # the output axes among them (the tuner's space counts them the same way)
+    fold = str(knobs.gemm_fold).split("_")
+    ext = {"co": tco, "h": th, "w": tw, "ci": tci}
+    gemm = ky * k * math.prod(e for a, e in ext.items() if a not in fold)
+    reset = math.prod(e for a, e in ext.items() if a not in (*fold, "ci"))
+    budget = cfg.uop_depth * 3 // 4
+    if n * (gemm + reset + 8) > budget:
+        return (
+            f"gemm_fold={knobs.gemm_fold} with these tiles needs {n * (gemm + reset + 8)} "
+            f"micro-ops for {n} threads, {budget} are usable"
+        )
+    return None
+
+
+def dense_misfit(
+    cfg: HwConfig, knobs: DenseKnobs, *, nb: int, mb: int, kb: int, acc_buffers: int = 1
+) -> str | None:
+    """Why given dense ``knobs`` do not divide the layer's axes or fit ``cfg``'s buffers, or
+    None (the rules of :func:`dense_knobs` and the template's)."""
+    n, tb, tco, tci = knobs.oc_nthread, knobs.tile_b, knobs.tile_co, knobs.tile_ci
+    for name, tile, ext in (("tile_b", tb, nb), ("tile_co", tco, mb), ("tile_ci", tci, kb)):
+        if tile < 1 or ext % tile:
+            return f"{name}={tile} must divide the axis of extent {ext}"
+    if n not in (1, 2) or (mb // tco) % n:
+        return f"oc_nthread={n} needs 1 or 2 and a multiple of {n} output tiles ({mb // tco})"
+    if acc_buffers * tb * tco > cfg.acc_depth // n:
+        return (
+            f"tile_b x tile_co = {tb}x{tco} needs {acc_buffers * tb * tco} accumulator rows, a "
+            f"thread's share is {cfg.acc_depth // n}"
+        )
+    if tb * tci > cfg.inp_depth // n:
+        return f"tile_b x tile_ci = {tb}x{tci} overflows a thread's {cfg.inp_depth // n} inp rows"
+    if tco * tci > cfg.wgt_depth // n:
+        return f"tile_co x tile_ci = {tco}x{tci} overflows a thread's {cfg.wgt_depth // n} wgt rows"
+    if n * (tci + 8) > cfg.uop_depth * 3 // 4:
+        return f"tile_ci={tci} needs more micro-ops than the uop buffer holds for {n} threads"
+    return None

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compiler import te, topi
-from compiler.errors import ShapeError
+from compiler.errors import ScheduleError, ShapeError
 from compiler.ir import op
 from compiler.ir.buffer import Scope
 from compiler.ir.expr import Expr
@@ -43,6 +44,10 @@ from compiler.quantize.requant import (
 from compiler.schedule import Schedule
 from compiler.te.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor
 from isa import HwConfig, Program
+
+if TYPE_CHECKING:
+    from .conv2d import Conv2dKnobs
+    from .dense import DenseKnobs
 
 _ALU_OPS: dict[str, Callable[[Expr, Expr], Expr]] = {
     "ADD": op.add,
@@ -385,6 +390,9 @@ class QLayer:
     residual: bool
     alu_steps: int  # ALU instructions of the epilogue per accumulator entry
     alu_imm_steps: int = 0  # how many of them have an immediate operand (at alu_imm_ii)
+    #: why the knobs asked for were not used (they failed to compile; ``knobs`` are then the
+    #: heuristic's), empty when they were or none were asked for
+    fallback: str = ""
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -413,8 +421,14 @@ def compile_qconv2d(
     residual: bool = False,
     nthreads: int = 2,
     depthwise: bool = False,
+    knobs: Conv2dKnobs | None = None,
 ) -> QLayer:
     """Compile a quantized conv2d group for ``cfg``: NCHW ``in_shape``, OIHW int8 ``weight``.
+
+    ``knobs``: the schedule (a tuned point); None: the heuristic's for ``nthreads``
+    (:func:`~compiler.topi.vta.heuristic.quantized_conv2d_knobs`). Given knobs are checked
+    against the layer's axes and ``cfg``'s buffers; a bad point raises a ScheduleError naming
+    the group and the knob. Knobs change the program's schedule, never its results.
 
     ``depthwise``: ``weight`` is ``(C, 1, KH, KW)``, one filter per channel; it runs on the
     GEMM core as a grouped convolution of one group per channel block whose weight tiles are
@@ -435,8 +449,8 @@ def compile_qconv2d(
     from compiler.build import lower
     from compiler.targets.vta import get_vta_target
 
-    from .conv2d import conv2d_layouts, find_stages, schedule_conv2d_packed
-    from .heuristic import conv2d_knobs
+    from .conv2d import check_knobs, conv2d_layouts, find_stages, schedule_conv2d_packed
+    from .heuristic import conv2d_misfit, epilogue_channel_tiles, quantized_conv2d_knobs
     from .packing import pack_kernel
 
     tgt = get_vta_target(cfg)
@@ -468,15 +482,23 @@ def compile_qconv2d(
     out = qconv2d_packed(
         data, kernel, ep, tiles, stride[0], padding, groups=groups, residual=res, name=name
     )
-    stages = find_stages(out)
-    alu_ops = len(stages.ewise) + 1
-    knobs = conv2d_knobs(
-        cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
-        nthreads=nthreads, alu_ops=alu_ops,
-        alu_imm_ops=max(0, alu_ops - (len(ep.steps()) - imm_steps(ep.steps()))),
-        acc_buffers=2 if residual else 1, channel_tiles=len(tiles), depthwise=depthwise,
-    )  # fmt: skip
-    s = schedule_conv2d_packed(out, knobs, cfg)
+    steps = ep.steps()
+    if knobs is None:
+        knobs = quantized_conv2d_knobs(
+            cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
+            steps=steps, residual=residual, depthwise=depthwise, nthreads=nthreads,
+        )  # fmt: skip
+        s = schedule_conv2d_packed(out, knobs, cfg)
+    else:
+        _tuned("conv2d", name, lambda: check_knobs(find_stages(out), knobs, cfg))
+        misfit = conv2d_misfit(
+            cfg, knobs, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
+            acc_buffers=2 if residual else 1, channel_tiles=epilogue_channel_tiles(steps),
+            depthwise=depthwise,
+        )  # fmt: skip
+        if misfit is not None:
+            raise ScheduleError(f"conv2d group {name}: {misfit} on {cfg.name}")
+        s = schedule_conv2d_packed(out, knobs, cfg)
     args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
     func = lower(s, args, target=tgt)
     prog = tgt.codegen(
@@ -486,7 +508,6 @@ def compile_qconv2d(
     )
     values["kernel"] = pack_kernel(depthwise_kernel(weight, bi) if depthwise else weight, cfg)
     macs = n * o * out_h * out_w * c2 * kh * kw
-    steps = ep.steps()
     return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
 
 
@@ -499,8 +520,12 @@ def compile_qdense(
     batch: int,
     residual: bool = False,
     nthreads: int = 2,
+    knobs: DenseKnobs | None = None,
 ) -> QLayer:
     """Compile a quantized dense group for ``cfg``: ``weight`` int8 ``(M, K)``.
+
+    ``knobs``: the schedule (a tuned point, checked as :func:`compile_qconv2d` checks its);
+    None: the heuristic's (:func:`~compiler.topi.vta.heuristic.quantized_dense_knobs`).
 
     Example:
         >>> import isa
@@ -515,7 +540,7 @@ def compile_qdense(
     from compiler.targets.vta import get_vta_target
 
     from .dense import schedule_dense_packed
-    from .heuristic import dense_knobs
+    from .heuristic import dense_misfit, epilogue_channel_tiles, quantized_dense_knobs
     from .packing import pack_weight
 
     tgt = get_vta_target(cfg)
@@ -527,18 +552,35 @@ def compile_qdense(
     tiles, values = epilogue_tensors(ep, mb, b, bo, name)
     res = te.placeholder((nb, mb, b, bo), "int8", name="residual") if residual else None
     out = qdense_packed(data, wt, ep, tiles, residual=res, name=name)
-    knobs = dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=nthreads,
-                        acc_buffers=1 + len(tiles) + (1 if residual else 0))  # fmt: skip
-    s = schedule_dense_packed(out, knobs, cfg)
+    steps = ep.steps()
+    if knobs is None:
+        knobs = quantized_dense_knobs(cfg, nb=nb, mb=mb, kb=kb, steps=steps, residual=residual,
+                                      nthreads=nthreads)  # fmt: skip
+        s = schedule_dense_packed(out, knobs, cfg)
+    else:
+        acc = 1 + epilogue_channel_tiles(steps) + int(residual)
+        misfit = dense_misfit(cfg, knobs, nb=nb, mb=mb, kb=kb, acc_buffers=acc)
+        if misfit is not None:
+            raise ScheduleError(f"dense group {name}: {misfit} on {cfg.name}")
+        s = schedule_dense_packed(out, knobs, cfg)
     args = [data, wt, *tiles.values(), *([res] if res is not None else []), out]
     prog = tgt.codegen(
         lower(s, args, target=tgt),
         roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
     )
     values["weight"] = pack_weight(weight, cfg)
-    steps = ep.steps()
     macs = batch * m * k
     return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
+
+
+def _tuned(kind: str, name: str, check: Callable[[], object]) -> None:
+    """Run ``check`` of given knobs; its ScheduleError names the group (the template's own
+    message names the knob and the axis)."""
+    try:
+        check()
+    except ScheduleError as e:
+        text, own = str(e), f"{kind} {name}: "
+        raise ScheduleError(f"{kind} group {name}: {text.removeprefix(own)}") from None
 
 
 def pool2d_packed(
