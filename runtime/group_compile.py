@@ -62,7 +62,7 @@ _WORK: dict[str, Any] = {}
 
 def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
     """The cache key of ``group`` on ``cfg`` (see the module docstring)."""
-    from runtime.vta_target import _pool_load_pads
+    from runtime.vta_target import pool_load_pads
 
     index = {id(n): k for k, n in enumerate(group.nodes)}
     nodes = []
@@ -87,7 +87,7 @@ def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
             for n in (group.anchor, group.requantize, group.qadd)
         ],  # fmt: skip
         "residual": None if residual is None else (residual.type.shape, str(residual.type.dtype)),
-        "pool_load_pads": group.kind == "max_pool2d" and _pool_load_pads(group),
+        "pool_load_pads": group.kind == "max_pool2d" and pool_load_pads(group),
         "config": cfg.to_json(),
         "extra": extra,
         "version": source_version(*VERSION_MODULES),

@@ -197,10 +197,10 @@ def resolve_target(args: argparse.Namespace) -> bool:
     """Set ``args.target`` (an artifact's own target when not given, else cpu) and refuse the
     options that do not apply to it; returns whether ``args.model`` is an artifact."""
     from runtime.artifact import artifact_kind
-    from runtime.session import _is_artifact_source
+    from runtime.session import is_artifact_source
     from runtime.vta_cli import check_target_options
 
-    artifact = _is_artifact_source(args.model)
+    artifact = is_artifact_source(args.model)
     if args.target is None:
         args.target = artifact_kind(args.model) if artifact else "cpu"
     check_target_options(args, args.target, artifact)
@@ -315,7 +315,7 @@ def describe_output(arr: np.ndarray) -> dict[str, Any]:
     return d
 
 
-def _format_output(name: str, d: dict[str, Any]) -> str:
+def format_output(name: str, d: dict[str, Any]) -> str:
     shape = ",".join(str(s) for s in d["shape"])
     head = f"{name}: {d['dtype']}[{shape}]"
     if "top5" in d:
@@ -368,7 +368,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({"outputs": described_outs, **profile.to_json()}))
         return 0
     for n, d in described_outs.items():
-        print(_format_output(n, d))
+        print(format_output(n, d))
     print()
     runs = f", medians of {len(profiles)} runs" if len(profiles) > 1 else ""
     if args.quiet:

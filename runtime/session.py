@@ -211,7 +211,7 @@ class InferenceSession:
                 "image_size and batch apply to zoo models only; give an ONNX file's free "
                 "dimensions with input_shapes"
             )
-        if _is_artifact_source(model):
+        if is_artifact_source(model):
             program = load_artifact(model if isinstance(model, bytes) else os.fspath(model))
             if program.target != target:
                 raise SessionError(
@@ -240,8 +240,8 @@ class InferenceSession:
             else:
                 self._from_feeds = True
         #: the tuning records applied (``report()`` says which tasks fell back), or None
-        self.tuning = best if not _is_artifact_source(model) else None
-        if _is_artifact_source(model):
+        self.tuning = best if not is_artifact_source(model) else None
+        if is_artifact_source(model):
             self._program = program
             self._executor = Executor(program)
         self.compile_seconds = time.perf_counter() - t0
@@ -413,7 +413,7 @@ def _refuse_vta_options(target: str, options: Mapping[str, Any]) -> None:
 def _is_vta_artifact(model: ModelSource, target: str | None) -> bool:
     """Whether ``model`` is an artifact of an accelerator network (and no other target was
     asked for: the session then says which target the artifact holds)."""
-    if target is not None or not _is_artifact_source(model):
+    if target is not None or not is_artifact_source(model):
         return False
     from runtime.artifact import artifact_kind
     from runtime.errors import ArtifactError
@@ -424,7 +424,7 @@ def _is_vta_artifact(model: ModelSource, target: str | None) -> bool:
         return False  # the cpu loader names the fault
 
 
-def _is_artifact_source(model: ModelSource) -> bool:
+def is_artifact_source(model: ModelSource) -> bool:
     if isinstance(model, bytes):
         return is_artifact(model)
     if isinstance(model, (str, os.PathLike)):

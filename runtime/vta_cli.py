@@ -186,7 +186,7 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
     """Print (or save) the outputs and the per-layer table of one network run; the trace and
     the outputs file are written together or not at all."""
     from isa.outputs import OutputFiles
-    from runtime.model_cli import _format_output, describe_output, write_npz
+    from runtime.model_cli import describe_output, format_output, write_npz
 
     outs = dict(zip(names, result.outputs, strict=True))
     with OutputFiles() as files:
@@ -205,7 +205,7 @@ def _report(args: argparse.Namespace, names: list[str], result: Any) -> int:
         print(json.dumps({"outputs": described, **result.to_json()}, allow_nan=False))
         return status
     for n, d in described.items():
-        print(_format_output(n, d))
+        print(format_output(n, d))
     print()
     quiet = getattr(args, "quiet", False)
     if result.rtl_checks:

@@ -207,7 +207,7 @@ class NetworkPlan:
         checked against the simulator; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` whose
         build is reused), host groups on the CPU; ``progress`` shows a bar of the accelerator
         groups on stderr."""
-        from runtime.vta_target import _execute, progress_bar, rtl_device, run_record
+        from runtime.vta_target import execute_group, progress_bar, rtl_device, run_record
 
         rtl = rtl_device(device, simulator, trace, rtl)
         bar = progress_bar(len(self.accel_steps), self.name) if progress else None
@@ -247,7 +247,7 @@ class NetworkPlan:
                     t0 = clock()
                     prog.write(w.symbol, w.packed(x, cfg))
                     copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
-                res = _execute(prog, device, trace, rtl, step.name, bar)
+                res = execute_group(prog, device, trace, rtl, step.name, bar)
                 dram = res.dram
                 if trace:
                     traces.append((step.name, cycles_so_far, res.trace))
@@ -284,11 +284,11 @@ class NetworkPlan:
 
 def _host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
     """What :func:`runtime.vta_target._host_input` does to ``group``'s ``data``, as data."""
-    from runtime.vta_target import _pool_load_pads, input_fold
+    from runtime.vta_target import input_fold, pool_load_pads
 
     if symbol == "residual":
         return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")
-    if group.kind == "max_pool2d" and not _pool_load_pads(group):
+    if group.kind == "max_pool2d" and not pool_load_pads(group):
         pad = tuple(int(p) for p in group.anchor.attrs["padding"])
         return HostInput(symbol, slot, "nchw_out", pad=pad, pad_value=-128)  # type: ignore[arg-type]
     if group.kind in ("global_sum_pool2d", "max_pool2d"):

@@ -175,7 +175,7 @@ class VtaInferenceSession(InferenceSession):
         cache: bool = True,
         **others: Any,
     ) -> None:
-        from runtime.session import _is_artifact_source
+        from runtime.session import is_artifact_source
 
         if target not in (None, "vta"):
             raise SessionError(f"the artifact holds an accelerator network: target vta, not "
@@ -185,7 +185,7 @@ class VtaInferenceSession(InferenceSession):
                 raise SessionError(f"{key} does not apply to target vta")
         if num_threads is not None:
             raise SessionError("num_threads applies to the cpu and gpu targets, not to vta")
-        if tuning_log is not None and _is_artifact_source(model):
+        if tuning_log is not None and is_artifact_source(model):
             raise SessionError(
                 "a tuning log applies when a model is compiled, not to a compiled artifact "
                 "(it keeps the knobs it was compiled with)"
@@ -200,7 +200,7 @@ class VtaInferenceSession(InferenceSession):
             # one RTL device per session: its testbench build is reused by every run
             self.rtl = rtl_device(self.device, simulator, False)
         t0 = time.perf_counter()
-        if _is_artifact_source(model):
+        if is_artifact_source(model):
             from runtime.vta_artifact import load_vta_artifact
 
             if image_size is not None or batch is not None:
@@ -226,7 +226,7 @@ class VtaInferenceSession(InferenceSession):
                     raise SessionError(f"config {wanted!r}: the artifact was compiled for "
                                        f"{plan.config.name!r}")  # fmt: skip
         tuning = None
-        if not _is_artifact_source(model):
+        if not is_artifact_source(model):
             if tuning_log is not None:
                 from runtime.vta_tuning import load_network_tuning
 

@@ -390,7 +390,7 @@ def _non_negative(v: Value) -> bool:
     return False
 
 
-def _pool_load_pads(group: AccelGroup) -> bool:
+def pool_load_pads(group: AccelGroup) -> bool:
     """A padded max pool whose input is non-negative: LOAD's zero padding is then exact (the
     reference pads with -128, and the window's maximum is at least 0 either way)."""
     return any(group.anchor.attrs["padding"]) and _non_negative(group.anchor.inputs[0])
@@ -401,13 +401,13 @@ def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
     input that may be negative (the reference pads with -128) or a convolution run over folded
     channels (:mod:`compiler.topi.vta.fold`)."""
     if group.kind == "max_pool2d":
-        return any(group.anchor.attrs["padding"]) and not _pool_load_pads(group)
+        return any(group.anchor.attrs["padding"]) and not pool_load_pads(group)
     return input_fold(group, cfg) is not None
 
 
 def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     """The packed ``data`` of ``group`` from its NCHW (or 2-D) input ``x``."""
-    if group.kind == "max_pool2d" and not _pool_load_pads(group):
+    if group.kind == "max_pool2d" and not pool_load_pads(group):
         # the reference pads with -128; the host writes the padded window
         pt, pl, pb, pr = group.anchor.attrs["padding"]
         x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
@@ -452,7 +452,7 @@ def progress_bar(total: int, name: str) -> Any:
     return bar(total, f"running {name}")
 
 
-def _execute(
+def execute_group(
     prog: Any, device: str, trace: bool, rtl: Any = None, name: str = "", bar: Any = None
 ) -> Any:
     """Run one group's program on the simulator, or on the RTL checked against it."""
@@ -631,7 +631,7 @@ def _compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
         pt, pl, pb, pr = a["padding"]
         kh, kw = a["pool_size"]
         sh, sw = a["strides"]
-        if _pool_load_pads(group):
+        if pool_load_pads(group):
             return compile_qpool(
                 group.name, cfg, "max", in_shape=(n, c, h, wd), pool=(kh, kw), stride=(sh, sw),
                 zero_padding=(pt, pl, pb, pr),
