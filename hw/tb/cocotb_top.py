@@ -4,7 +4,7 @@ The job (``VTA_RTL_JOB``, written by :func:`hw.coverify.run_rtl`) names the inst
 stream and the cycle limit; the DRAM image comes in through ``+DRAM_INIT``. The test resets
 the machine, pulses ``start``, waits for ``done`` without stepping Python every cycle, lets the
 instructions issued up to FINISH end (nothing new issues after it), and has the DRAM model dump
-the final image. On a hang it snapshots the debug outputs
+the final image, then reads the event counters (vta_stats). On a hang it snapshots the debug outputs
 (instructions issued per module, states, command-queue counts, tokens) so the caller can name
 where the run stuck. Comparison happens outside, in :mod:`hw.coverify`.
 """
@@ -95,6 +95,10 @@ async def run_program(dut):
     if finished:
         result["drained"] = await tb.drain(int(job["max_cycles"]))
         await tb.dump()
+        # event counters: every instruction issued up to FINISH has ended by now
+        await ReadOnly()
+        n = int(job["events"])
+        result["events"] = unpack(int(dut.u_dut.dbg_events.value), 64, n, signed=False).tolist()
     else:
         result["state"] = tb.snapshot()
     Path(job["result"]).write_text(json.dumps(result))

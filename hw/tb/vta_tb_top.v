@@ -70,7 +70,8 @@ module vta_tb_top (
         .dbg_waiting(),
         .dbg_tokens(),
         .dbg_cmd_counts(),
-        .dbg_stats()
+        .dbg_stats(),
+        .dbg_events()
     );
     /* verilator lint_on PINCONNECTEMPTY */
 

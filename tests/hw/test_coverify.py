@@ -13,7 +13,7 @@ from hw.coverify import coverify, first_mismatch, hang_state, run_rtl
 from hw.errors import RtlHang
 from hw.reference import Reference, reference_run
 from isa.asm import assemble
-from tests.hw.conftest import require, selected_simulators
+from tests.hw.conftest import check_events, require, selected_simulators
 
 pytestmark = pytest.mark.rtl
 
@@ -23,8 +23,9 @@ TOLERANCE = 0.10
 
 
 def check(result) -> None:
-    """Bit-exact; cycles within the tolerance; and, since both models follow docs/timing.md to
-    the cycle, every module's cycles per statistics category equal to the simulator's."""
+    """Bit-exact; cycles within the tolerance; since both models follow docs/timing.md to the
+    cycle, every module's cycles per statistics category equal to the simulator's; and every
+    event the energy model prices, counted by the RTL, equal to isa.energy.count_events'."""
     assert result.match, result.mismatch.message()
     if result.sim_cycles is not None:
         ratio = result.cycle_ratio
@@ -33,6 +34,7 @@ def check(result) -> None:
         )
     if result.stats_match is not None:
         assert result.stats_match, f"cycle statistics differ: {result.stats_diff()}"
+    check_events(result)
 
 
 @pytest.mark.parametrize("simulator", selected_simulators(core=True))
