@@ -53,7 +53,7 @@ CATEGORIES = {
     "store": ("busy", "wait_token", "wait_memory", "idle"),
 }
 #: Opcode values the ALU format can carry (the RTL counts each, listed in the ISA or not).
-_ALU_OPCODE_VALUES = 1 << dict(FORMATS["alu"])["alu_opcode"]
+_ALU_OPCODE_VALUES = 1 << int(dict(FORMATS["alu"])["alu_opcode"])
 
 
 def _alu_event(value: int, kind: str) -> str:
@@ -209,6 +209,8 @@ class CoverifyResult:
         }
         if self.mismatch is not None:
             d["mismatch"] = self.mismatch.message()
+        if self.events_match is False:
+            d["events_diff"] = self.events_diff()
         return d
 
 

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 import isa
+from hw import coverify as cv
 from hw import programs
-from hw.coverify import coverify, first_mismatch, hang_state, run_rtl
-from hw.errors import RtlHang
+from hw.coverify import CoverifyResult, RtlRun, coverify, first_mismatch, hang_state, run_rtl
+from hw.errors import RtlError, RtlHang
 from hw.reference import Reference, reference_run
 from isa.asm import assemble
+from isa.energy import EventCounts, count_events
+from isa.insn import AluOp
 from tests.hw.conftest import check_events, require, selected_simulators
 
 pytestmark = pytest.mark.rtl
@@ -230,3 +233,38 @@ def test_store_in_flight_at_finish_completes(build_root):
         isa.Finish(),
     )
     check(coverify(b.build(), build_root=build_root))
+
+
+def _result_with_events(prog, events):
+    """A co-verification result of ``prog`` whose RTL reported ``events``."""
+    run = RtlRun(prog, "icarus", True, 36, prog.dram, {}, 0.0, 1000, {}, events)
+    return CoverifyResult(
+        True, 36, 36, "vta_sim", None, run, None, cv.event_dict(count_events(prog))
+    )
+
+
+def test_event_mismatch_names_counter_program_and_values():
+    prog = programs.gemm(isa.load_config("default"))
+    ref = cv.event_dict(count_events(prog))
+    assert ref["gemm_uops"] > 0 and ref["sram_writes.inp"] > 0
+    assert _result_with_events(prog, dict(ref)).events_match is True
+    wrong = dict(ref, **{"sram_writes.inp": ref["sram_writes.inp"] + 3})
+    result = _result_with_events(prog, wrong)
+    assert result.events_match is False
+    n = ref["sram_writes.inp"]
+    assert result.events_diff("gemm on default") == (
+        f"gemm on default: sram_writes.inp: RTL {n + 3}, count_events {n}"
+    )
+    assert result.to_dict()["events_diff"].endswith(f"RTL {n + 3}, count_events {n}")
+    assert _result_with_events(prog, {}).events_match is None
+
+
+def test_event_names_cover_count_events():
+    """Every counter the RTL has is named after count_events' keys, and a key the RTL has no
+    counter for is refused by name rather than left unchecked."""
+    assert len(cv.EVENTS) == len(set(cv.EVENTS)) == 2 + 2 * 8 + 5 + 5 + 7
+    for a in AluOp:
+        assert f"alu_uops.{a.name.lower()}_imm" in cv.EVENTS
+    ev = EventCounts(1, 0, {"fma_imm": 2}, {}, {}, {})
+    with pytest.raises(RtlError, match="no counter for alu_uops.fma_imm"):
+        cv.event_dict(ev)
