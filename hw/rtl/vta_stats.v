@@ -12,7 +12,8 @@
 // transfer's descriptor in its grant cycle. Event counters run from `start` on, also after
 // FINISH, so the instructions still under way then (a STORE's last beats) count; the testbench
 // reads them once the accelerator is quiescent. They are EV_W bits wide: a whole network's
-// DRAM bytes and MACs fit. Counting adds no logic to any datapath and changes no timing.
+// DRAM bytes and MACs fit. The counters only observe: no datapath or control signal depends
+// on them, so timing is unchanged.
 module vta_stats (
     clk,
     rst,
