@@ -134,13 +134,17 @@ def test_random_gemm_shapes(seed, build_root):
 
 @pytest.mark.parametrize("name", ["gemm", "pingpong", "strided", "alu_all", "padded"])
 def test_dram_gaps_and_latency_keep_results(name, build_root):
-    """Idle cycles between beats and a longer latency change timing only, never results."""
+    """Idle cycles between beats and a longer latency change timing only, never results, nor
+    any event count."""
     require("icarus")
     prog = programs.PROGRAMS[name](isa.load_config("default"))
     run = run_rtl(prog, build_root=build_root, plusargs=["+DRAM_GAPS=3", "+DRAM_EXTRA_LATENCY=7"])
     assert run.finished
     mism = first_mismatch(prog, reference_run(prog).dram, run.dram)
     assert mism is None, mism.message()
+    ref = cv.event_dict(count_events(prog))
+    bad = [f"{e}: RTL {n}, count_events {ref[e]}" for e, n in run.events.items() if n != ref[e]]
+    assert run.events and not bad, f"{name} with DRAM gaps: {'; '.join(bad)}"
 
 
 def test_hang_names_the_blocked_instructions(build_root):
