@@ -49,8 +49,9 @@ module vta_stats (
     compute_type,
     // counters: module m, category c at [(4 * m + c) * CNT_W +: CNT_W]
     counts,
-    // counters: event e (EV_* below) at [e * EV_W +: EV_W]
-    events
+    // event counters: the one event_sel names (EV_* below), through a small read port
+    event_sel,
+    event_value
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -67,7 +68,8 @@ module vta_stats (
     localparam integer EV_RD = EV_ALU + 2 * N_ALU;  // entries read: uop, inp, wgt, acc, out
     localparam integer EV_WR = EV_RD + 5;  // entries written: uop, inp, wgt, acc, out
     localparam integer EV_DRAM = EV_WR + 5;  // DRAM bytes: insn, uop, wgt, inp, acc, acc8, out
-    localparam integer N_EV = EV_DRAM + 7;
+    localparam integer N_EV = EV_DRAM + 7;  // = N_EVENTS
+    localparam [EV_SEL_W-1:0] SEL_END = N_EV[EV_SEL_W-1:0];
     localparam integer BYTES_W = ROWS_W + ROWB_W;
     localparam [EV_W-1:0] EV_ONE = 1;
 
@@ -104,7 +106,8 @@ module vta_stats (
     input wire [1:0] compute_type;  // compute's transfer fills uop (0), acc (1) or acc8 (2)
 
     output wire [N*CNT_W-1:0] counts;
-    output wire [N_EV*EV_W-1:0] events;
+    input wire [EV_SEL_W-1:0] event_sel;
+    output wire [EV_W-1:0] event_value;
 
     // ---- cycles per module and category
     reg [CNT_W-1:0] cnt[0:N-1];
@@ -136,26 +139,27 @@ module vta_stats (
     reg [ENT_W-1:0] n_wgt_wr;
     reg [ENT_W-1:0] n_acc_wr;
     reg [ENT_W-1:0] n_out_wr;
-    always @(*) begin
+    always @(*) begin : p_lanes
+        integer j;  // its own loop variable: the block depends on the masks alone
         n_uop_wr = {ENT_W{1'b0}};
         n_inp_wr = {ENT_W{1'b0}};
         n_wgt_wr = {ENT_W{1'b0}};
         n_acc_wr = {ENT_W{1'b0}};
         n_out_wr = {ENT_W{1'b0}};
-        for (i = 0; i < K_UOP; i = i + 1) begin
-            n_uop_wr = n_uop_wr + {{(ENT_W - 1) {1'b0}}, uop_wr_mask[i]};
+        for (j = 0; j < K_UOP; j = j + 1) begin
+            n_uop_wr = n_uop_wr + {{(ENT_W - 1) {1'b0}}, uop_wr_mask[j]};
         end
-        for (i = 0; i < K_INP; i = i + 1) begin
-            n_inp_wr = n_inp_wr + {{(ENT_W - 1) {1'b0}}, inp_wr_mask[i]};
+        for (j = 0; j < K_INP; j = j + 1) begin
+            n_inp_wr = n_inp_wr + {{(ENT_W - 1) {1'b0}}, inp_wr_mask[j]};
         end
-        for (i = 0; i < K_WGT; i = i + 1) begin
-            n_wgt_wr = n_wgt_wr + {{(ENT_W - 1) {1'b0}}, wgt_wr_mask[i]};
+        for (j = 0; j < K_WGT; j = j + 1) begin
+            n_wgt_wr = n_wgt_wr + {{(ENT_W - 1) {1'b0}}, wgt_wr_mask[j]};
         end
-        for (i = 0; i < K_ACC; i = i + 1) begin
-            n_acc_wr = n_acc_wr + {{(ENT_W - 1) {1'b0}}, acc_wr_mask[i]};
+        for (j = 0; j < K_ACC; j = j + 1) begin
+            n_acc_wr = n_acc_wr + {{(ENT_W - 1) {1'b0}}, acc_wr_mask[j]};
         end
-        for (i = 0; i < K_OUT; i = i + 1) begin
-            n_out_wr = n_out_wr + {{(ENT_W - 1) {1'b0}}, out_wr_mask[i]};
+        for (j = 0; j < K_OUT; j = j + 1) begin
+            n_out_wr = n_out_wr + {{(ENT_W - 1) {1'b0}}, out_wr_mask[j]};
         end
     end
 
@@ -206,12 +210,25 @@ module vta_stats (
             if (acc_rd) begin
                 ev[EV_RD+3] <= ev[EV_RD+3] + EV_ONE;
             end
-            ev[EV_RD+4] <= ev[EV_RD+4] + {{(EV_W - ENT_W) {1'b0}}, out_rd_entries};
-            ev[EV_WR+0] <= ev[EV_WR+0] + {{(EV_W - ENT_W) {1'b0}}, n_uop_wr};
-            ev[EV_WR+1] <= ev[EV_WR+1] + {{(EV_W - ENT_W) {1'b0}}, n_inp_wr};
-            ev[EV_WR+2] <= ev[EV_WR+2] + {{(EV_W - ENT_W) {1'b0}}, n_wgt_wr};
-            ev[EV_WR+3] <= ev[EV_WR+3] + {{(EV_W - ENT_W) {1'b0}}, n_acc_wr};
-            ev[EV_WR+4] <= ev[EV_WR+4] + {{(EV_W - ENT_W) {1'b0}}, n_out_wr};
+            // (each add only when there is one: an idle counter costs a simulator nothing)
+            if (out_rd_entries != {ENT_W{1'b0}}) begin
+                ev[EV_RD+4] <= ev[EV_RD+4] + {{(EV_W - ENT_W) {1'b0}}, out_rd_entries};
+            end
+            if (n_uop_wr != {ENT_W{1'b0}}) begin
+                ev[EV_WR+0] <= ev[EV_WR+0] + {{(EV_W - ENT_W) {1'b0}}, n_uop_wr};
+            end
+            if (n_inp_wr != {ENT_W{1'b0}}) begin
+                ev[EV_WR+1] <= ev[EV_WR+1] + {{(EV_W - ENT_W) {1'b0}}, n_inp_wr};
+            end
+            if (n_wgt_wr != {ENT_W{1'b0}}) begin
+                ev[EV_WR+2] <= ev[EV_WR+2] + {{(EV_W - ENT_W) {1'b0}}, n_wgt_wr};
+            end
+            if (n_acc_wr != {ENT_W{1'b0}}) begin
+                ev[EV_WR+3] <= ev[EV_WR+3] + {{(EV_W - ENT_W) {1'b0}}, n_acc_wr};
+            end
+            if (n_out_wr != {ENT_W{1'b0}}) begin
+                ev[EV_WR+4] <= ev[EV_WR+4] + {{(EV_W - ENT_W) {1'b0}}, n_out_wr};
+            end
             if (mem_req_valid) begin
                 ev[EV_DRAM+{29'd0, kind}] <= ev[EV_DRAM+{29'd0, kind}] +
                                              {{(EV_W - BYTES_W) {1'b0}}, xfer_bytes};
@@ -219,11 +236,9 @@ module vta_stats (
         end
     end
 
-    generate
-        for (g = 0; g < N_EV; g = g + 1) begin : g_ev
-            assign events[g*EV_W+:EV_W] = ev[g];
-        end
-    endgenerate
+    // One counter at a time: a port of every counter would be a vector that changes in
+    // nearly every cycle, which costs an event-driven simulator more than all the counting.
+    assign event_value = (event_sel < SEL_END) ? ev[event_sel] : {EV_W{1'b0}};
 
 endmodule
 `default_nettype wire

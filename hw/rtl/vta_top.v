@@ -48,7 +48,8 @@ module vta_top (
     dbg_tokens,
     dbg_cmd_counts,
     dbg_stats,
-    dbg_events
+    dbg_event_sel,
+    dbg_event
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -57,9 +58,6 @@ module vta_top (
 
     localparam [CNT_W-1:0] CNT_ONE = 1;
     localparam [ROWS_W-1:0] ONE_ROW = 1;
-    // Event counters of vta_stats: GEMM, reset GEMM, ALU per opcode value and operand kind,
-    // reads and writes of the five buffers, DRAM bytes of seven kinds.
-    localparam integer N_EVENTS = 2 + 2 * (1 << ALU_ALU_OPCODE_W) + 5 + 5 + 7;
 
     input wire clk;
     input wire rst;  // active-high, synchronous
@@ -91,7 +89,8 @@ module vta_top (
     output wire [4*DEPQ_CW-1:0] dbg_tokens;  // {s->c, c->s, c->l, l->c}
     output wire [3*CMDQ_CW-1:0] dbg_cmd_counts;  // {store, compute, load}
     output wire [16*CNT_W-1:0] dbg_stats;  // cycles per module and category (vta_stats)
-    output wire [N_EVENTS*EV_W-1:0] dbg_events;  // event counters (vta_stats)
+    input wire [EV_SEL_W-1:0] dbg_event_sel;  // which event counter dbg_event shows
+    output wire [EV_W-1:0] dbg_event;  // that counter (vta_stats)
 
     // ---- run control and cycle counter
     reg running_r;
@@ -535,7 +534,8 @@ module vta_top (
         .load_wgt(ld_wgt),
         .compute_type(ev_load_type),
         .counts(dbg_stats),
-        .events(dbg_events)
+        .event_sel(dbg_event_sel),
+        .event_value(dbg_event)
     );
 
     assign quiescent = !port_busy && (dbg_states[1:0] != ST_EXEC) &&
