@@ -57,12 +57,12 @@ _ALU_OPCODE_VALUES = 1 << int(dict(FORMATS["alu"])["alu_opcode"])
 
 
 def _alu_event(value: int, kind: str) -> str:
-    name = AluOp(value).name.lower() if value in AluOp._value2member_map_ else f"op{value}"
+    name = AluOp(value).name.lower() if value in {int(a) for a in AluOp} else f"op{value}"
     return f"alu_uops.{name}_{kind}"
 
 
-#: Event counters of vta_stats (``dbg_events``), in the RTL's order, named after the fields of
-#: :class:`isa.energy.EventCounts` (``<field>.<key>`` for its per-kind maps).
+#: Event counters of vta_stats, in the RTL's order (the numbers ``dbg_event_sel`` takes), named
+#: after the fields of :class:`isa.energy.EventCounts` (``<field>.<key>`` for its maps).
 EVENTS: tuple[str, ...] = (
     "gemm_uops",
     "gemm_reset_uops",
@@ -71,8 +71,6 @@ EVENTS: tuple[str, ...] = (
     *(f"sram_writes.{b}" for b in BUFFERS),
     *(f"dram_bytes.{k}" for k in DRAM_KINDS),
 )
-#: Width of each event counter in the RTL (EV_W).
-EVENT_BITS = 64
 
 
 def event_dict(events: EventCounts) -> dict[str, int]:
