@@ -69,4 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"cycle_ratio  {ratio}")
         if "mismatch" in d:
             print(f"mismatch     {d['mismatch']}")
+        if d["events_match"] is not None:
+            events = "equal to count_events" if d["events_match"] else d["events_diff"]
+            print(f"events       {events}")
     return 0 if result.match else 1

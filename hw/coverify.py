@@ -32,8 +32,10 @@ import numpy as np
 from isa import timing
 from isa.config import HwConfig
 from isa.encoding import decode_fields
+from isa.energy import BUFFERS, DRAM_KINDS, EventCounts, count_events
 from isa.errors import IsaError
-from isa.insn import MemType, Opcode, module_of_fields
+from isa.formats import FORMATS
+from isa.insn import AluOp, MemType, Opcode, module_of_fields
 from isa.program import Program, as_program
 
 from . import sim
@@ -50,6 +52,43 @@ CATEGORIES = {
     "compute": ("busy", "wait_token", "wait_memory", "idle"),
     "store": ("busy", "wait_token", "wait_memory", "idle"),
 }
+#: Opcode values the ALU format can carry (the RTL counts each, listed in the ISA or not).
+_ALU_OPCODE_VALUES = 1 << int(dict(FORMATS["alu"])["alu_opcode"])
+
+
+def _alu_event(value: int, kind: str) -> str:
+    name = AluOp(value).name.lower() if value in {int(a) for a in AluOp} else f"op{value}"
+    return f"alu_uops.{name}_{kind}"
+
+
+#: Event counters of vta_stats, in the RTL's order (the numbers ``dbg_event_sel`` takes), named
+#: after the fields of :class:`isa.energy.EventCounts` (``<field>.<key>`` for its maps).
+EVENTS: tuple[str, ...] = (
+    "gemm_uops",
+    "gemm_reset_uops",
+    *(_alu_event(a, k) for a in range(_ALU_OPCODE_VALUES) for k in ("imm", "reg")),
+    *(f"sram_reads.{b}" for b in BUFFERS),
+    *(f"sram_writes.{b}" for b in BUFFERS),
+    *(f"dram_bytes.{k}" for k in DRAM_KINDS),
+)
+
+
+def event_dict(events: EventCounts) -> dict[str, int]:
+    """``events`` under the names of :data:`EVENTS` (zero where it has no such key).
+
+    Raises :class:`RtlError` naming a key of ``events`` that the RTL has no counter for, so
+    that a new kind of event cannot go unchecked.
+    """
+    flat = {"gemm_uops": events.gemm_uops, "gemm_reset_uops": events.gemm_reset_uops}
+    for field in ("alu_uops", "sram_reads", "sram_writes", "dram_bytes"):
+        for k, v in getattr(events, field).items():
+            flat[f"{field}.{k}"] = int(v)
+    extra = sorted(set(flat) - set(EVENTS))
+    if extra:
+        raise RtlError(f"event counts: the RTL has no counter for {', '.join(extra)}")
+    return {e: int(flat.get(e, 0)) for e in EVENTS}
+
+
 QUEUES = ("load->compute", "compute->load", "compute->store", "store->compute")
 #: Smallest DRAM the testbench builds (log2 of bus words); sizes round up to powers of two so
 #: that programs of similar size share a build.
@@ -70,6 +109,8 @@ class RtlRun:
     max_cycles: int
     #: cycles per module and statistics category, counted by the RTL (vta_stats)
     stats: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    #: events of the run (:data:`EVENTS`), counted by the RTL (vta_stats) up to quiescence
+    events: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def hang_report(self) -> str:
         """Where the run stuck: each module's last issued instruction, queues and tokens."""
@@ -110,6 +151,8 @@ class CoverifyResult:
     run: RtlRun
 
     reference_stats: dict[str, dict[str, int]] | None = None
+    #: :func:`isa.energy.count_events` of the program, under the names of :data:`EVENTS`
+    reference_events: dict[str, int] | None = None
 
     @property
     def stats_match(self) -> bool | None:
@@ -129,6 +172,22 @@ class CoverifyResult:
         return "; ".join(out)
 
     @property
+    def events_match(self) -> bool | None:
+        """Whether every event counter of the RTL equals count_events' (None: unknown)."""
+        if self.reference_events is None or not self.run.events:
+            return None
+        return self.run.events == self.reference_events
+
+    def events_diff(self, program: str = "the program") -> str:
+        """The event counters where the RTL and count_events disagree, naming ``program``."""
+        ref = self.reference_events or {}
+        return "; ".join(
+            f"{program}: {e}: RTL {n}, count_events {ref.get(e)}"
+            for e, n in self.run.events.items()
+            if ref.get(e) != n
+        )
+
+    @property
     def cycle_ratio(self) -> float | None:
         """Simulator cycles / RTL cycles (None without a cycle-accurate reference)."""
         if self.sim_cycles is None or not self.rtl_cycles:
@@ -142,11 +201,14 @@ class CoverifyResult:
             "sim_cycles": self.sim_cycles,
             "cycle_ratio": None if self.cycle_ratio is None else round(self.cycle_ratio, 6),
             "stats_match": self.stats_match,
+            "events_match": self.events_match,
             "reference": self.reference,
             "simulator": self.run.simulator,
         }
         if self.mismatch is not None:
             d["mismatch"] = self.mismatch.message()
+        if self.events_match is False:
+            d["events_diff"] = self.events_diff()
         return d
 
 
@@ -348,6 +410,7 @@ def run_rtl(
             "insn_base": prog.insn_base,
             "insn_count": prog.insn_count,
             "max_cycles": limit,
+            "events": len(EVENTS),
             "result": str(result),
         }
         (tmpd / "job.json").write_text(json.dumps(job))
@@ -384,6 +447,10 @@ def run_rtl(
         if counts
         else {}
     )
+    ev = res.get("events", [])
+    events = {e: int(ev[k]) for k, e in enumerate(EVENTS)} if ev else {}
+    if ev and len(ev) != len(EVENTS):
+        raise RtlError(f"the RTL reported {len(ev)} event counters; expected {len(EVENTS)}")
     return RtlRun(
         prog,
         simulator,
@@ -394,6 +461,7 @@ def run_rtl(
         wall,
         limit,
         stats,
+        events,
     )
 
 
@@ -576,4 +644,13 @@ def coverify(
         raise RtlHang(run.hang_report())
     assert run.dram is not None
     mism = first_mismatch(prog, ref.dram, run.dram)
-    return CoverifyResult(mism is None, run.cycles, ref.cycles, ref.source, mism, run, ref.modules)
+    return CoverifyResult(
+        mism is None,
+        run.cycles,
+        ref.cycles,
+        ref.source,
+        mism,
+        run,
+        ref.modules,
+        event_dict(count_events(prog)),
+    )

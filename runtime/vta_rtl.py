@@ -55,6 +55,10 @@ class GroupCheck:
     rtl_seconds: float
     image_bytes: int
     sim_seconds: float = 0.0
+    #: every event counter of the RTL (micro-ops, buffer entries, DRAM bytes) equals
+    #: isa.energy.count_events' (docs/energy.md "Cross-check against the RTL")
+    events_equal: bool = False
+    events_diff: str = ""
 
     @property
     def equal(self) -> bool:
@@ -66,6 +70,8 @@ class GroupCheck:
         head = f"{self.name}: RTL ({self.simulator}) ran in {self.rtl_seconds:.1f} s; "
         if self.equal:
             stats = "" if self.stats_equal else f" (module statistics differ: {self.stats_diff})"
+            if not self.events_equal:
+                stats += f" (event counts differ: {self.events_diff})"
             return (
                 f"{head}equals the simulator: image of {self.image_bytes:,} bytes byte for "
                 f"byte, {self.rtl_cycles:,} cycles{stats}"
@@ -86,6 +92,7 @@ class GroupCheck:
             "rtl_cycles": self.rtl_cycles,
             "sim_cycles": self.sim_cycles,
             "stats_equal": self.stats_equal,
+            "events_equal": self.events_equal,
             "mismatch": self.mismatch,
             "rtl_seconds": round(self.rtl_seconds, 3),
             "sim_seconds": round(self.sim_seconds, 3),
@@ -138,8 +145,9 @@ class RtlDevice:
     def execute(self, name: str, prog: Any) -> tuple[RtlGroupResult, GroupCheck]:
         """Run group ``name``'s program on the RTL and on the simulator from the same image."""
         import vta_sim
-        from hw.coverify import first_mismatch, run_rtl
+        from hw.coverify import event_dict, first_mismatch, run_rtl
         from hw.errors import RtlError
+        from isa.energy import count_events
 
         try:
             run = run_rtl(prog, build=self._build_for(prog))
@@ -162,6 +170,12 @@ class RtlDevice:
             for c, n in cats.items()
             if ref_stats.get(m, {}).get(c) != n
         ]
+        ref_events = event_dict(count_events(prog))
+        ev_diff = [
+            f"{e}: RTL {n}, count_events {ref_events[e]}"
+            for e, n in run.events.items()
+            if ref_events[e] != n
+        ]
         check = GroupCheck(
             name=name,
             simulator=self.simulator,
@@ -174,6 +188,8 @@ class RtlDevice:
             rtl_seconds=run.wall_seconds,
             image_bytes=int(prog.dram.size),
             sim_seconds=sim_seconds,
+            events_equal=bool(run.events) and not ev_diff,
+            events_diff="; ".join(ev_diff) if run.events else "the RTL reported no events",
         )
         self.checks.append(check)
         result = RtlGroupResult(prog, run.cycles, run.stats, dict(ref.dram_bytes), run.dram)

@@ -49,7 +49,18 @@ module vta_compute (
     state,
     category,
     waiting,
-    issued
+    issued,
+    // events of this cycle (vta_stats)
+    ev_gemm_uop,
+    ev_gemm_reset,
+    ev_alu_uop,
+    ev_alu_op,
+    ev_alu_imm,
+    ev_uop_rd,
+    ev_acc_rd,
+    ev_uop_wr_mask,
+    ev_acc_wr_mask,
+    ev_load_type
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -120,6 +131,17 @@ module vta_compute (
     output wire [1:0] category;  // statistics category of this cycle (CAT_*)
     output wire waiting;  // asking for the DRAM port
     output wire [CNT_W-1:0] issued;
+
+    output wire ev_gemm_uop;  // a micro-op enters the GEMM core
+    output wire ev_gemm_reset;  // ... of a reset GEMM
+    output wire ev_alu_uop;  // a micro-op enters the ALU
+    output wire [ALU_ALU_OPCODE_W-1:0] ev_alu_op;  // ... with this opcode
+    output wire ev_alu_imm;  // ... and an immediate operand
+    output wire ev_uop_rd;  // the uop buffer is read
+    output wire ev_acc_rd;  // the acc buffer is read
+    output wire [K_UOP-1:0] ev_uop_wr_mask;  // uop entries written (zero when none)
+    output wire [K_ACC-1:0] ev_acc_wr_mask;  // acc entries written (zero when none)
+    output wire [1:0] ev_load_type;  // the current LOAD fills uop (0), acc (1) or acc8 (2)
 
     // ---- decode the head
     wire [MEM_OPCODE_W-1:0] h_op = cmd_data[MEM_OPCODE_LSB+:MEM_OPCODE_W];
@@ -540,6 +562,19 @@ module vta_compute (
     assign out_wr_addr = g_wr_en ? g_wr_addr : a_wr_addr;
     assign out_wr_mask = OUT_LANE0;
     assign out_wr_data = out_wide;
+
+    // ---- events (vta_stats): the strobes of the cores and buffer ports above
+    assign ev_gemm_uop = seq_valid && !cur_alu;
+    assign ev_gemm_reset = cur_reset;
+    assign ev_alu_uop = seq_valid && cur_alu;
+    assign ev_alu_op = cur_aop;
+    assign ev_alu_imm = cur_use_imm;
+    assign ev_uop_rd = uop_rd_en;
+    assign ev_acc_rd = g_acc_rd_en || a_acc_rd_en;
+    assign ev_uop_wr_mask = (pad_uop || uop_rx_en) ? (pad_uop ? UOP_LANE0 : uop_rx_mask) :
+                                                    {K_UOP{1'b0}};
+    assign ev_acc_wr_mask = acc_wr_en ? acc_wmask : {K_ACC{1'b0}};
+    assign ev_load_type = cur_type;
 
 endmodule
 `default_nettype wire

@@ -5,6 +5,13 @@
 localparam integer INSN_BITS = 128;  // instruction width, fixed by the ISA
 localparam integer INSN_BYTES = INSN_BITS / 8;
 localparam integer CNT_W = 32;  // width of instruction and cycle counters
+localparam integer EV_W = 64;  // width of event counters (vta_stats): a whole network fits
+// Event counters of vta_stats: GEMM, reset GEMM, ALU per opcode value and operand kind,
+// reads and writes of the five buffers, DRAM bytes of seven kinds; and their selector's width.
+localparam integer N_EVENTS = 2 + 2 * (1 << ALU_ALU_OPCODE_W) + 5 + 5 + 7;
+localparam integer EV_SEL_W = $clog2(N_EVENTS);
+// Buffer entries one port moves in a cycle: at most BUS_BYTES (a beat of the narrowest entry).
+localparam integer ENT_W = $clog2(BUS_BYTES + 1) + 1;
 
 // Widest DRAM element of any memory type (acc >= out; acc8 elements are out-sized).
 localparam integer MAX_EB_IW = (INP_ELEM_BYTES > WGT_ELEM_BYTES) ? INP_ELEM_BYTES : WGT_ELEM_BYTES;

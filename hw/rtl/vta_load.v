@@ -39,7 +39,8 @@ module vta_load (
     state,
     category,
     waiting,
-    issued
+    issued,
+    dram_wgt
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -89,6 +90,7 @@ module vta_load (
     output wire [1:0] category;  // statistics category of this cycle (CAT_*)
     output wire waiting;  // asking for the DRAM port
     output wire [CNT_W-1:0] issued;  // instructions issued so far
+    output wire dram_wgt;  // the current LOAD fills wgt (else inp): its DRAM bytes' type
 
     // ---- decode the head
     wire [MEM_MEMORY_TYPE_W-1:0] h_mtype = cmd_data[MEM_MEMORY_TYPE_LSB+:MEM_MEMORY_TYPE_W];
@@ -176,6 +178,7 @@ module vta_load (
         end
     end
     assign issued = issued_r;
+    assign dram_wgt = cur_wgt;
 
     // ---- beats to entries
     wire inp_rx_en;

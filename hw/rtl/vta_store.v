@@ -41,7 +41,9 @@ module vta_store (
     state,
     category,
     waiting,
-    issued
+    issued,
+    // events of this cycle (vta_stats)
+    out_rd_entries
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -100,6 +102,7 @@ module vta_store (
     output wire [1:0] category;  // statistics category of this cycle (CAT_*)
     output wire waiting;
     output wire [CNT_W-1:0] issued;
+    output wire [ENT_W-1:0] out_rd_entries;  // entries of this cycle's out read that go to DRAM
 
     // ---- decode the head
     wire [XW-1:0] h_x_size = cmd_data[MEM_X_SIZE_LSB+:MEM_X_SIZE_W];
@@ -198,6 +201,24 @@ module vta_store (
     /* verilator lint_on UNUSEDSIGNAL */
     assign out_rd_en = rd_first || rd_next;
     assign out_rd_addr = rd_full[LOG_OUT_DEPTH-1:0];
+
+    // Entries of the read that belong to the transfer: a narrow read holds the K entries from
+    // its column on, fewer at a row's end; a wide entry is read once per beat and counts at
+    // its first. A STORE of no rows reads in its grant cycle but moves nothing.
+    wire rd_moves = out_rd_en && !rows_zero;
+    generate
+        if (R == 1) begin : g_rd_narrow
+            wire [CW-1:0] rd_left = xs - (rd_first ? col : nx_col);
+            /* verilator lint_off UNUSEDSIGNAL */  // at most K entries: the low bits
+            wire [CW-1:0] rd_n = (rd_left > C_K) ? C_K : rd_left;
+            /* verilator lint_on UNUSEDSIGNAL */
+            assign out_rd_entries = rd_moves ? rd_n[ENT_W-1:0] : {ENT_W{1'b0}};
+        end else begin : g_rd_wide
+            localparam [ENT_W-1:0] ENT_ONE = 1;
+            wire rd_first_part = rd_first ? (part == {PW{1'b0}}) : (nx_part == {PW{1'b0}});
+            assign out_rd_entries = (rd_moves && rd_first_part) ? ENT_ONE : {ENT_W{1'b0}};
+        end
+    endgenerate
 
     generate
         if (R == 1) begin : g_narrow

@@ -47,7 +47,9 @@ module vta_top (
     dbg_waiting,
     dbg_tokens,
     dbg_cmd_counts,
-    dbg_stats
+    dbg_stats,
+    dbg_event_sel,
+    dbg_event
 );
 /* verilator lint_off UNUSEDPARAM */  // the headers declare every constant; a module uses some
 `include "vta_params.vh"
@@ -87,6 +89,8 @@ module vta_top (
     output wire [4*DEPQ_CW-1:0] dbg_tokens;  // {s->c, c->s, c->l, l->c}
     output wire [3*CMDQ_CW-1:0] dbg_cmd_counts;  // {store, compute, load}
     output wire [16*CNT_W-1:0] dbg_stats;  // cycles per module and category (vta_stats)
+    input wire [EV_SEL_W-1:0] dbg_event_sel;  // which event counter dbg_event shows
+    output wire [EV_W-1:0] dbg_event;  // that counter (vta_stats)
 
     // ---- run control and cycle counter
     reg running_r;
@@ -341,6 +345,19 @@ module vta_top (
     wire [ROWS_W-1:0] s_rows;
     wire [STRB_W-1:0] s_stride;
     wire s_xfer_done;
+    // events of this cycle, for vta_stats
+    wire ld_wgt;
+    wire ev_gemm_uop;
+    wire ev_gemm_reset;
+    wire ev_alu_uop;
+    wire [ALU_ALU_OPCODE_W-1:0] ev_alu_op;
+    wire ev_alu_imm;
+    wire ev_uop_rd;
+    wire ev_acc_rd;
+    wire [K_UOP-1:0] ev_uop_wr_mask;
+    wire [K_ACC-1:0] ev_acc_wr_mask;
+    wire [1:0] ev_load_type;
+    wire [ENT_W-1:0] ev_out_rd;
 
     vta_load u_load (
         .clk(clk),
@@ -373,7 +390,8 @@ module vta_top (
         .state(dbg_states[1:0]),
         .category(cat[3:2]),
         .waiting(dbg_waiting[1]),
-        .issued(dbg_issued[0*CNT_W+:CNT_W])
+        .issued(dbg_issued[0*CNT_W+:CNT_W]),
+        .dram_wgt(ld_wgt)
     );
 
     vta_compute u_compute (
@@ -414,7 +432,17 @@ module vta_top (
         .state(dbg_states[3:2]),
         .category(cat[5:4]),
         .waiting(dbg_waiting[2]),
-        .issued(dbg_issued[1*CNT_W+:CNT_W])
+        .issued(dbg_issued[1*CNT_W+:CNT_W]),
+        .ev_gemm_uop(ev_gemm_uop),
+        .ev_gemm_reset(ev_gemm_reset),
+        .ev_alu_uop(ev_alu_uop),
+        .ev_alu_op(ev_alu_op),
+        .ev_alu_imm(ev_alu_imm),
+        .ev_uop_rd(ev_uop_rd),
+        .ev_acc_rd(ev_acc_rd),
+        .ev_uop_wr_mask(ev_uop_wr_mask),
+        .ev_acc_wr_mask(ev_acc_wr_mask),
+        .ev_load_type(ev_load_type)
     );
 
     vta_store u_store (
@@ -444,7 +472,8 @@ module vta_top (
         .state(dbg_states[5:4]),
         .category(cat[7:6]),
         .waiting(dbg_waiting[3]),
-        .issued(dbg_issued[2*CNT_W+:CNT_W])
+        .issued(dbg_issued[2*CNT_W+:CNT_W]),
+        .out_rd_entries(ev_out_rd)
     );
 
     // ---- the DRAM port
@@ -483,7 +512,30 @@ module vta_top (
         .start(start),
         .running(running_r),
         .category(cat),
-        .counts(dbg_stats)
+        .gemm_uop(ev_gemm_uop),
+        .gemm_reset(ev_gemm_reset),
+        .alu_uop(ev_alu_uop),
+        .alu_op(ev_alu_op),
+        .alu_imm(ev_alu_imm),
+        .uop_rd(ev_uop_rd),
+        .inp_rd(inp_rd_en),
+        .wgt_rd(wgt_rd_en),
+        .acc_rd(ev_acc_rd),
+        .out_rd_entries(ev_out_rd),
+        .uop_wr_mask(ev_uop_wr_mask),
+        .inp_wr_mask(inp_wr_en ? inp_wr_mask : {K_INP{1'b0}}),
+        .wgt_wr_mask(wgt_wr_en ? wgt_wr_mask : {K_WGT{1'b0}}),
+        .acc_wr_mask(ev_acc_wr_mask),
+        .out_wr_mask(out_wr_en ? out_wr_mask : {K_OUT{1'b0}}),
+        .grant(grant[3:1]),
+        .mem_req_valid(mem_req_valid),
+        .mem_req_rows(mem_req_rows),
+        .mem_req_row_bytes(mem_req_row_bytes),
+        .load_wgt(ld_wgt),
+        .compute_type(ev_load_type),
+        .counts(dbg_stats),
+        .event_sel(dbg_event_sel),
+        .event_value(dbg_event)
     );
 
     assign quiescent = !port_busy && (dbg_states[1:0] != ST_EXEC) &&

@@ -4,7 +4,7 @@ The job (``VTA_RTL_JOB``, written by :func:`hw.coverify.run_rtl`) names the inst
 stream and the cycle limit; the DRAM image comes in through ``+DRAM_INIT``. The test resets
 the machine, pulses ``start``, waits for ``done`` without stepping Python every cycle, lets the
 instructions issued up to FINISH end (nothing new issues after it), and has the DRAM model dump
-the final image. On a hang it snapshots the debug outputs
+the final image, then reads the event counters (vta_stats). On a hang it snapshots the debug outputs
 (instructions issued per module, states, command-queue counts, tokens) so the caller can name
 where the run stuck. Comparison happens outside, in :mod:`hw.coverify`.
 """
@@ -32,6 +32,7 @@ class TopTB:
         dut.dump.value = 0
         dut.insn_base.value = 0
         dut.insn_count.value = 0
+        dut.event_sel.value = 0
 
     async def reset(self) -> None:
         await reset(self.dut)
@@ -66,6 +67,16 @@ class TopTB:
         self.dut.dump.value = 0
         await RisingEdge(self.dut.clk)
 
+    async def read_events(self, n: int) -> list[int]:
+        """The ``n`` event counters of vta_stats, one at a time through its read port (they
+        no longer change: every instruction issued up to FINISH has ended)."""
+        values = []
+        for k in range(n):
+            self.dut.event_sel.value = k
+            await Timer(1, unit="ns")
+            values.append(int(self.dut.u_dut.dbg_event.value))
+        return values
+
     def snapshot(self) -> dict:
         """Progress counters of the accelerator (for a hang report)."""
         top = self.dut.u_dut
@@ -95,6 +106,7 @@ async def run_program(dut):
     if finished:
         result["drained"] = await tb.drain(int(job["max_cycles"]))
         await tb.dump()
+        result["events"] = await tb.read_events(int(job["events"]))
     else:
         result["state"] = tb.snapshot()
     Path(job["result"]).write_text(json.dumps(result))

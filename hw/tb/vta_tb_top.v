@@ -8,6 +8,7 @@ module vta_tb_top (
     start,
     insn_base,
     insn_count,
+    event_sel,
     dump,
     running,
     done,
@@ -26,6 +27,7 @@ module vta_tb_top (
     input wire start;
     input wire [DADDR_W-1:0] insn_base;
     input wire [CNT_W-1:0] insn_count;
+    input wire [EV_SEL_W-1:0] event_sel;  // which event counter u_dut.dbg_event shows
     input wire dump;  // write the DRAM image to +DRAM_OUT
     output wire running;
     output wire done;
@@ -70,7 +72,9 @@ module vta_tb_top (
         .dbg_waiting(),
         .dbg_tokens(),
         .dbg_cmd_counts(),
-        .dbg_stats()
+        .dbg_stats(),
+        .dbg_event_sel(event_sel),
+        .dbg_event()
     );
     /* verilator lint_on PINCONNECTEMPTY */
 

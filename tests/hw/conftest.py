@@ -34,6 +34,18 @@ def require(simulator: str) -> None:
         pytest.skip(f"{simulator} unavailable: {why}")
 
 
+def check_events(result, program: str | None = None) -> None:
+    """Every event counter of the RTL (vta_stats) equals isa.energy.count_events' count.
+
+    A mismatch names the counter, the program (by default the running test, whose parameters
+    name it) and both values.
+    """
+    if program is None:
+        program = os.environ.get("PYTEST_CURRENT_TEST", "the program").split(" ")[0]
+    assert result.events_match is not None, f"{program}: the RTL reported no event counters"
+    assert result.events_match, f"event counts differ: {result.events_diff(program)}"
+
+
 @pytest.fixture(scope="session")
 def build_root(request) -> Path:
     """One build directory per session, kept across runs under pytest's cache."""

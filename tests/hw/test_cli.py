@@ -20,7 +20,7 @@ def test_vtac_rtl_json(tmp_path, capsys, build_root):
     programs.gemm(isa.load_config("default")).save(path)
     assert main(["rtl", str(path), "--json", "--build-dir", str(build_root)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["match"] is True
+    assert out["match"] is True and out["events_match"] is True
     assert out["rtl_cycles"] > 0
     assert {"match", "rtl_cycles", "sim_cycles", "cycle_ratio"} <= set(out)
     if out["sim_cycles"] is not None:
@@ -34,6 +34,7 @@ def test_vtac_rtl_text(tmp_path, capsys, build_root):
     assert main(["rtl", str(path), "--build-dir", str(build_root)]) == 0
     out = capsys.readouterr().out
     assert "match        yes" in out and "rtl_cycles   36" in out
+    assert "events       equal to count_events" in out
 
 
 def test_vtac_rtl_reports_a_bad_file(tmp_path, capsys):

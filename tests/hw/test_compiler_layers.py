@@ -12,7 +12,7 @@ import compiler.topi.vta.testing as layer_api
 import compiler.topi.vta.workloads as workloads
 import isa
 from hw.coverify import coverify
-from tests.hw.conftest import require, selected_simulators
+from tests.hw.conftest import check_events, require, selected_simulators
 
 pytestmark = pytest.mark.rtl
 
@@ -44,6 +44,7 @@ def run_layer(
         assert abs(result.cycle_ratio - 1) <= 0.10
     if result.stats_match is not None:
         assert result.stats_match, f"cycle statistics differ: {result.stats_diff()}"
+    check_events(result, f"{layer.describe()} on {preset}, {nthreads} virtual threads")
     out = built.program.read("out", result.run.dram)
     assert built.matches(out), f"{layer.describe()}: the RTL's output differs from numpy"
 
@@ -84,6 +85,7 @@ def test_dense_layer(nthreads, build_root):
     result = coverify(built.program, build_root=build_root)
     assert result.match, result.mismatch.message()
     assert result.stats_match is not False, result.stats_diff()
+    check_events(result, f"dense 1x64x32, {nthreads} virtual threads")
     assert built.matches(built.program.read("out", result.run.dram))
 
 
@@ -122,3 +124,4 @@ def test_vtac_layer_then_vtac_rtl(tmp_path, capsys, build_root):
     assert main(["rtl", str(path), "--json", "--build-dir", str(build_root)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["match"] is True and out["stats_match"] in (True, None)
+    assert out["events_match"] is True

@@ -8,12 +8,15 @@ import numpy as np
 import pytest
 
 import isa
+from hw import coverify as cv
 from hw import programs
-from hw.coverify import coverify, first_mismatch, hang_state, run_rtl
-from hw.errors import RtlHang
+from hw.coverify import CoverifyResult, RtlRun, coverify, first_mismatch, hang_state, run_rtl
+from hw.errors import RtlError, RtlHang
 from hw.reference import Reference, reference_run
 from isa.asm import assemble
-from tests.hw.conftest import require, selected_simulators
+from isa.energy import EventCounts, count_events
+from isa.insn import AluOp
+from tests.hw.conftest import check_events, require, selected_simulators
 
 pytestmark = pytest.mark.rtl
 
@@ -23,8 +26,9 @@ TOLERANCE = 0.10
 
 
 def check(result) -> None:
-    """Bit-exact; cycles within the tolerance; and, since both models follow docs/timing.md to
-    the cycle, every module's cycles per statistics category equal to the simulator's."""
+    """Bit-exact; cycles within the tolerance; since both models follow docs/timing.md to the
+    cycle, every module's cycles per statistics category equal to the simulator's; and every
+    event the energy model prices, counted by the RTL, equal to isa.energy.count_events'."""
     assert result.match, result.mismatch.message()
     if result.sim_cycles is not None:
         ratio = result.cycle_ratio
@@ -33,6 +37,7 @@ def check(result) -> None:
         )
     if result.stats_match is not None:
         assert result.stats_match, f"cycle statistics differ: {result.stats_diff()}"
+    check_events(result)
 
 
 @pytest.mark.parametrize("simulator", selected_simulators(core=True))
@@ -129,13 +134,17 @@ def test_random_gemm_shapes(seed, build_root):
 
 @pytest.mark.parametrize("name", ["gemm", "pingpong", "strided", "alu_all", "padded"])
 def test_dram_gaps_and_latency_keep_results(name, build_root):
-    """Idle cycles between beats and a longer latency change timing only, never results."""
+    """Idle cycles between beats and a longer latency change timing only, never results, nor
+    any event count."""
     require("icarus")
     prog = programs.PROGRAMS[name](isa.load_config("default"))
     run = run_rtl(prog, build_root=build_root, plusargs=["+DRAM_GAPS=3", "+DRAM_EXTRA_LATENCY=7"])
     assert run.finished
     mism = first_mismatch(prog, reference_run(prog).dram, run.dram)
     assert mism is None, mism.message()
+    ref = cv.event_dict(count_events(prog))
+    bad = [f"{e}: RTL {n}, count_events {ref[e]}" for e, n in run.events.items() if n != ref[e]]
+    assert run.events and not bad, f"{name} with DRAM gaps: {'; '.join(bad)}"
 
 
 def test_hang_names_the_blocked_instructions(build_root):
@@ -228,3 +237,38 @@ def test_store_in_flight_at_finish_completes(build_root):
         isa.Finish(),
     )
     check(coverify(b.build(), build_root=build_root))
+
+
+def _result_with_events(prog, events):
+    """A co-verification result of ``prog`` whose RTL reported ``events``."""
+    run = RtlRun(prog, "icarus", True, 36, prog.dram, {}, 0.0, 1000, {}, events)
+    return CoverifyResult(
+        True, 36, 36, "vta_sim", None, run, None, cv.event_dict(count_events(prog))
+    )
+
+
+def test_event_mismatch_names_counter_program_and_values():
+    prog = programs.gemm(isa.load_config("default"))
+    ref = cv.event_dict(count_events(prog))
+    assert ref["gemm_uops"] > 0 and ref["sram_writes.inp"] > 0
+    assert _result_with_events(prog, dict(ref)).events_match is True
+    wrong = dict(ref, **{"sram_writes.inp": ref["sram_writes.inp"] + 3})
+    result = _result_with_events(prog, wrong)
+    assert result.events_match is False
+    n = ref["sram_writes.inp"]
+    assert result.events_diff("gemm on default") == (
+        f"gemm on default: sram_writes.inp: RTL {n + 3}, count_events {n}"
+    )
+    assert result.to_dict()["events_diff"].endswith(f"RTL {n + 3}, count_events {n}")
+    assert _result_with_events(prog, {}).events_match is None
+
+
+def test_event_names_cover_count_events():
+    """Every counter the RTL has is named after count_events' keys, and a key the RTL has no
+    counter for is refused by name rather than left unchecked."""
+    assert len(cv.EVENTS) == len(set(cv.EVENTS)) == 2 + 2 * 8 + 5 + 5 + 7
+    for a in AluOp:
+        assert f"alu_uops.{a.name.lower()}_imm" in cv.EVENTS
+    ev = EventCounts(1, 0, {"fma_imm": 2}, {}, {}, {})
+    with pytest.raises(RtlError, match="no counter for alu_uops.fma_imm"):
+        cv.event_dict(ev)

@@ -59,7 +59,7 @@ def test_resnet18_at_32_on_verilator_equals_the_simulator_group_by_group(verilat
     rtl = sess.plan.run(feed, device="rtl", rtl=verilator_device)
     groups = [s.name for s in sess.plan.accel_steps]
     assert [c.name for c in rtl.rtl_checks] == groups and len(groups) > 20
-    bad = [c.line() for c in rtl.rtl_checks if not (c.equal and c.stats_equal)]
+    bad = [c.line() for c in rtl.rtl_checks if not (c.equal and c.stats_equal and c.events_equal)]
     assert not bad, bad
     assert all(c.simulator == "verilator" for c in rtl.rtl_checks)
     assert rtl.rtl_agrees and rtl.to_json()["rtl_agrees"] is True
@@ -86,7 +86,10 @@ def test_digits_cli_on_icarus_reports_every_group_equal(capsys):
     assert rtl["device"] == "rtl" and rtl["simulator"] == "icarus" and rtl["rtl_agrees"]
     vta = [r for r in sim["layers"] if r["device"] == "vta"]
     assert [g["group"] for g in rtl["rtl_groups"]] == [r["name"] for r in vta]
-    assert all(g["equal"] and g["bytes_equal"] and g["stats_equal"] for g in rtl["rtl_groups"])
+    assert all(
+        g["equal"] and g["bytes_equal"] and g["stats_equal"] and g["events_equal"]
+        for g in rtl["rtl_groups"]
+    )
     assert [g["rtl_cycles"] for g in rtl["rtl_groups"]] == [r["cycles"] for r in vta]
     assert [g["sim_cycles"] for g in rtl["rtl_groups"]] == [r["cycles"] for r in vta]
     assert rtl["outputs"] == sim["outputs"]
@@ -133,6 +136,7 @@ def test_one_layer_network_on_icarus_agrees_and_prints_its_line(capsys):
     result = net.run(feed, device="rtl", simulator="icarus", progress=True)
     (check,) = result.rtl_checks
     assert check.equal and check.stats_equal and check.name == "conv"
+    assert check.events_equal, check.events_diff
     assert check.rtl_cycles == net.run(feed).total_cycles
     args = argparse.Namespace(trace=None, output=None, json=False)
     assert _report(args, ["conv"], result) == 0

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 import isa
-from hw.coverify import run_rtl
+from hw.coverify import event_dict, run_rtl
 from isa import timing
+from isa.energy import count_events
 from isa.insn import Alu, AluOp, Finish, Gemm, Load, MemType, Store, Uop
 from tests.hw.conftest import require
 
@@ -25,6 +26,9 @@ def cycles(insns, build_root, data=None, cfg=CFG) -> int:
     prog = isa.Program.build(cfg, insns, insn_base=1024, data=data or {}, dram_bytes=4096)
     run = run_rtl(prog, build_root=build_root)
     assert run.finished
+    ref = event_dict(count_events(prog))
+    bad = [f"{e}: RTL {n}, count_events {ref[e]}" for e, n in run.events.items() if n != ref[e]]
+    assert run.events and not bad, f"event counts differ: {'; '.join(bad)}"
     return run.cycles
 
 
