@@ -3,9 +3,9 @@
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
   (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
-  ``--target vta [--config C] [--calibrate DATA]`` it quantizes, partitions and compiles the
-  network for the accelerator into one artifact (:mod:`runtime.vta_artifact`,
-  :mod:`runtime.vta_cli`);
+  ``--target vta [--config C] [--calibrate DATA] [--requant multiplier|shift|vta]`` it
+  quantizes, partitions and compiles the network for the accelerator into one artifact
+  (:mod:`runtime.vta_artifact`, :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
   [--input-shape NAME=D0,D1,...] [--target cpu] [--output out.npz] [--json]`` runs it once and
@@ -18,8 +18,8 @@
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
 An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace`` or
-``--device`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on vta; ``--calibrate`` with an
-artifact) is refused by name, not ignored.
+``--device`` on cpu or gpu; ``--tuning-log`` or ``--threads`` on vta; ``--calibrate`` or
+``--requant`` with an artifact) is refused by name, not ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
 input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
@@ -132,6 +132,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--calibrate", metavar="DATA", default=None,
         help="--target vta: calibration inputs, an .npy, an .npz or a folder of images (a "
         "multiple of the batch; default: the input)",
+    )  # fmt: skip
+    p.add_argument(
+        "--requant", default=None, choices=["multiplier", "shift", "vta"],
+        help="--target vta: the requantization (docs/quantization.md): multiplier (the "
+        "default), shift, or vta (VTA's scheme: power-of-two scales, one shift per layer)",
     )  # fmt: skip
     add_input_shape_option(p)
     add_image_options(p)

@@ -129,7 +129,8 @@ def run_command(args: argparse.Namespace) -> int:
         calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
     else:
         calibration = feeds
-    net = compile_network(graph, args.config or "default", calibration=calibration)
+    net = compile_network(graph, args.config or "default", calibration=calibration,
+                          requant=args.requant or "multiplier")  # fmt: skip
     device = args.device or "sim"
     result = net.run(feeds, trace=args.trace is not None, device=device,
                      simulator=getattr(args, "simulator", None),
@@ -234,7 +235,7 @@ def compile_command(args: argparse.Namespace) -> int:
               "unrelated to real inputs)", file=sys.stderr)  # fmt: skip
     sess = VtaInferenceSession(
         args.model, "vta", config=args.config, calibration=calibration,
-        image_size=args.image_size, batch=args.batch,
+        requant=args.requant, image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
     )  # fmt: skip
     plan = sess.plan
@@ -278,6 +279,7 @@ def run_artifact_command(args: argparse.Namespace) -> int:
 TARGET_OPTIONS = (
     ("--config", "config", ("vta",)),
     ("--calibrate", "calibrate", ("vta",)),
+    ("--requant", "requant", ("vta",)),
     ("--trace", "trace", ("vta",)),
     ("--device", "device", ("vta",)),
     ("--simulator", "simulator", ("vta",)),
@@ -303,8 +305,9 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
                                f"{target}")  # fmt: skip
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
         raise SessionError("--simulator picks the HDL simulator of --device rtl")
-    if artifact and getattr(args, "calibrate", None) is not None:
-        raise SessionError("--calibrate applies when a model is compiled, not to an artifact")
+    for option in ("calibrate", "requant"):
+        if artifact and getattr(args, option, None) is not None:
+            raise SessionError(f"--{option} applies when a model is compiled, not to an artifact")
 
 
 __all__ = [

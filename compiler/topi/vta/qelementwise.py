@@ -85,8 +85,8 @@ def qadd_steps(
     """The ALU steps of a ``qadd`` (the quantizer's :func:`add_alu_program`).
 
     Example:
-        >>> [str(s) for s in qadd_steps(16384, 8192, 15, 0, 127)][:3]
-        ['MUL 16384', 'MUL@rhs 8192', 'ADD rhs']
+        >>> [str(s) for s in qadd_steps(17000, 12000, 15, 0, 127)][:3]
+        ['MUL 2125', 'MUL@rhs 1500', 'ADD rhs']
     """
     return add_alu_program(lhs_multiplier, rhs_multiplier, shift, out_min, out_max)
 
