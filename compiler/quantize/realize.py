@@ -275,6 +275,33 @@ class _Realizer:
             return users[0]
         return None
 
+    def residual_scale(self, node: Node) -> float:
+        """The output scale of the ``add`` that is ``node``'s only reader (0 when there is none):
+        in the ``vta`` mode a convolution feeding a residual add requantizes straight to it when
+        its own scale is finer. VTA adds the residual in the accumulator's domain and rounds
+        once; here an int8 tensor sits between, and at the add's scale the add needs no
+        rescaling of that operand (no ``MUL``, and no rounding shift when the other operand
+        shares the scale). The branch's range is within its own scale's, so nothing more is
+        clipped; its rounding step is the add's output step, the one the sum is rounded to.
+
+        Example:
+            >>> from compiler.graph.ir import TensorType, Var
+            >>> x = Var("x", TensorType((1, 2), "float32"))
+            >>> fc = Node("dense", (x, Constant(np.eye(2, dtype=np.float32))), name="fc")
+            >>> g = Graph.from_outputs([x], [Node("add", (fc, x), name="add")])
+            >>> r = _Realizer(g, {id(x): 1.0, id(fc): 1.0, id(g.nodes[1]): 2.54}, "vta")
+            >>> r.residual_scale(fc)
+            0.03125
+        """
+        users = self.users.get(id(node), [])
+        if len(users) != 1 or users[0].op != "add" or id(node) in self.out_ids:
+            return 0.0
+        add = users[0]
+        a, b = add.inputs
+        if not (self.is_activation(a) and self.is_activation(b)) or a.type.shape != b.type.shape:
+            return 0.0
+        return self.scale(self.fusable_activation(add) or add)
+
     @staticmethod
     def int8_bounds(act: Node | None, scale: float) -> tuple[int, int]:
         """The int8 bounds of a fused activation at the output ``scale`` (round half up, as
@@ -340,6 +367,8 @@ class _Realizer:
         act = self.fusable_activation(node)
         out = act or node
         sy = self.scale(out)
+        if self.requant == "vta":
+            sy = max(sy, self.residual_scale(out))
         wv = w.value.astype(np.float64)
         channels = wv.shape[0]
         absmax = np.abs(wv.reshape(channels, -1)).max(axis=1)
