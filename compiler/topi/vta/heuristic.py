@@ -76,13 +76,14 @@ def estimate_conv2d(
     output block reads an input block of its own, so a step loads ``tile_co`` input blocks."""
     imm_ops = _imm_ops(alu_ops, alu_imm_ops)
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
-    in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+    ky = 1 if knobs.kernel_step == "row" else k  # kernel rows a step covers
+    in_h, in_w = (th - 1) * stride + ky, (tw - 1) * stride + k
     tiles = (nb // tb) * (ocb // tco) * (oh // th) * (ow // tw)
-    steps = icb // tci
+    steps = icb // tci * (k // ky)
     acc_tile = tb * tco * th * tw
     acc_total = tiles * acc_tile
     per_insn = GEMM_PIPE_LATENCY + 1
-    step_uops = acc_tile * tci * k * k
+    step_uops = acc_tile * tci * ky * k
     compute = (
         tiles * steps * (step_uops * cfg.gemm_ii + per_insn)
         + acc_total * cfg.gemm_ii
@@ -95,7 +96,7 @@ def estimate_conv2d(
     resident = knobs.weights_resident
     # resident weights: each thread loads its channel tile's weights for the whole reduction
     # once (one DMA per channel block), and no step loads any
-    step_wgt = 0 if resident else tco * tci * k * k * cfg.wgt_elem_bytes
+    step_wgt = 0 if resident else tco * tci * ky * k * cfg.wgt_elem_bytes
     step_bytes = tb * in_blocks * in_h * in_w * cfg.inp_elem_bytes + step_wgt
     step_load = step_bytes / cfg.bus_bytes + lat * (tb * in_blocks + int(not resident))
     wgt_once = (
@@ -230,7 +231,43 @@ def conv2d_knobs(
         tile = kn.tile_b * kn.tile_co * kn.tile_h * kn.tile_w
         return (kn.tile_w != ow, -tile, -kn.tile_ci, -kn.oc_nthread, c)
 
-    return min(near, key=preference)[1]
+    chosen = min(near, key=preference)[1]
+    return _kernel_rows(cfg, chosen, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride)
+
+
+def _kernel_rows(
+    cfg: HwConfig,
+    knobs: Conv2dKnobs,
+    *,
+    nb: int,
+    ocb: int,
+    icb: int,
+    oh: int,
+    ow: int,
+    k: int,
+    stride: int,
+) -> Conv2dKnobs:
+    """``knobs`` with one kernel row per reduction step (``kernel_step="row"``) where that
+    saves more than it costs. With two or more threads the first load of every round of tiles
+    waits for the previous round's epilogues (its inp tiles are released then), so it is
+    exposed once per round; a row step loads a third of a 3x3 window's weights and fewer input
+    rows. Each added step costs an instruction's pipeline latency and a DMA's latency. Only
+    where a row step's loads still hide behind its GEMM: otherwise the layer waits for its
+    loads at every step, and the rows' extra input bytes and latencies are what it waits for.
+    """
+    if k == 1 or knobs.nthreads == 1 or knobs.weights_resident:
+        return knobs
+    rows = replace(knobs, kernel_step="row")
+    shape = {"nb": nb, "ocb": ocb, "icb": icb, "oh": oh, "ow": ow, "k": k, "stride": stride}
+    window, row = estimate_conv2d(cfg, knobs, **shape), estimate_conv2d(cfg, rows, **shape)
+    if row.step_load >= row.step_gemm:
+        return knobs
+    tiles = (nb // knobs.tile_b) * (ocb // knobs.tile_co) * (oh // knobs.tile_h)
+    tiles *= ow // knobs.tile_w
+    saved = tiles / knobs.nthreads * (window.step_load - row.step_load)
+    added = tiles * (icb // knobs.tile_ci) * (k - 1)
+    cost = added * (GEMM_PIPE_LATENCY + 1 + cfg.dram_latency)
+    return rows if saved > cost else knobs
 
 
 def _splits(nthreads: int) -> list[tuple[int, int]]:
