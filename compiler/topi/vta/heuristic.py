@@ -10,7 +10,9 @@ re-loaded for every tile and reduction step) and how the two overlap (with two o
 loads hide behind compute, the less so the closer the two are; with one they alternate). The
 best score wins; ties go to whole rows and to bigger tiles. Where the best tiling's step
 loads take longer than its step GEMMs (the threads cannot hide them), the tilings that keep
-each thread's weights resident (loaded once, not per step) compete too.
+each thread's weights resident (loaded once, not per step) compete too; and a kernel of several
+rows takes one row per reduction step where that shrinks the load exposed at the start of
+every round of tiles by more than the added steps cost.
 
 Example:
     >>> import isa
