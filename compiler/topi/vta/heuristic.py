@@ -260,8 +260,10 @@ def _kernel_rows(
     if k == 1 or knobs.nthreads == 1 or knobs.weights_resident:
         return knobs
     rows = replace(knobs, kernel_step="row")
-    shape = {"nb": nb, "ocb": ocb, "icb": icb, "oh": oh, "ow": ow, "k": k, "stride": stride}
-    window, row = estimate_conv2d(cfg, knobs, **shape), estimate_conv2d(cfg, rows, **shape)
+    window, row = (
+        estimate_conv2d(cfg, kn, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride)
+        for kn in (knobs, rows)
+    )
     if row.step_load >= row.step_gemm:
         return knobs
     tiles = (nb // knobs.tile_b) * (ocb // knobs.tile_co) * (oh // knobs.tile_h)
