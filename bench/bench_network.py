@@ -9,16 +9,17 @@
 * resnet18: the zoo's ResNet-18 (random seeded weights, calibrated on its own seeded input) at
   ``--image-size`` on ``--resnet-config``: the per-layer table and three rows, each against its
   compute floor: (a) as VTA ran it, the 19 convolutions after the first (which VTA left on its
-  CPU), with the shift requantization and the bias and residual fused, against VTA's published
-  7,729,601 cycles; (b) all 20 convolutions; (c) the whole network's accelerator groups. Rows
-  (b) and (c) use ``--requant``; row (a) always uses ``shift`` (a second build when
-  ``--requant`` is ``multiplier``). A compute floor is the GEMM, reset and ALU micro-ops the
-  rows' programs issue on the compute module times their intervals (``gemm_ii``; ``alu_ii``
-  for a tensor operand, ``alu_imm_ii`` for an immediate), which no schedule of the same
-  operators and epilogues can go below.
+  CPU) quantized with VTA's own scheme (``requant="vta"``: power-of-two activation scales, one
+  power-of-two weight scale per tensor, so each epilogue is ``ADD bias``, an immediate ``SHR``,
+  ``MAX``, ``MIN``), the bias and residual fused, against VTA's published 7,729,601 cycles;
+  (b) all 20 convolutions; (c) the whole network's accelerator groups. Rows (b) and (c) use
+  ``--requant``; row (a) always uses ``vta`` (a second build when ``--requant`` is another).
+  A compute floor is the GEMM, reset and ALU micro-ops the rows' programs issue on the compute
+  module times their intervals (``gemm_ii``; ``alu_ii`` for a tensor operand, ``alu_imm_ii``
+  for an immediate), which no schedule of the same operators and epilogues can go below.
 
     python -m bench.bench_network [--config default] [--batch 100] [--skip-resnet]
-        [--resnet-config vta-1x16x16] [--image-size 224] [--requant multiplier|shift]
+        [--resnet-config vta-1x16x16] [--image-size 224] [--requant multiplier|shift|vta]
         [--json FILE]
 """
 
@@ -168,7 +169,7 @@ def _row(label: str, r: dict, key: str) -> str:
 
 
 def _report(r: dict, vta: dict, table: str) -> None:
-    """Print the per-layer table and the three rows (``vta`` is the shift-requantized run)."""
+    """Print the per-layer table and the three rows (``vta`` is the run of VTA's scheme)."""
     print(table)
     print(
         f"resnet18 {r['image_size']}x{r['image_size']} on {r['config']} "
@@ -180,7 +181,7 @@ def _report(r: dict, vta: dict, table: str) -> None:
     a = vta["vta_as_ran_cycles"]
     print(
         _row(
-            f"(a) as VTA ran it (shift, {vta['conv_layers'] - 1} convolutions, "
+            f"(a) as VTA ran it (VTA's quantization, {vta['conv_layers'] - 1} convolutions, "
             f"{vta['first_conv']} on the host)",
             vta,
             "vta_as_ran_cycles",
@@ -200,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resnet-config", default="vta-1x16x16")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument(
-        "--requant", choices=["multiplier", "shift"], default="multiplier",
-        help="ResNet-18's requantization (docs/quantization.md): shift is 4 ALU instructions",
+        "--requant", choices=["multiplier", "shift", "vta"], default="multiplier",
+        help="ResNet-18's requantization in rows (b) and (c) (docs/quantization.md): shift and "
+        "vta are 4 ALU instructions, vta with one shift per layer (an immediate)",
     )  # fmt: skip
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
@@ -222,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         ok &= d["batches_not_bit_exact"] == 0 and d["fp32_top1"] - d["int8_top1"] <= 0.01
     if not args.skip_resnet:
         r, table = _resnet(args.resnet_config, args.image_size, args.requant)
-        vta = r if args.requant == "shift" else _resnet(args.resnet_config, args.image_size,
-                                                        "shift")[0]  # fmt: skip
+        vta = r if args.requant == "vta" else _resnet(args.resnet_config, args.image_size,
+                                                      "vta")[0]  # fmt: skip
         cfg = load_config(args.resnet_config)
         r |= {"gemm_ii": cfg.gemm_ii, "alu_ii": cfg.alu_ii, "alu_imm_ii": cfg.alu_imm_ii}
         if vta is not r:

@@ -2,7 +2,8 @@
 and each requantization.
 
 For every calibrator (``percentile`` 99.99 %, ``minmax``, ``kl``) and requantization
-(``multiplier``: 15-bit multipliers and shifts; ``shift``: shifts alone) the network is
+(``multiplier``: 15-bit multipliers and shifts; ``shift``: shifts alone; ``vta``: VTA's
+power-of-two scales, one shift per layer) the network is
 quantized with ``compiler.quantize.quantize_graph``, calibrated on ``--calibration-batches``
 batches of 1,000 training images (none of the held-out split), and run in the integer
 reference on the held-out split. Printed: fp32 and int8 top-1, their difference, the mean
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     fp32 = evaluate(graph, {"data": images})[0]
     rows = []
     for calibrator in ("percentile", "minmax", "kl"):
-        for requant in ("multiplier", "shift"):
+        for requant in ("multiplier", "shift", "vta"):
             t0 = time.perf_counter()
             q = quantize_graph(graph, feeds, calibrator, requant=requant)
             secs = time.perf_counter() - t0

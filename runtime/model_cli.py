@@ -3,9 +3,10 @@
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
   (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
-  ``--target vta [--config C] [--calibrate DATA] [--jobs N] [--no-cache]`` it quantizes,
-  partitions and compiles the network for the accelerator (the groups in ``N`` processes,
-  through the compile cache unless ``--no-cache``, ``docs/cache.md``) into one artifact
+  ``--target vta [--config C] [--calibrate DATA] [--requant multiplier|shift|vta] [--jobs N]
+  [--no-cache]`` it quantizes, partitions and compiles the network for the accelerator (the
+  groups in ``N`` processes, through the compile cache unless ``--no-cache``,
+  ``docs/cache.md``) into one artifact
   (:mod:`runtime.vta_artifact`, :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
@@ -19,9 +20,9 @@
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
 An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace``,
-``--device``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--threads`` on vta;
-``--calibrate``, ``--tuning-log``, ``--jobs`` or ``--no-cache`` with an artifact) is refused by
-name, not ignored.
+``--device``, ``--requant``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--threads`` on vta;
+``--calibrate``, ``--requant``, ``--tuning-log``, ``--jobs`` or ``--no-cache`` with an artifact)
+is refused by name, not ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
 input dimensions come from ``--input-shape`` or, for ``run``, from the arrays given.
@@ -144,6 +145,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--no-cache", dest="no_cache", action="store_const", const=True, default=None,
         help="--target vta: compile every accelerator group, neither reading nor writing the "
         "compile cache ($VTAC_CACHE_DIR; `vtac cache info`)",
+    )  # fmt: skip
+    p.add_argument(
+        "--requant", default=None, choices=["multiplier", "shift", "vta"],
+        help="--target vta: the requantization (docs/quantization.md): multiplier (the "
+        "default), shift, or vta (VTA's scheme: power-of-two scales, one shift per layer)",
     )  # fmt: skip
     add_input_shape_option(p)
     add_image_options(p)

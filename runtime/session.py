@@ -46,7 +46,7 @@ TARGETS = ("cpu", "gpu")
 #: Every target a session can compile whole models for.
 ALL_TARGETS = (*TARGETS, "vta")
 #: Options of the vta target (:class:`runtime.vta_session.VtaInferenceSession`).
-VTA_OPTIONS = ("config", "device", "simulator", "calibration")
+VTA_OPTIONS = ("config", "device", "simulator", "calibration", "requant")
 
 ModelSource = str | bytes | os.PathLike | Any  # Any: an onnx.ModelProto
 
@@ -161,8 +161,8 @@ class InferenceSession:
     ``target``: where the groups run (``"cpu"``, the default; ``"gpu"``: CUDA kernels through
     numba, on numba's CUDA simulator when ``NUMBA_ENABLE_CUDASIM=1``; a GPU program is not
     saved; ``"vta"``: int8 on the accelerator with host fallback, and the options ``config``,
-    ``device`` and ``calibration``, see :mod:`runtime.vta_session`; an artifact of an
-    accelerator network runs there when no target is given).
+    ``device``, ``calibration`` and ``requant``, see :mod:`runtime.vta_session`; an artifact of
+    an accelerator network runs there when no target is given).
     ``image_size``/``batch``: for zoo names only. ``input_shapes``: static shapes (by input
     name) for inputs with free (symbolic) dimensions; checked against the declared dims. Without
     them a model with free dimensions is compiled at the first ``run``, for its feeds' shapes

@@ -140,6 +140,7 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration,
+                          requant=args.requant or "multiplier",
                           jobs=args.jobs or 1, cache=not args.no_cache,
                           tuning=tuning)  # fmt: skip
     _tuning_report(args, tuning)
@@ -267,7 +268,7 @@ def compile_command(args: argparse.Namespace) -> int:
               "unrelated to real inputs)", file=sys.stderr)  # fmt: skip
     sess = VtaInferenceSession(
         args.model, "vta", config=args.config, calibration=calibration,
-        image_size=args.image_size, batch=args.batch,
+        requant=args.requant, image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
         jobs=args.jobs or 1, cache=not args.no_cache,
         tuning_log=getattr(args, "tuning_log", None),
@@ -314,6 +315,7 @@ def run_artifact_command(args: argparse.Namespace) -> int:
 TARGET_OPTIONS = (
     ("--config", "config", ("vta",)),
     ("--calibrate", "calibrate", ("vta",)),
+    ("--requant", "requant", ("vta",)),
     ("--trace", "trace", ("vta",)),
     ("--device", "device", ("vta",)),
     ("--simulator", "simulator", ("vta",)),
@@ -336,8 +338,8 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
                                f"{target}")  # fmt: skip
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
         raise SessionError("--simulator picks the HDL simulator of --device rtl")
-    for option, dest in (("--calibrate", "calibrate"), ("--jobs", "jobs"),
-                         ("--no-cache", "no_cache")):  # fmt: skip
+    for option, dest in (("--calibrate", "calibrate"), ("--requant", "requant"),
+                         ("--jobs", "jobs"), ("--no-cache", "no_cache")):  # fmt: skip
         if artifact and getattr(args, dest, None) is not None:
             raise SessionError(f"{option} applies when a model is compiled, not to an artifact")
     if artifact and getattr(args, "tuning_log", None) is not None:

@@ -3,7 +3,8 @@ int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPla
 (accelerator programs laid out in one DRAM image, host groups compiled for the CPU), or loaded
 from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
 
-``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...)``
+``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...,
+requant="multiplier"|"shift"|"vta")``
 has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
 the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
 ``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the
@@ -110,6 +111,7 @@ def compile_plan(
     config: Any = "default",
     *,
     calibration: Any = None,
+    requant: str | None = None,
     image_size: int | None = None,
     batch: int | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -118,10 +120,10 @@ def compile_plan(
     tuning: Any = None,
 ) -> NetworkPlan:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
-    on ``calibration``), partition it, compile every group (with ``tuning``'s knobs, a
-    :class:`runtime.vta_tuning.NetworkTuning`, where it has them; ``jobs`` processes, through
-    the compile cache unless ``cache`` is False) and lay the network out: the
-    :class:`NetworkPlan` a session runs."""
+    on ``calibration``, requantized by ``requant``: ``multiplier`` when None), partition it,
+    compile every group (with ``tuning``'s knobs, a :class:`runtime.vta_tuning.NetworkTuning`,
+    where it has them; ``jobs`` processes, through the compile cache unless ``cache`` is False)
+    and lay the network out: the :class:`NetworkPlan` a session runs."""
     from compiler.frontend.onnx_import import from_onnx
     from runtime.vta_target import compile_network
 
@@ -131,7 +133,8 @@ def compile_plan(
     graph = from_onnx(proto, name=name, input_shapes=input_shapes)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration),
-                          jobs=jobs, cache=cache, tuning=tuning)  # fmt: skip
+                          requant=requant or "multiplier", jobs=jobs, cache=cache,
+                          tuning=tuning)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
     plan = plan_network(net, names)
@@ -165,6 +168,7 @@ class VtaInferenceSession(InferenceSession):
         device: str | None = None,
         simulator: str | None = None,
         calibration: Any = None,
+        requant: str | None = None,
         image_size: int | None = None,
         batch: int | None = None,
         num_threads: int | None = None,
@@ -206,9 +210,10 @@ class VtaInferenceSession(InferenceSession):
             if image_size is not None or batch is not None:
                 raise SessionError("image_size and batch apply to zoo models only; an artifact "
                                    "has fixed input shapes")  # fmt: skip
-            if calibration is not None:
-                raise SessionError("calibration applies when a model is compiled, not to a "
-                                   "compiled artifact")  # fmt: skip
+            for key, given in (("calibration", calibration), ("requant", requant)):
+                if given is not None:
+                    raise SessionError(f"{key} applies when a model is compiled, not to a "
+                                       "compiled artifact")  # fmt: skip
             plan = load_vta_artifact(model if isinstance(model, bytes) else os.fspath(model))
             for spec in plan.inputs:
                 given = (input_shapes or {}).get(spec.name)
@@ -232,7 +237,7 @@ class VtaInferenceSession(InferenceSession):
 
                 tuning = load_network_tuning(tuning_log, config or "default")
             plan = compile_plan(model, config or "default", calibration=calibration,
-                                image_size=image_size, batch=batch,
+                                requant=requant, image_size=image_size, batch=batch,
                                 input_shapes=input_shapes, jobs=jobs,
                                 cache=cache, tuning=tuning)  # fmt: skip
         self.plan = plan

@@ -698,16 +698,24 @@ def quantization_scheme(calibrator: str, requant: str) -> str:
 
     >>> quantization_scheme("kl", "shift").split(", ")[0]
     'symmetric int8 activations per tensor (KL-divergence calibration)'
+    >>> quantization_scheme("percentile", "vta").split("), ")[1].split(", ")[0]
+    'symmetric int8 weights with one power-of-two scale per tensor'
     """
     calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence"}
+    acts = f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} calibration"
+    if requant == "vta":
+        return (
+            f"{acts}, scales snapped up to powers of two), symmetric int8 weights with one "
+            "power-of-two scale per tensor, int32 bias and accumulation, requantization by one "
+            "shift per layer on the ALU (VTA's scheme)"
+        )
     how = (
         "15-bit multiplier and shift"
         if requant == "multiplier"
         else "power-of-two shift (weight scales snapped)"
     )
     return (
-        f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} "
-        "calibration), symmetric int8 weights per output channel, int32 bias and accumulation, "
+        f"{acts}), symmetric int8 weights per output channel, int32 bias and accumulation, "
         f"requantization by {how} on the ALU"
     )
 

@@ -30,6 +30,10 @@ folding, dead-node elimination), calibrates every activation on the sample input
 (:func:`~compiler.quantize.requant.choose_requant`); ``requant="shift"`` uses shifts alone,
 snapping each weight scale to ``2**-k s_y / s_x`` and each pool output scale so that every
 conv/dense/pool requantization is an exact power of two (``qadd`` keeps its multipliers).
+``requant="vta"`` is VTA's own scheme (TVM's ``relay.quantize`` for VTA): every activation scale
+snapped up to a power of two and one power-of-two weight scale per tensor (``2**-k s_y / s_x``
+with one ``k`` for every output channel), so that each conv/dense requantization is one shift
+shared by every channel (an immediate ``SHR``) and a ``qadd``'s multipliers are powers of two.
 
 Example:
     >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
@@ -69,7 +73,9 @@ from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, 
 PASS_THROUGH = frozenset({"max_pool2d", "relu", "reshape", "transpose"})
 #: Operators at the float edges of a quantized graph.
 EDGE_OPS = frozenset({"quantize", "dequantize"})
-REQUANT_MODES = ("multiplier", "shift")
+REQUANT_MODES = ("multiplier", "shift", "vta")
+#: Modes whose conv/dense/pool requantizations are shifts alone.
+SHIFT_MODES = frozenset({"shift", "vta"})
 
 INT32_LIMIT = 1 << 31
 #: Smallest per-channel weight scale, as a fraction of the tensor's largest channel scale. A
@@ -98,6 +104,25 @@ def weight_scale_floor(absmax: np.ndarray, bias: np.ndarray, sx: float) -> np.nd
     """
     top = float(absmax.max()) / 127.0 if absmax.size else 0.0
     return np.maximum(top * WEIGHT_SCALE_FLOOR, np.abs(bias) / (sx * BIAS_LIMIT))
+
+
+def tensor_weight_scale(absmax: np.ndarray, floor: np.ndarray, unit: float) -> float:
+    """The one weight scale of a tensor in the ``vta`` mode: ``unit * 2**-k`` (``unit`` is
+    ``s_y / s_x``, the scale whose requantization is 1) with the largest ``k >= 0`` that still
+    holds every channel's largest weight within 127 and every channel's floor
+    (:func:`weight_scale_floor`). With power-of-two activation scales it is a power of two.
+
+    Example:
+        >>> tensor_weight_scale(np.array([0.5, 1.27]), np.zeros(2), 1.0)
+        0.015625
+        >>> tensor_weight_scale(np.zeros(3), np.zeros(3), 0.25)  # all zero: the requant is 1
+        0.25
+    """
+    need = max(float(absmax.max()) / 127.0 if absmax.size else 0.0, float(floor.max(initial=0)))
+    if need <= 0:
+        return float(unit)
+    k = max(0, math.floor(math.log2(unit / need)))
+    return float(unit * 2.0**-k)
 
 
 def prepare_graph(graph: Graph) -> Graph:
@@ -196,6 +221,8 @@ class _Realizer:
         self.graph = graph
         self.thresholds = thresholds
         self.requant = requant
+        #: the requantization of conv/dense/pool (:func:`choose_requant`'s mode)
+        self._mode = "shift" if requant in SHIFT_MODES else "multiplier"
         self.users = graph.users
         self.out_ids = {id(v) for v in graph.outputs}
         self.qv: dict[int, tuple[Value, float]] = {}  # float value -> (int8 value, scale)
@@ -211,7 +238,11 @@ class _Realizer:
         if not math.isfinite(th):
             raise QuantizeError(f"value {node_label(v)!r}: calibrated threshold {th} is not finite")
         # a value that was 0 on every calibration input: any scale represents it
-        return (th if th > 0 else 1.0) / 127.0
+        s = (th if th > 0 else 1.0) / 127.0
+        if self.requant == "vta":
+            # snapped up (nothing more is clipped): every scale ratio is then a power of two
+            return float(2.0 ** math.ceil(math.log2(s)))
+        return s
 
     def as_int8(self, v: Value) -> tuple[Value, float]:
         if id(v) in self.qv:
@@ -243,6 +274,33 @@ class _Realizer:
         if len(users) == 1 and users[0].op in ("relu", "clip") and id(node) not in self.out_ids:
             return users[0]
         return None
+
+    def residual_scale(self, node: Node) -> float:
+        """The output scale of the ``add`` that is ``node``'s only reader (0 when there is none):
+        in the ``vta`` mode a convolution feeding a residual add requantizes straight to it when
+        its own scale is finer. VTA adds the residual in the accumulator's domain and rounds
+        once; here an int8 tensor sits between, and at the add's scale the add needs no
+        rescaling of that operand (no ``MUL``, and no rounding shift when the other operand
+        shares the scale). The branch's range is within its own scale's, so nothing more is
+        clipped; its rounding step is the add's output step, the one the sum is rounded to.
+
+        Example:
+            >>> from compiler.graph.ir import TensorType, Var
+            >>> x = Var("x", TensorType((1, 2), "float32"))
+            >>> fc = Node("dense", (x, Constant(np.eye(2, dtype=np.float32))), name="fc")
+            >>> g = Graph.from_outputs([x], [Node("add", (fc, x), name="add")])
+            >>> r = _Realizer(g, {id(x): 1.0, id(fc): 1.0, id(g.nodes[1]): 2.54}, "vta")
+            >>> r.residual_scale(fc)
+            0.03125
+        """
+        users = self.users.get(id(node), [])
+        if len(users) != 1 or users[0].op != "add" or id(node) in self.out_ids:
+            return 0.0
+        add = users[0]
+        a, b = add.inputs
+        if not (self.is_activation(a) and self.is_activation(b)) or a.type.shape != b.type.shape:
+            return 0.0
+        return self.scale(self.fusable_activation(add) or add)
 
     @staticmethod
     def int8_bounds(act: Node | None, scale: float) -> tuple[int, int]:
@@ -309,19 +367,22 @@ class _Realizer:
         act = self.fusable_activation(node)
         out = act or node
         sy = self.scale(out)
+        if self.requant == "vta":
+            sy = max(sy, self.residual_scale(out))
         wv = w.value.astype(np.float64)
         channels = wv.shape[0]
         absmax = np.abs(wv.reshape(channels, -1)).max(axis=1)
         unit = sy / sx  # the weight scale for which the requantization is 1
         b = bias.value.astype(np.float64) if bias is not None else np.zeros(channels)
         floor = weight_scale_floor(absmax, b, sx)
-        if self.requant == "shift":
+        if self.requant == "vta":
+            sw = np.full(channels, tensor_weight_scale(absmax, floor, unit))
+        elif self.requant == "shift":
             with np.errstate(divide="ignore"):
                 k = np.floor(np.log2(127.0 * unit / np.maximum(absmax, 127.0 * floor)))
-            sw = unit * np.exp2(-np.maximum(k, 0.0))
+            sw = np.where(absmax > 0, unit * np.exp2(-np.maximum(k, 0.0)), unit)
         else:
-            sw = np.maximum(absmax / 127.0, floor)
-        sw = np.where(absmax > 0, sw, unit)
+            sw = np.where(absmax > 0, np.maximum(absmax / 127.0, floor), unit)
         wq = np.clip(np.rint(wv / sw.reshape((-1,) + (1,) * (wv.ndim - 1))), -127, 127)
         bq = np.rint(b / (sx * sw))
         if np.any(np.abs(bq) >= INT32_LIMIT):
@@ -334,7 +395,7 @@ class _Realizer:
             Constant(bq.astype(np.int32), name=f"{node.label}.bias.int32"),
         )
         acc = Node(node.op, (qx, *consts), node.attrs, node.name)
-        params = choose_requant(sx * sw / sy, mode=self.requant)
+        params = choose_requant(sx * sw / sy, mode=self._mode)
         self._requantize(acc, out, params, self.int8_bounds(act, sy), sy)
         if act is not None:
             self.fused.add(id(act))
@@ -463,11 +524,11 @@ class _Realizer:
         qx, sx = self.as_int8(x)
         n, c, h, w = x.type.shape
         so = self.scale(node)
-        if self.requant == "shift":
+        if self.requant in SHIFT_MODES:
             k = max(0, math.ceil(math.log2(so * h * w / sx)))
             so = sx * 2.0**k / (h * w)
         total = Node("global_sum_pool2d", (qx,), name=f"{node.label}.sum")
-        params = choose_requant(np.full(c, sx / (h * w * so)), mode=self.requant)
+        params = choose_requant(np.full(c, sx / (h * w * so)), mode=self._mode)
         self._requantize(total, node, params, (INT8_MIN, INT8_MAX), so)
         return True
 
@@ -509,7 +570,9 @@ __all__ = [
     "EDGE_OPS",
     "PASS_THROUGH",
     "REQUANT_MODES",
+    "SHIFT_MODES",
     "activation_scales",
+    "tensor_weight_scale",
     "weight_scale_floor",
     "integer_violations",
     "prepare_graph",

@@ -338,13 +338,27 @@ def add_alu_program(
     accumulator (ACC8 loads sign-extend them), the left one in the destination tile, the right
     one in the tile named ``rhs``.
 
+    A factor of two common to both multipliers and the shift cancels first
+    (``floor((2v + 2**(s-1)) / 2**s) = floor((v + 2**(s-2)) / 2**(s-1))``, and ``2v`` rounded
+    by one bit is ``v``), and a multiplier of 1 is no step: the same bits in fewer micro-ops.
+    Scales that differ by powers of two (the ``vta`` quantization) thus need no rounding shift
+    at all when the output scale is the smaller input's.
+
     Example:
         >>> [str(s) for s in add_alu_program(16384, 8192, 15, 0, 127)][:4]
-        ['MUL 16384', 'MUL@rhs 8192', 'ADD rhs', 'ADD 16384']
+        ['MUL 2', 'ADD rhs', 'ADD 2', 'SHR 2']
+        >>> [str(s) for s in add_alu_program(17000, 12000, 15, 0, 127)][:4]
+        ['MUL 2125', 'MUL@rhs 1500', 'ADD rhs', 'ADD 2048']
+        >>> [str(s) for s in add_alu_program(16384, 16384, 14, 0, 127)]
+        ['ADD rhs', 'MAX 0', 'MIN 127']
     """
+    while shift > 0 and lhs_multiplier % 2 == 0 and rhs_multiplier % 2 == 0:
+        lhs_multiplier, rhs_multiplier, shift = lhs_multiplier // 2, rhs_multiplier // 2, shift - 1
+    steps = [AluStep("MUL", imm=lhs_multiplier)] if lhs_multiplier != 1 else []
+    if rhs_multiplier != 1:
+        steps.append(AluStep("MUL", imm=rhs_multiplier, dst="rhs"))
     return [
-        AluStep("MUL", imm=lhs_multiplier),
-        AluStep("MUL", imm=rhs_multiplier, dst="rhs"),
+        *steps,
         AluStep("ADD", tensor="rhs"),
         *split_round_shift(shift),
         AluStep("MAX", imm=out_min),

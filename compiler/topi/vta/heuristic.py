@@ -8,7 +8,11 @@ of the machine: the compute module's busy time (GEMM micro-ops, reset, ALU epilo
 cost per instruction), the DRAM traffic (input windows with their halo and the weights are
 re-loaded for every tile and reduction step) and how the two overlap (with two or more threads
 loads hide behind compute, the less so the closer the two are; with one they alternate). The
-best score wins; ties go to whole rows and to bigger tiles.
+best score wins; ties go to whole rows and to bigger tiles. Where the best tiling's step
+loads take longer than its step GEMMs (the threads cannot hide them), the tilings that keep
+each thread's weights resident (loaded once, not per step) compete too; and a kernel of several
+rows takes one row per reduction step where that shrinks the load exposed at the start of
+every round of tiles by more than the added steps cost.
 
 Example:
     >>> import isa
@@ -22,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.errors import ScheduleError
 from compiler.quantize.requant import AluStep
@@ -45,11 +49,14 @@ def divisors(n: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Estimate:
-    """The model's figures for one tiling (cycles)."""
+    """The model's figures for one tiling (cycles): ``step_load`` and ``step_gemm`` are one
+    reduction step's DMAs and GEMM micro-ops."""
 
     compute: float
     dram: float
     cycles: float
+    step_load: float = 0.0
+    step_gemm: float = 0.0
 
 
 def estimate_conv2d(
@@ -74,13 +81,14 @@ def estimate_conv2d(
     output block reads an input block of its own, so a step loads ``tile_co`` input blocks."""
     imm_ops = _imm_ops(alu_ops, alu_imm_ops)
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
-    in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+    ky = 1 if knobs.kernel_step == "row" else k  # kernel rows a step covers
+    in_h, in_w = (th - 1) * stride + ky, (tw - 1) * stride + k
     tiles = (nb // tb) * (ocb // tco) * (oh // th) * (ow // tw)
-    steps = icb // tci
+    steps = icb // tci * (k // ky)
     acc_tile = tb * tco * th * tw
     acc_total = tiles * acc_tile
     per_insn = GEMM_PIPE_LATENCY + 1
-    step_uops = acc_tile * tci * k * k
+    step_uops = acc_tile * tci * ky * k
     compute = (
         tiles * steps * (step_uops * cfg.gemm_ii + per_insn)
         + acc_total * cfg.gemm_ii
@@ -90,12 +98,17 @@ def estimate_conv2d(
     )
     lat = cfg.dram_latency
     in_blocks = tco if depthwise else tci
-    step_bytes = (
-        tb * in_blocks * in_h * in_w * cfg.inp_elem_bytes + tco * tci * k * k * cfg.wgt_elem_bytes
+    resident = knobs.weights_resident
+    # resident weights: each thread loads its channel tile's weights for the whole reduction
+    # once (one DMA per channel block), and no step loads any
+    step_wgt = 0 if resident else tco * tci * ky * k * cfg.wgt_elem_bytes
+    step_bytes = tb * in_blocks * in_h * in_w * cfg.inp_elem_bytes + step_wgt
+    step_load = step_bytes / cfg.bus_bytes + lat * (tb * in_blocks + int(not resident))
+    wgt_once = (
+        ocb * icb * k * k * cfg.wgt_elem_bytes / cfg.bus_bytes + ocb * lat if resident else 0.0
     )
-    step_load = step_bytes / cfg.bus_bytes + lat * (tb * in_blocks + 1)
     out_dram = acc_total * cfg.out_elem_bytes / cfg.bus_bytes + tiles * tco * lat
-    dram = tiles * steps * step_load + out_dram
+    dram = tiles * steps * step_load + out_dram + wgt_once
     if knobs.nthreads > 1:
         # two threads hide the shorter of loads and compute behind the longer, but not
         # wholly: the steps' DMAs and GEMMs do not interleave perfectly, and the exposed part
@@ -104,10 +117,13 @@ def estimate_conv2d(
         # convolutions it took 9,749,097 cycles to 9,656,782 (shift requantization)
         long, short = max(compute, dram), min(compute, dram)
         cycles = long + short * short / (3 * long) + step_load + step_uops
+        # resident weights load before the threads' first GEMMs, in the open: the second
+        # thread's after the first's, while the first has computed only its first step
+        cycles += wgt_once
     else:
         # one thread: each step's loads wait for the previous step's GEMM and vice versa
-        cycles = compute + tiles * steps * step_load + out_dram / 2
-    return Estimate(compute, dram, cycles)
+        cycles = compute + tiles * steps * step_load + out_dram / 2 + wgt_once
+    return Estimate(compute, dram, cycles, step_load, step_uops * cfg.gemm_ii)
 
 
 def _imm_ops(alu_ops: int, alu_imm_ops: int | None) -> int:
@@ -162,7 +178,7 @@ def conv2d_knobs(
     wgt_share = cfg.wgt_depth // nthreads
     acc_share = cfg.acc_depth // nthreads
     uop_budget = cfg.uop_depth * 3 // 4
-    scored: list[tuple[float, Conv2dKnobs]] = []
+    scored: list[tuple[Estimate, Conv2dKnobs]] = []
     for tb, tco, th, tw, tci in itertools.product(
         divisors(nb), divisors(ocb), divisors(oh), divisors(ow), divisors(icb)
     ):
@@ -179,11 +195,16 @@ def conv2d_knobs(
             if co_tiles % oc_n or h_tiles % h_n:
                 continue
             knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, order)
-            est = estimate_conv2d(
-                cfg, knobs, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride,
-                alu_ops=alu_ops, alu_imm_ops=alu_imm_ops, depthwise=depthwise,
-            )  # fmt: skip
-            scored.append((est.cycles, knobs))
+            options = [knobs]
+            if co_tiles == oc_n and tb == nb and tco * icb * k * k <= wgt_share and not depthwise:
+                # one channel tile per thread whose weights fit: they may stay resident
+                options.append(replace(knobs, loop_order=LoopOrder.CO_H, weights_resident=True))
+            for kn in options:
+                est = estimate_conv2d(
+                    cfg, kn, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride,
+                    alu_ops=alu_ops, alu_imm_ops=alu_imm_ops, depthwise=depthwise,
+                )  # fmt: skip
+                scored.append((est, kn))
     if not scored:
         if nthreads > 1 and fewer_threads:
             # e.g. one channel tile and an odd number of rows: nothing to split between threads
@@ -197,17 +218,63 @@ def conv2d_knobs(
             f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "
             f"{icb} input blocks) fits the buffers of {cfg.name} with {nthreads} virtual threads"
         )
+    per_step = [e for e, kn in scored if not kn.weights_resident]
+    lead = min(per_step, key=lambda e: e.cycles) if per_step else None
+    if lead is not None and lead.step_load < lead.step_gemm:
+        # the threads hide the per-step weight loads: resident weights would only delay the
+        # first GEMMs (the model's overlap term does not see that; measured on ResNet-18 on
+        # vta-1x16x16, they cost its 3x3 layers and its im2col first layer 0.3-4 %, and take
+        # 7-10 % off the 1x1 stride-2 shortcuts, whose step loads outlast their GEMMs)
+        scored = [(e, kn) for e, kn in scored if not kn.weights_resident]
     # The model is an estimate: among tilings within 1% of the best, prefer whole rows (one
     # row-contiguous store and fewer, longer DMA rows), then bigger tiles, then deeper steps.
-    best = min(c for c, _ in scored)
-    near = [(c, kn) for c, kn in scored if c <= best * 1.01]
+    best = min(e.cycles for e, _ in scored)
+    near = [(e.cycles, kn) for e, kn in scored if e.cycles <= best * 1.01]
 
     def preference(item: tuple[float, Conv2dKnobs]) -> tuple[float, ...]:
         c, kn = item
         tile = kn.tile_b * kn.tile_co * kn.tile_h * kn.tile_w
         return (kn.tile_w != ow, -tile, -kn.tile_ci, -kn.oc_nthread, c)
 
-    return min(near, key=preference)[1]
+    chosen = min(near, key=preference)[1]
+    return _kernel_rows(cfg, chosen, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride)
+
+
+def _kernel_rows(
+    cfg: HwConfig,
+    knobs: Conv2dKnobs,
+    *,
+    nb: int,
+    ocb: int,
+    icb: int,
+    oh: int,
+    ow: int,
+    k: int,
+    stride: int,
+) -> Conv2dKnobs:
+    """``knobs`` with one kernel row per reduction step (``kernel_step="row"``) where that
+    saves more than it costs. With two or more threads the first load of every round of tiles
+    waits for the previous round's epilogues (its inp tiles are released then), so it is
+    exposed once per round; a row step loads a third of a 3x3 window's weights and fewer input
+    rows. Each added step costs an instruction's pipeline latency and a DMA's latency. Only
+    where a row step's loads still hide behind its GEMM: otherwise the layer waits for its
+    loads at every step, and the rows' extra input bytes and latencies are what it waits for.
+    """
+    if k == 1 or knobs.nthreads == 1 or knobs.weights_resident:
+        return knobs
+    rows = replace(knobs, kernel_step="row")
+    window, row = (
+        estimate_conv2d(cfg, kn, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride)
+        for kn in (knobs, rows)
+    )
+    if row.step_load >= row.step_gemm:
+        return knobs
+    tiles = (nb // knobs.tile_b) * (ocb // knobs.tile_co) * (oh // knobs.tile_h)
+    tiles *= ow // knobs.tile_w
+    saved = tiles / knobs.nthreads * (window.step_load - row.step_load)
+    added = tiles * (icb // knobs.tile_ci) * (k - 1)
+    cost = added * (GEMM_PIPE_LATENCY + 1 + cfg.dram_latency)
+    return rows if saved > cost else knobs
 
 
 def _splits(nthreads: int) -> list[tuple[int, int]]:

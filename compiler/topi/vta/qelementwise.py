@@ -11,7 +11,7 @@ runs the node's steps in place and the out buffer's low 8 bits are stored:
   the rounding shift and the clip (:mod:`compiler.quantize.hard`);
 * ``qadd``: the second operand goes to its own tile, then the quantizer's own sequence
   (:func:`compiler.quantize.add_alu_program`): ``MUL lhs``, ``MUL@rhs rhs``, ``ADD rhs``, the
-  rounding shift and the clip.
+  rounding shift and the clip (a multiplier of 1 is no step).
 
 Tiles are ``tile_c`` channel blocks x ``tile_h`` rows x ``tile_w`` columns of one batch block
 (whole rows before several rows, whole channel blocks before several blocks, so every DMA is
@@ -85,8 +85,8 @@ def qadd_steps(
     """The ALU steps of a ``qadd`` (the quantizer's :func:`add_alu_program`).
 
     Example:
-        >>> [str(s) for s in qadd_steps(16384, 8192, 15, 0, 127)][:3]
-        ['MUL 16384', 'MUL@rhs 8192', 'ADD rhs']
+        >>> [str(s) for s in qadd_steps(17000, 12000, 15, 0, 127)][:3]
+        ['MUL 2125', 'MUL@rhs 1500', 'ADD rhs']
     """
     return add_alu_program(lhs_multiplier, rhs_multiplier, shift, out_min, out_max)
 

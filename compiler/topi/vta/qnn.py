@@ -37,8 +37,8 @@ from compiler.quantize.requant import (
     CLAMP_MIN,
     AluStep,
     RequantParams,
+    add_alu_program,
     alu_program,
-    split_round_shift,
     wrap32,
 )
 from compiler.schedule import Schedule
@@ -64,8 +64,8 @@ class QAdd:
     result, ``other_multiplier`` the other operand (an int8 tensor of the output's shape).
 
     Example:
-        >>> [str(s) for s in QAdd(16384, 8192, 15, 0, 127).steps()][:2]
-        ['MUL 16384', 'MUL@rhs 8192']
+        >>> [str(s) for s in QAdd(17000, 12000, 15, 0, 127).steps()][:2]
+        ['MUL 2125', 'MUL@rhs 1500']
     """
 
     self_multiplier: int
@@ -75,14 +75,10 @@ class QAdd:
     out_max: int
 
     def steps(self) -> list[AluStep]:
-        return [
-            AluStep("MUL", imm=self.self_multiplier),
-            AluStep("MUL", imm=self.other_multiplier, dst="rhs"),
-            AluStep("ADD", tensor="rhs"),
-            *split_round_shift(self.shift),
-            AluStep("MAX", imm=self.out_min),
-            AluStep("MIN", imm=self.out_max),
-        ]
+        """The quantizer's ``qadd`` sequence (:func:`compiler.quantize.add_alu_program`)."""
+        return add_alu_program(
+            self.self_multiplier, self.other_multiplier, self.shift, self.out_min, self.out_max
+        )
 
 
 @dataclass(frozen=True)

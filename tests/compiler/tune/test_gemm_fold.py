@@ -29,9 +29,12 @@ def test_resnet18_spaces_have_thousands_of_valid_points():
 def test_the_default_fold_is_the_templates_point():
     for t in resnet18_tasks("vta-1x16x16"):
         d = t.default_config()
-        assert d["gemm_fold"] == "co_h" and d.values.get("kernel_step", "window") == "window"
+        assert d["gemm_fold"] == "co_h"
         old = {k: v for k, v in d.values.items() if k not in ("gemm_fold", "kernel_step")}
-        assert t.space().index_of(old) == d.index  # values named before the knob
+        if d.values.get("kernel_step", "window") == "window":
+            # the heuristic takes kernel rows on some layers (compiler/topi/vta/heuristic.py);
+            # a window point is named by the values given before the knobs existed
+            assert t.space().index_of(old) == d.index
         assert t.config_of(t.knobs(d)) == d
 
 
