@@ -238,7 +238,9 @@ class NetworkPlan:
 
         records: list[LayerRecord] = []
         traces: list[tuple[str, int, Any]] = []
+        host_slices: list[tuple[str, str, int, float]] = []
         cycles_so_far = 0
+        host_cycles = 0  # the host groups' wall time so far, at the accelerator's clock
         for step in self.steps:
             if isinstance(step, AccelStep):
                 prog = step.image.program(cfg, dram)
@@ -250,7 +252,7 @@ class NetworkPlan:
                 res = execute_group(prog, device, trace, rtl, step.name, bar)
                 dram = res.dram
                 if trace:
-                    traces.append((step.name, cycles_so_far, res.trace))
+                    traces.append((step.name, cycles_so_far + host_cycles, res.trace))
                 cycles_so_far += res.cycles
                 in_dram[step.output] = step
                 records.append(run_record(step.record, res))
@@ -265,6 +267,10 @@ class NetworkPlan:
             for slot, arr in zip(step.outputs, res_h, strict=True):
                 env[slot] = arr
             seconds = clock() - t0
+            if trace:
+                ops = "+".join(n.op for n in step.nodes)
+                host_slices.append((step.name, ops, cycles_so_far + host_cycles, seconds))
+                host_cycles += max(1, round(seconds * cfg.clock_mhz * 1e6))
             for k, n in enumerate(step.nodes):
                 records.append(LayerRecord(n.name, n.op, "cpu", n.rule, host=step.how,
                                            host_seconds=seconds if k == 0 else 0.0))  # fmt: skip
@@ -278,7 +284,7 @@ class NetworkPlan:
             activation_bytes_unshared=self.activation_bytes_unshared, copy_seconds=copies,
             scheme=self.scheme,
             rtl_checks=list(rtl.checks) if rtl is not None else [],
-            simulator=rtl.simulator if rtl is not None else None,
+            simulator=rtl.simulator if rtl is not None else None, host_slices=host_slices,
         )  # fmt: skip
 
 

@@ -174,6 +174,10 @@ class NetworkRun:
     chained_inputs: int = 0
     #: per accelerator group: (name, first cycle on the network's time axis, its sim trace)
     traces: list[tuple[str, int, Any]] = field(default_factory=list)
+    #: per host group of a traced run: (name, its ops, first cycle on the network's time axis,
+    #: its wall seconds here); on that axis a host group lasts its seconds at the accelerator's
+    #: clock, and the accelerator groups after it start that much later
+    host_slices: list[tuple[str, str, int, float]] = field(default_factory=list)
     #: bytes of the image's activation region (reused by liveness), and what the activations
     #: would take each at its own place
     activation_bytes: int = 0
@@ -249,18 +253,27 @@ class NetworkRun:
     def save_trace(self, path: str) -> None:
         """One Chrome / Perfetto trace of the whole network: the accelerator groups one after
         the other on one time axis (1 us = 1 cycle), each group a slice named after it on a
-        ``network`` track above the modules' tracks."""
+        ``network`` track above the modules' tracks, its table row in ``args``; the host groups
+        between them as slices on a ``host`` track, each as long as its wall time here at the
+        accelerator's clock (the groups after it start that much later)."""
         if not self.traces:
             raise SessionError("no trace was recorded: run the network with trace=True")
         events: list[dict[str, Any]] = []
         seen_meta: set[tuple[Any, ...]] = set()
-        layer_tid = 99
+        layer_tid, host_tid = 99, 98
         rows = {r.name: r for r in self.layers if r.device == "vta"}
         energy_uj = 0.0
-        events.append({"ph": "M", "pid": 0, "tid": layer_tid, "name": "thread_name",
-                       "args": {"name": "network"}})  # fmt: skip
-        events.append({"ph": "M", "pid": 0, "tid": layer_tid, "name": "thread_sort_index",
-                       "args": {"sort_index": -1}})  # fmt: skip
+        for tid, label, order in ((layer_tid, "network", -2),
+                                  (host_tid, "host (wall time here, at the accelerator's clock)",
+                                   -1)):  # fmt: skip
+            events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
+                           "args": {"name": label}})  # fmt: skip
+            events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
+                           "args": {"sort_index": order}})  # fmt: skip
+        for name, ops, start, seconds in self.host_slices:
+            events.append({"ph": "X", "pid": 0, "tid": host_tid, "name": name, "ts": start,
+                           "dur": max(1, round(seconds * self.config.clock_mhz * 1e6)),
+                           "args": {"ops": ops, "host_us": round(seconds * 1e6, 3)}})  # fmt: skip
         for name, start, trace in self.traces:
             chrome = trace.to_chrome()
             for e in chrome["traceEvents"]:
