@@ -140,7 +140,9 @@ def build_group(group: Any, symbol: str, target: Any) -> Any:
         raise type(e)(f"group {_group_name(group)}: {e}") from None
 
 
-def _progress_bar(total: int, name: str, progress: bool | None) -> Any:
+def compile_progress_bar(total: int, name: str, progress: bool | None) -> Any:
+    """A tqdm bar on stderr counting compiled groups: with ``progress``, or on a terminal when
+    it is None; None when there is none to show."""
     show = sys.stderr.isatty() if progress is None else progress
     if not show:
         return None
@@ -220,7 +222,7 @@ def compile_graph(
     built: dict[Hashable, tuple[str, Any]] = {}
     modules: dict[str, Any] = {}
     model = name or graph.name
-    bar = _progress_bar(len(graph.groups), model, progress)
+    bar = compile_progress_bar(len(graph.groups), model, progress)
     try:
         for group in graph.groups:
             sig = _signature(group)

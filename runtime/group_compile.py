@@ -39,7 +39,7 @@ from __future__ import annotations
 import copyreg
 import multiprocessing
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from compiler.cache import CompileCache, fingerprint, source_version
@@ -203,6 +203,8 @@ def compile_groups(
     cache: CompileCache | None = None,
     compile_one: GroupCompiler | None = None,
     extra: Callable[[AccelGroup], Any] | None = None,
+    progress: bool | None = None,
+    name: str = "",
 ) -> dict[str, QLayer]:
     """One :class:`QLayer` per group, by name, in the order of ``groups``.
 
@@ -210,7 +212,8 @@ def compile_groups(
     ``cache``: where compiled groups are looked up and stored (None: no cache).
     ``compile_one``: the group compiler (default :func:`runtime.vta_target.compile_group`).
     ``extra``: per group, more of its key (what ``compile_one`` reads beyond the group and
-    the config, such as the knobs a tuning log gives it).
+    the config, such as the knobs a tuning log gives it). ``progress``: a bar of the groups on
+    stderr (None: on a terminal), named after the network ``name``.
     """
     if jobs < 1:
         raise SessionError(f"--jobs {jobs}: the number of worker processes must be at least 1")
@@ -230,32 +233,49 @@ def compile_groups(
         layers[group.name] = layer
         if layer is None:
             todo.append(k)
-    for k, layer in zip(todo, _compile(groups, todo, cfg, jobs, compile_one), strict=True):
-        name = groups[k].name
-        layers[name] = layer
-        if cache is not None and name in keys:
-            cache.put(keys[name], pickle.dumps(layer, protocol=pickle.HIGHEST_PROTOCOL))
-    return {name: layer for name, layer in layers.items() if layer is not None}
+    from runtime.graph_compile import compile_progress_bar
+
+    bar = compile_progress_bar(len(groups), name or "groups", progress) if todo else None
+    if bar is not None:
+        bar.update(len(groups) - len(todo))  # read from the cache
+    try:
+        done = _compile(groups, todo, cfg, jobs, compile_one)
+        for k, layer in zip(todo, done, strict=True):
+            gname = groups[k].name
+            layers[gname] = layer
+            if cache is not None and gname in keys:
+                cache.put(keys[gname], pickle.dumps(layer, protocol=pickle.HIGHEST_PROTOCOL))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return {gname: layer for gname, layer in layers.items() if layer is not None}
 
 
 def _compile(
     groups: Sequence[AccelGroup], todo: list[int], cfg: HwConfig, jobs: int,
     compile_one: GroupCompiler,
-) -> list[QLayer]:  # fmt: skip
-    """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool."""
+) -> Iterator[QLayer]:  # fmt: skip
+    """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool, in
+    order, each as it is done."""
     workers = min(jobs, len(todo))
     if workers <= 1:
-        return [compile_one(groups[k], cfg) for k in todo]
+        for k in todo:
+            yield compile_one(groups[k], cfg)
+        return
     if "fork" in multiprocessing.get_all_start_methods():
         _WORK.update(groups=groups, config=cfg, compile=compile_one)
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
                 # one group a task: groups differ a lot in cost, so the pool balances them
-                return pool.map(_compile_at, todo, chunksize=1)
+                yield from pool.imap(_compile_at, todo, chunksize=1)
         finally:
             _WORK.clear()
+        return
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        return pool.map(_compile_pair, [(groups[k], cfg, compile_one) for k in todo], chunksize=1)
+        tasks = [(groups[k], cfg, compile_one) for k in todo]
+        yield from pool.imap(_compile_pair, tasks, chunksize=1)
 
 
 __all__ = ["VERSION_MODULES", "compile_groups", "graph_parts", "group_key", "quantize_cached"]

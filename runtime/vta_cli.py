@@ -142,7 +142,7 @@ def run_command(args: argparse.Namespace) -> int:
     net = compile_network(graph, args.config or "default", calibration=calibration,
                           requant=args.requant or "multiplier",
                           jobs=args.jobs or 1, cache=not args.no_cache,
-                          tuning=tuning)  # fmt: skip
+                          tuning=tuning, progress=args.progress or None)  # fmt: skip
     _tuning_report(args, tuning)
     device = args.device or "sim"
     result = net.run(feeds, trace=args.trace is not None, device=device,
@@ -271,7 +271,7 @@ def compile_command(args: argparse.Namespace) -> int:
         requant=args.requant, image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
         jobs=args.jobs or 1, cache=not args.no_cache,
-        tuning_log=getattr(args, "tuning_log", None),
+        tuning_log=getattr(args, "tuning_log", None), progress=args.progress or None,
     )  # fmt: skip
     _tuning_report(args, sess.tuning)
     plan = sess.plan

@@ -118,6 +118,7 @@ def compile_plan(
     jobs: int = 1,
     cache: bool = True,
     tuning: Any = None,
+    progress: bool | None = False,
 ) -> NetworkPlan:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
     on ``calibration``, requantized by ``requant``: ``multiplier`` when None), partition it,
@@ -134,7 +135,7 @@ def compile_plan(
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration),
                           requant=requant or "multiplier", jobs=jobs, cache=cache,
-                          tuning=tuning)  # fmt: skip
+                          tuning=tuning, progress=progress)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
     plan = plan_network(net, names)
@@ -239,7 +240,7 @@ class VtaInferenceSession(InferenceSession):
             plan = compile_plan(model, config or "default", calibration=calibration,
                                 requant=requant, image_size=image_size, batch=batch,
                                 input_shapes=input_shapes, jobs=jobs,
-                                cache=cache, tuning=tuning)  # fmt: skip
+                                cache=cache, tuning=tuning, progress=progress)  # fmt: skip
         self.plan = plan
         self.graph = None
         #: the tuning log's records the groups compiled with (``report()``: which groups were

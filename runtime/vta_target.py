@@ -591,7 +591,7 @@ def _compile_with(knobs: Mapping[str, Any], group: AccelGroup, cfg: HwConfig) ->
 
 def compile_tuned_groups(
     groups: Sequence[AccelGroup], cfg: HwConfig, tuning: Any, *, jobs: int = 1,
-    cache: CompileCache | None = None,
+    cache: CompileCache | None = None, progress: bool | None = False, name: str = "",
 ) -> dict[str, QLayer]:  # fmt: skip
     """Every group compiled (:func:`runtime.group_compile.compile_groups`: ``jobs`` processes,
     ``cache``), a conv2d / dense group with the knobs of ``tuning``'s best record for it. The
@@ -604,14 +604,15 @@ def compile_tuned_groups(
     from runtime.vta_tuning import choose_knobs
 
     if tuning is None:
-        return compile_groups(groups, cfg, jobs=jobs, cache=cache)
+        return compile_groups(groups, cfg, jobs=jobs, cache=cache, progress=progress, name=name)
     chosen: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     for group in groups:
         chosen[group.name], reasons[group.name] = choose_knobs(group, cfg, tuning)
     layers = compile_groups(groups, cfg, jobs=jobs, cache=cache,
                             compile_one=partial(_compile_with, chosen),
-                            extra=lambda g: chosen[g.name])  # fmt: skip
+                            extra=lambda g: chosen[g.name], progress=progress,
+                            name=name)  # fmt: skip
     for group in groups:
         knobs, layer = chosen[group.name], layers[group.name]
         if knobs is None:
@@ -764,6 +765,7 @@ def compile_network(
     jobs: int = 1,
     cache: bool | CompileCache = True,
     tuning: Any = None,
+    progress: bool | None = False,
 ) -> VtaNetwork:
     """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
 
@@ -775,7 +777,8 @@ def compile_network(
     :class:`compiler.cache.CompileCache` to use). ``tuning``: a
     :class:`runtime.vta_tuning.NetworkTuning` (the best records of a tuning log) whose knobs
     the conv2d / dense groups compile with; it then says which groups were tuned and why the
-    others fell back to the heuristic.
+    others fell back to the heuristic. ``progress``: a bar of the groups' compiles on stderr
+    (None: on a terminal).
     """
     cfg = load_config(config) if isinstance(config, str) else config
     t0 = time.perf_counter()
@@ -787,7 +790,8 @@ def compile_network(
     net.tuning = tuning
     if not quantized:
         net.scheme = quantization_scheme(calibrator, requant)
-    net.layers = compile_tuned_groups(part.groups, cfg, tuning, jobs=jobs, cache=store)
+    net.layers = compile_tuned_groups(part.groups, cfg, tuning, jobs=jobs, cache=store,
+                                      progress=progress, name=graph.name)  # fmt: skip
     net.dram_plan = plan_network_dram(net)
     net.host_groups = compile_network_host_groups(graph, part)
     net.compile_seconds = time.perf_counter() - t0

@@ -296,3 +296,16 @@ def test_spawned_workers_give_the_serial_programs(monkeypatch):
     serial = _compile(None)
     monkeypatch.setattr(group_compile.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     assert _programs(_compile(None, jobs=2)) == _programs(serial)
+
+
+def test_progress_counts_the_accelerator_groups_being_compiled(tmp_path, capsys):
+    from runtime.cli import main
+
+    argv = ["compile", "digits", "--target", "vta", "--progress", "-o", str(tmp_path / "d.vtac")]
+    assert main([*argv, "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert "compiling digits" in err and "group" in err
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 0  # every group from the cache: nothing to wait for, no bar
+    assert "compiling digits" not in capsys.readouterr().err
