@@ -259,8 +259,8 @@ def compile_groups(
     bar = compile_progress_bar(len(groups), name or "groups", progress) if todo else None
     if bar is not None:
         bar.update(len(groups) - len(todo))  # read from the cache
+    done = _compile(groups, todo, cfg, jobs, compile_one)
     try:
-        done = _compile(groups, todo, cfg, jobs, compile_one)
         for k, layer in zip(todo, done, strict=True):
             gname = groups[k].name
             if isinstance(layer, CompilerError):
@@ -276,6 +276,9 @@ def compile_groups(
             if bar is not None:
                 bar.update(1)
     finally:
+        # closed now, not when collected: a pool left open by a raised error would otherwise
+        # clear the work of the next compile's workers whenever it is collected
+        done.close()
         if bar is not None:
             bar.close()
     return {gname: layer for gname, layer in layers.items() if layer is not None}

@@ -1,0 +1,144 @@
+"""A group whose accelerator compile fails runs on the host (rule ``compile-failed``), never a
+failed model.
+
+The failure is real: on a config whose input buffer holds 16 entries, a 5x5 convolution's
+smallest input tile (one 5x5 window of one channel block, 25 entries) fits no tiling, while the
+partition's limits accept the layer (they check the window against the weight buffer: 25 of
+1024 entries). The 3x3 convolutions beside it (9 entries) compile. The same int8 graph
+compiled on the default config, where every group compiles, gives the bits to compare with.
+"""
+
+import numpy as np
+import pytest
+
+import isa
+import runtime.group_compile as group_compile
+from compiler.errors import ScheduleError
+from compiler.graph import Constant, Graph, Node, TensorType, Var
+from compiler.partition import partition_graph
+from runtime.group_compile import compile_groups
+from runtime.vta_target import compile_network
+
+#: a config that the partition's limits do not tell apart from the default for these layers
+SMALL_INP = isa.load_config("default").replace(name="small-inp", inp_buf_bytes=16 * 4)
+
+
+def _graph() -> Graph:
+    """conv 3x3 -> relu -> conv 5x5 (+ the first conv's output: a fused qadd) -> conv 3x3."""
+    rng = np.random.default_rng(0)
+    x = Var("x", TensorType((1, 8, 8, 8), "float32", "NCHW"))
+
+    def weight(name: str, k: int) -> Constant:
+        return Constant(rng.normal(size=(8, 8, k, k)).astype(np.float32) * 0.3, name=name)
+
+    c1 = Node("conv2d", (x, weight("w1", 3)), {"padding": (1, 1, 1, 1)}, name="c1")
+    r1 = Node("relu", (c1,), {}, name="r1")
+    c2 = Node("conv2d", (r1, weight("w2", 5)), {"padding": (2, 2, 2, 2)}, name="c2")
+    add = Node("add", (c2, r1), {}, name="add")
+    c3 = Node("conv2d", (add, weight("w3", 3)), {"padding": (1, 1, 1, 1)}, name="c3")
+    return Graph.from_outputs([x], [c3])
+
+
+def _feed(seed: int) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seed).normal(size=(1, 8, 8, 8)).astype(np.float32)}
+
+
+@pytest.fixture(scope="module")
+def quantized() -> Graph:
+    """The int8 graph, quantized once so every compile below starts from the same bits."""
+    return compile_network(_graph(), "default", calibration=_feed(1), cache=False).graph
+
+
+@pytest.fixture(scope="module")
+def healthy(quantized):
+    """The same int8 graph on the default config: every group on the accelerator."""
+    return compile_network(quantized, "default", cache=False)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_group_that_fails_to_compile_runs_on_the_host_bit_exact(quantized, healthy, jobs):
+    net = compile_network(quantized, SMALL_INP, jobs=jobs, cache=False)
+    part = net.partition
+    failed = [p for p in part.placements if p.rule == "compile-failed"]
+    # the 5x5 conv with its requantize and the qadd fused into its group
+    assert [p.op for p in failed] == ["conv2d", "requantize", "qadd"], part.table()
+    for p in failed:
+        assert p.device == "cpu" and p.group is None
+        assert p.reason.startswith("the accelerator compile failed: conv2d: no tiling of")
+        assert "small-inp" in p.reason and "\n" not in p.reason
+    assert sorted(net.layers) == sorted(g.name for g in part.groups) == ["c1", "c3"]
+    assert sorted(healthy.layers) == ["c1", "c2", "c3"]
+    for seed in (2, 3):
+        feed = _feed(seed)
+        result = net.run(feed)
+        np.testing.assert_array_equal(result.outputs[0], healthy.run(feed).outputs[0])
+        np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    rows = {r.name: r for r in result.layers}
+    assert rows["c2"].device == "cpu" and rows["c2"].host.startswith("host (compiled")
+    assert rows["c1"].device == rows["c3"].device == "vta"
+
+
+def test_the_report_gives_the_rule_and_the_reason(quantized):
+    net = compile_network(quantized, SMALL_INP, cache=False)
+    result = net.run(_feed(2))
+    reason = net.partition.placement("c2").reason
+    line = next(line for line in result.table(legend=False).splitlines() if line.startswith("c2 "))
+    assert f"compile-failed: {reason}; host (compiled" in line
+    layers = {d["name"]: d for d in result.to_json()["layers"]}
+    assert (layers["c2"]["rule"], layers["c2"]["reason"]) == ("compile-failed", reason)
+    # other host rules keep their short form: the rule names the limit
+    assert "reason" not in layers["x.quantize"]
+    assert layers["c1"]["rule"] == "conv2d-group"
+
+
+def test_an_artifact_keeps_the_host_group_and_its_reason(quantized, tmp_path):
+    from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
+
+    net = compile_network(quantized, SMALL_INP, cache=False)
+    feed = _feed(4)
+    expected = net.run(feed)
+    save_vta_artifact(net.plan, tmp_path / "a.vtac")
+    loaded = load_vta_artifact(tmp_path / "a.vtac")
+    got = loaded.run(feed)
+    np.testing.assert_array_equal(got.outputs[0], expected.outputs[0])
+    row = next(r for r in got.layers if r.name == "c2")
+    assert (row.rule, row.reason) == ("compile-failed", net.partition.placement("c2").reason)
+
+
+def test_compiles_read_from_the_cache_fall_back_the_same(quantized, tmp_path):
+    from compiler.cache import CompileCache
+
+    store = CompileCache(tmp_path)
+    first = compile_network(quantized, SMALL_INP, cache=store)
+    again = compile_network(quantized, SMALL_INP, cache=store)
+    assert again.partition.placements == first.partition.placements
+    assert store.hits >= 2  # c1 and c3; the failed group is never stored
+    feed = _feed(5)
+    np.testing.assert_array_equal(again.run(feed).outputs[0], first.run(feed).outputs[0])
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_compile_groups_raises_or_records_a_group_failure(quantized, jobs):
+    groups = partition_graph(quantized, SMALL_INP).groups
+    with pytest.raises(ScheduleError, match="no tiling"):
+        compile_groups(groups, SMALL_INP, jobs=jobs)
+    failed: dict = {}
+    layers = compile_groups(groups, SMALL_INP, jobs=jobs, failed=failed)
+    assert sorted(layers) == ["c1", "c3"] and list(failed) == ["c2"]
+    assert isinstance(failed["c2"], ScheduleError)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_error_that_is_not_the_compilers_still_surfaces(quantized, jobs, monkeypatch):
+    """A bug in a group's compile (here a RuntimeError raised for group c3) is not a fallback:
+    it propagates, from a worker too."""
+    from runtime.vta_target import compile_group
+
+    def buggy(group, cfg):
+        if group.name == "c3":
+            raise RuntimeError("a bug in c3's compile")
+        return compile_group(group, cfg)
+
+    monkeypatch.setattr(group_compile, "_default_compiler", lambda: buggy)
+    with pytest.raises(RuntimeError, match="a bug in c3"):
+        compile_network(quantized, "default", jobs=jobs, cache=False)
