@@ -142,3 +142,56 @@ def test_an_error_that_is_not_the_compilers_still_surfaces(quantized, jobs, monk
     monkeypatch.setattr(group_compile, "_default_compiler", lambda: buggy)
     with pytest.raises(RuntimeError, match="a bug in c3"):
         compile_network(quantized, "default", jobs=jobs, cache=False)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_with_tuning_a_heuristic_compile_that_fails_falls_back_to_the_host(
+    quantized, healthy, jobs
+):
+    """A tuning without a record for these groups: each compiles with the heuristic's knobs,
+    and the one whose heuristic compile fails goes to the host, noted in the partition, not
+    in the tuning's notes."""
+    from runtime.vta_tuning import NetworkTuning
+
+    tuning = NetworkTuning(SMALL_INP, {})
+    net = compile_network(quantized, SMALL_INP, tuning=tuning, jobs=jobs, cache=False)
+    assert net.partition.placement("c2").rule == "compile-failed"
+    assert sorted(g for g, _ in tuning.fell_back) == ["c1", "c3"] and tuning.used == []
+    feed = _feed(6)
+    np.testing.assert_array_equal(net.run(feed).outputs[0], healthy.run(feed).outputs[0])
+
+
+def test_vtac_graph_and_run_show_the_rule_and_the_reason(tmp_path, capsys):
+    import json
+
+    import onnx
+    from onnx import helper
+
+    from runtime.cli import main
+    from tests.compiler.frontend.helpers import make_model
+
+    rng = np.random.default_rng(0)
+    inits = {
+        "w1": (rng.standard_normal((8, 8, 3, 3)) * 0.3).astype(np.float32),
+        "w2": (rng.standard_normal((8, 8, 5, 5)) * 0.3).astype(np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["out"], pads=[2, 2, 2, 2], name="conv2"),
+    ]
+    model = tmp_path / "m.onnx"
+    onnx.save(make_model(nodes, {"x": np.zeros((1, 8, 8, 8), np.float32)}, ["out"], inits), model)
+    config = tmp_path / "small-inp.json"
+    config.write_text(SMALL_INP.to_json())
+    assert main(["graph", str(model), "--target", "vta", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("conv2 "))
+    assert "cpu" in line and "compile-failed" in line
+    assert "the accelerator compile failed: conv2d: no tiling of" in line
+    args = ["run", str(model), "--target", "vta", "--config", str(config), "--json", "--quiet"]
+    assert main(args) == 0
+    layers = {d["name"]: d for d in json.loads(capsys.readouterr().out)["layers"]}
+    assert layers["conv2"]["rule"] == "compile-failed"
+    assert layers["conv2"]["reason"].startswith("the accelerator compile failed: conv2d:")
+    assert layers["conv1"]["device"] == "vta"
