@@ -195,3 +195,51 @@ def test_vtac_graph_and_run_show_the_rule_and_the_reason(tmp_path, capsys):
     assert layers["conv2"]["rule"] == "compile-failed"
     assert layers["conv2"]["reason"].startswith("the accelerator compile failed: conv2d:")
     assert layers["conv1"]["device"] == "vta"
+
+
+def _dense_graph() -> Graph:
+    """dense -> relu -> dense (+ the relu: a qadd fused into the second dense's group)."""
+    rng = np.random.default_rng(7)
+    x = Var("x", TensorType((1, 32), "float32"))
+    w1 = Constant(rng.normal(size=(16, 32)).astype(np.float32) * 0.3, name="fc1_w")
+    w2 = Constant(rng.normal(size=(16, 16)).astype(np.float32) * 0.3, name="fc2_w")
+    b2 = Constant(rng.normal(size=(16,)).astype(np.float32) * 0.1, name="fc2_b")
+    r1 = Node("relu", (Node("dense", (x, w1), {}, name="fc1"),), {}, name="r1")
+    fc2 = Node("dense", (r1, w2, b2), {}, name="fc2")
+    return Graph.from_outputs([x], [Node("add", (fc2, r1), {}, name="add")])
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_dense_group_that_fails_runs_on_the_host_bit_exact(monkeypatch, jobs):
+    """No config makes a dense compile fail while its neighbours compile (the dense tiling's
+    smallest tile is one entry of each buffer), so group ``fc2`` alone is made to fail: its
+    compile raises the ScheduleError a tiling that fits nothing raises. The dense with its
+    bias, requantize and fused qadd then runs on the host, bit for bit the accelerator's."""
+    import runtime.vta_target as vta_target
+
+    rng = np.random.default_rng(8)
+    feeds = [{"x": rng.normal(size=(1, 32)).astype(np.float32)} for _ in range(3)]
+    graph = compile_network(_dense_graph(), "default", calibration=feeds[0], cache=False).graph
+    healthy = compile_network(graph, "default", cache=False)
+    compile_group = vta_target.compile_group
+
+    def fc2_fails(group, cfg, knobs=None):
+        if group.name == "fc2":
+            raise ScheduleError(f"dense: no tiling of group {group.name} fits {cfg.name}")
+        return compile_group(group, cfg, knobs)
+
+    monkeypatch.setattr(vta_target, "compile_group", fc2_fails)
+    net = compile_network(graph, "default", jobs=jobs, cache=False)
+    failed = [p for p in net.partition.placements if p.rule == "compile-failed"]
+    assert [p.op for p in failed] == ["dense", "requantize", "qadd"]
+    assert (
+        failed[0].reason
+        == "the accelerator compile failed: dense: no tiling of group fc2 fits default"
+    )
+    assert sorted(net.layers) == ["fc1"]
+    # where fc2 compiles, the same three nodes run as one accelerator group
+    assert [healthy.partition.placement(p.node).group for p in failed] == ["fc2"] * 3
+    for feed in feeds[1:]:
+        result = net.run(feed)
+        np.testing.assert_array_equal(result.outputs[0], healthy.run(feed).outputs[0])
+        np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
