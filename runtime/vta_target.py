@@ -13,6 +13,9 @@ accelerator groups run as host groups compiled once, at compile time, with the C
 (:mod:`runtime.host_groups`; a node without a CPU compute runs in the numpy reference executor,
 and the per-layer table says ``host (reference)`` and why) and write what an accelerator group
 reads into the image. The result is bit for bit the quantized graph's integer reference.
+A group whose accelerator compile fails all the same (a :class:`compiler.errors.CompilerError`)
+is not a failed model: the graph is partitioned again with that group's nodes on the host (rule
+``compile-failed``, the error as the reason; :func:`compile_partition`).
 
 Each accelerator group gives a :class:`LayerRecord`: cycles, GEMM utilization, the fraction of
 two rooflines reached (GEMM and DRAM only; and one that also counts the ALU work of the
