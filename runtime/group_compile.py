@@ -45,7 +45,7 @@ from __future__ import annotations
 import copyreg
 import multiprocessing
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from compiler.cache import CompileCache, fingerprint, source_version
@@ -261,18 +261,18 @@ def compile_groups(
         bar.update(len(groups) - len(todo))  # read from the cache
     done = _compile(groups, todo, cfg, jobs, compile_one)
     try:
-        for k, layer in zip(todo, done, strict=True):
+        for k, result in zip(todo, done, strict=True):
             gname = groups[k].name
-            if isinstance(layer, CompilerError):
+            if isinstance(result, CompilerError):
                 if failed is None:
-                    raise layer
-                failed[gname] = layer
+                    raise result
+                failed[gname] = result
                 if bar is not None:
                     bar.update(1)
                 continue
-            layers[gname] = layer
+            layers[gname] = result
             if cache is not None and gname in keys:
-                cache.put(keys[gname], pickle.dumps(layer, protocol=pickle.HIGHEST_PROTOCOL))
+                cache.put(keys[gname], pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
             if bar is not None:
                 bar.update(1)
     finally:
@@ -287,7 +287,7 @@ def compile_groups(
 def _compile(
     groups: Sequence[AccelGroup], todo: list[int], cfg: HwConfig, jobs: int,
     compile_one: GroupCompiler,
-) -> Iterator[QLayer | CompilerError]:  # fmt: skip
+) -> Generator[QLayer | CompilerError, None, None]:  # fmt: skip
     """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool, in
     order, each as it is done (a group whose compile fails as its :class:`CompilerError`)."""
     workers = min(jobs, len(todo))

@@ -798,18 +798,11 @@ def compile_partition(
     for _ in range(len(part.groups) + 1):
         todo = [g for g in part.groups if g.name not in layers]
         failed: dict[str, CompilerError] = {}
-        layers.update(
-            compile_tuned_groups(
-                todo,
-                cfg,
-                tuning,
-                jobs=jobs,
-                cache=cache,
-                progress=progress,
-                name=graph.name,
-                failed=failed,
-            )  # fmt: skip
-        )
+        compiled = compile_tuned_groups(
+            todo, cfg, tuning, jobs=jobs, cache=cache, progress=progress, name=graph.name,
+            failed=failed,
+        )  # fmt: skip
+        layers.update(compiled)
         if not failed:
             break
         exclude.update({name: compile_failure(e) for name, e in failed.items()})
