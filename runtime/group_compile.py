@@ -16,6 +16,12 @@ picks); and the source of the compiler and of this runtime's group compile
 :class:`compiler.topi.vta.qnn.QLayer` (program, packed parameters, knobs, figures), pickled
 into a checksummed entry.
 
+A group whose compile raises a :class:`compiler.errors.CompilerError` (a shape whose tiles fit
+no buffer, a schedule that cannot be built) is a per-group failure when the caller asks for them
+(``failed``): the group is left out of the result and its error is recorded, here or in a
+worker (which returns the error instead of raising it, so the pool goes on with the other
+groups). Any other exception is a bug and propagates.
+
 Workers are forked where the platform allows it, so they inherit the groups (a group's nodes
 reach the whole graph above them, which would otherwise be pickled per task); each returns its
 :class:`QLayer`. Compiling is deterministic, so the programs are byte for byte those of a
@@ -39,10 +45,11 @@ from __future__ import annotations
 import copyreg
 import multiprocessing
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from compiler.cache import CompileCache, fingerprint, source_version
+from compiler.errors import CompilerError
 from compiler.graph import Constant, Graph
 from compiler.graph.ir import Attrs
 from compiler.partition import AccelGroup
@@ -173,15 +180,26 @@ def _default_compiler() -> GroupCompiler:
     return compile_group
 
 
-def _compile_at(k: int) -> QLayer:
+def _attempt(
+    compile_one: GroupCompiler, group: AccelGroup, cfg: HwConfig
+) -> QLayer | CompilerError:
+    """``compile_one(group, cfg)``, or the compiler's error it raised: returned, not raised, so
+    a worker hands it back as the group's result and the pool goes on with the others."""
+    try:
+        return compile_one(group, cfg)
+    except CompilerError as e:
+        return e
+
+
+def _compile_at(k: int) -> QLayer | CompilerError:
     """A worker's task: group ``k`` of the inherited work."""
-    return _WORK["compile"](_WORK["groups"][k], _WORK["config"])
+    return _attempt(_WORK["compile"], _WORK["groups"][k], _WORK["config"])
 
 
-def _compile_pair(task: tuple[AccelGroup, HwConfig, GroupCompiler]) -> QLayer:
+def _compile_pair(task: tuple[AccelGroup, HwConfig, GroupCompiler]) -> QLayer | CompilerError:
     """A task where workers are spawned (no fork): the group travels pickled."""
     group, cfg, compile_one = task
-    return compile_one(group, cfg)
+    return _attempt(compile_one, group, cfg)
 
 
 def _load(cache: CompileCache, key: str, group: AccelGroup) -> QLayer | None:
@@ -205,6 +223,7 @@ def compile_groups(
     extra: Callable[[AccelGroup], Any] | None = None,
     progress: bool | None = None,
     name: str = "",
+    failed: dict[str, CompilerError] | None = None,
 ) -> dict[str, QLayer]:
     """One :class:`QLayer` per group, by name, in the order of ``groups``.
 
@@ -213,7 +232,9 @@ def compile_groups(
     ``compile_one``: the group compiler (default :func:`runtime.vta_target.compile_group`).
     ``extra``: per group, more of its key (what ``compile_one`` reads beyond the group and
     the config, such as the knobs a tuning log gives it). ``progress``: a bar of the groups on
-    stderr (None: on a terminal), named after the network ``name``.
+    stderr (None: on a terminal), named after the network ``name``. ``failed``: where a
+    group's :class:`CompilerError` is recorded by group name (the group is then missing from
+    the result, and nothing is cached for it); None: the first such error is raised.
     """
     if jobs < 1:
         raise SessionError(f"--jobs {jobs}: the number of worker processes must be at least 1")
@@ -238,16 +259,26 @@ def compile_groups(
     bar = compile_progress_bar(len(groups), name or "groups", progress) if todo else None
     if bar is not None:
         bar.update(len(groups) - len(todo))  # read from the cache
+    done = _compile(groups, todo, cfg, jobs, compile_one)
     try:
-        done = _compile(groups, todo, cfg, jobs, compile_one)
-        for k, layer in zip(todo, done, strict=True):
+        for k, result in zip(todo, done, strict=True):
             gname = groups[k].name
-            layers[gname] = layer
+            if isinstance(result, CompilerError):
+                if failed is None:
+                    raise result
+                failed[gname] = result
+                if bar is not None:
+                    bar.update(1)
+                continue
+            layers[gname] = result
             if cache is not None and gname in keys:
-                cache.put(keys[gname], pickle.dumps(layer, protocol=pickle.HIGHEST_PROTOCOL))
+                cache.put(keys[gname], pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
             if bar is not None:
                 bar.update(1)
     finally:
+        # closed now, not when collected: a pool left open by a raised error would otherwise
+        # clear the work of the next compile's workers whenever it is collected
+        done.close()
         if bar is not None:
             bar.close()
     return {gname: layer for gname, layer in layers.items() if layer is not None}
@@ -256,13 +287,13 @@ def compile_groups(
 def _compile(
     groups: Sequence[AccelGroup], todo: list[int], cfg: HwConfig, jobs: int,
     compile_one: GroupCompiler,
-) -> Iterator[QLayer]:  # fmt: skip
+) -> Generator[QLayer | CompilerError, None, None]:  # fmt: skip
     """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool, in
-    order, each as it is done."""
+    order, each as it is done (a group whose compile fails as its :class:`CompilerError`)."""
     workers = min(jobs, len(todo))
     if workers <= 1:
         for k in todo:
-            yield compile_one(groups[k], cfg)
+            yield _attempt(compile_one, groups[k], cfg)
         return
     if "fork" in multiprocessing.get_all_start_methods():
         _WORK.update(groups=groups, config=cfg, compile=compile_one)

@@ -152,7 +152,11 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
                 {
                     "kind": "cpu",
                     "name": step.name,
-                    "nodes": [[n.name, n.op, n.rule] for n in step.nodes],
+                    # a compile-failed node's reason as a fourth entry
+                    "nodes": [
+                        [n.name, n.op, n.rule, *([n.reason] if n.reason else [])]
+                        for n in step.nodes
+                    ],  # fmt: skip
                     "inputs": list(step.inputs),
                     "outputs": list(step.outputs),
                     "how": step.how,
@@ -443,9 +447,13 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             nodes = []
             for row in c.field(s, "nodes", place, list):
                 if not (
-                    isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) for x in row)
+                    isinstance(row, list)
+                    and len(row) in (3, 4)
+                    and all(isinstance(x, str) for x in row)
                 ):
-                    raise c.fail(place, f"field 'nodes': {row!r:.40} is not [name, op, rule]")
+                    raise c.fail(
+                        place, f"field 'nodes': {row!r:.40} is not [name, op, rule(, reason)]"
+                    )
                 nodes.append(HostNode(*row))
             how = c.field(s, "how", place, str)
             steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key], how))

@@ -94,10 +94,15 @@ def _declared_specs(args: argparse.Namespace) -> list[Any]:
 
 
 def graph_command(args: argparse.Namespace) -> int:
-    """``vtac graph MODEL --target vta``: the partition table."""
+    """``vtac graph MODEL --target vta``: the partition table. Its groups are compiled
+    (through the compile cache, so a later compile of the model reads them back) because a
+    group whose compile fails runs on the host (rule ``compile-failed``): the table shows
+    where each node will run, not only where the rules would put it."""
+    from compiler.cache import CompileCache
     from compiler.partition import partition_graph
     from compiler.quantize import quantize_graph
     from isa import load_config
+    from runtime.vta_target import compile_partition
 
     cfg = load_config(args.config or "default")
     from runtime.model_cli import random_inputs
@@ -106,7 +111,10 @@ def graph_command(args: argparse.Namespace) -> int:
     graph = _float_graph(args)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
-    part = partition_graph(quantize_graph(graph, feed), cfg)
+    quantized = quantize_graph(graph, feed)
+    part, _ = compile_partition(
+        quantized, cfg, partition_graph(quantized, cfg), cache=CompileCache.from_env()
+    )
     print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
           f"{len(part.host_nodes())} host nodes")  # fmt: skip
     print(part.table())

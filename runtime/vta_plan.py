@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.partition.partition import ELEMENTWISE
+from compiler.partition.partition import COMPILE_FAILED, ELEMENTWISE, Placement
 from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -123,6 +123,9 @@ class HostNode:
     name: str
     op: str
     rule: str
+    #: the placement's reason where the report repeats it (a ``compile-failed`` node: what
+    #: the compiler said), else empty
+    reason: str = ""
 
 
 class ReferenceKernel:
@@ -273,7 +276,8 @@ class NetworkPlan:
                 host_cycles += max(1, round(seconds * cfg.clock_mhz * 1e6))
             for k, n in enumerate(step.nodes):
                 records.append(LayerRecord(n.name, n.op, "cpu", n.rule, host=step.how,
-                                           host_seconds=seconds if k == 0 else 0.0))  # fmt: skip
+                                           host_seconds=seconds if k == 0 else 0.0,
+                                           reason=n.reason))  # fmt: skip
         outs = [np.array(value(s)) for s in self.output_slots]
         chained = sum(len(s.image.aliased) for s in self.accel_steps)
         if bar is not None:
@@ -326,6 +330,12 @@ def quantization_table(graph: Any) -> list[dict[str, Any]]:
                     entry[key] = np.asarray(v.value).reshape(-1).tolist()
         table.append(entry)
     return table
+
+
+def _host_node(p: Placement) -> HostNode:
+    """A host node's table entry; a ``compile-failed`` node keeps its reason (the compiler's
+    error), the other rules speak for themselves."""
+    return HostNode(p.node, p.op, p.rule, p.reason if p.rule == COMPILE_FAILED else "")
 
 
 def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> NetworkPlan:
@@ -382,9 +392,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         host = host_first.get(id(node))
         if host is None:
             continue
-        nodes = tuple(
-            HostNode(placement[n.label].node, n.op, placement[n.label].rule) for n in host.nodes
-        )
+        nodes = tuple(_host_node(placement[n.label]) for n in host.nodes)
         steps.append(
             HostStep(
                 host.name,

@@ -13,6 +13,9 @@ accelerator groups run as host groups compiled once, at compile time, with the C
 (:mod:`runtime.host_groups`; a node without a CPU compute runs in the numpy reference executor,
 and the per-layer table says ``host (reference)`` and why) and write what an accelerator group
 reads into the image. The result is bit for bit the quantized graph's integer reference.
+A group whose accelerator compile fails all the same (a :class:`compiler.errors.CompilerError`)
+is not a failed model: the graph is partitioned again with that group's nodes on the host (rule
+``compile-failed``, the error as the reason; :func:`compile_partition`).
 
 Each accelerator group gives a :class:`LayerRecord`: cycles, GEMM utilization, the fraction of
 two rooflines reached (GEMM and DRAM only; and one that also counts the ALU work of the
@@ -102,6 +105,9 @@ class LayerRecord:
     #: the schedule knobs the group's program was compiled with (``describe()``; empty for a
     #: group without knobs): an artifact keeps them
     knobs: str = ""
+    #: a host node's placement reason where the report repeats it (rule ``compile-failed``:
+    #: the accelerator compile's error), else empty
+    reason: str = ""
 
     @property
     def utilization(self) -> float:
@@ -135,6 +141,8 @@ class LayerRecord:
         else:
             d["host_seconds"] = round(self.host_seconds, 6)
             d["host"] = self.host
+            if self.reason:
+                d["reason"] = self.reason
         return d
 
 
@@ -227,8 +235,9 @@ class NetworkRun:
                     r.compulsory_bytes, r.energy_pj * 1e-6, r.limiter, r.rule,
                 ))  # fmt: skip
             else:
+                rule = f"{r.rule}: {r.reason}" if r.reason else r.rule
                 rows.append((r.name, "cpu", None, None, None, None, None, None, None, "",
-                             f"{r.rule}; {r.host}"))  # fmt: skip
+                             f"{rule}; {r.host}"))  # fmt: skip
         vta = [r for r in self.layers if r.device == "vta"]
         moved = sum(r.dram_bytes for r in vta)
         comp = sum(r.compulsory_bytes for r in vta)
@@ -592,19 +601,23 @@ def _compile_with(knobs: Mapping[str, Any], group: AccelGroup, cfg: HwConfig) ->
 def compile_tuned_groups(
     groups: Sequence[AccelGroup], cfg: HwConfig, tuning: Any, *, jobs: int = 1,
     cache: CompileCache | None = None, progress: bool | None = False, name: str = "",
+    failed: dict[str, CompilerError] | None = None,
 ) -> dict[str, QLayer]:  # fmt: skip
     """Every group compiled (:func:`runtime.group_compile.compile_groups`: ``jobs`` processes,
     ``cache``), a conv2d / dense group with the knobs of ``tuning``'s best record for it. The
     knobs are chosen here, before any compile, and are part of each group's cache key; what
     each group took (tuned, or the heuristic's and why) is noted in ``tuning`` afterwards, so
     the notes are the same whether a group was compiled here, in a worker or read from the
-    cache."""
+    cache. ``failed``: where the groups whose compile fails (the heuristic's too, after a
+    record's knobs failed) are recorded with their error instead of raising it; they are
+    missing from the result and noted nowhere in ``tuning`` (the partition says why)."""
     from functools import partial
 
     from runtime.vta_tuning import choose_knobs
 
     if tuning is None:
-        return compile_groups(groups, cfg, jobs=jobs, cache=cache, progress=progress, name=name)
+        return compile_groups(groups, cfg, jobs=jobs, cache=cache, progress=progress, name=name,
+                              failed=failed)  # fmt: skip
     chosen: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     for group in groups:
@@ -612,8 +625,10 @@ def compile_tuned_groups(
     layers = compile_groups(groups, cfg, jobs=jobs, cache=cache,
                             compile_one=partial(_compile_with, chosen),
                             extra=lambda g: chosen[g.name], progress=progress,
-                            name=name)  # fmt: skip
+                            name=name, failed=failed)  # fmt: skip
     for group in groups:
+        if group.name not in layers:  # its compile failed: recorded in ``failed``
+            continue
         knobs, layer = chosen[group.name], layers[group.name]
         if knobs is None:
             if reasons[group.name]:
@@ -755,6 +770,47 @@ def quantize_partition(
     return graph, partition_graph(graph, cfg), quantized
 
 
+def compile_failure(error: CompilerError) -> str:
+    """The ``compile-failed`` placement's reason for a group whose compile raised ``error``:
+    one line (the error's first).
+
+    >>> from compiler.errors import ScheduleError
+    >>> compile_failure(ScheduleError("conv2d: no tiling fits\\nmore"))
+    'the accelerator compile failed: conv2d: no tiling fits'
+    """
+    lines = str(error).strip().splitlines()
+    return f"the accelerator compile failed: {lines[0] if lines else type(error).__name__}"
+
+
+def compile_partition(
+    graph: Graph, cfg: HwConfig, part: Partition, tuning: Any = None, *, jobs: int = 1,
+    cache: CompileCache | None = None, progress: bool | None = False,
+) -> tuple[Partition, dict[str, QLayer]]:  # fmt: skip
+    """Compile the accelerator groups of ``part`` (:func:`compile_tuned_groups`); a group whose
+    compile fails with a compiler error goes to the host: ``graph`` is partitioned again with
+    its anchor excluded (rule ``compile-failed``, :func:`compile_failure`'s reason) and the
+    groups left are compiled again. Excluding a group only takes groups away (the ones left
+    are the same nodes under the same names), so the layers already compiled are kept by name
+    and only a round's failures are new; the rounds end within the number of groups. Returns
+    the final partition and its layers."""
+    exclude: dict[str, str] = {}
+    layers: dict[str, QLayer] = {}
+    for _ in range(len(part.groups) + 1):
+        todo = [g for g in part.groups if g.name not in layers]
+        failed: dict[str, CompilerError] = {}
+        compiled = compile_tuned_groups(
+            todo, cfg, tuning, jobs=jobs, cache=cache, progress=progress, name=graph.name,
+            failed=failed,
+        )  # fmt: skip
+        layers.update(compiled)
+        if not failed:
+            break
+        exclude.update({name: compile_failure(e) for name, e in failed.items()})
+        part = partition_graph(graph, cfg, exclude)
+    kept = {g.name for g in part.groups}
+    return part, {name: layer for name, layer in layers.items() if name in kept}
+
+
 def compile_network(
     graph: Graph,
     config: str | HwConfig = "default",
@@ -786,12 +842,14 @@ def compile_network(
     graph, part, quantized = quantize_partition(
         graph, cfg, calibration=calibration, calibrator=calibrator, requant=requant, cache=store
     )
+    part, layers = compile_partition(
+        graph, cfg, part, tuning, jobs=jobs, cache=store, progress=progress
+    )
     net = VtaNetwork(graph, part, cfg)
     net.tuning = tuning
     if not quantized:
         net.scheme = quantization_scheme(calibrator, requant)
-    net.layers = compile_tuned_groups(part.groups, cfg, tuning, jobs=jobs, cache=store,
-                                      progress=progress, name=graph.name)  # fmt: skip
+    net.layers = layers
     net.dram_plan = plan_network_dram(net)
     net.host_groups = compile_network_host_groups(graph, part)
     net.compile_seconds = time.perf_counter() - t0
@@ -802,9 +860,11 @@ __all__ = [
     "LayerRecord",
     "NetworkRun",
     "VtaNetwork",
+    "compile_failure",
     "compile_group",
     "compile_network",
     "compile_network_host_groups",
+    "compile_partition",
     "group_epilogue",
     "quantize_partition",
 ]

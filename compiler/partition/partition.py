@@ -33,11 +33,17 @@ Rules, tried on each node in topological order (the first that decides wins):
   host value), and the rules that name the limit a ``conv2d`` / ``dense`` exceeds
   (``conv2d-groups``, ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``,
   ``conv2d-window``, ``gemm-dtype``, ``gemm-weights``, ``gemm-requantize``).
+* ``compile-failed``: a group that these rules accept but whose accelerator compile fails all
+  the same (a tiling the limits above do not foresee, such as a kernel window that fits the
+  weight buffer but not the input buffer): the caller names its anchor in ``exclude`` with the
+  compile's error, and the anchor and every node the group would have fused (its
+  ``requantize``, a fused ``qadd``) run on the host with that reason.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiler.graph import Constant, Graph, Node, Value
@@ -45,6 +51,10 @@ from isa import HwConfig, limits
 
 VTA = "vta"
 CPU = "cpu"
+#: The rule of a group's nodes sent to the host because its accelerator compile failed: the
+#: one host rule whose reason the runtime's report repeats (it is not a limit of the graph but
+#: what the compiler said)
+COMPILE_FAILED = "compile-failed"
 
 
 @dataclass(frozen=True)
@@ -205,8 +215,15 @@ def _gemm_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
     return None
 
 
-def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
+def partition_graph(
+    graph: Graph, cfg: HwConfig, exclude: Mapping[str, str] | None = None
+) -> Partition:
     """Place every node of the quantized ``graph`` for ``cfg`` (see the module docstring).
+
+    ``exclude`` maps the names of group anchors (an :class:`AccelGroup`'s ``name``) to why
+    their group must not run on the accelerator (its compile failed): the group's nodes go to
+    the host with the rule ``compile-failed`` and that reason. A name that is no group's
+    anchor is refused (ValueError), so a stale name cannot pass unnoticed.
 
     Example:
         >>> import isa
@@ -220,9 +237,23 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
     users = graph.users
     placed: dict[int, Placement] = {}
     groups: list[AccelGroup] = []
+    exclude = dict(exclude or {})
+    excluded: set[str] = set()
 
     def put(node: Node, device: str, group: str | None, rule: str, reason: str) -> None:
         placed[id(node)] = Placement(node.name or node.op, node.op, device, group, rule, reason)
+
+    def refused(group: AccelGroup) -> bool:
+        """Whether ``group`` is excluded; its nodes are then placed on the host. The nodes it
+        would have fused go with it: a ``requantize`` or ``qadd`` of its own would be a host
+        value's all the same."""
+        reason = exclude.get(group.name)
+        if reason is None:
+            return False
+        excluded.add(group.name)
+        for n in group.nodes:
+            put(n, CPU, None, COMPILE_FAILED, reason)
+        return True
 
     for node in graph.nodes:
         if id(node) in placed:
@@ -239,7 +270,10 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
                 put(node, CPU, None, *limit)
                 continue
             name = node.name or node.op
-            groups.append(AccelGroup(name, node.op, node, rq))
+            group = AccelGroup(name, node.op, node, rq)
+            if refused(group):
+                continue
+            groups.append(group)
             how = ("one MAX tensor-tensor per tap" if node.op == "max_pool2d"
                    else "ADD tensor-tensor looping over the window")  # fmt: skip
             put(node, VTA, name, "pool-group",
@@ -275,7 +309,10 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
                 if ready and other is not rq and other.type == rq.type:
                     qadd, residual = add, other
             kind = node.op
-            groups.append(AccelGroup(name, kind, node, rq, qadd, residual))
+            group = AccelGroup(name, kind, node, rq, qadd, residual)
+            if refused(group):
+                continue
+            groups.append(group)
             if is_depthwise(node):
                 put(
                     node, VTA, name, "depthwise-group",
@@ -305,10 +342,19 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
             # operand too
             second = {"qadd": 1, "qmul": 1, "qhard_swish": 0}.get(node.op)
             residual = node.inputs[second] if second is not None else None
-            groups.append(AccelGroup(name, node.op, node, None, None, residual))
+            group = AccelGroup(name, node.op, node, None, None, residual)
+            if refused(group):
+                continue
+            groups.append(group)
             put(node, VTA, name, f"{node.op}-group", ELEMENTWISE[node.op])
             continue
         put(node, CPU, None, *_host_rule(node))
+    unknown = sorted(set(exclude) - excluded)
+    if unknown:
+        raise ValueError(
+            f"graph {graph.name}: exclude names {', '.join(map(repr, unknown))}, not the anchor "
+            "of an accelerator group"
+        )
     placements = tuple(placed[id(n)] for n in graph.nodes)
     return Partition(graph, cfg.name, placements, tuple(groups))
 
@@ -400,6 +446,7 @@ def _host_rule(node: Node) -> tuple[str, str]:
 
 __all__ = [
     "AccelGroup",
+    "COMPILE_FAILED",
     "CPU",
     "ELEMENTWISE",
     "Partition",
