@@ -106,7 +106,8 @@ def graph_command(args: argparse.Namespace) -> int:
     graph = _float_graph(args)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
-    part = partition_graph(quantize_graph(graph, feed), cfg)
+    sensitivity = getattr(args, "fp32_threshold", None)
+    part = partition_graph(quantize_graph(graph, feed, sensitivity=sensitivity), cfg)
     print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
           f"{len(part.host_nodes())} host nodes")  # fmt: skip
     print(part.table())
@@ -141,6 +142,7 @@ def run_command(args: argparse.Namespace) -> int:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration,
                           requant=args.requant or "multiplier",
+                          sensitivity=args.fp32_threshold,
                           jobs=args.jobs or 1, cache=not args.no_cache,
                           tuning=tuning, progress=args.progress or None)  # fmt: skip
     _tuning_report(args, tuning)
@@ -268,7 +270,8 @@ def compile_command(args: argparse.Namespace) -> int:
               "unrelated to real inputs)", file=sys.stderr)  # fmt: skip
     sess = VtaInferenceSession(
         args.model, "vta", config=args.config, calibration=calibration,
-        requant=args.requant, image_size=args.image_size, batch=args.batch,
+        requant=args.requant, sensitivity=args.fp32_threshold,
+        image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
         jobs=args.jobs or 1, cache=not args.no_cache,
         tuning_log=getattr(args, "tuning_log", None), progress=args.progress or None,
@@ -316,6 +319,7 @@ TARGET_OPTIONS = (
     ("--config", "config", ("vta",)),
     ("--calibrate", "calibrate", ("vta",)),
     ("--requant", "requant", ("vta",)),
+    ("--fp32-threshold", "fp32_threshold", ("vta",)),
     ("--trace", "trace", ("vta",)),
     ("--device", "device", ("vta",)),
     ("--simulator", "simulator", ("vta",)),
@@ -339,6 +343,7 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
         raise SessionError("--simulator picks the HDL simulator of --device rtl")
     for option, dest in (("--calibrate", "calibrate"), ("--requant", "requant"),
+                         ("--fp32-threshold", "fp32_threshold"),
                          ("--jobs", "jobs"), ("--no-cache", "no_cache")):  # fmt: skip
         if artifact and getattr(args, dest, None) is not None:
             raise SessionError(f"{option} applies when a model is compiled, not to an artifact")

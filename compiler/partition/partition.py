@@ -24,6 +24,9 @@ Rules, tried on each node in topological order (the first that decides wins):
   ``qhard_sigmoid-group`` / ``qhard_swish-group`` the same for the exact integer hard sigmoid
   and hard swish (:mod:`compiler.quantize.hard`; the hard swish reads its input twice), and
   ``qmul-group`` for an int8 multiply (a squeeze-excitation's channel-wise gate included).
+* ``fp32-sensitive``: a node the quantization kept in fp32 because its own int8 error was over
+  the sensitivity threshold (:mod:`compiler.quantize.sensitivity`): host work, the reason
+  gives the measured error and the threshold.
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
   left in float), ``layout`` (``reshape``, ``transpose``), ``relu-shape`` / ``clip-shape`` /
@@ -41,6 +44,7 @@ import math
 from dataclasses import dataclass
 
 from compiler.graph import Constant, Graph, Node, Value
+from compiler.quantize.sensitivity import fp32_fallbacks
 from isa import HwConfig, limits
 
 VTA = "vta"
@@ -220,12 +224,16 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
     users = graph.users
     placed: dict[int, Placement] = {}
     groups: list[AccelGroup] = []
+    sensitive = fp32_fallbacks(graph)
 
     def put(node: Node, device: str, group: str | None, rule: str, reason: str) -> None:
         placed[id(node)] = Placement(node.name or node.op, node.op, device, group, rule, reason)
 
     for node in graph.nodes:
         if id(node) in placed:
+            continue
+        if id(node) in sensitive:
+            put(node, CPU, None, "fp32-sensitive", sensitive[id(node)].reason)
             continue
         if node.op in ("max_pool2d", "global_sum_pool2d"):
             limit = _pool_limit(node, cfg)

@@ -188,10 +188,16 @@ def _realize_sensitive(
     batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
     errors = measure_errors(graph, realizer.measured, batches)
     over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
+    kept: tuple[Fp32Fallback, ...] = ()
     if over:
         keep = frozenset(id(n) for n in over)
-        quantized = _Realizer(graph, thresholds, requant, keep_float=keep).run()
-    kept = tuple(Fp32Fallback(n.label, n.op, errors[id(n)], threshold) for n in over)
+        again = _Realizer(graph, thresholds, requant, keep_float=keep)
+        quantized = again.run()
+        index = {id(n): k for k, n in enumerate(quantized.nodes)}
+        kept = tuple(
+            Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(again.fv[id(n)])])
+            for n in over
+        )
     return QuantizedGraph(
         quantized.inputs, quantized.nodes, quantized.outputs, quantized.name, fp32_nodes=kept
     )

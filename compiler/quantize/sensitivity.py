@@ -84,12 +84,14 @@ def parse_sensitivity(value: str | float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Fp32Fallback:
-    """A node kept in fp32: its name, operator, measured int8 error and the threshold."""
+    """A node kept in fp32: its name, operator, measured int8 error, the threshold, and its
+    position in the quantized graph's node list (names need not be unique)."""
 
     node: str
     op: str
     error: float
     threshold: float
+    index: int
 
     @property
     def reason(self) -> str:
@@ -107,8 +109,8 @@ class QuantizedGraph(Graph):
     fp32_nodes: tuple[Fp32Fallback, ...] = ()
 
 
-def fp32_fallbacks(graph: Graph) -> dict[str, Fp32Fallback]:
-    """``name -> Fp32Fallback`` of the nodes ``graph``'s quantization kept in fp32 (none for a
+def fp32_fallbacks(graph: Graph) -> dict[int, Fp32Fallback]:
+    """``id(node) -> Fp32Fallback`` of the nodes ``graph``'s quantization kept in fp32 (none for a
     graph that was not quantized with the sensitivity check).
 
     Example:
@@ -117,7 +119,7 @@ def fp32_fallbacks(graph: Graph) -> dict[str, Fp32Fallback]:
         >>> fp32_fallbacks(Graph.from_outputs([x], [Node("relu", (x,))]))
         {}
     """
-    return {f.node: f for f in getattr(graph, "fp32_nodes", ())}
+    return {id(graph.nodes[f.index]): f for f in getattr(graph, "fp32_nodes", ())}
 
 
 @dataclass(frozen=True)
