@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.partition.partition import ELEMENTWISE
+from compiler.partition.partition import ELEMENTWISE, EXPLAINED_RULES, Placement
 from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -117,6 +117,12 @@ class AccelStep:
 
 
 @dataclass(frozen=True)
+def _table_rule(p: Placement) -> str:
+    """A host node's rule for the per-layer table, with the partition's reason where the rule
+    alone does not say it (:data:`compiler.partition.partition.EXPLAINED_RULES`)."""
+    return f"{p.rule} ({p.reason})" if p.rule in EXPLAINED_RULES else p.rule
+
+
 class HostNode:
     """One node of a host group, for the per-layer table."""
 
@@ -383,7 +389,8 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         if host is None:
             continue
         nodes = tuple(
-            HostNode(placement[n.label].node, n.op, placement[n.label].rule) for n in host.nodes
+            HostNode(placement[n.label].node, n.op, _table_rule(placement[n.label]))
+            for n in host.nodes
         )
         steps.append(
             HostStep(

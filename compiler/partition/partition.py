@@ -49,6 +49,10 @@ from isa import HwConfig, limits
 
 VTA = "vta"
 CPU = "cpu"
+#: The rule of a node kept fp32 by the quantization's sensitivity check.
+FP32_SENSITIVE = "fp32-sensitive"
+#: Rules whose reason (a measurement) the per-layer table shows beside the rule.
+EXPLAINED_RULES = frozenset({FP32_SENSITIVE})
 
 
 @dataclass(frozen=True)
@@ -233,7 +237,7 @@ def partition_graph(graph: Graph, cfg: HwConfig) -> Partition:
         if id(node) in placed:
             continue
         if id(node) in sensitive:
-            put(node, CPU, None, "fp32-sensitive", sensitive[id(node)].reason)
+            put(node, CPU, None, FP32_SENSITIVE, sensitive[id(node)].reason)
             continue
         if node.op in ("max_pool2d", "global_sum_pool2d"):
             limit = _pool_limit(node, cfg)
@@ -410,6 +414,8 @@ __all__ = [
     "AccelGroup",
     "CPU",
     "ELEMENTWISE",
+    "EXPLAINED_RULES",
+    "FP32_SENSITIVE",
     "Partition",
     "Placement",
     "VTA",

@@ -97,8 +97,8 @@ class Fp32Fallback:
     def reason(self) -> str:
         """The report's words."""
         return (
-            f"int8 error {self.error:.3g} over the sensitivity threshold {self.threshold:g} "
-            "(relative RMS against fp32 on the calibration data): kept fp32 on the host"
+            f"int8 error {self.error:.3g} > threshold {self.threshold:g} (relative RMS against "
+            "fp32 on the calibration data): kept fp32 on the host"
         )
 
 
