@@ -116,13 +116,13 @@ class AccelStep:
     program: Any = field(default=None, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
 def _table_rule(p: Placement) -> str:
     """A host node's rule for the per-layer table, with the partition's reason where the rule
     alone does not say it (:data:`compiler.partition.partition.EXPLAINED_RULES`)."""
     return f"{p.rule} ({p.reason})" if p.rule in EXPLAINED_RULES else p.rule
 
 
+@dataclass(frozen=True)
 class HostNode:
     """One node of a host group, for the per-layer table."""
 
