@@ -130,9 +130,9 @@ class Measured:
 
     node: Node
     out: Value
-    qout: Node
+    qout: Value
     scale: float
-    inputs: tuple[tuple[Value, Node, float], ...]
+    inputs: tuple[tuple[Value, Value, float], ...]
 
 
 def _isolated(m: Measured) -> tuple[Graph, list[Value]]:
@@ -200,7 +200,7 @@ def measure_errors(
     return errors
 
 
-def _evaluate(graph: Graph, values: list[Value], feed: Mapping[str, Any]) -> list[np.ndarray]:
+def _evaluate(graph: Graph, values: Sequence[Value], feed: Mapping[str, Any]) -> list[np.ndarray]:
     if not values:
         return []
     probe = Graph(graph.inputs, graph.nodes, tuple(values), graph.name)
