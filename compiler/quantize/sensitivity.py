@@ -145,7 +145,7 @@ def _isolated(m: Measured) -> tuple[Graph, list[Value]]:
     for k, (v, q, s) in enumerate(m.inputs):
         if id(q) in subst:
             continue
-        var = Var(f"in{k}", TensorType(v.type.shape, "float32", v.type.layout))
+        var = Var(f"in{k}", TensorType(v.type.shape, v.type.dtype, v.type.layout))
         ins.append(var)
         sources.append(v)
         subst[id(q)] = Node("quantize", (var,), {"scale": s}, name=f"{m.node.label}.in{k}")

@@ -62,8 +62,9 @@ def _relative(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
-def test_hard_conv_stays_fp32_and_its_neighbours_are_int8():
-    q = quantize_graph(hard_graph(), CALIBRATION)
+@pytest.mark.parametrize("requant", ["multiplier", "shift", "vta"])
+def test_hard_conv_stays_fp32_and_its_neighbours_are_int8(requant):
+    q = quantize_graph(hard_graph(), CALIBRATION, requant=requant)
     kept = list(fp32_fallbacks(q).values())
     assert [(f.node, f.op) for f in kept] == [("hard", "conv2d")]
     assert kept[0].error > DEFAULT_SENSITIVITY and kept[0].threshold == DEFAULT_SENSITIVITY
