@@ -26,6 +26,11 @@ folding, dead-node elimination), calibrates every activation on the sample input
   output quantized again where an integer operator reads it;
 * ``quantize`` at the float inputs, ``dequantize`` at the outputs.
 
+Then every quantized node's own int8 error is measured against fp32 on the calibration data
+(:mod:`~compiler.quantize.sensitivity`); a node over the ``sensitivity`` threshold is left in
+float like an operator without an integer form, and the result names it
+(:func:`~compiler.quantize.sensitivity.fp32_fallbacks`).
+
 ``requant="multiplier"`` (the default) uses 15-bit multipliers
 (:func:`~compiler.quantize.requant.choose_requant`); ``requant="shift"`` uses shifts alone,
 snapping each weight scale to ``2**-k s_y / s_x`` and each pool output scale so that every
