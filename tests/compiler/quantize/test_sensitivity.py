@@ -157,3 +157,21 @@ def test_pipeline_takes_the_threshold():
 def test_bad_threshold_is_refused_by_name(bad):
     with pytest.raises(QuantizeError, match="sensitivity threshold"):
         parse_sensitivity(bad)
+
+
+def test_compile_cache_keeps_the_fp32_nodes_and_tells_thresholds_apart(tmp_path):
+    from compiler.cache import CompileCache
+    from runtime.group_compile import quantize_cached
+
+    cache = CompileCache(tmp_path)
+    graph = hard_graph()
+
+    def kept(sensitivity):
+        q = quantize_cached(graph, CALIBRATION, calibrator="percentile", requant="multiplier",
+                            cache=cache, sensitivity=sensitivity)  # fmt: skip
+        return [f.node for f in fp32_fallbacks(q).values()]
+
+    assert kept(None) == ["hard"]
+    assert kept(None) == ["hard"]  # read back from the cache
+    assert kept("off") == []
+    assert kept(None) == ["hard"]
