@@ -119,7 +119,7 @@ class AccelStep:
 def _table_rule(p: Placement) -> str:
     """A host node's rule for the per-layer table, with the partition's reason where the rule
     alone does not say it (:data:`compiler.partition.partition.EXPLAINED_RULES`)."""
-    return f"{p.rule} ({p.reason})" if p.rule in EXPLAINED_RULES else p.rule
+    return f"{p.rule}: {p.reason}" if p.rule in EXPLAINED_RULES else p.rule
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ def test_vtac_run_json_reports_the_scheme_and_placement(capsys):
     assert code == 0
     assert doc["quantization"] == quantization_scheme("percentile", "multiplier", 1e-9, 10)
     text = json.dumps(doc)
-    assert "fp32-sensitive (int8 error" in text
+    assert "fp32-sensitive: int8 error" in text
     assert main(["run", "digits", "--target", "vta", "--fp32-threshold", "off", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["quantization"] == quantization_scheme("percentile", "multiplier", "off")
