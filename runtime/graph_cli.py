@@ -73,6 +73,9 @@ def add_parser(subparsers: Any) -> None:
         help="vta: quantize, partition and print where every node runs and the rule that decided",
     )  # fmt: skip
     p.add_argument("--config", default=None, help="accelerator config of --target vta")
+    from runtime.model_cli import add_fp32_threshold_option
+
+    add_fp32_threshold_option(p)
     p.set_defaults(run=run)
 
 
@@ -111,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         from runtime.vta_cli import graph_command
 
         return graph_command(args)
+    if getattr(args, "fp32_threshold", None) is not None:
+        raise GraphError("--fp32-threshold applies to --target vta (the quantized partition)")
     pipeline = graph_pipeline(block_c=args.block_c, block_n=args.block_n)
     names = ["import", *pipeline.names()]
     if args.list_passes:

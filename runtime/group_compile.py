@@ -132,6 +132,7 @@ def quantize_cached(
     calibrator: str,
     requant: str,
     cache: CompileCache | None,
+    sensitivity: str | float | None = None,
 ) -> Graph:
     """``quantize_graph(graph, batches, ...)``, from the cache when the same float graph was
     quantized on the same calibration data with the same options by the same compiler.
@@ -141,13 +142,15 @@ def quantize_cached(
     from compiler.quantize import quantize_graph
 
     def run() -> Graph:
-        return quantize_graph(graph, batches, calibrator=calibrator, requant=requant)
+        return quantize_graph(
+            graph, batches, calibrator=calibrator, requant=requant, sensitivity=sensitivity
+        )
 
     if cache is None:
         return run()
     try:
         key = fingerprint("quantize", graph_parts(graph), batches, calibrator, requant,
-                          source_version(*VERSION_MODULES))  # fmt: skip
+                          str(sensitivity), source_version(*VERSION_MODULES))  # fmt: skip
     except TypeError:  # a graph or feed the key cannot spell: quantized, not cached
         return run()
     payload = cache.get(key)

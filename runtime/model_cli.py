@@ -3,10 +3,10 @@
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
   (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
-  ``--target vta [--config C] [--calibrate DATA] [--requant multiplier|shift|vta] [--jobs N]
-  [--no-cache]`` it quantizes, partitions and compiles the network for the accelerator (the
-  groups in ``N`` processes, through the compile cache unless ``--no-cache``,
-  ``docs/cache.md``) into one artifact
+  ``--target vta [--config C] [--calibrate DATA] [--requant multiplier|shift|vta]
+  [--fp32-threshold X|off] [--jobs N] [--no-cache]`` it quantizes, partitions and compiles
+  the network for the accelerator (the groups in ``N`` processes, through the compile cache
+  unless ``--no-cache``, ``docs/cache.md``) into one artifact
   (:mod:`runtime.vta_artifact`, :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
@@ -20,8 +20,9 @@
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
 An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace``,
-``--device``, ``--requant``, ``--jobs`` or ``--no-cache`` on cpu or gpu; ``--threads`` on vta;
-``--calibrate``, ``--requant``, ``--tuning-log``, ``--jobs`` or ``--no-cache`` with an artifact)
+``--device``, ``--requant``, ``--fp32-threshold``, ``--jobs`` or ``--no-cache`` on cpu or gpu;
+``--threads`` on vta; ``--calibrate``, ``--requant``, ``--fp32-threshold``, ``--tuning-log``,
+``--jobs`` or ``--no-cache`` with an artifact)
 is refused by name, not ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
@@ -54,6 +55,31 @@ from runtime.inputs import add_image_options, add_input_shape_option, free_dims,
 
 #: An output is shown as a classifier's scores when it is 2-D with at least this many classes.
 TOP_K = 5
+
+
+def fp32_threshold(text: str) -> str:
+    """An ``--fp32-threshold`` value: a positive number or ``off``, checked here so that a bad
+    one is refused before any work."""
+    from compiler.quantize import QuantizeError, parse_sensitivity
+
+    try:
+        parse_sensitivity(text)
+    except QuantizeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def add_fp32_threshold_option(p: argparse.ArgumentParser) -> None:
+    """``--fp32-threshold X|off`` (docs/quantization.md)."""
+    from compiler.quantize import DEFAULT_SENSITIVITY
+
+    p.add_argument(
+        "--fp32-threshold", dest="fp32_threshold", type=fp32_threshold, default=None,
+        metavar="X|off",
+        help="--target vta: a node whose own int8 error (relative RMS against fp32 on the "
+        f"calibration data) exceeds X stays fp32 on the host (default {DEFAULT_SENSITIVITY:g}; "
+        "off: every node int8)",
+    )  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> None:
@@ -151,6 +177,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="--target vta: the requantization (docs/quantization.md): multiplier (the "
         "default), shift, or vta (VTA's scheme: power-of-two scales, one shift per layer)",
     )  # fmt: skip
+    add_fp32_threshold_option(p)
     add_input_shape_option(p)
     add_image_options(p)
     p.add_argument("--image-size", type=int, default=None, help="zoo models: image height/width")

@@ -111,7 +111,8 @@ def graph_command(args: argparse.Namespace) -> int:
     graph = _float_graph(args)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
-    quantized = quantize_graph(graph, feed)
+    sensitivity = getattr(args, "fp32_threshold", None)
+    quantized = quantize_graph(graph, feed, sensitivity=sensitivity)
     part, _ = compile_partition(
         quantized, cfg, partition_graph(quantized, cfg), cache=CompileCache.from_env()
     )
@@ -149,6 +150,7 @@ def run_command(args: argparse.Namespace) -> int:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration,
                           requant=args.requant or "multiplier",
+                          sensitivity=args.fp32_threshold,
                           jobs=args.jobs or 1, cache=not args.no_cache,
                           tuning=tuning, progress=args.progress or None)  # fmt: skip
     _tuning_report(args, tuning)
@@ -276,7 +278,8 @@ def compile_command(args: argparse.Namespace) -> int:
               "unrelated to real inputs)", file=sys.stderr)  # fmt: skip
     sess = VtaInferenceSession(
         args.model, "vta", config=args.config, calibration=calibration,
-        requant=args.requant, image_size=args.image_size, batch=args.batch,
+        requant=args.requant, sensitivity=args.fp32_threshold,
+        image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
         jobs=args.jobs or 1, cache=not args.no_cache,
         tuning_log=getattr(args, "tuning_log", None), progress=args.progress or None,
@@ -324,6 +327,7 @@ TARGET_OPTIONS = (
     ("--config", "config", ("vta",)),
     ("--calibrate", "calibrate", ("vta",)),
     ("--requant", "requant", ("vta",)),
+    ("--fp32-threshold", "fp32_threshold", ("vta",)),
     ("--trace", "trace", ("vta",)),
     ("--device", "device", ("vta",)),
     ("--simulator", "simulator", ("vta",)),
@@ -347,6 +351,7 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
         raise SessionError("--simulator picks the HDL simulator of --device rtl")
     for option, dest in (("--calibrate", "calibrate"), ("--requant", "requant"),
+                         ("--fp32-threshold", "fp32_threshold"),
                          ("--jobs", "jobs"), ("--no-cache", "no_cache")):  # fmt: skip
         if artifact and getattr(args, dest, None) is not None:
             raise SessionError(f"{option} applies when a model is compiled, not to an artifact")

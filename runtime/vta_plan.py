@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.partition.partition import COMPILE_FAILED, ELEMENTWISE, Placement
+from compiler.partition.partition import ELEMENTWISE, EXPLAINED_RULES, Placement
 from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -333,9 +333,10 @@ def quantization_table(graph: Any) -> list[dict[str, Any]]:
 
 
 def _host_node(p: Placement) -> HostNode:
-    """A host node's table entry; a ``compile-failed`` node keeps its reason (the compiler's
-    error), the other rules speak for themselves."""
-    return HostNode(p.node, p.op, p.rule, p.reason if p.rule == COMPILE_FAILED else "")
+    """A host node's table entry; a node whose rule the report explains
+    (:data:`compiler.partition.partition.EXPLAINED_RULES`: a failed compile's error, a
+    measured int8 error) keeps its reason, the other rules speak for themselves."""
+    return HostNode(p.node, p.op, p.rule, p.reason if p.rule in EXPLAINED_RULES else "")
 
 
 def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> NetworkPlan:

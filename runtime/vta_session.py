@@ -4,7 +4,7 @@ int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPla
 from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
 
 ``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...,
-requant="multiplier"|"shift"|"vta")``
+requant="multiplier"|"shift"|"vta", sensitivity=X|"off")``
 has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
 the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
 ``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the
@@ -115,13 +115,15 @@ def compile_plan(
     image_size: int | None = None,
     batch: int | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    sensitivity: str | float | None = None,
     jobs: int = 1,
     cache: bool = True,
     tuning: Any = None,
     progress: bool | None = False,
 ) -> NetworkPlan:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
-    on ``calibration``, requantized by ``requant``: ``multiplier`` when None), partition it,
+    on ``calibration``, requantized by ``requant``: ``multiplier`` when None; a node whose own
+    int8 error exceeds ``sensitivity`` kept fp32, docs/quantization.md), partition it,
     compile every group (with ``tuning``'s knobs, a :class:`runtime.vta_tuning.NetworkTuning`,
     where it has them; ``jobs`` processes, through the compile cache unless ``cache`` is False)
     and lay the network out: the :class:`NetworkPlan` a session runs."""
@@ -134,7 +136,8 @@ def compile_plan(
     graph = from_onnx(proto, name=name, input_shapes=input_shapes)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration),
-                          requant=requant or "multiplier", jobs=jobs, cache=cache,
+                          requant=requant or "multiplier", sensitivity=sensitivity,
+                          jobs=jobs, cache=cache,
                           tuning=tuning, progress=progress)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
@@ -170,6 +173,7 @@ class VtaInferenceSession(InferenceSession):
         simulator: str | None = None,
         calibration: Any = None,
         requant: str | None = None,
+        sensitivity: str | float | None = None,
         image_size: int | None = None,
         batch: int | None = None,
         num_threads: int | None = None,
@@ -211,7 +215,8 @@ class VtaInferenceSession(InferenceSession):
             if image_size is not None or batch is not None:
                 raise SessionError("image_size and batch apply to zoo models only; an artifact "
                                    "has fixed input shapes")  # fmt: skip
-            for key, given in (("calibration", calibration), ("requant", requant)):
+            for key, given in (("calibration", calibration), ("requant", requant),
+                               ("sensitivity", sensitivity)):  # fmt: skip
                 if given is not None:
                     raise SessionError(f"{key} applies when a model is compiled, not to a "
                                        "compiled artifact")  # fmt: skip
@@ -238,7 +243,8 @@ class VtaInferenceSession(InferenceSession):
 
                 tuning = load_network_tuning(tuning_log, config or "default")
             plan = compile_plan(model, config or "default", calibration=calibration,
-                                requant=requant, image_size=image_size, batch=batch,
+                                requant=requant, sensitivity=sensitivity,
+                                image_size=image_size, batch=batch,
                                 input_shapes=input_shapes, jobs=jobs,
                                 cache=cache, tuning=tuning, progress=progress)  # fmt: skip
         self.plan = plan

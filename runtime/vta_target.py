@@ -55,7 +55,7 @@ from compiler.graph import Constant, Graph, Node, Value, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.partition.partition import ELEMENTWISE, is_depthwise
-from compiler.quantize import RequantParams
+from compiler.quantize import RequantParams, fp32_fallbacks, parse_sensitivity
 from compiler.topi.vta.fold import InputFold, choose_fold
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -722,21 +722,35 @@ def compile_network_host_groups(graph: Graph, partition: Partition) -> list[Host
     return compile_host_groups(graph.nodes, graph.outputs, lambda n: id(n) not in in_group)
 
 
-def quantization_scheme(calibrator: str, requant: str) -> str:
-    """The int8 scheme a network was quantized with, in words (docs/quantization.md).
+def quantization_scheme(
+    calibrator: str, requant: str, sensitivity: str | float | None = None, kept: int = 0
+) -> str:
+    """The int8 scheme a network was quantized with, in words (docs/quantization.md), with the
+    sensitivity check's threshold and the number of nodes it ``kept`` in fp32.
 
     >>> quantization_scheme("kl", "shift").split(", ")[0]
     'symmetric int8 activations per tensor (KL-divergence calibration)'
     >>> quantization_scheme("percentile", "vta").split("), ")[1].split(", ")[0]
     'symmetric int8 weights with one power-of-two scale per tensor'
+    >>> quantization_scheme("kl", "shift", 0.05, 2).split("; ")[1]
+    '2 nodes kept fp32 (own int8 error over 0.05, relative RMS against fp32)'
     """
+    threshold = parse_sensitivity(sensitivity)
+    if threshold is None:
+        check = "; sensitivity check off: every node int8"
+    else:
+        nodes = "node" if kept == 1 else "nodes"
+        check = (
+            f"; {kept} {nodes} kept fp32 (own int8 error over {threshold:g}, relative RMS "
+            "against fp32)"
+        )
     calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence"}
     acts = f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} calibration"
     if requant == "vta":
         return (
             f"{acts}, scales snapped up to powers of two), symmetric int8 weights with one "
             "power-of-two scale per tensor, int32 bias and accumulation, requantization by one "
-            "shift per layer on the ALU (VTA's scheme)"
+            f"shift per layer on the ALU (VTA's scheme){check}"
         )
     how = (
         "15-bit multiplier and shift"
@@ -745,7 +759,7 @@ def quantization_scheme(calibrator: str, requant: str) -> str:
     )
     return (
         f"{acts}), symmetric int8 weights per output channel, int32 bias and accumulation, "
-        f"requantization by {how} on the ALU"
+        f"requantization by {how} on the ALU{check}"
     )
 
 
@@ -757,16 +771,20 @@ def quantize_partition(
     calibrator: str = "percentile",
     requant: str = "multiplier",
     cache: CompileCache | None = None,
+    sensitivity: str | float | None = None,
 ) -> tuple[Graph, Partition, bool]:
     """The int8 graph (``graph`` quantized on ``calibration`` unless it already is), its
     partition for ``cfg``, and whether ``graph`` was int8 already: the first half of
-    :func:`compile_network`, which the tuner's task extraction shares."""
+    :func:`compile_network`, which the tuner's task extraction shares. ``sensitivity``: the
+    threshold over which a node's int8 error keeps it fp32 on the host
+    (:mod:`compiler.quantize.sensitivity`; None: the default, ``"off"``: none)."""
     quantized = any(n.op == "quantize" for n in graph.nodes)
     if not quantized:
         if calibration is None:
             raise SessionError(f"graph {graph.name}: a float graph needs calibration data")
         batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
-        graph = quantize_cached(graph, batches, calibrator=calibrator, requant=requant, cache=cache)
+        graph = quantize_cached(graph, batches, calibrator=calibrator, requant=requant,
+                                cache=cache, sensitivity=sensitivity)  # fmt: skip
     return graph, partition_graph(graph, cfg), quantized
 
 
@@ -822,6 +840,7 @@ def compile_network(
     cache: bool | CompileCache = True,
     tuning: Any = None,
     progress: bool | None = False,
+    sensitivity: str | float | None = None,
 ) -> VtaNetwork:
     """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
 
@@ -834,13 +853,19 @@ def compile_network(
     :class:`runtime.vta_tuning.NetworkTuning` (the best records of a tuning log) whose knobs
     the conv2d / dense groups compile with; it then says which groups were tuned and why the
     others fell back to the heuristic. ``progress``: a bar of the groups' compiles on stderr
-    (None: on a terminal).
+    (None: on a terminal). ``sensitivity``: see :func:`quantize_partition`.
     """
     cfg = load_config(config) if isinstance(config, str) else config
     t0 = time.perf_counter()
     store = CompileCache.from_env() if cache is True else cache or None
     graph, part, quantized = quantize_partition(
-        graph, cfg, calibration=calibration, calibrator=calibrator, requant=requant, cache=store
+        graph,
+        cfg,
+        calibration=calibration,
+        calibrator=calibrator,
+        requant=requant,
+        cache=store,
+        sensitivity=sensitivity,
     )
     part, layers = compile_partition(
         graph, cfg, part, tuning, jobs=jobs, cache=store, progress=progress
@@ -848,7 +873,9 @@ def compile_network(
     net = VtaNetwork(graph, part, cfg)
     net.tuning = tuning
     if not quantized:
-        net.scheme = quantization_scheme(calibrator, requant)
+        net.scheme = quantization_scheme(
+            calibrator, requant, sensitivity, len(fp32_fallbacks(graph))
+        )
     net.layers = layers
     net.dram_plan = plan_network_dram(net)
     net.host_groups = compile_network_host_groups(graph, part)

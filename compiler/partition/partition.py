@@ -24,6 +24,9 @@ Rules, tried on each node in topological order (the first that decides wins):
   ``qhard_sigmoid-group`` / ``qhard_swish-group`` the same for the exact integer hard sigmoid
   and hard swish (:mod:`compiler.quantize.hard`; the hard swish reads its input twice), and
   ``qmul-group`` for an int8 multiply (a squeeze-excitation's channel-wise gate included).
+* ``fp32-sensitive``: a node the quantization kept in fp32 because its own int8 error was over
+  the sensitivity threshold (:mod:`compiler.quantize.sensitivity`): host work, the reason
+  gives the measured error and the threshold.
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
   left in float), ``layout`` (``reshape``, ``transpose``), ``relu-shape`` / ``clip-shape`` /
@@ -47,14 +50,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiler.graph import Constant, Graph, Node, Value
+from compiler.quantize.sensitivity import fp32_fallbacks
 from isa import HwConfig, limits
 
 VTA = "vta"
 CPU = "cpu"
-#: The rule of a group's nodes sent to the host because its accelerator compile failed: the
-#: one host rule whose reason the runtime's report repeats (it is not a limit of the graph but
-#: what the compiler said)
+#: The rule of a group's nodes sent to the host because its accelerator compile failed (it is
+#: not a limit of the graph but what the compiler said)
 COMPILE_FAILED = "compile-failed"
+#: The rule of a node kept fp32 by the quantization's sensitivity check.
+FP32_SENSITIVE = "fp32-sensitive"
+#: Rules whose reason (what the compiler said, a measurement) the runtime's report repeats.
+EXPLAINED_RULES = frozenset({COMPILE_FAILED, FP32_SENSITIVE})
 
 
 @dataclass(frozen=True)
@@ -239,6 +246,7 @@ def partition_graph(
     groups: list[AccelGroup] = []
     exclude = dict(exclude or {})
     excluded: set[str] = set()
+    sensitive = fp32_fallbacks(graph)
 
     def put(node: Node, device: str, group: str | None, rule: str, reason: str) -> None:
         placed[id(node)] = Placement(node.name or node.op, node.op, device, group, rule, reason)
@@ -257,6 +265,9 @@ def partition_graph(
 
     for node in graph.nodes:
         if id(node) in placed:
+            continue
+        if id(node) in sensitive:
+            put(node, CPU, None, FP32_SENSITIVE, sensitive[id(node)].reason)
             continue
         if node.op in ("max_pool2d", "global_sum_pool2d"):
             limit = _pool_limit(node, cfg)
@@ -449,6 +460,8 @@ __all__ = [
     "COMPILE_FAILED",
     "CPU",
     "ELEMENTWISE",
+    "EXPLAINED_RULES",
+    "FP32_SENSITIVE",
     "Partition",
     "Placement",
     "VTA",

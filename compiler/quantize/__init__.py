@@ -24,7 +24,8 @@ Example:
 
 Modules: :mod:`~compiler.quantize.calibrate` (calibrators), :mod:`~compiler.quantize.requant`
 (ALU-executable requantization and its exact semantics), :mod:`~compiler.quantize.ops` (the
-int8 operators and their reference evaluation), :mod:`~compiler.quantize.realize` (the pass).
+int8 operators and their reference evaluation), :mod:`~compiler.quantize.realize` (the pass),
+:mod:`~compiler.quantize.sensitivity` (each node's own int8 error, and the fp32 fallback).
 """
 
 from compiler.quantize import ops
@@ -55,25 +56,37 @@ from compiler.quantize.requant import (
     choose_requant,
     requantize_int,
 )
+from compiler.quantize.sensitivity import (
+    DEFAULT_SENSITIVITY,
+    Fp32Fallback,
+    QuantizedGraph,
+    fp32_fallbacks,
+    parse_sensitivity,
+)
 
 __all__ = [
     "CALIBRATORS",
+    "DEFAULT_SENSITIVITY",
     "AbsHistogram",
     "AluStep",
     "EntropyCalibrator",
+    "Fp32Fallback",
     "MinMaxCalibrator",
     "PercentileCalibrator",
     "QuantizeError",
+    "QuantizedGraph",
     "RequantParams",
     "activation_scales",
     "add_alu_program",
     "alu_program",
     "calibrate",
+    "fp32_fallbacks",
     "choose_add",
     "choose_requant",
     "get_calibrator",
     "integer_violations",
     "ops",
+    "parse_sensitivity",
     "prepare_graph",
     "quantize_graph",
     "quantize_pipeline",

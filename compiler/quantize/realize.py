@@ -26,6 +26,11 @@ folding, dead-node elimination), calibrates every activation on the sample input
   output quantized again where an integer operator reads it;
 * ``quantize`` at the float inputs, ``dequantize`` at the outputs.
 
+Then every quantized node's own int8 error is measured against fp32 on the calibration data
+(:mod:`~compiler.quantize.sensitivity`); a node over the ``sensitivity`` threshold is left in
+float like an operator without an integer form, and the result names it
+(:func:`~compiler.quantize.sensitivity.fp32_fallbacks`).
+
 ``requant="multiplier"`` (the default) uses 15-bit multipliers
 (:func:`~compiler.quantize.requant.choose_requant`); ``requant="shift"`` uses shifts alone,
 snapping each weight scale to ``2**-k s_y / s_x`` and each pool output scale so that every
@@ -68,6 +73,14 @@ from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
 from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish, fixed_point
 from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
+from compiler.quantize.sensitivity import (
+    MEASURED_OPS,
+    Fp32Fallback,
+    Measured,
+    QuantizedGraph,
+    measure_errors,
+    parse_sensitivity,
+)
 
 #: Operators whose int8 form keeps the input's scale.
 PASS_THROUGH = frozenset({"max_pool2d", "relu", "reshape", "transpose"})
@@ -144,16 +157,55 @@ def quantize_graph(
     *,
     requant: str = "multiplier",
     bins: int = DEFAULT_BINS,
+    sensitivity: str | float | None = None,
 ) -> Graph:
     """Quantize ``graph`` to int8 (see the module docstring), calibrating with ``calibrator``
     (``"percentile"`` at 99.99 %, ``"minmax"``, ``"kl"`` or a calibrator object) on
     ``calibration_feeds`` (one feed mapping or an iterable of them, each matching the graph's
-    inputs). Raises :class:`~compiler.quantize.requant.QuantizeError` naming the node at fault.
+    inputs). ``sensitivity``: the threshold on a node's own int8 error over which it stays
+    fp32 (:mod:`~compiler.quantize.sensitivity`; None: its default, ``"off"``: every node
+    int8); the result is then a :class:`~compiler.quantize.sensitivity.QuantizedGraph` that
+    names those nodes. Raises :class:`~compiler.quantize.requant.QuantizeError` naming the
+    node at fault.
     """
     _check_mode(requant)
+    threshold = parse_sensitivity(sensitivity)
+    feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     prepared = prepare_graph(graph)
-    thresholds = calibrate(prepared, calibration_feeds, calibrator, bins=bins)
-    return realize(prepared, thresholds, requant=requant)
+    thresholds = calibrate(prepared, feeds, calibrator, bins=bins)
+    return _realize_sensitive(prepared, thresholds, feeds, requant, threshold)
+
+
+def _realize_sensitive(
+    graph: Graph,
+    thresholds: Mapping[int, float],
+    feeds: Any,
+    requant: str,
+    threshold: float | None,
+) -> Graph:
+    """Realize, measure every quantized node's own error, and realize again with the nodes
+    over ``threshold`` kept in fp32 (each error is measured in isolation, so keeping one node
+    in float does not change another's)."""
+    realizer = _Realizer(graph, thresholds, requant)
+    quantized = realizer.run()
+    if threshold is None:
+        return quantized
+    batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
+    errors = measure_errors(graph, realizer.measured, batches)
+    over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
+    kept: tuple[Fp32Fallback, ...] = ()
+    if over:
+        keep = frozenset(id(n) for n in over)
+        again = _Realizer(graph, thresholds, requant, keep_float=keep)
+        quantized = again.run()
+        index = {id(n): k for k, n in enumerate(quantized.nodes)}
+        kept = tuple(
+            Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(again.fv[id(n)])])
+            for n in over
+        )
+    return QuantizedGraph(
+        quantized.inputs, quantized.nodes, quantized.outputs, quantized.name, fp32_nodes=kept
+    )
 
 
 def quantize_pipeline(
@@ -161,6 +213,7 @@ def quantize_pipeline(
     calibrator: str | Calibrator = "percentile",
     *,
     requant: str = "multiplier",
+    sensitivity: str | float | None = None,
 ) -> Pipeline:
     """A named graph pipeline: the folding passes, then ``quantize``.
 
@@ -170,12 +223,22 @@ def quantize_pipeline(
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]
-    step = partial(_calibrate_and_realize, feeds=feeds, calibrator=calibrator, requant=requant)
+    _check_mode(requant)
+    step = partial(
+        _calibrate_and_realize,
+        feeds=feeds,
+        calibrator=calibrator,
+        requant=requant,
+        threshold=parse_sensitivity(sensitivity),
+    )
     return Pipeline((*first, graph_pass("quantize", step)))
 
 
-def _calibrate_and_realize(graph: Graph, *, feeds: Any, calibrator: Any, requant: str) -> Graph:
-    return realize(graph, calibrate(graph, feeds, calibrator), requant=requant)
+def _calibrate_and_realize(
+    graph: Graph, *, feeds: Any, calibrator: Any, requant: str, threshold: float | None
+) -> Graph:
+    thresholds = calibrate(graph, feeds, calibrator)
+    return _realize_sensitive(graph, thresholds, feeds, requant, threshold)
 
 
 def realize(graph: Graph, thresholds: Mapping[int, float], *, requant: str = "multiplier") -> Graph:
@@ -217,8 +280,18 @@ def _int8_bound(bound: float, scale: float) -> int:
 
 
 class _Realizer:
-    def __init__(self, graph: Graph, thresholds: Mapping[int, float], requant: str) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        thresholds: Mapping[int, float],
+        requant: str,
+        keep_float: frozenset[int] = frozenset(),
+    ) -> None:
         self.graph = graph
+        #: nodes left in fp32 whatever their int8 rule (the sensitivity check's)
+        self.keep_float = keep_float
+        #: the quantized nodes whose own int8 error can be measured
+        self.measured: list[Measured] = []
         self.thresholds = thresholds
         self.requant = requant
         #: the requantization of conv/dense/pool (:func:`choose_requant`'s mode)
@@ -319,7 +392,9 @@ class _Realizer:
         for node in self.graph.nodes:
             if id(node) in self.fused:
                 continue
-            if node.op in PASS_THROUGH:
+            if id(node) in self.keep_float:
+                done = False
+            elif node.op in PASS_THROUGH:
                 done = self._pass_through(node)
             else:
                 handler = getattr(self, f"_{node.op}", None)
@@ -327,10 +402,19 @@ class _Realizer:
                     done = handler(node) if handler is not None else False
                 except QuantizeError as exc:
                     raise QuantizeError(f"node {node.label!r} ({node.op}): {exc}") from None
+                if done and node.op in MEASURED_OPS:
+                    self._record(node)
             if not done:
                 self._float(node)
         outputs = [self.as_float(v) for v in self.graph.outputs]
         return Graph.from_outputs(self.graph.inputs, outputs, name=self.graph.name)
+
+    def _record(self, node: Node) -> None:
+        out = node if id(node) in self.qv else self.fusable_activation(node)
+        assert out is not None
+        qout, scale = self.qv[id(out)]
+        ins = tuple((v, *self.qv[id(v)]) for v in node.inputs if id(v) in self.qv)
+        self.measured.append(Measured(node, out, qout, scale, ins))
 
     def _float(self, node: Node) -> None:
         ins = tuple(self.as_float(v) for v in node.inputs)

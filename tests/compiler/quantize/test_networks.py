@@ -10,8 +10,8 @@ pytest.importorskip("onnx", reason="the onnx extra is not installed")
 
 from compiler.frontend.onnx_import import from_onnx  # noqa: E402
 from compiler.frontend.zoo import load_zoo  # noqa: E402
-from compiler.graph import evaluate  # noqa: E402
-from compiler.quantize import integer_violations, quantize_graph  # noqa: E402
+from compiler.graph import Constant, Graph, evaluate  # noqa: E402
+from compiler.quantize import fp32_fallbacks, integer_violations, quantize_graph  # noqa: E402
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -39,6 +39,36 @@ def test_digits_int8_top1_within_one_point_of_fp32(digits):
           f"{acc8:.2%}, mean logit cosine {cos:.5f}")  # fmt: skip
     assert acc8 >= acc32 - 0.01
     assert cos > 0.99
+
+
+def _same_bits(a: Graph, b: Graph) -> bool:
+    """Whether two quantized graphs have the same nodes, attributes and constants."""
+    if len(a.nodes) != len(b.nodes):
+        return False
+    for m, n in zip(a.nodes, b.nodes, strict=True):
+        if (m.op, m.name, dict(m.attrs), len(m.inputs)) != (
+            n.op,
+            n.name,
+            dict(n.attrs),
+            len(n.inputs),
+        ):
+            return False
+        for u, v in zip(m.inputs, n.inputs, strict=True):
+            if isinstance(u, Constant) != isinstance(v, Constant):
+                return False
+            if isinstance(u, Constant) and (
+                u.value.dtype != v.value.dtype or u.value.tobytes() != v.value.tobytes()
+            ):
+                return False
+    return True
+
+
+def test_digits_sensitivity_check_keeps_every_node_int8(digits, digits_calibration):
+    # regression: the default threshold changes nothing on the trained digits network
+    graph, q, _, _ = digits
+    assert fp32_fallbacks(q) == {}
+    off = quantize_graph(graph, {"data": digits_calibration}, sensitivity="off")
+    assert _same_bits(q, off)
 
 
 def test_digits_integer_region_has_no_float_op(digits):
@@ -73,6 +103,9 @@ def test_resnet18_at_32x32_runs_in_the_integer_reference():
     feeds = [{"data": rng.normal(size=(batch, 3, 32, 32)).astype(np.float32)} for _ in range(2)]
     q = quantize_graph(graph, feeds)
     assert integer_violations(q) == []
+    # regression: the default sensitivity threshold keeps every node int8, bit for bit
+    assert fp32_fallbacks(q) == {}
+    assert _same_bits(q, quantize_graph(graph, feeds, sensitivity="off"))
     ops = [n.op for n in q.nodes]
     assert ops.count("qadd") == 8 and ops.count("conv2d") == 20
     test = {"data": rng.normal(size=(batch, 3, 32, 32)).astype(np.float32)}
