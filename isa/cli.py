@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -30,7 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate", help="regenerate the RTL parameter header and docs/isa.md from isa/"
     )
-    p.add_argument("--root", default=".", help="project root (default: current directory)")
+    p.add_argument(
+        "--root",
+        help="project root (default: the current directory, which must be a checkout); a named "
+        "folder outside a checkout receives its own hw/ and docs/ copies",
+    )
     p.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
     p.set_defaults(run=_generate)
 
@@ -89,11 +94,14 @@ def _generate(args: argparse.Namespace) -> int:
     from .errors import OutputError
     from .gen import generated_files, write_generated
 
-    root = Path(args.root)
-    if not (root / "hw").is_dir() or not (root / "docs").is_dir():
+    # Only the implicit root must be a checkout: `vtac generate` typed in some other folder
+    # would otherwise scatter hw/ and docs/ there. A named --root is the user's choice (the RTL
+    # header and the ISA document for use outside the project), so it may be any folder.
+    root = Path(args.root if args.root is not None else ".")
+    if args.root is None and (not (root / "hw").is_dir() or not (root / "docs").is_dir()):
         raise OutputError(
-            f"--root {root}: not a checkout of this project (the generated files go to its hw/ "
-            "and docs/ directories)"
+            "the current directory is not a checkout of this project (the generated files go to "
+            "its hw/ and docs/ directories); run it there, or name a folder with --root"
         )
     if args.check:
         stale = [
@@ -101,10 +109,16 @@ def _generate(args: argparse.Namespace) -> int:
             for p, text in generated_files(root).items()
             if not p.exists() or p.read_text() != text.rstrip("\n") + "\n"
         ]
+        again = "vtac generate" + (f" --root {shlex.quote(args.root)}" if args.root else "")
         for p in stale:
-            print(f"stale: {p} (run `vtac generate`)")
+            print(f"stale: {p} (run `{again}`)")
         return 1 if stale else 0
-    changed = write_generated(root)
+    try:
+        changed = write_generated(root)
+    except OSError as e:  # a file where a folder must be, no permission, a full disk
+        raise OutputError(
+            f"--root {root}: cannot write {e.filename or 'a generated file'}: {e.strerror or e}"
+        ) from None
     for p in changed:
         print(f"wrote {p}")
     if not changed:

@@ -43,3 +43,23 @@ def test_header_has_every_field_position():
         "localparam integer OPCODE_FINISH = 3;",
     ):
         assert line in text
+
+
+def test_a_named_root_outside_a_checkout_receives_the_files(tmp_path, monkeypatch, capsys):
+    """`vtac generate --root DIR` writes hw/ and docs/ into any folder; only the implicit root
+    (the current directory) must be a checkout, so a stray `vtac generate` writes nothing."""
+    monkeypatch.chdir(tmp_path)
+    assert vtac(["generate"]) == 1
+    assert "not a checkout" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert vtac(["generate", "--root", "gen", "--check"]) == 1
+    assert "run `vtac generate --root gen`" in capsys.readouterr().out
+    assert vtac(["generate", "--root", "gen"]) == 0
+    assert vtac(["generate", "--root", "gen", "--check"]) == 0
+    for p, text in generated_files(tmp_path / "gen").items():
+        assert p.read_text() == text.rstrip("\n") + "\n"
+    (tmp_path / "afile").write_text("")
+    assert vtac(["generate", "--root", "afile"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vtac generate: error: --root afile: cannot write")
+    assert err.count("\n") == 1
