@@ -590,9 +590,6 @@ def _check_packing(
         if max(ints) > sym.nbytes:
             raise c.fail(place, f"field 'fold': a value exceeds the {sym.nbytes} bytes of "
                          f"symbol {w.symbol!r}")  # fmt: skip
-        if tuple(fold.in_hw) != hw:
-            raise c.fail(place, f"field 'fold': in_hw {list(fold.in_hw)} but the padded slot "
-                         f"is {list(hw)}")  # fmt: skip
         pt, pl, pb, pr = fold.padding
         want = tuple((v + a + b - fold.kernel) // fold.stride + 1
                      for v, a, b in ((hw[0], pt, pb), (hw[1], pl, pr)))  # fmt: skip
@@ -603,8 +600,9 @@ def _check_packing(
         raise c.fail(place, f"{what}: padded to {list(hw)}, symbol {w.symbol!r} is "
                      f"{list(sym.shape[2:4])}")  # fmt: skip
     # a real write's slot, padded, is no larger than its symbol times the stride's square
-    nc = int(np.prod(slot.shape[:2], dtype=object)) if len(slot.shape) == 4 else 1
-    for size in (int(np.prod(slot.shape, dtype=object)), nc * hw[0] * hw[-1]):
+    size = int(np.prod(slot.shape, dtype=object))
+    padded = int(np.prod((*slot.shape[:2], *hw), dtype=object)) if len(hw) == 2 else size
+    for size in (size, padded):
         if size > 64 * sym.nbytes:
             raise c.fail(place, f"{what}: {size} elements, more than symbol {w.symbol!r} "
                          f"({sym.nbytes} bytes) could take")  # fmt: skip
