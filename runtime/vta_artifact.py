@@ -600,9 +600,9 @@ def _check_packing(
         raise c.fail(place, f"{what}: padded to {list(hw)}, symbol {w.symbol!r} is "
                      f"{list(sym.shape[2:4])}")  # fmt: skip
     # a real write's slot, padded, is no larger than its symbol times the stride's square
-    size = int(np.prod(slot.shape, dtype=object))
-    padded = int(np.prod((*slot.shape[:2], *hw), dtype=object)) if len(hw) == 2 else size
-    for size in (size, padded):
+    elements = int(np.prod(slot.shape, dtype=object))
+    padded = int(np.prod((*slot.shape[:2], *hw), dtype=object)) if len(hw) == 2 else elements
+    for size in (elements, padded):
         if size > 64 * sym.nbytes:
             raise c.fail(place, f"{what}: {size} elements, more than symbol {w.symbol!r} "
                          f"({sym.nbytes} bytes) could take")  # fmt: skip
