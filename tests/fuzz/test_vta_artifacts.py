@@ -17,6 +17,7 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -132,8 +133,8 @@ def _step(kind: str, k: int = 0) -> Callable[[Manifest], int]:
     return lambda m: [i for i, s in enumerate(m["steps"]) if s["kind"] == kind][k]
 
 
-def _at(m: Manifest, path: list) -> tuple[dict | list, object]:
-    node: dict | list = m
+def _at(m: Manifest, path: list) -> tuple[Any, Any]:
+    node: Any = m
     for key in path[:-1]:
         node = node[key(m) if callable(key) else key]
     last = path[-1]
@@ -143,7 +144,7 @@ def _at(m: Manifest, path: list) -> tuple[dict | list, object]:
 def _set(path: list, value):  # noqa: ANN001, ANN202 - small mutation helpers
     def mutate(m: Manifest, members: Members) -> None:
         node, key = _at(m, path)
-        node[key] = value(node[key]) if callable(value) else value  # type: ignore[index]
+        node[key] = value(node[key]) if callable(value) else value
 
     return mutate
 
@@ -151,7 +152,7 @@ def _set(path: list, value):  # noqa: ANN001, ANN202 - small mutation helpers
 def _del(path: list):  # noqa: ANN001, ANN202
     def mutate(m: Manifest, members: Members) -> None:
         node, key = _at(m, path)
-        del node[key]  # type: ignore[arg-type]
+        del node[key]
 
     return mutate
 
@@ -351,32 +352,47 @@ def _leaves(node: object, path: tuple = ()) -> list[tuple]:
 _HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-@settings(max_examples=14, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
-@given(data=st.data())
-def test_random_mutations_are_run_or_refused_in_one_line(artifact, tmp_path, data):
-    """Random fields of the manifest set to random values, and random bytes of the DRAM image
-    (anywhere, or in a group's instructions) changed: each case runs (its outputs may differ where a
-    weight or an instruction changed) or is refused in one line; never a crash, a hang, a
-    traceback."""
-    path, _ = artifact
+#: mutated artifacts per example: one child process runs them all (its start, imports and the
+#: original's run cost more than a case)
+BATCH = 4
+
+
+def _random_case(path: Path, data: st.DataObject, k: int) -> tuple[Manifest, Members]:
     manifest, members = _read(path)
     dram = np.load(io.BytesIO(members["dram.npy"])).copy()
     # the instruction ranges, read before a field mutation may break them
     ranges = [(s["insn_base"], s["insn_base"] + s["insn_count"] * INSN_BYTES)
               for s in manifest["steps"] if s["kind"] == "vta"]  # fmt: skip
     leaves = _leaves(manifest)
-    for _ in range(data.draw(st.integers(0, 3), label="fields")):
-        *parent, key = data.draw(st.sampled_from(leaves), label="field")
+    for _ in range(data.draw(st.integers(0, 3), label=f"case {k}: fields")):
+        *parent, key = data.draw(st.sampled_from(leaves), label=f"case {k}: field")
         node = manifest
         for p in parent:
             node = node[p]
-        node[key] = data.draw(_VALUES, label=f"{'.'.join(map(str, (*parent, key)))}")
-    lo, hi = data.draw(st.sampled_from([(0, dram.size), *ranges]), label="dram range")
-    where = data.draw(st.lists(st.integers(lo, hi - 1), max_size=16), label="dram bytes")
+        node[key] = data.draw(_VALUES, label=f"case {k}: {'.'.join(map(str, (*parent, key)))}")
+    lo, hi = data.draw(st.sampled_from([(0, dram.size), *ranges]), label=f"case {k}: range")
+    where = data.draw(st.lists(st.integers(lo, hi - 1), max_size=16), label=f"case {k}: bytes")
     if where:
-        dram[where] = data.draw(st.integers(0, 255), label="byte")
+        dram[where] = data.draw(st.integers(0, 255), label=f"case {k}: byte")
         members["dram.npy"] = _npy(dram)
-    out = tmp_path / f"random{len(list(tmp_path.iterdir()))}.vtac"
-    _write(out, manifest, members)
-    (verdict,) = _run_cases(artifact, [out], timeout=120)
-    assert verdict in ("same", "different") or verdict.startswith("refused: "), verdict
+    return manifest, members
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
+@given(data=st.data())
+def test_random_mutations_are_run_or_refused_in_one_line(artifact, tmp_path_factory, data):
+    """Random fields of the manifest set to random values, and random bytes of the DRAM image
+    (anywhere, or in a group's instructions) changed: each case runs (its outputs may differ
+    where a weight or an instruction changed) or is refused in one line; never a crash, a hang,
+    a traceback."""
+    path, _ = artifact
+    d = tmp_path_factory.mktemp("random")
+    paths = []
+    for k in range(BATCH):
+        manifest, members = _random_case(path, data, k)
+        _write(d / f"case{k}.vtac", manifest, members)
+        paths.append(d / f"case{k}.vtac")
+    verdicts = _run_cases(artifact, paths, timeout=300)
+    wrong = [f"case {k}: {v}" for k, v in enumerate(verdicts)
+             if not (v in ("same", "different") or v.startswith("refused: "))]  # fmt: skip
+    assert not wrong, "\n".join(wrong)
