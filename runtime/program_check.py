@@ -12,6 +12,7 @@ the field, every manifest that would:
 * an arena region that starts below 0, is not aligned, or ends past the arena;
 * an input, output or constant placement whose dtype or element count differs from the spec or
   the array it stands for (a shrunk constant, a float64 constant, an input of another size);
+  a model input with no placement of kind ``input`` (its feed would reach no kernel);
 * a kernel argument whose tensor is unknown, or whose placement's dtype or element count differs
   from what the kernel was compiled for; a written argument that is an input or a constant;
 * within one kernel, a written region of the arena that overlaps another argument's region.
@@ -120,6 +121,12 @@ def check_program(prog: Program, where: str) -> None:
                     f"{where}: {what}: {n} {dt} elements, but {p.kind} {p.key!r} has "
                     f"{spec[0]} {spec[1]} elements"
                 )
+    placed = {p.key for p in prog.placements.values() if p.kind == "input"}
+    for s in prog.inputs:
+        # a feed is copied only into a placement of kind input: without one, the kernels that
+        # read the input would read whatever the arena holds
+        if s.name not in placed:
+            raise ArtifactError(f"{where}: input {s.name!r} has no placement of kind 'input'")
     for name, tensor in prog.output_tensors.items():
         if ("output", name) not in specs or tensor not in prog.placements:
             raise ArtifactError(f"{where}: output {name!r} maps to unknown tensor {tensor!r}")
