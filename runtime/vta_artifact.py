@@ -415,6 +415,18 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             if prog.insn_count != count:
                 raise c.fail(f"member {member}", f"{prog.insn_count} instructions, the manifest's "
                              f"step says {count}")  # fmt: skip
+            # the program file is the group's own record of its tensors: the manifest's symbols
+            # (relocated: other offsets) must have its names, shapes and dtypes, so that a slot
+            # and a symbol edited together still disagree with it
+            if sorted(prog.symbols) != sorted(symbols):
+                raise c.fail(place, f"field 'symbols' names {sorted(symbols)}, program {member} "
+                             f"has {sorted(prog.symbols)}")  # fmt: skip
+            for sym_name, sym in symbols.items():
+                own = prog.symbols[sym_name]
+                if (tuple(sym.shape), np.dtype(sym.dtype)) != (tuple(own.shape),
+                                                              np.dtype(own.dtype)):  # fmt: skip
+                    raise c.fail(place, f"symbol {sym_name!r} is {sym.dtype}{list(sym.shape)}, "
+                                 f"program {member} has {own.dtype}{list(own.shape)}")  # fmt: skip
             producers = c.field(s, "producers", place, dict)
             if not all(isinstance(v, str) for v in producers.values()):
                 raise c.fail(place, "field 'producers' is not a mapping of symbol to group")

@@ -5,6 +5,11 @@ validation, not the checksum, must catch them. Every case runs in a child proces
 memory corruption or a hang fails the test instead of the test run: each case either runs (with
 the original outputs where the mutation changes nothing the run reads) or is refused with one
 line naming the member or step and the field.
+
+Not covered: a host kernel's argument shapes edited together with every slot and output spec
+that names them. The kernel's LLVM IR keeps no shapes to check them against (the accelerator
+groups' symbols are checked against their program files), so such an artifact is as trusted as
+a shared library is.
 """
 
 from __future__ import annotations
@@ -157,6 +162,14 @@ def _del(path: list):  # noqa: ANN001, ANN202
     return mutate
 
 
+def _both(*mutations: Callable[[Manifest, Members], None]):  # noqa: ANN202
+    def mutate(m: Manifest, members: Members) -> None:
+        for one in mutations:
+            one(m, members)
+
+    return mutate
+
+
 def _member(name: Callable[[Manifest], str], transform: Callable[[bytes], bytes]):  # noqa: ANN202
     def mutate(m: Manifest, members: Members) -> None:
         members[name(m)] = transform(members[name(m)])
@@ -222,6 +235,9 @@ CASES = {
     "symbol dtype unknown": (_set([*SYM, "data", "dtype"], "complex"), "symbol"),
     "output symbol missing": (_del([*SYM, "out"]), "no 'out'"),
     "output symbol shape": (_set([*SYM, "out", "shape"], [1, 1, 8, 8, 1, 4]), "'output'"),
+    "output symbol and slot shrunk together": (_both(
+        _set([*SYM, "out", "shape"], [1, 2, 8, 8, 1, 4]),
+        _set(["slots", 2, "shape"], [1, 8, 8, 8])), "program programs/"),
     "written symbol unknown": (_set([*WRITE, "symbol"], "nowhere"), "'nowhere'"),
     "aliased unknown": (_set(["steps", VTA, "aliased"], ["nowhere"]), "'aliased'"),
     # the host's writes into the image
