@@ -51,6 +51,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -631,7 +632,8 @@ def _read_program(data: bytes, member: str, c: _Check) -> Any:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError,
+            zlib.error) as e:  # fmt: skip
         raise c.fail(f"member {member}", f"not a program file ({e})") from None
     try:
         return program_from_arrays(arrays, f"member {member}")

@@ -32,7 +32,7 @@ from onnx import helper
 
 from isa.encoding import INSN_BYTES
 from tests.compiler.frontend.helpers import make_model
-from tests.fuzz.harness import ROOT, run_vtac
+from tests.fuzz.harness import ROOT, run_vtac, zip_with_flags
 
 Manifest = dict
 Members = dict[str, bytes]
@@ -326,6 +326,26 @@ def test_every_named_mutation_is_refused_naming_its_field(artifact, tmp_path):
     wrong = [(name, v) for (name, (_, want)), v in zip(CASES.items(), verdicts, strict=True)
              if not (v.startswith("refused: ") and want in v)]  # fmt: skip
     assert not wrong, "\n".join(f"{n}: {v}" for n, v in wrong)
+
+
+@pytest.mark.parametrize(("flags", "method"), [(1, None), (0, 99)], ids=["encrypted", "method"])
+def test_archive_members_flagged_encrypted_or_of_unknown_compression_are_refused(
+    artifact, tmp_path, flags, method
+):
+    """The artifact's members, and a program member's own arrays, flagged as zipfile cannot
+    read them (RuntimeError, NotImplementedError there): refused naming the member."""
+    from runtime.errors import ArtifactError
+    from runtime.session import InferenceSession
+
+    path, _ = artifact
+    whole = tmp_path / "whole.vtac"
+    whole.write_bytes(zip_with_flags(path.read_bytes(), flags, method))
+    with pytest.raises(ArtifactError, match="manifest.json cannot be read"):
+        InferenceSession(whole)
+    inner = _mutated(path, _member(_program, lambda b: zip_with_flags(b, flags, method)),
+                     tmp_path / "inner.vtac")  # fmt: skip
+    with pytest.raises(ArtifactError, match="member programs/.*not a program file"):
+        InferenceSession(inner)
 
 
 def test_no_op_mutations_run_as_the_original(artifact, tmp_path):
