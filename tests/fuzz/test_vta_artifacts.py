@@ -414,7 +414,7 @@ def _random_case(path: Path, data: st.DataObject, k: int) -> tuple[Manifest, Mem
     return manifest, members
 
 
-@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=_HEALTH)
 @given(data=st.data())
 def test_random_mutations_are_run_or_refused_in_one_line(artifact, tmp_path_factory, data):
     """Random fields of the manifest set to random values, and random bytes of the DRAM image

@@ -51,7 +51,7 @@ def _ours(data: bytes, x: np.ndarray, config: str) -> np.ndarray | str:
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(max_examples=100, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(case=models(), seed=st.integers(0, 2**16), scale=st.sampled_from([1.0, 1.0, 0.0, 1e-3, 1e4]))
 def test_generated_models_run_close_to_onnxruntime_or_are_refused_in_one_line(
