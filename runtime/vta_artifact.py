@@ -22,9 +22,11 @@ Members:
   every requantize and qadd of the quantized graph.
 
 Loading checks more than the checksums: every member name the manifest gives, every slot's
-shape and dtype against the arrays and kernel arguments that use it, every symbol, write and
-instruction range inside the DRAM image, the program files against the config, and that every
-step reads only slots an earlier step (or the caller) provides. A fault is refused in one
+shape and dtype (numeric dtypes only) against the arrays and kernel arguments that use it,
+every symbol, write and instruction range inside the DRAM image, that each host write's padding,
+fold and packing turn its slot into exactly its symbol's tensor, the program files against the
+config and each group's symbols, that host kernels parse, and that every step reads only slots
+an earlier step (or the caller) provides. A fault is refused in one
 line naming the member or step and the field.
 
 Example:
