@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -319,6 +320,13 @@ class Program:
         return dataclasses.replace(self, dram=self.dram.copy(), symbols=dict(self.symbols))
 
 
+#: What reading a corrupt .npz raises: zipfile raises RuntimeError for a member flagged as
+#: encrypted and NotImplementedError for an unknown compression method, zlib its own error for
+#: a broken deflate stream; numpy ValueError, EOFError or UnicodeError for a broken array.
+_UNREADABLE = (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeError, RuntimeError,
+               NotImplementedError, zlib.error)  # fmt: skip
+
+
 def _scalar(arrays: Mapping[str, np.ndarray], key: str, kind: str, where: str) -> Any:
     a = arrays[key]
     if a.shape != ():
@@ -397,7 +405,7 @@ def load_program(path: str | os.PathLike[str]) -> Program:
         loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise ProgramError(f"{where}: no such file") from None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeError) as e:
+    except _UNREADABLE as e:
         raise ProgramError(
             f"{where}: not a readable program file (truncated or corrupt .npz: {e})"
         ) from None
@@ -415,7 +423,7 @@ def load_program(path: str | os.PathLike[str]) -> Program:
         for k in z.files:
             try:
                 arrays[k] = z[k]
-            except (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeError) as e:
+            except _UNREADABLE as e:
                 raise ProgramError(
                     f"{where}: member {k!r} is not a readable array (truncated or corrupt: {e})"
                 ) from None

@@ -37,6 +37,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -203,7 +204,7 @@ def read_artifact(
             if MANIFEST not in names:
                 raise ArtifactError(f"{where}: not a vtac artifact (no {MANIFEST})")
             try:
-                manifest = json.loads(zf.read(MANIFEST))
+                manifest = json.loads(_zip_read(zf, MANIFEST, where))
             except ValueError as e:
                 raise ArtifactError(f"{where}: {MANIFEST} is not valid JSON ({e})") from None
             if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
@@ -227,7 +228,7 @@ def read_artifact(
             def read(member: str) -> bytes:
                 if member not in names or member not in checksums:
                     raise ArtifactError(f"{where}: member {member} is missing")
-                data = zf.read(member)
+                data = _zip_read(zf, member, where)
                 if _sha256(data) != checksums[member]:
                     raise ArtifactError(f"{where}: member {member} is corrupted (checksum differs)")
                 return data
@@ -240,6 +241,15 @@ def read_artifact(
         raise ArtifactError(f"{where}: not a readable zip archive ({e})") from None
     except (KeyError, TypeError, ValueError) as e:
         raise ArtifactError(f"{where}: malformed manifest ({type(e).__name__}: {e})") from None
+
+
+def _zip_read(zf: zipfile.ZipFile, member: str, where: str) -> bytes:
+    """A member's bytes; a member flagged as encrypted (RuntimeError), of an unknown compression
+    method (NotImplementedError) or whose deflate stream is broken is refused naming it."""
+    try:
+        return zf.read(member)
+    except (RuntimeError, NotImplementedError, EOFError, zlib.error) as e:
+        raise ArtifactError(f"{where}: member {member} cannot be read ({e})") from None
 
 
 def artifact_kind(source: str | os.PathLike | bytes) -> str:

@@ -12,6 +12,8 @@ the field, every manifest that would:
 * an arena region that starts below 0, is not aligned, or ends past the arena;
 * an input, output or constant placement whose dtype or element count differs from the spec or
   the array it stands for (a shrunk constant, a float64 constant, an input of another size);
+* a kernel argument that reads an arena tensor no earlier kernel wrote (an input placed in
+  the arena: its feed would reach no kernel);
 * a kernel argument whose tensor is unknown, or whose placement's dtype or element count differs
   from what the kernel was compiled for; a written argument that is an input or a constant;
 * within one kernel, a written region of the arena that overlaps another argument's region.
@@ -126,8 +128,18 @@ def check_program(prog: Program, where: str) -> None:
     for s in prog.outputs:
         if s.name not in prog.output_tensors:
             raise ArtifactError(f"{where}: output {s.name!r} has no tensor")
+    written: set[str] = set()
     for k in prog.kernels:
         _check_kernel(prog, k, regions, where)
+        for tensor, arg in zip(k.tensors, k.args, strict=True):
+            # an arena tensor holds what an earlier kernel wrote there, nothing else (a feed
+            # goes only to a placement of kind input): read before, it is garbage
+            if not arg.is_output and tensor in regions and tensor not in written:
+                raise ArtifactError(
+                    f"{where}: kernel {k.name!r}: argument {arg.name!r} reads arena tensor "
+                    f"{tensor!r} before any kernel writes it"
+                )
+        written.update(t for t, a in zip(k.tensors, k.args, strict=True) if a.is_output)
 
 
 def _check_kernel(prog: Program, k: Any, regions: dict[str, tuple[int, int]], where: str) -> None:

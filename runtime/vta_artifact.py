@@ -22,9 +22,11 @@ Members:
   every requantize and qadd of the quantized graph.
 
 Loading checks more than the checksums: every member name the manifest gives, every slot's
-shape and dtype against the arrays and kernel arguments that use it, every symbol, write and
-instruction range inside the DRAM image, the program files against the config, and that every
-step reads only slots an earlier step (or the caller) provides. A fault is refused in one
+shape and dtype (numeric dtypes only) against the arrays and kernel arguments that use it,
+every symbol, write and instruction range inside the DRAM image, that each host write's padding,
+fold and packing turn its slot into exactly its symbol's tensor, the program files against the
+config and each group's symbols, that host kernels parse, and that every step reads only slots
+an earlier step (or the caller) provides. A fault is refused in one
 line naming the member or step and the field.
 
 Example:
@@ -50,6 +52,8 @@ import io
 import json
 import os
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +70,7 @@ from runtime.artifact import (
     write_members,
 )
 from runtime.errors import ArtifactError
-from runtime.program import TensorSpec
+from runtime.program import ONNX_TYPE_NAMES, TensorSpec
 from runtime.vta_dram import GroupImage, Segment
 from runtime.vta_plan import (
     PACKINGS,
@@ -263,12 +267,16 @@ class _Check:
         return tuple(v)
 
     def dtype(self, d: Any, key: str, place: str) -> str:
+        # only the numeric dtypes the compiler emits: host kernels take raw buffers, and an
+        # ``object`` array (or any other) would hand them pointers instead of numbers
         v = self.field(d, key, place, str)
-        try:
-            np.dtype(v)
-        except TypeError:
-            raise self.fail(place, f"field {key!r} is not a dtype ({v!r})") from None
+        if v not in ONNX_TYPE_NAMES:
+            raise self.fail(place, f"field {key!r} is not one of the dtypes "
+                            f"{', '.join(ONNX_TYPE_NAMES)} ({v!r:.40})")  # fmt: skip
         return v
+
+    def number(self, d: Any, key: str, place: str) -> float:
+        return float(self.field(d, key, place, (int, float)))
 
     def slot(self, v: Any, n: int, place: str, key: str) -> int:
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < n:
@@ -287,6 +295,7 @@ def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
 
 
 def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
+    from compiler.errors import CodegenError
     from compiler.ir.stmt import ArgInfo
     from compiler.targets.cpu.jit import make_function
     from compiler.topi.vta.fold import InputFold
@@ -384,7 +393,9 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 segments.append(Segment(*seg))
             writes = []
             for w in c.field(s, "writes", place, list):
-                writes.append(_read_write(w, symbols, n, ready, place, c, InputFold))
+                write = _read_write(w, symbols, n, ready, place, c, InputFold)
+                _check_packing(write, symbols[write.symbol], slots[write.slot], config, place, c)
+                writes.append(write)
             out = c.slot(s.get("output"), n, place, "output")
             if not _holds(symbols["out"], slots[out]):
                 sym = symbols["out"]
@@ -395,10 +406,12 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             for f in RECORD_FIELDS:
                 if f not in rec:
                     raise c.fail(place, f"field 'record' has no {f!r}")
+            at = f"{place}: field 'record'"
             record = LayerRecord(
-                str(rec["name"]), str(rec["ops"]), "vta", str(rec["rule"]), 0, int(rec["macs"]),
-                float(rec["ideal_cycles"]), float(rec["roofline_cycles"]),
-                float(rec["alu_roofline_cycles"]), 0, int(rec["compulsory_bytes"]),
+                c.field(rec, "name", at, str), c.field(rec, "ops", at, str), "vta",
+                c.field(rec, "rule", at, str), 0, c.count(rec, "macs", at),
+                c.number(rec, "ideal_cycles", at), c.number(rec, "roofline_cycles", at),
+                c.number(rec, "alu_roofline_cycles", at), 0, c.count(rec, "compulsory_bytes", at),
                 knobs=_knobs_field(s, place, c),
             )  # fmt: skip
             member = c.field(s, "program", place, str)
@@ -409,7 +422,21 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             if prog.insn_count != count:
                 raise c.fail(f"member {member}", f"{prog.insn_count} instructions, the manifest's "
                              f"step says {count}")  # fmt: skip
+            # the program file is the group's own record of its tensors: the manifest's symbols
+            # (relocated: other offsets) must have its names, shapes and dtypes, so that a slot
+            # and a symbol edited together still disagree with it
+            if sorted(prog.symbols) != sorted(symbols):
+                raise c.fail(place, f"field 'symbols' names {sorted(symbols)}, program {member} "
+                             f"has {sorted(prog.symbols)}")  # fmt: skip
+            for sym_name, sym in symbols.items():
+                own = prog.symbols[sym_name]
+                if (tuple(sym.shape), np.dtype(sym.dtype)) != (tuple(own.shape),
+                                                              np.dtype(own.dtype)):  # fmt: skip
+                    raise c.fail(place, f"symbol {sym_name!r} is {sym.dtype}{list(sym.shape)}, "
+                                 f"program {member} has {own.dtype}{list(own.shape)}")  # fmt: skip
             producers = c.field(s, "producers", place, dict)
+            if not all(isinstance(v, str) for v in producers.values()):
+                raise c.fail(place, "field 'producers' is not a mapping of symbol to group")
             image = GroupImage(name, base, count, symbols, aliased, tuple(segments),
                                {str(a): str(b) for a, b in producers.items()})  # fmt: skip
             steps.append(AccelStep(name, image, tuple(writes), out, record, prog))
@@ -442,8 +469,18 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                                      f"{list(slots[v].shape)}")  # fmt: skip
             key = f"{member}:{symbol}"
             if key not in kernels:
-                code = read(member).decode()
-                kernels[key] = make_function(symbol, args, code, "")
+                try:
+                    code = read(member).decode()
+                except UnicodeDecodeError as e:
+                    raise c.fail(f"member {member}", f"not LLVM IR text ({e.reason} at byte "
+                                 f"{e.start})") from None  # fmt: skip
+                try:
+                    kernels[key] = make_function(symbol, args, code, "")
+                except CodegenError as e:
+                    # LLVM's diagnostics span lines (the source line, a caret): the first says it
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
+                    raise c.fail(f"{place}: member {member}", f"kernel {symbol!r}: {first}") \
+                        from None  # fmt: skip
             nodes = []
             for row in c.field(s, "nodes", place, list):
                 if not (
@@ -542,14 +579,71 @@ def _read_write(
         if fold.kind not in ("space_to_depth", "im2col"):
             raise c.fail(place, f"field 'fold': kind {fold.kind!r} is unknown")
     pad_value = c.field(w, "pad_value", place, int)
+    dtype = np.dtype(symbols[symbol].dtype)
+    if dtype.kind in "iu" and not np.iinfo(dtype).min <= pad_value <= np.iinfo(dtype).max:
+        raise c.fail(place, f"field 'pad_value' {pad_value} does not fit symbol {symbol!r} "
+                     f"({dtype})")  # fmt: skip
     return HostInput(symbol, slot, packing, pad, pad_value, fold)
+
+
+def _check_packing(
+    w: HostInput, sym: Symbol, slot: Slot, config: HwConfig, place: str, c: _Check
+) -> None:
+    """Refuse a write whose padding, fold and packing do not turn its slot into exactly its
+    symbol's tensor: the image would take the bytes of another layout (or the write would fail
+    at run time). The sizes are bounded first, so that a hostile padding allocates nothing
+    large; then the host's own packing runs on zeros and its shape must be the symbol's."""
+    what = f"field 'writes': {w.symbol!r} from slot {slot.dtype}{list(slot.shape)}"
+    if w.pad is not None or w.fold is not None:
+        if len(slot.shape) != 4:
+            raise c.fail(place, f"{what}: padding and folding apply to NCHW slots only")
+    hw = slot.shape[2:]
+    if w.pad is not None:
+        pt, pl, pb, pr = w.pad
+        hw = (hw[0] + pt + pb, hw[1] + pl + pr)
+    fold = w.fold
+    if fold is not None:
+        ints = (fold.k, fold.stride, fold.kernel, fold.uops_per_entry, fold.in_c, *fold.in_hw,
+                *fold.out_hw, *fold.padding)  # fmt: skip
+        if len(fold.in_hw) != 2 or len(fold.out_hw) != 2 or len(fold.padding) != 4:
+            raise c.fail(place, "field 'fold': in_hw, out_hw and padding need 2, 2 and 4 values")
+        if min(fold.k, fold.stride, fold.kernel, *fold.out_hw) < 1 or min(ints) < 0:
+            raise c.fail(place, "field 'fold': k, stride, kernel and out_hw must be positive, "
+                         "padding non-negative")  # fmt: skip
+        if max(ints) > sym.nbytes:
+            raise c.fail(place, f"field 'fold': a value exceeds the {sym.nbytes} bytes of "
+                         f"symbol {w.symbol!r}")  # fmt: skip
+        pt, pl, pb, pr = fold.padding
+        want = tuple((v + a + b - fold.kernel) // fold.stride + 1
+                     for v, a, b in ((hw[0], pt, pb), (hw[1], pl, pr)))  # fmt: skip
+        if tuple(fold.out_hw) != want:
+            raise c.fail(place, f"field 'fold': out_hw {list(fold.out_hw)}, but a kernel of "
+                         f"{fold.kernel} with stride {fold.stride} gives {list(want)}")  # fmt: skip
+    elif len(slot.shape) == 4 and len(sym.shape) == 6 and hw != tuple(sym.shape[2:4]):
+        raise c.fail(place, f"{what}: padded to {list(hw)}, symbol {w.symbol!r} is "
+                     f"{list(sym.shape[2:4])}")  # fmt: skip
+    # a real write's slot, padded, is no larger than its symbol times the stride's square
+    elements = int(np.prod(slot.shape, dtype=object))
+    padded = int(np.prod((*slot.shape[:2], *hw), dtype=object)) if len(hw) == 2 else elements
+    for size in (elements, padded):
+        if size > 64 * sym.nbytes:
+            raise c.fail(place, f"{what}: {size} elements, more than symbol {w.symbol!r} "
+                         f"({sym.nbytes} bytes) could take")  # fmt: skip
+    try:
+        shape = w.packed(np.zeros(slot.shape, slot.dtype), config).shape
+    except (ValueError, TypeError, IndexError) as e:
+        raise c.fail(place, f"{what}: cannot be packed ({e})") from None
+    if tuple(shape) != tuple(sym.shape):
+        raise c.fail(place, f"{what}: packs to {list(shape)}, symbol {w.symbol!r} is "
+                     f"{list(sym.shape)}")  # fmt: skip
 
 
 def _read_program(data: bytes, member: str, c: _Check) -> Any:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (ValueError, OSError, EOFError) as e:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, RuntimeError, NotImplementedError,
+            zlib.error) as e:  # fmt: skip
         raise c.fail(f"member {member}", f"not a program file ({e})") from None
     try:
         return program_from_arrays(arrays, f"member {member}")

@@ -58,6 +58,7 @@ from compiler.topi.vta.packing import (
     unpack_rows,
 )
 from isa import HwConfig
+from isa.errors import IsaError
 from runtime.errors import SessionError
 from runtime.program import TensorSpec
 from runtime.vta_dram import GroupImage
@@ -247,12 +248,19 @@ class NetworkPlan:
         for step in self.steps:
             if isinstance(step, AccelStep):
                 prog = step.image.program(cfg, dram)
-                for w in step.writes:
-                    x = value(w.slot)
-                    t0 = clock()
-                    prog.write(w.symbol, w.packed(x, cfg))
-                    copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
-                res = execute_group(prog, device, trace, rtl, step.name, bar)
+                try:
+                    for w in step.writes:
+                        x = value(w.slot)
+                        t0 = clock()
+                        prog.write(w.symbol, w.packed(x, cfg))
+                        copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
+                    res = execute_group(prog, device, trace, rtl, step.name, bar)
+                except IsaError as e:
+                    # a program that cannot run (a deadlock, a bad instruction: a corrupted
+                    # image) is refused naming its group, in one line (the simulator's
+                    # diagnosis spans several: one per module)
+                    detail = "; ".join(ln.strip() for ln in str(e).splitlines() if ln.strip())
+                    raise SessionError(f"group {step.name}: {detail}") from None
                 dram = res.dram
                 if trace:
                     traces.append((step.name, cycles_so_far + host_cycles, res.trace))

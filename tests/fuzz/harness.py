@@ -60,3 +60,18 @@ def example_program(name: str = "matmul16"):
     """An example program of isa/examples, assembled."""
     path = EXAMPLES / f"{name}.vasm"
     return assemble(path.read_text(), source=str(path))
+
+
+def zip_with_flags(data: bytes, flags: int, method: int | None = None) -> bytes:
+    """The zip archive ``data`` with every member's general purpose flags set to ``flags``
+    (bit 0: encrypted) and, when given, its compression method to ``method``, in the local and
+    the central headers: what a damaged or foreign archive may say."""
+    raw = bytearray(data)
+    for sig, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = raw.find(sig)
+        while at >= 0:
+            raw[at + flag_at : at + flag_at + 2] = flags.to_bytes(2, "little")
+            if method is not None:
+                raw[at + flag_at + 2 : at + flag_at + 4] = method.to_bytes(2, "little")
+            at = raw.find(sig, at + 4)
+    return bytes(raw)

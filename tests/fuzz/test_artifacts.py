@@ -170,6 +170,8 @@ CASES = {
         lambda m, members: m["kernels"][0]["tensors"].__setitem__(0, "nowhere"),
         "unknown tensor 'nowhere'"),
     "placement kind": (_set(["placements", lambda m: _arena(m)[0], "kind"], "heap"), "unknown"),
+    "input placed in the arena": (_set(["placements", _first_kind("input"), "kind"], "arena"),
+                                  "before any kernel writes it"),
     "huge shape": (_set(["placements", lambda m: _arena(m)[0], "shape"], [1 << 40, 1 << 40]),
                    "too large"),
 }  # fmt: skip

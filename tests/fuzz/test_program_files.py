@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.harness import assert_clean, example_program, run_vtac
+from tests.fuzz.harness import assert_clean, example_program, run_vtac, zip_with_flags
 
 FUZZ = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
@@ -51,6 +51,19 @@ def test_mutated_bytes(tmp_path_factory, base_arrays, data):
     path = tmp_path_factory.mktemp("bytes") / "p.npz"
     path.write_bytes(bytes(raw))
     _check_file(str(path))
+
+
+@pytest.mark.parametrize(("flags", "method"), [(1, None), (0, 99)], ids=["encrypted", "method"])
+def test_members_flagged_encrypted_or_of_unknown_compression_are_refused(
+    tmp_path, base_arrays, flags, method
+):
+    """zipfile raises RuntimeError and NotImplementedError for these: refused in one line."""
+    path = tmp_path / "p.npz"
+    path.write_bytes(zip_with_flags(_archive(base_arrays), flags, method))
+    for argv in (["sim", str(path)], ["disasm", str(path)]):
+        out = run_vtac(argv)
+        assert_clean(out)
+        assert out.code == 1 and "not a readable" in out.err, out.err
 
 
 def _archive(arrays: dict[str, np.ndarray]) -> bytes:
