@@ -103,6 +103,8 @@ def _non_negative(text: str) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Register ``tune`` and ``explore``."""
+    from runtime.model_cli import add_fp32_threshold_option
+
     p = subparsers.add_parser(
         "tune",
         help="search schedule knobs of an operator or a model on the simulator",
@@ -117,6 +119,12 @@ def add_parser(subparsers: Any) -> None:
     _add_common(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_input_shape_option(p)
+    p.add_argument(
+        "--requant", default=None, choices=["multiplier", "shift", "vta"],
+        help="a model on --target vta: the requantization the compile will use (its groups' "
+        "epilogues are the tasks; default: multiplier)",
+    )  # fmt: skip
+    add_fp32_threshold_option(p)
     p.set_defaults(run=_tune)
 
     e = subparsers.add_parser(
@@ -208,7 +216,10 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
 
         # the quantized groups, epilogue included, as `vtac compile|run --target vta` builds
         # them (calibrated on seeded random data, as `vtac compile` without --calibrate)
-        found = extract_network_tasks(import_onnx(model, shapes), args.config)
+        found = extract_network_tasks(
+            import_onnx(model, shapes), args.config, requant=getattr(args, "requant", None)
+            or "multiplier", sensitivity=getattr(args, "fp32_threshold", None),
+        )  # fmt: skip
     for label, reason in found.skipped:
         print(f"not tuned: {label} ({reason})")
     if not found.tasks:
@@ -229,10 +240,16 @@ def _runner(args: argparse.Namespace) -> Any:
 
 def _tune(args: argparse.Namespace) -> int:
     import isa
+    from compiler.errors import CompilerError
     from compiler.tune.tuner import make_tuner
 
     if args.target == "vta":
         isa.load_config(args.config)  # an unknown preset fails here, naming it
+    for option, dest in (("--requant", "requant"), ("--fp32-threshold", "fp32_threshold")):
+        if getattr(args, dest, None) is not None and (
+            args.target != "vta" or args.what in ("conv2d", "dense", "matmul", *LAYER_LISTS)
+        ):
+            raise CompilerError(f"{option} applies to tuning a model with --target vta")
     _check_outputs(args)
     tasks = tasks_for(args)
     for t in tasks:

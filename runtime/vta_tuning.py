@@ -113,10 +113,13 @@ def extract_network_tasks(
     calibration: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
     calibrator: str = "percentile",
     requant: str = "multiplier",
+    sensitivity: str | float | None = None,
 ) -> Extracted:
     """The tasks of ``graph``'s quantized groups (see the module docstring); a float graph is
     quantized on ``calibration`` (None: seeded random data, as ``vtac compile`` without
-    ``--calibrate``; the epilogue's structure rarely depends on the scales)."""
+    ``--calibrate``; the epilogue's structure rarely depends on the scales), with ``requant``
+    and the fp32 ``sensitivity`` threshold a compile will use (they decide the groups and their
+    epilogues)."""
     from runtime.vta_session import calibration_feeds
     from runtime.vta_target import quantize_partition
 
@@ -128,8 +131,9 @@ def extract_network_tasks(
         specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
         calibration = calibration_feeds(specs, None)
     _, part, _ = quantize_partition(
-        graph, cfg, calibration=calibration, calibrator=calibrator, requant=requant
-    )
+        graph, cfg, calibration=calibration, calibrator=calibrator, requant=requant,
+        sensitivity=sensitivity,
+    )  # fmt: skip
     return partition_tasks(part, cfg)
 
 

@@ -149,3 +149,38 @@ def test_what_each_group_took_is_the_same_from_workers_and_from_the_cache(digits
         reports.append(tuning.report())
     assert len(set(reports)) == 1
     assert "heuristic knobs for block1.conv1: the record's knobs fail to compile" in reports[0]
+
+
+def test_a_log_tuned_with_the_compiles_requantization_covers_its_groups(tmp_path, capsys):
+    # --requant vta gives other epilogues (one immediate shift): tasks extracted with it are
+    # the ones a --requant vta compile looks up
+    log = tmp_path / "t.jsonl"
+    assert (
+        main(
+            [
+                "tune",
+                "digits",
+                "--target",
+                "vta",
+                "--config",
+                CFG,
+                "--requant",
+                "vta",
+                "--trials",
+                "1",
+                "--tuner",
+                "random",
+                "--no-progress",
+                "--log",
+                str(log),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["run", "digits", "--target", "vta", "--config", CFG, "--requant", "vta",
+                 "--tuning-log", str(log), "--quiet"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "tuned knobs (7 groups)" in err and "heuristic knobs for" not in err
+    assert main(["tune", "conv2d", "--requant", "vta", "--log", str(tmp_path / "c.jsonl")]) != 0
+    assert "--requant applies to tuning a model with --target vta" in capsys.readouterr().err
