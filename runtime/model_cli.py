@@ -69,6 +69,17 @@ def fp32_threshold(text: str) -> str:
     return text
 
 
+def add_requant_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--requant multiplier|shift|vta`` (docs/quantization.md); ``what``: where it applies."""
+    from compiler.quantize.realize import REQUANT_MODES
+
+    p.add_argument(
+        "--requant", default=None, choices=list(REQUANT_MODES),
+        help=f"{what}: the requantization (docs/quantization.md): multiplier (the default), "
+        "shift, or vta (VTA's scheme: power-of-two scales, one shift per layer)",
+    )  # fmt: skip
+
+
 def add_fp32_threshold_option(p: argparse.ArgumentParser) -> None:
     """``--fp32-threshold X|off`` (docs/quantization.md)."""
     from compiler.quantize import DEFAULT_SENSITIVITY
@@ -172,11 +183,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="--target vta: compile every accelerator group, neither reading nor writing the "
         "compile cache ($VTAC_CACHE_DIR; `vtac cache info`)",
     )  # fmt: skip
-    p.add_argument(
-        "--requant", default=None, choices=["multiplier", "shift", "vta"],
-        help="--target vta: the requantization (docs/quantization.md): multiplier (the "
-        "default), shift, or vta (VTA's scheme: power-of-two scales, one shift per layer)",
-    )  # fmt: skip
+    add_requant_option(p, "--target vta")
     add_fp32_threshold_option(p)
     add_input_shape_option(p)
     add_image_options(p)

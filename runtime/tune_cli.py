@@ -103,7 +103,7 @@ def _non_negative(text: str) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Register ``tune`` and ``explore``."""
-    from runtime.model_cli import add_fp32_threshold_option
+    from runtime.model_cli import add_fp32_threshold_option, add_requant_option
 
     p = subparsers.add_parser(
         "tune",
@@ -119,11 +119,7 @@ def add_parser(subparsers: Any) -> None:
     _add_common(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_input_shape_option(p)
-    p.add_argument(
-        "--requant", default=None, choices=["multiplier", "shift", "vta"],
-        help="a model on --target vta: the requantization the compile will use (its groups' "
-        "epilogues are the tasks; default: multiplier)",
-    )  # fmt: skip
+    add_requant_option(p, "a model on --target vta (the groups' epilogues are the tasks)")
     add_fp32_threshold_option(p)
     p.set_defaults(run=_tune)
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import io
+import json
 import re
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from isa.asm import assemble
 from runtime.cli import main
@@ -75,3 +80,33 @@ def zip_with_flags(data: bytes, flags: int, method: int | None = None) -> bytes:
                 raw[at + flag_at + 2 : at + flag_at + 4] = method.to_bytes(2, "little")
             at = raw.find(sig, at + 4)
     return bytes(raw)
+
+
+#: An artifact's manifest (parsed JSON) and its other members by name.
+Manifest = dict
+Members = dict[str, bytes]
+
+
+def read_artifact(path: Path) -> tuple[Manifest, Members]:
+    """The manifest and the other members of the artifact archive at ``path``."""
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    return json.loads(members.pop("manifest.json")), members
+
+
+def write_artifact(path: Path, manifest: Manifest, members: Members) -> None:
+    """The archive of ``manifest`` and ``members``, every checksum recomputed (as the artifact
+    writers compute them: SHA-256 of each member but the manifest), so that only the loader's
+    validation can catch a mutation."""
+    manifest["checksums"] = {n: hashlib.sha256(b).hexdigest() for n, b in members.items()}
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("manifest.json", json.dumps(manifest))
+        for n, b in members.items():
+            zf.writestr(n, b)
+
+
+def npy_bytes(arr: np.ndarray) -> bytes:
+    """``arr`` as the bytes of an ``.npy`` file (no pickles)."""
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()

@@ -6,12 +6,9 @@ either runs and gives the original outputs, or is refused with one line naming t
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,10 +19,7 @@ from hypothesis import strategies as st
 from onnx import helper
 
 from tests.compiler.frontend.helpers import make_model
-from tests.fuzz.harness import ROOT
-
-Manifest = dict
-Members = dict[str, bytes]
+from tests.fuzz.harness import ROOT, Manifest, Members, npy_bytes, read_artifact, write_artifact
 
 
 def _model() -> bytes:
@@ -53,26 +47,6 @@ def artifact(tmp_path_factory) -> tuple[Path, Path, np.ndarray]:
     np.save(d / "x.npy", x)
     (y,) = sess.run(None, {"x": x})
     return path, d / "x.npy", y
-
-
-def _read(path: Path) -> tuple[Manifest, Members]:
-    with zipfile.ZipFile(path) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    return json.loads(members.pop("manifest.json")), members
-
-
-def _write(path: Path, manifest: Manifest, members: Members) -> None:
-    manifest["checksums"] = {n: hashlib.sha256(b).hexdigest() for n, b in members.items()}
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("manifest.json", json.dumps(manifest))
-        for n, b in members.items():
-            zf.writestr(n, b)
-
-
-def _npy(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=False)
-    return buf.getvalue()
 
 
 _RUNNER = """
@@ -135,7 +109,7 @@ def _set(path: list, value):  # noqa: ANN001, ANN202 - small mutation helpers
 def _constant(transform: Callable[[np.ndarray], np.ndarray]):  # noqa: ANN202
     def mutate(m: Manifest, members: Members) -> None:
         member = m["constants"][0]["member"]
-        members[member] = _npy(transform(np.load(io.BytesIO(members[member]))))
+        members[member] = npy_bytes(transform(np.load(io.BytesIO(members[member]))))
 
     return mutate
 
@@ -181,10 +155,10 @@ def test_every_named_mutation_is_refused_naming_its_field(artifact, tmp_path):
     path, _, _ = artifact
     paths, wants = [], []
     for k, (name, (mutate, want)) in enumerate(CASES.items()):
-        manifest, members = _read(path)
+        manifest, members = read_artifact(path)
         mutate(manifest, members)
         out = tmp_path / f"case{k}.vtac"
-        _write(out, manifest, members)
+        write_artifact(out, manifest, members)
         paths.append(out)
         wants.append((name, want))
     verdicts = _run_cases(artifact, paths)
@@ -200,7 +174,7 @@ _FIELDS = st.sampled_from(["offset", "shape", "dtype", "kind"])
 @given(data=st.data())
 def test_random_manifest_mutations_never_corrupt_memory(artifact, tmp_path_factory, data):
     path, _, _ = artifact
-    manifest, members = _read(path)
+    manifest, members = read_artifact(path)
     tensor = data.draw(st.sampled_from(sorted(manifest["placements"])), label="tensor")
     field = data.draw(_FIELDS, label="field")
     placement = manifest["placements"][tensor]
@@ -217,6 +191,6 @@ def test_random_manifest_mutations_never_corrupt_memory(artifact, tmp_path_facto
         placement["kind"] = data.draw(st.sampled_from(["input", "constant", "arena", "output"]),
                                       label="kind")  # fmt: skip
     out = tmp_path_factory.mktemp("mut") / "m.vtac"
-    _write(out, manifest, members)
+    write_artifact(out, manifest, members)
     (verdict,) = _run_cases(artifact, [out])
     assert verdict == "same" or verdict.startswith("refused: "), verdict

@@ -14,12 +14,9 @@ a shared library is.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,10 +29,16 @@ from onnx import helper
 
 from isa.encoding import INSN_BYTES
 from tests.compiler.frontend.helpers import make_model
-from tests.fuzz.harness import ROOT, run_vtac, zip_with_flags
-
-Manifest = dict
-Members = dict[str, bytes]
+from tests.fuzz.harness import (
+    ROOT,
+    Manifest,
+    Members,
+    npy_bytes,
+    read_artifact,
+    run_vtac,
+    write_artifact,
+    zip_with_flags,
+)
 
 
 def _model() -> bytes:
@@ -66,28 +69,6 @@ def artifact(tmp_path_factory) -> tuple[Path, Path]:
     out = run_vtac(argv)
     assert out.code == 0, out.err
     return path, d / "x.npy"
-
-
-def _read(path: Path) -> tuple[Manifest, Members]:
-    with zipfile.ZipFile(path) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    return json.loads(members.pop("manifest.json")), members
-
-
-def _write(path: Path, manifest: Manifest, members: Members) -> None:
-    """The archive of ``manifest`` and ``members``, every checksum recomputed (as
-    :mod:`runtime.vta_artifact` computes them: SHA-256 of each member but the manifest)."""
-    manifest["checksums"] = {n: hashlib.sha256(b).hexdigest() for n, b in members.items()}
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("manifest.json", json.dumps(manifest))
-        for n, b in members.items():
-            zf.writestr(n, b)
-
-
-def _npy(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=False)
-    return buf.getvalue()
 
 
 # the child runs the unmutated artifact first: every case is compared with its outputs. An
@@ -179,14 +160,14 @@ def _member(name: Callable[[Manifest], str], transform: Callable[[bytes], bytes]
 
 def _dram(transform: Callable[[np.ndarray], np.ndarray]):  # noqa: ANN202
     return _member(lambda m: m["dram"],
-                   lambda b: _npy(transform(np.load(io.BytesIO(b)))))  # fmt: skip
+                   lambda b: npy_bytes(transform(np.load(io.BytesIO(b)))))  # fmt: skip
 
 
 def _first_insn_byte(value: int):  # noqa: ANN202
     def mutate(m: Manifest, members: Members) -> None:
         dram = np.load(io.BytesIO(members[m["dram"]])).copy()
         dram[m["steps"][VTA(m)]["insn_base"]] = value
-        members[m["dram"]] = _npy(dram)
+        members[m["dram"]] = npy_bytes(dram)
 
     return mutate
 
@@ -312,9 +293,9 @@ CASES = {
 
 
 def _mutated(path: Path, mutate: Callable[[Manifest, Members], None], out: Path) -> Path:
-    manifest, members = _read(path)
+    manifest, members = read_artifact(path)
     mutate(manifest, members)
-    _write(out, manifest, members)
+    write_artifact(out, manifest, members)
     return out
 
 
@@ -394,7 +375,7 @@ BATCH = 4
 
 
 def _random_case(path: Path, data: st.DataObject, k: int) -> tuple[Manifest, Members]:
-    manifest, members = _read(path)
+    manifest, members = read_artifact(path)
     dram = np.load(io.BytesIO(members["dram.npy"])).copy()
     # the instruction ranges, read before a field mutation may break them
     ranges = [(s["insn_base"], s["insn_base"] + s["insn_count"] * INSN_BYTES)
@@ -410,7 +391,7 @@ def _random_case(path: Path, data: st.DataObject, k: int) -> tuple[Manifest, Mem
     where = data.draw(st.lists(st.integers(lo, hi - 1), max_size=16), label=f"case {k}: bytes")
     if where:
         dram[where] = data.draw(st.integers(0, 255), label=f"case {k}: byte")
-        members["dram.npy"] = _npy(dram)
+        members["dram.npy"] = npy_bytes(dram)
     return manifest, members
 
 
@@ -426,7 +407,7 @@ def test_random_mutations_are_run_or_refused_in_one_line(artifact, tmp_path_fact
     paths = []
     for k in range(BATCH):
         manifest, members = _random_case(path, data, k)
-        _write(d / f"case{k}.vtac", manifest, members)
+        write_artifact(d / f"case{k}.vtac", manifest, members)
         paths.append(d / f"case{k}.vtac")
     verdicts = _run_cases(artifact, paths, timeout=300)
     wrong = [f"case {k}: {v}" for k, v in enumerate(verdicts)
