@@ -69,7 +69,7 @@ _WORK: dict[str, Any] = {}
 
 def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
     """The cache key of ``group`` on ``cfg`` (see the module docstring)."""
-    from runtime.vta_target import pool_load_pads
+    from compiler.targets.vta.ops import pool_load_pads
 
     index = {id(n): k for k, n in enumerate(group.nodes)}
     nodes = []

@@ -50,7 +50,7 @@ from compiler.graph import Constant, Node, Value
 from compiler.graph.ir import PatternKind
 from compiler.graph.ops import get_op
 from compiler.graph.reference import evaluate_node
-from compiler.strategy import OPS as STRATEGY_OPS
+from compiler.registry import CpuImpl, reason, support
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,8 +191,8 @@ def compile_host_groups(
     def one(run: Sequence[Node]) -> list[HostGroup]:
         name = run[0].label
         inputs, outs = _boundary(run, readers, outputs)
-        if len(run) == 1 and run[0].op not in STRATEGY_OPS:
-            why = f"operator {run[0].op!r} has no CPU compute in compiler.strategy"
+        if len(run) == 1 and not isinstance(support("cpu", run[0].op), CpuImpl):
+            why = f"operator {run[0].op!r} has no CPU compute: {reason('cpu', run[0].op)}"
             return [HostGroup(name, tuple(run), inputs, outs, None, why)]
         try:
             kernel = _build(f"host_{next(symbols)}", run, inputs, outs)
@@ -206,7 +206,7 @@ def compile_host_groups(
         """``run`` cut around its nodes that have no compute (each alone)."""
         parts: list[list[Node]] = [[]]
         for node in run:
-            if node.op in STRATEGY_OPS:
+            if isinstance(support("cpu", node.op), CpuImpl):
                 parts[-1].append(node)
             else:
                 parts += [[node], []]

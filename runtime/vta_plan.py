@@ -302,7 +302,7 @@ class NetworkPlan:
 
 def _host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
     """What :func:`runtime.vta_target._host_input` does to ``group``'s ``data``, as data."""
-    from runtime.vta_target import input_fold, pool_load_pads
+    from compiler.targets.vta.ops import input_fold, pool_load_pads
 
     if symbol == "residual":
         return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")

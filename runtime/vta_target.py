@@ -51,25 +51,20 @@ import numpy as np
 
 from compiler.cache import CompileCache
 from compiler.errors import CompilerError
-from compiler.graph import Constant, Graph, Node, Value, evaluate
+from compiler.graph import Graph, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
-from compiler.partition.partition import ELEMENTWISE, is_depthwise
-from compiler.quantize import RequantParams, fp32_fallbacks, parse_sensitivity
-from compiler.topi.vta.fold import InputFold, choose_fold
+from compiler.partition.partition import ELEMENTWISE
+from compiler.quantize import fp32_fallbacks, parse_sensitivity
+from compiler.targets.vta.ops import compile_group as compile_template
+from compiler.targets.vta.ops import group_epilogue, input_fold, pool_load_pads
 from compiler.topi.vta.packing import (
     pack_nchw,
     pack_nchw_out,
     pack_rows,
 )
-from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
 from compiler.topi.vta.qnn import (
-    QAdd,
-    QEpilogue,
     QLayer,
-    compile_qconv2d,
-    compile_qdense,
-    compile_qpool,
 )
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
@@ -397,27 +392,6 @@ class VtaNetwork:
         )
 
 
-def _non_negative(v: Value) -> bool:
-    """Whether every value of ``v`` is known to be >= 0 (a clip at 0 or a relu produced it)."""
-    if not isinstance(v, Node):
-        return False
-    if v.op in ("requantize", "qadd"):
-        return int(v.attrs["out_min"]) >= 0
-    if v.op == "relu":
-        return True
-    if v.op == "clip":
-        return float(v.attrs["a_min"]) >= 0
-    if v.op == "max_pool2d":
-        return _non_negative(v.inputs[0])
-    return False
-
-
-def pool_load_pads(group: AccelGroup) -> bool:
-    """A padded max pool whose input is non-negative: LOAD's zero padding is then exact (the
-    reference pads with -128, and the window's maximum is at least 0 either way)."""
-    return any(group.anchor.attrs["padding"]) and _non_negative(group.anchor.inputs[0])
-
-
 def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
     """Whether the host writes the group's ``data`` itself: a max pool with padding over an
     input that may be negative (the reference pads with -128) or a convolution run over folded
@@ -536,59 +510,16 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     return run_record(static_record(group, layer, cfg), res)
 
 
-def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
-    """How the group's convolution runs over folded channels (space to depth or im2col,
-    :func:`compiler.topi.vta.fold.choose_fold`), or None when it runs directly."""
-    node = group.anchor
-    if group.kind != "conv2d" or is_depthwise(node):
-        return None
-    a = node.attrs
-    c, k = node.inputs[0].type.shape[1], node.inputs[1].type.shape[2]
-    oh, ow = node.type.shape[2:]
-    return choose_fold(
-        cfg, in_c=c, k=k, stride=a["strides"][0], padding=tuple(a["padding"]), out_hw=(oh, ow)
-    )
-
-
-def group_epilogue(group: AccelGroup) -> QEpilogue:
-    """The :class:`QEpilogue` of an accelerator group, from its graph constants."""
-    rq = group.requantize
-    if rq is None:
-        raise SessionError(f"group {group.name}: no requantize to take an epilogue from")
-    consts = []
-    for k, v in enumerate(rq.inputs[1:4]):
-        if not isinstance(v, Constant):
-            raise SessionError(f"requantize {rq.name}: input {k + 1} must be a constant")
-        consts.append(np.asarray(v.value, np.int32).reshape(-1))
-    mult, shift, post = consts
-    params = RequantParams(mult, shift, post, mult.astype(np.float64) / np.exp2(shift + post))
-    bias = None
-    if len(group.anchor.inputs) > 2:
-        b = group.anchor.inputs[2]
-        assert isinstance(b, Constant)
-        bias = np.asarray(b.value, np.int32).reshape(-1)
-    add = None
-    if group.qadd is not None:
-        a = group.qadd.attrs
-        mine_lhs = group.qadd.inputs[0] is rq
-        add = QAdd(
-            a["lhs_multiplier"] if mine_lhs else a["rhs_multiplier"],
-            a["rhs_multiplier"] if mine_lhs else a["lhs_multiplier"],
-            a["shift"], a["out_min"], a["out_max"],
-        )  # fmt: skip
-    return QEpilogue(bias, params, rq.attrs["out_min"], rq.attrs["out_max"], add)
-
-
 def compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any = None) -> QLayer:
     """One accelerator program for ``group``; a conv2d / dense group with ``knobs`` (a tuning
     record's, :func:`runtime.vta_tuning.choose_knobs`; None: the heuristic's). Knobs that fail
     to compile leave the group to the heuristic's, the reason in the layer's ``fallback``."""
     if knobs is None:
-        return _compile_group(group, cfg, None)
+        return compile_template(group, cfg, None)
     try:
-        return _compile_group(group, cfg, knobs)
+        return compile_template(group, cfg, knobs)
     except CompilerError as e:
-        layer = _compile_group(group, cfg, None)
+        layer = compile_template(group, cfg, None)
         return replace(layer, fallback=f"the record's knobs fail to compile: {e}")
 
 
@@ -638,70 +569,6 @@ def compile_tuned_groups(
         else:
             tuning.use(group.name, knobs)
     return layers
-
-
-def _compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
-    """One accelerator program for ``group``, a conv2d / dense group with ``knobs`` (None:
-    the heuristic's)."""
-    node = group.anchor
-    if group.kind in ELEMENTWISE:
-        return compile_qelementwise(
-            group.name, cfg, elementwise_steps(node.op, node.attrs), shape=node.type.shape,
-            binary=group.residual is not None,
-            rhs_shape=group.residual.type.shape if group.residual is not None else None,
-        )  # fmt: skip
-    n, c, *_ = node.inputs[0].type.shape
-    if group.kind in ("max_pool2d", "global_sum_pool2d"):
-        _, _, h, wd = node.inputs[0].type.shape
-        if group.kind == "global_sum_pool2d":
-            return compile_qpool(group.name, cfg, "sum", in_shape=(n, c, h, wd),
-                                 pool=(h, wd), stride=(1, 1), ep=group_epilogue(group))  # fmt: skip
-        a = node.attrs
-        pt, pl, pb, pr = a["padding"]
-        kh, kw = a["pool_size"]
-        sh, sw = a["strides"]
-        if pool_load_pads(group):
-            return compile_qpool(
-                group.name, cfg, "max", in_shape=(n, c, h, wd), pool=(kh, kw), stride=(sh, sw),
-                zero_padding=(pt, pl, pb, pr),
-            )  # fmt: skip
-        return compile_qpool(
-            group.name, cfg, "max", in_shape=(n, c, h + pt + pb, wd + pl + pr),
-            pool=(kh, kw), stride=(sh, sw),
-        )  # fmt: skip
-    ep = group_epilogue(group)
-    weight = node.inputs[1]
-    assert isinstance(weight, Constant)
-    w = np.asarray(weight.value, np.int8)
-    residual = group.residual is not None
-    if group.kind == "conv2d":
-        a = node.attrs
-        fold = input_fold(group, cfg)
-        if fold is not None:
-            oh, ow = fold.out_hw
-            layer = compile_qconv2d(
-                group.name, cfg, fold.weight(w), ep, in_shape=(n, fold.in_c, *fold.in_hw),
-                stride=(1, 1), padding=(0, 0, 0, 0), residual=residual, knobs=knobs,
-            )  # fmt: skip
-            # utilization counts the layer's own MACs, not the folded kernel's zero taps
-            return replace(layer, macs=n * w.shape[0] * oh * ow * c * w.shape[2] * w.shape[3])
-        _, _, h, wd = node.inputs[0].type.shape
-        sh, sw = a["strides"]
-        pt, pl, pb, pr = a["padding"]
-        return compile_qconv2d(
-            group.name, cfg, w, ep, in_shape=(n, c, h, wd),
-            stride=(sh, sw), padding=(pt, pl, pb, pr), residual=residual,
-            depthwise=is_depthwise(node), knobs=knobs,
-        )  # fmt: skip
-    return compile_qdense(
-        group.name,
-        cfg,
-        w,
-        ep,
-        batch=node.inputs[0].type.shape[0],
-        residual=residual,
-        knobs=knobs,
-    )
 
 
 def compile_network_host_groups(graph: Graph, partition: Partition) -> list[HostGroup]:

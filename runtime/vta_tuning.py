@@ -31,55 +31,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from compiler.partition import AccelGroup
-from compiler.partition.partition import is_depthwise
+from compiler.registry import lookup
 from compiler.tune.extract import Extracted
 from compiler.tune.records import Record, best_records, load_records
-from compiler.tune.task import Task, conv2d_task, dense_task, hw_config, hw_spec
+from compiler.tune.task import Task, hw_config, hw_spec
 from isa import HwConfig, load_config
 from runtime.errors import SessionError
 
 
 def group_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
-    """The task a conv2d / dense accelerator group compiles as, or why there is none."""
-    from compiler.graph import Constant
-    from compiler.tune.quantized import epilogue_structure
-    from runtime.vta_target import group_epilogue, input_fold
-
-    if group.kind not in ("conv2d", "dense"):
-        return None, f"a {group.kind} group has no schedule knobs"
-    structure = epilogue_structure(group_epilogue(group).steps())
-    residual = group.residual is not None
-    hw = hw_spec(cfg)
-    node = group.anchor
-    n = node.inputs[0].type.shape[0]
-    if group.kind == "dense":
-        w = node.inputs[1].type.shape
-        return dense_task(n, w[1], w[0], hw=hw, residual=residual, name=group.name,
-                          epilogue=structure), ""  # fmt: skip
-    fold = input_fold(group, cfg)
-    if fold is not None:
-        weight = node.inputs[1]
-        assert isinstance(weight, Constant)
-        o, c, k, _ = fold.weight(np.asarray(weight.value, np.int8)).shape
-        h, wd = fold.in_hw
-        return conv2d_task(h, wd, c, o, k, 1, 0, batch=n, hw=hw, residual=residual,
-                           name=group.name, epilogue=structure), ""  # fmt: skip
-    _, c, h, wd = node.inputs[0].type.shape
-    o, _, kh, kw = node.inputs[1].type.shape
-    a = node.attrs
-    sh, sw = a["strides"]
-    pads = tuple(a["padding"])
-    if kh != kw or sh != sw or len(set(pads)) != 1:
-        return None, (
-            f"kernel {kh}x{kw}, strides {sh}x{sw}, padding {pads}: tasks take square kernels, "
-            "equal strides and even padding"
-        )
-    return conv2d_task(h, wd, c, o, kh, sh, pads[0], batch=n, hw=hw, residual=residual,
-                       name=group.name, epilogue=structure,
-                       depthwise=is_depthwise(node)), ""  # fmt: skip
+    """The task a conv2d / dense accelerator group compiles as, or why there is none: its
+    anchor operator's registered template (``compiler.registry``'s ``vta`` key) says."""
+    impl = lookup("vta", group.anchor.op)
+    task: tuple[Task | None, str] = impl.task(group, cfg)
+    return task
 
 
 def partition_tasks(partition: Any, cfg: HwConfig) -> Extracted:

@@ -1,4 +1,5 @@
-"""The operator registry of the graph IR: names, attributes, pattern kinds, type inference.
+"""The operators of the graph IR, declared: names, attributes, pattern kinds, type inference
+and quantization rules (what each target implements for them: :mod:`compiler.registry`).
 
 Operators and attributes are named exactly as in the graph operator contract shared with
 ``compiler.strategy``. Each :class:`OpDef` knows its input count, its attributes (with defaults;
@@ -133,6 +134,18 @@ class OpDef:
     max_inputs: int | None
     attrs: Mapping[str, Any]
     infer_fn: Callable[[Node], TensorType]
+    #: the quantization rule (:data:`compiler.registry.QUANT_RULES`): what quantizing a float
+    #: graph does with the operator
+    quant: str = "float"
+
+    def __post_init__(self) -> None:
+        from compiler.registry import QUANT_RULES
+
+        if self.quant not in QUANT_RULES:
+            raise GraphError(
+                f"operator {self.name!r}: quantization rule {self.quant!r} is not one of "
+                f"{sorted(QUANT_RULES)}"
+            )
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None, node_name: str = "") -> Attrs:
         """Fill defaults, refuse unknown or missing attributes."""
@@ -837,11 +850,13 @@ _POOL_ATTRS = {
 }
 
 for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
-    register_op(OpDef(_name, INJ, 2, 2, {}, _infer_binary))
-for _name in ("relu", "negative"):
-    register_op(OpDef(_name, INJ, 1, 1, {}, _infer_unary))
-for _name in ("sigmoid", "exp", "sqrt", "hard_swish", "log", "tanh", "erf"):
+    _quant = "int8" if _name in ("add", "multiply") else "float"
+    register_op(OpDef(_name, INJ, 2, 2, {}, _infer_binary, _quant))
+register_op(OpDef("relu", INJ, 1, 1, {}, _infer_unary, "pass-through"))
+register_op(OpDef("negative", INJ, 1, 1, {}, _infer_unary))
+for _name in ("sigmoid", "exp", "sqrt", "log", "tanh", "erf"):
     register_op(OpDef(_name, INJ, 1, 1, {}, _infer_unary_float))
+register_op(OpDef("hard_swish", INJ, 1, 1, {}, _infer_unary_float, "int8"))
 register_op(OpDef("gelu", INJ, 1, 1, {"approximate": "none"}, _infer_gelu))
 register_op(OpDef("power", INJ, 2, 2, {}, _infer_power))
 for _name in ("equal", "less", "greater", "less_equal", "greater_equal"):
@@ -866,22 +881,25 @@ register_op(
             "kernel_layout": "OIHW",
         },
         _infer_conv2d,
+        "int8",
     )
 )
-register_op(OpDef("dense", COF, 2, 3, {}, _infer_dense))
+register_op(OpDef("dense", COF, 2, 3, {}, _infer_dense, "int8"))
 register_op(OpDef("matmul", COF, 2, 2, {}, _infer_matmul))
-register_op(OpDef("clip", INJ, 1, 1, {"a_min": REQUIRED, "a_max": REQUIRED}, _infer_clip))
+register_op(OpDef("clip", INJ, 1, 1, {"a_min": REQUIRED, "a_max": REQUIRED}, _infer_clip, "int8"))
 register_op(OpDef("leaky_relu", INJ, 1, 1, {"alpha": 0.01}, _infer_leaky_relu))
-register_op(OpDef("hard_sigmoid", INJ, 1, 1, {"alpha": 0.2, "beta": 0.5}, _infer_hard_sigmoid))
+register_op(
+    OpDef("hard_sigmoid", INJ, 1, 1, {"alpha": 0.2, "beta": 0.5}, _infer_hard_sigmoid, "int8")
+)
 register_op(OpDef("batch_norm", OPQ, 5, 5, {"epsilon": 1e-5}, _infer_batch_norm))
-register_op(OpDef("max_pool2d", RED, 1, 1, dict(_POOL_ATTRS), _infer_pool))
+register_op(OpDef("max_pool2d", RED, 1, 1, dict(_POOL_ATTRS), _infer_pool, "pass-through"))
 register_op(
     OpDef("avg_pool2d", RED, 1, 1, {**_POOL_ATTRS, "count_include_pad": False}, _infer_pool)
 )
-register_op(OpDef("global_avg_pool2d", RED, 1, 1, {"layout": "NCHW"}, _infer_global_pool))
+register_op(OpDef("global_avg_pool2d", RED, 1, 1, {"layout": "NCHW"}, _infer_global_pool, "int8"))
 register_op(OpDef("softmax", OPQ, 1, 1, {"axis": REQUIRED}, _infer_softmax))
-register_op(OpDef("reshape", INJ, 1, 1, {"newshape": REQUIRED}, _infer_reshape))
-register_op(OpDef("transpose", INJ, 1, 1, {"axes": REQUIRED}, _infer_transpose))
+register_op(OpDef("reshape", INJ, 1, 1, {"newshape": REQUIRED}, _infer_reshape, "pass-through"))
+register_op(OpDef("transpose", INJ, 1, 1, {"axes": REQUIRED}, _infer_transpose, "pass-through"))
 register_op(OpDef("concat", INJ, 1, None, {"axis": REQUIRED}, _infer_concat))
 register_op(OpDef("pad", INJ, 1, 1, {"pad_width": REQUIRED, "pad_value": 0.0}, _infer_pad))
 register_op(

@@ -24,6 +24,7 @@ import numpy as np
 from compiler.errors import GraphError
 from compiler.graph.ir import Attrs, Constant, Graph, Node, TensorType
 from compiler.graph.ops import conv_out_size, parse_packed, parse_packed_kernel
+from compiler.registry import Unsupported, register, support
 
 Impl = Callable[[list[np.ndarray], Attrs, TensorType], np.ndarray]
 _IMPLS: dict[str, Impl] = {}
@@ -52,6 +53,7 @@ def register_impl(op: str, fn: Impl) -> Impl:
     if op in _IMPLS or op in _BINARY or op in _UNARY:
         raise GraphError(f"the reference executor already implements {op!r}")
     _IMPLS[op] = fn
+    register("reference", op, fn)
     return fn
 
 
@@ -460,29 +462,51 @@ def evaluate_op(op: str, args: list[np.ndarray], attrs: Attrs, out: TensorType) 
         >>> evaluate_op("add", [np.ones(2, np.float32)] * 2, Attrs(), TensorType((2,), "float32"))
         array([2., 2.], dtype=float32)
     """
+    fn = support("reference", op)
+    if fn is None or isinstance(fn, Unsupported):
+        raise GraphError(f"the reference executor has no implementation of {op!r}")
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if op in _BINARY:
-            res = _BINARY[op](args[0], args[1])
-        elif op == "divide":
-            a, b = args
-            res = _int_divide(a, b) if a.dtype.kind in "iu" else a / b
-        elif op in _UNARY:
-            res = _unary(op, args[0], attrs)
-        elif op in ("max_pool2d", "avg_pool2d"):
-            layout = attrs["layout"]
-            x = to_nchw(args[0], layout)
-            kind = "max" if op == "max_pool2d" else "avg"
-            res = pack_nchw(_pool_nchw(x, attrs, kind, (out.shape[2], out.shape[3])), layout)
-        elif op in _IMPLS:
-            res = _IMPLS[op](args, attrs, out)
-        else:
-            raise GraphError(f"the reference executor has no implementation of {op!r}")
+        res = fn(args, attrs, out)
     res = np.asarray(res)
     if res.shape != out.shape:
         raise GraphError(
             f"reference {op}: result shape {res.shape} differs from the inferred {out.shape}"
         )
     return res.astype(out.dtype, copy=False)
+
+
+def _binary_impl(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Impl:
+    return lambda args, attrs, t: fn(args[0], args[1])
+
+
+def _unary_impl(op: str) -> Impl:
+    return lambda args, attrs, t: _unary(op, args[0], attrs)
+
+
+def _divide(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    a, b = args
+    return _int_divide(a, b) if a.dtype.kind in "iu" else a / b
+
+
+def _pool_impl(kind: str) -> Impl:
+    def run(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+        layout = attrs["layout"]
+        x = to_nchw(args[0], layout)
+        return pack_nchw(_pool_nchw(x, attrs, kind, (t.shape[2], t.shape[3])), layout)
+
+    return run
+
+
+# every evaluation above, in the operator registry (compiler.registry's key "reference")
+for _op, _bin in _BINARY.items():
+    register("reference", _op, _binary_impl(_bin))
+for _op in _UNARY:
+    register("reference", _op, _unary_impl(_op))
+register("reference", "divide", _divide)
+register("reference", "max_pool2d", _pool_impl("max"))
+register("reference", "avg_pool2d", _pool_impl("avg"))
+for _op, _impl_fn in _IMPLS.items():
+    register("reference", _op, _impl_fn)
 
 
 def evaluate_node(node: Node, args: list[np.ndarray]) -> np.ndarray:

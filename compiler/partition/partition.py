@@ -45,13 +45,14 @@ Rules, tried on each node in topological order (the first that decides wins):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from compiler.graph import Constant, Graph, Node, Value
+from compiler.graph import Graph, Node, Value
 from compiler.quantize.sensitivity import fp32_fallbacks
-from isa import HwConfig, limits
+from compiler.registry import Unsupported, VtaImpl, support
+from compiler.targets.vta.ops import ELEMENTWISE, is_depthwise
+from isa import HwConfig
 
 VTA = "vta"
 CPU = "cpu"
@@ -140,86 +141,11 @@ class Partition:
         return "\n".join(line.rstrip() for line in lines)
 
 
-def _is_const(v: Value, dtype: str) -> bool:
-    return isinstance(v, Constant) and v.type.dtype == dtype
-
-
 def _only_reader(graph: Graph, node: Node, users: dict[int, list[Node]]) -> Node | None:
     readers = users.get(id(node), [])
     if len(readers) != 1 or any(o is node for o in graph.outputs):
         return None
     return readers[0]
-
-
-def is_depthwise(node: Node) -> bool:
-    """Whether ``node`` is a depthwise conv2d (one filter per channel, ``groups == C == O``).
-
-    Example:
-        >>> import numpy as np
-        >>> from compiler.graph import TensorType, Var
-        >>> x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
-        >>> w = Constant(np.ones((8, 1, 3, 3), np.float32))
-        >>> is_depthwise(Node("conv2d", (x, w), {"groups": 8}))
-        True
-    """
-    if node.op != "conv2d" or node.attrs["groups"] == 1:
-        return False
-    groups = node.attrs["groups"]
-    return groups == node.inputs[0].type.shape[1] == node.type.shape[1] and (
-        node.inputs[1].type.shape[1] == 1
-    )
-
-
-def _gemm_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
-    """The rule and reason that keep a conv2d / dense off the accelerator, or None."""
-    data, weight = node.inputs[0], node.inputs[1]
-    if data.type.dtype != "int8":
-        return (
-            "gemm-dtype",
-            f"data is {data.type.dtype}: the GEMM core multiplies int8 (quantize first)",
-        )
-    if not _is_const(weight, "int8"):
-        return "gemm-weights", "weights must be a constant int8 tensor"
-    if len(node.inputs) > 2 and not _is_const(node.inputs[2], "int32"):
-        return "gemm-dtype", "the bias must be a constant int32 tensor (the accumulator's type)"
-    if node.op == "dense":
-        return None
-    a = node.attrs
-    groups, (out_c, in_c) = a["groups"], (node.type.shape[1], data.type.shape[1])
-    if groups != 1 and not (groups == in_c == out_c and weight.type.shape[1] == 1):
-        return (
-            "conv2d-groups",
-            f"groups={groups} over {in_c} channels: the GEMM core runs one group (dense) or "
-            "one per channel (depthwise)",
-        )
-    if groups != 1 and cfg.block_in != cfg.block_out:
-        return (
-            "conv2d-groups",
-            f"depthwise needs block_in == block_out for diagonal weight tiles, got "
-            f"{cfg.block_in}x{cfg.block_out}",
-        )
-    if tuple(a["dilation"]) != (1, 1):
-        return "conv2d-dilation", f"dilation {tuple(a['dilation'])}: only 1 is lowered"
-    if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW":
-        return "conv2d-shape", "only NCHW data with OIHW kernels is lowered"
-    _, _, kh, kw = weight.type.shape
-    sh, sw = a["strides"]
-    if kh != kw or sh != sw:
-        return "conv2d-shape", f"kernel {kh}x{kw}, strides {sh}x{sw}: square and equal only"
-    pad_max = limits(cfg).max("mem", "y_pad_0")
-    if max(a["padding"]) > pad_max:
-        return (
-            "conv2d-padding",
-            f"padding {tuple(a['padding'])} exceeds the LOAD pad field ({pad_max})",
-        )
-    window = kh * kw
-    if window > cfg.wgt_depth // 2:
-        return (
-            "conv2d-window",
-            f"a {kh}x{kw} window needs {window} weight entries, over half the weight buffer "
-            f"({cfg.wgt_depth})",
-        )
-    return None
 
 
 def partition_graph(
@@ -269,8 +195,12 @@ def partition_graph(
         if id(node) in sensitive:
             put(node, CPU, None, FP32_SENSITIVE, sensitive[id(node)].reason)
             continue
-        if node.op in ("max_pool2d", "global_sum_pool2d"):
-            limit = _pool_limit(node, cfg)
+        impl = support("vta", node.op)
+        if not isinstance(impl, VtaImpl):
+            put(node, CPU, None, *_host_rule(node, impl))
+            continue
+        limit = impl.fits(node, cfg)
+        if impl.kind == "pool":
             rq = None
             if limit is None and node.op == "global_sum_pool2d":
                 rq = _only_reader(graph, node, users)
@@ -285,16 +215,12 @@ def partition_graph(
             if refused(group):
                 continue
             groups.append(group)
-            how = ("one MAX tensor-tensor per tap" if node.op == "max_pool2d"
-                   else "ADD tensor-tensor looping over the window")  # fmt: skip
-            put(node, VTA, name, "pool-group",
-                f"ACC8 load of the window, {how} on the ALU")  # fmt: skip
+            put(node, VTA, name, *impl.placement(node, cfg))
             if rq is not None:
                 put(rq, VTA, name, "requantize-fused",
                     "one scale for every channel: ALU immediates")  # fmt: skip
             continue
-        if node.op in ("conv2d", "dense"):
-            limit = _gemm_limit(node, cfg)
+        if impl.kind == "gemm":
             rq = _only_reader(graph, node, users)
             if limit is None and (
                 rq is None or rq.op != "requantize" or rq.inputs[0] is not node
@@ -324,18 +250,7 @@ def partition_graph(
             if refused(group):
                 continue
             groups.append(group)
-            if is_depthwise(node):
-                put(
-                    node, VTA, name, "depthwise-group",
-                    f"int8 depthwise conv2d: GEMM on diagonal weight tiles, one channel per "
-                    f"lane (channels padded to blocks of {cfg.block_in})",
-                )  # fmt: skip
-            else:
-                put(
-                    node, VTA, name, f"{kind}-group",
-                    f"int8 {kind} with int32 bias: GEMM on the accelerator (channels padded to "
-                    f"blocks of {cfg.block_in} in, {cfg.block_out} out)",
-                )  # fmt: skip
+            put(node, VTA, name, *impl.placement(node, cfg))
             rq_reason = "per-channel requantization on the ALU (bias, multiplier, shift tiles)"
             put(rq, VTA, name, "requantize-fused", rq_reason)
             if qadd is not None:
@@ -343,23 +258,18 @@ def partition_graph(
                     "the other operand is loaded into the accumulator (ACC8), then MUL, ADD, "
                     "rounding shift and clip on the ALU")  # fmt: skip
             continue
-        if node.op in ELEMENTWISE:
-            limit = _elementwise_limit(node, cfg)
-            if limit is not None:
-                put(node, CPU, None, *limit)
-                continue
-            name = node.name or node.op
-            # a hard swish multiplies its input by its own gate: the input is the second
-            # operand too
-            second = {"qadd": 1, "qmul": 1, "qhard_swish": 0}.get(node.op)
-            residual = node.inputs[second] if second is not None else None
-            group = AccelGroup(name, node.op, node, None, None, residual)
-            if refused(group):
-                continue
-            groups.append(group)
-            put(node, VTA, name, f"{node.op}-group", ELEMENTWISE[node.op])
+        # an elementwise group of its own
+        if limit is not None:
+            put(node, CPU, None, *limit)
             continue
-        put(node, CPU, None, *_host_rule(node))
+        name = node.name or node.op
+        residual = node.inputs[impl.second] if impl.second is not None else None
+        group = AccelGroup(name, node.op, node, None, None, residual)
+        if refused(group):
+            continue
+        groups.append(group)
+        put(node, VTA, name, *impl.placement(node, cfg))
+        continue
     unknown = sorted(set(exclude) - excluded)
     if unknown:
         raise ValueError(
@@ -370,77 +280,9 @@ def partition_graph(
     return Partition(graph, cfg.name, placements, tuple(groups))
 
 
-def _pool_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
-    """The rule and reason that keep a pooling off the accelerator, or None."""
-    data = node.inputs[0]
-    if data.type.dtype != "int8" or node.type.dtype.startswith("float"):
-        return "float-op", f"{data.type.dtype} pooling: the ALU pools int8 values"
-    _, _, h, w = data.type.shape
-    if node.op == "global_sum_pool2d":
-        if h * w + 3 > cfg.acc_depth:
-            return "pool-window", f"a {h}x{w} window does not fit the accumulator buffer"
-        return None
-    a = node.attrs
-    (kh, kw), (sh, sw) = tuple(a["pool_size"]), tuple(a["strides"])
-    if tuple(a["dilation"]) != (1, 1) or a["ceil_mode"] or a.get("layout", "NCHW") != "NCHW":
-        return "pool-shape", "only NCHW windows without dilation or ceil mode are lowered"
-    if kh != kw or sh != sw:
-        return "pool-shape", f"window {kh}x{kw}, strides {sh}x{sw}: square and equal only"
-    _, pl, _, pr = a["padding"]
-    in_w = w + pl + pr
-    out_w = (in_w - kw) // sw + 1
-    if kh * in_w + 2 * out_w > cfg.acc_depth:
-        return "pool-window", f"one output row of the {kh}x{kw} window does not fit the accumulator"
-    return None
-
-
-#: The elementwise nodes that run as groups of their own, and how (the placement's reason).
-ELEMENTWISE = {
-    "relu": "ACC8 load, MAX 0 on the ALU",
-    "clip": "ACC8 load, MAX lo and MIN hi on the ALU",
-    "qadd": "both operands loaded into the accumulator (ACC8), then MUL, ADD, rounding shift "
-    "and clip on the ALU",
-    "qmul": "both operands loaded into the accumulator (ACC8; a per-channel gate as one entry "
-    "per channel block, read by every pixel), MUL of the two, MUL, rounding shift and clip on the "
-    "ALU",
-    "qhard_sigmoid": "ACC8 load, MUL, ADD, SHR, ADD, MAX 0, MIN hi on the ALU (exact integer "
-    "hard sigmoid)",
-    "qhard_swish": "the input loaded twice (ACC8), the hard sigmoid on one copy, MUL of the two "
-    "tiles, then MUL, rounding shift and clip on the ALU",
-}
-
-
-def _elementwise_limit(node: Node, cfg: HwConfig) -> tuple[str, str] | None:
-    """The rule and reason that keep a relu, clip or unfused qadd off the accelerator, or
-    None."""
-    op = node.op
-    for k, v in enumerate(node.inputs):
-        if v.type.dtype != "int8":
-            return "float-op", f"input {k} is {v.type.dtype}: the accelerator's ALU takes int8"
-    if node.type.dtype != "int8":
-        return "float-op", f"the result is {node.type.dtype}: the accelerator stores int8"
-    t = node.type
-    if t.ndim not in (2, 4) or (t.ndim == 4 and t.layout not in ("", "NCHW")):
-        return (
-            f"{op}-shape",
-            f"a {t.ndim}-d {t.layout or 'tensor'} {t.shape}: the elementwise groups take NCHW "
-            "or (N, C) tensors",
-        )
-    stride_max = limits(cfg).max("mem", "x_stride")
-    if t.ndim == 4 and t.shape[3] > stride_max:
-        return (
-            f"{op}-shape",
-            f"rows of {t.shape[3]} columns exceed the DMA stride field ({stride_max})",
-        )
-    if op == "clip":
-        for key in ("a_min", "a_max"):
-            bound = float(node.attrs[key])
-            if not math.isinf(bound) and not bound.is_integer():
-                return "clip-bounds", f"{key}={bound}: an int8 clip needs a whole-number bound"
-    return None
-
-
-def _host_rule(node: Node) -> tuple[str, str]:
+def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
+    """The rule and reason of a node whose operator the accelerator does not implement
+    (``impl``: the registry's reason, None when none is registered)."""
     op = node.op
     if op in ("quantize", "dequantize"):
         return "float-edge", f"{op} converts between float32 and int8 at the integer region's edge"
@@ -448,11 +290,12 @@ def _host_rule(node: Node) -> tuple[str, str]:
         v.type.dtype.startswith("float") for v in node.inputs
     ):
         return "float-op", "float32 operator: no integer form"
-    if op in ("reshape", "transpose", "layout_transform", "flatten"):
+    if op in ("reshape", "transpose", "layout_transform"):
         return "layout", f"{op} is a layout change done on the host"
     if op == "requantize":
         return "requantize-host", "requantizes a value computed on the host"
-    return "no-rule", f"the accelerator has no lowering for {op}"
+    why = impl.reason if impl is not None else "no accelerator implementation is registered"
+    return "no-rule", f"the accelerator has no lowering for {op}: {why}"
 
 
 __all__ = [

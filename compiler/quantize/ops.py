@@ -193,8 +193,10 @@ def _infer_sum_pool(node: Node) -> TensorType:
 
 _OUT = {"out_min": INT8_MIN, "out_max": INT8_MAX}
 _DEFS = (
-    OpDef("quantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_quantize),
-    OpDef("dequantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_dequantize),
+    OpDef("quantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_quantize, "integer"),
+    OpDef(
+        "dequantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_dequantize, "integer"
+    ),
     OpDef(
         "requantize",
         PatternKind.INJECTIVE,
@@ -202,6 +204,7 @@ _DEFS = (
         4,
         {"axis": 1, **_OUT},
         _infer_requantize,
+        "integer",
     ),
     OpDef(
         "qadd",
@@ -210,8 +213,9 @@ _DEFS = (
         2,
         {"lhs_multiplier": REQUIRED, "rhs_multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
         _infer_qadd,
+        "integer",
     ),
-    OpDef("global_sum_pool2d", PatternKind.REDUCTION, 1, 1, {}, _infer_sum_pool),
+    OpDef("global_sum_pool2d", PatternKind.REDUCTION, 1, 1, {}, _infer_sum_pool, "integer"),
     OpDef(
         "qmul",
         PatternKind.INJECTIVE,
@@ -219,6 +223,7 @@ _DEFS = (
         2,
         {"multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
         _infer_qmul,
+        "integer",
     ),
     OpDef(
         "qhard_sigmoid",
@@ -227,6 +232,7 @@ _DEFS = (
         1,
         {"multiplier": REQUIRED, "shift": REQUIRED, "offset": REQUIRED, "out_max": REQUIRED},
         _infer_hard,
+        "integer",
     ),
     OpDef(
         "qhard_swish",
@@ -242,6 +248,7 @@ _DEFS = (
             **_OUT,
         },
         _infer_hard,
+        "integer",
     ),
 )
 

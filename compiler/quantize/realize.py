@@ -81,9 +81,10 @@ from compiler.quantize.sensitivity import (
     measure_errors,
     parse_sensitivity,
 )
+from compiler.registry import declaration, operators, register, register_unsupported, support
 
-#: Operators whose int8 form keeps the input's scale.
-PASS_THROUGH = frozenset({"max_pool2d", "relu", "reshape", "transpose"})
+#: Operators whose int8 form keeps the input's scale (declared ``pass-through``).
+PASS_THROUGH = frozenset(op for op in operators() if declaration(op).quant == "pass-through")
 #: Operators at the float edges of a quantized graph.
 EDGE_OPS = frozenset({"quantize", "dequantize"})
 REQUANT_MODES = ("multiplier", "shift", "vta")
@@ -394,12 +395,12 @@ class _Realizer:
                 continue
             if id(node) in self.keep_float:
                 done = False
-            elif node.op in PASS_THROUGH:
-                done = self._pass_through(node)
             else:
-                handler = getattr(self, f"_{node.op}", None)
+                # the operator's int8 rule (registered below from its declaration); an
+                # operator without one stays float32
+                rule = support("quantize", node.op)
                 try:
-                    done = handler(node) if handler is not None else False
+                    done = rule(self, node) if callable(rule) else False
                 except QuantizeError as exc:
                     raise QuantizeError(f"node {node.label!r} ({node.op}): {exc}") from None
                 if done and node.op in MEASURED_OPS:
@@ -615,6 +616,29 @@ class _Realizer:
         params = choose_requant(np.full(c, sx / (h * w * so)), mode=self._mode)
         self._requantize(total, node, params, (INT8_MIN, INT8_MAX), so)
         return True
+
+
+# the int8 rules of the operators declared ``int8`` (compiler.registry's key "quantize"); the
+# others by their declaration
+for _op, _rule in (
+    ("conv2d", _Realizer._conv2d),
+    ("dense", _Realizer._dense),
+    ("add", _Realizer._add),
+    ("clip", _Realizer._clip),
+    ("multiply", _Realizer._multiply),
+    ("hard_sigmoid", _Realizer._hard_sigmoid),
+    ("hard_swish", _Realizer._hard_swish),
+    ("global_avg_pool2d", _Realizer._global_avg_pool2d),
+):
+    register("quantize", _op, _rule)
+for _op in operators():
+    _quant = declaration(_op).quant
+    if _quant == "pass-through":
+        register("quantize", _op, _Realizer._pass_through)
+    elif _quant == "float":
+        register_unsupported("quantize", _op, "no integer form: it stays float32")
+    elif _quant == "integer":
+        register_unsupported("quantize", _op, "already an operator of int8 graphs")
 
 
 def integer_violations(graph: Graph) -> list[Node]:

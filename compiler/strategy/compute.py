@@ -27,6 +27,7 @@ from compiler.ir import expr as E
 from compiler.ir import op
 from compiler.ir.dtype import as_dtype
 from compiler.ir.expr import const
+from compiler.registry import CpuImpl, register
 from compiler.te import compute, reduce_axis
 from compiler.te import sum as te_sum
 from compiler.te.tensor import Tensor
@@ -601,6 +602,91 @@ def _qadd(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tens
     return compute(a.shape, fa, name=name, tag="qadd")
 
 
+def _int8_inputs(opname: str, name: str, inputs: Sequence[Tensor]) -> None:
+    for t in inputs:
+        if t.dtype != as_dtype("int8"):
+            raise _fail(opname, name, f"needs int8 inputs, {t.name} is {t.dtype}")
+
+
+def _qmul(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``compiler.quantize.requant.mul_int``: ``clip(round_shift(a * b * multiplier, shift))``
+    in int64 (the product stays below 2**29); ``b`` is ``a``'s shape or one value per channel
+    of an NCHW ``a`` (a squeeze-excitation's gate)."""
+    _known("qmul", name, attrs, ("multiplier", "shift", "out_min", "out_max"))
+    _arity("qmul", name, inputs, 2)
+    a, b = inputs
+    _int8_inputs("qmul", name, inputs)
+    gate = a.ndim == 4 and tuple(b.shape) == (a.shape[0], a.shape[1], 1, 1)
+    if tuple(b.shape) != tuple(a.shape) and not gate:
+        raise _fail("qmul", name, f"input 1 of shape {tuple(b.shape)} does not match {a.name}")
+    m = _int_attr("qmul", name, attrs, "multiplier", 0, (1 << 15) - 1)
+    shift = _int_attr("qmul", name, attrs, "shift", 0, 30)
+    lo, hi = _out_range("qmul", name, attrs)
+    i64 = as_dtype("int64")
+
+    def fm(*i: Any) -> Any:
+        bi = (i[0], i[1], 0, 0) if gate else i
+        acc = E.Mul(E.Mul(op.cast(i64, a(*i)), op.cast(i64, b(*bi))), const(m, i64))
+        y = _round_shift(acc, const(shift, i64))
+        return op.cast("int8", op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64)))
+
+    return compute(a.shape, fm, name=name, tag="qmul")
+
+
+def _hard_gate(x: Any, m: int, shift: int, offset: int, top: int) -> Any:
+    """``compiler.quantize.hard.hard_sigmoid_int`` on an int64 expression:
+    ``clip(floor((x m + offset) / 2**shift), 0, top)``."""
+    i64 = as_dtype("int64")
+    v = op.shift_right(E.Mul(x, const(m, i64)) + const(offset, i64), const(shift, i64))
+    return op.minimum(op.maximum(v, const(0, i64)), const(top, i64))
+
+
+def _qhard_sigmoid(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """The exact integer hard sigmoid (``compiler.quantize.hard.hard_sigmoid_int``)."""
+    _known("qhard_sigmoid", name, attrs, ("multiplier", "shift", "offset", "out_max"))
+    _arity("qhard_sigmoid", name, inputs, 1)
+    _int8_inputs("qhard_sigmoid", name, inputs)
+    (x,) = inputs
+    m = _int_attr("qhard_sigmoid", name, attrs, "multiplier", -(1 << 15) + 1, (1 << 15) - 1)
+    shift = _int_attr("qhard_sigmoid", name, attrs, "shift", 0, 15)
+    offset = _int_attr("qhard_sigmoid", name, attrs, "offset", -(1 << 30), 1 << 30)
+    top = _int_attr("qhard_sigmoid", name, attrs, "out_max", 0, 127)
+    i64 = as_dtype("int64")
+
+    def fh(*i: Any) -> Any:
+        return op.cast("int8", _hard_gate(op.cast(i64, x(*i)), m, shift, offset, top))
+
+    return compute(x.shape, fh, name=name, tag="qhard_sigmoid")
+
+
+def _qhard_swish(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """The exact integer hard swish (``compiler.quantize.hard.hard_swish_int``):
+    ``clip(round_shift(x * gate(x) * multiplier, shift))`` with the gate in
+    ``[0, GATE_UNITS]``."""
+    from compiler.quantize.hard import GATE_UNITS
+
+    keys = ("gate_multiplier", "gate_shift", "gate_offset", "multiplier", "shift")
+    _known("qhard_swish", name, attrs, (*keys, "out_min", "out_max"))
+    _arity("qhard_swish", name, inputs, 1)
+    _int8_inputs("qhard_swish", name, inputs)
+    (x,) = inputs
+    gm = _int_attr("qhard_swish", name, attrs, "gate_multiplier", -(1 << 15) + 1, (1 << 15) - 1)
+    gs = _int_attr("qhard_swish", name, attrs, "gate_shift", 0, 15)
+    go = _int_attr("qhard_swish", name, attrs, "gate_offset", -(1 << 30), 1 << 30)
+    m = _int_attr("qhard_swish", name, attrs, "multiplier", 0, (1 << 15) - 1)
+    shift = _int_attr("qhard_swish", name, attrs, "shift", 0, 30)
+    lo, hi = _out_range("qhard_swish", name, attrs)
+    i64 = as_dtype("int64")
+
+    def fs(*i: Any) -> Any:
+        v = op.cast(i64, x(*i))
+        acc = E.Mul(E.Mul(v, _hard_gate(v, gm, gs, go, GATE_UNITS)), const(m, i64))
+        y = _round_shift(acc, const(shift, i64))
+        return op.cast("int8", op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64)))
+
+    return compute(x.shape, fs, name=name, tag="qhard_swish")
+
+
 OPS: dict[str, ComputeFn] = {
     "conv2d": _conv2d,
     "dense": _dense,
@@ -655,7 +741,32 @@ OPS: dict[str, ComputeFn] = {
     "global_sum_pool2d": _global_sum_pool,
     "requantize": _requantize,
     "qadd": _qadd,
+    "qmul": _qmul,
+    "qhard_sigmoid": _qhard_sigmoid,
+    "qhard_swish": _qhard_swish,
 }
+
+#: The schedule family (compiler.strategy.schedule.KINDS) of a group each operator anchors;
+#: the others are injective: inlined into whichever group holds them.
+SCHEDULES = {
+    "conv2d": "conv2d_nchw",  # conv2d_packed / depthwise_conv2d_packed in packed layouts
+    "dense": "dense",
+    "matmul": "matmul",
+    "max_pool2d": "pool",
+    "avg_pool2d": "pool",
+    "global_avg_pool2d": "pool",
+    "global_sum_pool2d": "pool",
+    "softmax": "softmax",
+    "sum": "reduction",
+    "mean": "reduction",
+    "max": "reduction",
+    "min": "reduction",
+    "argmax": "reduction",
+}
+
+# every compute above, in the operator registry (compiler.registry's key "cpu")
+for _op, _fn in OPS.items():
+    register("cpu", _op, CpuImpl(_fn, SCHEDULES.get(_op, "injective")))
 
 
 def compute_op(op: str, inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:

@@ -166,7 +166,8 @@ def test_host_requantize_and_qadd_of_host_values_run_compiled_and_bit_exact():
 def opaque_op(monkeypatch):
     """An int8 operator the graph and the reference executor know and the CPU strategy does
     not (removed again after the test)."""
-    from compiler.graph import ops, reference
+    from compiler import registry
+    from compiler.graph import ops
     from compiler.graph.ir import PatternKind
 
     def infer(node):
@@ -174,8 +175,9 @@ def opaque_op(monkeypatch):
 
     name = "test_bit_reverse"
     monkeypatch.setitem(ops.OPS, name, ops.OpDef(name, PatternKind.INJECTIVE, 1, 1, {}, infer))
-    monkeypatch.setitem(reference._IMPLS, name, lambda args, attrs, t: ~args[0])
-    return name
+    registry.register("reference", name, lambda args, attrs, t: ~args[0])
+    yield name
+    registry.unregister("reference", name)
 
 
 def test_a_host_op_without_a_cpu_compute_falls_back_to_the_reference_and_says_why(

@@ -514,7 +514,10 @@ def test_contract_is_covered():
         "logical_not", "where",
     }  # fmt: skip
     # and the quantized graphs' host operators (compiler.quantize.ops)
-    quantized = {"quantize", "dequantize", "global_sum_pool2d", "requantize", "qadd"}
+    quantized = {
+        "quantize", "dequantize", "global_sum_pool2d", "requantize", "qadd", "qmul",
+        "qhard_sigmoid", "qhard_swish",
+    }  # fmt: skip
     assert set(OPS) == contract | quantized
 
 

@@ -1,0 +1,490 @@
+"""The operators the accelerator runs, registered in :mod:`compiler.registry` under ``vta``:
+for each, whether a node fits the accelerator (``fits``), its template's tuning task (whose
+knob space the tuner searches and the heuristic picks from) and how its group compiles.
+
+Three kinds of groups (the partition, :mod:`compiler.partition`, forms them):
+
+* ``gemm``: an int8 ``conv2d`` (one group, or depthwise on diagonal weight tiles) or ``dense``
+  with constant int8 weights and an int32 bias, with the per-channel ``requantize`` that reads
+  it and an optional fused ``qadd`` (:func:`compiler.topi.vta.qnn.compile_qconv2d`,
+  :func:`~compiler.topi.vta.qnn.compile_qdense`);
+* ``pool``: an int8 ``max_pool2d`` or ``global_sum_pool2d`` with its ``requantize``
+  (:func:`~compiler.topi.vta.qnn.compile_qpool`);
+* ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qhard_sigmoid``, ``qhard_swish``
+  (:mod:`compiler.topi.vta.qelementwise`).
+
+Every other operator is registered with the reason it runs on the host.
+
+Example:
+    >>> import isa
+    >>> from compiler import registry
+    >>> registry.lookup("vta", "relu").kind
+    'elementwise'
+    >>> registry.reason("vta", "reshape")
+    'a layout change, done on the host'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from compiler.errors import GraphError
+from compiler.graph import Constant, Node, Value
+from compiler.quantize import RequantParams
+from compiler.registry import (
+    VtaImpl,
+    declaration,
+    operators,
+    register,
+    register_unsupported,
+    support,
+)
+from compiler.topi.vta.fold import InputFold, choose_fold
+from isa import HwConfig, limits
+
+if TYPE_CHECKING:
+    from compiler.partition import AccelGroup
+    from compiler.topi.vta.qnn import QEpilogue, QLayer
+    from compiler.tune.task import Task
+
+Limit = tuple[str, str] | None
+
+
+def _is_const(v: Value, dtype: str) -> bool:
+    return isinstance(v, Constant) and v.type.dtype == dtype
+
+
+def is_depthwise(node: Node) -> bool:
+    """Whether ``node`` is a depthwise conv2d (one filter per channel, ``groups == C == O``).
+
+    Example:
+        >>> from compiler.graph import TensorType, Var
+        >>> x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
+        >>> w = Constant(np.ones((8, 1, 3, 3), np.float32))
+        >>> is_depthwise(Node("conv2d", (x, w), {"groups": 8}))
+        True
+    """
+    if node.op != "conv2d" or node.attrs["groups"] == 1:
+        return False
+    groups = node.attrs["groups"]
+    return groups == node.inputs[0].type.shape[1] == node.type.shape[1] and (
+        node.inputs[1].type.shape[1] == 1
+    )
+
+
+# ---------------------------------------------------------------- fits
+
+
+def gemm_fits(node: Node, cfg: HwConfig) -> Limit:
+    """The rule and reason that keep a conv2d / dense off the accelerator, or None."""
+    data, weight = node.inputs[0], node.inputs[1]
+    if data.type.dtype != "int8":
+        return (
+            "gemm-dtype",
+            f"data is {data.type.dtype}: the GEMM core multiplies int8 (quantize first)",
+        )
+    if not _is_const(weight, "int8"):
+        return "gemm-weights", "weights must be a constant int8 tensor"
+    if len(node.inputs) > 2 and not _is_const(node.inputs[2], "int32"):
+        return "gemm-dtype", "the bias must be a constant int32 tensor (the accumulator's type)"
+    if node.op == "dense":
+        return None
+    a = node.attrs
+    groups, (out_c, in_c) = a["groups"], (node.type.shape[1], data.type.shape[1])
+    if groups != 1 and not (groups == in_c == out_c and weight.type.shape[1] == 1):
+        return (
+            "conv2d-groups",
+            f"groups={groups} over {in_c} channels: the GEMM core runs one group (dense) or "
+            "one per channel (depthwise)",
+        )
+    if groups != 1 and cfg.block_in != cfg.block_out:
+        return (
+            "conv2d-groups",
+            f"depthwise needs block_in == block_out for diagonal weight tiles, got "
+            f"{cfg.block_in}x{cfg.block_out}",
+        )
+    if tuple(a["dilation"]) != (1, 1):
+        return "conv2d-dilation", f"dilation {tuple(a['dilation'])}: only 1 is lowered"
+    if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW":
+        return "conv2d-shape", "only NCHW data with OIHW kernels is lowered"
+    _, _, kh, kw = weight.type.shape
+    sh, sw = a["strides"]
+    if kh != kw or sh != sw:
+        return "conv2d-shape", f"kernel {kh}x{kw}, strides {sh}x{sw}: square and equal only"
+    pad_max = limits(cfg).max("mem", "y_pad_0")
+    if max(a["padding"]) > pad_max:
+        return (
+            "conv2d-padding",
+            f"padding {tuple(a['padding'])} exceeds the LOAD pad field ({pad_max})",
+        )
+    window = kh * kw
+    if window > cfg.wgt_depth // 2:
+        return (
+            "conv2d-window",
+            f"a {kh}x{kw} window needs {window} weight entries, over half the weight buffer "
+            f"({cfg.wgt_depth})",
+        )
+    return None
+
+
+def pool_fits(node: Node, cfg: HwConfig) -> Limit:
+    """The rule and reason that keep a pooling off the accelerator, or None."""
+    data = node.inputs[0]
+    if data.type.dtype != "int8" or node.type.dtype.startswith("float"):
+        return "float-op", f"{data.type.dtype} pooling: the ALU pools int8 values"
+    _, _, h, w = data.type.shape
+    if node.op == "global_sum_pool2d":
+        if h * w + 3 > cfg.acc_depth:
+            return "pool-window", f"a {h}x{w} window does not fit the accumulator buffer"
+        return None
+    a = node.attrs
+    (kh, kw), (sh, sw) = tuple(a["pool_size"]), tuple(a["strides"])
+    if tuple(a["dilation"]) != (1, 1) or a["ceil_mode"] or a.get("layout", "NCHW") != "NCHW":
+        return "pool-shape", "only NCHW windows without dilation or ceil mode are lowered"
+    if kh != kw or sh != sw:
+        return "pool-shape", f"window {kh}x{kw}, strides {sh}x{sw}: square and equal only"
+    _, pl, _, pr = a["padding"]
+    in_w = w + pl + pr
+    out_w = (in_w - kw) // sw + 1
+    if kh * in_w + 2 * out_w > cfg.acc_depth:
+        return "pool-window", f"one output row of the {kh}x{kw} window does not fit the accumulator"
+    return None
+
+
+def elementwise_fits(node: Node, cfg: HwConfig) -> Limit:
+    """The rule and reason that keep an elementwise node off the accelerator, or None."""
+    op = node.op
+    for k, v in enumerate(node.inputs):
+        if v.type.dtype != "int8":
+            return "float-op", f"input {k} is {v.type.dtype}: the accelerator's ALU takes int8"
+    if node.type.dtype != "int8":
+        return "float-op", f"the result is {node.type.dtype}: the accelerator stores int8"
+    t = node.type
+    if t.ndim not in (2, 4) or (t.ndim == 4 and t.layout not in ("", "NCHW")):
+        return (
+            f"{op}-shape",
+            f"a {t.ndim}-d {t.layout or 'tensor'} {t.shape}: the elementwise groups take NCHW "
+            "or (N, C) tensors",
+        )
+    stride_max = limits(cfg).max("mem", "x_stride")
+    if t.ndim == 4 and t.shape[3] > stride_max:
+        return (
+            f"{op}-shape",
+            f"rows of {t.shape[3]} columns exceed the DMA stride field ({stride_max})",
+        )
+    if op == "clip":
+        for key in ("a_min", "a_max"):
+            bound = float(node.attrs[key])
+            if not math.isinf(bound) and not bound.is_integer():
+                return "clip-bounds", f"{key}={bound}: an int8 clip needs a whole-number bound"
+    return None
+
+
+# ---------------------------------------------------------------- what the host prepares
+
+
+def _non_negative(v: Value) -> bool:
+    """Whether every value of ``v`` is known to be >= 0 (a clip at 0 or a relu produced it)."""
+    if not isinstance(v, Node):
+        return False
+    if v.op in ("requantize", "qadd"):
+        return int(v.attrs["out_min"]) >= 0
+    if v.op == "relu":
+        return True
+    if v.op == "clip":
+        return float(v.attrs["a_min"]) >= 0
+    if v.op == "max_pool2d":
+        return _non_negative(v.inputs[0])
+    return False
+
+
+def pool_load_pads(group: AccelGroup) -> bool:
+    """A padded max pool whose input is non-negative: LOAD's zero padding is then exact (the
+    reference pads with -128, and the window's maximum is at least 0 either way)."""
+    return any(group.anchor.attrs["padding"]) and _non_negative(group.anchor.inputs[0])
+
+
+def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
+    """How the group's convolution runs over folded channels (space to depth or im2col,
+    :func:`compiler.topi.vta.fold.choose_fold`), or None when it runs directly."""
+    node = group.anchor
+    if group.kind != "conv2d" or is_depthwise(node):
+        return None
+    a = node.attrs
+    c, k = node.inputs[0].type.shape[1], node.inputs[1].type.shape[2]
+    oh, ow = node.type.shape[2:]
+    return choose_fold(
+        cfg, in_c=c, k=k, stride=a["strides"][0], padding=tuple(a["padding"]), out_hw=(oh, ow)
+    )
+
+
+def group_epilogue(group: AccelGroup) -> QEpilogue:
+    """The :class:`~compiler.topi.vta.qnn.QEpilogue` of an accelerator group, from its graph
+    constants."""
+    from compiler.topi.vta.qnn import QAdd, QEpilogue
+
+    rq = group.requantize
+    if rq is None:
+        raise GraphError(f"group {group.name}: no requantize to take an epilogue from")
+    consts = []
+    for k, v in enumerate(rq.inputs[1:4]):
+        if not isinstance(v, Constant):
+            raise GraphError(f"requantize {rq.name}: input {k + 1} must be a constant")
+        consts.append(np.asarray(v.value, np.int32).reshape(-1))
+    mult, shift, post = consts
+    params = RequantParams(mult, shift, post, mult.astype(np.float64) / np.exp2(shift + post))
+    bias = None
+    if len(group.anchor.inputs) > 2:
+        b = group.anchor.inputs[2]
+        assert isinstance(b, Constant)
+        bias = np.asarray(b.value, np.int32).reshape(-1)
+    add = None
+    if group.qadd is not None:
+        a = group.qadd.attrs
+        mine_lhs = group.qadd.inputs[0] is rq
+        add = QAdd(
+            a["lhs_multiplier"] if mine_lhs else a["rhs_multiplier"],
+            a["rhs_multiplier"] if mine_lhs else a["lhs_multiplier"],
+            a["shift"], a["out_min"], a["out_max"],
+        )  # fmt: skip
+    return QEpilogue(bias, params, rq.attrs["out_min"], rq.attrs["out_max"], add)
+
+
+# ---------------------------------------------------------------- template spaces
+
+
+def no_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
+    """A template without knobs: one program per group."""
+    return None, f"a {group.kind} group has no schedule knobs"
+
+
+def gemm_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
+    """The tuning task a conv2d / dense group compiles as (its ``space`` is the template's
+    knob space), or why there is none: the shapes the template compiles (a first layer run
+    over folded channels with its folded shapes), stride, padding, depthwise, residual and the
+    structure of its epilogue's ALU steps (:mod:`compiler.tune.quantized`)."""
+    from compiler.tune.quantized import epilogue_structure
+    from compiler.tune.task import conv2d_task, dense_task, hw_spec
+
+    structure = epilogue_structure(group_epilogue(group).steps())
+    residual = group.residual is not None
+    hw = hw_spec(cfg)
+    node = group.anchor
+    n = node.inputs[0].type.shape[0]
+    if group.kind == "dense":
+        w = node.inputs[1].type.shape
+        return dense_task(n, w[1], w[0], hw=hw, residual=residual, name=group.name,
+                          epilogue=structure), ""  # fmt: skip
+    fold = input_fold(group, cfg)
+    if fold is not None:
+        weight = node.inputs[1]
+        assert isinstance(weight, Constant)
+        o, c, k, _ = fold.weight(np.asarray(weight.value, np.int8)).shape
+        h, wd = fold.in_hw
+        return conv2d_task(h, wd, c, o, k, 1, 0, batch=n, hw=hw, residual=residual,
+                           name=group.name, epilogue=structure), ""  # fmt: skip
+    _, c, h, wd = node.inputs[0].type.shape
+    o, _, kh, kw = node.inputs[1].type.shape
+    a = node.attrs
+    sh, sw = a["strides"]
+    pads = tuple(a["padding"])
+    if kh != kw or sh != sw or len(set(pads)) != 1:
+        return None, (
+            f"kernel {kh}x{kw}, strides {sh}x{sw}, padding {pads}: tasks take square kernels, "
+            "equal strides and even padding"
+        )
+    return conv2d_task(h, wd, c, o, kh, sh, pads[0], batch=n, hw=hw, residual=residual,
+                       name=group.name, epilogue=structure,
+                       depthwise=is_depthwise(node)), ""  # fmt: skip
+
+
+# ---------------------------------------------------------------- compiles
+
+
+def compile_gemm(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """The program of a conv2d / dense group with ``knobs`` (None: the heuristic's)."""
+    from compiler.topi.vta.qnn import compile_qconv2d, compile_qdense
+
+    node = group.anchor
+    ep = group_epilogue(group)
+    weight = node.inputs[1]
+    assert isinstance(weight, Constant)
+    w = np.asarray(weight.value, np.int8)
+    residual = group.residual is not None
+    n, c, *_ = node.inputs[0].type.shape
+    if group.kind == "dense":
+        return compile_qdense(group.name, cfg, w, ep, batch=n, residual=residual, knobs=knobs)
+    a = node.attrs
+    fold = input_fold(group, cfg)
+    if fold is not None:
+        oh, ow = fold.out_hw
+        layer = compile_qconv2d(
+            group.name, cfg, fold.weight(w), ep, in_shape=(n, fold.in_c, *fold.in_hw),
+            stride=(1, 1), padding=(0, 0, 0, 0), residual=residual, knobs=knobs,
+        )  # fmt: skip
+        # utilization counts the layer's own MACs, not the folded kernel's zero taps
+        return replace(layer, macs=n * w.shape[0] * oh * ow * c * w.shape[2] * w.shape[3])
+    _, _, h, wd = node.inputs[0].type.shape
+    sh, sw = a["strides"]
+    pt, pl, pb, pr = a["padding"]
+    return compile_qconv2d(
+        group.name, cfg, w, ep, in_shape=(n, c, h, wd),
+        stride=(sh, sw), padding=(pt, pl, pb, pr), residual=residual,
+        depthwise=is_depthwise(node), knobs=knobs,
+    )  # fmt: skip
+
+
+def compile_pool(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """The program of a max pool or a global sum pool (with its requantize)."""
+    from compiler.topi.vta.qnn import compile_qpool
+
+    node = group.anchor
+    n, c, h, wd = node.inputs[0].type.shape
+    if group.kind == "global_sum_pool2d":
+        return compile_qpool(group.name, cfg, "sum", in_shape=(n, c, h, wd),
+                             pool=(h, wd), stride=(1, 1), ep=group_epilogue(group))  # fmt: skip
+    a = node.attrs
+    pt, pl, pb, pr = a["padding"]
+    kh, kw = a["pool_size"]
+    sh, sw = a["strides"]
+    if pool_load_pads(group):
+        return compile_qpool(
+            group.name, cfg, "max", in_shape=(n, c, h, wd), pool=(kh, kw), stride=(sh, sw),
+            zero_padding=(pt, pl, pb, pr),
+        )  # fmt: skip
+    # the host writes the window padded with -128 (the reference's padding)
+    return compile_qpool(
+        group.name, cfg, "max", in_shape=(n, c, h + pt + pb, wd + pl + pr),
+        pool=(kh, kw), stride=(sh, sw),
+    )  # fmt: skip
+
+
+def compile_elementwise(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """The program of an elementwise group (its second operand: ``group.residual``)."""
+    from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
+
+    node = group.anchor
+    return compile_qelementwise(
+        group.name, cfg, elementwise_steps(node.op, node.attrs), shape=node.type.shape,
+        binary=group.residual is not None,
+        rhs_shape=group.residual.type.shape if group.residual is not None else None,
+    )  # fmt: skip
+
+
+def compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any = None) -> QLayer:
+    """One accelerator program for ``group``, compiled by its anchor operator's registered
+    template (a conv2d / dense group with ``knobs``; None: the heuristic's)."""
+    from compiler.registry import lookup
+
+    impl: VtaImpl = lookup("vta", group.anchor.op)
+    return impl.compile(group, cfg, knobs)
+
+
+# ---------------------------------------------------------------- the registrations
+
+
+def gemm_placement(node: Node, cfg: HwConfig) -> tuple[str, str]:
+    """The rule and reason of a conv2d / dense group's anchor."""
+    if is_depthwise(node):
+        return "depthwise-group", (
+            "int8 depthwise conv2d: GEMM on diagonal weight tiles, one channel per lane "
+            f"(channels padded to blocks of {cfg.block_in})"
+        )
+    return f"{node.op}-group", (
+        f"int8 {node.op} with int32 bias: GEMM on the accelerator (channels padded to blocks of "
+        f"{cfg.block_in} in, {cfg.block_out} out)"
+    )
+
+
+def _placed(rule: str, how: str) -> Any:
+    return lambda node, cfg: (rule, how)
+
+
+for _op in ("conv2d", "dense"):
+    register("vta", _op, VtaImpl("gemm", gemm_fits, gemm_task, compile_gemm, gemm_placement))
+register(
+    "vta", "max_pool2d",
+    VtaImpl("pool", pool_fits, no_task, compile_pool, _placed(
+        "pool-group", "ACC8 load of the window, one MAX tensor-tensor per tap on the ALU")),
+)  # fmt: skip
+register(
+    "vta", "global_sum_pool2d",
+    VtaImpl("pool", pool_fits, no_task, compile_pool, _placed(
+        "pool-group",
+        "ACC8 load of the window, ADD tensor-tensor looping over the window on the ALU")),
+)  # fmt: skip
+
+#: The elementwise groups: how each runs (the placement's reason) and which input is loaded as
+#: the second operand (None: one operand).
+ELEMENTWISE: dict[str, tuple[str, int | None]] = {
+    "relu": ("ACC8 load, MAX 0 on the ALU", None),
+    "clip": ("ACC8 load, MAX lo and MIN hi on the ALU", None),
+    "qadd": (
+        "both operands loaded into the accumulator (ACC8), then MUL, ADD, rounding shift and "
+        "clip on the ALU",
+        1,
+    ),
+    "qmul": (
+        "both operands loaded into the accumulator (ACC8; a per-channel gate as one entry per "
+        "channel block, read by every pixel), MUL of the two, MUL, rounding shift and clip on "
+        "the ALU",
+        1,
+    ),
+    "qhard_sigmoid": (
+        "ACC8 load, MUL, ADD, SHR, ADD, MAX 0, MIN hi on the ALU (exact integer hard sigmoid)",
+        None,
+    ),
+    # a hard swish multiplies its input by its own gate: the input is the second operand too
+    "qhard_swish": (
+        "the input loaded twice (ACC8), the hard sigmoid on one copy, MUL of the two tiles, "
+        "then MUL, rounding shift and clip on the ALU",
+        0,
+    ),
+}
+for _op, (_how, _second) in ELEMENTWISE.items():
+    register(
+        "vta", _op,
+        VtaImpl("elementwise", elementwise_fits, no_task, compile_elementwise,
+                _placed(f"{_op}-group", _how), _second),
+    )  # fmt: skip
+
+register_unsupported(
+    "vta", "requantize",
+    "fused into the group whose int32 result it reads; a requantize of a host value runs on "
+    "the host",
+)  # fmt: skip
+for _op in ("quantize", "dequantize"):
+    register_unsupported(
+        "vta", _op, "converts between float32 and int8 at the integer region's edge (host)"
+    )
+for _op in ("reshape", "transpose", "layout_transform"):
+    register_unsupported("vta", _op, "a layout change, done on the host")
+for _op in operators():
+    # every float operator: quantization either gives it an int8 form registered above or
+    # leaves it float32, which the accelerator does not compute
+    if support("vta", _op) is None and declaration(_op).quant != "integer":
+        register_unsupported(
+            "vta", _op, "float32 operator: the accelerator computes int8 and int32 only"
+        )
+
+__all__ = [
+    "ELEMENTWISE",
+    "compile_elementwise",
+    "compile_gemm",
+    "compile_group",
+    "compile_pool",
+    "elementwise_fits",
+    "gemm_fits",
+    "gemm_placement",
+    "gemm_task",
+    "group_epilogue",
+    "input_fold",
+    "is_depthwise",
+    "no_task",
+    "pool_fits",
+    "pool_load_pads",
+]
