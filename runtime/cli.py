@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "hw.cli",  # rtl
     "runtime.layer_cli",  # layer, bench, demo
     "runtime.graph_cli",  # graph
+    "runtime.ops_cli",  # ops
     "runtime.model_cli",  # compile, run
     "runtime.tune_cli",  # tune
     "runtime.cache_cli",  # cache
@@ -56,6 +57,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "vtac graph resnet18 --after fuse_ops",
         "vtac graph digits --target vta   # where each node runs, and why",
         "vtac graph model.onnx --dot g.dot",
+    ),
+    "ops": (
+        "vtac ops",
+        "vtac ops --key vta   # what the accelerator runs, and why not the rest",
+        "vtac ops conv2d softmax",
     ),
     "compile": (
         "vtac compile resnet18 -o r18.vtac",

@@ -171,3 +171,15 @@ def test_the_heuristics_schedules_are_points_of_the_tuners_space(preset):
         assert reason is None, f"{group.name}: heuristic {point.describe()}: {reason}"
         checked += 1
     assert checked >= 12
+
+
+def test_vtac_ops_prints_the_matrix_and_refuses_an_unknown_operator(capsys):
+    from runtime.cli import main
+
+    assert main(["ops", "conv2d", "softmax", "--key", "vta"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["operator", "vta"]
+    assert out[1].split()[:3] == ["conv2d", "yes", "(gemm)"]
+    assert "the accelerator computes int8 and int32 only" in out[2]
+    assert main(["ops", "convolution"]) != 0
+    assert "unknown operator(s) 'convolution'" in capsys.readouterr().err

@@ -466,7 +466,12 @@ for _op in ("reshape", "transpose", "layout_transform"):
 for _op in operators():
     # every float operator: quantization either gives it an int8 form registered above or
     # leaves it float32, which the accelerator does not compute
-    if support("vta", _op) is None and declaration(_op).quant != "integer":
+    if support("vta", _op) is None and declaration(_op).quant == "int8":
+        register_unsupported(
+            "vta", _op, "float32 operator: quantized, its int8 form runs on the accelerator "
+            "(`vtac graph MODEL --target vta` shows where each node runs)",
+        )  # fmt: skip
+    elif support("vta", _op) is None and declaration(_op).quant != "integer":
         register_unsupported(
             "vta", _op, "float32 operator: the accelerator computes int8 and int32 only"
         )
