@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
 from isa.program import Symbol, program_from_arrays
@@ -71,7 +72,6 @@ from runtime.artifact import (
 )
 from runtime.errors import ArtifactError
 from runtime.program import ONNX_TYPE_NAMES, TensorSpec
-from runtime.vta_dram import GroupImage, Segment
 from runtime.vta_plan import (
     PACKINGS,
     AccelStep,

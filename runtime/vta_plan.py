@@ -8,7 +8,8 @@ compiling anything:
 * **slots**: every value that crosses a step (the network's inputs, a host group's results and
   constants, an accelerator group's output), by index, with its shape and dtype;
 * an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
-  image (:class:`runtime.vta_dram.GroupImage`), which slot the host writes into its ``data``
+  image (:class:`compiler.targets.vta.link.GroupImage`), which slot the host writes into its
+  ``data``
   (and how: the -128 padding of a max pool, the first layer's fold, the packing) unless it is
   read in place from the producing group, its ``residual`` likewise, the slot of its output and
   the parts of its per-layer record that do not depend on a run;
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from compiler.partition.partition import ELEMENTWISE, EXPLAINED_RULES, Placement
+from compiler.targets.vta.link import GroupImage
 from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_nchw,
@@ -61,7 +63,6 @@ from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
 from runtime.program import TensorSpec
-from runtime.vta_dram import GroupImage
 from runtime.vta_target import LayerRecord, NetworkRun
 
 #: How the host packs an array into a group's input tensor (``out``: the output layout, with
@@ -352,7 +353,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
     ``output_names``: the model's names of its outputs (default: the quantized graph's, where
     a dequantize may have renamed them)."""
     from compiler.graph import Constant
-    from runtime.vta_dram import plan_network_dram
+    from compiler.targets.vta.link import plan_network_dram
     from runtime.vta_target import compile_network_host_groups, static_record
 
     graph, cfg = net.graph, net.config

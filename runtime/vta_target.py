@@ -6,7 +6,8 @@ and every accelerator group (conv2d or dense with its per-channel requantization
 ``qadd``; a max pool; a global sum pool with its requantization; a standalone relu or clip; a
 ``qadd`` of its own) is compiled to one program
 for the config; the programs are laid out in one DRAM image for the network
-(:mod:`runtime.vta_dram`), where consecutive accelerator groups hand activations over in the
+(:mod:`compiler.targets.vta.link`, the linker), where consecutive accelerator groups hand
+activations over in the
 packed layout. Running the network walks the graph in order: an accelerator group runs its
 program over the image on the simulator (``vta_sim``) or the RTL; the host nodes between
 accelerator groups run as host groups compiled once, at compile time, with the CPU backend
@@ -56,6 +57,7 @@ from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.partition.partition import ELEMENTWISE
 from compiler.quantize import fp32_fallbacks, parse_sensitivity
+from compiler.targets.vta.link import NetworkDram, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
 from compiler.targets.vta.ops import group_epilogue, input_fold, pool_load_pads
 from compiler.topi.vta.packing import (
@@ -70,7 +72,6 @@ from isa import HwConfig, load_config
 from runtime.errors import SessionError
 from runtime.group_compile import compile_groups, quantize_cached
 from runtime.host_groups import HostGroup, compile_host_groups
-from runtime.vta_dram import NetworkDram, plan_network_dram
 
 
 @dataclass(frozen=True)
@@ -390,15 +391,6 @@ class VtaNetwork:
         return self.plan.run(
             named, trace=trace, device=device, simulator=simulator, progress=progress, rtl=rtl
         )
-
-
-def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
-    """Whether the host writes the group's ``data`` itself: a max pool with padding over an
-    input that may be negative (the reference pads with -128) or a convolution run over folded
-    channels (:mod:`compiler.topi.vta.fold`)."""
-    if group.kind == "max_pool2d":
-        return any(group.anchor.attrs["padding"]) and not pool_load_pads(group)
-    return input_fold(group, cfg) is not None
 
 
 def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:

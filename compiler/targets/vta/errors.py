@@ -15,3 +15,8 @@ class StreamCheckError(VTATargetError):
     def __init__(self, message: str, *, index: int | None = None):
         super().__init__(f"instruction {index}: {message}" if index is not None else message)
         self.index = index
+
+
+class LinkError(VTATargetError):
+    """The network's DRAM image cannot be laid out or a program cannot be relocated into it;
+    names the group, symbol or instruction at fault."""

@@ -208,6 +208,15 @@ def pool_load_pads(group: AccelGroup) -> bool:
     return any(group.anchor.attrs["padding"]) and _non_negative(group.anchor.inputs[0])
 
 
+def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
+    """Whether the host writes the group's ``data`` itself: a max pool with padding over an
+    input that may be negative (the reference pads with -128) or a convolution run over folded
+    channels (:mod:`compiler.topi.vta.fold`)."""
+    if group.kind == "max_pool2d":
+        return any(group.anchor.attrs["padding"]) and not pool_load_pads(group)
+    return input_fold(group, cfg) is not None
+
+
 def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
     """How the group's convolution runs over folded channels (space to depth or im2col,
     :func:`compiler.topi.vta.fold.choose_fold`), or None when it runs directly."""
@@ -487,6 +496,7 @@ __all__ = [
     "gemm_placement",
     "gemm_task",
     "group_epilogue",
+    "host_prepares",
     "input_fold",
     "is_depthwise",
     "no_task",

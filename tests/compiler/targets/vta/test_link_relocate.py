@@ -1,5 +1,6 @@
-"""Relocation on the encoded words (:func:`runtime.vta_dram.relocate`) gives the instructions
-that decoding, moving each LOAD/STORE ``dram_base`` and encoding again gives, on every preset."""
+"""Relocation on the encoded words (:func:`compiler.targets.vta.link.relocate`) gives the
+instructions that decoding, moving each LOAD/STORE ``dram_base`` and encoding again gives, on
+every preset."""
 
 import dataclasses
 
@@ -8,12 +9,12 @@ import pytest
 
 import isa
 from compiler.quantize import choose_requant
+from compiler.targets.vta.errors import LinkError
+from compiler.targets.vta.link import Segment, _field, _set_field, grain, relocate
 from compiler.topi.vta.qnn import QEpilogue, compile_qconv2d
 from isa.encoding import decode_stream, encode_stream
 from isa.formats import Field
 from isa.insn import Load, Store
-from runtime.errors import SessionError
-from runtime.vta_dram import Segment, _field, _set_field, grain, relocate
 
 
 def _by_objects(prog, segs):
@@ -69,7 +70,7 @@ def test_relocate_refuses_an_address_off_the_element_grid():
     cfg = isa.load_config("default")
     load = isa.Load(memory_type=isa.MemType.INP, dram_base=2, x_size=1, y_size=1, x_stride=1)
     p = isa.Program.build(cfg, [load, isa.Finish()], dram_bytes=64)
-    with pytest.raises(SessionError, match="instruction 0: DRAM byte 4099 is not a whole INP"):
+    with pytest.raises(LinkError, match="instruction 0: DRAM byte 4099 is not a whole INP"):
         relocate(p, [Segment(0, 64, 4091)])
     far = isa.Load(memory_type=isa.MemType.INP, dram_base=900, x_size=0, y_size=0, x_stride=0)
     nop = isa.Program.build(cfg, [far, isa.Finish()], dram_bytes=64)

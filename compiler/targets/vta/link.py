@@ -1,6 +1,7 @@
-"""One DRAM image for a whole network: every accelerator group's program relocated into it, and
-activations handed from group to group in the accelerator's packed layout, in place, in one
-region whose memory is reused once a tensor is dead.
+"""The linker of a network for the accelerator: one DRAM image for the whole network, every
+accelerator group's program relocated into it, and activations handed from group to group in the
+accelerator's packed layout, in place, in one region whose memory is reused once a tensor is
+dead.
 
 The plan is static and made once per compiled network (:func:`plan_network_dram`):
 
@@ -60,19 +61,32 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from compiler.targets.vta.errors import LinkError
 from isa import HwConfig, MemType, Program
 from isa.encoding import INSN_BYTES
 from isa.formats import Field, layout
 from isa.insn import Opcode
 from isa.program import Symbol
-from runtime.errors import SessionError
 
 if TYPE_CHECKING:
-    from runtime.vta_target import VtaNetwork
+    from compiler.graph import Graph
+    from compiler.partition import Partition
+    from compiler.topi.vta.qnn import QLayer
+
+
+class VtaNetwork(Protocol):
+    """What the linker reads of a compiled network: its int8 graph, the partition, the
+    config and every accelerator group's compiled layer (by group name)."""
+
+    graph: Graph
+    partition: Partition
+    config: HwConfig
+    layers: dict[str, QLayer]
+
 
 #: Alignment of the image's two parts (and of the image's size).
 ALIGN = 4096
@@ -210,7 +224,7 @@ def relocate(prog: Program, segments: Sequence[Segment]) -> tuple[np.ndarray, di
     for n, s in prog.symbols.items():
         seg = find(s.offset)
         if seg is None or s.offset + s.nbytes > seg.end:
-            raise SessionError(f"symbol {n!r}: bytes [{s.offset}, {s.offset + s.nbytes}) are "
+            raise LinkError(f"symbol {n!r}: bytes [{s.offset}, {s.offset + s.nbytes}) are "
                                "not within one placed piece of the program image")  # fmt: skip
         symbols[n] = dataclasses.replace(s, offset=seg.move(s.offset))
     return _relocate_code(prog, segs), symbols
@@ -260,7 +274,7 @@ def _relocate_code(prog: Program, segs: Sequence[Segment]) -> np.ndarray:
     bad = np.flatnonzero(~np.isin(mtype, [int(t) for t in MemType]))
     if bad.size:
         k = int(rows[bad[0]])
-        raise SessionError(f"instruction {k}: field 'memory_type' = {int(mtype[bad[0]])} is not "
+        raise LinkError(f"instruction {k}: field 'memory_type' = {int(mtype[bad[0]])} is not "
                            "a valid MemType")  # fmt: skip
     sizes = np.array([cfg.mem_elem_bytes(int(t)) for t in MemType], np.int64)
     elem = sizes[mtype]
@@ -275,7 +289,7 @@ def _relocate_code(prog: Program, segs: Sequence[Segment]) -> np.ndarray:
     lost = np.flatnonzero(~held & ~nop)
     if lost.size:
         j = int(lost[0])
-        raise SessionError(
+        raise LinkError(
             f"instruction {int(rows[j])} ({Opcode(int(opcode[rows[j]])).name.title()} "
             f"{MemType(int(mtype[j])).name}): DRAM byte {int(addr[j])} lies in no placed piece "
             "of the program image"
@@ -285,7 +299,7 @@ def _relocate_code(prog: Program, segs: Sequence[Segment]) -> np.ndarray:
     split = np.flatnonzero(target % elem[moved])
     if split.size:
         j = int(moved[split[0]])
-        raise SessionError(
+        raise LinkError(
             f"instruction {int(rows[j])}: DRAM byte {int(target[split[0]])} is not a whole "
             f"{MemType(int(mtype[j])).name} element ({int(elem[j])} bytes) after relocation"
         )
@@ -293,7 +307,7 @@ def _relocate_code(prog: Program, segs: Sequence[Segment]) -> np.ndarray:
     over = np.flatnonzero(base > base_field.mask)
     if over.size:
         j = int(moved[over[0]])
-        raise SessionError(
+        raise LinkError(
             f"instruction {int(rows[j])}: relocated field 'dram_base' = {int(base[over[0]])} "
             f"does not fit {base_field.width} bits"
         )
@@ -343,7 +357,7 @@ def run_steps(net: VtaNetwork) -> tuple[dict[int, int], int]:
 
 def _inputs_in_place(net: VtaNetwork, progs: dict[str, Program]) -> dict[str, dict[str, str]]:
     """Per group: its inputs read in place, each with the group that produces it."""
-    from runtime.vta_target import host_prepares
+    from compiler.targets.vta.ops import host_prepares
 
     producer = {id(g.output): g for g in net.partition.groups}
     result: dict[str, dict[str, str]] = {}
@@ -451,7 +465,7 @@ def plan_network_dram(net: VtaNetwork) -> NetworkDram:
         insn_end = prog.insn_base + code.size
         home = next((s for s in static if s.holds(prog.insn_base) and insn_end <= s.end), None)
         if home is None:
-            raise SessionError(f"group {g.name}: the instructions [{prog.insn_base}, "
+            raise LinkError(f"group {g.name}: the instructions [{prog.insn_base}, "
                                f"{insn_end}) overlap an activation tensor")  # fmt: skip
         at = home.move(prog.insn_base)
         dram[at : at + code.size] = code
@@ -474,21 +488,21 @@ def plan_network_dram(net: VtaNetwork) -> NetworkDram:
 
 
 def check_plan(plan: NetworkDram) -> None:
-    """Raise :class:`SessionError` naming the tensors when two activations live at the same
+    """Raise :class:`LinkError` naming the tensors when two activations live at the same
     step share a byte, or when an activation lies outside the activation region."""
     tensors = plan.activations
     lo = max(plan.activation_base, plan.static_bytes)
     hi = plan.activation_base + plan.activation_bytes
     for t in tensors:
         if t.offset < lo or t.offset + t.nbytes > hi:
-            raise SessionError(
+            raise LinkError(
                 f"DRAM plan: {t.group}.{t.symbol} at [{t.offset}, {t.offset + t.nbytes}) lies "
                 f"outside the activation region [{lo}, {hi})"
             )
     for k, a in enumerate(tensors):
         for b in tensors[k + 1 :]:
             if a.overlaps(b):
-                raise SessionError(
+                raise LinkError(
                     f"DRAM plan: {a.group}.{a.symbol} (steps {a.first}-{a.last}) and "
                     f"{b.group}.{b.symbol} (steps {b.first}-{b.last}) share bytes while both "
                     "are live"

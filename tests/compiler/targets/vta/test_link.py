@@ -13,8 +13,15 @@ import isa
 from compiler.frontend.onnx_import import from_onnx
 from compiler.frontend.zoo import load_zoo
 from compiler.graph import Constant, Graph, Node, TensorType, Var
-from runtime.errors import SessionError
-from runtime.vta_dram import ActivationTensor, Segment, check_plan, first_fit, grain, relocate
+from compiler.targets.vta.errors import LinkError
+from compiler.targets.vta.link import (
+    ActivationTensor,
+    Segment,
+    check_plan,
+    first_fit,
+    grain,
+    relocate,
+)
 from runtime.vta_target import compile_network
 
 
@@ -98,7 +105,7 @@ def test_a_plan_with_live_tensors_sharing_bytes_is_refused(resnet18_small):
     clash = dataclasses.replace(b, offset=a.offset)
     bad = dataclasses.replace(plan, activations=tuple(clash if t is b else t
                                                       for t in plan.activations))  # fmt: skip
-    with pytest.raises(SessionError, match="conv1.data .*conv1.out .*share bytes"):
+    with pytest.raises(LinkError, match="conv1.data .*conv1.out .*share bytes"):
         check_plan(bad)
 
 
@@ -154,7 +161,7 @@ def test_relocate_names_an_address_outside_every_piece():
     cfg = isa.load_config("default")
     load = isa.Load(memory_type=isa.MemType.INP, dram_base=20, x_size=1, y_size=1, x_stride=1)
     prog = isa.Program.build(cfg, [load, isa.Finish()], dram_bytes=128)
-    with pytest.raises(SessionError, match="instruction 0 \\(Load INP\\): DRAM byte 80 lies in no"):
+    with pytest.raises(LinkError, match="instruction 0 \\(Load INP\\): DRAM byte 80 lies in no"):
         relocate(prog, [Segment(0, 64, 4096), Segment(96, 128, 8192)])
     code, _ = relocate(prog, [Segment(0, 64, 4096), Segment(64, 128, 8192)])
     assert isa.encoding.decode_stream(code, cfg)[0].dram_base * 4 == 8192 + 16
