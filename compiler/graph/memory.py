@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.errors import GraphError
@@ -113,25 +114,42 @@ def _lifetimes(graph: Graph) -> list[tuple[Node, int, int]]:
     return result
 
 
+def first_fit(tensors: Sequence[tuple[int, int, int]], alignment: int) -> tuple[list[int], int]:
+    """Offsets for ``tensors`` given as ``(nbytes, first, last)`` (live from step ``first`` to
+    step ``last``, both included), and the region's size: largest first (ties in the given
+    order), each at the lowest multiple of ``alignment`` where it shares no byte with a tensor
+    already placed that is live at one of its steps.
+
+    Example:
+        >>> first_fit([(100, 0, 1), (100, 1, 2), (100, 2, 3)], 64)  # the third reuses the first
+        ([0, 128, 0], 256)
+    """
+    order = sorted(range(len(tensors)), key=lambda k: (-tensors[k][0], k))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
+    offsets = [0] * len(tensors)
+    for k in order:
+        nbytes, first, last = tensors[k]
+        size = _align(max(nbytes, 1), alignment)
+        busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
+        offset = 0
+        for o, e in busy:
+            if offset + size <= o:
+                break
+            offset = max(offset, e)
+        placed.append((offset, offset + size, first, last))
+        offsets[k] = offset
+    return offsets, max((e for _, e, _, _ in placed), default=0)
+
+
 def plan_memory(graph: Graph, alignment: int = ALIGNMENT) -> Graph:
     """The graph with a :class:`MemoryPlan` attached (see the module docstring)."""
     lives = _lifetimes(graph)
-    order = sorted(range(len(lives)), key=lambda k: (-lives[k][0].type.nbytes, k))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
-    allocs: dict[int, Allocation] = {}
-    for k in order:
-        node, first, last = lives[k]
-        size = _align(max(node.type.nbytes, 1), alignment)
-        conflicts = sorted((off, end) for off, end, f, l in placed if not (l < first or last < f))
-        offset = 0
-        for off, end in conflicts:
-            if offset + size <= off:
-                break
-            offset = max(offset, end)
-        placed.append((offset, offset + size, first, last))
-        allocs[k] = Allocation(node, offset, node.type.nbytes, first, last)
+    offsets, peak = first_fit([(n.type.nbytes, f, la) for n, f, la in lives], alignment)
+    allocs = {
+        k: Allocation(node, offsets[k], node.type.nbytes, first, last)
+        for k, (node, first, last) in enumerate(lives)
+    }
     allocations = tuple(allocs[k] for k in range(len(lives)))
-    peak = max((off_end[1] for off_end in placed), default=0)
     naive = sum(_align(max(n.type.nbytes, 1), alignment) for n, _, _ in lives)
     return graph.with_(memory_plan=MemoryPlan(allocations, peak, naive, alignment))
 
@@ -168,4 +186,4 @@ def check_plan(graph: Graph, plan: MemoryPlan) -> None:
                 )
 
 
-__all__ = ["ALIGNMENT", "Allocation", "MemoryPlan", "check_plan", "plan_memory"]
+__all__ = ["ALIGNMENT", "Allocation", "MemoryPlan", "check_plan", "first_fit", "plan_memory"]

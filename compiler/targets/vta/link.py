@@ -21,8 +21,8 @@ The plan is static and made once per compiled network (:func:`plan_network_dram`
   the last step that reads it (an accelerator group reading it in place or by a host step, a
   host node, or the end for a graph output); an input the host writes lives at its group's
   step only. Tensors are placed largest first at the lowest offset where they overlap no
-  tensor live at an overlapping step (:func:`first_fit`, the idea of
-  :mod:`compiler.graph.memory`'s planner).
+  tensor live at an overlapping step (:func:`compiler.graph.memory.first_fit`, the one planner
+  of the compiler: the CPU's arena is placed by it too, with its own alignment).
 
 Every program's image is cut into pieces (:class:`Segment`): each activation symbol, and the
 maximal runs of bytes between them; a LOAD or STORE address is moved by the piece that holds
@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from compiler.graph.memory import first_fit
 from compiler.targets.vta.errors import LinkError
 from isa import HwConfig, MemType, Program
 from isa.encoding import INSN_BYTES
@@ -313,33 +314,6 @@ def _relocate_code(prog: Program, segs: Sequence[Segment]) -> np.ndarray:
         )
     _set_field(words, rows[moved], base_field, base)
     return code
-
-
-def first_fit(tensors: Sequence[tuple[int, int, int]], alignment: int) -> tuple[list[int], int]:
-    """Offsets for ``tensors`` given as ``(nbytes, first, last)`` (live from step ``first`` to
-    step ``last``, both included), and the region's size: largest first (ties in the given
-    order), each at the lowest multiple of ``alignment`` where it shares no byte with a tensor
-    already placed that is live at one of its steps.
-
-    Example:
-        >>> first_fit([(100, 0, 1), (100, 1, 2), (100, 2, 3)], 64)  # the third reuses the first
-        ([0, 128, 0], 256)
-    """
-    order = sorted(range(len(tensors)), key=lambda k: (-tensors[k][0], k))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
-    offsets = [0] * len(tensors)
-    for k in order:
-        nbytes, first, last = tensors[k]
-        size = _align(max(nbytes, 1), alignment)
-        busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
-        offset = 0
-        for o, e in busy:
-            if offset + size <= o:
-                break
-            offset = max(offset, _align(e, alignment))
-        placed.append((offset, offset + size, first, last))
-        offsets[k] = offset
-    return offsets, max((e for _, e, _, _ in placed), default=0)
 
 
 def run_steps(net: VtaNetwork) -> tuple[dict[int, int], int]:

@@ -13,15 +13,9 @@ import isa
 from compiler.frontend.onnx_import import from_onnx
 from compiler.frontend.zoo import load_zoo
 from compiler.graph import Constant, Graph, Node, TensorType, Var
+from compiler.graph.memory import first_fit
 from compiler.targets.vta.errors import LinkError
-from compiler.targets.vta.link import (
-    ActivationTensor,
-    Segment,
-    check_plan,
-    first_fit,
-    grain,
-    relocate,
-)
+from compiler.targets.vta.link import ActivationTensor, Segment, check_plan, grain, relocate
 from runtime.vta_target import compile_network
 
 
