@@ -52,7 +52,8 @@ ModelSource = str | bytes | os.PathLike | Any  # Any: an onnx.ModelProto
 
 
 def check_feeds(inputs: Sequence[TensorSpec], feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Check ``feeds`` against the model's inputs; return them as C-contiguous arrays.
+    """Check ``feeds`` against the model's inputs (the compiler's one feed checker,
+    :func:`compiler.graph.reference.match_feeds`); return them as C-contiguous arrays.
 
     Every input must be fed exactly once, as a numpy array of the input's shape and dtype.
 
@@ -65,37 +66,11 @@ def check_feeds(inputs: Sequence[TensorSpec], feeds: Mapping[str, Any]) -> dict[
         ...
         runtime.errors.FeedError: input 'data' has shape (1, 5), expected (1, 4) (float32)
     """
-    if not isinstance(feeds, Mapping):
-        raise FeedError(f"feeds must be a dict of input name to array, got {type(feeds).__name__}")
-    known = {s.name: s for s in inputs}
-    names = ", ".join(known) or "(none)"
-    for name in feeds:
-        if name not in known:
-            raise FeedError(f"unknown input {name!r} (the model's inputs: {names})")
-    checked: dict[str, np.ndarray] = {}
-    for spec in inputs:
-        if spec.name not in feeds:
-            raise FeedError(
-                f"input {spec.name!r} is not fed (expected {spec.dtype} of shape {spec.shape})"
-            )
-        arr = feeds[spec.name]
-        if not isinstance(arr, np.ndarray):
-            raise FeedError(
-                f"input {spec.name!r} is a {type(arr).__name__}, expected a numpy array "
-                f"({spec.dtype} of shape {spec.shape})"
-            )
-        if arr.dtype != np.dtype(spec.dtype):
-            raise FeedError(
-                f"input {spec.name!r} has dtype {arr.dtype}, expected {spec.dtype} "
-                f"(shape {spec.shape})"
-            )
-        if tuple(arr.shape) != tuple(spec.shape):
-            raise FeedError(
-                f"input {spec.name!r} has shape {tuple(arr.shape)}, expected {spec.shape} "
-                f"({spec.dtype})"
-            )
-        checked[spec.name] = np.asarray(arr, order="C")
-    return checked
+    from compiler.graph.reference import match_feeds
+
+    specs = [(s.name, tuple(s.shape), s.dtype) for s in inputs]
+    checked = match_feeds(specs, feeds, error=FeedError)
+    return {name: np.asarray(arr, order="C") for name, arr in checked.items()}
 
 
 def _zoo_names() -> tuple[str, ...]:

@@ -514,34 +514,72 @@ def evaluate_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
     return evaluate_op(node.op, args, node.attrs, node.type)
 
 
-def check_feeds(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
-    """Match ``feeds`` (by input name, or a sequence in input order) to the graph's inputs,
-    checking shapes and dtypes; :class:`GraphError` names the input at fault."""
+def match_feeds(
+    inputs: Sequence[tuple[str, tuple[int, ...], str]],
+    feeds: Mapping[str, Any] | Sequence[Any],
+    *,
+    error: type[Exception] = GraphError,
+    by_position: bool = False,
+    convert: bool = False,
+) -> dict[str, np.ndarray]:
+    """The one feed checker: ``feeds`` matched to ``inputs`` (``(name, shape, dtype)`` each),
+    every input fed exactly once with its shape and dtype; ``error`` (its type) names the input
+    and what was expected. ``by_position``: a sequence is taken in input order too;
+    ``convert``: anything ``np.asarray`` takes is an array (else only numpy arrays are).
+
+    Example:
+        >>> spec = [("data", (1, 4), "float32")]
+        >>> match_feeds(spec, {"data": np.zeros((1, 4), np.float32)})["data"].shape
+        (1, 4)
+        >>> match_feeds(spec, {"data": np.zeros((1, 5), np.float32)})
+        Traceback (most recent call last):
+        ...
+        compiler.errors.GraphError: input 'data' has shape (1, 5), expected (1, 4) (float32)
+    """
     if not isinstance(feeds, Mapping):
+        if not by_position:
+            raise error(f"feeds must be a dict of input name to array, got {type(feeds).__name__}")
         feeds = list(feeds)
-        if len(feeds) != len(graph.inputs):
-            raise GraphError(
-                f"graph {graph.name} takes {len(graph.inputs)} inputs, got {len(feeds)}"
+        if len(feeds) != len(inputs):
+            raise error(f"{len(inputs)} inputs, got {len(feeds)} feeds")
+        feeds = {name: a for (name, _, _), a in zip(inputs, feeds, strict=True)}
+    names = ", ".join(name for name, _, _ in inputs) or "(none)"
+    known = {name for name, _, _ in inputs}
+    for name in feeds:
+        if name not in known:
+            raise error(f"unknown input {name!r} (the model's inputs: {names})")
+    checked: dict[str, np.ndarray] = {}
+    for name, shape, dtype in inputs:
+        if name not in feeds:
+            raise error(f"input {name!r} is not fed (expected {dtype} of shape {shape})")
+        arr = feeds[name]
+        if convert:
+            arr = np.asarray(arr)
+        elif not isinstance(arr, np.ndarray):
+            raise error(
+                f"input {name!r} is a {type(arr).__name__}, expected a numpy array "
+                f"({dtype} of shape {shape})"
             )
-        feeds = {v.name: a for v, a in zip(graph.inputs, feeds, strict=True)}
-    unknown = sorted(set(feeds) - {v.name for v in graph.inputs})
-    if unknown:
-        raise GraphError(
-            f"graph {graph.name} has no input(s) {unknown}; inputs are "
-            f"{[v.name for v in graph.inputs]}"
-        )
-    env: dict[int, np.ndarray] = {}
-    for v in graph.inputs:
-        if v.name not in feeds:
-            raise GraphError(f"graph {graph.name}: input {v.name!r} is not fed")
-        arr = np.asarray(feeds[v.name])
-        if arr.shape != v.type.shape or str(arr.dtype) != v.type.dtype:
-            raise GraphError(
-                f"graph {graph.name}: input {v.name!r} must be {v.type}, got "
-                f"{arr.dtype}{list(arr.shape)}"
+        if arr.dtype != np.dtype(dtype):
+            raise error(f"input {name!r} has dtype {arr.dtype}, expected {dtype} (shape {shape})")
+        if tuple(arr.shape) != tuple(shape):
+            raise error(
+                f"input {name!r} has shape {tuple(arr.shape)}, expected {tuple(shape)} ({dtype})"
             )
-        env[id(v)] = arr
-    return env
+        checked[name] = arr
+    return checked
+
+
+def check_feeds(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
+    """Match ``feeds`` (by input name, or a sequence in input order) to the graph's inputs
+    (:func:`match_feeds`), keyed by the input's ``id``; :class:`GraphError` names the input
+    at fault."""
+    specs = [(v.name, v.type.shape, v.type.dtype) for v in graph.inputs]
+    try:
+        arrays = match_feeds(specs, feeds, by_position=True, convert=True)
+    except GraphError as e:
+        raise GraphError(f"graph {graph.name}: {e}") from None
+    return {id(v): arrays[v.name] for v in graph.inputs}
 
 
 def evaluate(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
@@ -559,10 +597,12 @@ def evaluate(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.
 
 
 __all__ = [
+    "check_feeds",
     "conv2d_nchw",
     "evaluate",
     "evaluate_node",
     "evaluate_op",
+    "match_feeds",
     "pack_nchw",
     "register_impl",
     "to_nchw",
