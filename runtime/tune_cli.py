@@ -188,12 +188,12 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
     from runtime.graph_compile import import_onnx
 
     if args.what.endswith(".onnx"):
-        import onnx
+        from runtime.session import load_onnx
 
         path = Path(args.what)
         if not path.is_file():
             raise CompilerError(f"no model file {path}")
-        model = onnx.load(str(path))
+        model = load_onnx(path)  # the one ONNX reader
     elif args.what in zoo_names():
         kw = {"image_size": args.image_size} if args.image_size else {}
         model = load_zoo(args.what, batch=args.batch, **kw)
