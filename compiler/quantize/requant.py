@@ -50,6 +50,12 @@ CLAMP_MIN, CLAMP_MAX = -(1 << 15), (1 << 15) - 1
 MAX_POST_SHIFT = 21
 #: Largest pre-shift (a shift by 31 already leaves only the sign).
 MAX_PRE_SHIFT = 31
+#: A scale from which every int8 requantization saturates: an integer accumulator ``a != 0`` times
+#: a scale ``m >= 128.5`` rounds to at least 129 in magnitude, beyond every int8 bound, and
+#: ``a = 0`` gives 0 at any scale. Larger scales (a tensor clipped to a range far below its
+#: input's) are applied as this one, with the same results, instead of overflowing the 16-bit
+#: multiplier.
+SATURATING_SCALE = 256.0
 #: Width of the rounding immediate: ``2**(b-1)`` with ``b <= 15`` fits a signed 16-bit field.
 ROUND_IMM_BITS = 15
 
@@ -111,8 +117,10 @@ def choose_requant(scale: np.ndarray, *, mode: str = "multiplier") -> RequantPar
     ``mode="multiplier"``: 15-bit multipliers as in the module docstring. ``mode="shift"``:
     pure shifts (``m = 1``, ``s2 = 0``), ``s1 = round(-log2(scale))``; exact only when the
     scales are powers of two (the quantizer snaps weight scales so that they are).
-    Raises :class:`QuantizeError` for a scale the ALU cannot apply (negative, not finite, or
-    above 32767; in shift mode, above 1).
+    A multiplier-mode scale above :data:`SATURATING_SCALE` is applied as that scale: every
+    int8 result is the same (saturated), and the 16-bit multiplier holds it. Raises
+    :class:`QuantizeError` for a scale the ALU cannot apply (negative or not finite; in shift
+    mode, above 1).
 
     Example:
         >>> p = choose_requant(np.array([2.0**-9, 2.0**-12]), mode="shift")
@@ -122,10 +130,6 @@ def choose_requant(scale: np.ndarray, *, mode: str = "multiplier") -> RequantPar
     m_real = np.asarray(scale, np.float64).reshape(-1)
     if not np.all(np.isfinite(m_real)) or np.any(m_real < 0):
         raise QuantizeError(f"requantization scales must be finite and >= 0, got {m_real}")
-    if np.any(m_real > MAX_MULTIPLIER):
-        raise QuantizeError(
-            f"requantization scale {float(m_real.max()):g} is too large for a 16-bit multiplier"
-        )
     n = m_real.size
     zero = np.zeros(n, np.int32)
     if mode == "shift":
@@ -140,17 +144,18 @@ def choose_requant(scale: np.ndarray, *, mode: str = "multiplier") -> RequantPar
         return RequantParams(mult, s, zero, m_real)
     if mode != "multiplier":
         raise QuantizeError(f"unknown requantization mode {mode!r} (multiplier or shift)")
+    applied = np.minimum(m_real, SATURATING_SCALE)  # the same int8 results (SATURATING_SCALE)
     mult = np.zeros(n, np.int64)
     pre = np.zeros(n, np.int64)
     post = np.zeros(n, np.int64)
-    for c in np.flatnonzero(m_real > 0):
-        total = math.floor(math.log2(MAX_MULTIPLIER / m_real[c]))
-        if round(m_real[c] * 2.0**total) > MAX_MULTIPLIER:
+    for c in np.flatnonzero(applied > 0):
+        total = math.floor(math.log2(MAX_MULTIPLIER / applied[c]))
+        if round(applied[c] * 2.0**total) > MAX_MULTIPLIER:
             total -= 1
         post[c] = min(total, MAX_POST_SHIFT)
         # a pre-shift past 31 leaves only the sign: shift by 31, shrink the multiplier instead
         pre[c] = min(total - post[c], MAX_PRE_SHIFT)
-        mult[c] = round(m_real[c] * 2.0 ** (pre[c] + post[c]))
+        mult[c] = round(applied[c] * 2.0 ** (pre[c] + post[c]))
     return RequantParams(mult.astype(np.int32), pre.astype(np.int32), post.astype(np.int32), m_real)
 
 

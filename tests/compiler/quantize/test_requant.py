@@ -112,11 +112,23 @@ def test_shift_mode_is_exact_for_powers_of_two():
     np.testing.assert_array_equal(got, want)
 
 
+def test_scales_beyond_the_multiplier_saturate_exactly():
+    """A scale too large for the 16-bit multiplier (an output clipped far below its input's
+    range) gives what the real scale gives: every nonzero accumulator saturates."""
+    scale = np.array([40000.0, 8.7e9, 300.0, 128.5])
+    p = choose_requant(scale)
+    assert np.all(p.multiplier <= MAX_MULTIPLIER)
+    acc = np.concatenate([np.zeros((1, 4)), RNG.integers(-(2**31), 2**31, size=(256, 4)),
+                          np.tile([[1], [-1], [2], [-3]], 4)]).astype(np.int32)  # fmt: skip
+    for lo, hi in ((-128, 127), (0, 127), (0, 6)):
+        got = requantize_int(acc, p.multiplier, p.shift, p.post_shift, lo, hi).astype(np.int64)
+        want = np.clip(np.floor(acc.astype(np.float64) * scale + 0.5), lo, hi)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_bad_scales_are_refused():
     with pytest.raises(QuantizeError, match="finite and >= 0"):
         choose_requant(np.array([-1.0]))
-    with pytest.raises(QuantizeError, match="too large for a 16-bit multiplier"):
-        choose_requant(np.array([40000.0]))
     with pytest.raises(QuantizeError, match="shift requantization needs scales <= 1"):
         choose_requant(np.array([2.0]), mode="shift")
     with pytest.raises(QuantizeError, match="unknown requantization mode"):
