@@ -342,27 +342,37 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
 
 
 def format_table(rows: list[BenchRow], config: Any) -> str:
-    """The benchmark table."""
-    head = (
-        f"{'layer':<5} {'cycles 1T':>10} {'cycles 2T':>10} {'ideal':>10} {'roofline':>10} "
-        f"{'roof% 2T':>8} {'util 2T':>7} {'DRAM MB moved/compulsory':>25} {'2T/1T':>6} "
-        f"{'match':>5}"
-    )
+    """The benchmark table (:func:`isa.report.format_table`), with its legend."""
+    from isa.report import Column
+    from isa.report import format_table as table
+
+    columns = [
+        Column("layer"),
+        Column("cycles 1T", "int", "cycles with one virtual thread"),
+        Column("cycles 2T", "int", "cycles with two virtual threads (latency hiding)"),
+        Column("ideal", "int", "MACs / MACs per cycle: the GEMM core never idle"),
+        Column("roofline", "int", "max(ideal, compulsory DRAM bytes / bytes per cycle)"),
+        Column("roof 2T", "pct", "roofline / cycles with two threads"),
+        Column("util 2T", "pct", "GEMM micro-ops per cycle over the peak, two threads"),
+        Column("DRAM MB", "text", "bytes moved / compulsory bytes (inputs, weights, output once)"),
+        Column("2T/1T", "float3", "speed-up of the second virtual thread"),
+        Column("match", "text", "both runs bit-exact against numpy"),
+    ]
+    body = [
+        (
+            r.layer.name, r.one.cycles, r.two.cycles, r.two.ideal_cycles,
+            r.two.roofline_cycles, r.two.roofline_fraction, r.two.utilization,
+            f"{r.two.moved_bytes / 1e6:.3f}/{r.two.compulsory_bytes / 1e6:.3f}", r.speedup,
+            "yes" if r.two.match and r.one.match else "NO",
+        )
+        for r in rows
+    ]  # fmt: skip
     lines = [
         f"ResNet-18 conv2d layers on {config.name}: {config.batch}x{config.block_in}x"
         f"{config.block_out} GEMM core ({config.macs_per_cycle} MACs/cycle), "
         f"{config.bus_bytes} DRAM bytes/cycle; batch {config.batch}, int8, relu epilogue",
-        head,
-        "-" * len(head),
+        table(columns, body),
     ]
-    for r in rows:
-        t = r.two
-        moved = f"{t.moved_bytes / 1e6:.3f}/{t.compulsory_bytes / 1e6:.3f}"
-        lines.append(
-            f"{r.layer.name:<5} {r.one.cycles:>10} {t.cycles:>10} {t.ideal_cycles:>10.0f} "
-            f"{t.roofline_cycles:>10.0f} {t.roofline_fraction:>8.1%} {t.utilization:>7.1%} "
-            f"{moved:>25} {r.speedup:>6.3f} {'yes' if t.match and r.one.match else 'NO':>5}"
-        )
     lines.append("")
     lines.append("knobs (from the heuristic for 2 threads; the 1T run uses the same tiles "
                  "without the thread split):")  # fmt: skip

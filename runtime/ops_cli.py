@@ -50,12 +50,12 @@ def run(args: Any) -> int:
         raise SessionError(
             f"unknown operator(s) {', '.join(map(repr, unknown))}: `vtac ops` lists them all"
         )
+    from isa.report import Column, format_table
+
     keys = (args.key,) if args.key else tuple(registry.KEYS)
     rows = [(op, cells) for op, cells in registry.table(keys) if not args.ops or op in args.ops]
     full = args.key is not None or len(rows) == 1
-    header = ["operator", *keys]
-    body = [[op, *[c if full else _short(c) for c in cells.values()]] for op, cells in rows]
-    widths = [max(len(r[k]) for r in [header, *body]) for k in range(len(header))]
-    for r in [header, *body]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    columns = [Column("operator"), *(Column(k) for k in keys)]
+    body = [(op, *[c if full else _short(c) for c in cells.values()]) for op, cells in rows]
+    print(format_table(columns, body))
     return 0

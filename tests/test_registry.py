@@ -179,7 +179,7 @@ def test_vtac_ops_prints_the_matrix_and_refuses_an_unknown_operator(capsys):
     assert main(["ops", "conv2d", "softmax", "--key", "vta"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["operator", "vta"]
-    assert out[1].split()[:3] == ["conv2d", "yes", "(gemm)"]
-    assert "the accelerator computes int8 and int32 only" in out[2]
+    assert out[2].split()[:3] == ["conv2d", "yes", "(gemm)"]
+    assert "the accelerator computes int8 and int32 only" in out[3]
     assert main(["ops", "convolution"]) != 0
     assert "unknown operator(s) 'convolution'" in capsys.readouterr().err

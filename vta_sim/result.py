@@ -122,25 +122,32 @@ class SimResult:
 
     def summary(self) -> str:
         """A readable multi-line summary."""
+        from isa.report import Column, format_table
+
         cfg = self.config
         lines = [
             f"config        {cfg.name} ({cfg.batch}x{cfg.block_in}x{cfg.block_out} GEMM core)",
-            f"cycles        {self.cycles}  ({self.time_us:.3f} us at {cfg.clock_mhz:g} MHz)",
-            f"GEMM uops     {self.gemm_uops}  ({self.macs} MACs, {self.gops:.3f} GOPS; "
-            f"{self.gemm_reset_uops} reset uops)",
-            f"ALU uops      {self.alu_uops}",
-            f"utilization   {self.utilization:.4f}  (GEMM micro-ops per cycle)",
+            f"cycles        {self.cycles:,}  ({self.time_us:,.3f} us at {cfg.clock_mhz:g} MHz)",
+            f"GEMM uops     {self.gemm_uops:,}  ({self.macs:,} MACs, {self.gops:.3f} GOPS; "
+            f"{self.gemm_reset_uops:,} reset uops)",
+            f"ALU uops      {self.alu_uops:,}",
+            f"utilization   {self.utilization:.1%}  (GEMM micro-ops per cycle over the peak)",
             "",
-            f"{'module':8s} {'busy':>12s} {'wait_token':>12s} {'wait_memory':>12s} {'idle':>12s}",
         ]
-        for name, cats in self.modules.items():
-            vals = list(cats.values())
-            cells = " ".join(f"{v:>7d} {100 * v / max(self.cycles, 1):3.0f}%" for v in vals)
-            lines.append(f"{name:8s} {cells}")
+        cats = ("busy", "wait_token", "wait_memory", "idle")
+        columns = [Column("module")]
+        for c in cats:
+            columns += [Column(c, "int"), Column("%", "pct")]
+        total = max(self.cycles, 1)
+        rows = [
+            (name, *[x for c in cats for x in (m.get(c, 0), m.get(c, 0) / total)])
+            for name, m in self.modules.items()
+        ]
+        lines.append(format_table(columns, rows))
         lines.append("(fetch's wait_token is wait_queue: dispatch blocked by a full command queue)")
         lines.append("")
-        traffic = ", ".join(f"{k} {v}" for k, v in self.dram_bytes.items())
-        lines.append(f"DRAM bytes    {sum(self.dram_bytes.values())} total: {traffic}")
+        traffic = ", ".join(f"{k} {v:,}" for k, v in self.dram_bytes.items())
+        lines.append(f"DRAM bytes    {sum(self.dram_bytes.values()):,} total: {traffic}")
         e = self.energy()
         parts = ", ".join(f"{k} {v * 1e-6:.3g}" for k, v in e.by_part.items() if v)
         per_mac = f", {e.pj_per_mac:.2f} pJ/MAC" if self.macs else ""

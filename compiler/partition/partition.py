@@ -129,16 +129,14 @@ class Partition:
             >>> from compiler.graph import Graph, Node, TensorType, Var
             >>> x = Var("x", TensorType((2, 3), "float32"))
             >>> g = Graph.from_outputs([x], [Node("softmax", (x,), {"axis": 1}, name="p")])
-            >>> print(partition_graph(g, isa.load_config("default")).table().splitlines()[1])
+            >>> print(partition_graph(g, isa.load_config("default")).table().splitlines()[2])
             p     softmax  cpu     -      float-op  float32 operator: no integer form
         """
-        rows = [("node", "op", "device", "group", "rule", "reason")]
-        rows += [
-            (p.node, p.op, p.device, p.group or "-", p.rule, p.reason) for p in self.placements
-        ]
-        widths = [max(len(r[k]) for r in rows) for k in range(5)]
-        lines = ["  ".join(r[k].ljust(widths[k]) for k in range(5)) + "  " + r[5] for r in rows]
-        return "\n".join(line.rstrip() for line in lines)
+        from isa.report import Column, format_table
+
+        columns = [Column(t) for t in ("node", "op", "device", "group", "rule", "reason")]
+        rows = [(p.node, p.op, p.device, p.group or "-", p.rule, p.reason) for p in self.placements]
+        return format_table(columns, rows)
 
 
 def _only_reader(graph: Graph, node: Node, users: dict[int, list[Node]]) -> Node | None:
