@@ -217,7 +217,8 @@ def build(
             (include / "vta_params.vh").write_text(header)
             runner = get_runner(simulator)
             try:
-                with _make_flags(simulator):
+                with _make_flags(simulator), _building(f"building {toplevel} for {cfg.name} "
+                                                       f"with {simulator}"):  # fmt: skip
                     runner.build(
                         sources=sources,
                         includes=[include, RTL_DIR],
@@ -237,6 +238,36 @@ def build(
             stamp.write_text(key)
             _prune(root, family, build_dir)
     return Build(toplevel, simulator, cfg, build_dir, params)
+
+
+@contextlib.contextmanager
+def _building(what: str) -> Iterator[None]:
+    """Say on stderr that a build runs (a Verilator build takes about a minute, once per
+    configuration): a ticking bar of the elapsed time on a terminal, one line otherwise."""
+    import sys
+    import threading
+
+    if not sys.stderr.isatty():
+        print(f"{what} (once per configuration) ...", file=sys.stderr, flush=True)
+        yield
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc=what, bar_format="{desc}: {elapsed}", file=sys.stderr, leave=False)
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(1.0):
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        bar.close()
 
 
 def _prune(root: Path, family: str, keep: Path) -> None:

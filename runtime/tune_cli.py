@@ -137,7 +137,8 @@ def add_parser(subparsers: Any) -> None:
     e.add_argument("--buffers", default="0.5,1", help="scales of the buffers' entries")
     e.add_argument("--bus", default="8,16", help="DRAM bus widths in bytes")
     e.add_argument("--plot", default=None, metavar="FILE.png", help="draw the front")
-    e.set_defaults(run=_explore, target="vta", no_progress=True, config="default")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    e.set_defaults(run=_explore, target="vta", config="default")
 
 
 def tasks_for(args: argparse.Namespace) -> list[Any]:
@@ -316,9 +317,13 @@ def _explore(args: argparse.Namespace) -> int:
             for task in tasks_for(args):
                 default = task.default_config()
                 tuner = make_tuner(args.tuner, task, args.seed)
+                bar = _bar(task, args)
                 state = tuner.tune(runner, args.trials, batch_size=args.batch_size or 8,
                                    early_stopping=args.early_stopping, log=args.log,
+                                   progress=bar.update if bar is not None else None,
                                    initial=[default.index])  # fmt: skip
+                if bar is not None:
+                    bar.close()
                 cycles += task.weight * state.best_cost
                 best = state.best
                 extra = best.result.extra if best is not None else {}
