@@ -297,7 +297,7 @@ def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
 def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
     from compiler.errors import CodegenError
     from compiler.ir.stmt import ArgInfo
-    from compiler.targets.cpu.jit import make_function
+    from compiler.targets.cpu.jit import compiled_signature, make_function
     from compiler.topi.vta.fold import InputFold
 
     c = _Check(where)
@@ -475,12 +475,19 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                     raise c.fail(f"member {member}", f"not LLVM IR text ({e.reason} at byte "
                                  f"{e.start})") from None  # fmt: skip
                 try:
-                    kernels[key] = make_function(symbol, args, code, "")
+                    recorded = compiled_signature(code, symbol)
                 except CodegenError as e:
                     # LLVM's diagnostics span lines (the source line, a caret): the first says it
                     first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
                     raise c.fail(f"{place}: member {member}", f"kernel {symbol!r}: {first}") \
                         from None  # fmt: skip
+                if recorded is None:
+                    raise c.fail(f"{place}: member {member}", f"kernel {symbol!r} records no "
+                                 "argument shapes (compile the model again)")  # fmt: skip
+                # the function is built on the arguments the code records, never the manifest's
+                own = [ArgInfo(a.name, a.shape, a.dtype, a.is_output) for a in recorded]
+                kernels[key] = make_function(symbol, own, code, "")
+            _check_kernel_args(args, kernels[key].args, symbol, place, c)
             nodes = []
             for row in c.field(s, "nodes", place, list):
                 if not (
@@ -522,6 +529,25 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
         scheme=str(manifest.get("scheme", "")),
     )
+
+
+def _check_kernel_args(said: list[Any], recorded: tuple[Any, ...], symbol: str, place: str,
+                       c: _Check) -> None:  # fmt: skip
+    """Refuse a host step whose manifest arguments differ from what its kernel's compiled code
+    records (:mod:`compiler.targets.cpu.signature`): edited together with the slots that name
+    them, they would hand the kernel buffers of other extents than its code touches."""
+    if len(said) != len(recorded):
+        raise c.fail(place, f"kernel {symbol!r}: the manifest gives {len(said)} arguments, the "
+                     f"compiled code records {len(recorded)}")  # fmt: skip
+    for a, r in zip(said, recorded, strict=True):
+        use = "written" if a.is_output else "read"
+        if (a.name, a.shape, np.dtype(a.dtype), a.is_output) != (
+            r.name, tuple(r.shape), np.dtype(r.dtype), r.is_output
+        ):  # fmt: skip
+            rec = f"{r.dtype}{list(r.shape)} ({'written' if r.is_output else 'read'})"
+            raise c.fail(place, f"kernel {symbol!r}: argument {a.name!r} is {a.dtype}"
+                         f"{list(a.shape)} ({use}) in the manifest, the compiled code records "
+                         f"{r.name!r} {rec}")  # fmt: skip
 
 
 def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
