@@ -7,14 +7,18 @@ Members:
   placement of every tensor (the static memory plan), the kernels in order (group name, fused
   ops, target, entry symbol, arguments) and the SHA-256 of every other member;
 * ``graph.txt``: the optimized graph after all passes, as the graph printer writes it;
-* ``kernels/<hash>.ll``: each distinct kernel's LLVM IR text (the machine code comes from the
-  on-disk object cache when the machine and LLVM are the same, else LLVM compiles it again);
+* ``kernels/<hash>.ll``: each distinct kernel's LLVM IR text, with the record of the
+  arguments it was compiled for (:mod:`compiler.targets.cpu.signature`; the machine code comes
+  from the on-disk object cache when the machine and LLVM are the same, else LLVM compiles it
+  again);
 * ``constants/<index>.npy``: the constants, pre-packed in the layouts the kernels read.
 
 Writing is atomic (a temporary file in the same directory, then ``os.replace``) and the file
 gets the usual ``0666 & ~umask`` mode. Reading refuses, naming the fault, a file that is not a
-zip archive, a manifest of another format or version, a missing member or one whose checksum
-does not match.
+zip archive, a manifest of another format or version (a retired one saying to compile again), a
+missing member or one whose checksum does not match; loading then checks the manifest against
+the kernels (:func:`runtime.program_check.check_program`) and every kernel's arguments and bound
+buffers against the record in its compiled code (:func:`check_signatures`).
 
 Example:
     >>> import os, tempfile
