@@ -40,6 +40,8 @@ _STATE: dict[str, Any] = {}
 _CACHE: dict[str, int] = {}
 #: the address of each compiled kernel's signature function, by the kernel's address (0: none)
 _SIGNATURES: dict[int, int] = {}
+#: each record once read, by the kernel's address
+_DECODED: dict[int, tuple[ArgSignature, ...]] = {}
 
 
 def cache_dir() -> Path | None:
@@ -171,14 +173,17 @@ def compiled_signature(ir_text: str, symbol: str) -> tuple[ArgSignature, ...] | 
         True
     """
     addr = compile_llvm(ir_text, symbol)
+    if addr in _DECODED:
+        return _DECODED[addr]
     record = _SIGNATURES.get(addr)
     if not record:
         return None
     text = ctypes.string_at(ctypes.CFUNCTYPE(ctypes.c_void_p)(record)())
     try:
-        return decode_signature(text)
+        _DECODED[addr] = decode_signature(text)
     except ValueError as e:
         raise CodegenError(f"kernel {symbol}: {e}") from None
+    return _DECODED[addr]
 
 
 def assembly(ir_text: str) -> str:
