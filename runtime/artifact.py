@@ -44,7 +44,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -57,6 +57,9 @@ from runtime.program import (
     Program,
     TensorSpec,
 )
+
+if TYPE_CHECKING:  # the compiler is imported only when an artifact's kernels are checked
+    from compiler.targets.cpu.signature import ArgSignature
 
 FORMAT_NAME = "vtac-artifact"
 #: Bumped whenever the manifest's meaning changes; other versions are refused.
@@ -303,7 +306,7 @@ def check_signatures(prog: Program, where: str) -> None:
     from compiler.errors import CodegenError
     from compiler.targets.cpu.jit import compiled_signature
 
-    records: dict[tuple[str, str], Any] = {}
+    records: dict[tuple[str, str], tuple[ArgSignature, ...] | None] = {}
     for k in prog.kernels:
         if k.target != "cpu":
             continue  # other targets' kernels are not run from an artifact (the executor says so)
@@ -324,7 +327,9 @@ def check_signatures(prog: Program, where: str) -> None:
         _check_bindings(prog, k, sig, where)
 
 
-def _check_bindings(prog: Program, k: KernelSpec, sig: Any, where: str) -> None:
+def _check_bindings(
+    prog: Program, k: KernelSpec, sig: tuple[ArgSignature, ...], where: str
+) -> None:
     what = f"{where}: kernel {k.name!r}"
     if len(sig) != len(k.args) or len(sig) != len(k.tensors):
         raise ArtifactError(
