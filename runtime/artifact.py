@@ -7,14 +7,18 @@ Members:
   placement of every tensor (the static memory plan), the kernels in order (group name, fused
   ops, target, entry symbol, arguments) and the SHA-256 of every other member;
 * ``graph.txt``: the optimized graph after all passes, as the graph printer writes it;
-* ``kernels/<hash>.ll``: each distinct kernel's LLVM IR text (the machine code comes from the
-  on-disk object cache when the machine and LLVM are the same, else LLVM compiles it again);
+* ``kernels/<hash>.ll``: each distinct kernel's LLVM IR text, with the record of the
+  arguments it was compiled for (:mod:`compiler.targets.cpu.signature`; the machine code comes
+  from the on-disk object cache when the machine and LLVM are the same, else LLVM compiles it
+  again);
 * ``constants/<index>.npy``: the constants, pre-packed in the layouts the kernels read.
 
 Writing is atomic (a temporary file in the same directory, then ``os.replace``) and the file
 gets the usual ``0666 & ~umask`` mode. Reading refuses, naming the fault, a file that is not a
-zip archive, a manifest of another format or version, a missing member or one whose checksum
-does not match.
+zip archive, a manifest of another format or version (a retired one saying to compile again), a
+missing member or one whose checksum does not match; loading then checks the manifest against
+the kernels (:func:`runtime.program_check.check_program`) and every kernel's arguments and bound
+buffers against the record in its compiled code (:func:`check_signatures`).
 
 Example:
     >>> import os, tempfile
@@ -40,7 +44,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -54,14 +58,20 @@ from runtime.program import (
     TensorSpec,
 )
 
+if TYPE_CHECKING:  # the compiler is imported only when an artifact's kernels are checked
+    from compiler.targets.cpu.signature import ArgSignature
+
 FORMAT_NAME = "vtac-artifact"
 #: Bumped whenever the manifest's meaning changes; other versions are refused.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 3
 #: The version of an accelerator network artifact (:mod:`runtime.vta_artifact`).
-VTA_FORMAT_VERSION = 2
+VTA_FORMAT_VERSION = 4
 #: What each version holds, in words and as the target it runs on.
 ARTIFACT_KINDS = {FORMAT_VERSION: "a cpu program", VTA_FORMAT_VERSION: "an accelerator network"}
 KIND_OF = {FORMAT_VERSION: "cpu", VTA_FORMAT_VERSION: "vta"}
+#: Versions no longer read, and why: their host kernels' code records no argument shapes
+#: (:mod:`compiler.targets.cpu.signature`), so nothing the manifest says could be checked.
+RETIRED_VERSIONS = {1: "a cpu program", 2: "an accelerator network"}
 MANIFEST = "manifest.json"
 ZIP_MAGIC = b"PK\x03\x04"
 T = TypeVar("T")
@@ -217,6 +227,12 @@ def read_artifact(
                         f"not {' or '.join(versions.values())}"
                     )
                 known = ", ".join(str(v) for v in sorted(ARTIFACT_KINDS))
+                if version in RETIRED_VERSIONS:
+                    raise ArtifactError(
+                        f"{where}: format version {version} ({RETIRED_VERSIONS[version]} whose "
+                        f"kernels record no argument shapes) is no longer read; this vtac reads "
+                        f"version(s) {known} (compile the model again)"
+                    )
                 raise ArtifactError(
                     f"{where}: format version {version}, but this vtac reads version(s) "
                     f"{known} (compile the model again)"
@@ -270,7 +286,85 @@ def _checked(manifest: dict[str, Any], read: Any, where: str) -> Program:
 
     prog = _program(manifest, read, where)
     check_program(prog, where)
+    check_signatures(prog, where)
     return prog
+
+
+def check_signatures(prog: Program, where: str) -> None:
+    """Refuse ``prog`` unless every cpu kernel's arguments, and every buffer bound to them, are
+    exactly what the kernel's compiled code records (:mod:`compiler.targets.cpu.signature`).
+
+    The manifest's copy of the argument shapes is only a description: edited together with the
+    placements and specs that name them, it would pass every other check and hand the kernel
+    buffers smaller than the extents its code was compiled for. The record inside the code
+    cannot be edited without editing the code. Each distinct kernel is compiled here (LLVM or
+    the object cache), once per process: the executor then finds it compiled. A placement may
+    be a view of another shape (a reshape), so a bound buffer must match the record's dtype and
+    byte size, and lie inside its allocation: the arena, the constant's array, the input or
+    output of that size.
+    """
+    from compiler.errors import CodegenError
+    from compiler.targets.cpu.jit import compiled_signature
+
+    records: dict[tuple[str, str], tuple[ArgSignature, ...] | None] = {}
+    for k in prog.kernels:
+        if k.target != "cpu":
+            continue  # other targets' kernels are not run from an artifact (the executor says so)
+        key = (k.symbol, k.code)
+        if key not in records:
+            try:
+                records[key] = compiled_signature(k.code, k.symbol)
+            except CodegenError as e:
+                # LLVM's diagnostics span lines (the source line, a caret): the first says it
+                first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
+                raise ArtifactError(f"{where}: kernel {k.name!r}: {first}") from None
+        sig = records[key]
+        if sig is None:
+            raise ArtifactError(
+                f"{where}: kernel {k.name!r}: its code ({k.symbol}) records no argument shapes "
+                "(compile the model again)"
+            )
+        _check_bindings(prog, k, sig, where)
+
+
+def _check_bindings(
+    prog: Program, k: KernelSpec, sig: tuple[ArgSignature, ...], where: str
+) -> None:
+    what = f"{where}: kernel {k.name!r}"
+    if len(sig) != len(k.args) or len(sig) != len(k.tensors):
+        raise ArtifactError(
+            f"{what}: the manifest gives {len(k.args)} arguments and {len(k.tensors)} tensors, "
+            f"the compiled code records {len(sig)} arguments"
+        )
+    for rec, arg, tensor in zip(sig, k.args, k.tensors, strict=True):
+        said = (arg.name, tuple(arg.shape), np.dtype(arg.dtype), arg.is_output)
+        if said != (rec.name, rec.shape, np.dtype(rec.dtype), rec.is_output):
+            use = "written" if arg.is_output else "read"
+            raise ArtifactError(
+                f"{what}: argument {arg.name!r} is {arg.dtype}{list(arg.shape)} ({use}) in the "
+                f"manifest, the compiled code records {rec.name!r} {rec}"
+            )
+        p = prog.placements[tensor]
+        dtype = np.dtype(rec.dtype)
+        if p.kind == "arena":
+            lo, hi, room = p.offset, p.offset + rec.nbytes, f"the {prog.arena_bytes}-byte arena"
+            inside = 0 <= lo and hi <= prog.arena_bytes
+        elif p.kind == "constant":
+            arr = prog.constants[p.key]
+            lo, hi, room = 0, rec.nbytes, f"constant {p.key!r} ({arr.dtype}, {arr.nbytes} bytes)"
+            inside = arr.dtype == dtype and arr.nbytes == rec.nbytes
+        else:
+            specs = prog.inputs if p.kind == "input" else prog.outputs
+            spec = next(s for s in specs if s.name == p.key)
+            lo, hi = 0, rec.nbytes
+            room = f"{p.kind} {p.key!r} ({spec.dtype}, {spec.nbytes} bytes)"
+            inside = np.dtype(spec.dtype) == dtype and spec.nbytes == rec.nbytes
+        if np.dtype(p.dtype) != dtype or p.nbytes != rec.nbytes or not inside:
+            raise ArtifactError(
+                f"{what}: argument {rec.name!r} was compiled for {rec}, tensor {tensor!r} is "
+                f"{p.kind} {p.dtype}{list(p.shape)} ({p.nbytes} bytes) at bytes {lo}..{hi} of "
+                f"{room}"
+            )
 
 
 def _program(manifest: dict[str, Any], read: Any, where: str) -> Program:

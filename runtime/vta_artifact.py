@@ -1,6 +1,6 @@
 """The accelerator network artifact (``vtac compile MODEL --target vta -o model.vtac``): a
 compiled :class:`~runtime.vta_plan.NetworkPlan` in the archive format of
-:mod:`runtime.artifact`, format version 2 (``"kind": "vta"``), so the network runs again
+:mod:`runtime.artifact`, format version 4 (``"kind": "vta"``), so the network runs again
 without quantizing, partitioning or compiling.
 
 Members:
@@ -15,7 +15,8 @@ Members:
   the activation region zeroed);
 * ``programs/<k>.npz``: each accelerator group's own program in the ``isa`` program format
   (ISA.md §4), weights written, before relocation: ``vtac sim`` runs it on its own;
-* ``kernels/<hash>.ll``: each host group's kernel as LLVM IR text (the machine code comes
+* ``kernels/<hash>.ll``: each host group's kernel as LLVM IR text, with the record of the
+  arguments it was compiled for (:mod:`compiler.targets.cpu.signature`; the machine code comes
   from the object cache when the machine and LLVM are the same, else LLVM compiles it again);
 * ``constants/<slot>.npy``: the constants the host groups read;
 * ``quantization.json``: the scales of every quantize and dequantize and the parameters of
@@ -25,9 +26,10 @@ Loading checks more than the checksums: every member name the manifest gives, ev
 shape and dtype (numeric dtypes only) against the arrays and kernel arguments that use it,
 every symbol, write and instruction range inside the DRAM image, that each host write's padding,
 fold and packing turn its slot into exactly its symbol's tensor, the program files against the
-config and each group's symbols, that host kernels parse, and that every step reads only slots
-an earlier step (or the caller) provides. A fault is refused in one
-line naming the member or step and the field.
+config and each group's symbols, that host kernels parse and that each one's arguments are the
+ones its compiled code records (the kernel is built on that record, never on the manifest's
+copy), and that every step reads only slots an earlier step (or the caller) provides. A fault
+is refused in one line naming the member or step and the field.
 
 Example:
     >>> import numpy as np
@@ -297,7 +299,7 @@ def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
 def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
     from compiler.errors import CodegenError
     from compiler.ir.stmt import ArgInfo
-    from compiler.targets.cpu.jit import make_function
+    from compiler.targets.cpu.jit import compiled_signature, make_function
     from compiler.topi.vta.fold import InputFold
 
     c = _Check(where)
@@ -475,12 +477,19 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                     raise c.fail(f"member {member}", f"not LLVM IR text ({e.reason} at byte "
                                  f"{e.start})") from None  # fmt: skip
                 try:
-                    kernels[key] = make_function(symbol, args, code, "")
+                    recorded = compiled_signature(code, symbol)
                 except CodegenError as e:
                     # LLVM's diagnostics span lines (the source line, a caret): the first says it
                     first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
                     raise c.fail(f"{place}: member {member}", f"kernel {symbol!r}: {first}") \
                         from None  # fmt: skip
+                if recorded is None:
+                    raise c.fail(f"{place}: member {member}", f"kernel {symbol!r} records no "
+                                 "argument shapes (compile the model again)")  # fmt: skip
+                # the function is built on the arguments the code records, never the manifest's
+                own = [ArgInfo(a.name, a.shape, a.dtype, a.is_output) for a in recorded]
+                kernels[key] = make_function(symbol, own, code, "")
+            _check_kernel_args(args, kernels[key].args, symbol, place, c)
             nodes = []
             for row in c.field(s, "nodes", place, list):
                 if not (
@@ -522,6 +531,25 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
         scheme=str(manifest.get("scheme", "")),
     )
+
+
+def _check_kernel_args(said: list[Any], recorded: tuple[Any, ...], symbol: str, place: str,
+                       c: _Check) -> None:  # fmt: skip
+    """Refuse a host step whose manifest arguments differ from what its kernel's compiled code
+    records (:mod:`compiler.targets.cpu.signature`): edited together with the slots that name
+    them, they would hand the kernel buffers of other extents than its code touches."""
+    if len(said) != len(recorded):
+        raise c.fail(place, f"kernel {symbol!r}: the manifest gives {len(said)} arguments, the "
+                     f"compiled code records {len(recorded)}")  # fmt: skip
+    for a, r in zip(said, recorded, strict=True):
+        mine = (a.name, a.shape, np.dtype(a.dtype), a.is_output)
+        if mine != (r.name, tuple(r.shape), np.dtype(r.dtype), r.is_output):
+            nbytes = int(np.prod(r.shape, dtype=np.int64)) * np.dtype(r.dtype).itemsize
+            use, rec_use = ("written" if x.is_output else "read" for x in (a, r))
+            raise c.fail(place, f"kernel {symbol!r}: argument {a.name!r} is {a.dtype}"
+                         f"{list(a.shape)} ({use}) in the manifest, the compiled code records "
+                         f"{r.name!r} {r.dtype}{list(r.shape)} ({nbytes} bytes, "
+                         f"{rec_use})")  # fmt: skip
 
 
 def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:

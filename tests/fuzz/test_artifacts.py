@@ -7,6 +7,7 @@ either runs and gives the original outputs, or is refused with one line naming t
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
@@ -121,6 +122,47 @@ def _kernel_arg(field: str, value):  # noqa: ANN001, ANN202
     return mutate
 
 
+def _shrink(tensor: str, shape: list[int], args: list[tuple[int, int]], spec: str | None = None):  # noqa: ANN202
+    """``tensor``'s placement, the kernel arguments ``args`` (kernel, argument) bound to it and,
+    when given, the model ``inputs`` or ``outputs`` spec (or the constant array) that it stands
+    for, all given ``shape``: a manifest consistent in itself that only the shapes recorded in
+    the kernels' code can contradict."""
+
+    def mutate(m: Manifest, members: Members) -> None:
+        m["placements"][tensor]["shape"] = shape
+        for k, a in args:
+            m["kernels"][k]["args"][a]["shape"] = shape
+        if spec in ("inputs", "outputs"):
+            m[spec][0]["shape"] = shape
+        elif spec == "constant":
+            member = next(c["member"] for c in m["constants"] if c["name"] == tensor)
+            arr = np.load(io.BytesIO(members[member]))
+            members[member] = npy_bytes(arr.ravel()[: int(np.prod(shape))].reshape(shape))
+
+    return mutate
+
+
+def _retype(tensor: str, dtype: str, args: list[tuple[int, int]]):  # noqa: ANN202
+    def mutate(m: Manifest, members: Members) -> None:
+        m["placements"][tensor]["dtype"] = dtype
+        for k, a in args:
+            m["kernels"][k]["args"][a]["dtype"] = dtype
+
+    return mutate
+
+
+def _strip_signature(m: Manifest, members: Members) -> None:
+    """The first kernel's code without the record of its arguments (as code generated before
+    kernels carried one)."""
+    member = m["kernels"][0]["code"]
+    members[member] = re.sub(rb"@[\w.]+\.signature\.text = [^\n]*\n\ndefine ptr @[\w.]+"
+                             rb"\.signature\(\) #0 \{\nentry:\n  ret ptr @[\w.]+\n\}\n",
+                             b"", members[member])  # fmt: skip
+    assert b".signature" not in members[member]
+
+
+RECORDED = "the compiled code records"
+
 CASES = {
     "negative arena offset": (
         _set(["placements", lambda m: _arena(m)[0], "offset"], -4096), "is negative"),
@@ -148,6 +190,24 @@ CASES = {
                                   "before any kernel writes it"),
     "huge shape": (_set(["placements", lambda m: _arena(m)[0], "shape"], [1 << 40, 1 << 40]),
                    "too large"),
+    # a kernel's argument shapes edited with every placement, spec and constant naming them
+    "kernel input shrunk with its input spec": (
+        _shrink("x", [1, 3, 4, 4], [(0, 0)], "inputs"), RECORDED),
+    "kernel weight shrunk with its constant": (
+        _shrink("w.packed", [1, 1, 1, 1, 1, 1], [(1, 1)], "constant"), RECORDED),
+    "kernel output shrunk with its output spec": (
+        _shrink("flat", [1, 1], [(2, 1)], "outputs"), RECORDED),
+    "kernel arena tensor shrunk for writer and reader": (
+        _shrink("conv", [1, 1, 8, 8], [(1, 2), (2, 0)]), RECORDED),
+    "kernel arena tensor grown for writer and reader": (
+        _shrink("conv", [1, 8, 8, 8, 4], [(1, 2), (2, 0)]), "end past the arena"),
+    "kernel arena tensor retyped for writer and reader": (
+        _retype("conv", "int32", [(1, 2), (2, 0)]), RECORDED),
+    "kernel output marked read": (
+        lambda m, members: m["kernels"][2]["args"][1].update(is_output=False), RECORDED),
+    "kernel arguments renamed": (
+        lambda m, members: m["kernels"][0]["args"][0].update(name="other"), RECORDED),
+    "kernel code records no shapes": (_strip_signature, "records no argument shapes"),
 }  # fmt: skip
 
 
@@ -170,7 +230,7 @@ def test_every_named_mutation_is_refused_naming_its_field(artifact, tmp_path):
 _FIELDS = st.sampled_from(["offset", "shape", "dtype", "kind"])
 
 
-@settings(max_examples=25)
+@settings(max_examples=25, derandomize=True)
 @given(data=st.data())
 def test_random_manifest_mutations_never_corrupt_memory(artifact, tmp_path_factory, data):
     path, _, _ = artifact
@@ -194,3 +254,52 @@ def test_random_manifest_mutations_never_corrupt_memory(artifact, tmp_path_facto
     write_artifact(out, manifest, members)
     (verdict,) = _run_cases(artifact, [out])
     assert verdict == "same" or verdict.startswith("refused: "), verdict
+
+
+def _reshape_everywhere(m: Manifest, members: Members, tensor: str, shape: list[int]) -> None:
+    """``tensor`` given ``shape`` in its placement, every kernel argument bound to it, and the
+    spec or constant it stands for: the consistent edit that only the kernels' code refutes."""
+    place = m["placements"][tensor]
+    place["shape"] = shape
+    for k in m["kernels"]:
+        for a, t in zip(k["args"], k["tensors"], strict=True):
+            if t == tensor:
+                a["shape"] = shape
+    if place["kind"] in ("input", "output"):
+        for spec in m[f"{place['kind']}s"]:
+            if spec["name"] == place["key"]:
+                spec["shape"] = shape
+    elif place["kind"] == "constant":
+        member = next(c["member"] for c in m["constants"] if c["name"] == place["key"])
+        arr = np.load(io.BytesIO(members[member]))
+        members[member] = npy_bytes(np.resize(arr.ravel(), int(np.prod(shape))).reshape(shape))
+
+
+#: mutated artifacts per example: one child process runs them all (its start costs more)
+BATCH = 4
+
+
+@settings(max_examples=5, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_consistent_shape_edits_are_refused(artifact, tmp_path_factory, data):
+    """A tensor of random new size, edited in every field of the manifest that names it (its
+    placement, the kernel arguments bound to it, its spec or constant): each case is refused in
+    one line, since no kernel was compiled for it."""
+    path, _, _ = artifact
+    d = tmp_path_factory.mktemp("consistent")
+    paths, edits = [], []
+    for k in range(BATCH):
+        manifest, members = read_artifact(path)
+        tensor = data.draw(st.sampled_from(sorted(manifest["placements"])), label=f"{k}: tensor")
+        old = int(np.prod(manifest["placements"][tensor]["shape"]))
+        shape = data.draw(
+            st.lists(st.integers(1, 40), min_size=1, max_size=6)
+            .filter(lambda s, old=old: int(np.prod(s)) != old), label=f"{k}: shape")  # fmt: skip
+        _reshape_everywhere(manifest, members, tensor, shape)
+        write_artifact(d / f"case{k}.vtac", manifest, members)
+        paths.append(d / f"case{k}.vtac")
+        edits.append(f"{tensor} {shape}")
+    verdicts = _run_cases(artifact, paths)
+    wrong = [f"{e}: {v}" for e, v in zip(edits, verdicts, strict=True)
+             if not v.startswith("refused: ")]  # fmt: skip
+    assert not wrong, "\n".join(wrong)

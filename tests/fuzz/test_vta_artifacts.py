@@ -6,15 +6,16 @@ memory corruption or a hang fails the test instead of the test run: each case ei
 the original outputs where the mutation changes nothing the run reads) or is refused with one
 line naming the member or step and the field.
 
-Not covered: a host kernel's argument shapes edited together with every slot and output spec
-that names them. The kernel's LLVM IR keeps no shapes to check them against (the accelerator
-groups' symbols are checked against their program files), so such an artifact is as trusted as
-a shared library is.
+A host kernel's argument shapes edited together with every slot and spec that names them are
+refused too: the kernel's own code records the arguments it was compiled for
+(``compiler/targets/cpu/signature.py``), as the accelerator groups' program files record their
+symbols.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -197,6 +198,40 @@ SYM = ["steps", VTA, "symbols"]
 WRITE = ["steps", VTA, "writes", 0]
 ARG = ["steps", CPU, "kernel", "args", 0]
 
+
+def _host_arg(
+    step: Callable[[Manifest], int],
+    arg: int,
+    shape: list[int],
+    slots: list[int],
+    spec: str | None = None,
+):  # noqa: ANN202
+    """A host step's argument, the ``slots`` it binds and, when given, the model ``inputs`` or
+    ``outputs`` spec of that slot, all given ``shape``: consistent in every field of the
+    manifest, refuted only by the shapes recorded in the kernel's code."""
+
+    def mutate(m: Manifest, members: Members) -> None:
+        m["steps"][step(m)]["kernel"]["args"][arg]["shape"] = shape
+        for v in slots:
+            m["slots"][v]["shape"] = shape
+        if spec is not None:
+            m[spec][0]["shape"] = shape
+
+    return mutate
+
+
+def _strip_signature(m: Manifest, members: Members) -> None:
+    """The first host kernel's code without the record of its arguments (as code generated
+    before kernels carried one)."""
+    member = _kernel(m)
+    members[member] = re.sub(rb"@[\w.]+\.signature\.text = [^\n]*\n\ndefine ptr @[\w.]+"
+                             rb"\.signature\(\) #0 \{\nentry:\n  ret ptr @[\w.]+\n\}\n",
+                             b"", members[member])  # fmt: skip
+    assert b".signature" not in members[member]
+
+
+RECORDED = "the compiled code records"
+
 # name: (mutation, what the one-line refusal must say)
 CASES = {
     # instruction ranges and counts
@@ -289,6 +324,17 @@ CASES = {
                               "kernels/x.ll"),
     "host step input unready": (_set(["steps", LAST_CPU, "inputs"], [4]), "read before"),
     "host nodes malformed": (_set(["steps", CPU, "nodes"], [["a", "b"]]), "'nodes'"),
+    # a host kernel's argument shapes edited with every slot and spec naming them
+    "host input shrunk with its slot and input spec": (
+        _host_arg(CPU, 0, [1, 3, 4, 4], [0], "inputs"), RECORDED),
+    "host output shrunk with its slot and output spec": (
+        _host_arg(LAST_CPU, 1, [1, 4], [4], "outputs"), RECORDED),
+    "host input shrunk with the accelerator's output slot": (
+        _host_arg(LAST_CPU, 0, [1, 4, 1, 1], [3]), RECORDED),
+    "host output grown with its slot and output spec": (
+        _host_arg(LAST_CPU, 1, [1, 1 << 16], [4], "outputs"), RECORDED),
+    "host kernel argument renamed": (_set([*ARG, "name"], "other"), RECORDED),
+    "host kernel code records no shapes": (_strip_signature, "records no argument shapes"),
 }  # fmt: skip
 
 

@@ -10,7 +10,14 @@ import pytest
 from compiler import te
 from compiler.build import build
 from compiler.schedule import create_schedule
-from runtime.artifact import ARTIFACT_KINDS, MANIFEST, load_artifact, save_artifact
+from runtime.artifact import (
+    ARTIFACT_KINDS,
+    MANIFEST,
+    RETIRED_VERSIONS,
+    check_signatures,
+    load_artifact,
+    save_artifact,
+)
 from runtime.errors import ArtifactError, SessionError
 from runtime.executor import Executor
 from runtime.program import (
@@ -167,3 +174,63 @@ def test_artifact_faults_are_named(program, tmp_path):
 
     with pytest.raises(ArtifactError, match="cannot open"):
         load_artifact(tmp_path / "missing.vtac")
+
+
+def _edit_manifest(src, dst, edit):
+    def change(name, b):
+        if name == MANIFEST:
+            m = json.loads(b)
+            edit(m)
+            return json.dumps(m).encode()
+        return b
+
+    _rewrite(src, dst, change)
+
+
+def test_a_retired_format_version_is_refused_saying_to_compile_again(program, tmp_path):
+    good = tmp_path / "good.vtac"
+    save_artifact(program, good)
+    for old in RETIRED_VERSIONS:
+        _edit_manifest(good, tmp_path / "old.vtac", lambda m, old=old: m.update(version=old))
+        with pytest.raises(ArtifactError, match=f"format version {old} .*record no argument "
+                           "shapes.*compile the model again"):  # fmt: skip
+            load_artifact(tmp_path / "old.vtac")
+
+
+def test_arguments_edited_with_their_placements_are_refused_against_the_code(program, tmp_path):
+    """The manifest's copy of a kernel's arguments, changed together with the placements, passes
+    every check of the manifest alone; the record in the kernel's code refutes it."""
+    good = tmp_path / "good.vtac"
+    save_artifact(program, good)
+
+    def shrink(m):
+        m["placements"]["t"]["shape"] = [1, 8]
+        m["kernels"][0]["args"][2]["shape"] = [1, 8]
+        m["kernels"][1]["args"][0]["shape"] = [8]
+
+    _edit_manifest(good, tmp_path / "shrunk.vtac", shrink)
+    with pytest.raises(
+        ArtifactError,
+        match=r"kernel 'mul': argument 'T' is float32\[1, 8\] \(written\) in the manifest, the "
+        r"compiled code records 'T' float32\[2, 8\] \(64 bytes, written\)",
+    ):
+        load_artifact(tmp_path / "shrunk.vtac")
+
+
+def test_a_buffer_unlike_the_record_is_refused_naming_both(program):
+    """What check_signatures refuses itself, without the manifest checks before it: a bound
+    buffer of other bytes than the kernel's record."""
+    small = dict(program.placements, t=Placement("arena", "t", 64, (2, 4), "float32"))
+    with pytest.raises(
+        ArtifactError,
+        match=r"m.vtac: kernel 'mul': argument 'T' was compiled for float32\[2, 8\] \(64 bytes, "
+        r"written\), tensor 't' is arena float32\[2, 4\] \(32 bytes\) at bytes 64..128 of the "
+        r"128-byte arena",
+    ):
+        check_signatures(Program(**{**program.__dict__, "placements": small}), "m.vtac")
+    late = dict(program.placements, t=Placement("arena", "t", 128, (2, 8), "float32"))
+    with pytest.raises(ArtifactError, match=r"at bytes 128..192 of the 128-byte arena"):
+        check_signatures(Program(**{**program.__dict__, "placements": late}), "m.vtac")
+    w = {"w": program.constants["w"][:1]}
+    with pytest.raises(ArtifactError, match=r"constant 'w' \(float32, 32 bytes\)"):
+        check_signatures(Program(**{**program.__dict__, "constants": w}), "m.vtac")

@@ -189,6 +189,15 @@ def _kernel_arg_dtype(m):
     _first(m, "cpu")["kernel"]["args"][0]["dtype"] = "float64"
 
 
+def _kernel_arg_with_its_slot(m):
+    """The first host kernel's input, its slot and the model input edited alike: consistent in
+    the manifest, refuted by the record in the kernel's code."""
+    step = _first(m, "cpu")
+    m["slots"][step["inputs"][0]]["shape"] = [1, 1, 2, 2]
+    m["inputs"][0]["shape"] = [1, 1, 2, 2]
+    step["kernel"]["args"][0]["shape"] = [1, 1, 2, 2]
+
+
 def _write_unknown_symbol(m):
     step = next(s for s in m["steps"] if s["kind"] == "vta" and s["writes"])
     step["writes"][0]["symbol"] = "nope"
@@ -222,6 +231,12 @@ def _missing_field(m):
         (_insns_out_of_image, r"step \d+ \(conv1\): 16777216 instructions at bytes"),
         (_slot_shape, r"field 'output': slot \d+ is int8\[1, 2, 3\], which symbol 'out'"),
         (_kernel_arg_dtype, r"step 0 \(data.quantize\): kernel argument .* is float64"),
+        (
+            _kernel_arg_with_its_slot,
+            r"step 0 \(data.quantize\): kernel 'host_0': argument "
+            r"'\w+' is float32\[1, 1, 2, 2\] \(read\) in the manifest, the compiled code records "
+            r"'\w+' float32\[1, 1, \d+, \d+\] \(\d+ bytes, read\)",
+        ),
         (_write_unknown_symbol, r"field 'writes': 'nope' is not a symbol"),
         (_packing, r"packing 'diagonal' is not one of"),
         (_read_before_written, r"slot \d+ is read before any step writes it"),

@@ -39,6 +39,7 @@ from compiler.targets.cpu.llvm_types import (
     storage_type,
     vec_of,
 )
+from compiler.targets.cpu.signature import llvm_signature, signature_of
 
 #: Buffers up to this size live on the stack; larger ones are heap-allocated.
 STACK_LIMIT_BYTES = 64 * 1024
@@ -162,6 +163,8 @@ class CpuCodegen:
         self.stmt(self.func.body)
         self.functions.insert(0, self.fb.text())
         parts = list(self.decls.values()) + self.functions
+        # the argument shapes travel inside the code they describe (see signature.py)
+        parts.append(llvm_signature(self.func.name, signature_of(self.func)))
         parts.append(
             'attributes #0 = { nounwind "min-legal-vector-width"="512" '
             '"prefer-vector-width"="512" }'

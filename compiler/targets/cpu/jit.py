@@ -33,10 +33,15 @@ import numpy as np
 
 from compiler.errors import CodegenError, CompilerError
 from compiler.ir.stmt import ArgInfo
+from compiler.targets.cpu.signature import SIGNATURE_SUFFIX, ArgSignature, decode_signature
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
 _CACHE: dict[str, int] = {}
+#: the address of each compiled kernel's signature function, by the kernel's address (0: none)
+_SIGNATURES: dict[int, int] = {}
+#: each record once read, by the kernel's address
+_DECODED: dict[int, tuple[ArgSignature, ...]] = {}
 
 
 def cache_dir() -> Path | None:
@@ -122,10 +127,13 @@ def compile_llvm(ir_text: str, symbol: str) -> int:
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-        # Symbols must be unique in the shared engine: rename the entry point per module.
+        # Symbols must be unique in the shared engine: rename the entry point per module (with
+        # its outlined workers and its signature function).
         unique = f"{symbol}_{key[:16]}"
-        text = ir_text.replace(f"@{symbol}(", f"@{unique}(").replace(
-            f"@{symbol}_par", f"@{unique}_par"
+        text = (
+            ir_text.replace(f"@{symbol}(", f"@{unique}(")
+            .replace(f"@{symbol}_par", f"@{unique}_par")
+            .replace(f"@{symbol}{SIGNATURE_SUFFIX}", f"@{unique}{SIGNATURE_SUFFIX}")
         )
         try:
             mod = llvm.parse_assembly(text)
@@ -145,7 +153,37 @@ def compile_llvm(ir_text: str, symbol: str) -> int:
         if not addr:
             raise CodegenError(f"symbol {symbol} not found after compilation")
         _CACHE[key] = addr
+        _SIGNATURES[addr] = engine.get_function_address(f"{unique}{SIGNATURE_SUFFIX}")
         return addr
+
+
+def compiled_signature(ir_text: str, symbol: str) -> tuple[ArgSignature, ...] | None:
+    """The argument signature that the module ``ir_text`` records for its kernel ``symbol``
+    (:mod:`compiler.targets.cpu.signature`), read from the compiled code; None when the module
+    records none (code generated before kernels carried one). Compiles the module as
+    :func:`compile_llvm` does (cached: a later call for the kernel costs nothing).
+
+    Example:
+        >>> from compiler.targets.cpu.signature import ArgSignature, llvm_signature
+        >>> sig = (ArgSignature("x", (2,), "int32", 8, True),)
+        >>> ir = "define void @k(ptr %a) #0 {\\n  ret void\\n}\\n" + llvm_signature("k", sig)
+        >>> compiled_signature(ir + "\\nattributes #0 = { nounwind }\\n", "k") == sig
+        True
+        >>> compiled_signature("define void @bare() {\\n  ret void\\n}\\n", "bare") is None
+        True
+    """
+    addr = compile_llvm(ir_text, symbol)
+    if addr in _DECODED:
+        return _DECODED[addr]
+    record = _SIGNATURES.get(addr)
+    if not record:
+        return None
+    text = ctypes.string_at(ctypes.CFUNCTYPE(ctypes.c_void_p)(record)())
+    try:
+        _DECODED[addr] = decode_signature(text)
+    except ValueError as e:
+        raise CodegenError(f"kernel {symbol}: {e}") from None
+    return _DECODED[addr]
 
 
 def assembly(ir_text: str) -> str:
