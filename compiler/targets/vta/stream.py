@@ -180,12 +180,15 @@ class StreamBuilder:
             insn = Store(x_size=0)
         self._emit(insn, **flags)
 
-    def _emit(self, insn: Insn, **flags: bool) -> None:
+    def _emit(self, insn: Insn, *, keep_pending: bool = False, **flags: bool) -> None:
+        """Append ``insn``; it takes the module's pending pops unless ``keep_pending``."""
         module = module_of(insn)
         pending = self._pending[module]
-        fields = {**{k: v for k, v in pending.items() if v}, **flags}
-        for k in pending:
-            pending[k] = False
+        fields = dict(flags)
+        if not keep_pending:
+            fields = {**{k: v for k, v in pending.items() if v}, **flags}
+            for k in pending:
+                pending[k] = False
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
 
     # ---- DMA ------------------------------------------------------------------------
@@ -267,6 +270,9 @@ class StreamBuilder:
             from isa import encode_uops
 
             self._uop_words.extend(int(w) for w in encode_uops(np.asarray(kernel.uops), self.cfg))
+        # a kernel's LOAD UOP leaves the pending pops to the GEMM or ALU instruction after it:
+        # the uop buffer is compute's alone (the load module fills inp and wgt, the store reads
+        # out), so the micro-ops load while the instruction waits for its tokens
         self._emit(
             Load(
                 memory_type=MemType.UOP,
@@ -275,7 +281,8 @@ class StreamBuilder:
                 y_size=1,
                 x_size=n,
                 x_stride=n,
-            )
+            ),
+            keep_pending=True,
         )
         self.uop_loads += 1
         res = _Resident(begin, end)

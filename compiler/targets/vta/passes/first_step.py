@@ -124,15 +124,19 @@ def _join(reset: Pragma, nest: Stmt) -> Stmt | None:
     return out
 
 
-def _rewrite(s: Stmt) -> Stmt:
+def _rewrite(s: Stmt, in_loop: bool) -> Stmt:
+    """``in_loop``: ``s`` runs more than once per thread (the reset can wait for a store of
+    an earlier iteration; outside a loop it waits for none, and moving it behind the first
+    step's load would only queue its micro-ops behind that load on the memory port)."""
     if isinstance(s, SeqStmt):
-        items = [_rewrite(x) for x in s.stmts]
+        items = [_rewrite(x, in_loop) for x in s.stmts]
         out: list[Stmt] = []
         k = 0
         while k < len(items):
             cur = items[k]
             if (
-                k + 1 < len(items)
+                in_loop
+                and k + 1 < len(items)
                 and block_module(cur) is Module.COMPUTE
                 and isinstance(cur, Pragma)
                 and (joined := _join(cur, items[k + 1])) is not None
@@ -145,8 +149,11 @@ def _rewrite(s: Stmt) -> Stmt:
         return seq(*out)
     if block_module(s) is not None:
         return s
-    if isinstance(s, For | Allocate | LetStmt | Pragma):
-        return s.replace(body=_rewrite(s.body))
+    if isinstance(s, For):
+        repeats = s.thread is None and not (isinstance(s.extent, IntImm) and s.extent.value == 1)
+        return s.replace(body=_rewrite(s.body, in_loop or repeats))
+    if isinstance(s, Allocate | LetStmt | Pragma):
+        return s.replace(body=_rewrite(s.body, in_loop))
     return s
 
 
@@ -154,4 +161,4 @@ def reset_at_first_step(func: PrimFunc) -> PrimFunc:
     """The ``reset_at_first_step`` pass."""
     if not split_by_module_pair(func.body):
         return func
-    return func.with_body(_rewrite(func.body))
+    return func.with_body(_rewrite(func.body, False))
