@@ -506,8 +506,8 @@ def inject_coproc_sync(func: PrimFunc) -> PrimFunc:
         for mine, theirs in ((det.before, view.before), (det.after, view.after)):
             for key, stmts in theirs.items():
                 if v.guards is not None and key in view.blocks:
-                    det.guarded.setdefault(key, (v.guards, [], []))
-                    det.guarded[key][1 if mine is det.before else 2].extend(stmts)
+                    _, pre, post = det.guarded.setdefault(key, (v.guards, [], []))
+                    (pre if mine is det.before else post).extend(stmts)
                 else:
                     mine.setdefault(key, []).extend(stmts)
     return func.with_body(det.apply(func.body))
