@@ -16,6 +16,12 @@ each with a copy of this synchronisation):
   start and end of the function;
 * both branches of an ``if`` are closed on their own (pre-charged and drained).
 
+The compute<->load and the compute<->store pairs are planned in two walks (:func:`_views`):
+the first sees only the load blocks and the compute blocks that share a buffer with the load
+module (the GEMMs), so an epilogue or a reset between two reduction loops neither waits for a
+load nor holds one back; inside a compute block those tokens guard only the statements that
+share the buffer.
+
 Tokens are ``vta.dep_push(from, to)``/``vta.dep_pop(from, to)`` with modules 1 load,
 2 compute, 3 store.
 
