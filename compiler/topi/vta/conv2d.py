@@ -316,6 +316,12 @@ def _topo(out: Tensor) -> list[Tensor]:
     return seen
 
 
+def _per_channel(t: Tensor, ob: int) -> bool:
+    """Whether accumulator load ``t`` is a per-channel operand ``(C/bo, b, bo)`` (one entry
+    per output-channel block), not a tile of the output's shape (a residual)."""
+    return len(t.shape) == 3 and t.shape[0] == ob
+
+
 def resident_weight_rows(tile_co: int, icb: int, k: int) -> int:
     """The wgt buffer rows of one output-channel tile's weights for the whole reduction.
 
@@ -435,6 +441,7 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         s[t].pragma(s[t].leaf_iter_vars[0], ALU)
 
     # output tiles
+    ob = st.conv.shape[1]
     x_b, x_co, x_h, x_w, _, _ = s[out].leaf_iter_vars
     b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
     co0, co1 = s[out].split(x_co, factor=knobs.tile_co)
@@ -464,12 +471,21 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         s[out].reorder(*threads, *rest)
         for vt in threads:
             s[out].bind(vt, "cthread")
+    if ob == knobs.tile_co * knobs.oc_nthread:
+        # one channel tile per thread: a per-channel operand (bias, multiplier, shift) is the
+        # same for every row, column and batch tile of the thread, so it is loaded once, at
+        # the thread's outermost loop, instead of once per round of tiles, where its LOAD
+        # waits for the memory port behind the next round's input loads
+        outermost = next(iv for iv in s[out].leaf_iter_vars if iv not in threads)
+        for t in st.loads:
+            if _per_channel(t, ob):
+                s[t].compute_at(s[out], outermost)
 
     # the convolution: reduction steps of tile_ci input blocks, then the GEMM loops
-    n, ob, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]
+    n, obv, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]
     rcb, ry, rx, rci = s[conv].leaf_iter_vars[6:]
     ko, ki = s[conv].split(rcb, factor=knobs.tile_ci)
-    axis = {"b": n, "co": ob, "h": y, "w": x, "ci": ki, "ky": ry, "kx": rx}
+    axis = {"b": n, "co": obv, "h": y, "w": x, "ci": ki, "ky": ry, "kx": rx}
     step = ko
     if knobs.kernel_step == "row":
         # one kernel row per step: the step's input is that row's window, (th - 1) * s + 1
