@@ -15,7 +15,9 @@ window and weights are DMA'd per step; virtual threads split the tile loops over
 channels (``oc_nthread``) and/or rows (``h_nthread``); ``loop_order`` puts the row tiles
 (``"h_co"``, VTA's template) or the channel tiles (``"co_h"``, the conv2d tutorial's) outside;
 ``weights_resident`` loads each thread's channel tile's weights for the whole reduction once,
-at the channel-tile loop, instead of per reduction step of every output tile.
+at the channel-tile loop, instead of per reduction step of every output tile. Per-channel
+epilogue operands (a quantized group's bias, multiplier and shift tiles) load with each output
+tile, or once per thread when each thread has one output-channel tile.
 Inside a step the GEMM loops run (co, h, ci, ky, kx, w) with ``gemm_fold="co_h"``: co and h
 fold into the instruction, the rest are the micro-ops; the other choices fold another pair of
 the loops co, h, w and ci into the instruction and unroll the rest (:class:`GemmFold`).
