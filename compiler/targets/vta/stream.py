@@ -10,7 +10,8 @@ VTA's runtime does:
 - ``dep_push(src, dst)`` sets the push flag on the last instruction of the stream when that
   instruction belongs to ``src`` and the flag is free, and otherwise appends a NOP on ``src``;
 - micro-op kernels are cached in the uop buffer (a ring with eviction): a kernel already
-  resident costs nothing, a new one costs a LOAD UOP on compute;
+  resident costs nothing, a new one costs a LOAD UOP on compute; when no kernel was evicted,
+  one LOAD UOP at the start of the stream loads them all instead;
 - ``finish()`` closes the stream with a compute NOP that waits for the last load and the last
   store, then FINISH.
 
@@ -130,6 +131,11 @@ class StreamBuilder:
 
         self._uop_layout = layout("uop", cfg)
         self.uop_loads = 0
+        # where each kernel's LOAD UOP sits in the stream, and whether every kernel went to the
+        # uop buffer entry of its DRAM position with nothing evicted (then one LOAD UOP at the
+        # start of the stream can load them all: :meth:`finish`)
+        self._kernel_loads: list[int] = []
+        self._in_place = True
 
     # ---- dependency tokens ------------------------------------------------------------
     def dep_pop(self, src: str, dst: str) -> None:
@@ -180,12 +186,15 @@ class StreamBuilder:
             insn = Store(x_size=0)
         self._emit(insn, **flags)
 
-    def _emit(self, insn: Insn, **flags: bool) -> None:
+    def _emit(self, insn: Insn, *, keep_pending: bool = False, **flags: bool) -> None:
+        """Append ``insn``; it takes the module's pending pops unless ``keep_pending``."""
         module = module_of(insn)
         pending = self._pending[module]
-        fields = {**{k: v for k, v in pending.items() if v}, **flags}
-        for k in pending:
-            pending[k] = False
+        fields = dict(flags)
+        if not keep_pending:
+            fields = {**{k: v for k, v in pending.items() if v}, **flags}
+            for k in pending:
+                pending[k] = False
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
 
     # ---- DMA ------------------------------------------------------------------------
@@ -260,6 +269,7 @@ class StreamBuilder:
         for k, r in list(self._resident.items()):
             if r.begin < end and begin < r.end:
                 del self._resident[k]
+                self._in_place = False
         pos = self._dram_pos.get(kernel)
         if pos is None:
             pos = len(self._uop_words)
@@ -267,6 +277,11 @@ class StreamBuilder:
             from isa import encode_uops
 
             self._uop_words.extend(int(w) for w in encode_uops(np.asarray(kernel.uops), self.cfg))
+        self._in_place &= begin == pos
+        self._kernel_loads.append(len(self.insns))
+        # a kernel's LOAD UOP leaves the pending pops to the GEMM or ALU instruction after it:
+        # the uop buffer is compute's alone (the load module fills inp and wgt, the store reads
+        # out), so the micro-ops load while the instruction waits for its tokens
         self._emit(
             Load(
                 memory_type=MemType.UOP,
@@ -275,7 +290,8 @@ class StreamBuilder:
                 y_size=1,
                 x_size=n,
                 x_stride=n,
-            )
+            ),
+            keep_pending=True,
         )
         self.uop_loads += 1
         res = _Resident(begin, end)
@@ -333,4 +349,28 @@ class StreamBuilder:
         self.dep_pop("load", "compute")
         self._commit_pending("compute")
         self.insns.append(Finish())
+        self._preload_uops()
         return Stream(self.insns, np.asarray(self._uop_words, np.uint32), self.uop_dram_base)
+
+    def _preload_uops(self) -> None:
+        """Load every micro-op kernel with one LOAD UOP at the start of the stream when each
+        kernel sits in the uop buffer where it sits in DRAM (nothing was evicted): a kernel's
+        own LOAD UOP, issued when compute first needs it, waits for the memory port behind
+        the load module's and the store's transfers (they come first in the port's
+        priority), where at the start the port is free. Kernel loads carry no token."""
+        n = len(self._uop_words)
+        if not self._in_place or len(self._kernel_loads) < 2 or n > self.cfg.uop_depth:
+            return
+        drop = set(self._kernel_loads)
+        kept = [insn for k, insn in enumerate(self.insns) if k not in drop]
+        first = Load(
+            memory_type=MemType.UOP,
+            sram_base=0,
+            dram_base=self.uop_dram_base,
+            y_size=1,
+            x_size=n,
+            x_stride=n,
+        )
+        self.insns = [first, *kept]
+        self._kernel_loads = [0]
+        self.uop_loads = 1

@@ -14,6 +14,7 @@ inject_dma *           ``dma_copy`` nests -> 2-D loads/stores with padding
 inject_alu *           ``alu`` nests -> ALU micro-op nests
 simplify_dma
 coproc_scopes *        which module runs each block (load / compute / store)
+reset_at_first_step *  a reduction's reset joins its first step's compute block (peeled)
 coproc_sync *          push/pop tokens per thread (VTA's CoProcInstDepDetector)
 expand_virtual_threads * interleave cthread copies with private buffers
 fold_uop_loops *       micro-op kernels, up to two loops folded into the instruction
@@ -47,6 +48,7 @@ from isa import HwConfig, Program, load_config
 from .codegen import generate_program, plan_sram
 from .intrin import gemm_intrinsic, make_scopes
 from .passes.coproc import annotate_coproc_scopes, inject_coproc_sync
+from .passes.first_step import reset_at_first_step
 from .passes.fold_uop import make_fold_uop_loops
 from .passes.inject_alu import make_inject_alu
 from .passes.inject_dma import make_inject_dma
@@ -136,6 +138,7 @@ class VTATarget(Target):
                 Pass("inject_alu", make_inject_alu(cfg)),
                 Pass("simplify_dma", simplify_func),
                 Pass("coproc_scopes", annotate_coproc_scopes),
+                Pass("reset_at_first_step", reset_at_first_step),
                 Pass("coproc_sync", inject_coproc_sync),
                 Pass("expand_virtual_threads", expand_virtual_threads),
                 Pass("fold_uop_loops", make_fold_uop_loops(cfg)),

@@ -15,7 +15,9 @@ window and weights are DMA'd per step; virtual threads split the tile loops over
 channels (``oc_nthread``) and/or rows (``h_nthread``); ``loop_order`` puts the row tiles
 (``"h_co"``, VTA's template) or the channel tiles (``"co_h"``, the conv2d tutorial's) outside;
 ``weights_resident`` loads each thread's channel tile's weights for the whole reduction once,
-at the channel-tile loop, instead of per reduction step of every output tile.
+at the channel-tile loop, instead of per reduction step of every output tile. Per-channel
+epilogue operands (a quantized group's bias, multiplier and shift tiles) load with each output
+tile, or once per thread when each thread has one output-channel tile.
 Inside a step the GEMM loops run (co, h, ci, ky, kx, w) with ``gemm_fold="co_h"``: co and h
 fold into the instruction, the rest are the micro-ops; the other choices fold another pair of
 the loops co, h, w and ci into the instruction and unroll the rest (:class:`GemmFold`).
@@ -316,6 +318,12 @@ def _topo(out: Tensor) -> list[Tensor]:
     return seen
 
 
+def _per_channel(t: Tensor, ob: int) -> bool:
+    """Whether accumulator load ``t`` is a per-channel operand ``(C/bo, b, bo)`` (one entry
+    per output-channel block), not a tile of the output's shape (a residual)."""
+    return len(t.shape) == 3 and t.shape[0] == ob
+
+
 def resident_weight_rows(tile_co: int, icb: int, k: int) -> int:
     """The wgt buffer rows of one output-channel tile's weights for the whole reduction.
 
@@ -435,6 +443,7 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         s[t].pragma(s[t].leaf_iter_vars[0], ALU)
 
     # output tiles
+    ob = st.conv.shape[1]
     x_b, x_co, x_h, x_w, _, _ = s[out].leaf_iter_vars
     b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
     co0, co1 = s[out].split(x_co, factor=knobs.tile_co)
@@ -464,12 +473,21 @@ def schedule_conv2d_packed(out: Tensor, knobs: Conv2dKnobs, cfg: HwConfig) -> Sc
         s[out].reorder(*threads, *rest)
         for vt in threads:
             s[out].bind(vt, "cthread")
+    if ob == knobs.tile_co * knobs.oc_nthread:
+        # one channel tile per thread: a per-channel operand (bias, multiplier, shift) is the
+        # same for every row, column and batch tile of the thread, so it is loaded once, at
+        # the thread's outermost loop, instead of once per round of tiles, where its LOAD
+        # waits for the memory port behind the next round's input loads
+        outermost = next(iv for iv in s[out].leaf_iter_vars if iv not in threads)
+        for t in st.loads:
+            if _per_channel(t, ob):
+                s[t].compute_at(s[out], outermost)
 
     # the convolution: reduction steps of tile_ci input blocks, then the GEMM loops
-    n, ob, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]
+    n, obv, y, x, cbi, coi = s[conv].leaf_iter_vars[:6]
     rcb, ry, rx, rci = s[conv].leaf_iter_vars[6:]
     ko, ki = s[conv].split(rcb, factor=knobs.tile_ci)
-    axis = {"b": n, "co": ob, "h": y, "w": x, "ci": ki, "ky": ry, "kx": rx}
+    axis = {"b": n, "co": obv, "h": y, "w": x, "ci": ki, "ky": ry, "kx": rx}
     step = ko
     if knobs.kernel_step == "row":
         # one kernel row per step: the step's input is that row's window, (th - 1) * s + 1

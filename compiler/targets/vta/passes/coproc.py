@@ -16,6 +16,12 @@ each with a copy of this synchronisation):
   start and end of the function;
 * both branches of an ``if`` are closed on their own (pre-charged and drained).
 
+The compute<->load and the compute<->store pairs are planned in two walks (:func:`_views`):
+the first sees only the load blocks and the compute blocks that share a buffer with the load
+module (the GEMMs), so an epilogue or a reset between two reduction loops neither waits for a
+load nor holds one back; inside a compute block those tokens guard only the statements that
+share the buffer.
+
 Tokens are ``vta.dep_push(from, to)``/``vta.dep_pop(from, to)`` with modules 1 load,
 2 compute, 3 store.
 
@@ -34,10 +40,11 @@ Example (a loop of loads feeding GEMMs, then a store)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from compiler.ir.buffer import GLOBAL
+from compiler.ir.buffer import GLOBAL, Buffer
 from compiler.ir.functor import buffers_used, visit
 from compiler.ir.node import Node
 from compiler.ir.pragma import declare_pragma
@@ -216,11 +223,18 @@ class _State:
 
 
 class _DepDetector:
-    def __init__(self) -> None:
+    """One walk over the blocks that ``keep`` accepts (all blocks by default); a block it
+    rejects is transparent: no token orders it against the blocks around it."""
+
+    def __init__(self, keep: Callable[[Stmt], bool] | None = None) -> None:
         self.before: dict[int, list[Stmt]] = {}
         self.after: dict[int, list[Stmt]] = {}
         self.first = _State()
         self.last = _State()
+        self.keep = keep
+        # ids of the blocks this walk ordered, and the tokens that guard part of a block
+        self.blocks: set[int] = set()
+        self.guarded: dict[int, tuple[Callable[[Stmt], bool], list[Stmt], list[Stmt]]] = {}
 
     def plan(self, s: Stmt) -> None:
         self.visit(s)
@@ -293,8 +307,10 @@ class _DepDetector:
     def visit(self, s: Stmt) -> None:
         module = block_module(s)
         if module is not None:
-            ctx = MODULE_ID[module]
-            self.update(_State(s, {ctx}, {ctx}))
+            if self.keep is None or self.keep(s):
+                ctx = MODULE_ID[module]
+                self.blocks.add(id(s))
+                self.update(_State(s, {ctx}, {ctx}))
             return
         if isinstance(s, SeqStmt):
             for x in s.stmts:
@@ -349,6 +365,9 @@ class _DepDetector:
             body = self.apply(s.body)
             if block_module(s) is not None:
                 # a block's own tokens go inside it: it pops before and pushes after its work
+                if key in self.guarded:
+                    guards, pre, post = self.guarded[key]
+                    body = _guard(body, guards, pre, post)
                 body = seq(*self.before.get(key, []), body, *self.after.get(key, []))
                 return s.replace(body=body)
             out = s.replace(body=body)
@@ -399,9 +418,102 @@ def check_thread_nesting(body: Stmt) -> None:
         )
 
 
+def _block_buffers(body: Stmt) -> dict[Module, set[Buffer]]:
+    """The buffers each module's blocks access (on chip and in main memory)."""
+    out: dict[Module, set[Buffer]] = {m: set() for m in MODULE_ID}
+
+    def walk(n: Node) -> bool:
+        module = block_module(n) if isinstance(n, Stmt) else None
+        if module is not None:
+            out[module] |= buffers_used(n)
+            return False
+        return True
+
+    visit(body, walk)
+    return out
+
+
+def _pairs_apart(used: dict[Module, set[Buffer]]) -> bool:
+    load_global = {b for b in used[Module.LOAD] if b.scope is GLOBAL}
+    store_global = {b for b in used[Module.STORE] if b.scope is GLOBAL}
+    return not load_global & store_global
+
+
+def split_by_module_pair(body: Stmt) -> bool:
+    """Whether ``coproc_sync`` plans the compute<->load and the compute<->store tokens apart
+    (see :func:`_views`): unless some main-memory buffer is both stored and loaded by the load
+    module, whose order only a chain through compute keeps.
+
+    Example:
+        >>> from compiler.ir import NOP
+        >>> split_by_module_pair(NOP)
+        True
+    """
+    return _pairs_apart(_block_buffers(body))
+
+
+@dataclass(frozen=True)
+class _View:
+    """One walk of the token planner: the blocks it orders (``keep``; None: all), and the
+    statements inside a block its tokens guard (``guards``; None: the whole block)."""
+
+    keep: Callable[[Stmt], bool] | None
+    guards: Callable[[Stmt], bool] | None = None
+
+
+def _views(body: Stmt) -> list[_View]:
+    """The walks the tokens are planned over.
+
+    The load module writes only the on-chip buffers its blocks fill (inp, wgt), so a compute
+    block that accesses none of them (a reset, an ALU epilogue, an ACC or UOP load) has no
+    hazard with it: the compute<->load tokens are planned over the load blocks and the compute
+    blocks that share a buffer with them alone, and the compute<->store tokens over the store
+    and every compute block. The next round of tiles' first load then waits for the last GEMM
+    that read its buffer, not for the epilogue and the reset after it. Inside a compute block,
+    the compute<->load tokens guard only the statements that share a buffer with the load
+    module: a reset before the GEMM does not wait for the load. Store and load are ordered
+    only through compute (no queue joins them), so where a main-memory buffer is both stored
+    and loaded by the load module, one walk over every block keeps that chain.
+    """
+    used = _block_buffers(body)
+    if not _pairs_apart(used):
+        return [_View(None)]
+    load_scopes = {b.scope for b in used[Module.LOAD] if b.scope is not GLOBAL}
+
+    def shares_load_buffer(s: Stmt) -> bool:
+        return any(b.scope in load_scopes for b in buffers_used(s))
+
+    def load_compute(s: Stmt) -> bool:
+        module = block_module(s)
+        return module is Module.LOAD or (module is Module.COMPUTE and shares_load_buffer(s))
+
+    def store_compute(s: Stmt) -> bool:
+        return block_module(s) in (Module.STORE, Module.COMPUTE)
+
+    return [_View(load_compute, shares_load_buffer), _View(store_compute)]
+
+
+def _guard(body: Stmt, guards: Callable[[Stmt], bool], pre: list[Stmt], post: list[Stmt]) -> Stmt:
+    """``body`` with ``pre`` before its first statement that ``guards`` accepts and ``post``
+    after its last (around the whole body if none does)."""
+    stmts = list(body.stmts) if isinstance(body, SeqStmt) else [body]
+    hits = [k for k, x in enumerate(stmts) if guards(x)]
+    lo, hi = (hits[0], hits[-1]) if hits else (0, len(stmts) - 1)
+    return seq(*stmts[:lo], *pre, *stmts[lo : hi + 1], *post, *stmts[hi + 1 :])
+
+
 def inject_coproc_sync(func: PrimFunc) -> PrimFunc:
     """The ``coproc_sync`` pass."""
     check_thread_nesting(func.body)
     det = _DepDetector()
-    det.plan(func.body)
+    for v in _views(func.body):
+        view = _DepDetector(v.keep)
+        view.plan(func.body)
+        for mine, theirs in ((det.before, view.before), (det.after, view.after)):
+            for key, stmts in theirs.items():
+                if v.guards is not None and key in view.blocks:
+                    _, pre, post = det.guarded.setdefault(key, (v.guards, [], []))
+                    (pre if mine is det.before else post).extend(stmts)
+                else:
+                    mine.setdefault(key, []).extend(stmts)
     return func.with_body(det.apply(func.body))
