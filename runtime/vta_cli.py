@@ -113,13 +113,47 @@ def graph_command(args: argparse.Namespace) -> int:
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
     sensitivity = getattr(args, "fp32_threshold", None)
     quantized = quantize_graph(graph, feed, sensitivity=sensitivity)
-    part, _ = compile_partition(
+    part, layers = compile_partition(
         quantized, cfg, partition_graph(quantized, cfg), cache=CompileCache.from_env()
     )
     print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
           f"{len(part.host_nodes())} host nodes")  # fmt: skip
     print(part.table())
+    print()
+    print("# what each group reads: in place from the group that stored it, or written by the "
+          "host (pad, fold, pack)")  # fmt: skip
+    print(_group_inputs_table(quantized, part, layers, cfg))
     return 0
+
+
+def _group_inputs_table(graph: Any, part: Any, layers: dict[str, Any], cfg: Any) -> str:
+    """Per accelerator group and input (``data``, ``residual``): the value it reads and how it
+    gets there, from the linker's plan (read in place) and the host's steps
+    (:meth:`runtime.vta_plan.HostInput.describe`)."""
+    from types import SimpleNamespace
+
+    from compiler.targets.vta.link import plan_network_dram
+    from isa.report import Column, format_table
+    from runtime.vta_plan import host_write
+
+    dram = plan_network_dram(
+        SimpleNamespace(graph=graph, partition=part, config=cfg, layers=layers)
+    )
+    rows = []
+    for g in part.groups:
+        image = dram.groups[g.name]
+        inputs = [("data", g.anchor.inputs[0])]
+        if g.residual is not None:
+            inputs.append(("residual", g.residual))
+        for symbol, value in inputs:
+            source = getattr(value, "name", "") or getattr(value, "label", "")
+            if symbol in image.aliased:
+                how = f"read in place from group {image.producers.get(symbol, source)}'s output"
+            else:
+                how = host_write(g, symbol, 0, len(value.type.shape), cfg).describe(cfg)
+            rows.append((g.name, symbol, source, how))
+    columns = [Column("group"), Column("input"), Column("value"), Column("how")]
+    return format_table(columns, rows)
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -91,6 +91,23 @@ class HostInput:
     pad_value: int = 0
     fold: InputFold | None = None
 
+    def describe(self, cfg: HwConfig) -> str:
+        """The host's steps, in words (what ``vtac graph --target vta`` prints)."""
+        steps = []
+        if self.pad is not None:
+            steps.append(f"pad {self.pad} (top, left, bottom, right) with {self.pad_value}")
+        if self.fold is not None:
+            f = self.fold
+            steps.append(
+                f"fold ({f.kind.replace('_', '-')}): a {f.kernel}x{f.kernel} stride-{f.stride} "
+                f"conv over {f.in_c} folded channels of {f.in_hw[0]}x{f.in_hw[1]}, run as "
+                f"{f.k}x{f.k} stride 1"
+            )
+        block = cfg.block_in if self.packing in ("nchw", "rows") else cfg.block_out
+        layout = "NCHW" if self.packing.startswith("nchw") else "(N, C) rows"
+        steps.append(f"pack {layout} into {cfg.batch}x{block} blocks")
+        return ", ".join(steps)
+
     def packed(self, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
         if self.pad is not None:
             pt, pl, pb, pr = self.pad
@@ -301,7 +318,7 @@ class NetworkPlan:
         )  # fmt: skip
 
 
-def _host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
+def host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
     """What :func:`runtime.vta_target._host_input` does to ``group``'s ``data``, as data."""
     from compiler.targets.vta.ops import input_fold, pool_load_pads
 
@@ -386,10 +403,10 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
             writes = []
             if "data" not in image.aliased:
                 data = group.anchor.inputs[0]
-                writes.append(_host_write(group, "data", slot(data), len(data.type.shape), cfg))
+                writes.append(host_write(group, "data", slot(data), len(data.type.shape), cfg))
             if group.residual is not None and "residual" not in image.aliased:
                 r = group.residual
-                writes.append(_host_write(group, "residual", slot(r), len(r.type.shape), cfg))
+                writes.append(host_write(group, "residual", slot(r), len(r.type.shape), cfg))
             layer = net.layers[group.name]
             own = layer.program.copy()
             for key, array in layer.params.items():

@@ -63,7 +63,7 @@ def test_knobs_and_points_round_trip():
         c9.config_of(Conv2dKnobs(**{**k9.__dict__, "weights_resident": True}))
 
 
-def test_c1_resident_point_beats_the_heuristic():
+def test_c1_resident_point_loads_the_weights_once_at_the_heuristics_speed():
     t = _c1()
     space, default = t.space(), t.default_config()
     resident = space.config(space.index_of(dict(default.values, loop_order="co_h",
@@ -77,7 +77,9 @@ def test_c1_resident_point_beats_the_heuristic():
     kernel = t.build(resident).program.symbols["kernel"].nbytes
     assert runs["heuristic"].dram_bytes["wgt"] > 50 * kernel  # reloaded for every output tile
     assert runs["resident"].dram_bytes["wgt"] == 2 * kernel  # once per row thread
-    assert runs["resident"].cycles < runs["heuristic"].cycles
+    # once a round's first load no longer waits for the previous round's epilogues, the
+    # streamed weights hide behind the GEMM as well: both points run within 1% of each other
+    assert abs(runs["resident"].cycles - runs["heuristic"].cycles) < 0.01 * runs["heuristic"].cycles
 
 
 def test_points_named_without_the_knob_default_to_streamed_weights():
