@@ -320,13 +320,13 @@ class NetworkPlan:
 
 def host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
     """What :func:`runtime.vta_target._host_input` does to ``group``'s ``data``, as data."""
-    from compiler.targets.vta.ops import input_fold, pool_load_pads
+    from compiler.targets.vta.ops import input_fold, pool_load_pads, pool_padding
 
     if symbol == "residual":
         return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")
     if group.kind == "max_pool2d" and not pool_load_pads(group):
-        pad = tuple(int(p) for p in group.anchor.attrs["padding"])
-        return HostInput(symbol, slot, "nchw_out", pad=pad, pad_value=-128)  # type: ignore[arg-type]
+        pad = pool_padding(group.anchor)
+        return HostInput(symbol, slot, "nchw_out", pad=pad, pad_value=-128)
     if group.kind in ("global_sum_pool2d", "max_pool2d"):
         return HostInput(symbol, slot, "nchw_out")
     if group.kind in ELEMENTWISE:

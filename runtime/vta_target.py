@@ -59,7 +59,7 @@ from compiler.partition.partition import ELEMENTWISE
 from compiler.quantize import fp32_fallbacks, parse_sensitivity
 from compiler.targets.vta.link import NetworkDram, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
-from compiler.targets.vta.ops import group_epilogue, input_fold, pool_load_pads
+from compiler.targets.vta.ops import group_epilogue, input_fold, pool_load_pads, pool_padding
 from compiler.topi.vta.packing import (
     pack_nchw,
     pack_nchw_out,
@@ -397,7 +397,7 @@ def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     """The packed ``data`` of ``group`` from its NCHW (or 2-D) input ``x``."""
     if group.kind == "max_pool2d" and not pool_load_pads(group):
         # the reference pads with -128; the host writes the padded window
-        pt, pl, pb, pr = group.anchor.attrs["padding"]
+        pt, pl, pb, pr = pool_padding(group.anchor)
         x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
         return pack_nchw_out(x, cfg)
     if group.kind in ("global_sum_pool2d", "max_pool2d"):

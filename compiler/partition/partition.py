@@ -12,8 +12,9 @@ Rules, tried on each node in topological order (the first that decides wins):
   blocks (the first layer's 1 or 3 channels included).
 * ``qadd-fused``: a ``qadd`` that is the only reader of such a group's ``requantize`` (and
   whose other operand is an int8 tensor of the same shape) joins the group.
-* ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation or ceil
-  mode, one output row's window within the accumulator buffer) or ``global_sum_pool2d`` with
+* ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation; ceil mode
+  runs as the padding its last windows reach, one output row's window within the accumulator
+  buffer) or ``global_sum_pool2d`` with
   the ``requantize`` that reads it: the window is loaded into the accumulator and combined by
   one MAX tensor-tensor instruction per tap, or summed by ADD instructions whose loops walk
   the window (a program of one size for any window).

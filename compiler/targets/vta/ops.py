@@ -143,11 +143,15 @@ def pool_fits(node: Node, cfg: HwConfig) -> Limit:
         return None
     a = node.attrs
     (kh, kw), (sh, sw) = tuple(a["pool_size"]), tuple(a["strides"])
-    if tuple(a["dilation"]) != (1, 1) or a["ceil_mode"] or a.get("layout", "NCHW") != "NCHW":
-        return "pool-shape", "only NCHW windows without dilation or ceil mode are lowered"
+    if tuple(a["dilation"]) != (1, 1) or a.get("layout", "NCHW") != "NCHW":
+        return "pool-shape", "only NCHW windows without dilation are lowered"
     if kh != kw or sh != sw:
         return "pool-shape", f"window {kh}x{kw}, strides {sh}x{sw}: square and equal only"
-    _, pl, _, pr = a["padding"]
+    pads = pool_padding(node)
+    pad_max = limits(cfg).max("mem", "y_pad_0")
+    if pool_load_pads_node(node) and max(pads) > pad_max:
+        return "pool-shape", f"padding {pads} exceeds the LOAD pad field ({pad_max})"
+    _, pl, _, pr = pads
     in_w = w + pl + pr
     out_w = (in_w - kw) // sw + 1
     if kh * in_w + 2 * out_w > cfg.acc_depth:
@@ -202,10 +206,34 @@ def _non_negative(v: Value) -> bool:
     return False
 
 
+def pool_padding(node: Node) -> tuple[int, int, int, int]:
+    """A max pool's padding (top, left, bottom, right), with, in ceil mode, the rows and
+    columns its last windows reach past the declared padding: the reference fills those with
+    the dtype's minimum as it fills the padding, so a pool in ceil mode runs as one in floor
+    mode over this padding (every window holds at least one real value: ceil mode keeps a
+    last window only when it starts inside the input or the leading padding, which is
+    narrower than the window)."""
+    a = node.attrs
+    pt, pl, pb, pr = (int(p) for p in a["padding"])
+    if not a.get("ceil_mode", False):
+        return pt, pl, pb, pr
+    _, _, h, w = node.inputs[0].type.shape
+    _, _, oh, ow = node.type.shape
+    (kh, kw), (sh, sw) = tuple(a["pool_size"]), tuple(a["strides"])
+    extra_h = max(0, (oh - 1) * sh + kh - (h + pt + pb))
+    extra_w = max(0, (ow - 1) * sw + kw - (w + pl + pr))
+    return pt, pl, pb + extra_h, pr + extra_w
+
+
+def pool_load_pads_node(node: Node) -> bool:
+    """:func:`pool_load_pads` of a max pool node."""
+    return any(pool_padding(node)) and _non_negative(node.inputs[0])
+
+
 def pool_load_pads(group: AccelGroup) -> bool:
     """A padded max pool whose input is non-negative: LOAD's zero padding is then exact (the
     reference pads with -128, and the window's maximum is at least 0 either way)."""
-    return any(group.anchor.attrs["padding"]) and _non_negative(group.anchor.inputs[0])
+    return pool_load_pads_node(group.anchor)
 
 
 def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
@@ -213,7 +241,7 @@ def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
     input that may be negative (the reference pads with -128) or a convolution run over folded
     channels (:mod:`compiler.topi.vta.fold`)."""
     if group.kind == "max_pool2d":
-        return any(group.anchor.attrs["padding"]) and not pool_load_pads(group)
+        return any(pool_padding(group.anchor)) and not pool_load_pads(group)
     return input_fold(group, cfg) is not None
 
 
@@ -357,7 +385,7 @@ def compile_pool(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
         return compile_qpool(group.name, cfg, "sum", in_shape=(n, c, h, wd),
                              pool=(h, wd), stride=(1, 1), ep=group_epilogue(group))  # fmt: skip
     a = node.attrs
-    pt, pl, pb, pr = a["padding"]
+    pt, pl, pb, pr = pool_padding(node)
     kh, kw = a["pool_size"]
     sh, sw = a["strides"]
     if pool_load_pads(group):
@@ -502,4 +530,6 @@ __all__ = [
     "no_task",
     "pool_fits",
     "pool_load_pads",
+    "pool_load_pads_node",
+    "pool_padding",
 ]
