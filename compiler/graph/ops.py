@@ -850,7 +850,7 @@ _POOL_ATTRS = {
 }
 
 for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum"):
-    _quant = "int8" if _name in ("add", "multiply") else "float"
+    _quant = "int8" if _name in ("add", "multiply", "minimum", "maximum") else "float"
     register_op(OpDef(_name, INJ, 2, 2, {}, _infer_binary, _quant))
 register_op(OpDef("relu", INJ, 1, 1, {}, _infer_unary, "pass-through"))
 register_op(OpDef("negative", INJ, 1, 1, {}, _infer_unary))

@@ -537,10 +537,36 @@ class _Realizer:
         self.qv[id(node)] = (clip, s)
         return True
 
+    def _minimum(self, node: Node) -> bool:
+        return self._bound(node, "a_max")
+
+    def _maximum(self, node: Node) -> bool:
+        return self._bound(node, "a_min")
+
+    def _bound(self, node: Node, key: str) -> bool:
+        """``minimum`` / ``maximum`` of an int8 value and one scalar constant (a PReLU's
+        ``min(x, 0)``): an int8 clip at the input's scale, the bound rounded to it."""
+        a, b = node.inputs
+        if isinstance(a, Constant):
+            a, b = b, a
+        if not isinstance(b, Constant) or id(a) not in self.qv or node.type.shape != a.type.shape:
+            return False
+        vals = np.asarray(b.value, np.float64).reshape(-1)
+        if vals.size == 0 or not np.all(vals == vals[0]) or not math.isfinite(vals[0]):
+            return False
+        qx, s = self.qv[id(a)]
+        bound = _int8_bound(float(vals[0]), s)
+        attrs = {"a_min": INT8_MIN, "a_max": bound} if key == "a_max" else {
+            "a_min": bound, "a_max": INT8_MAX}  # fmt: skip
+        self.qv[id(node)] = (Node("clip", (qx,), attrs, node.name), s)
+        return True
+
     def _multiply(self, node: Node) -> bool:
         # two activations of one shape, or an NCHW activation and a per-channel gate (a
         # squeeze-excitation's (N, C, 1, 1)): qmul, the full-size operand first
         a, b = node.inputs
+        if isinstance(a, Constant) != isinstance(b, Constant):
+            return self._multiply_constant(node)
         if not (self.is_activation(a) and self.is_activation(b)):
             return False
         if a.type.shape != b.type.shape and a.type.ndim == 4 and a.type.shape[2:] == (1, 1):
@@ -561,6 +587,41 @@ class _Realizer:
         qb, _ = self.as_int8(b)
         attrs = {"multiplier": m, "shift": shift, "out_min": INT8_MIN, "out_max": INT8_MAX}
         self.qv[id(node)] = (Node("qmul", (qa, qb), attrs, name=node.name), so)
+        return True
+
+    def _multiply_constant(self, node: Node) -> bool:
+        """An NCHW or ``(N, C)`` activation times a constant of one value per channel (a
+        PReLU's slopes, a scale): qmul with the constant as an int8 gate at its own scale
+        (``max |value| / 127``), per channel for NCHW, of the tensor's shape for ``(N, C)``."""
+        a, b = node.inputs
+        x, c = (b, a) if isinstance(a, Constant) else (a, b)
+        assert isinstance(c, Constant)
+        t = x.type
+        if not self.is_activation(x) or t.ndim not in (2, 4) or node.type.shape != t.shape:
+            return False
+        # one value per channel of an NCHW tensor, or the (N, C) tensor's own shape
+        gate_shape = (t.shape[0], t.shape[1], 1, 1) if t.ndim == 4 else t.shape
+        vals = np.asarray(c.value, np.float64)
+        try:
+            if np.broadcast_shapes(vals.shape, gate_shape) != gate_shape:
+                return False
+        except ValueError:
+            return False
+        gate = np.broadcast_to(vals, gate_shape)
+        if not np.all(np.isfinite(gate)):
+            return False
+        top = float(np.abs(gate).max())
+        sg = top / 127.0 if top > 0 else 1.0
+        qgate = np.clip(np.floor(gate / sg + 0.5), -127, 127).astype(np.int8)
+        sx, so = self.scale(x), self.scale(node)
+        try:
+            m, shift = fixed_point(sx * sg / so, 30, "multiply")
+        except QuantizeError:
+            return False
+        qx, _ = self.as_int8(x)
+        attrs = {"multiplier": m, "shift": shift, "out_min": INT8_MIN, "out_max": INT8_MAX}
+        q = Node("qmul", (qx, Constant(qgate, name=f"{node.label}.gate")), attrs, name=node.name)
+        self.qv[id(node)] = (q, so)
         return True
 
     def _hard_sigmoid(self, node: Node) -> bool:
@@ -626,6 +687,8 @@ for _op, _rule in (
     ("add", _Realizer._add),
     ("clip", _Realizer._clip),
     ("multiply", _Realizer._multiply),
+    ("minimum", _Realizer._minimum),
+    ("maximum", _Realizer._maximum),
     ("hard_sigmoid", _Realizer._hard_sigmoid),
     ("hard_swish", _Realizer._hard_swish),
     ("global_avg_pool2d", _Realizer._global_avg_pool2d),
