@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from compiler.ir.buffer import Buffer
 from compiler.ir.expr import BufferLoad, Expr, Var
-from compiler.ir.node import Node, child_fields, field_names
+from compiler.ir.node import _CHILD_FIELD_CACHE, Node, child_fields, field_names
 from compiler.ir.stmt import Allocate, BufferStore, For, LetStmt, Stmt, Tensorize
 
 N = TypeVar("N", bound=Node)
@@ -29,10 +29,18 @@ def map_children(node: N, fn: Callable[[Node], Node]) -> N:
     ``fn`` sees the children in field order; only the fields whose declared type admits a
     node are looked at (:func:`compiler.ir.node.child_fields`).
     """
-    cls = type(node)
+    layout = _CHILD_FIELD_CACHE.get(type(node))
+    if layout is None:
+        layout = child_fields(type(node))
+    return _map_fields(node, layout, fn) if layout else node
+
+
+def _map_fields(
+    node: N, layout: tuple[tuple[str, bool, bool], ...], fn: Callable[[Node], Node]
+) -> N:
     fields = node.__dict__
     changes: dict[str, Any] | None = None
-    for name, as_node, as_tuple in child_fields(cls):
+    for name, as_node, as_tuple in layout:
         value = fields[name]
         if as_node and isinstance(value, Node):
             new = fn(value)
@@ -55,6 +63,7 @@ def map_children(node: N, fn: Callable[[Node], Node]) -> N:
                 changes[name] = tuple(items)
     if changes is None:
         return node
+    cls = type(node)
     return cls(*[changes[n] if n in changes else fields[n] for n in field_names(cls)])
 
 
@@ -88,6 +97,7 @@ def rewrite(
         i + 2
     """
     memo: dict[int, Node] = {}
+    layouts = _CHILD_FIELD_CACHE
 
     def go(n: Node) -> Node:
         key = id(n)
@@ -99,7 +109,10 @@ def rewrite(
             if early is not None:
                 memo[key] = early
                 return early
-        rebuilt = map_children(n, go)
+        layout = layouts.get(type(n))
+        if layout is None:
+            layout = child_fields(type(n))
+        rebuilt = _map_fields(n, layout, go) if layout else n
         out = post(rebuilt)
         result = rebuilt if out is None else out
         memo[key] = result
@@ -133,30 +146,43 @@ def _refold(n: Node, op: object) -> Node | None:
     """Re-run constant folding on arithmetic whose operands became constants."""
     from compiler.ir import expr as E
 
-    builders = {
-        E.Add: "add",
-        E.Sub: "sub",
-        E.Mul: "mul",
-        E.FloorDiv: "floordiv",
-        E.FloorMod: "floormod",
-        E.Min: "minimum",
-        E.Max: "maximum",
-        E.LT: "less",
-        E.LE: "less_equal",
-        E.GT: "greater",
-        E.GE: "greater_equal",
-        E.EQ: "equal",
-        E.NE: "not_equal",
-        E.And: "logical_and",
-        E.Or: "logical_or",
-    }
-    name = builders.get(type(n))  # type: ignore[arg-type]
+    name = _refold_builders().get(type(n))
     if name is None or not isinstance(n, E.TWO_OPERANDS):
         return None
     a, b = n.a, n.b
     if isinstance(a, E.IntImm | E.FloatImm) or isinstance(b, E.IntImm | E.FloatImm):
         return getattr(op, name)(a, b)
     return None
+
+
+_REFOLD: dict[type, str] = {}
+
+
+def _refold_builders() -> dict[type, str]:
+    """Node class -> the name of its folding builder in :mod:`compiler.ir.op` (built once)."""
+    if not _REFOLD:
+        from compiler.ir import expr as E
+
+        _REFOLD.update(
+            {
+                E.Add: "add",
+                E.Sub: "sub",
+                E.Mul: "mul",
+                E.FloorDiv: "floordiv",
+                E.FloorMod: "floormod",
+                E.Min: "minimum",
+                E.Max: "maximum",
+                E.LT: "less",
+                E.LE: "less_equal",
+                E.GT: "greater",
+                E.GE: "greater_equal",
+                E.EQ: "equal",
+                E.NE: "not_equal",
+                E.And: "logical_and",
+                E.Or: "logical_or",
+            }
+        )
+    return _REFOLD
 
 
 _NO_VARS: frozenset[Var] = frozenset()

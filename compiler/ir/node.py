@@ -155,7 +155,10 @@ class Node:
         """Direct child nodes, in field order."""
         out: list[Node] = []
         fields = self.__dict__
-        for name, as_node, as_tuple in child_fields(type(self)):
+        layout = _CHILD_FIELD_CACHE.get(type(self))
+        if layout is None:
+            layout = child_fields(type(self))
+        for name, as_node, as_tuple in layout:
             value = fields[name]
             if as_node and isinstance(value, Node):
                 out.append(value)
@@ -165,6 +168,10 @@ class Node:
 
     def replace(self: T, **changes: Any) -> T:
         """A copy with some fields changed (nodes are immutable)."""
-        # Every concrete node class is a dataclass (the ``node`` decorator); mypy cannot see that
-        # through the unbounded ``T``.
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        cls = type(self)
+        names = field_names(cls)
+        if not changes.keys() <= set(names):
+            unknown = sorted(set(changes) - set(names))
+            raise TypeError(f"{cls.__name__} has no field {unknown[0]!r} to replace")
+        fields = self.__dict__
+        return cls(*[changes[n] if n in changes else fields[n] for n in names])
