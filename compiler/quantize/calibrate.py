@@ -258,7 +258,10 @@ def observed_values(graph: Graph) -> list[Value]:
 
 
 def collect_histograms(
-    graph: Graph, feeds: Iterable[Any] | Mapping[str, Any], bins: int = DEFAULT_BINS
+    graph: Graph,
+    feeds: Iterable[Any] | Mapping[str, Any],
+    bins: int = DEFAULT_BINS,
+    outputs: list[dict[int, np.ndarray]] | None = None,
 ) -> dict[int, AbsHistogram]:
     """``id(value) -> AbsHistogram`` for :func:`observed_values`, over every calibration batch
     (a feed mapping, or an iterable of them).
@@ -266,7 +269,8 @@ def collect_histograms(
     The histograms' range is the largest magnitude over all batches, so every batch is seen
     twice; a batch's outputs are kept from the first pass to the second while they fit in
     :data:`KEPT_OUTPUT_BYTES` (the reference executor is the cost of calibration), and run
-    again otherwise.
+    again otherwise. ``outputs``, when given, receives per batch the kept outputs by
+    ``id(value)`` (empty for a batch that did not fit), for a later pass over the same values.
     """
     batches = _as_batches(feeds)
     values = observed_values(graph)
@@ -293,6 +297,10 @@ def collect_histograms(
         else:
             kept.append(None)
     hists: dict[int, AbsHistogram] = {}
+    if outputs is not None:
+        outputs.extend(
+            {} if outs is None else dict(zip(map(id, values), outs, strict=True)) for outs in kept
+        )
     for feed, first in zip(batches, kept, strict=True):
         outs = first if first is not None else evaluate(probe, feed)
         for v, top, o in zip(values, absmax, outs, strict=True):
@@ -307,9 +315,11 @@ def calibrate(
     calibrator: str | Calibrator = "kl",
     *,
     bins: int = DEFAULT_BINS,
+    outputs: list[dict[int, np.ndarray]] | None = None,
 ) -> dict[int, float]:
     """``id(value) -> threshold`` of every float value of ``graph`` (see
-    :func:`observed_values`), from the calibration ``feeds``.
+    :func:`observed_values`), from the calibration ``feeds``. ``outputs``: see
+    :func:`collect_histograms`.
 
     Example:
         >>> from compiler.graph.ir import TensorType, Var
@@ -320,7 +330,7 @@ def calibrate(
         (3.0, 2.0)
     """
     cal = get_calibrator(calibrator) if isinstance(calibrator, str) else calibrator
-    hists = collect_histograms(graph, feeds, bins)
+    hists = collect_histograms(graph, feeds, bins, outputs)
     return {k: cal.threshold(h) for k, h in hists.items()}
 
 
