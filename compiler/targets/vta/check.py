@@ -29,8 +29,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import DEP_QUEUES, Alu, ExecutionError, Finish, Gemm, Insn, Load, MemType, Program, Store
+from isa import (
+    DEP_QUEUES,
+    Alu,
+    ExecutionError,
+    Finish,
+    Gemm,
+    Insn,
+    Load,
+    MemType,
+    Program,
+    Store,
+)
 from isa.encoding import decode_uops
+from isa.insn import DEP_FLAGS
 from isa.validate import check_stream
 
 from .errors import StreamCheckError
@@ -55,15 +67,27 @@ def check_program(prog: Program) -> dict[str, int]:
     tokens = dict.fromkeys(DEP_QUEUES, 0)
     pushed = dict.fromkeys(DEP_QUEUES, 0)
     uops = np.zeros((cfg.uop_depth, 3), np.int64)
+    queues: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for i, insn in enumerate(insns):
-        for q in insn.pops():
+        # the queues an instruction pops and pushes follow from its module and its four flags:
+        # asked once per combination, not per instruction
+        key = (
+            type(insn),
+            getattr(insn, "memory_type", None),
+            *[getattr(insn, f) for f in DEP_FLAGS],
+        )
+        pops_pushes = queues.get(key)
+        if pops_pushes is None:
+            pops_pushes = queues[key] = (insn.pops(), insn.pushes())
+        pops, pushes = pops_pushes
+        for q in pops:
             if tokens[q] == 0:
                 raise StreamCheckError(
                     f"pops queue {q}, which holds no token at this point of the stream", index=i
                 )
             tokens[q] -= 1
         _check_ranges(prog, insn, i, uops)
-        for q in insn.pushes():
+        for q in pushes:
             tokens[q] += 1
             pushed[q] += 1
             if tokens[q] > cfg.dep_queue_depth:
