@@ -139,7 +139,31 @@ def substitute(node: N, mapping: Mapping[Var, Expr]) -> N:
             return mapping.get(n)
         return _refold(n, op)
 
-    return rewrite(node, post)
+    def pre(n: Node) -> Node | None:
+        # a subtree without the variables comes out as its constant-refolded self, which
+        # does not depend on the mapping: computed once per subtree and kept on it
+        return _refolded(n) if var_set(n).isdisjoint(mapping) else None
+
+    return rewrite(node, post, pre)
+
+
+def _refolded(n: Node) -> Node:
+    """``n`` with :func:`_refold` applied bottom-up (what :func:`substitute` makes of a subtree
+    none of whose variables it replaces), computed once per node and kept on it."""
+    cached = n.__dict__.get("_refolded")
+    if cached is not None:
+        return n if cached is True else cached  # type: ignore[no-any-return]
+    if isinstance(n, Var):
+        return n
+    from compiler.ir import op
+
+    rebuilt = map_children(n, _refolded)
+    out = _refold(rebuilt, op)
+    if out is None:
+        out = rebuilt
+    # the node itself is not stored on itself (a reference cycle for the collector)
+    object.__setattr__(n, "_refolded", True if out is n else out)
+    return out
 
 
 def _refold(n: Node, op: object) -> Node | None:
@@ -204,15 +228,14 @@ def var_set(node: Node) -> frozenset[Var]:
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     if isinstance(node, Var):
-        out = frozenset((node,))
+        return frozenset((node,))  # not kept on the variable: a reference cycle
+    children = node.children()
+    if not children:
+        out = _NO_VARS
+    elif len(children) == 1:
+        out = var_set(children[0])
     else:
-        children = node.children()
-        if not children:
-            out = _NO_VARS
-        elif len(children) == 1:
-            out = var_set(children[0])
-        else:
-            out = _NO_VARS.union(*[var_set(c) for c in children])
+        out = _NO_VARS.union(*[var_set(c) for c in children])
     object.__setattr__(node, "_vars", out)
     return out
 
