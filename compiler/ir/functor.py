@@ -152,7 +152,7 @@ def _refolded(n: Node) -> Node:
     none of whose variables it replaces), computed once per node and kept on it."""
     cached = n.__dict__.get("_refolded")
     if cached is not None:
-        return n if cached is True else cached  # type: ignore[no-any-return]
+        return n if cached is True else cached
     if isinstance(n, Var):
         return n
     from compiler.ir import op
@@ -226,7 +226,7 @@ def var_set(node: Node) -> frozenset[Var]:
     fields = node.__dict__
     cached = fields.get("_vars")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     if isinstance(node, Var):
         return frozenset((node,))  # not kept on the variable: a reference cycle
     children = node.children()
@@ -246,7 +246,7 @@ def buffer_set(node: Node) -> frozenset[Buffer]:
     fields = node.__dict__
     cached = fields.get("_buffers")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     children = node.children()
     if not children:
         out = _NO_BUFFERS
