@@ -143,8 +143,19 @@ def node(cls: type[T]) -> type[T]:
     return cls
 
 
+#: what traversals keep on a node once computed (see compiler.ir.functor): derived from the
+#: fields, so neither pickled nor copied
+_DERIVED = ("_vars", "_buffers", "_refolded")
+
+
 class Node:
     """Base of expressions and statements."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__
+        if any(k in state for k in _DERIVED):
+            state = {k: v for k, v in state.items() if k not in _DERIVED}
+        return state
 
     def __repr__(self) -> str:
         from compiler.ir.printer import to_text

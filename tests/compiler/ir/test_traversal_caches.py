@@ -124,3 +124,15 @@ def test_float_constants_compare_bit_for_bit():
     assert E.FloatImm(math.nan) == E.FloatImm(math.nan)
     assert E.FloatImm(1.0) != E.FloatImm(1.0, "float64")
     assert hash(E.FloatImm(2.5)) == hash(E.FloatImm(2.5))
+
+
+def test_derived_sets_are_not_pickled():
+    import pickle
+
+    nest, A, B, i, j = _program()
+    var_set(nest)
+    buffer_set(nest)
+    substitute(nest, {j: IntImm(0)})
+    copy = pickle.loads(pickle.dumps(nest))
+    assert copy == nest
+    assert not {"_vars", "_buffers", "_refolded"} & set(copy.__dict__)
