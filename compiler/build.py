@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from compiler.arith.simplify import simplify_cache
 from compiler.ir.stmt import PrimFunc
 from compiler.lower.nest import schedule_to_primfunc
 from compiler.passes.pipeline import PassOptions
@@ -44,9 +45,10 @@ def lower(
             B[i] = A[i] + 1.0f
     """
     tgt = get_target(target)
-    func = schedule_to_primfunc(schedule, args, name, tgt.resolve_scope)
-    func = PrimFunc(func.name, func.params, func.body, func.args, (("target", tgt.name),))
-    return tgt.pipeline().run(func, options)
+    with simplify_cache():
+        func = schedule_to_primfunc(schedule, args, name, tgt.resolve_scope)
+        func = PrimFunc(func.name, func.params, func.body, func.args, (("target", tgt.name),))
+        return tgt.pipeline().run(func, options)
 
 
 def build(

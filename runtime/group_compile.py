@@ -43,9 +43,11 @@ Example:
 from __future__ import annotations
 
 import copyreg
+import gc
 import multiprocessing
 import pickle
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from compiler.cache import CompileCache, fingerprint, source_version
@@ -287,6 +289,22 @@ def compile_groups(
     return {gname: layer for gname, layer in layers.items() if layer is not None}
 
 
+@contextmanager
+def _old_objects_frozen() -> Iterator[None]:
+    """The objects alive before the group compiles (the graph, its weights, the modules) left
+    out of the collector's full collections while they run: compiling makes and drops many IR
+    nodes, and each full collection would otherwise scan everything alive again. Left as it
+    is when objects were frozen already (by whoever froze them)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _compile(
     groups: Sequence[AccelGroup], todo: list[int], cfg: HwConfig, jobs: int,
     compile_one: GroupCompiler,
@@ -295,8 +313,9 @@ def _compile(
     order, each as it is done (a group whose compile fails as its :class:`CompilerError`)."""
     workers = min(jobs, len(todo))
     if workers <= 1:
-        for k in todo:
-            yield _attempt(compile_one, groups[k], cfg)
+        with _old_objects_frozen():
+            for k in todo:
+                yield _attempt(compile_one, groups[k], cfg)
         return
     if "fork" in multiprocessing.get_all_start_methods():
         _WORK.update(groups=groups, config=cfg, compile=compile_one)

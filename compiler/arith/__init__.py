@@ -11,7 +11,7 @@ Example:
 from compiler.arith.bounds import const_bounds, prove
 from compiler.arith.interval import Interval, eval_interval
 from compiler.arith.linear import LinearForm, detect_linear_equation, from_linear, to_linear
-from compiler.arith.simplify import Simplifier, simplify
+from compiler.arith.simplify import Simplifier, simplify, simplify_cache
 
 __all__ = [
     "Interval",
@@ -23,5 +23,6 @@ __all__ = [
     "from_linear",
     "prove",
     "simplify",
+    "simplify_cache",
     "to_linear",
 ]

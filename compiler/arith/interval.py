@@ -24,7 +24,7 @@ from compiler.arith.simplify import simplify
 from compiler.ir import expr as E
 from compiler.ir import op
 from compiler.ir.expr import Expr, IntImm, Var
-from compiler.ir.functor import used_vars
+from compiler.ir.functor import var_set
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def eval_interval(e: Expr, dom: Dom, env: Env | None = None) -> Interval:
 
 
 def _depends(e: Expr, dom: Dom) -> bool:
-    return bool(dom) and any(v in dom for v in used_vars(e))
+    return bool(dom) and any(v in dom for v in var_set(e))
 
 
 def _scale(iv: Interval, k: int) -> Interval:

@@ -17,14 +17,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from compiler.arith.bounds import Env, const_bounds, prove
 from compiler.arith.linear import LinearForm, from_linear, is_linear_dtype, to_linear
 from compiler.ir import expr as E
 from compiler.ir import op
 from compiler.ir.expr import Expr, IntImm, Var
-from compiler.ir.functor import rewrite
+from compiler.ir.functor import rewrite, var_set
 from compiler.ir.node import Node
 
 _BUILDERS = {
@@ -62,17 +63,69 @@ def simplify(expr: Expr, env: Env | None = None) -> Expr:
     return Simplifier(env or {}).expr(expr)
 
 
+#: (expression, the ranges of its variables) -> simplified expression, while a
+#: :func:`simplify_cache` is open: lowering asks for the same index expressions under the same
+#: loop ranges many times (bound inference, the statement simplifier, interval evaluation).
+_MEMO: dict[tuple[Expr, frozenset[tuple[Var, tuple[int, int]]]], Expr] = {}
+_MEMO_LIMIT = 200_000
+_MEMO_OPEN = [0]
+
+
+@contextmanager
+def simplify_cache() -> Iterator[None]:
+    """Cache simplified expressions until the outermost ``with`` ends (lowering one function):
+    the cache holds its expressions alive, so it lives no longer than the IR it serves.
+
+    Example:
+        >>> i = Var("i")
+        >>> with simplify_cache():
+        ...     simplify(i * 4 // 4) is simplify(i * 4 // 4)
+        True
+    """
+    _MEMO_OPEN[0] += 1
+    try:
+        yield
+    finally:
+        _MEMO_OPEN[0] -= 1
+        if not _MEMO_OPEN[0]:
+            _MEMO.clear()
+
+
+#: leaves: nothing to simplify
+_LEAVES = (Var, IntImm, E.FloatImm)
+
+
 class Simplifier:
-    """Simplifies expressions under one variable-range environment."""
+    """Simplifies expressions under one variable-range environment.
+
+    The result depends only on the expression's structure and the ranges of the variables in
+    it, so inside :func:`simplify_cache` it is cached under that key (the IR is immutable and
+    compared structurally).
+    """
 
     def __init__(self, env: Mapping[Var, tuple[int, int]]) -> None:
         self.env = env
 
     def expr(self, e: Expr) -> Expr:
-        return rewrite(e, self._post)
+        if type(e) in _LEAVES:
+            return e
+        if not _MEMO_OPEN[0]:
+            return rewrite(e, self._post)
+        env = self.env
+        try:
+            key = (e, frozenset([(v, env[v]) for v in var_set(e) if v in env]))
+            hit = _MEMO.get(key)
+        except TypeError:  # a range that does not hash: simplified without the cache
+            return rewrite(e, self._post)
+        if hit is None:
+            hit = rewrite(e, self._post)
+            if len(_MEMO) >= _MEMO_LIMIT:
+                _MEMO.clear()
+            _MEMO[key] = hit
+        return hit
 
     def _post(self, n: Node) -> Node | None:
-        if not isinstance(n, Expr):
+        if type(n) in _LEAVES or not isinstance(n, Expr):
             return None
         scalar = n.dtype.lanes == 1
         if isinstance(n, E.Add | E.Sub | E.Mul) and scalar and is_linear_dtype(n.dtype):

@@ -138,6 +138,8 @@ def conv2d_nchw(
     top, left, bottom, right = padding
     oh = conv_out_size(h, kh, sh, (top, bottom), dh)
     ow = conv_out_size(wd, kw, sw, (left, right), dw)
+    if _exact_in_float64(x, w, acc, ig * kh * kw):
+        return _conv2d_float64(x, w, (sh, sw), padding, (dh, dw), groups, (oh, ow)).astype(acc)
     xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (top, bottom), (left, right)))
     xg = xp.reshape(n, groups, c // groups, xp.shape[2], xp.shape[3])
     wg = w.astype(acc).reshape(groups, o // groups, ig, kh, kw)
@@ -148,6 +150,53 @@ def conv2d_nchw(
             win = xg[:, :, :, y0 : y0 + (oh - 1) * sh + 1 : sh, x0 : x0 + (ow - 1) * sw + 1 : sw]
             out += np.einsum("ngchw,goc->ngohw", win, wg[:, :, :, i, j])
     return out.reshape(n, o, oh, ow)
+
+
+def _exact_in_float64(x: np.ndarray, w: np.ndarray, acc: np.dtype, terms: int) -> bool:
+    """True when an integer convolution into ``acc`` can run as float64 matrix products with
+    the same result: every partial sum of ``terms`` products is an integer below 2**53 (so
+    float64 holds it exactly, whatever the order of the sum) and the result fits ``acc`` (so
+    no accumulation in ``acc`` would have wrapped)."""
+    if acc.kind not in "iu" or x.dtype.kind not in "iu" or w.dtype.kind not in "iu":
+        return False
+    if x.size == 0 or w.size == 0:
+        return False
+    big = int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0)) * terms
+    return big < min(2**53, int(np.iinfo(acc).max))
+
+
+def _conv2d_float64(
+    x: np.ndarray,
+    w: np.ndarray,
+    strides: tuple[int, int],
+    padding: Sequence[int],
+    dilation: tuple[int, int],
+    groups: int,
+    out_hw: tuple[int, int],
+) -> np.ndarray:
+    """The convolution of :func:`conv2d_nchw` as one float64 matrix product per group
+    (im2col): BLAS instead of ``einsum``, exact for the integer inputs
+    :func:`_exact_in_float64` admits."""
+    n, c, _, _ = x.shape
+    o, ig, kh, kw = w.shape
+    (sh, sw), (dh, dw), (oh, ow) = strides, dilation, out_hw
+    top, left, bottom, right = padding
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    xg = xp.reshape(n, groups, ig, xp.shape[2], xp.shape[3])
+    windows = [
+        xg[
+            :,
+            :,
+            :,
+            i * dh : i * dh + (oh - 1) * sh + 1 : sh,
+            j * dw : j * dw + (ow - 1) * sw + 1 : sw,
+        ]
+        for i in range(kh)
+        for j in range(kw)
+    ]
+    cols = np.stack(windows, axis=3).reshape(n, groups, ig * kh * kw, oh * ow)
+    wg = w.astype(np.float64).reshape(groups, o // groups, ig * kh * kw)
+    return np.matmul(wg, cols).reshape(n, o, oh, ow)
 
 
 @_impl("conv2d")

@@ -248,6 +248,17 @@ class FloatImm(Expr):
             value = float(np.float32(value))
         object.__setattr__(self, "value", value)
 
+    def __eq__(self, other: object) -> bool:
+        # the same constant bit for bit: 0.0 and -0.0 are two expressions (1 / x tells them
+        # apart), and NaN is itself, so caches keyed by expressions never mix them up
+        if type(other) is not FloatImm:
+            return NotImplemented
+        return self.dtype == other.dtype and _float_key(self.value) == _float_key(other.value)
+
+
+def _float_key(value: float) -> tuple[bool, bool, float]:
+    return (math.isnan(value), math.copysign(1.0, value) < 0, 0.0 if math.isnan(value) else value)
+
 
 # Arithmetic ----------------------------------------------------------------------------------
 

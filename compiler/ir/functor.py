@@ -17,33 +17,54 @@ from typing import Any, TypeVar
 
 from compiler.ir.buffer import Buffer
 from compiler.ir.expr import BufferLoad, Expr, Var
-from compiler.ir.node import Node, field_names
+from compiler.ir.node import _CHILD_FIELD_CACHE, Node, child_fields, field_names
 from compiler.ir.stmt import Allocate, BufferStore, For, LetStmt, Stmt, Tensorize
 
 N = TypeVar("N", bound=Node)
 
 
 def map_children(node: N, fn: Callable[[Node], Node]) -> N:
-    """Rebuild ``node`` with ``fn`` applied to each direct child; same object if unchanged."""
-    cls = type(node)
-    names = field_names(cls)
-    values: list[Any] = []
-    changed = False
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, Node):
+    """Rebuild ``node`` with ``fn`` applied to each direct child; same object if unchanged.
+
+    ``fn`` sees the children in field order; only the fields whose declared type admits a
+    node are looked at (:func:`compiler.ir.node.child_fields`).
+    """
+    layout = _CHILD_FIELD_CACHE.get(type(node))
+    if layout is None:
+        layout = child_fields(type(node))
+    return _map_fields(node, layout, fn) if layout else node
+
+
+def _map_fields(
+    node: N, layout: tuple[tuple[str, bool, bool], ...], fn: Callable[[Node], Node]
+) -> N:
+    fields = node.__dict__
+    changes: dict[str, Any] | None = None
+    for name, as_node, as_tuple in layout:
+        value = fields[name]
+        if as_node and isinstance(value, Node):
             new = fn(value)
-            changed |= new is not value
-            values.append(new)
-        elif isinstance(value, tuple) and value and any(isinstance(v, Node) for v in value):
-            new_t = tuple(fn(v) if isinstance(v, Node) else v for v in value)
-            changed |= any(a is not b for a, b in zip(new_t, value, strict=True))
-            values.append(new_t)
-        else:
-            values.append(value)
-    if not changed:
+            if new is not value:
+                if changes is None:
+                    changes = {}
+                changes[name] = new
+        elif as_tuple and isinstance(value, tuple):
+            items: list[Any] | None = None
+            for k, v in enumerate(value):
+                if isinstance(v, Node):
+                    new_v = fn(v)
+                    if new_v is not v:
+                        if items is None:
+                            items = list(value)
+                        items[k] = new_v
+            if items is not None:
+                if changes is None:
+                    changes = {}
+                changes[name] = tuple(items)
+    if changes is None:
         return node
-    return cls(*values)
+    cls = type(node)
+    return cls(*[changes[n] if n in changes else fields[n] for n in field_names(cls)])
 
 
 def visit(node: Node, fn: Callable[[Node], bool | None]) -> None:
@@ -76,6 +97,7 @@ def rewrite(
         i + 2
     """
     memo: dict[int, Node] = {}
+    layouts = _CHILD_FIELD_CACHE
 
     def go(n: Node) -> Node:
         key = id(n)
@@ -87,7 +109,10 @@ def rewrite(
             if early is not None:
                 memo[key] = early
                 return early
-        rebuilt = map_children(n, go)
+        layout = layouts.get(type(n))
+        if layout is None:
+            layout = child_fields(type(n))
+        rebuilt = _map_fields(n, layout, go) if layout else n
         out = post(rebuilt)
         result = rebuilt if out is None else out
         memo[key] = result
@@ -114,37 +139,125 @@ def substitute(node: N, mapping: Mapping[Var, Expr]) -> N:
             return mapping.get(n)
         return _refold(n, op)
 
-    return rewrite(node, post)
+    def pre(n: Node) -> Node | None:
+        # a subtree without the variables comes out as its constant-refolded self, which
+        # does not depend on the mapping: computed once per subtree and kept on it
+        return _refolded(n) if var_set(n).isdisjoint(mapping) else None
+
+    return rewrite(node, post, pre)
+
+
+def _refolded(n: Node) -> Node:
+    """``n`` with :func:`_refold` applied bottom-up (what :func:`substitute` makes of a subtree
+    none of whose variables it replaces), computed once per node and kept on it."""
+    cached = n.__dict__.get("_refolded")
+    if cached is not None:
+        return n if cached is True else cached
+    if isinstance(n, Var):
+        return n
+    from compiler.ir import op
+
+    rebuilt = map_children(n, _refolded)
+    out = _refold(rebuilt, op)
+    if out is None:
+        out = rebuilt
+    # the node itself is not stored on itself (a reference cycle for the collector)
+    object.__setattr__(n, "_refolded", True if out is n else out)
+    return out
 
 
 def _refold(n: Node, op: object) -> Node | None:
     """Re-run constant folding on arithmetic whose operands became constants."""
     from compiler.ir import expr as E
 
-    builders = {
-        E.Add: "add",
-        E.Sub: "sub",
-        E.Mul: "mul",
-        E.FloorDiv: "floordiv",
-        E.FloorMod: "floormod",
-        E.Min: "minimum",
-        E.Max: "maximum",
-        E.LT: "less",
-        E.LE: "less_equal",
-        E.GT: "greater",
-        E.GE: "greater_equal",
-        E.EQ: "equal",
-        E.NE: "not_equal",
-        E.And: "logical_and",
-        E.Or: "logical_or",
-    }
-    name = builders.get(type(n))  # type: ignore[arg-type]
+    name = _refold_builders().get(type(n))
     if name is None or not isinstance(n, E.TWO_OPERANDS):
         return None
     a, b = n.a, n.b
     if isinstance(a, E.IntImm | E.FloatImm) or isinstance(b, E.IntImm | E.FloatImm):
         return getattr(op, name)(a, b)
     return None
+
+
+_REFOLD: dict[type, str] = {}
+
+
+def _refold_builders() -> dict[type, str]:
+    """Node class -> the name of its folding builder in :mod:`compiler.ir.op` (built once)."""
+    if not _REFOLD:
+        from compiler.ir import expr as E
+
+        _REFOLD.update(
+            {
+                E.Add: "add",
+                E.Sub: "sub",
+                E.Mul: "mul",
+                E.FloorDiv: "floordiv",
+                E.FloorMod: "floormod",
+                E.Min: "minimum",
+                E.Max: "maximum",
+                E.LT: "less",
+                E.LE: "less_equal",
+                E.GT: "greater",
+                E.GE: "greater_equal",
+                E.EQ: "equal",
+                E.NE: "not_equal",
+                E.And: "logical_and",
+                E.Or: "logical_or",
+            }
+        )
+    return _REFOLD
+
+
+_NO_VARS: frozenset[Var] = frozenset()
+_NO_BUFFERS: frozenset[Buffer] = frozenset()
+
+
+def var_set(node: Node) -> frozenset[Var]:
+    """Every variable occurring in ``node`` (bound or free), computed once per node object and
+    kept on it: nodes are immutable, and passes ask again about the same subtrees (the
+    simplifier's cache key, :func:`uses_var`).
+
+    Example:
+        >>> i, j = Var("i"), Var("j")
+        >>> sorted(v.name for v in var_set(i * 2 + j))
+        ['i', 'j']
+    """
+    fields = node.__dict__
+    cached = fields.get("_vars")
+    if cached is not None:
+        return cached
+    if isinstance(node, Var):
+        return frozenset((node,))  # not kept on the variable: a reference cycle
+    children = node.children()
+    if not children:
+        out = _NO_VARS
+    elif len(children) == 1:
+        out = var_set(children[0])
+    else:
+        out = _NO_VARS.union(*[var_set(c) for c in children])
+    object.__setattr__(node, "_vars", out)
+    return out
+
+
+def buffer_set(node: Node) -> frozenset[Buffer]:
+    """Buffers read, written or allocated in ``node``, computed once per node object and kept
+    on it (see :func:`var_set`)."""
+    fields = node.__dict__
+    cached = fields.get("_buffers")
+    if cached is not None:
+        return cached
+    children = node.children()
+    if not children:
+        out = _NO_BUFFERS
+    elif len(children) == 1:
+        out = buffer_set(children[0])
+    else:
+        out = _NO_BUFFERS.union(*[buffer_set(c) for c in children])
+    if isinstance(node, BufferLoad | BufferStore | Allocate) and node.buffer not in out:
+        out = out | {node.buffer}
+    object.__setattr__(node, "_buffers", out)
+    return out
 
 
 def used_vars(node: Node) -> set[Var]:
@@ -155,14 +268,7 @@ def used_vars(node: Node) -> set[Var]:
         >>> used_vars(i + i * 2) == {i}
         True
     """
-    out: set[Var] = set()
-
-    def fn(n: Node) -> None:
-        if isinstance(n, Var):
-            out.add(n)
-
-    visit(node, fn)
-    return out
+    return set(var_set(node))
 
 
 def free_vars(node: Node) -> set[Var]:
@@ -182,31 +288,12 @@ def free_vars(node: Node) -> set[Var]:
 
 def uses_var(node: Node, var: Var) -> bool:
     """True if ``var`` occurs in ``node``."""
-    found = False
-
-    def fn(n: Node) -> bool:
-        nonlocal found
-        if found:
-            return False
-        if n is var or (isinstance(n, Var) and n == var):
-            found = True
-            return False
-        return True
-
-    visit(node, fn)
-    return found
+    return var in var_set(node)
 
 
 def buffers_used(node: Node) -> set[Buffer]:
     """Buffers read, written or allocated in ``node``."""
-    out: set[Buffer] = set()
-
-    def fn(n: Node) -> None:
-        if isinstance(n, BufferLoad | BufferStore | Allocate):
-            out.add(n.buffer)
-
-    visit(node, fn)
-    return out
+    return set(buffer_set(node))
 
 
 def replace_buffers(node: N, mapping: Mapping[Buffer, Buffer]) -> N:
@@ -217,7 +304,11 @@ def replace_buffers(node: N, mapping: Mapping[Buffer, Buffer]) -> N:
             return n.replace(buffer=mapping[n.buffer])
         return None
 
-    return rewrite(node, post)
+    def pre(n: Node) -> Node | None:
+        # a subtree without the buffers stays as it is
+        return n if buffer_set(n).isdisjoint(mapping) else None
+
+    return rewrite(node, post, pre)
 
 
 def loop_nest(stmt: Stmt) -> list[For]:
@@ -230,6 +321,7 @@ def loop_nest(stmt: Stmt) -> list[For]:
 
 
 __all__ = [
+    "buffer_set",
     "buffers_used",
     "free_vars",
     "loop_nest",
@@ -239,5 +331,6 @@ __all__ = [
     "substitute",
     "used_vars",
     "uses_var",
+    "var_set",
     "visit",
 ]

@@ -13,6 +13,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import sys
+import types
+import typing
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
@@ -27,6 +30,87 @@ def field_names(cls: type) -> tuple[str, ...]:
         names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
         _FIELD_CACHE[cls] = names
     return names
+
+
+_CHILD_FIELD_CACHE: dict[type, tuple[tuple[str, bool, bool], ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    """``(name, may_be_node, may_be_tuple)`` for each constructor field of a node class whose
+    declared type admits a child node (a node, or a tuple holding nodes), in field order.
+
+    Traversals visit only these fields: a field declared ``int``, ``str``, ``DType`` or an
+    enum is never looked at. A field whose type cannot be resolved, or is ``Any``, is checked
+    both ways at run time.
+
+    Example:
+        >>> from compiler.ir.stmt import For
+        >>> [name for name, _, _ in child_fields(For)]
+        ['var', 'min', 'extent', 'body']
+    """
+    layout = _CHILD_FIELD_CACHE.get(cls)
+    if layout is None:
+        hints = _field_types(cls)
+        out = []
+        for name in field_names(cls):
+            tp = hints.get(name, Any)
+            as_node, as_tuple = _may_be_node(tp), _may_be_tuple_of_nodes(tp)
+            if as_node or as_tuple:
+                out.append((name, as_node, as_tuple))
+        layout = tuple(out)
+        _CHILD_FIELD_CACHE[cls] = layout
+    return layout
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    """The resolved declared types of ``cls``'s fields; a field whose annotation names what
+    its module imports only for type checking is left out (treated as ``Any``)."""
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        pass
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        tp = f.type
+        if isinstance(tp, str):
+            for owner in cls.__mro__:
+                module = sys.modules.get(owner.__module__)
+                try:
+                    tp = eval(tp, vars(module) if module else {})  # noqa: S307
+                    break
+                except NameError:
+                    continue
+        if not isinstance(tp, str):
+            out[f.name] = tp
+    return out
+
+
+def _may_be_node(tp: Any) -> bool:
+    if tp is Any or isinstance(tp, TypeVar):
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_be_node(a) for a in typing.get_args(tp))
+    if origin is not None:
+        tp = origin
+    if not isinstance(tp, type):
+        return True
+    return issubclass(tp, Node) or issubclass(Node, tp)
+
+
+def _may_be_tuple_of_nodes(tp: Any) -> bool:
+    if tp is Any or isinstance(tp, TypeVar):
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_be_tuple_of_nodes(a) for a in typing.get_args(tp))
+    if origin is tuple:
+        return any(_may_be_node(a) for a in typing.get_args(tp) if a is not Ellipsis)
+    if tp is tuple:
+        return True
+    if not isinstance(tp, type):
+        return True
+    return issubclass(tuple, tp) or issubclass(tp, tuple)
 
 
 def _cached_hash(self: Any) -> int:
@@ -59,8 +143,19 @@ def node(cls: type[T]) -> type[T]:
     return cls
 
 
+#: what traversals keep on a node once computed (see compiler.ir.functor): derived from the
+#: fields, so neither pickled nor copied
+_DERIVED = ("_vars", "_buffers", "_refolded")
+
+
 class Node:
     """Base of expressions and statements."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__
+        if any(k in state for k in _DERIVED):
+            state = {k: v for k, v in state.items() if k not in _DERIVED}
+        return state
 
     def __repr__(self) -> str:
         from compiler.ir.printer import to_text
@@ -70,16 +165,24 @@ class Node:
     def children(self) -> list[Node]:
         """Direct child nodes, in field order."""
         out: list[Node] = []
-        for name in field_names(type(self)):
-            value = getattr(self, name)
-            if isinstance(value, Node):
+        fields = self.__dict__
+        layout = _CHILD_FIELD_CACHE.get(type(self))
+        if layout is None:
+            layout = child_fields(type(self))
+        for name, as_node, as_tuple in layout:
+            value = fields[name]
+            if as_node and isinstance(value, Node):
                 out.append(value)
-            elif isinstance(value, tuple):
+            elif as_tuple and isinstance(value, tuple):
                 out.extend(v for v in value if isinstance(v, Node))
         return out
 
     def replace(self: T, **changes: Any) -> T:
         """A copy with some fields changed (nodes are immutable)."""
-        # Every concrete node class is a dataclass (the ``node`` decorator); mypy cannot see that
-        # through the unbounded ``T``.
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        cls = type(self)
+        names = field_names(cls)
+        if not changes.keys() <= set(names):
+            unknown = sorted(set(changes) - set(names))
+            raise TypeError(f"{cls.__name__} has no field {unknown[0]!r} to replace")
+        fields = self.__dict__
+        return cls(*[changes[n] if n in changes else fields[n] for n in names])

@@ -32,7 +32,7 @@ from compiler.errors import LoweringError
 from compiler.ir import op
 from compiler.ir.buffer import SHARED
 from compiler.ir.expr import Expr, IntImm, Var
-from compiler.ir.functor import substitute, used_vars
+from compiler.ir.functor import substitute, var_set
 from compiler.lower.graph import Graph, bound_order
 from compiler.schedule.relations import AttachAt, Fuse, Split
 from compiler.schedule.stage import Stage
@@ -192,7 +192,7 @@ def _relax(e: Expr, dom: dict[Var, Interval], env: Env, upper: bool) -> Expr | N
     for _ in range(_MAX_RELAX_ROUNDS):
         if cur is None:
             return None
-        live = {v: dom[v] for v in used_vars(cur) if v in dom}
+        live = {v: dom[v] for v in var_set(cur) if v in dom}
         if not live:
             return cur
         iv = eval_interval(cur, live, env)
@@ -233,7 +233,7 @@ def _consumer_region(
         point: dict[Var, Expr] = {}
         for r in consumer.root_iter_vars:
             value = simplify(cb.root_min[r] + cb.root_value[r], relax_env)
-            if not any(v in dom for v in used_vars(value)):
+            if not any(v in dom for v in var_set(value)):
                 point[r.var] = value
                 continue
             lo = _relax(value, dom, env, upper=False)

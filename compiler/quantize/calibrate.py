@@ -1,8 +1,8 @@
 """Calibration: the clipping threshold of every activation, from sample inputs.
 
 Every activation is quantized symmetrically per tensor: ``scale = threshold / 127``. The float
-graph runs on the calibration feeds twice in the numpy reference executor: the first pass
-records each value's largest magnitude, the second its :class:`AbsHistogram` (magnitudes in
+graph runs on the calibration feeds in the numpy reference executor; a first pass over the
+feeds records each value's largest magnitude, a second its :class:`AbsHistogram` (magnitudes in
 ``bins`` equal bins from 0 to that maximum). A calibrator turns a histogram into a threshold:
 
 * :class:`MinMaxCalibrator`: the largest magnitude seen (no clipping);
@@ -238,6 +238,10 @@ def _as_batches(feeds: Any) -> list[Mapping[str, Any] | Sequence[Any]]:
     return batches
 
 
+#: bytes of calibration outputs kept between the two passes of :func:`collect_histograms`
+KEPT_OUTPUT_BYTES = 512 * 2**20
+
+
 def _finite_absmax(values: np.ndarray) -> float:
     """The largest finite magnitude of ``values`` (0 when there is none; see
     :meth:`AbsHistogram.of`)."""
@@ -254,14 +258,26 @@ def observed_values(graph: Graph) -> list[Value]:
 
 
 def collect_histograms(
-    graph: Graph, feeds: Iterable[Any] | Mapping[str, Any], bins: int = DEFAULT_BINS
+    graph: Graph,
+    feeds: Iterable[Any] | Mapping[str, Any],
+    bins: int = DEFAULT_BINS,
+    outputs: list[dict[int, np.ndarray]] | None = None,
 ) -> dict[int, AbsHistogram]:
     """``id(value) -> AbsHistogram`` for :func:`observed_values`, over every calibration batch
-    (a feed mapping, or an iterable of them)."""
+    (a feed mapping, or an iterable of them).
+
+    The histograms' range is the largest magnitude over all batches, so every batch is seen
+    twice; a batch's outputs are kept from the first pass to the second while they fit in
+    :data:`KEPT_OUTPUT_BYTES` (the reference executor is the cost of calibration), and run
+    again otherwise. ``outputs``, when given, receives per batch the kept outputs by
+    ``id(value)`` (empty for a batch that did not fit), for a later pass over the same values.
+    """
     batches = _as_batches(feeds)
     values = observed_values(graph)
     probe = Graph(graph.inputs, graph.nodes, tuple(values), graph.name)
     absmax = np.zeros(len(values))
+    kept: list[list[np.ndarray] | None] = []
+    room = KEPT_OUTPUT_BYTES
     for k, feed in enumerate(batches):
         outs = evaluate(probe, feed)
         for v, o in zip(values, outs, strict=True):
@@ -274,9 +290,19 @@ def collect_histograms(
                     "(NaN or Inf): int8 scales need finite data"
                 )
         absmax = np.maximum(absmax, [_finite_absmax(o) for o in outs])
+        size = sum(o.nbytes for o in outs)
+        if size <= room:
+            kept.append(outs)
+            room -= size
+        else:
+            kept.append(None)
     hists: dict[int, AbsHistogram] = {}
-    for feed in batches:
-        outs = evaluate(probe, feed)
+    if outputs is not None:
+        outputs.extend(
+            {} if outs is None else dict(zip(map(id, values), outs, strict=True)) for outs in kept
+        )
+    for feed, first in zip(batches, kept, strict=True):
+        outs = first if first is not None else evaluate(probe, feed)
         for v, top, o in zip(values, absmax, outs, strict=True):
             h = AbsHistogram.of(o, bins=bins, absmax=float(top))
             hists[id(v)] = hists[id(v)].merge(h) if id(v) in hists else h
@@ -289,9 +315,11 @@ def calibrate(
     calibrator: str | Calibrator = "kl",
     *,
     bins: int = DEFAULT_BINS,
+    outputs: list[dict[int, np.ndarray]] | None = None,
 ) -> dict[int, float]:
     """``id(value) -> threshold`` of every float value of ``graph`` (see
-    :func:`observed_values`), from the calibration ``feeds``.
+    :func:`observed_values`), from the calibration ``feeds``. ``outputs``: see
+    :func:`collect_histograms`.
 
     Example:
         >>> from compiler.graph.ir import TensorType, Var
@@ -302,7 +330,7 @@ def calibrate(
         (3.0, 2.0)
     """
     cal = get_calibrator(calibrator) if isinstance(calibrator, str) else calibrator
-    hists = collect_histograms(graph, feeds, bins)
+    hists = collect_histograms(graph, feeds, bins, outputs)
     return {k: cal.threshold(h) for k, h in hists.items()}
 
 

@@ -60,7 +60,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -173,8 +173,9 @@ def quantize_graph(
     threshold = parse_sensitivity(sensitivity)
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     prepared = prepare_graph(graph)
-    thresholds = calibrate(prepared, feeds, calibrator, bins=bins)
-    return _realize_sensitive(prepared, thresholds, feeds, requant, threshold)
+    outputs: list[dict[int, np.ndarray]] = []
+    thresholds = calibrate(prepared, feeds, calibrator, bins=bins, outputs=outputs)
+    return _realize_sensitive(prepared, thresholds, feeds, requant, threshold, outputs)
 
 
 def _realize_sensitive(
@@ -183,16 +184,18 @@ def _realize_sensitive(
     feeds: Any,
     requant: str,
     threshold: float | None,
+    outputs: Sequence[Mapping[int, np.ndarray]] = (),
 ) -> Graph:
     """Realize, measure every quantized node's own error, and realize again with the nodes
     over ``threshold`` kept in fp32 (each error is measured in isolation, so keeping one node
-    in float does not change another's)."""
+    in float does not change another's). ``outputs``: calibration's float values per batch
+    (:func:`~compiler.quantize.calibrate.collect_histograms`), not computed again."""
     realizer = _Realizer(graph, thresholds, requant)
     quantized = realizer.run()
     if threshold is None:
         return quantized
     batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
-    errors = measure_errors(graph, realizer.measured, batches)
+    errors = measure_errors(graph, realizer.measured, batches, outputs)
     over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
     kept: tuple[Fp32Fallback, ...] = ()
     if over:
@@ -238,8 +241,9 @@ def quantize_pipeline(
 def _calibrate_and_realize(
     graph: Graph, *, feeds: Any, calibrator: Any, requant: str, threshold: float | None
 ) -> Graph:
-    thresholds = calibrate(graph, feeds, calibrator)
-    return _realize_sensitive(graph, thresholds, feeds, requant, threshold)
+    outputs: list[dict[int, np.ndarray]] = []
+    thresholds = calibrate(graph, feeds, calibrator, outputs=outputs)
+    return _realize_sensitive(graph, thresholds, feeds, requant, threshold, outputs)
 
 
 def realize(graph: Graph, thresholds: Mapping[int, float], *, requant: str = "multiplier") -> Graph:

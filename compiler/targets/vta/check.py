@@ -29,8 +29,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from isa import DEP_QUEUES, Alu, ExecutionError, Finish, Gemm, Insn, Load, MemType, Program, Store
-from isa.encoding import decode_uops
+from isa import (
+    DEP_QUEUES,
+    Alu,
+    ExecutionError,
+    Finish,
+    Gemm,
+    Insn,
+    Load,
+    MemType,
+    Program,
+    Store,
+)
+from isa.encoding import decode_fields, decode_uops
+from isa.insn import DEP_FLAGS, Opcode, queue_of
 from isa.validate import check_stream
 
 from .errors import StreamCheckError
@@ -42,6 +54,7 @@ _SRAM_OF = {
     MemType.ACC8: "acc",
     MemType.UOP: "uop",
 }
+_MEM_TYPES = frozenset(int(m) for m in MemType)
 
 
 def check_program(prog: Program) -> dict[str, int]:
@@ -51,19 +64,41 @@ def check_program(prog: Program) -> dict[str, int]:
         check_stream(prog.insn_bytes, cfg)
     except ExecutionError as e:
         raise StreamCheckError(e.what, index=e.index) from None
+    pushed = _pushed_if_valid(prog)
+    if pushed is not None:
+        return pushed
+    return _check_in_order(prog)
+
+
+def _check_in_order(prog: Program) -> dict[str, int]:
+    """The walk of the module docstring, instruction by instruction: it raises at the first
+    problem in program order."""
+    cfg = prog.config
     insns = prog.instructions()
     tokens = dict.fromkeys(DEP_QUEUES, 0)
     pushed = dict.fromkeys(DEP_QUEUES, 0)
     uops = np.zeros((cfg.uop_depth, 3), np.int64)
+    queues: dict[tuple[object, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for i, insn in enumerate(insns):
-        for q in insn.pops():
+        # the queues an instruction pops and pushes follow from its module and its four flags:
+        # asked once per combination, not per instruction
+        key = (
+            type(insn),
+            getattr(insn, "memory_type", None),
+            *[getattr(insn, f) for f in DEP_FLAGS],
+        )
+        pops_pushes = queues.get(key)
+        if pops_pushes is None:
+            pops_pushes = queues[key] = (insn.pops(), insn.pushes())
+        pops, pushes = pops_pushes
+        for q in pops:
             if tokens[q] == 0:
                 raise StreamCheckError(
                     f"pops queue {q}, which holds no token at this point of the stream", index=i
                 )
             tokens[q] -= 1
         _check_ranges(prog, insn, i, uops)
-        for q in insn.pushes():
+        for q in pushes:
             tokens[q] += 1
             pushed[q] += 1
             if tokens[q] > cfg.dep_queue_depth:
@@ -78,6 +113,116 @@ def check_program(prog: Program) -> dict[str, int]:
                 raise StreamCheckError("instructions follow FINISH", index=i)
             return pushed
     raise StreamCheckError("the stream does not end with FINISH", index=len(insns) - 1)
+
+
+def _pushed_if_valid(prog: Program) -> dict[str, int] | None:
+    """The tokens pushed per queue when the stream passes every check, computed on the decoded
+    field columns (token counts as running sums, DMA ranges as array comparisons, micro-op
+    ranges once per resident kernel and range); None when any check fails, for
+    :func:`_check_in_order` to find and name the first problem."""
+    cfg = prog.config
+    f = decode_fields(prog.insn_bytes, cfg)
+    op = f["opcode"]
+    n = op.size
+    if n == 0 or int(op[-1]) != Opcode.FINISH or int((op == Opcode.FINISH).sum()) != 1:
+        return None
+    mem = f["memory_type"]
+    is_load, is_store = op == Opcode.LOAD, op == Opcode.STORE
+    module = {
+        "load": is_load & ((mem == MemType.INP) | (mem == MemType.WGT)),
+        "store": is_store,
+    }
+    module["compute"] = ~(module["load"] | is_store)
+    pops = {q: np.zeros(n, np.int64) for q in DEP_QUEUES}
+    pushes = {q: np.zeros(n, np.int64) for q in DEP_QUEUES}
+    for name, rows in module.items():
+        for flag in DEP_FLAGS:
+            q = queue_of(name, flag)
+            if q is not None:
+                (pops if flag.startswith("pop") else pushes)[q] += rows & (f[flag] != 0)
+    pushed: dict[str, int] = {}
+    for q in DEP_QUEUES:
+        after_push = np.cumsum(pushes[q])
+        after_pop = np.cumsum(pops[q])
+        if (after_push - pushes[q] < after_pop).any():  # a pop before its push
+            return None
+        if (after_push - after_pop > cfg.dep_queue_depth).any() or after_push[-1] != after_pop[-1]:
+            return None
+        pushed[q] = int(after_push[-1])
+
+    dma = (is_load | is_store) & (f["x_size"] != 0)
+    if dma.any():
+        depth = np.zeros(n, np.int64)
+        elem = np.zeros(n, np.int64)
+        for m in np.unique(mem[dma]).tolist():
+            rows = dma & (mem == m)
+            if m not in _MEM_TYPES:
+                return None
+            buf = "out" if m == MemType.OUT else _SRAM_OF.get(MemType(m))
+            if buf is None or (is_load & rows & (mem == MemType.OUT)).any():
+                return None
+            depth[rows & is_store] = cfg.depth_of("out")
+            depth[rows & is_load] = cfg.depth_of(buf)
+            elem[rows] = cfg.mem_elem_bytes(MemType(m))
+        y, x = f["y_size"], f["x_size"]
+        entries = np.where(
+            is_store,
+            y * x,
+            (f["y_pad_0"] + y + f["y_pad_1"]) * (f["x_pad_0"] + x + f["x_pad_1"]),
+        )
+        if (dma & (f["sram_base"] + entries > depth)).any():
+            return None
+        end = (f["dram_base"] + (y - 1) * f["x_stride"] + x) * elem
+        if (dma & (y != 0) & (end > prog.dram.size)).any():
+            return None
+
+    uop_load = is_load & (mem == MemType.UOP) & (f["x_size"] != 0) & (f["y_size"] != 0)
+    loops = ((op == Opcode.GEMM) | (op == Opcode.ALU)) & (f["iter_out"] != 0)
+    loops &= (f["iter_in"] != 0) & (f["uop_begin"] != f["uop_end"])
+    order = np.flatnonzero(uop_load | loops)
+    if order.size == 0:
+        return pushed
+    names = [
+        "opcode", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0",
+        "x_pad_0", "x_pad_1", "reset", "use_imm", "uop_begin", "uop_end", "iter_out",
+        "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
+        "wgt_factor_out", "wgt_factor_in",
+    ]  # fmt: skip
+    cols = [f[name][order].tolist() for name in names]
+    depths = {b: cfg.depth_of(b) for b in ("acc", "inp", "wgt")}
+    uops = np.zeros((cfg.uop_depth, 3), np.int64)
+    tops: dict[tuple[int, int], list[int]] = {}  # (begin, end) -> column maxima, per kernel
+    for (
+        code, sram, dram, ys, xs, stride, yp0, xp0, xp1, reset, use_imm, begin, end,
+        it_out, it_in, d_out, d_in, s_out, s_in, w_out, w_in,
+    ) in zip(*cols, strict=True):  # fmt: skip
+        if code == Opcode.LOAD:
+            width = xp0 + xs + xp1
+            for yy in range(ys):
+                lo = (dram + yy * stride) * 4
+                words = prog.dram[lo : lo + xs * 4].view(np.uint32)
+                row = sram + (yp0 + yy) * width + xp0
+                uops[row : row + xs] = np.stack(decode_uops(words, cfg), 1)
+            tops.clear()
+            continue
+        if begin > end or end > cfg.uop_depth:
+            return None
+        top = tops.get((begin, end))
+        if top is None:
+            top = tops[(begin, end)] = uops[begin:end].max(axis=0).tolist()
+        o, i = it_out - 1, it_in - 1
+        if top[0] + o * d_out + i * d_in >= depths["acc"]:
+            return None
+        if reset:
+            continue
+        if code == Opcode.GEMM:
+            if top[1] + o * s_out + i * s_in >= depths["inp"]:
+                return None
+            if top[2] + o * w_out + i * w_in >= depths["wgt"]:
+                return None
+        elif not use_imm and top[1] + o * s_out + i * s_in >= depths["acc"]:
+            return None
+    return pushed
 
 
 def _check_ranges(prog: Program, insn: Insn, i: int, uops: np.ndarray) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from compiler.ir.buffer import Buffer, Scope
 from compiler.ir.expr import BufferLoad
-from compiler.ir.functor import buffers_used, replace_buffers, rewrite, visit
+from compiler.ir.functor import buffer_set, buffers_used, replace_buffers, rewrite, visit
 from compiler.ir.node import Node
 from compiler.ir.pragma import ALU
 from compiler.ir.stmt import Allocate, BufferStore, For, Pragma, PrimFunc, SeqStmt, Stmt
@@ -121,6 +121,9 @@ def make_alu_in_place(acc: Scope) -> Callable[[PrimFunc], PrimFunc]:
                     return n.body
                 return None
 
-            body = replace_buffers(rewrite(body, drop), {b: a})
+            def outside(n: Node, b: Buffer = b) -> Node | None:
+                return n if b not in buffer_set(n) else None
+
+            body = replace_buffers(rewrite(body, drop, outside), {b: a})
 
     return alu_in_place

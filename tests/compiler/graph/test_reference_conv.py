@@ -1,0 +1,38 @@
+"""The reference convolution's float64 path for integers gives ``einsum``'s results exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from compiler.graph import reference as R
+
+CASES = [
+    ((1, 3, 20, 20), (8, 3, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1),
+    ((2, 8, 9, 11), (8, 2, 3, 3), (1, 2), (1, 0, 2, 1), (2, 1), 4),
+    ((1, 16, 7, 7), (32, 16, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    ((1, 64, 9, 9), (64, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32"])
+def test_integer_convolution_matches_einsum(case, dtype, monkeypatch):
+    xs, ws, strides, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    lo = 0 if dtype == "uint8" else -100
+    x = rng.integers(lo, 100, xs).astype(dtype)
+    w = rng.integers(lo, 100, ws).astype(dtype)
+    fast = R.conv2d_nchw(x, w, strides, padding, dilation, groups)
+    assert R._exact_in_float64(x, w, np.dtype(fast.dtype), ws[1] * ws[2] * ws[3])
+    monkeypatch.setattr(R, "_exact_in_float64", lambda *a: False)
+    slow = R.conv2d_nchw(x, w, strides, padding, dilation, groups)
+    assert fast.dtype == slow.dtype and np.array_equal(fast, slow)
+
+
+def test_sums_that_could_wrap_stay_on_einsum():
+    x = np.full((1, 64, 4, 4), 2**20, np.int32)
+    w = np.full((8, 64, 3, 3), 2**10, np.int32)
+    assert not R._exact_in_float64(x, w, np.dtype("int32"), 64 * 9)
+    assert not R._exact_in_float64(x.astype(np.float32), w, np.dtype("float32"), 64 * 9)
+    assert R._exact_in_float64(x, w, np.dtype("int64"), 64 * 9)
