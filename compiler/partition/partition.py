@@ -288,6 +288,8 @@ def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
     if node.type.dtype.startswith("float") or any(
         v.type.dtype.startswith("float") for v in node.inputs
     ):
+        if impl is not None and not impl.reason.startswith("float32 operator"):
+            return "float-op", f"float32 operator: {impl.reason}"  # the operator's own reason
         return "float-op", "float32 operator: no integer form"
     if op in ("reshape", "transpose", "layout_transform"):
         return "layout", f"{op} is a layout change done on the host"
