@@ -117,7 +117,7 @@ def _key(
     for part in (
         toplevel,
         simulator,
-        cfg.to_json(),
+        cfg.replace(energy=()).to_json(),  # the energy figures price runs, not the RTL
         repr(sorted(parameters.items())),
         header,
         repr(list(build_args)),

@@ -99,6 +99,10 @@ class HwConfig:
     alu_ii: int
     alu_imm_ii: int
     clock_mhz: float
+    #: overrides of the per-event energies and areas of :class:`isa.energy.EnergyTable`
+    #: (``"energy": {"dram_pj_per_byte": 80.0}`` in a config file): not a knob of the
+    #: hardware, the figures its energy and area are priced with; empty for the presets
+    energy: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         self._validate()
@@ -117,6 +121,8 @@ class HwConfig:
             top = MAX_KNOB.get(f)
             if top is not None and v > top:
                 raise ConfigError(f"{where}: field {f!r} = {v} exceeds its maximum of {top}")
+        if self.energy:
+            self.energy_table()  # an unknown name or a bad figure is refused here
         clock = self.clock_mhz
         if (
             isinstance(clock, bool)
@@ -261,7 +267,28 @@ class HwConfig:
 
     # ---- serialisation ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        del d["energy"]
+        if self.energy:  # presets and configs without overrides keep their exact JSON
+            d["energy"] = {k: _thaw(v) for k, v in self.energy}
+        return d
+
+    def energy_table(self) -> Any:
+        """The :class:`isa.energy.EnergyTable` this config is priced with: the defaults and the
+        config's ``energy`` overrides (:class:`ConfigError` naming an unknown or bad figure)."""
+        from isa.energy import EnergyTable
+
+        known = {f.name for f in dataclasses.fields(EnergyTable)}
+        given = dict(self.energy)
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ConfigError(
+                f"config {self.name!r}: unknown energy figure(s) {unknown}; known: {sorted(known)}"
+            )
+        try:
+            return EnergyTable(**given)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"config {self.name!r}: {e}") from None
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys), as stored in program files."""
@@ -287,7 +314,9 @@ class HwConfig:
         unknown = sorted(set(data) - fields)
         if unknown:
             raise ConfigError(f"config {data.get('name', '?')!r}: unknown field(s) {unknown}")
-        missing = sorted(fields - set(data))
+        if "energy" in data:
+            data["energy"] = _freeze_energy(data["energy"], data.get("name", "?"))
+        missing = sorted(fields - set(data) - {"energy"})
         if missing:
             raise ConfigError(f"config {data.get('name', '?')!r}: missing field(s) {missing}")
         return cls(**data)
@@ -360,6 +389,23 @@ def parse_json(text: str, what: str, error: type[Exception] = ConfigError) -> An
 def _presets() -> dict[str, dict[str, Any]]:
     text = resources.files(__package__).joinpath("presets.json").read_text()
     return json.loads(text)["presets"]
+
+
+def _freeze_energy(value: Any, name: str) -> tuple[tuple[str, Any], ...]:
+    """A config file's ``energy`` object as the sorted, hashable pairs a config holds."""
+    if isinstance(value, tuple):
+        value = dict(value)
+    if not isinstance(value, dict):
+        raise ConfigError(f"config {name!r}: field 'energy' must be an object of figures")
+
+    def freeze(v: Any) -> Any:
+        return tuple(freeze(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+    return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
+
+
+def _thaw(v: Any) -> Any:
+    return [_thaw(x) for x in v] if isinstance(v, tuple) else v
 
 
 def _preset_name_of(knobs: dict[str, Any]) -> str:

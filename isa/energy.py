@@ -259,8 +259,9 @@ class Energy:
 def estimate_energy(
     events: EventCounts, cfg: HwConfig, cycles: int, table: EnergyTable | None = None
 ) -> Energy:
-    """Price ``events`` (and ``cycles`` of leakage at ``cfg.clock_mhz``) with ``table``."""
-    t = table or EnergyTable()
+    """Price ``events`` (and ``cycles`` of leakage at ``cfg.clock_mhz``) with ``table`` (by
+    default the config's: the defaults with its ``energy`` overrides)."""
+    t = table or cfg.energy_table()
     lanes = cfg.batch * cfg.block_out
     macs = events.gemm_uops * cfg.macs_per_cycle
     parts: dict[str, float] = {"mac": macs * (t.mul8_pj + t.add32_pj)}
@@ -295,7 +296,7 @@ class Area:
 def estimate_area(cfg: HwConfig, table: EnergyTable | None = None) -> Area:
     """The MAC array (an 8-bit multiplier and a 32-bit adder per MAC), the ALU (a 32-bit adder
     and multiplier per lane) and the SRAMs of ``cfg``."""
-    t = table or EnergyTable()
+    t = table or cfg.energy_table()
     parts = {
         "mac_array": cfg.macs_per_cycle * (t.mul8_um2 + t.add32_um2) * 1e-6,
         "alu": cfg.batch * cfg.block_out * (t.add32_um2 + t.mul32_um2) * 1e-6,

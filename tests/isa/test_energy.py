@@ -13,7 +13,14 @@ import isa.energy as energy
 import vta_sim
 from compiler.topi.vta import Conv2dLayer
 from compiler.topi.vta.testing import build_conv2d
-from isa.energy import EnergyTable, count_events, estimate_area, estimate_energy
+from isa.energy import (
+    BUFFERS,
+    EnergyTable,
+    EventCounts,
+    count_events,
+    estimate_area,
+    estimate_energy,
+)
 
 
 def test_docstring_example():
@@ -111,3 +118,32 @@ def test_area_grows_with_the_core_and_the_buffers():
 def test_a_bad_table_is_refused_naming_the_field(changes, what):
     with pytest.raises(ValueError, match=what):
         EnergyTable(**changes)
+
+
+def test_a_config_file_overrides_the_energy_figures(tmp_path):
+    """``"energy"`` in a config file replaces figures of the table its runs are priced with;
+    the presets carry none (their JSON is unchanged), a program file keeps the overrides, and
+    an unknown name or a bad value is refused naming it."""
+    import json
+
+    import isa
+    from isa.config import ConfigError
+
+    base = isa.load_config("default")
+    assert base.energy == () and "energy" not in base.to_json()
+    knobs = {**base.to_dict(), "name": "cheap-dram", "energy": {"dram_pj_per_byte": 24.375}}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(knobs))
+    cfg = isa.load_config(str(path))
+    assert cfg.energy_table().dram_pj_per_byte == 24.375
+    events = EventCounts(0, 0, {}, dict.fromkeys(BUFFERS, 0), dict.fromkeys(BUFFERS, 0),
+                         {"inp": 1000})  # fmt: skip
+    cheap = estimate_energy(events, cfg, 0).by_part["dram"]
+    assert cheap == 24.375 * 1000
+    assert estimate_energy(events, base, 0).by_part["dram"] == cheap * 10
+    assert isa.HwConfig.from_json(cfg.to_json()) == cfg  # what a program file stores
+    for bad, match in (({"dram": 1.0}, "unknown energy figure"),
+                       ({"mul8_pj": -1.0}, "mul8_pj must be finite and positive"),
+                       ([1, 2], "must be an object")):  # fmt: skip
+        with pytest.raises(ConfigError, match=match):
+            isa.load_config({**knobs, "energy": bad})
