@@ -641,15 +641,24 @@ def _hard_gate(x: Any, m: int, shift: int, offset: int, top: int) -> Any:
     return op.minimum(op.maximum(v, const(0, i64)), const(top, i64))
 
 
+def _gate_attrs(opname: str, name: str, attrs: Mapping[str, Any], prefix: str) -> tuple[int, ...]:
+    """A hard sigmoid's ``multiplier``, ``shift`` and ``offset`` (``prefix`` ``gate_`` for a
+    hard swish's gate), each within the range its inference allows."""
+    big = (1 << 15) - 1
+    return (
+        _int_attr(opname, name, attrs, f"{prefix}multiplier", -big, big),
+        _int_attr(opname, name, attrs, f"{prefix}shift", 0, 15),
+        _int_attr(opname, name, attrs, f"{prefix}offset", -(1 << 30), 1 << 30),
+    )
+
+
 def _qhard_sigmoid(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     """The exact integer hard sigmoid (``compiler.quantize.hard.hard_sigmoid_int``)."""
     _known("qhard_sigmoid", name, attrs, ("multiplier", "shift", "offset", "out_max"))
     _arity("qhard_sigmoid", name, inputs, 1)
     _int8_inputs("qhard_sigmoid", name, inputs)
     (x,) = inputs
-    m = _int_attr("qhard_sigmoid", name, attrs, "multiplier", -(1 << 15) + 1, (1 << 15) - 1)
-    shift = _int_attr("qhard_sigmoid", name, attrs, "shift", 0, 15)
-    offset = _int_attr("qhard_sigmoid", name, attrs, "offset", -(1 << 30), 1 << 30)
+    m, shift, offset = _gate_attrs("qhard_sigmoid", name, attrs, "")
     top = _int_attr("qhard_sigmoid", name, attrs, "out_max", 0, 127)
     i64 = as_dtype("int64")
 
@@ -670,9 +679,7 @@ def _qhard_swish(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) 
     _arity("qhard_swish", name, inputs, 1)
     _int8_inputs("qhard_swish", name, inputs)
     (x,) = inputs
-    gm = _int_attr("qhard_swish", name, attrs, "gate_multiplier", -(1 << 15) + 1, (1 << 15) - 1)
-    gs = _int_attr("qhard_swish", name, attrs, "gate_shift", 0, 15)
-    go = _int_attr("qhard_swish", name, attrs, "gate_offset", -(1 << 30), 1 << 30)
+    gm, gs, go = _gate_attrs("qhard_swish", name, attrs, "gate_")
     m = _int_attr("qhard_swish", name, attrs, "multiplier", 0, (1 << 15) - 1)
     shift = _int_attr("qhard_swish", name, attrs, "shift", 0, 30)
     lo, hi = _out_range("qhard_swish", name, attrs)
