@@ -251,6 +251,7 @@ def _bench_int8_ocr(
     run = net.run({name: inputs[0][1]})
     simulated_s = time.perf_counter() - t0
     sim = run.outputs[0]
+    pairs = list(zip(fp32_outputs, int8, strict=True))
     scale = max(float(np.abs(int8[0]).max()), 1e-30)
     return {
         "config": config,
@@ -258,9 +259,7 @@ def _bench_int8_ocr(
         "reference_s_per_input": round(reference_s, 2),
         "simulated_s": round(simulated_s, 1),
         **ocr_scores(model, texts or [], fp32_outputs, [[q] for q in int8]),
-        "logit_cosine": float(
-            np.mean([_cosine(f[0], q) for f, q in zip(fp32_outputs, int8, strict=True)])
-        ),
+        "logit_cosine": float(np.mean([_cosine(f[0], q) for f, q in pairs])),
         "mac_share": sum(r.macs for r in run.layers) / macs if macs else 0.0,
         "accelerator_groups": len(net.partition.groups),
         "cycles_per_image": float(run.total_cycles),
