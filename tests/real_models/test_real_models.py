@@ -185,13 +185,14 @@ OCR_FP32_THRESHOLD = 0.03
 
 
 def test_ocr_recognizer_int8_reads_like_fp32(tmp_path) -> None:
-    """The recognizer quantized for the accelerator (as ``vtac run --target vta
-    --fp32-threshold 0.03``), calibrated on other rendered lines, reads rendered lines about as
-    well as fp32: a broken quantization reads garbage (accuracy near or below 0)."""
+    """The recognizer quantized as for the accelerator (``vtac run --target vta
+    --fp32-threshold 0.03`` quantizes so), calibrated on other rendered lines, reads rendered
+    lines about as well as fp32: a broken quantization reads garbage (accuracy near or below 0).
+    """
     from bench.real_models import ocr
     from compiler.graph import evaluate
+    from compiler.quantize import quantize_graph
     from runtime.graph_cli import load
-    from runtime.vta_target import compile_network
 
     model = rm.models()["ppocr_rec"]
     chars = ocr.characters(model)
@@ -203,14 +204,9 @@ def test_ocr_recognizer_int8_reads_like_fp32(tmp_path) -> None:
         model, ocr.random_lines(4, letters, seed=2), tmp_path / "calibration"
     )
     graph = load(str(model.path), None, 1, {"x": xs[0].shape})
-    net = compile_network(
-        graph,
-        "vta-1x16x16",
-        calibration=[{"x": x} for x in calibration],
-        sensitivity=OCR_FP32_THRESHOLD,
-    )
+    q = quantize_graph(graph, [{"x": c} for c in calibration], sensitivity=OCR_FP32_THRESHOLD)
     fp32 = [ocr.ctc_text(evaluate(graph, {"x": x})[0][0], chars) for x in xs]
-    int8 = [ocr.ctc_text(net.reference({"x": x})[0][0], chars) for x in xs]
+    int8 = [ocr.ctc_text(evaluate(q, {"x": x})[0][0], chars) for x in xs]
     acc_fp32, acc_int8 = ocr.char_accuracy(fp32, texts), ocr.char_accuracy(int8, texts)
     assert acc_fp32 >= 0.8, f"fp32 reads {acc_fp32:.2%} of the rendered characters: {fp32}"
     assert acc_int8 >= acc_fp32 - 0.1, f"int8 {acc_int8:.2%} against fp32 {acc_fp32:.2%}: {int8}"
