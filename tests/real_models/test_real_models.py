@@ -24,7 +24,8 @@ pytestmark = [
 ]
 
 #: Operators real models need that the frontend does not take yet; a model refused for these
-#: alone is an expected failure (PP-OCR: Resize, ConvTranspose and its attention blocks).
+#: alone is an expected failure (none is today: PP-OCR's Resize, ConvTranspose and attention
+#: blocks import).
 PENDING_OPS = {
     "ConvTranspose",
     "MatMul",
