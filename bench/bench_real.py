@@ -25,7 +25,7 @@ detector on ``--ocr-pages`` pages, fp32 against onnxruntime on all of them. int8
 ``--ocr-calibration`` other rendered lines (pages), never the scored ones, and scored on every
 scored input by the quantized graph's integer reference (``VtaNetwork.reference``); the
 simulator runs the first input (cycles, MAC share, and whether it matches the reference bit for
-bit: a simulated recognizer line takes about 40 s). Recognizer: the character accuracy (``1 -
+bit). Recognizer: the character accuracy (``1 -
 edit distance / characters`` over all lines, greedy CTC) of fp32 and of int8 against the
 rendered text, and int8's against fp32's decoding; detector: the mean and lowest IoU of int8's
 text map against fp32's, both thresholded at 0.3.
