@@ -81,8 +81,9 @@ def render_line(text: str, path: Path) -> Path:
 
     font = ImageFont.load_default(size=LINE_FONT)
     box = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
-    img = Image.new("RGB", (box[2] + 16, 48), "white")
-    ImageDraw.Draw(img).text((8, (48 - box[3]) // 2), text, fill="black", font=font)
+    right, bottom = int(box[2]), int(box[3])
+    img = Image.new("RGB", (right + 16, 48), "white")
+    ImageDraw.Draw(img).text((8, (48 - bottom) // 2), text, fill="black", font=font)
     img.save(path)
     return path
 
