@@ -188,7 +188,7 @@ OCR_FP32_THRESHOLD = 0.03
 def test_ocr_recognizer_int8_reads_like_fp32(tmp_path) -> None:
     """The recognizer quantized as for the accelerator (``vtac run --target vta
     --fp32-threshold 0.03`` quantizes so), calibrated on other rendered lines, reads rendered
-    lines about as well as fp32: a broken quantization reads garbage (accuracy near or below 0).
+    lines within 5 points of fp32's character accuracy (every node int8 loses 11 points here).
     """
     from bench.real_models import ocr
     from compiler.graph import evaluate
@@ -210,7 +210,9 @@ def test_ocr_recognizer_int8_reads_like_fp32(tmp_path) -> None:
     int8 = [ocr.ctc_text(evaluate(q, {"x": x})[0][0], chars) for x in xs]
     acc_fp32, acc_int8 = ocr.char_accuracy(fp32, texts), ocr.char_accuracy(int8, texts)
     assert acc_fp32 >= 0.8, f"fp32 reads {acc_fp32:.2%} of the rendered characters: {fp32}"
-    assert acc_int8 >= acc_fp32 - 0.1, f"int8 {acc_int8:.2%} against fp32 {acc_fp32:.2%}: {int8}"
+    # measured: fp32 95.3%, int8 98.4% (every node int8, the default threshold's failure
+    # mode: 84.4%)
+    assert acc_int8 >= acc_fp32 - 0.05, f"int8 {acc_int8:.2%} against fp32 {acc_fp32:.2%}: {int8}"
 
 
 def test_ocr_detector_int8_text_map_matches_fp32(tmp_path) -> None:
@@ -232,4 +234,5 @@ def test_ocr_detector_int8_text_map_matches_fp32(tmp_path) -> None:
     (int8,) = evaluate(q, {"x": x})
     assert (fp32 > ocr.TEXT_THRESHOLD).mean() > 0.005, "fp32 finds no text on the page"
     iou = ocr.text_map_iou(fp32, int8)
+    # measured 0.955 (every node int8: 0.50)
     assert iou >= 0.85, f"int8 text map IoU {iou:.3f} against fp32"
