@@ -19,10 +19,22 @@ the photos of the folder; OCR: its rendered page or text line):
   per image and images/s at the config's clock (accelerator cycles only); and whether the
   first input's output is bit-exact against the quantized graph's integer reference.
 
+PP-OCR is scored as OCR (``bench/real_models/ocr.py``) on text rendered with Pillow from random
+words over its dictionary's ASCII letters and digits: the recognizer on ``--ocr-lines`` lines, the
+detector on ``--ocr-pages`` pages, fp32 against onnxruntime on all of them. int8 is calibrated on
+``--ocr-calibration`` other rendered lines (pages), never the scored ones, and scored on every
+scored input by the quantized graph's integer reference (``VtaNetwork.reference``); the
+simulator runs the first input (cycles, MAC share, and whether it matches the reference bit for
+bit). Recognizer: the character accuracy (``1 -
+edit distance / characters`` over all lines, greedy CTC) of fp32 and of int8 against the
+rendered text, and int8's against fp32's decoding; detector: the mean and lowest IoU of int8's
+text map against fp32's, both thresholded at 0.3.
+
 A model the compiler refuses is reported with the refusal (the unsupported nodes), as it is.
 
     python -m bench.bench_real [--models efficientnet_lite1,mtcnn_onet] [--configs default]
         [--photos 8] [--repeat 5] [--threads 1] [--skip-vta] [--json FILE]
+        [--ocr-lines 200] [--ocr-pages 8] [--ocr-calibration 32]
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ os.environ.setdefault("VTAC_NUM_THREADS", _THREADS)
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -52,6 +65,7 @@ import numpy as np  # noqa: E402
 
 from bench import real_models as rm  # noqa: E402
 from bench.common import cpu_model, median_time, ort_session  # noqa: E402
+from bench.real_models import ocr  # noqa: E402
 
 #: fp32 is "confident" on a photo when its softmax top-1 is at least this.
 CONFIDENT = 0.3
@@ -70,9 +84,53 @@ def graph_macs(graph: Any) -> int:
     return total
 
 
+#: The sensitivity threshold OCR is quantized with: nodes whose own int8 error (relative RMS,
+#: compiler/quantize/sensitivity.py) exceeds it stay fp32. PP-LCNet's activations spread over
+#: channels by up to 70x under one per-tensor scale; at the default 0.1 the recognizer loses 4
+#: to 5 points of character accuracy and the detector's text map an IoU of 0.4-0.6.
+OCR_FP32_THRESHOLD = 0.03
+
+#: Seeds of the rendered OCR text: the scored set and the calibration set are different draws.
+SCORED_SEED, CALIBRATION_SEED = 1, 2
+
+
 def _inputs(model: rm.RealModel, count: int) -> list[tuple[str, np.ndarray]]:
     images = [model.image] if model.image is not None else rm.photos()[:count]
     return [(p.name, rm.read_input(model, p)) for p in images]
+
+
+def _ocr_inputs(
+    model: rm.RealModel, count: int, seed: int, folder: Path
+) -> tuple[list[tuple[str, np.ndarray]], list[str]]:
+    """``count`` rendered lines (recognizer) or pages (detector) as ``(name, input)``, and the
+    lines' text (empty for pages)."""
+    letters = ocr.alphabet(ocr.characters(rm.models()["ppocr_rec"]))
+    folder.mkdir(parents=True, exist_ok=True)
+    if model.kind == "text-recognizer":
+        texts = ocr.random_lines(count, letters, seed)
+        xs = ocr.line_inputs(model, texts, folder)
+        return [(f"line{k}", x) for k, x in enumerate(xs)], texts
+    xs = ocr.page_inputs(model, count, letters, seed, folder)
+    return [(f"page{k}", x) for k, x in enumerate(xs)], []
+
+
+def ocr_scores(
+    model: rm.RealModel, texts: list[str], fp32: list[np.ndarray], int8: list[np.ndarray]
+) -> dict[str, Any]:
+    """The OCR figures of int8 outputs against fp32 ones (the model's first output per input,
+    batch of one) and the rendered ``texts``."""
+    if model.kind == "text-recognizer":
+        chars = ocr.characters(model)
+        f = [ocr.ctc_text(p[0], chars) for p in fp32]
+        q = [ocr.ctc_text(p[0], chars) for p in int8]
+        return {
+            "fp32_char_accuracy": ocr.char_accuracy(f, texts),
+            "int8_char_accuracy": ocr.char_accuracy(q, texts),
+            "int8_vs_fp32_char_accuracy": ocr.char_accuracy(q, f),
+            "lines": len(texts),
+        }
+    ious = [ocr.text_map_iou(a[0, 0], b[0, 0]) for a, b in zip(fp32, int8, strict=True)]
+    return {"text_map_iou_mean": float(np.mean(ious)), "text_map_iou_min": float(np.min(ious))}
 
 
 def _relative(got: np.ndarray, want: np.ndarray) -> float:
@@ -121,15 +179,29 @@ def bench_fp32(model: rm.RealModel, inputs, threads: int, repeat: int) -> dict[s
 
 
 def bench_int8(
-    model: rm.RealModel, inputs, fp32_outputs, config: str, macs: int, graph: Any
+    model: rm.RealModel,
+    inputs,
+    fp32_outputs,
+    config: str,
+    macs: int,
+    graph: Any,
+    calibration: list[np.ndarray] | None = None,
+    texts: list[str] | None = None,
+    ocr_options: tuple[str, float | None] = ("percentile", None),
 ) -> dict[str, Any]:
-    """int8 on the accelerator preset ``config`` against the fp32 outputs."""
+    """int8 on the accelerator preset ``config`` against the fp32 outputs; with
+    ``calibration`` (OCR's own calibration inputs) the simulator runs the first input only and
+    the integer reference scores them all (:func:`ocr_scores`)."""
     from runtime.vta_target import compile_network
 
     name = graph.inputs[0].name
-    calibration = [{name: np.ascontiguousarray(x[..., ::-1])} for _, x in inputs]
+    if calibration is not None:
+        return _bench_int8_ocr(
+            model, inputs, fp32_outputs, config, macs, graph, calibration, texts, *ocr_options
+        )
+    calibration_feeds = [{name: np.ascontiguousarray(x[..., ::-1])} for _, x in inputs]
     t0 = time.perf_counter()
-    net = compile_network(graph, config, calibration=calibration)
+    net = compile_network(graph, config, calibration=calibration_feeds)
     compile_s = time.perf_counter() - t0
     cos, agree, confident, cycles, bit_exact, acc_macs, ips = [], 0, 0, [], None, 0, 0.0
     t0 = time.perf_counter()
@@ -164,6 +236,76 @@ def bench_int8(
     }
 
 
+def _bench_int8_ocr(
+    model: rm.RealModel,
+    inputs,
+    fp32_outputs,
+    config: str,
+    macs: int,
+    graph: Any,
+    calibration: list[np.ndarray],
+    texts: list[str] | None,
+    calibrator: str = "percentile",
+    threshold: float | None = None,
+) -> dict[str, Any]:
+    """:func:`bench_int8` for PP-OCR: calibrated on its own rendered set, scored by the
+    integer reference on every input, simulated on the first."""
+    from runtime.vta_target import compile_network
+
+    name = graph.inputs[0].name
+    t0 = time.perf_counter()
+    net = compile_network(
+        graph,
+        config,
+        calibration=[{name: x} for x in calibration],
+        calibrator=calibrator,
+        sensitivity=threshold,
+    )
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    int8 = [net.reference({name: x})[0] for _, x in inputs]
+    reference_s = (time.perf_counter() - t0) / len(inputs)
+    t0 = time.perf_counter()
+    run = net.run({name: inputs[0][1]})
+    simulated_s = time.perf_counter() - t0
+    sim = run.outputs[0]
+    pairs = list(zip(fp32_outputs, int8, strict=True))
+    first = (texts or [])[:1]
+    scale = max(float(np.abs(int8[0]).max()), 1e-30)
+    return {
+        "config": config,
+        "calibrator": calibrator,
+        "fp32_threshold": threshold,
+        "fp32_nodes": len(getattr(net.graph, "fp32_nodes", ())),
+        "compile_s": round(compile_s, 1),
+        "reference_s_per_input": round(reference_s, 2),
+        "simulated_s": round(simulated_s, 1),
+        **ocr_scores(model, texts or [], [f[0] for f in fp32_outputs], int8),
+        "logit_cosine": float(np.mean([_cosine(f[0], q) for f, q in pairs])),
+        "mac_share": sum(r.macs for r in run.layers) / macs if macs else 0.0,
+        "accelerator_groups": len(net.partition.groups),
+        "cycles_per_image": float(run.total_cycles),
+        "images_per_s": run.images_per_second,
+        "bit_exact": bool(np.array_equal(sim, int8[0])),
+        "simulated_max_rel_diff": float(np.abs(sim - int8[0]).max()) / scale,
+        "simulated_same_score": ocr_scores(model, first, [fp32_outputs[0][0]], [sim])
+        == ocr_scores(model, first, [fp32_outputs[0][0]], [int8[0]]),
+    }
+
+
+def _print_ocr(model: rm.RealModel, q: dict[str, Any]) -> str:
+    if model.kind == "text-recognizer":
+        return (
+            f"character accuracy {q['int8_char_accuracy']:.2%} (fp32 "
+            f"{q['fp32_char_accuracy']:.2%}, int8 against fp32's text "
+            f"{q['int8_vs_fp32_char_accuracy']:.2%}) on {q['lines']} lines, "
+        )
+    return (
+        f"text map IoU against fp32 mean {q['text_map_iou_mean']:.4f}, lowest "
+        f"{q['text_map_iou_min']:.4f}, "
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.bench_real", description=__doc__)
     p.add_argument("--models", default="", help="comma-separated names (default: all)")
@@ -173,6 +315,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="threads for ours and onnxruntime")
     p.add_argument("--skip-vta", action="store_true", help="fp32 on cpu only")
     p.add_argument("--json", metavar="FILE", default=None)
+    p.add_argument("--ocr-lines", type=int, default=200, help="rendered lines (recognizer)")
+    p.add_argument("--ocr-pages", type=int, default=8, help="rendered pages (detector)")
+    p.add_argument(
+        "--ocr-calibration", type=int, default=32, help="rendered lines/pages to calibrate on"
+    )
+    p.add_argument("--ocr-calibrator", default="percentile", help="OCR's int8 calibrator")
+    p.add_argument(
+        "--ocr-fp32-threshold",
+        type=float,
+        default=OCR_FP32_THRESHOLD,
+        help="OCR's sensitivity threshold (vtac run --fp32-threshold)",
+    )
     args = p.parse_args(argv)
     why = rm.missing()
     if why:  # like a missing device: ``python -m bench`` goes on with the others
@@ -198,7 +352,17 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {}
     for name in names:
         model = available[name]
-        inputs = _inputs(model, args.photos)
+        is_ocr = model.kind in ("text-recognizer", "text-detector")
+        texts: list[str] = []
+        calibration: list[np.ndarray] | None = None
+        if is_ocr:
+            count = args.ocr_lines if model.kind == "text-recognizer" else args.ocr_pages
+            folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+            inputs, texts = _ocr_inputs(model, count, SCORED_SEED, folder / "scored")
+            cal, _ = _ocr_inputs(model, args.ocr_calibration, CALIBRATION_SEED, folder / "calib")
+            calibration = [x for _, x in cal]
+        else:
+            inputs = _inputs(model, args.photos)
         entry: dict[str, Any] = {"inputs": [n for n, _ in inputs]}
         doc[name] = entry
         try:
@@ -224,7 +388,10 @@ def main(argv: list[str] | None = None) -> int:
         entry["macs"] = macs
         for config in configs:
             try:
-                q = bench_int8(model, inputs, outputs, config, macs, graph)
+                options = (args.ocr_calibrator, args.ocr_fp32_threshold)
+                q = bench_int8(
+                    model, inputs, outputs, config, macs, graph, calibration, texts, options
+                )
             except (CompilerError, SessionError) as e:
                 entry[config] = {"error": str(e)}
                 print(f"  int8 {config}: refused: {e}", flush=True)
@@ -233,14 +400,29 @@ def main(argv: list[str] | None = None) -> int:
             agree = (
                 f"top-1 agreement {q['top1_agree']}/{q['confident']} confident photos, "
                 if model.kind == "classifier"
+                else _print_ocr(model, q)
+                if is_ocr
                 else ""
             )
             print(
                 f"  int8 {config}: {agree}cosine {q['logit_cosine']:.4f}, MACs on the "
                 f"accelerator {q['mac_share']:.1%} of {macs / 1e6:.0f} M "
                 f"({q['accelerator_groups']} groups), {q['cycles_per_image']:.0f} cycles/image, "
-                f"{q['images_per_s']:.1f} images/s, bit-exact {q['bit_exact']}; compile "
-                f"{q['compile_s']} s, {q['run_s_per_image']} s/image simulated",
+                f"{q['images_per_s']:.1f} images/s, bit-exact {q['bit_exact']}; "
+                + (
+                    f"{q['calibrator']} calibration, fp32 threshold {q['fp32_threshold']}: "
+                    f"{q['fp32_nodes']} nodes kept fp32; "
+                    if is_ocr
+                    else ""
+                )
+                + f"compile {q['compile_s']} s, "
+                + (
+                    f"{q['simulated_s']} s simulated (first input), simulated against the "
+                    f"reference: max rel diff {q['simulated_max_rel_diff']:.1e}, same OCR "
+                    f"result {q['simulated_same_score']}"
+                    if is_ocr
+                    else f"{q['run_s_per_image']} s/image simulated"
+                ),
                 flush=True,
             )
         print(flush=True)

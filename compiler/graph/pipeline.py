@@ -14,19 +14,22 @@ The default pipeline, read top to bottom:
 2. ``fold_batch_norm``: fold batch norms into the preceding conv2d (or into a multiply/add);
 3. ``fold_pad``: fold an explicit zero spatial pad into the conv2d (or counting avg_pool2d)
    that reads it, so that no float pad stays between two integer operators after quantization;
-4. ``eliminate_dead_nodes``: drop nodes no output depends on;
-5. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
+4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
+   (``x * clip(x + 3, 0, 6) / 6``) become the declared operators, one integer operator each
+   after quantization;
+5. ``eliminate_dead_nodes``: drop nodes no output depends on;
+6. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
    ``block_c``): NCHW{n}n{c}c for the convolutions and the ops around them, weights and
    per-channel constants pre-packed by constant folding;
-6. ``eliminate_dead_nodes_final``;
-7. ``fuse_ops``: fused groups by TVM's pattern kinds;
-8. ``plan_memory``: the static memory plan of the group outputs.
+7. ``eliminate_dead_nodes_final``;
+8. ``fuse_ops``: fused groups by TVM's pattern kinds;
+9. ``plan_memory``: the static memory plan of the group outputs.
 
 Example:
     >>> graph_pipeline().names()
-    ['fold_constants', 'fold_batch_norm', 'fold_pad', 'eliminate_dead_nodes', \
-'eliminate_dead_nodes_final', 'fuse_ops', 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[4:6]
+    ['fold_constants', 'fold_batch_norm', 'fold_pad', 'fold_hard_activations', \
+'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', 'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[5:7]
     ['pack_layout', 'fold_layout_constants']
 """
 
@@ -61,6 +64,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         eliminate_dead_nodes,
         fold_batch_norm,
         fold_constants,
+        fold_hard_activations,
         fold_pad,
         fuse_ops,
         pack_layout,
@@ -70,6 +74,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         graph_pass("fold_constants", fold_constants),
         graph_pass("fold_batch_norm", fold_batch_norm),
         graph_pass("fold_pad", fold_pad),
+        graph_pass("fold_hard_activations", fold_hard_activations),
         graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
     ]
     if block_c is not None:

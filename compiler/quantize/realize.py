@@ -102,7 +102,13 @@ WEIGHT_SCALE_FLOOR = 2.0**-12
 #: the products of the window (at most ``127 * 128`` per tap) so that the sum cannot wrap.
 BIAS_LIMIT = 1 << 30
 #: The graph pipeline's passes that run before quantization.
-PREPARE_PASSES = ("fold_constants", "fold_batch_norm", "fold_pad", "eliminate_dead_nodes")
+PREPARE_PASSES = (
+    "fold_constants",
+    "fold_batch_norm",
+    "fold_pad",
+    "fold_hard_activations",
+    "eliminate_dead_nodes",
+)
 
 
 def weight_scale_floor(absmax: np.ndarray, bias: np.ndarray, sx: float) -> np.ndarray:
@@ -140,7 +146,8 @@ def tensor_weight_scale(absmax: np.ndarray, floor: np.ndarray, unit: float) -> f
 
 
 def prepare_graph(graph: Graph) -> Graph:
-    """The graph pipeline up to dead-node elimination (constant, batch-norm and pad folding).
+    """The graph pipeline up to dead-node elimination (constant, batch-norm, pad and hard
+    activation folding).
 
     Example:
         >>> from compiler.graph.ir import TensorType, Var
@@ -223,7 +230,8 @@ def quantize_pipeline(
 
     Example:
         >>> quantize_pipeline({}).names()
-        ['fold_constants', 'fold_batch_norm', 'fold_pad', 'eliminate_dead_nodes', 'quantize']
+        ['fold_constants', 'fold_batch_norm', 'fold_pad', 'fold_hard_activations', \
+'eliminate_dead_nodes', 'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]

@@ -9,6 +9,7 @@ Example:
 from compiler.graph.passes.dead_nodes import eliminate_dead_nodes
 from compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from compiler.graph.passes.fold_constants import fold_constants
+from compiler.graph.passes.fold_hard_activations import fold_hard_activations
 from compiler.graph.passes.fold_pad import fold_pad
 from compiler.graph.passes.fuse_ops import fuse_ops
 from compiler.graph.passes.pack_layout import pack_layout
@@ -17,6 +18,7 @@ __all__ = [
     "eliminate_dead_nodes",
     "fold_batch_norm",
     "fold_constants",
+    "fold_hard_activations",
     "fold_pad",
     "fuse_ops",
     "pack_layout",

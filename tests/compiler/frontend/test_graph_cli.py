@@ -46,8 +46,8 @@ def test_file_and_dot(capsys, tmp_path):
 def test_list_passes(capsys):
     rc, out, _ = run(capsys, "--list-passes", "--block-c", "16")
     assert rc == 0 and out.split() == [
-        "import", "fold_constants", "fold_batch_norm", "fold_pad", "eliminate_dead_nodes",
-        "pack_layout",
+        "import", "fold_constants", "fold_batch_norm", "fold_pad",
+        "fold_hard_activations", "eliminate_dead_nodes", "pack_layout",
         "fold_layout_constants", "eliminate_dead_nodes_final", "fuse_ops", "plan_memory",
     ]  # fmt: skip
 

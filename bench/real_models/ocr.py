@@ -1,0 +1,169 @@
+"""Rendered text for PP-OCR's recognizer and detector, and the scores OCR is judged by.
+
+Lines and pages are drawn with Pillow's own font (``ImageFont.load_default(size=...)``, no font
+file needed) from random words over the ASCII letters and digits of the recognizer's dictionary,
+saved as PNG and read back by :func:`bench.real_models.read_input` (the preprocessing of
+``vtac run --input``: the recognizer's 320x48 stretch, the detector's 320 letterbox). A seed
+picks the words, so the scored set and the calibration set are different draws.
+
+Scores:
+
+* recognizer: greedy CTC decoding (PP-OCR's: class 0 the blank, then the dictionary, then a
+  space) and the character accuracy over a set of lines, ``1 - sum(edit distance) /
+  sum(len(truth))`` (Levenshtein distance, insertions, deletions and substitutions alike);
+* detector: the IoU of two text maps thresholded at :data:`TEXT_THRESHOLD` (PP-OCR's DB
+  post-processing default).
+
+Example:
+    >>> ctc_text(np.eye(4)[[1, 1, 0, 1, 2, 3]], ["a", "b"])
+    'aab '
+    >>> edit_distance("kitten", "sitting"), char_accuracy(["abcd"], ["abed"])
+    (3, 0.75)
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import numpy as np
+
+from bench import real_models as rm
+
+#: DB post-processing's threshold on the detector's text probability map.
+TEXT_THRESHOLD = 0.3
+
+#: Font sizes: the recognizer's lines are drawn 48 pixels high (its input height), the
+#: detector's page as build.py draws its own page.
+LINE_FONT, PAGE_FONT = 36, 28
+
+#: A page's size (width, height) and the lines on it.
+PAGE_SIZE, PAGE_LINES = (640, 400), 4
+
+
+def characters(model: rm.RealModel) -> list[str]:
+    """The recognizer's dictionary (the ONNX file's ``character`` metadata, one per line)."""
+    import onnx
+
+    proto = onnx.load(str(model.path), load_external_data=False)
+    meta = {p.key: p.value for p in proto.metadata_props}
+    if "character" not in meta:
+        raise ValueError(f"{model.path.name}: no 'character' metadata (the dictionary)")
+    return meta["character"].splitlines()
+
+
+def alphabet(chars: list[str]) -> str:
+    """The dictionary's ASCII letters and digits (every rendered character is one the model
+    can name)."""
+    allowed = set(string.ascii_letters + string.digits)
+    return "".join(c for c in chars if c in allowed)
+
+
+def random_lines(count: int, letters: str, seed: int, max_chars: int = 16) -> list[str]:
+    """``count`` lines of one to three random words (letters, or digits alone), each at most
+    ``max_chars`` long: at the recognizer's 48-pixel height about as wide as its 320 pixels."""
+    rng = np.random.default_rng(seed)
+    digits = "".join(c for c in letters if c.isdigit())
+    words = "".join(c for c in letters if not c.isdigit())
+    lines = []
+    for _ in range(count):
+        parts: list[str] = []
+        for _ in range(int(rng.integers(1, 4))):
+            pool = digits if rng.random() < 0.25 else words
+            parts.append("".join(rng.choice(list(pool), int(rng.integers(2, 8)))))
+        lines.append(" ".join(parts)[:max_chars].strip())
+    return lines
+
+
+def render_line(text: str, path: Path) -> Path:
+    """``text`` in black on white, 48 pixels high, 8 pixels of margin either side, as PNG."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=LINE_FONT)
+    box = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
+    right, bottom = int(box[2]), int(box[3])
+    img = Image.new("RGB", (right + 16, 48), "white")
+    ImageDraw.Draw(img).text((8, (48 - bottom) // 2), text, fill="black", font=font)
+    img.save(path)
+    return path
+
+
+def render_page(lines: list[str], path: Path) -> Path:
+    """``lines`` in black on a white page, one every 80 pixels, as PNG."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=PAGE_FONT)
+    img = Image.new("RGB", PAGE_SIZE, "white")
+    draw = ImageDraw.Draw(img)
+    for k, text in enumerate(lines):
+        draw.text((32, 40 + 80 * k), text, fill="black", font=font)
+    img.save(path)
+    return path
+
+
+def line_inputs(model: rm.RealModel, texts: list[str], folder: Path) -> list[np.ndarray]:
+    """The recognizer's ``(1, 3, 48, 320)`` input of every text, rendered into ``folder``."""
+    paths = [render_line(t, folder / f"line{k}.png") for k, t in enumerate(texts)]
+    return [rm.read_input(model, p) for p in paths]
+
+
+def page_inputs(
+    model: rm.RealModel, count: int, letters: str, seed: int, folder: Path
+) -> list[np.ndarray]:
+    """The detector's input of ``count`` rendered pages of :data:`PAGE_LINES` lines each."""
+    out = []
+    for k in range(count):
+        lines = random_lines(PAGE_LINES, letters, seed * 1000 + k, max_chars=30)
+        out.append(rm.read_input(model, render_page(lines, folder / f"page{k}.png")))
+    return out
+
+
+def ctc_text(probs: np.ndarray, chars: list[str]) -> str:
+    """Greedy CTC decoding of one line's ``(T, classes)`` scores: the best class per step,
+    repeats merged, blanks (class 0) dropped; the last class is a space."""
+    table = ["", *chars, " "]
+    best = probs.argmax(-1)
+    return "".join(table[k] for j, k in enumerate(best) if k and (j == 0 or k != best[j - 1]))
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (one per insertion, deletion or substitution)."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def char_accuracy(predicted: list[str], truth: list[str]) -> float:
+    """``1 - sum(edit distance) / sum(len(truth))`` over the lines (may be below 0 when the
+    predictions are longer garbage)."""
+    edits = sum(edit_distance(p, t) for p, t in zip(predicted, truth, strict=True))
+    return 1.0 - edits / max(sum(len(t) for t in truth), 1)
+
+
+def text_map_iou(a: np.ndarray, b: np.ndarray, threshold: float = TEXT_THRESHOLD) -> float:
+    """IoU of the pixels above ``threshold`` in two text maps (1 when both are empty)."""
+    ma, mb = a > threshold, b > threshold
+    union = int(np.logical_or(ma, mb).sum())
+    return float(np.logical_and(ma, mb).sum() / union) if union else 1.0
+
+
+__all__ = [
+    "PAGE_FONT",
+    "PAGE_LINES",
+    "TEXT_THRESHOLD",
+    "alphabet",
+    "char_accuracy",
+    "characters",
+    "ctc_text",
+    "edit_distance",
+    "line_inputs",
+    "page_inputs",
+    "random_lines",
+    "render_line",
+    "render_page",
+    "text_map_iou",
+]
