@@ -517,10 +517,44 @@ class _Realizer:
 
     def _add(self, node: Node) -> bool:
         a, b = node.inputs
+        if isinstance(a, Constant) != isinstance(b, Constant):
+            return self._add_constant(node)
         if not (self.is_activation(a) and self.is_activation(b)) or a.type.shape != b.type.shape:
             return False
         qa, sa = self.as_int8(a)
         qb, sb = self.as_int8(b)
+        return self._qadd(node, qa, sa, qb, sb)
+
+    def _add_constant(self, node: Node) -> bool:
+        """An NCHW or ``(N, C)`` activation plus a constant that broadcasts to it (a scalar, one
+        value per channel: an affine layer's shift): qadd with the constant, broadcast to the
+        activation's shape, as an int8 operand at its own scale (``max |value| / 127``)."""
+        a, b = node.inputs
+        x, c = (b, a) if isinstance(a, Constant) else (a, b)
+        assert isinstance(c, Constant)
+        t = x.type
+        if not self.is_activation(x) or t.ndim not in (2, 4) or node.type.shape != t.shape:
+            return False
+        vals = np.asarray(c.value, np.float64)
+        try:
+            full = np.broadcast_to(vals, t.shape)
+        except ValueError:
+            return False
+        if not np.all(np.isfinite(full)):
+            return False
+        top = float(np.abs(full).max())
+        sc = top / 127.0 if top > 0 else 1.0
+        qc = np.clip(np.floor(full / sc + 0.5), -127, 127).astype(np.int8)
+        qx, sx = self.as_int8(x)
+        act = self.fusable_activation(node)
+        if choose_add(sx, sc, self.scale(act or node))[1] == 0:
+            # the constant is below half a step of the output: at int8 the add is the
+            # identity, and the value keeps its input's int8 form
+            self.qv[id(node)] = (qx, sx)
+            return True
+        return self._qadd(node, qx, sx, Constant(qc, name=f"{node.label}.shift"), sc)
+
+    def _qadd(self, node: Node, qa: Value, sa: float, qb: Value, sb: float) -> bool:
         act = self.fusable_activation(node)
         out = act or node
         so = self.scale(out)
