@@ -147,7 +147,8 @@ def tensor_weight_scale(absmax: np.ndarray, floor: np.ndarray, unit: float) -> f
 
 def prepare_graph(graph: Graph) -> Graph:
     """The graph pipeline up to dead-node elimination (constant, batch-norm, pad and hard
-    activation folding).
+    activation folding), with linear layers written as matmul made dense
+    (:func:`prepare_pipeline`).
 
     Example:
         >>> from compiler.graph.ir import TensorType, Var
@@ -155,7 +156,22 @@ def prepare_graph(graph: Graph) -> Graph:
         >>> [n.op for n in prepare_graph(Graph.from_outputs([x], [Node("relu", (x,))])).nodes]
         ['relu']
     """
-    return run_pipeline(graph, graph_pipeline(), stop_after="eliminate_dead_nodes")
+    return run_pipeline(graph, prepare_pipeline())
+
+
+def prepare_pipeline() -> Pipeline:
+    """The passes before quantization: the graph pipeline's :data:`PREPARE_PASSES`, and
+    ``matmul_to_dense`` before the dead nodes go (a matmul by a constant weight has an int8
+    form as a dense layer, :mod:`compiler.graph.passes.matmul_to_dense`).
+
+    Example:
+        >>> prepare_pipeline().names()[-2:]
+        ['matmul_to_dense', 'eliminate_dead_nodes']
+    """
+    from compiler.graph.passes import matmul_to_dense
+
+    first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]
+    return Pipeline((*first[:-1], graph_pass("matmul_to_dense", matmul_to_dense), first[-1]))
 
 
 def quantize_graph(
@@ -231,10 +247,10 @@ def quantize_pipeline(
     Example:
         >>> quantize_pipeline({}).names()
         ['fold_constants', 'fold_batch_norm', 'fold_pad', 'fold_hard_activations', \
-'eliminate_dead_nodes', 'quantize']
+'matmul_to_dense', 'eliminate_dead_nodes', 'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
-    first = [p for p in graph_pipeline().passes if p.name in PREPARE_PASSES]
+    first = list(prepare_pipeline().passes)
     _check_mode(requant)
     step = partial(
         _calibrate_and_realize,

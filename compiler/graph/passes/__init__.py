@@ -12,6 +12,7 @@ from compiler.graph.passes.fold_constants import fold_constants
 from compiler.graph.passes.fold_hard_activations import fold_hard_activations
 from compiler.graph.passes.fold_pad import fold_pad
 from compiler.graph.passes.fuse_ops import fuse_ops
+from compiler.graph.passes.matmul_to_dense import matmul_to_dense
 from compiler.graph.passes.pack_layout import pack_layout
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "fold_hard_activations",
     "fold_pad",
     "fuse_ops",
+    "matmul_to_dense",
     "pack_layout",
 ]

@@ -28,7 +28,7 @@ Example:
     >>> a = conv2d_accesses(isa.load_config("default"), Conv2dLayer("t", 8, 8, 16, 16, 3, 1, 1),
     ...                     Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=4, tile_co=4))
     >>> a.gemm_uops, a.dram_bytes["wgt"], a.dram_bytes["inp"]
-    (9216, 4608, 2048)
+    (9216, 4608, 1280)
 """
 
 from __future__ import annotations

@@ -1,0 +1,52 @@
+"""``matmul_to_dense``: a matmul of an activation by a constant 2-D weight becomes a dense layer
+(with reshapes around it for a batched activation), equal to the matmul in float; a matmul of
+two activations, or of a constant by an activation, is left alone. Before quantization it puts
+a linear layer written as MatMul on the accelerator's GEMM core."""
+
+import numpy as np
+import pytest
+
+from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
+from compiler.graph.passes import matmul_to_dense
+
+
+@pytest.mark.parametrize("shape", [(6, 12), (2, 5, 12), (1, 2, 3, 12)])
+def test_a_linear_layer_becomes_dense_and_computes_the_same(shape):
+    rng = np.random.default_rng(len(shape))
+    x = Var("x", TensorType(shape, "float32"))
+    w = Constant(rng.standard_normal((12, 7)).astype(np.float32), name="w")
+    g = Graph.from_outputs([x], [Node("matmul", (x, w), name="fc")])
+    h = matmul_to_dense(g)
+    assert "matmul" not in {n.op for n in h.nodes} and "dense" in {n.op for n in h.nodes}
+    assert h.outputs[0].name == "fc" and h.outputs[0].type == g.outputs[0].type
+    feed = {"x": rng.standard_normal(shape).astype(np.float32)}
+    np.testing.assert_allclose(evaluate(h, feed)[0], evaluate(g, feed)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_attention_and_constant_first_matmuls_stay():
+    q = Var("q", TensorType((2, 4, 8), "float32"))
+    k = Var("k", TensorType((2, 8, 4), "float32"))
+    c = Constant(np.ones((3, 2), np.float32))
+    y = Var("y", TensorType((2, 5), "float32"))
+    g = Graph.from_outputs(
+        [q, k, y], [Node("matmul", (q, k), name="scores"), Node("matmul", (c, y), name="cy")]
+    )
+    assert [n.op for n in matmul_to_dense(g).nodes] == ["matmul", "matmul"]
+
+
+def test_a_linear_layer_runs_on_the_accelerator_bit_exact():
+    from runtime.vta_target import compile_network
+
+    rng = np.random.default_rng(0)
+    x = Var("x", TensorType((1, 40, 48), "float32"))
+    w = Constant((rng.standard_normal((48, 32)) * 0.2).astype(np.float32), name="w")
+    g = Graph.from_outputs([x], [Node("matmul", (x, w), name="proj")])
+    calib = [{"x": rng.standard_normal((1, 40, 48)).astype(np.float32)} for _ in range(2)]
+    net = compile_network(g, "vta-1x16x16", calibration=calib, sensitivity="off")
+    rules = {p.node: (p.device, p.rule) for p in net.partition.placements}
+    assert rules["proj.dense"] == ("vta", "dense-group"), rules
+    feed = {"x": rng.standard_normal((1, 40, 48)).astype(np.float32)}
+    out = net.run(feed).outputs[0]
+    np.testing.assert_array_equal(out, net.reference(feed)[0])
+    want = evaluate(g, feed)[0]
+    assert np.abs(out - want).max() < 0.03 * np.abs(want).max()
