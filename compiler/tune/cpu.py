@@ -71,6 +71,19 @@ def _lane_choices(block: int) -> tuple[int, ...]:
     return _others(block, tuple(d for d in (16, 8, 4) if d < block and block % d == 0))
 
 
+def _oc_block_choices(s: Mapping[str, int], n_oc: int) -> tuple[int, ...]:
+    """Channel blocks of the register tile: the divisors of the blocks up to 4, and the
+    strategy's own choice where it takes more (``register_tile_knobs`` tiles up to 8 blocks
+    when the width has no divisor between 4 and 8), so its default is a point of the space
+    and the points of the other shapes keep their index."""
+    from compiler.topi.cpu.conv2d import register_tile_knobs
+
+    choices = _divisors(n_oc, 4)
+    _, out = _operator_cpu("conv2d", tuple(s.items()))
+    chosen = register_tile_knobs(out)["oc_blocks"]
+    return choices if chosen in choices else (*choices, chosen)
+
+
 def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
     from compiler.topi.cpu.conv2d import OUTER_ORDERS, REDUCE_ORDERS, TILE_ORDERS
 
@@ -93,7 +106,7 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
         # the strategy's register tile; up to 28 columns: the strategy's own default
         # (topi.cpu.conv2d's default_ow_block) must be a point of the space
         Knob("ow_block", _divisors(ow, 28)),
-        Knob("oc_blocks", _divisors(n_oc, 4)),
+        Knob("oc_blocks", _oc_block_choices(s, n_oc)),
     )  # fmt: skip
 
     def rule(v: Mapping[str, Any]) -> str | None:
