@@ -325,7 +325,7 @@ CONV2D_PACKED_KNOBS = (
     "lanes",
     "outer_order",
 )
-DEPTHWISE_PACKED_KNOBS = ("ow_block", "cb_block", "unroll_window")
+DEPTHWISE_PACKED_KNOBS = ("ow_block", "cb_block", "unroll_window", "pad_at")
 DENSE_KNOBS = ("unit_groups", "k_block", "unroll_k", "lanes", "unroll_sum", "sum_order")
 MATMUL_KNOBS = ("k_block", "k_order", "unroll_k", "pack_b", "outer_order")
 

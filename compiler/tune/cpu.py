@@ -139,14 +139,27 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
 
 def _depthwise_space(s: Mapping[str, int]) -> ConfigSpace:
     """A packed depthwise conv2d (``topi.cpu.conv2d.apply_depthwise_conv2d_nchwc``): the
-    register tile of ``ow_block`` columns x ``cb_block`` channel blocks and whether the kernel
-    window is unrolled."""
-    from compiler.topi.cpu.conv2d import DEPTHWISE_OW_BLOCK, default_ow_block
+    register tile of ``ow_block`` columns x ``cb_block`` channel blocks, whether the kernel
+    window is unrolled and where the padded input is computed (``pad_at``, the strategy's
+    choice first)."""
+    from compiler.topi.cpu.conv2d import (
+        DEPTHWISE_OW_BLOCK,
+        PAD_AT,
+        default_ow_block,
+        default_pad_at,
+    )
 
     k = s["k"]
     ow = (s["w"] + 2 * s["pad"] - k) // s["stride"] + 1
     blocks = s["channels"] // channel_block(s["channels"])
+    _, out = _operator_cpu("depthwise", tuple(s.items()))
+    pad_at = default_pad_at(out)
     knobs = (
+        Knob(
+            "pad_at",
+            (pad_at, *(c for c in PAD_AT if c != pad_at)) if s["pad"] else (pad_at,),
+            default=pad_at,
+        ),
         Knob("unroll_window", (False, True) if k > 1 else (False,), default=False),
         Knob("cb_block", _divisors(blocks, 4), default=1),
         Knob("ow_block", _others(default_ow_block(ow, DEPTHWISE_OW_BLOCK), _divisors(ow, 16))),

@@ -275,6 +275,8 @@ def test_packed_depthwise_conv2d():
         (48, 10, 3, 1, {"ow_block": 5, "cb_block": 3, "unroll_window": True}),
         (32, 17, 5, 2, {"ow_block": 9, "cb_block": 2}),
         (16, 7, 5, 1, {"unroll_window": True}),
+        (32, 9, 3, 1, {"pad_at": "plane", "ow_block": 3}),
+        (32, 11, 5, 2, {"pad_at": "row"}),
     ],
 )
 def test_packed_depthwise_register_tile(c, hw, k, stride, knobs):
@@ -301,6 +303,15 @@ def test_packed_depthwise_register_tile(c, hw, k, stride, knobs):
     close(topi.unpack_data(build(alone.schedule, [X, W, conv], target="cpu")(xp, wp)), want)
 
 
+@pytest.mark.parametrize("hw,k,where", [(17, 5, "plane"), (17, 3, "row"), (200, 5, "row")])
+def test_packed_depthwise_pad_at_default(hw, k, where):
+    """The padded plane is computed whole for 5x5 windows when it fits half of L2."""
+    x = te.placeholder((1, 2, hw, hw, 1, 16), name="x")
+    w = te.placeholder((2, 1, k, k, 1, 16), name="w")
+    conv = topi.conv2d_nchwc(x, w, 1, k // 2, groups=32, kernel_layout="OIHWio")
+    assert schedule_group([conv], conv).knobs["pad_at"] == where
+
+
 def test_packed_depthwise_tile_errors():
     X = te.placeholder((1, 3, 10, 10, 1, 16), name="x")
     W = te.placeholder((3, 1, 3, 3, 1, 16), name="w")
@@ -310,6 +321,8 @@ def test_packed_depthwise_tile_errors():
         schedule_group([conv], conv, knobs={"ow_block": 3})
     with pytest.raises(ScheduleError, match="cb_block=2 does not divide the 3 channel blocks"):
         schedule_group([conv], conv, knobs={"cb_block": 2})
+    with pytest.raises(ScheduleError, match="pad_at='col' is not one of"):
+        schedule_group([conv], conv, knobs={"pad_at": "col"})
 
 
 def test_group_with_a_producer_before_the_anchor():
