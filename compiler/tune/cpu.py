@@ -85,15 +85,24 @@ def _oc_block_choices(s: Mapping[str, int], n_oc: int) -> tuple[int, ...]:
 
 
 def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
-    from compiler.topi.cpu.conv2d import OUTER_ORDERS, REDUCE_ORDERS, TILE_ORDERS
+    from compiler.topi.cpu.conv2d import (
+        OUTER_ORDERS,
+        REDUCE_ORDERS,
+        TILE_ORDERS,
+        default_outer_order,
+        register_tile_knobs,
+    )
 
     k = s["k"]
     oh = (s["h"] + 2 * s["pad"] - k) // s["stride"] + 1
     ow = (s["w"] + 2 * s["pad"] - k) // s["stride"] + 1
     b_in, b_out = channel_block(s["in_c"]), channel_block(s["out_c"])
     n_ic, n_oc = s["in_c"] // b_in, s["out_c"] // b_out
+    _, out = _operator_cpu("conv2d", tuple(s.items()))
+    first = default_outer_order(out, register_tile_knobs(out)["oc_blocks"])
+    order = (first, *(o for o in OUTER_ORDERS if o != first))
     knobs = (
-        Knob("outer_order", OUTER_ORDERS, default=OUTER_ORDERS[0]),
+        Knob("outer_order", order, default=order[0]),
         Knob("lanes", _lane_choices(b_out), default=b_out),
         Knob("unroll_ic", (False, True), default=False),
         Knob("unroll_kw", (False, True) if k > 1 else (False,), default=False),

@@ -160,8 +160,26 @@ def conv2d_nchwc_default_knobs(conv: Tensor) -> dict[str, object]:
         "unroll_kw": False,
         "unroll_ic": False,
         "lanes": conv.shape[5],
-        "outer_order": OUTER_ORDERS[0],
+        "outer_order": default_outer_order(conv, register_tile_knobs(conv)["oc_blocks"]),
     }
+
+
+def default_outer_order(conv: Tensor, oc_blocks: int) -> str:
+    """``"oc_h"`` (channel-block groups outermost, each group's weights reused across the
+    rows), unless the register tile takes every channel block of a batch of one: then the
+    rows are outermost (``"h_oc"``), the same loops on one thread, but the parallel loop runs
+    over the rows rather than over a single channel-block group.
+
+    Example:
+        >>> from compiler import te, topi
+        >>> X = te.placeholder((1, 9, 60, 60, 1, 16), name="X")
+        >>> W = te.placeholder((3, 9, 1, 1, 16, 8), name="W")
+        >>> y = topi.conv2d_nchwc(X, W, kernel_layout="OIHWio")
+        >>> default_outer_order(y, 3), default_outer_order(y, 1)
+        ('h_oc', 'oc_h')
+    """
+    groups = conv.shape[0] * (conv.shape[1] // oc_blocks)
+    return OUTER_ORDERS[1] if groups == 1 else OUTER_ORDERS[0]
 
 
 def _divides(knob: str, value: int, extent: int, axis: str) -> None:
@@ -192,7 +210,7 @@ def apply_conv2d_nchwc(
     unroll_kw: bool = False,
     unroll_ic: bool = False,
     lanes: int | None = None,
-    outer_order: str = "oc_h",
+    outer_order: str | None = None,
 ) -> dict[str, object]:
     """Schedule ``conv`` inside ``s``; returns the knobs used.
 
@@ -210,7 +228,9 @@ def apply_conv2d_nchwc(
     inner part innermost), and ``reduce_order`` places the remaining channel loops among the
     kernel's rows and columns. ``unroll_kw`` unrolls the kernel columns, ``unroll_ic`` the
     innermost channel loop; ``outer_order`` runs channel-block groups outside the output rows
-    (weights reused across rows) or inside (input rows reused across channel groups). The
+    (weights reused across rows) or inside (input rows reused across channel groups; by
+    default only where the tile takes every channel block, see :func:`default_outer_order`),
+    and the outermost of the two (fused with the batch) is the parallel loop. The
     defaults (``ic_block``/``ic_inner``/``lanes`` of ``None``: the whole axis) give the
     loops::
 
@@ -232,6 +252,7 @@ def apply_conv2d_nchwc(
     ic_block = n_ic if ic_block is None else ic_block
     ic_inner = b_in if ic_inner is None else ic_inner
     lanes = b_out if lanes is None else lanes
+    outer_order = default_outer_order(conv, pairs) if outer_order is None else outer_order
     _divides("oh_block", oh_block, conv.shape[2], "output rows")
     _divides("ic_block", ic_block, n_ic, "input-channel blocks")
     _divides("ic_inner", ic_inner, b_in, "channels of an input block")
