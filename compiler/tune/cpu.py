@@ -7,7 +7,7 @@ packed conv2d (``topi.cpu.conv2d.apply_conv2d_nchwc``): the register tile (``oh_
 reduction's tiling (``ic_block`` input-channel blocks, ``ic_inner`` channels of a block),
 ``reduce_order`` (the channel loops among the kernel's rows and columns), ``unroll_kw``,
 ``unroll_ic`` and ``outer_order``. Depthwise (``apply_depthwise_conv2d_nchwc``):
-``ow_block`` columns x ``cb_block`` channel blocks, ``unroll_window``. Dense
+``ow_block`` columns x ``cb_block`` channel blocks, ``unroll_window``, ``pad_at``. Dense
 (``apply_dense_split_k``): ``units_block``, ``unit_groups`` (register groups of a block),
 ``k_block``, ``unroll_k``, ``lanes``, ``sum_order``, ``unroll_sum``. Matmul
 (``apply_matmul``): the ``rows`` x ``cols`` tile, ``lanes``, ``k_block``, ``k_order``,
