@@ -39,6 +39,7 @@ from compiler.te.tensor import ComputeOp, IterKind, Operation, Tensor
 from compiler.topi.cpu.conv2d import (
     apply_conv2d_nchwc,
     apply_depthwise_conv2d_nchwc,
+    is_unpacked_output,
     register_tile_knobs,
 )
 from compiler.topi.cpu.conv2d_nchw import apply_conv2d_nchw
@@ -242,6 +243,8 @@ def schedule_group(
             s[op].compute_inline()
     target_t = final if fused else None
     if kind == "conv2d_packed":
+        if final is not None and not fused and is_unpacked_output(final, core_t):
+            target_t = final
         tile = register_tile_knobs(core_t)
         chosen = apply_conv2d_nchwc(
             s,
@@ -322,7 +325,7 @@ CONV2D_PACKED_KNOBS = (
     "lanes",
     "outer_order",
 )
-DEPTHWISE_PACKED_KNOBS = ("ow_block", "cb_block", "unroll_window")
+DEPTHWISE_PACKED_KNOBS = ("ow_block", "cb_block", "unroll_window", "pad_at")
 DENSE_KNOBS = ("unit_groups", "k_block", "unroll_k", "lanes", "unroll_sum", "sum_order")
 MATMUL_KNOBS = ("k_block", "k_order", "unroll_k", "pack_b", "outer_order")
 

@@ -7,7 +7,7 @@ packed conv2d (``topi.cpu.conv2d.apply_conv2d_nchwc``): the register tile (``oh_
 reduction's tiling (``ic_block`` input-channel blocks, ``ic_inner`` channels of a block),
 ``reduce_order`` (the channel loops among the kernel's rows and columns), ``unroll_kw``,
 ``unroll_ic`` and ``outer_order``. Depthwise (``apply_depthwise_conv2d_nchwc``):
-``ow_block`` columns x ``cb_block`` channel blocks, ``unroll_window``. Dense
+``ow_block`` columns x ``cb_block`` channel blocks, ``unroll_window``, ``pad_at``. Dense
 (``apply_dense_split_k``): ``units_block``, ``unit_groups`` (register groups of a block),
 ``k_block``, ``unroll_k``, ``lanes``, ``sum_order``, ``unroll_sum``. Matmul
 (``apply_matmul``): the ``rows`` x ``cols`` tile, ``lanes``, ``k_block``, ``k_order``,
@@ -71,16 +71,38 @@ def _lane_choices(block: int) -> tuple[int, ...]:
     return _others(block, tuple(d for d in (16, 8, 4) if d < block and block % d == 0))
 
 
+def _oc_block_choices(s: Mapping[str, int], n_oc: int) -> tuple[int, ...]:
+    """Channel blocks of the register tile: the divisors of the blocks up to 4, and the
+    strategy's own choice where it takes more (``register_tile_knobs`` tiles up to 8 blocks
+    when the width has no divisor between 4 and 8), so its default is a point of the space
+    and the points of the other shapes keep their index."""
+    from compiler.topi.cpu.conv2d import register_tile_knobs
+
+    choices = _divisors(n_oc, 4)
+    _, out = _operator_cpu("conv2d", tuple(s.items()))
+    chosen = register_tile_knobs(out)["oc_blocks"]
+    return choices if chosen in choices else (*choices, chosen)
+
+
 def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
-    from compiler.topi.cpu.conv2d import OUTER_ORDERS, REDUCE_ORDERS, TILE_ORDERS
+    from compiler.topi.cpu.conv2d import (
+        OUTER_ORDERS,
+        REDUCE_ORDERS,
+        TILE_ORDERS,
+        default_outer_order,
+        register_tile_knobs,
+    )
 
     k = s["k"]
     oh = (s["h"] + 2 * s["pad"] - k) // s["stride"] + 1
     ow = (s["w"] + 2 * s["pad"] - k) // s["stride"] + 1
     b_in, b_out = channel_block(s["in_c"]), channel_block(s["out_c"])
     n_ic, n_oc = s["in_c"] // b_in, s["out_c"] // b_out
+    _, out = _operator_cpu("conv2d", tuple(s.items()))
+    first = default_outer_order(out, register_tile_knobs(out)["oc_blocks"])
+    order = (first, *(o for o in OUTER_ORDERS if o != first))
     knobs = (
-        Knob("outer_order", OUTER_ORDERS, default=OUTER_ORDERS[0]),
+        Knob("outer_order", order, default=order[0]),
         Knob("lanes", _lane_choices(b_out), default=b_out),
         Knob("unroll_ic", (False, True), default=False),
         Knob("unroll_kw", (False, True) if k > 1 else (False,), default=False),
@@ -93,7 +115,7 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
         # the strategy's register tile; up to 28 columns: the strategy's own default
         # (topi.cpu.conv2d's default_ow_block) must be a point of the space
         Knob("ow_block", _divisors(ow, 28)),
-        Knob("oc_blocks", _divisors(n_oc, 4)),
+        Knob("oc_blocks", _oc_block_choices(s, n_oc)),
     )  # fmt: skip
 
     def rule(v: Mapping[str, Any]) -> str | None:
@@ -126,14 +148,27 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
 
 def _depthwise_space(s: Mapping[str, int]) -> ConfigSpace:
     """A packed depthwise conv2d (``topi.cpu.conv2d.apply_depthwise_conv2d_nchwc``): the
-    register tile of ``ow_block`` columns x ``cb_block`` channel blocks and whether the kernel
-    window is unrolled."""
-    from compiler.topi.cpu.conv2d import DEPTHWISE_OW_BLOCK, default_ow_block
+    register tile of ``ow_block`` columns x ``cb_block`` channel blocks, whether the kernel
+    window is unrolled and where the padded input is computed (``pad_at``, the strategy's
+    choice first)."""
+    from compiler.topi.cpu.conv2d import (
+        DEPTHWISE_OW_BLOCK,
+        PAD_AT,
+        default_ow_block,
+        default_pad_at,
+    )
 
     k = s["k"]
     ow = (s["w"] + 2 * s["pad"] - k) // s["stride"] + 1
     blocks = s["channels"] // channel_block(s["channels"])
+    _, out = _operator_cpu("depthwise", tuple(s.items()))
+    pad_at = default_pad_at(out)
     knobs = (
+        Knob(
+            "pad_at",
+            (pad_at, *(c for c in PAD_AT if c != pad_at)) if s["pad"] else (pad_at,),
+            default=pad_at,
+        ),
         Knob("unroll_window", (False, True) if k > 1 else (False,), default=False),
         Knob("cb_block", _divisors(blocks, 4), default=1),
         Knob("ow_block", _others(default_ow_block(ow, DEPTHWISE_OW_BLOCK), _divisors(ow, 16))),

@@ -75,11 +75,27 @@ def conv2d_nchwc_knobs(
     return {"ow_block": block, "oc_blocks": pairs}
 
 
+#: Vector accumulators of a register tile that :func:`register_tile_knobs` builds from several
+#: channel blocks: 8 at least (two FMA pipes of four cycles' latency each need eight
+#: independent sums), 24 at most (of AVX-512's 32 registers, the rest hold the broadcast input
+#: and one weight vector per channel block).
+TILE_VECTORS = (8, 24)
+
+
 def register_tile_knobs(conv: Tensor) -> dict[str, int]:
     """A register tile of about 16 vector accumulators (of 32 AVX-512 registers): two
-    output-channel blocks times the widest divisor of the output width between 4 and 8, else
-    :func:`conv2d_nchwc_knobs`'s tile. Measured on ResNet-18's 3x3, 7x7 and 1x1 layers (one
-    thread) 10-45% faster than the default tile.
+    output-channel blocks times the widest divisor of the output width between 4 and 8
+    (measured on ResNet-18's 3x3, 7x7 and 1x1 layers, one thread, 10-45% faster than the
+    default tile). Where that does not exist (an odd number of channel blocks, or a width such
+    as 33, 17 or 9 with no divisor between 4 and 8), the tile of at most 8 channel blocks x a
+    divisor of the width of at least 3 columns, with :data:`TILE_VECTORS` accumulators, that
+    loads the fewest vectors per FMA (``1/ow_block + 1/oc_blocks``: one broadcast per column,
+    one weight vector per channel block), so each broadcast input feeds several FMAs and the
+    input is swept fewer times; measured on EfficientNet-Lite's 1x1 convolutions (one thread,
+    cold caches) 1.2-1.7x faster than one channel block x the widest column block (for
+    instance 3x5 for 24 output channels at 65x65, 6x3 for 288 at 33x33, 7x3 for 112 at 15x15).
+    Tiles of two columns or fewer are left out (8x2 on ResNet-18's 3x3 layers ran at half the
+    speed of 2x8); without any candidate, :func:`conv2d_nchwc_knobs`'s tile.
 
     Example:
         >>> from compiler import te, topi
@@ -87,11 +103,28 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
         >>> W = te.placeholder((4, 4, 3, 3, 16, 16), name="W")
         >>> register_tile_knobs(topi.conv2d_nchwc(X, W, 1, 1, kernel_layout="OIHWio"))
         {'ow_block': 8, 'oc_blocks': 2}
+        >>> X = te.placeholder((1, 9, 65, 65, 1, 16), name="X")
+        >>> W = te.placeholder((3, 9, 1, 1, 16, 8), name="W")
+        >>> register_tile_knobs(topi.conv2d_nchwc(X, W, 1, 0, kernel_layout="OIHWio"))
+        {'ow_block': 5, 'oc_blocks': 3}
     """
     width, n_oc = conv.shape[3], conv.shape[1]
     narrow = [d for d in range(4, 9) if width % d == 0]
     if n_oc % 2 == 0 and narrow:
         return {"ow_block": max(narrow), "oc_blocks": 2}
+    low, high = TILE_VECTORS
+    tiles = [
+        (oc, ow)
+        for oc in range(1, min(n_oc, 8) + 1)
+        if n_oc % oc == 0
+        for ow in range(3, min(width, high) + 1)
+        if width % ow == 0 and low <= oc * ow <= high
+    ]
+    if tiles:
+        # fewest loads per FMA; of equals, the wider column block (its broadcasts are
+        # adjacent in memory)
+        oc, ow = min(tiles, key=lambda t: (1 / t[1] + 1 / t[0], -t[1]))
+        return {"ow_block": ow, "oc_blocks": oc}
     return conv2d_nchwc_knobs(conv)
 
 
@@ -127,8 +160,26 @@ def conv2d_nchwc_default_knobs(conv: Tensor) -> dict[str, object]:
         "unroll_kw": False,
         "unroll_ic": False,
         "lanes": conv.shape[5],
-        "outer_order": OUTER_ORDERS[0],
+        "outer_order": default_outer_order(conv, register_tile_knobs(conv)["oc_blocks"]),
     }
+
+
+def default_outer_order(conv: Tensor, oc_blocks: int) -> str:
+    """``"oc_h"`` (channel-block groups outermost, each group's weights reused across the
+    rows), unless the register tile takes every channel block of a batch of one: then the
+    rows are outermost (``"h_oc"``), the same loops on one thread, but the parallel loop runs
+    over the rows rather than over a single channel-block group.
+
+    Example:
+        >>> from compiler import te, topi
+        >>> X = te.placeholder((1, 9, 60, 60, 1, 16), name="X")
+        >>> W = te.placeholder((3, 9, 1, 1, 16, 8), name="W")
+        >>> y = topi.conv2d_nchwc(X, W, kernel_layout="OIHWio")
+        >>> default_outer_order(y, 3), default_outer_order(y, 1)
+        ('h_oc', 'oc_h')
+    """
+    groups = conv.shape[0] * (conv.shape[1] // oc_blocks)
+    return OUTER_ORDERS[1] if groups == 1 else OUTER_ORDERS[0]
 
 
 def _divides(knob: str, value: int, extent: int, axis: str) -> None:
@@ -159,7 +210,7 @@ def apply_conv2d_nchwc(
     unroll_kw: bool = False,
     unroll_ic: bool = False,
     lanes: int | None = None,
-    outer_order: str = "oc_h",
+    outer_order: str | None = None,
 ) -> dict[str, object]:
     """Schedule ``conv`` inside ``s``; returns the knobs used.
 
@@ -177,7 +228,9 @@ def apply_conv2d_nchwc(
     inner part innermost), and ``reduce_order`` places the remaining channel loops among the
     kernel's rows and columns. ``unroll_kw`` unrolls the kernel columns, ``unroll_ic`` the
     innermost channel loop; ``outer_order`` runs channel-block groups outside the output rows
-    (weights reused across rows) or inside (input rows reused across channel groups). The
+    (weights reused across rows) or inside (input rows reused across channel groups; by
+    default only where the tile takes every channel block, see :func:`default_outer_order`),
+    and the outermost of the two (fused with the batch) is the parallel loop. The
     defaults (``ic_block``/``ic_inner``/``lanes`` of ``None``: the whole axis) give the
     loops::
 
@@ -199,6 +252,7 @@ def apply_conv2d_nchwc(
     ic_block = n_ic if ic_block is None else ic_block
     ic_inner = b_in if ic_inner is None else ic_inner
     lanes = b_out if lanes is None else lanes
+    outer_order = default_outer_order(conv, pairs) if outer_order is None else outer_order
     _divides("oh_block", oh_block, conv.shape[2], "output rows")
     _divides("ic_block", ic_block, n_ic, "input-channel blocks")
     _divides("ic_inner", ic_inner, b_in, "channels of an input block")
@@ -213,31 +267,35 @@ def apply_conv2d_nchwc(
         lanes=lanes, outer_order=outer_order,
     )  # fmt: skip
     padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
+    unpacked = final is not None and final.op is not conv.op and is_unpacked_output(final, conv)
     if final is None or final.op is conv.op:
         out = conv
         cl = s.cache_write(conv, "local")
     else:
-        if tuple(final.shape) != tuple(conv.shape):
+        if tuple(final.shape) != tuple(conv.shape) and not unpacked:
             raise ScheduleError(
                 f"schedule_conv2d_nchwc: epilogue output {final.name}{final.shape} does not "
-                f"have the shape of {conv.name}{conv.shape}"
+                f"have the shape of {conv.name}{conv.shape} (nor its NCHW shape)"
             )
         out = final
         cl = conv
         s[conv].set_scope("local")
-    n, ob, y, x, bi, oi = s[out].leaf_iter_vars
-    obo, obi = s[out].split(ob, factor=pairs)
-    rows = [y]
-    if oh_block > 1:
-        rows = list(s[out].split(y, factor=oh_block))
-    xo, xi = s[out].split(x, factor=block)
-    if outer_order == "oc_h":
-        s[out].reorder(n, obo, rows[0], xo, obi, *rows[1:], bi, xi, oi)
-        nob = s[out].fuse(n, obo)
+    if unpacked:
+        nob, xo = _unpacked_loops(s, out, conv, pairs, block, oh_block, outer_order)
     else:
-        s[out].reorder(n, rows[0], obo, xo, obi, *rows[1:], bi, xi, oi)
-        nob = s[out].fuse(n, rows[0])
-    s[out].vectorize(oi)
+        n, ob, y, x, bi, oi = s[out].leaf_iter_vars
+        obo, obi = s[out].split(ob, factor=pairs)
+        rows = [y]
+        if oh_block > 1:
+            rows = list(s[out].split(y, factor=oh_block))
+        xo, xi = s[out].split(x, factor=block)
+        if outer_order == "oc_h":
+            s[out].reorder(n, obo, rows[0], xo, obi, *rows[1:], bi, xi, oi)
+            nob = s[out].fuse(n, obo)
+        else:
+            s[out].reorder(n, rows[0], obo, xo, obi, *rows[1:], bi, xi, oi)
+            nob = s[out].fuse(n, rows[0])
+        s[out].vectorize(oi)
     if parallel:
         s[out].parallel(nob)
     s[cl].compute_at(s[out], xo)
@@ -280,6 +338,60 @@ def apply_conv2d_nchwc(
     return knobs
 
 
+def is_unpacked_output(final: Tensor, conv: Tensor) -> bool:
+    """Whether ``final`` is ``conv``'s packed output re-stored in NCHW: a 4-d stage that reads
+    only ``conv`` and has its logical shape ``(N, C, OH, OW)`` (the ``layout_transform`` that
+    follows a convolution whose output channels fill only half blocks)."""
+    nb, ob, oh, ow, bn, bo = conv.shape
+    return (
+        final.ndim == 4
+        and tuple(final.shape) == (nb * bn, ob * bo, oh, ow)
+        and [t.op for t in final.op.input_tensors()] == [conv.op]
+    )
+
+
+def _unpacked_loops(
+    s: Schedule,
+    out: Tensor,
+    conv: Tensor,
+    pairs: int,
+    block: int,
+    oh_block: int,
+    outer_order: str,
+) -> tuple[Any, Any]:
+    """The loops of an NCHW output computed from the packed register tile: the tile of
+    ``pairs`` channel blocks x ``oh_block`` rows x ``block`` columns is computed at the column
+    block, then stored transposed straight from it (each channel's ``block`` columns one
+    vector), so the packed result is never written whole and read back with a stride::
+
+        for (n, c.outer), y, x.outer:
+          acc = register tile (channel blocks x columns x lanes)
+          for c.block (unrolled), c.lane (unrolled):
+            out[n, c, y, x.outer * block : +block] = acc[c.block, :, c.lane]
+
+    Returns the fused outer loop (to run in parallel) and the column-block loop (where the
+    tile is computed)."""
+    bn, bo = conv.shape[4], conv.shape[5]
+    n, c, y, x = s[out].leaf_iter_vars
+    nb, bi = s[out].split(n, factor=bn)
+    co, ci = s[out].split(c, factor=bo)
+    obo, obi = s[out].split(co, factor=pairs)
+    rows = [y]
+    if oh_block > 1:
+        rows = list(s[out].split(y, factor=oh_block))
+    xo, xi = s[out].split(x, factor=block)
+    if outer_order == "oc_h":
+        s[out].reorder(nb, obo, rows[0], xo, obi, *rows[1:], bi, ci, xi)
+        nob = s[out].fuse(nb, obo)
+    else:
+        s[out].reorder(nb, rows[0], obo, xo, obi, *rows[1:], bi, ci, xi)
+        nob = s[out].fuse(nb, rows[0])
+    for axis in (obi, *rows[1:], bi, ci):
+        s[out].unroll(axis)
+    s[out].vectorize(xi)
+    return nob, xo
+
+
 #: Output columns of the default depthwise register tile (the widest divisor of the width up
 #: to this). A depthwise convolution does 9-25 MACs per output and is bound by memory, not by
 #: FMA latency: measured one thread on EfficientNet-Lite's shapes (65x65x144 3x3, 17x17x720
@@ -288,16 +400,32 @@ def apply_conv2d_nchwc(
 DEPTHWISE_OW_BLOCK = 8
 
 
+#: Where the padded input of a depthwise convolution is computed: per output row (the
+#: window's rows, still in cache when the row reads them) or per channel-block plane (each
+#: input element copied once).
+PAD_AT = ("row", "plane")
+#: The largest padded channel-block plane :func:`depthwise_conv2d_nchwc_knobs` computes whole
+#: (half of a 1 MiB L2 cache, so the plane stays there while the convolution reads it).
+PAD_PLANE_BYTES = 512 * 1024
+
+
 def depthwise_conv2d_nchwc_knobs(
     conv: Tensor,
     ow_block: int | None = None,
     cb_block: int | None = None,
     unroll_window: bool | None = None,
+    pad_at: str | None = None,
 ) -> dict[str, Any]:
     """The register tile of :func:`apply_depthwise_conv2d_nchwc` (the heuristic fills
     ``None``): ``ow_block`` the widest divisor of the output width up to
     :data:`DEPTHWISE_OW_BLOCK`, one channel block, the kernel window not unrolled (see
     :data:`DEPTHWISE_OW_BLOCK` for the measurements; the tuning space searches the rest).
+    ``pad_at`` is ``"plane"`` for windows of 5 rows or more whose padded channel-block plane
+    fits :data:`PAD_PLANE_BYTES`, else ``"row"``: a row's padded window is rebuilt for every
+    output row, so a 5x5 window copies each input row 5 times (2.5 at stride 2); measured one
+    thread, cold caches, on EfficientNet-Lite2's 5x5 layers (65x65x144 stride 2, 33x33x288,
+    17x17x720) the plane was 1.2-1.4x faster, and on its 3x3 layers (130x130x96 stride 2,
+    65x65x144) the row 1.05-1.2x faster.
 
     Example:
         >>> from compiler import te, topi
@@ -305,10 +433,28 @@ def depthwise_conv2d_nchwc_knobs(
         >>> W = te.placeholder((45, 1, 5, 5, 1, 16), name="W")
         >>> y = topi.conv2d_nchwc(X, W, 1, 2, groups=720, kernel_layout="OIHWio")
         >>> depthwise_conv2d_nchwc_knobs(y)
-        {'ow_block': 1, 'cb_block': 1, 'unroll_window': False}
+        {'ow_block': 1, 'cb_block': 1, 'unroll_window': False, 'pad_at': 'plane'}
     """
     block = ow_block or default_ow_block(conv.shape[3], DEPTHWISE_OW_BLOCK)
-    return {"ow_block": block, "cb_block": cb_block or 1, "unroll_window": bool(unroll_window)}
+    if pad_at is None:
+        pad_at = default_pad_at(conv)
+    return {
+        "ow_block": block,
+        "cb_block": cb_block or 1,
+        "unroll_window": bool(unroll_window),
+        "pad_at": pad_at,
+    }
+
+
+def default_pad_at(conv: Tensor) -> str:
+    """:func:`depthwise_conv2d_nchwc_knobs`'s choice of ``pad_at`` (see there)."""
+    padded = [t for t in conv.op.input_tensors() if t.op.tag == "pad"]
+    weights = conv.op.input_tensors()[-1]
+    if not padded or weights.shape[2] < 5:
+        return PAD_AT[0]
+    _, _, h, w, bn, bc = padded[0].shape
+    plane = h * w * bn * bc * padded[0].dtype.bytes
+    return PAD_AT[1] if plane <= PAD_PLANE_BYTES else PAD_AT[0]
 
 
 def apply_depthwise_conv2d_nchwc(
@@ -320,6 +466,7 @@ def apply_depthwise_conv2d_nchwc(
     ow_block: int | None = None,
     cb_block: int | None = None,
     unroll_window: bool | None = None,
+    pad_at: str | None = None,
 ) -> dict[str, object]:
     """Schedule a packed depthwise convolution (tag ``depthwise_conv2d_packed``) in place;
     returns the knobs used (see :func:`depthwise_conv2d_nchwc_knobs`).
@@ -330,9 +477,10 @@ def apply_depthwise_conv2d_nchwc(
     independent chains. With ``final`` (an output of the same shape, its elementwise
     producers inlined) the tile is computed at ``final``'s column block and the epilogue
     (bias, clip) runs on it before the store. The padded input is computed per output row
-    (the window's rows, still in cache when the row reads them) rather than materialised
-    whole: a stride-2 convolution at 130x130x144 ran 0.59 ms with the padded copy and 0.24 ms
-    with it per row (one thread)::
+    (``pad_at="row"``: the window's rows, still in cache when the row reads them) or per
+    channel-block plane (``"plane"``), never materialised whole: a stride-2 convolution at
+    130x130x144 ran 0.59 ms with the whole padded copy and 0.24 ms with it per row (one
+    thread)::
 
         for (n, cb.outer), y, x.outer:                 # the output's outer loops
           for ry, rx (unrolled):                       # the kernel window
@@ -345,12 +493,17 @@ def apply_depthwise_conv2d_nchwc(
         >>> X = te.placeholder((1, 2, 8, 8, 1, 16), name="X")
         >>> W = te.placeholder((2, 1, 3, 3, 1, 16), name="W")
         >>> y = topi.conv2d_nchwc(X, W, 1, 1, groups=32, kernel_layout="OIHWio")
-        >>> apply_depthwise_conv2d_nchwc(create_schedule(y), y)
-        {'ow_block': 8, 'cb_block': 1, 'unroll_window': False, 'lanes': 16, 'parallel': True}
+        >>> knobs = apply_depthwise_conv2d_nchwc(create_schedule(y), y)
+        >>> knobs["ow_block"], knobs["pad_at"], knobs["lanes"]
+        (8, 'row', 16)
     """
     if conv.op.tag != "depthwise_conv2d_packed":
         raise ScheduleError(f"apply_depthwise_conv2d_nchwc: {conv.name} is not depthwise packed")
-    tile = depthwise_conv2d_nchwc_knobs(conv, ow_block, cb_block, unroll_window)
+    tile = depthwise_conv2d_nchwc_knobs(conv, ow_block, cb_block, unroll_window, pad_at)
+    if tile["pad_at"] not in PAD_AT:
+        raise ScheduleError(
+            f"apply_depthwise_conv2d_nchwc: pad_at={tile['pad_at']!r} is not one of {PAD_AT}"
+        )
     raw = (tile["ow_block"], tile["cb_block"])
     for knob, value, extent, axis in (
         ("ow_block", raw[0], conv.shape[3], "output columns"),
@@ -394,5 +547,5 @@ def apply_depthwise_conv2d_nchwc(
         s[cl].unroll(rx)
     for p in padded:
         s[p].vectorize(s[p].leaf_iter_vars[-1])
-        s[p].compute_at(s[out], y)
+        s[p].compute_at(s[out], y if tile["pad_at"] == "row" else outer)
     return {**tile, "lanes": conv.shape[5], "parallel": parallel}

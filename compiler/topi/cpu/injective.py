@@ -1,4 +1,4 @@
-"""CPU schedule of elementwise (injective) stages: outer axes fused and parallel, the
+"""CPU schedule of elementwise (injective) stages: leading axes fused and parallel, the
 innermost axis vectorized when it divides into whole vectors.
 
 Example:
@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import IterVar, Tensor
+
+#: Iterations of the parallel loop at which :func:`apply_injective` stops fusing outer axes.
+PARALLEL_ITERATIONS = 64
 
 
 def schedule_injective(out: Tensor, lanes: int = 16, parallel: bool = True) -> Schedule:
@@ -42,9 +45,18 @@ def apply_injective(
         return {"lanes": lanes, "parallel": False, "vectorized": False}
     inner = axes[-1]
     outer = axes[:-1]
+    # The leading axes are fused only until they give PARALLEL_ITERATIONS iterations: the
+    # axes left inside keep loops of their own, so the inner body indexes its operands
+    # without dividing a fused counter (a layout transform to NCHW1n16c at 65x65 ran 1.3x
+    # faster, one at 17x17 1.6x, one thread).
+    lead = 1
+    extent = outer[0].extent if outer else 1
+    while lead < len(outer) and extent < PARALLEL_ITERATIONS:
+        extent *= outer[lead].extent
+        lead += 1
     fused: IterVar | None
-    if len(outer) > 1:
-        fused = st.fuse(*outer)
+    if lead > 1:
+        fused = st.fuse(*outer[:lead])
     else:
         fused = outer[0] if outer else None
     vectorized = inner.extent % lanes == 0

@@ -127,6 +127,48 @@ def test_packed_conv2d_random(c, o_blocks, hw, k, stride, pad):
     close(topi.unpack_data(run([y], conv, inputs, arrays)[0]), want, 1e-3)
 
 
+@pytest.mark.parametrize(
+    "c,o,hw,k,stride,padding,knobs",
+    [
+        (32, 24, 10, 1, 1, (0, 0, 0, 0), {}),  # 3 half blocks: a 3x5 register tile
+        (16, 40, 9, 3, 2, (1, 1, 1, 1), {}),
+        (16, 16, 7, 3, 1, (1, 1, 1, 1), dict(ow_block=7, oc_blocks=1, outer_order="h_oc")),
+        (16, 24, 8, 1, 1, (0, 0, 0, 0), dict(oh_block=2, ow_block=4, oc_blocks=3)),
+    ],
+)
+def test_packed_conv2d_with_an_nchw_output(c, o, hw, k, stride, padding, knobs):
+    """A convolution whose only reader re-stores it in NCHW (the narrow-block convolutions
+    of EfficientNet-Lite2) keeps its register tile local and stores it transposed."""
+    y, conv, inputs, arrays, want = conv_group(c, o, hw, hw, k, stride, padding, 16, 8, "none")
+    flat = compute(
+        "layout_transform", [conv], {"src_layout": "NCHW1n8c", "dst_layout": "NCHW"}, "unpack"
+    )
+    g = schedule_group([flat], conv, knobs=knobs)
+    assert "local" in str(g.schedule[conv].scope)
+    assert all(g.knobs[name] == value for name, value in knobs.items())
+    close(build(g.schedule, [*inputs, flat], target="cpu")(*arrays), want, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "n_oc,width,tile",
+    [
+        (4, 56, (8, 2)),  # ResNet-18's tile: two channel blocks x a width divisor in 4..8
+        (32, 7, (7, 2)),
+        (3, 65, (5, 3)),  # odd channel blocks: several per tile
+        (18, 33, (3, 6)),  # no width divisor in 4..8
+        (7, 15, (3, 7)),
+        (15, 17, (17, 1)),  # a prime width: the widest column block
+    ],
+)
+def test_register_tile_heuristic(n_oc, width, tile):
+    from compiler.topi.cpu.conv2d import register_tile_knobs
+
+    x = te.placeholder((1, 4, width, width, 1, 16), name="x")
+    w = te.placeholder((n_oc, 4, 1, 1, 16, 16), name="w")
+    knobs = register_tile_knobs(topi.conv2d_nchwc(x, w, kernel_layout="OIHWio"))
+    assert (knobs["ow_block"], knobs["oc_blocks"]) == tile
+
+
 def test_packed_grouped_conv2d():
     x, wt, b = rand(1, 32, 7, 7), rand(32, 16, 3, 3), rand(32)
     xp, wp = topi.pack_data(x, 1, 16), topi.pack_kernel(wt, 16, 16, "OIHWio")
@@ -233,6 +275,8 @@ def test_packed_depthwise_conv2d():
         (48, 10, 3, 1, {"ow_block": 5, "cb_block": 3, "unroll_window": True}),
         (32, 17, 5, 2, {"ow_block": 9, "cb_block": 2}),
         (16, 7, 5, 1, {"unroll_window": True}),
+        (32, 9, 3, 1, {"pad_at": "plane", "ow_block": 3}),
+        (32, 11, 5, 2, {"pad_at": "row"}),
     ],
 )
 def test_packed_depthwise_register_tile(c, hw, k, stride, knobs):
@@ -259,6 +303,15 @@ def test_packed_depthwise_register_tile(c, hw, k, stride, knobs):
     close(topi.unpack_data(build(alone.schedule, [X, W, conv], target="cpu")(xp, wp)), want)
 
 
+@pytest.mark.parametrize("hw,k,where", [(17, 5, "plane"), (17, 3, "row"), (200, 5, "row")])
+def test_packed_depthwise_pad_at_default(hw, k, where):
+    """The padded plane is computed whole for 5x5 windows when it fits half of L2."""
+    x = te.placeholder((1, 2, hw, hw, 1, 16), name="x")
+    w = te.placeholder((2, 1, k, k, 1, 16), name="w")
+    conv = topi.conv2d_nchwc(x, w, 1, k // 2, groups=32, kernel_layout="OIHWio")
+    assert schedule_group([conv], conv).knobs["pad_at"] == where
+
+
 def test_packed_depthwise_tile_errors():
     X = te.placeholder((1, 3, 10, 10, 1, 16), name="x")
     W = te.placeholder((3, 1, 3, 3, 1, 16), name="w")
@@ -268,6 +321,8 @@ def test_packed_depthwise_tile_errors():
         schedule_group([conv], conv, knobs={"ow_block": 3})
     with pytest.raises(ScheduleError, match="cb_block=2 does not divide the 3 channel blocks"):
         schedule_group([conv], conv, knobs={"cb_block": 2})
+    with pytest.raises(ScheduleError, match="pad_at='col' is not one of"):
+        schedule_group([conv], conv, knobs={"pad_at": "col"})
 
 
 def test_group_with_a_producer_before_the_anchor():
