@@ -544,8 +544,7 @@ class _Realizer:
     def _add_constant(self, node: Node) -> bool:
         """An NCHW or ``(N, C)`` activation plus a constant that broadcasts to it (a scalar, one
         value per channel: an affine layer's shift): qadd with the constant, broadcast to the
-        activation's shape, as an int8 operand at the output's scale (or ``max |value| / 127``
-        where it does not fit int8 there)."""
+        activation's shape, as an int8 operand at its own scale (``max |value| / 127``)."""
         a, b = node.inputs
         x, c = (b, a) if isinstance(a, Constant) else (a, b)
         assert isinstance(c, Constant)
@@ -559,15 +558,12 @@ class _Realizer:
             return False
         if not np.all(np.isfinite(full)):
             return False
-        act = self.fusable_activation(node)
-        so = self.scale(act or node)
-        # the constant at the output's scale where it fits int8 (its rounding then no coarser
-        # than the output's own), else at its own (max |value| / 127)
         top = float(np.abs(full).max())
-        sc = max(so, top / 127.0)
+        sc = top / 127.0 if top > 0 else 1.0
         qc = np.clip(np.floor(full / sc + 0.5), -127, 127).astype(np.int8)
         qx, sx = self.as_int8(x)
-        if not qc.any() or choose_add(sx, sc, so)[1] == 0:
+        act = self.fusable_activation(node)
+        if choose_add(sx, sc, self.scale(act or node))[1] == 0:
             # the constant is below half a step of the output: at int8 the add is the
             # identity, and the value keeps its input's int8 form
             self.qv[id(node)] = (qx, sx)
