@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from compiler.ir.buffer import GLOBAL, Buffer, Scope
-from compiler.ir.expr import BufferLoad, Call, IntImm
+from compiler.ir.expr import BufferLoad, Call, IntImm, Var
 from compiler.ir.functor import free_vars
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import (
@@ -61,7 +62,7 @@ from .calls import (
 from .check import check_program
 from .dram import DramLayout
 from .errors import VTATargetError
-from .host import Env, compile_expr
+from .host import Env, compile_expr, compile_exprs
 from .intrin import make_scopes
 from .passes.coproc import COPROC_SCOPE
 from .passes.fold_uop import UOP_KERNEL, UopKernelInfo
@@ -266,32 +267,25 @@ class _Generator:
         if mem is not None:
             sram = self.sram_address(address_load(call.args[0]))
             dram_addr = self.dram_address(address_load(call.args[1]), mem)
-            y_ext, x_ext, stride, p0, p1, p2, p3 = (compile_expr(a) for a in call.args[2:])
+            # the sizes, stride and padding in one call (a program issues thousands of loads)
+            operands = compile_exprs(call.args[2:])
 
             def run_load(env: Env) -> None:
-                dma.load_2d(
-                    b,
-                    mem,
-                    sram(env),
-                    dram_addr(env),
-                    y_ext=y_ext(env),
-                    x_ext=x_ext(env),
-                    x_stride=stride(env),
-                    pads=(p0(env), p1(env), p2(env), p3(env)),
-                    lim=lim,
-                )
+                s, d = sram(env), dram_addr(env)
+                y_ext, x_ext, stride, p0, p1, p2, p3 = operands(env)
+                dma.load_2d(b, mem, s, d, y_ext=y_ext, x_ext=x_ext, x_stride=stride,
+                            pads=(p0, p1, p2, p3), lim=lim)  # fmt: skip
 
             return run_load
         if call.op == STORE_OP:
             sram = self.sram_address(address_load(call.args[0]), make_scopes(self.cfg).acc)
             dram_addr = self.dram_address(address_load(call.args[1]), MemType.OUT)
-            y_ext, x_ext, stride = (compile_expr(a) for a in call.args[2:])
+            operands = compile_exprs(call.args[2:])
 
             def run_store(env: Env) -> None:
-                dma.store_2d(
-                    b, sram(env), dram_addr(env), y_ext=y_ext(env), x_ext=x_ext(env),
-                    x_stride=stride(env), lim=lim,
-                )  # fmt: skip
+                s, d = sram(env), dram_addr(env)
+                y_ext, x_ext, stride = operands(env)
+                dma.store_2d(b, s, d, y_ext=y_ext, x_ext=x_ext, x_stride=stride, lim=lim)
 
             return run_store
         if is_uop(call):
@@ -313,8 +307,10 @@ class _Generator:
         sig = info.signature
         zero = dict.fromkeys(folded, 0)
 
+        signature = _getter(sig_vars)
+
         def run_kernel(env: Env) -> None:
-            key = tuple(env[v] for v in sig_vars)
+            key = signature(env)
             kern = cache.get(key)
             if kern is None:
                 uops: list[tuple[int, int, int]] = []
@@ -412,6 +408,16 @@ def generate_program(
         layout.alloc(name, shape, buf.dtype.name, layout=(layouts or {}).get(name, ""), role=role)
         names[buf] = name
     return _Generator(cfg, func, layout, names).run()
+
+
+def _getter(keys: list[Var]) -> Callable[[Env], tuple[int, ...]]:
+    """The values of ``keys`` in an environment as a tuple (one C call, not a generator)."""
+    if not keys:
+        return lambda env: ()
+    if len(keys) == 1:
+        (key,) = keys
+        return lambda env: (env[key],)
+    return itemgetter(*keys)
 
 
 def _dims(buf: Buffer) -> list[int]:

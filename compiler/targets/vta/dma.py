@@ -83,7 +83,9 @@ def load_2d(
     """Fill ``y_ext`` rows of ``x_ext`` entries from ``sram``; ``pads`` = (y_pad_0, y_pad_1,
     x_pad_0, x_pad_1) rows/columns are zeros, the rest comes from DRAM element ``dram`` (the
     first one read) with ``x_stride`` elements between rows."""
-    y0, y1, x0, x1 = (max(0, int(p)) for p in pads)
+    # (not a generator: this runs for every LOAD a program issues)
+    p0, p1, p2, p3 = pads
+    y0, y1, x0, x1 = max(0, int(p0)), max(0, int(p1)), max(0, int(p2)), max(0, int(p3))
     y0, x0 = min(y0, y_ext), min(x0, x_ext)
     y1, x1 = min(y1, y_ext - y0), min(x1, x_ext - x0)
     y_size, x_size = y_ext - y0 - y1, x_ext - x0 - x1

@@ -188,14 +188,19 @@ class StreamBuilder:
 
     def _emit(self, insn: Insn, *, keep_pending: bool = False, **flags: bool) -> None:
         """Append ``insn``; it takes the module's pending pops unless ``keep_pending``."""
-        module = module_of(insn)
-        pending = self._pending[module]
         fields = dict(flags)
         if not keep_pending:
-            fields = {**{k: v for k, v in pending.items() if v}, **flags}
-            for k in pending:
-                pending[k] = False
+            fields = {**self._take_pending(module_of(insn)), **flags}
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
+
+    def _take_pending(self, module: str) -> dict[str, bool]:
+        """The module's pending pops as flags of its next instruction (then none is pending):
+        the instructions issued most often are built with them at once, not copied."""
+        pending = self._pending[module]
+        flags = {k: True for k, v in pending.items() if v}
+        for k in flags:
+            pending[k] = False
+        return flags
 
     # ---- DMA ------------------------------------------------------------------------
     def load(
@@ -212,7 +217,8 @@ class StreamBuilder:
         ``y_size`` field and pads past the pad fields are the caller's business
         (:mod:`compiler.targets.vta.dma`)."""
         y0, y1, x0, x1 = pad
-        self._emit(
+        module = "load" if memory_type in (MemType.INP, MemType.WGT) else "compute"
+        self.insns.append(
             Load(
                 memory_type=memory_type,
                 sram_base=sram_base,
@@ -224,6 +230,7 @@ class StreamBuilder:
                 y_pad_1=y1,
                 x_pad_0=x0,
                 x_pad_1=x1,
+                **self._take_pending(module),
             )
         )
 
@@ -231,13 +238,14 @@ class StreamBuilder:
         self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int
     ) -> None:
         """A 2-D store of out-buffer entries to DRAM."""
-        self._emit(
+        self.insns.append(
             Store(
                 sram_base=sram_base,
                 dram_base=dram_base,
                 y_size=y_size,
                 x_size=x_size,
                 x_stride=x_stride,
+                **self._take_pending("store"),
             )
         )
 
@@ -303,7 +311,7 @@ class StreamBuilder:
         """A GEMM running ``kernel`` (loaded into the uop buffer first if not resident)."""
         res = self._make_resident(kernel)
         io, ii = kernel.iters
-        self._emit(
+        self.insns.append(
             Gemm(
                 reset=reset,
                 uop_begin=res.begin,
@@ -311,6 +319,7 @@ class StreamBuilder:
                 iter_out=io,
                 iter_in=ii,
                 **kernel.factors(),
+                **self._take_pending("compute"),
             )
         )
 
@@ -323,7 +332,7 @@ class StreamBuilder:
         f = kernel.factors()
         if f["wgt_factor_out"] or f["wgt_factor_in"]:
             raise VTATargetError("ALU micro-op loops have no weight factors")
-        self._emit(
+        self.insns.append(
             Alu(
                 reset=reset,
                 uop_begin=res.begin,
@@ -337,6 +346,7 @@ class StreamBuilder:
                 dst_factor_in=f["dst_factor_in"],
                 src_factor_out=f["src_factor_out"],
                 src_factor_in=f["src_factor_in"],
+                **self._take_pending("compute"),
             )
         )
 
