@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import TypedDict
@@ -112,6 +113,15 @@ class Stream:
     uop_dram_base: int
 
 
+def _with_flag(insn: Insn, flag: str) -> Insn:
+    """``insn`` with dependency ``flag`` set: ``dataclasses.replace`` without running the
+    constructor over every field again (an instruction's fields are plain values that no
+    ``__post_init__`` checks, and nearly every instruction gets a push this way)."""
+    new = copy.copy(insn)
+    object.__setattr__(new, flag, True)
+    return new
+
+
 class StreamBuilder:
     """Accumulates instructions for one program; see the module docstring."""
 
@@ -151,7 +161,7 @@ class StreamBuilder:
         self._commit_pending(src)
         last = self.insns[-1] if self.insns else None
         if last is not None and module_of(last) == src and not getattr(last, flag):
-            self.insns[-1] = dataclasses.replace(last, **{flag: True})
+            self.insns[-1] = _with_flag(last, flag)
         else:
             self._nop(src, **{flag: True})
 
