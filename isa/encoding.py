@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -143,10 +144,12 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
     for cls, idx in rows.items():
         lay = layout(cls.fmt, cfg)
         names = [f.name for f in dataclasses.fields(cls)]
+        # every field of an instruction in one call (fields are ints, bools and int enums)
+        fields_of = attrgetter(*names)
         try:
-            values = np.array(
-                [[int(getattr(insns[i], n)) for n in names] for i in idx], dtype=np.int64
-            ).reshape(len(idx), len(names))
+            values = np.array([fields_of(insns[i]) for i in idx], dtype=np.int64).reshape(
+                len(idx), len(names)
+            )
         except OverflowError:  # beyond 64 bits: certainly beyond its field
             return _encode_one_by_one(insns, cfg)
         column = {n: values[:, k] for k, n in enumerate(names)}

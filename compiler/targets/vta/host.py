@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
 
 from compiler.ir import expr as E
 from compiler.ir.expr import ADDRESS_OF, Expr
@@ -149,7 +150,7 @@ def _source(e: Expr, names: dict[E.Var, str], consts: list[object], depth: int) 
 
 
 @lru_cache(maxsize=4096)
-def _function(text: str, var_names: tuple[str, ...], n_consts: int) -> Callable[..., Fn]:
+def _function(text: str, var_names: tuple[str, ...], n_consts: int) -> Callable[..., Any]:
     """A maker of the function evaluating ``text``: called with the variables and constants
     the text names, it returns the function (the text is compiled once per shape of
     expression, whatever its variables)."""

@@ -26,10 +26,9 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -117,8 +116,9 @@ def _with_flag(insn: Insn, flag: str) -> Insn:
     """``insn`` with dependency ``flag`` set: ``dataclasses.replace`` without running the
     constructor over every field again (an instruction's fields are plain values that no
     ``__post_init__`` checks, and nearly every instruction gets a push this way)."""
-    new = copy.copy(insn)
-    object.__setattr__(new, flag, True)
+    new = object.__new__(type(insn))
+    new.__dict__.update(insn.__dict__)
+    new.__dict__[flag] = True
     return new
 
 
@@ -203,10 +203,12 @@ class StreamBuilder:
             fields = {**self._take_pending(module_of(insn)), **flags}
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
 
-    def _take_pending(self, module: str) -> dict[str, bool]:
+    def _take_pending(self, module: str) -> dict[str, Any]:
         """The module's pending pops as flags of its next instruction (then none is pending):
         the instructions issued most often are built with them at once, not copied."""
         pending = self._pending[module]
+        if not (pending["pop_prev_dep"] or pending["pop_next_dep"]):
+            return {}
         flags = {k: True for k, v in pending.items() if v}
         for k in flags:
             pending[k] = False
