@@ -153,43 +153,45 @@ class _Generator:
 
     # ---- addresses --------------------------------------------------------------------------
     def sram_address(self, load: BufferLoad, scope: Scope | None = None) -> Callable[[Env], int]:
+        idx, entry = compile_expr(load.indices[0]), self.sram_entry(load, scope)
+        return lambda env: entry(idx(env))
+
+    def sram_entry(self, load: BufferLoad, scope: Scope | None = None) -> Callable[[int], int]:
+        """The SRAM entry of ``load``'s flat index (which must start an entry)."""
         buf = load.buffer
         if buf not in self.plan.base:
             raise VTATargetError(f"{buf.name} is not an SRAM allocation ({buf.scope.name})")
         if scope is not None and buf.scope is not scope:
             raise VTATargetError(f"{buf.name} is in {buf.scope.name}, expected {scope.name}")
         base, lanes = self.plan.base[buf], self.lanes[buf.scope]
-        idx = compile_expr(load.indices[0])
         name = buf.name
 
-        def addr(env: Env) -> int:
-            flat = idx(env)
+        def entry(flat: int) -> int:
             if flat % lanes:
                 raise VTATargetError(
                     f"{name}[{flat}] is not the start of an SRAM entry of {lanes} values"
                 )
             return base + flat // lanes
 
-        return addr
+        return entry
 
-    def dram_address(self, load: BufferLoad, mem: MemType) -> Callable[[Env], int]:
+    def dram_element(self, load: BufferLoad, mem: MemType) -> Callable[[int], int]:
+        """The DRAM element of ``load``'s flat index (which must start an element)."""
         buf = load.buffer
         name = self.names.get(buf)
         if name is None:
             raise VTATargetError(f"{buf.name} is not a tensor in main memory")
         base = self.layout.elem_base(name, mem)
         lanes = self.cfg.mem_elem_bytes(mem) // buf.dtype.bytes
-        idx = compile_expr(load.indices[0])
 
-        def addr(env: Env) -> int:
-            flat = idx(env)
+        def element(flat: int) -> int:
             if flat % lanes:
                 raise VTATargetError(
                     f"{name}[{flat}] is not the start of a {mem.name} element of {lanes} values"
                 )
             return base + flat // lanes
 
-        return addr
+        return element
 
     # ---- statements -------------------------------------------------------------------------
     def compile(self, s: Stmt) -> Run:
@@ -265,27 +267,28 @@ class _Generator:
         mem = load_memory_type(call)
         lim = dma.dma_limits(self.cfg)
         if mem is not None:
-            sram = self.sram_address(address_load(call.args[0]))
-            dram_addr = self.dram_address(address_load(call.args[1]), mem)
-            # the sizes, stride and padding in one call (a program issues thousands of loads)
-            operands = compile_exprs(call.args[2:])
+            src, dst = address_load(call.args[0]), address_load(call.args[1])
+            sram, dram = self.sram_entry(src), self.dram_element(dst, mem)
+            # both addresses, the sizes, stride and padding in one call (a program issues
+            # thousands of loads)
+            operands = compile_exprs([src.indices[0], dst.indices[0], *call.args[2:]])
 
             def run_load(env: Env) -> None:
-                s, d = sram(env), dram_addr(env)
-                y_ext, x_ext, stride, p0, p1, p2, p3 = operands(env)
-                dma.load_2d(b, mem, s, d, y_ext=y_ext, x_ext=x_ext, x_stride=stride,
+                s, d, y_ext, x_ext, stride, p0, p1, p2, p3 = operands(env)
+                dma.load_2d(b, mem, sram(s), dram(d), y_ext=y_ext, x_ext=x_ext, x_stride=stride,
                             pads=(p0, p1, p2, p3), lim=lim)  # fmt: skip
 
             return run_load
         if call.op == STORE_OP:
-            sram = self.sram_address(address_load(call.args[0]), make_scopes(self.cfg).acc)
-            dram_addr = self.dram_address(address_load(call.args[1]), MemType.OUT)
-            operands = compile_exprs(call.args[2:])
+            src, dst = address_load(call.args[0]), address_load(call.args[1])
+            sram = self.sram_entry(src, make_scopes(self.cfg).acc)
+            dram = self.dram_element(dst, MemType.OUT)
+            operands = compile_exprs([src.indices[0], dst.indices[0], *call.args[2:]])
 
             def run_store(env: Env) -> None:
-                s, d = sram(env), dram_addr(env)
-                y_ext, x_ext, stride = operands(env)
-                dma.store_2d(b, s, d, y_ext=y_ext, x_ext=x_ext, x_stride=stride, lim=lim)
+                s, d, y_ext, x_ext, stride = operands(env)
+                dma.store_2d(b, sram(s), dram(d), y_ext=y_ext, x_ext=x_ext, x_stride=stride,
+                             lim=lim)  # fmt: skip
 
             return run_store
         if is_uop(call):
