@@ -267,11 +267,11 @@ class _Generator:
         mem = load_memory_type(call)
         lim = dma.dma_limits(self.cfg)
         if mem is not None:
-            src, dst = address_load(call.args[0]), address_load(call.args[1])
-            sram, dram = self.sram_entry(src), self.dram_element(dst, mem)
+            to_load, from_load = address_load(call.args[0]), address_load(call.args[1])
+            sram, dram = self.sram_entry(to_load), self.dram_element(from_load, mem)
             # both addresses, the sizes, stride and padding in one call (a program issues
             # thousands of loads)
-            operands = compile_exprs([src.indices[0], dst.indices[0], *call.args[2:]])
+            operands = compile_exprs([to_load.indices[0], from_load.indices[0], *call.args[2:]])
 
             def run_load(env: Env) -> None:
                 s, d, y_ext, x_ext, stride, p0, p1, p2, p3 = operands(env)
@@ -280,10 +280,10 @@ class _Generator:
 
             return run_load
         if call.op == STORE_OP:
-            src, dst = address_load(call.args[0]), address_load(call.args[1])
-            sram = self.sram_entry(src, make_scopes(self.cfg).acc)
-            dram = self.dram_element(dst, MemType.OUT)
-            operands = compile_exprs([src.indices[0], dst.indices[0], *call.args[2:]])
+            from_acc, to_out = address_load(call.args[0]), address_load(call.args[1])
+            sram = self.sram_entry(from_acc, make_scopes(self.cfg).acc)
+            dram = self.dram_element(to_out, MemType.OUT)
+            operands = compile_exprs([from_acc.indices[0], to_out.indices[0], *call.args[2:]])
 
             def run_store(env: Env) -> None:
                 s, d, y_ext, x_ext, stride = operands(env)
