@@ -146,6 +146,7 @@ class StreamBuilder:
         # start of the stream can load them all: :meth:`finish`)
         self._kernel_loads: list[int] = []
         self._in_place = True
+        self._loads: dict[tuple[Any, ...], Load] = {}
 
     # ---- dependency tokens ------------------------------------------------------------
     def dep_pop(self, src: str, dst: str) -> None:
@@ -228,10 +229,15 @@ class StreamBuilder:
         """A 2-D load; ``pad`` is (y_pad_0, y_pad_1, x_pad_0, x_pad_1). Splits rows past the
         ``y_size`` field and pads past the pad fields are the caller's business
         (:mod:`compiler.targets.vta.dma`)."""
-        y0, y1, x0, x1 = pad
         module = "load" if memory_type in (MemType.INP, MemType.WGT) else "compute"
-        self.insns.append(
-            Load(
+        flags = self._take_pending(module)
+        # instructions are immutable values and a loop nest issues the same LOAD many times
+        # (a tile reloaded for each step of an outer loop): each distinct one is built once
+        key = (memory_type, sram_base, dram_base, y_size, x_size, x_stride, pad, *flags)
+        insn = self._loads.get(key)
+        if insn is None:
+            y0, y1, x0, x1 = pad
+            insn = self._loads[key] = Load(
                 memory_type=memory_type,
                 sram_base=sram_base,
                 dram_base=dram_base,
@@ -242,9 +248,9 @@ class StreamBuilder:
                 y_pad_1=y1,
                 x_pad_0=x0,
                 x_pad_1=x1,
-                **self._take_pending(module),
+                **flags,
             )
-        )
+        self.insns.append(insn)
 
     def store(
         self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int
