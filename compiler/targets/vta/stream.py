@@ -208,11 +208,15 @@ class StreamBuilder:
         """The module's pending pops as flags of its next instruction (then none is pending):
         the instructions issued most often are built with them at once, not copied."""
         pending = self._pending[module]
-        if not (pending["pop_prev_dep"] or pending["pop_next_dep"]):
+        prev, nxt = pending["pop_prev_dep"], pending["pop_next_dep"]
+        if not (prev or nxt):
             return {}
-        flags = {k: True for k, v in pending.items() if v}
-        for k in flags:
-            pending[k] = False
+        pending["pop_prev_dep"] = pending["pop_next_dep"] = False
+        flags = {}
+        if prev:
+            flags["pop_prev_dep"] = True
+        if nxt:
+            flags["pop_next_dep"] = True
         return flags
 
     # ---- DMA ------------------------------------------------------------------------
