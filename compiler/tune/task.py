@@ -777,6 +777,7 @@ __all__ = [
     "DEFAULT_VTHREADS",
     "KINDS",
     "Task",
+    "bind_reference",
     "conv2d_task",
     "cpu_task",
     "dense_task",
