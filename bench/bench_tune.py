@@ -30,10 +30,17 @@ thread, sequential) on the same Conv / MatMul as a one-node model (median of as 
 ratios above 1 mean the tuned kernel is faster. Our conv kernels take packed data;
 onnxruntime's Conv takes NCHW and reorders internally.
 
-``--pool`` measures the same 16 candidates with a 1-worker and a 2-worker local pool and prints
-measurements per second of each (the machine's core count bounds the ratio).
+``--pool`` measures the same candidates of ResNet-18 layers on ``vta-1x16x16`` (``--pool-layers``,
+a seeded sample of ``--pool-candidates`` valid points of each, as the tuner's search draws them)
+with a 1-worker and a 2-worker local pool and prints measurements per second of each, in wall
+time and per CPU second of the workers (a shared machine inflates the first, hardly the second;
+the machine's core count bounds the 2-worker ratio). Each pool first measures one candidate of
+each layer per worker, not counted: the worker's imports and the layer's seeded data and numpy
+reference, computed once per layer and worker as in a tuning run of many trials. Alone (without
+the tuner comparison): ``--pool-only``.
 
     python -m bench.bench_tune --seeds 3 --trials 96 --pool
+    taskset -c 1 python -m bench.bench_tune --pool-only --pool-candidates 12
     python -m bench.bench_tune --resnet18 --layers C5,C8,C11 --resnet-trials 48 --seeds 3
     python -m bench.bench_tune --cpu --cpu-trials 64
 """
@@ -92,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=96)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pool", action="store_true", help="also measure pool throughput")
+    ap.add_argument("--pool-only", action="store_true", help="only measure pool throughput")
+    ap.add_argument("--pool-layers", default="C2,C5,C9,C12", help="with --pool: ResNet-18 layers")
+    ap.add_argument("--pool-candidates", type=int, default=8, help="with --pool: per layer")
     ap.add_argument("--resnet18", action="store_true", help="tune ResNet-18 on vta-1x16x16 only")
     ap.add_argument("--layers", default=None, help="with --resnet18: e.g. C2,C9")
     ap.add_argument("--resnet-trials", type=int, default=64)
@@ -104,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         return cpu_vs_onnxruntime(args.cpu_trials, args.cpu_repeat, args.cpu_tasks)
     if args.resnet18:
         return resnet18(args)
+    if args.pool_only:
+        return pool_throughput(args.pool_layers, args.pool_candidates)
     for task in TASKS:
         t0 = time.perf_counter()
         table = exhaustive(task, args.workers)
@@ -130,20 +142,68 @@ def main(argv: list[str] | None = None) -> int:
         r, m = statistics.median(rows["random"]["reach"]), statistics.median(rows["model"]["reach"])
         print(f"  model-guided needs {m / r:.2f}x the measurements of random to reach 95%")
     if args.pool:
-        from runtime.measure import LocalRunner
-
-        task = TASKS[0]
-        idx = [int(i) for i in task.space().valid_indices()[:16]]
-        rates = {}
-        for n in (1, 2):
-            with LocalRunner(n) as runner:
-                runner.measure(task, idx[:n])  # start and warm the workers
-                t0 = time.perf_counter()
-                runner.measure(task, idx)
-                rates[n] = len(idx) / (time.perf_counter() - t0)
-            print(f"pool of {n}: {rates[n]:.2f} measurements/s")
-        print(f"2 workers / 1 worker: {rates[2] / rates[1]:.2f}x")
+        return pool_throughput(args.pool_layers, args.pool_candidates)
     return 0
+
+
+def pool_throughput(layers: str, per_layer: int) -> int:
+    """Measurements per second of a 1-worker and a 2-worker pool on the same candidates of
+    ResNet-18 layers (see the module docstring)."""
+    import numpy as np
+
+    from compiler.tune import resnet18_tasks
+    from runtime.measure import LocalRunner
+
+    by_name = {t.name: t for t in resnet18_tasks("vta-1x16x16")}
+    unknown = [n for n in layers.split(",") if n not in by_name]
+    if unknown:
+        print(f"--pool-layers: no ResNet-18 layer {', '.join(unknown)} (C1..C12)", file=sys.stderr)
+        return 2
+    work = []
+    for name in layers.split(","):
+        task = by_name[name]
+        valid = task.space().valid_indices()
+        picks = np.random.default_rng(0).choice(len(valid), min(per_layer + 2, len(valid)),
+                                                replace=False)  # fmt: skip
+        work.append((task, [int(valid[k]) for k in picks]))
+    count = sum(len(idx) - 2 for _, idx in work)
+    print(f"{count} candidates of {layers} on vta-1x16x16 (seeded sample of valid points)")
+    rates: dict[int, float] = {}
+    for n in (1, 2):
+        with LocalRunner(n) as runner:
+            for task, idx in work:  # imports, and each layer's data and reference per worker
+                runner.measure(task, idx[:2] if n == 2 else idx[:1])
+            cpu0 = _children_cpu()
+            t0 = time.perf_counter()
+            for task, idx in work:
+                results = runner.measure(task, idx[2:])
+                bad = [r for r in results if not r.ok]
+                if bad:
+                    raise SystemExit(f"{task.name}: {bad[0].error}: {bad[0].message}")
+            wall = time.perf_counter() - t0
+            cpu = _children_cpu() - cpu0
+        rates[n] = count / wall
+        print(f"pool of {n}: {rates[n]:.2f} measurements/s wall ({rates[n] / n:.2f} per worker); "
+              f"{count / cpu:.2f} per CPU second of its workers", flush=True)  # fmt: skip
+    print(f"2 workers / 1 worker: {rates[2] / rates[1]:.2f}x")
+    return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's pool workers (read from /proc while they live)."""
+    import multiprocessing
+    import os
+
+    total = 0.0
+    for child in multiprocessing.active_children():
+        try:
+            with open(f"/proc/{child.pid}/stat") as f:
+                # utime and stime, the 14th and 15th fields (after the parenthesised name)
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def resnet18(args: argparse.Namespace) -> int:

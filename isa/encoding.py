@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -137,21 +138,35 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
     """
     insns = list(insns)
     words = np.zeros((len(insns), 2), dtype=np.uint64)
-    rows: dict[type[Insn], list[int]] = {}
+    # per class: the stream positions, and for each the row of its instruction among the
+    # class's distinct instruction objects (a stream often holds one object many times: a
+    # compiler reuses an immutable instruction it issues again), each encoded once
+    groups: dict[type[Insn], tuple[list[int], list[int], list[Insn]]] = {}
+    row_of: dict[int, int] = {}
     for i, insn in enumerate(insns):
-        rows.setdefault(type(insn), []).append(i)
-    for cls, idx in rows.items():
+        group = groups.get(type(insn))
+        if group is None:
+            group = groups[type(insn)] = ([], [], [])
+        row = row_of.get(id(insn))
+        if row is None:
+            row = row_of[id(insn)] = len(group[2])
+            group[2].append(insn)
+        group[0].append(i)
+        group[1].append(row)
+    for cls, (idx, rows, distinct) in groups.items():
         lay = layout(cls.fmt, cfg)
         names = [f.name for f in dataclasses.fields(cls)]
+        # every field of an instruction in one call (fields are ints, bools and int enums)
+        fields_of = attrgetter(*names)
         try:
-            values = np.array(
-                [[int(getattr(insns[i], n)) for n in names] for i in idx], dtype=np.int64
-            ).reshape(len(idx), len(names))
+            values = np.array([fields_of(insn) for insn in distinct], dtype=np.int64).reshape(
+                len(distinct), len(names)
+            )
         except OverflowError:  # beyond 64 bits: certainly beyond its field
             return _encode_one_by_one(insns, cfg)
         column = {n: values[:, k] for k, n in enumerate(names)}
-        column["opcode"] = np.full(len(idx), int(cls.opcode), dtype=np.int64)
-        packed = np.zeros((len(idx), 2), dtype=np.uint64)
+        column["opcode"] = np.full(len(distinct), int(cls.opcode), dtype=np.int64)
+        packed = np.zeros((len(distinct), 2), dtype=np.uint64)
         for f in lay.fields:
             v = column.get(f.name)
             if v is None:
@@ -163,7 +178,7 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
             packed[:, word] |= u << np.uint64(shift)
             if shift + f.width > 64:  # the field runs on into the next word
                 packed[:, word + 1] |= u >> np.uint64(64 - shift)
-        words[idx] = packed
+        words[idx] = packed[rows]
     return words.astype("<u8").view(np.uint8).reshape(-1).copy()
 
 

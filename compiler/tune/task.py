@@ -338,8 +338,7 @@ class Task:
     # ---- building ------------------------------------------------------------------------------
     def build(self, config: Config | int, *, seed: int = 0) -> Any:
         """Compile the point with seeded data: a :class:`~compiler.topi.vta.testing.BuiltLayer`."""
-        from compiler.topi.vta import Conv2dLayer
-        from compiler.topi.vta.testing import build_conv2d, build_dense
+        from compiler.topi.vta import Conv2dLayer, DenseLayer, compile_conv2d, compile_dense
 
         knobs = self.knobs(config)
         if self.target == "cpu":
@@ -351,23 +350,26 @@ class Task:
 
             return build_group(self, knobs, seed)
         s = self.sizes
+        compiled: Any
         if self.kind == "conv2d":
             layer = Conv2dLayer(self.name or "conv2d", s["h"], s["w"], s["in_c"], s["out_c"],
                                 s["k"], s["stride"], s["pad"], s["batch"])  # fmt: skip
             fetch = self.input_fetch(config)
             if fetch != "window":
                 from compiler.topi.vta.conv2d_strided import compile_conv2d_strided
-                from compiler.topi.vta.testing import build
 
                 compiled = compile_conv2d_strided(
                     layer, self.config_obj, knobs, fetch=fetch, relu=self.relu,
                     residual=self.residual,
                 )  # fmt: skip
-                return build(compiled, seed)
-            return build_conv2d(layer, self.config_obj, knobs, relu=self.relu,
-                                residual=self.residual, seed=seed)  # fmt: skip
-        return build_dense(s["batch"], s["in_features"], s["out_features"], self.config_obj, knobs,
-                           relu=self.relu, residual=self.residual, seed=seed)  # fmt: skip
+            else:
+                compiled = compile_conv2d(layer, self.config_obj, knobs, relu=self.relu,
+                                          residual=self.residual)  # fmt: skip
+        else:
+            compiled = compile_dense(DenseLayer(s["batch"], s["in_features"], s["out_features"]),
+                                     self.config_obj, knobs, relu=self.relu,
+                                     residual=self.residual)  # fmt: skip
+        return bind_reference(compiled, seed)
 
     def loop_program(self, config: Config | int) -> Any:
         """The point's schedule lowered to the loop IR (before the target's passes): the
@@ -397,6 +399,44 @@ class Task:
         else:
             s = schedule_dense_packed(out, knobs, cfg)
         return schedule_to_primfunc(s, args, "main", get_vta_target(cfg).resolve_scope)
+
+
+def bind_reference(compiled: Any, seed: int = 0) -> Any:
+    """``compiled`` (a ``CompiledLayer``) with seeded data written into a copy of its program
+    and its expected output: ``compiler.topi.vta.testing.build``, with the data and the numpy
+    reference shared by every point of one workload (the candidates of a task differ only in
+    their schedule, and the reference convolution costs as much as building a point).
+
+    Example:
+        >>> from compiler.topi.vta import DenseLayer, compile_dense
+        >>> c = compile_dense(DenseLayer(1, 16, 8), "default")
+        >>> a, b = bind_reference(c, seed=2), bind_reference(c, seed=2)
+        >>> a.expected is b.expected, a.program is b.program
+        (True, False)
+    """
+    from compiler.topi.vta.testing import BuiltLayer, bind, expected, layer_data
+
+    # everything ``layer_data`` and ``expected`` read: the layer, the config, the epilogue's
+    # shift, relu and residual, and the seed (nothing of the schedule or the program)
+    key = (compiled.layer, compiled.config, compiled.shift, compiled.relu, compiled.residual,
+           seed)  # fmt: skip
+    hit = _REFERENCES.get(key)
+    if hit is None:
+        data = layer_data(compiled.layer, compiled.config, seed, residual=compiled.residual)
+        want = expected(compiled, data)
+        # every point of the workload shares these arrays: none may change them
+        for arr in (*data.natural.values(), *data.packed.values(), want):
+            arr.setflags(write=False)
+        while len(_REFERENCES) >= _MAX_REFERENCES:
+            del _REFERENCES[next(iter(_REFERENCES))]
+        hit = _REFERENCES[key] = (data, want)
+    data, want = hit
+    return BuiltLayer(compiled, bind(compiled, data), data, want, dict(data.packed))
+
+
+#: Seeded data and numpy reference outputs of the last few workloads built in this process.
+_REFERENCES: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_MAX_REFERENCES = 4
 
 
 @cache
@@ -737,6 +777,7 @@ __all__ = [
     "DEFAULT_VTHREADS",
     "KINDS",
     "Task",
+    "bind_reference",
     "conv2d_task",
     "cpu_task",
     "dense_task",

@@ -30,6 +30,17 @@ def test_stream_equals_one_at_a_time(preset, data):
     assert decode_stream(raw, cfg) == one
 
 
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_a_stream_repeating_instruction_objects_equals_one_at_a_time(data):
+    cfg = load_config("vta-1x16x16")
+    pool = data.draw(st.lists(instructions(cfg), min_size=1, max_size=6))
+    # the same objects at many positions, of several classes, interleaved
+    picks = data.draw(st.lists(st.integers(0, len(pool) - 1), max_size=40))
+    insns = [pool[k] for k in picks]
+    assert encode_stream(insns, cfg).tobytes() == b"".join(encode(i, cfg) for i in insns)
+
+
 def test_overflow_is_reported_by_instruction_and_field():
     cfg = load_config("default")
     ok = isa.Load(memory_type=isa.MemType.INP, x_size=1, y_size=1, x_stride=1)

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from compiler.ir.buffer import GLOBAL, Buffer, Scope
-from compiler.ir.expr import BufferLoad, Call, IntImm
+from compiler.ir.expr import BufferLoad, Call, IntImm, Var
 from compiler.ir.functor import free_vars
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import (
@@ -61,7 +62,7 @@ from .calls import (
 from .check import check_program
 from .dram import DramLayout
 from .errors import VTATargetError
-from .host import Env, compile_expr
+from .host import Env, compile_expr, compile_exprs
 from .intrin import make_scopes
 from .passes.coproc import COPROC_SCOPE
 from .passes.fold_uop import UOP_KERNEL, UopKernelInfo
@@ -152,43 +153,45 @@ class _Generator:
 
     # ---- addresses --------------------------------------------------------------------------
     def sram_address(self, load: BufferLoad, scope: Scope | None = None) -> Callable[[Env], int]:
+        idx, entry = compile_expr(load.indices[0]), self.sram_entry(load, scope)
+        return lambda env: entry(idx(env))
+
+    def sram_entry(self, load: BufferLoad, scope: Scope | None = None) -> Callable[[int], int]:
+        """The SRAM entry of ``load``'s flat index (which must start an entry)."""
         buf = load.buffer
         if buf not in self.plan.base:
             raise VTATargetError(f"{buf.name} is not an SRAM allocation ({buf.scope.name})")
         if scope is not None and buf.scope is not scope:
             raise VTATargetError(f"{buf.name} is in {buf.scope.name}, expected {scope.name}")
         base, lanes = self.plan.base[buf], self.lanes[buf.scope]
-        idx = compile_expr(load.indices[0])
         name = buf.name
 
-        def addr(env: Env) -> int:
-            flat = idx(env)
+        def entry(flat: int) -> int:
             if flat % lanes:
                 raise VTATargetError(
                     f"{name}[{flat}] is not the start of an SRAM entry of {lanes} values"
                 )
             return base + flat // lanes
 
-        return addr
+        return entry
 
-    def dram_address(self, load: BufferLoad, mem: MemType) -> Callable[[Env], int]:
+    def dram_element(self, load: BufferLoad, mem: MemType) -> Callable[[int], int]:
+        """The DRAM element of ``load``'s flat index (which must start an element)."""
         buf = load.buffer
         name = self.names.get(buf)
         if name is None:
             raise VTATargetError(f"{buf.name} is not a tensor in main memory")
         base = self.layout.elem_base(name, mem)
         lanes = self.cfg.mem_elem_bytes(mem) // buf.dtype.bytes
-        idx = compile_expr(load.indices[0])
 
-        def addr(env: Env) -> int:
-            flat = idx(env)
+        def element(flat: int) -> int:
             if flat % lanes:
                 raise VTATargetError(
                     f"{name}[{flat}] is not the start of a {mem.name} element of {lanes} values"
                 )
             return base + flat // lanes
 
-        return addr
+        return element
 
     # ---- statements -------------------------------------------------------------------------
     def compile(self, s: Stmt) -> Run:
@@ -264,34 +267,28 @@ class _Generator:
         mem = load_memory_type(call)
         lim = dma.dma_limits(self.cfg)
         if mem is not None:
-            sram = self.sram_address(address_load(call.args[0]))
-            dram_addr = self.dram_address(address_load(call.args[1]), mem)
-            y_ext, x_ext, stride, p0, p1, p2, p3 = (compile_expr(a) for a in call.args[2:])
+            to_load, from_load = address_load(call.args[0]), address_load(call.args[1])
+            sram, dram = self.sram_entry(to_load), self.dram_element(from_load, mem)
+            # both addresses, the sizes, stride and padding in one call (a program issues
+            # thousands of loads)
+            operands = compile_exprs([to_load.indices[0], from_load.indices[0], *call.args[2:]])
 
             def run_load(env: Env) -> None:
-                dma.load_2d(
-                    b,
-                    mem,
-                    sram(env),
-                    dram_addr(env),
-                    y_ext=y_ext(env),
-                    x_ext=x_ext(env),
-                    x_stride=stride(env),
-                    pads=(p0(env), p1(env), p2(env), p3(env)),
-                    lim=lim,
-                )
+                s, d, y_ext, x_ext, stride, p0, p1, p2, p3 = operands(env)
+                dma.load_2d(b, mem, sram(s), dram(d), y_ext=y_ext, x_ext=x_ext, x_stride=stride,
+                            pads=(p0, p1, p2, p3), lim=lim)  # fmt: skip
 
             return run_load
         if call.op == STORE_OP:
-            sram = self.sram_address(address_load(call.args[0]), make_scopes(self.cfg).acc)
-            dram_addr = self.dram_address(address_load(call.args[1]), MemType.OUT)
-            y_ext, x_ext, stride = (compile_expr(a) for a in call.args[2:])
+            from_acc, to_out = address_load(call.args[0]), address_load(call.args[1])
+            sram = self.sram_entry(from_acc, make_scopes(self.cfg).acc)
+            dram = self.dram_element(to_out, MemType.OUT)
+            operands = compile_exprs([from_acc.indices[0], to_out.indices[0], *call.args[2:]])
 
             def run_store(env: Env) -> None:
-                dma.store_2d(
-                    b, sram(env), dram_addr(env), y_ext=y_ext(env), x_ext=x_ext(env),
-                    x_stride=stride(env), lim=lim,
-                )  # fmt: skip
+                s, d, y_ext, x_ext, stride = operands(env)
+                dma.store_2d(b, sram(s), dram(d), y_ext=y_ext, x_ext=x_ext, x_stride=stride,
+                             lim=lim)  # fmt: skip
 
             return run_store
         if is_uop(call):
@@ -313,8 +310,10 @@ class _Generator:
         sig = info.signature
         zero = dict.fromkeys(folded, 0)
 
+        signature = _getter(sig_vars)
+
         def run_kernel(env: Env) -> None:
-            key = tuple(env[v] for v in sig_vars)
+            key = signature(env)
             kern = cache.get(key)
             if kern is None:
                 uops: list[tuple[int, int, int]] = []
@@ -412,6 +411,16 @@ def generate_program(
         layout.alloc(name, shape, buf.dtype.name, layout=(layouts or {}).get(name, ""), role=role)
         names[buf] = name
     return _Generator(cfg, func, layout, names).run()
+
+
+def _getter(keys: list[Var]) -> Callable[[Env], tuple[int, ...]]:
+    """The values of ``keys`` in an environment as a tuple (one C call, not a generator)."""
+    if not keys:
+        return lambda env: ()
+    if len(keys) == 1:
+        (key,) = keys
+        return lambda env: (env[key],)
+    return itemgetter(*keys)
 
 
 def _dims(buf: Buffer) -> list[int]:

@@ -83,7 +83,16 @@ def load_2d(
     """Fill ``y_ext`` rows of ``x_ext`` entries from ``sram``; ``pads`` = (y_pad_0, y_pad_1,
     x_pad_0, x_pad_1) rows/columns are zeros, the rest comes from DRAM element ``dram`` (the
     first one read) with ``x_stride`` elements between rows."""
-    y0, y1, x0, x1 = (max(0, int(p)) for p in pads)
+    p0, p1, p2, p3 = pads
+    if (
+        not (p0 or p1 or p2 or p3) and 0 < y_ext <= lim.y_size and 0 < x_ext <= lim.x_size
+        and 0 <= x_stride <= lim.x_stride
+    ):  # fmt: skip
+        # the common case, one instruction (what the general path below issues for it)
+        builder.load(mem, sram, dram, y_ext, x_ext, x_stride, pad=(0, 0, 0, 0))
+        return
+    # (not a generator: this runs for every LOAD a program issues)
+    y0, y1, x0, x1 = max(0, int(p0)), max(0, int(p1)), max(0, int(p2)), max(0, int(p3))
     y0, x0 = min(y0, y_ext), min(x0, x_ext)
     y1, x1 = min(y1, y_ext - y0), min(x1, x_ext - x0)
     y_size, x_size = y_ext - y0 - y1, x_ext - x0 - x1

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -112,6 +112,16 @@ class Stream:
     uop_dram_base: int
 
 
+def _with_flag(insn: Insn, flag: str) -> Insn:
+    """``insn`` with dependency ``flag`` set: ``dataclasses.replace`` without running the
+    constructor over every field again (an instruction's fields are plain values that no
+    ``__post_init__`` checks, and nearly every instruction gets a push this way)."""
+    new = object.__new__(type(insn))
+    new.__dict__.update(insn.__dict__)
+    new.__dict__[flag] = True
+    return new
+
+
 class StreamBuilder:
     """Accumulates instructions for one program; see the module docstring."""
 
@@ -136,6 +146,7 @@ class StreamBuilder:
         # start of the stream can load them all: :meth:`finish`)
         self._kernel_loads: list[int] = []
         self._in_place = True
+        self._loads: dict[tuple[Any, ...], Load] = {}
 
     # ---- dependency tokens ------------------------------------------------------------
     def dep_pop(self, src: str, dst: str) -> None:
@@ -151,7 +162,7 @@ class StreamBuilder:
         self._commit_pending(src)
         last = self.insns[-1] if self.insns else None
         if last is not None and module_of(last) == src and not getattr(last, flag):
-            self.insns[-1] = dataclasses.replace(last, **{flag: True})
+            self.insns[-1] = _with_flag(last, flag)
         else:
             self._nop(src, **{flag: True})
 
@@ -188,14 +199,25 @@ class StreamBuilder:
 
     def _emit(self, insn: Insn, *, keep_pending: bool = False, **flags: bool) -> None:
         """Append ``insn``; it takes the module's pending pops unless ``keep_pending``."""
-        module = module_of(insn)
-        pending = self._pending[module]
         fields = dict(flags)
         if not keep_pending:
-            fields = {**{k: v for k, v in pending.items() if v}, **flags}
-            for k in pending:
-                pending[k] = False
+            fields = {**self._take_pending(module_of(insn)), **flags}
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
+
+    def _take_pending(self, module: str) -> dict[str, Any]:
+        """The module's pending pops as flags of its next instruction (then none is pending):
+        the instructions issued most often are built with them at once, not copied."""
+        pending = self._pending[module]
+        prev, nxt = pending["pop_prev_dep"], pending["pop_next_dep"]
+        if not (prev or nxt):
+            return {}
+        pending["pop_prev_dep"] = pending["pop_next_dep"] = False
+        flags = {}
+        if prev:
+            flags["pop_prev_dep"] = True
+        if nxt:
+            flags["pop_next_dep"] = True
+        return flags
 
     # ---- DMA ------------------------------------------------------------------------
     def load(
@@ -211,9 +233,15 @@ class StreamBuilder:
         """A 2-D load; ``pad`` is (y_pad_0, y_pad_1, x_pad_0, x_pad_1). Splits rows past the
         ``y_size`` field and pads past the pad fields are the caller's business
         (:mod:`compiler.targets.vta.dma`)."""
-        y0, y1, x0, x1 = pad
-        self._emit(
-            Load(
+        module = "load" if memory_type in (MemType.INP, MemType.WGT) else "compute"
+        flags = self._take_pending(module)
+        # instructions are immutable values and a loop nest issues the same LOAD many times
+        # (a tile reloaded for each step of an outer loop): each distinct one is built once
+        key = (memory_type, sram_base, dram_base, y_size, x_size, x_stride, pad, *flags)
+        insn = self._loads.get(key)
+        if insn is None:
+            y0, y1, x0, x1 = pad
+            insn = self._loads[key] = Load(
                 memory_type=memory_type,
                 sram_base=sram_base,
                 dram_base=dram_base,
@@ -224,20 +252,22 @@ class StreamBuilder:
                 y_pad_1=y1,
                 x_pad_0=x0,
                 x_pad_1=x1,
+                **flags,
             )
-        )
+        self.insns.append(insn)
 
     def store(
         self, sram_base: int, dram_base: int, y_size: int, x_size: int, x_stride: int
     ) -> None:
         """A 2-D store of out-buffer entries to DRAM."""
-        self._emit(
+        self.insns.append(
             Store(
                 sram_base=sram_base,
                 dram_base=dram_base,
                 y_size=y_size,
                 x_size=x_size,
                 x_stride=x_stride,
+                **self._take_pending("store"),
             )
         )
 
@@ -303,7 +333,7 @@ class StreamBuilder:
         """A GEMM running ``kernel`` (loaded into the uop buffer first if not resident)."""
         res = self._make_resident(kernel)
         io, ii = kernel.iters
-        self._emit(
+        self.insns.append(
             Gemm(
                 reset=reset,
                 uop_begin=res.begin,
@@ -311,6 +341,7 @@ class StreamBuilder:
                 iter_out=io,
                 iter_in=ii,
                 **kernel.factors(),
+                **self._take_pending("compute"),
             )
         )
 
@@ -323,7 +354,7 @@ class StreamBuilder:
         f = kernel.factors()
         if f["wgt_factor_out"] or f["wgt_factor_in"]:
             raise VTATargetError("ALU micro-op loops have no weight factors")
-        self._emit(
+        self.insns.append(
             Alu(
                 reset=reset,
                 uop_begin=res.begin,
@@ -337,6 +368,7 @@ class StreamBuilder:
                 dst_factor_in=f["dst_factor_in"],
                 src_factor_out=f["src_factor_out"],
                 src_factor_in=f["src_factor_in"],
+                **self._take_pending("compute"),
             )
         )
 

@@ -238,3 +238,21 @@ def test_column_check_agrees_with_the_walk(preset):
             rejected += 1
         assert _pushed_if_valid(bad) == expected, (k, name, value)
     assert rejected > 20
+
+
+@pytest.mark.parametrize("flag", isa.insn.DEP_FLAGS)
+def test_a_folded_push_is_the_instruction_with_the_flag_set(flag):
+    from compiler.targets.vta.stream import _with_flag
+
+    insns = [
+        isa.Load(memory_type=isa.MemType.WGT, sram_base=3, dram_base=9, x_size=4, x_stride=4,
+                 y_pad_0=1, pop_prev_dep=True),
+        isa.Store(x_size=2, x_stride=2, push_prev_dep=True),
+        isa.Gemm(uop_begin=1, uop_end=3, iter_out=2, iter_in=5, reset=True),
+        isa.Alu(alu_opcode=isa.AluOp.SHR, use_imm=True, imm=8, uop_end=1, iter_in=2),
+    ]  # fmt: skip
+    for insn in insns:
+        new = _with_flag(insn, flag)
+        assert new == dataclasses.replace(insn, **{flag: True}) and type(new) is type(insn)
+        back = dataclasses.replace(new, **{flag: getattr(insn, flag)})
+        assert getattr(new, flag) and back == insn
