@@ -86,10 +86,10 @@ def test_push_folds_into_last_instruction_and_pending_pops_ride_along():
     s.dep_push("load", "compute")  # folds into the LOAD
     s.dep_pop("load", "compute")
     k = s.uop_kernel([(0, 0, 0)])
-    s.gemm(k)  # LOAD UOP carries the pending pop, not the GEMM
+    s.gemm(k)  # the GEMM carries the pending pop: the LOAD UOP need not wait for the inputs
     insns = s.insns
     assert [i.opcode.name for i in insns] == ["LOAD", "LOAD", "GEMM"]
-    assert insns[0].push_next_dep and insns[1].pop_prev_dep and not insns[2].pop_prev_dep
+    assert insns[0].push_next_dep and not insns[1].pop_prev_dep and insns[2].pop_prev_dep
     s.dep_push("compute", "load")
     assert insns[-1].push_prev_dep
     s.dep_push("compute", "load")  # flag taken: a compute NOP carries the second push
