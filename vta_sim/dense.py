@@ -225,6 +225,237 @@ def _zero_entries(acc2, out2, uop, uop_begin, uop_end, iter_out, iter_in, dfo, d
         out2[start * batch : (start + count) * batch, :lanes] = 0
 
 
+#: A float32 sum of int8 products is exact while every partial sum stays an integer within
+#: 2**24: at most 2**10 products of magnitude at most 2**14 per output lane. A float64 sum is
+#: exact up to 2**39 products.
+_F32_TERMS = 1 << 10
+_F64_TERMS = 1 << 39
+#: The largest tile, weight panel or gathered input (elements) the column path builds; a GEMM
+#: that would need more takes the run path (a compiled network's tiles are a few output rows of
+#: all their channels, far below).
+_COLUMNS_LIMIT = 1 << 20
+#: Products summed in floating point may be multiplied and added in one rounding: every
+#: intermediate is an integer the format holds exactly, so the fused result is the same.
+_CONTRACT = {"contract"}
+
+
+@numba.njit
+def _gemm_columns(
+    inp, wgt, acc, out, uop, uop_begin, uop_end, n_col, col_dst, col_wgt, n_row, row_dst, row_src,
+    row_wgt,
+):
+    """A GEMM whose column loop (``n_col`` steps of ``col_dst``, ``col_wgt``) leaves the source
+    in place, as one matrix product: return False, with nothing written, when its matrices would
+    exceed :data:`_COLUMNS_LIMIT` (the caller takes the run path).
+
+    Every micro-op of the other loops (``n_row`` steps of ``row_dst``, ``row_src``,
+    ``row_wgt``) reads one inp entry ``s`` and adds, for every column step ``c``, its product
+    with weight tile ``w + c·col_wgt`` to acc entry ``d + c·col_dst``. So each distinct ``w``
+    (a slot) gets a panel of its ``n_col`` tiles side by side: block_in rows of
+    n_col·block_out lanes, the product's K × N right-hand side. The product's rows (M) are the
+    distinct ``d`` × batch. The sum runs along the longer of M and N, so that the vectorized
+    loop is long whatever the shape: along N with one multiply-add of a micro-op's inp entry
+    into its row (many channels, few rows), or along M over the inp entries gathered into a
+    K × M matrix (few channels, many rows; when most of that matrix is filled).
+
+    The product is summed in floating point, exactly (float32 when no lane sums more than
+    :data:`_F32_TERMS` products, float64 otherwise), then added to acc with the reference's
+    int32 wrap-around once per entry; out takes the low 8 bits, at exactly the entries the
+    reference writes.
+    """
+    bi = inp.shape[2]
+    bo = acc.shape[2]
+    batch = acc.shape[1]
+    lanes = n_col * bo
+    dlo, dhi = uop[uop_begin, 0], uop[uop_begin, 0]
+    wlo, whi = uop[uop_begin, 2], uop[uop_begin, 2]
+    for k in range(uop_begin + 1, uop_end):
+        dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0])
+        wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
+    last = n_row - 1
+    dlo, dhi = dlo + min(0, last * row_dst), dhi + max(0, last * row_dst)
+    wlo, whi = wlo + min(0, last * row_wgt), whi + max(0, last * row_wgt)
+    rows = (dhi - dlo + 1) * batch
+    if rows * lanes > _COLUMNS_LIMIT:
+        return False
+    count = np.zeros(dhi - dlo + 1, np.int64)
+    slot = np.full(whi - wlo + 1, -1, np.int64)
+    n_slots = 0
+    for r in range(n_row):
+        for k in range(uop_begin, uop_end):
+            count[uop[k, 0] + r * row_dst - dlo] += 1
+            w = uop[k, 2] + r * row_wgt - wlo
+            if slot[w] < 0:
+                slot[w] = n_slots
+                n_slots += 1
+    depth = n_slots * bi
+    if depth * lanes > _COLUMNS_LIMIT:
+        return False
+    # along M when rows are the longer side and the gathered inp matrix is mostly filled
+    by_rows = rows > lanes and depth * rows <= 2 * n_row * (uop_end - uop_begin) * batch * bi
+    if by_rows and depth * rows > _COLUMNS_LIMIT:
+        by_rows = False
+    terms = count.max() * bi
+    if terms <= _F32_TERMS:
+        tile32 = np.zeros(rows * lanes, np.float32)
+        panel32 = np.empty(depth * lanes, np.float32)
+        _panels(wgt, slot, wlo, n_col, col_wgt, panel32)
+        if by_rows:
+            gathered32 = np.zeros(depth * rows, np.float32)
+            _gather(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo,
+                    slot, gathered32, rows)  # fmt: skip
+            _sum_by_rows(gathered32, panel32, tile32, rows, lanes)
+            _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, 1, rows)
+        else:
+            _sum_by_lanes(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo,
+                          wlo, slot, panel32, tile32, lanes)  # fmt: skip
+            _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, lanes, 1)
+    elif terms <= _F64_TERMS:
+        tile64 = np.zeros(rows * lanes, np.float64)
+        panel64 = np.empty(depth * lanes, np.float64)
+        _panels(wgt, slot, wlo, n_col, col_wgt, panel64)
+        _sum_by_lanes(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo,
+                      slot, panel64, tile64, lanes)  # fmt: skip
+        _columns_add(acc, out, count, dlo, n_col, col_dst, tile64, lanes, 1)
+    else:
+        return False
+    return True
+
+
+@numba.njit
+def _panels(wgt, slot, wlo, n_col, col_wgt, panel):
+    """The weight panel of every slot: ``panel[(slot·block_in + ci)·N + c·block_out + o]`` is
+    element ``(o, ci)`` of weight tile ``wlo + w + c·col_wgt`` (N = n_col·block_out)."""
+    bo = wgt.shape[1]
+    bi = wgt.shape[2]
+    lanes = n_col * bo
+    for w in range(slot.shape[0]):
+        p = slot[w]
+        if p < 0:
+            continue
+        for c in range(n_col):
+            t = wlo + w + c * col_wgt
+            for ci in range(bi):
+                q = (p * bi + ci) * lanes + c * bo
+                for o in range(bo):
+                    panel[q + o] = wgt[t, o, ci]
+
+
+@numba.njit(fastmath=_CONTRACT)
+def _sum_by_lanes(
+    inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, panel, tile,
+    lanes,
+):
+    """tile[m·N + n] += the products of every micro-op into its row ``m`` (acc entry from
+    ``dlo`` × batch), one multiply-add along N per four inp values."""
+    bi = inp.shape[2]
+    batch = inp.shape[1]
+    ul = np.uint64(lanes)
+    inpf = inp.reshape(-1)
+    quads = bi - bi % 4
+    for r in range(n_row):
+        for k in range(uop_begin, uop_end):
+            d = uop[k, 0] + r * row_dst - dlo
+            s = uop[k, 1] + r * row_src
+            p = slot[uop[k, 2] + r * row_wgt - wlo]
+            for b in range(batch):
+                row = np.uint64((d * batch + b) * lanes)
+                x = np.uint64((s * batch + b) * bi)
+                for c0 in range(0, quads, 4):
+                    a0 = tile.dtype.type(inpf[x + np.uint64(c0)])
+                    a1 = tile.dtype.type(inpf[x + np.uint64(c0 + 1)])
+                    a2 = tile.dtype.type(inpf[x + np.uint64(c0 + 2)])
+                    a3 = tile.dtype.type(inpf[x + np.uint64(c0 + 3)])
+                    if a0 == 0 and a1 == 0 and a2 == 0 and a3 == 0:
+                        continue  # zero activations (padding, ReLU) add nothing
+                    q0 = np.uint64((p * bi + c0) * lanes)
+                    q1 = q0 + ul
+                    q2 = q1 + ul
+                    q3 = q2 + ul
+                    for t in range(ul):
+                        tile[row + t] += (
+                            a0 * panel[q0 + t] + a1 * panel[q1 + t] + a2 * panel[q2 + t]
+                        ) + a3 * panel[q3 + t]
+                for c in range(quads, bi):
+                    a = tile.dtype.type(inpf[x + np.uint64(c)])
+                    q = np.uint64((p * bi + c) * lanes)
+                    for t in range(ul):
+                        tile[row + t] += a * panel[q + t]
+
+
+@numba.njit
+def _gather(
+    inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, g, rows
+):
+    """g[(slot·block_in + ci)·M + m] = the sum of the inp values every micro-op of row ``m``
+    with that slot reads (M = rows of the tile; a product of a sum is the sum of the products,
+    and every partial sum stays within the exact bound of its terms)."""
+    bi = inp.shape[2]
+    batch = inp.shape[1]
+    for r in range(n_row):
+        for k in range(uop_begin, uop_end):
+            d = uop[k, 0] + r * row_dst - dlo
+            s = uop[k, 1] + r * row_src
+            p = slot[uop[k, 2] + r * row_wgt - wlo]
+            for b in range(batch):
+                m = d * batch + b
+                for ci in range(bi):
+                    g[(p * bi + ci) * rows + m] += inp[s, b, ci]
+
+
+@numba.njit(fastmath=_CONTRACT)
+def _sum_by_rows(g, panel, tile, rows, lanes):
+    """tile[n·M + m] = sum over k of panel[k·N + n] · g[k·M + m]: the product along M."""
+    depth = g.shape[0] // rows
+    um = np.uint64(rows)
+    quads = depth - depth % 4
+    for n in range(lanes):
+        out0 = np.uint64(n * rows)
+        for k0 in range(0, quads, 4):
+            b0 = panel[k0 * lanes + n]
+            b1 = panel[(k0 + 1) * lanes + n]
+            b2 = panel[(k0 + 2) * lanes + n]
+            b3 = panel[(k0 + 3) * lanes + n]
+            if b0 == 0 and b1 == 0 and b2 == 0 and b3 == 0:
+                continue
+            g0 = np.uint64(k0 * rows)
+            g1 = g0 + um
+            g2 = g1 + um
+            g3 = g2 + um
+            for m in range(um):
+                tile[out0 + m] += (b0 * g[g0 + m] + b1 * g[g1 + m] + b2 * g[g2 + m]) + b3 * g[
+                    g3 + m
+                ]
+        for k in range(quads, depth):
+            bk = panel[k * lanes + n]
+            gk = np.uint64(k * rows)
+            for m in range(um):
+                tile[out0 + m] += bk * g[gk + m]
+
+
+@numba.njit
+def _columns_add(acc, out, count, dlo, n_col, col_dst, tile, row_stride, lane_stride):
+    """acc += the tile (element (m, n) at ``m·row_stride + n·lane_stride``) at every entry a
+    micro-op wrote (int32 wrap-around), out = the low 8 bits."""
+    bo = acc.shape[2]
+    batch = acc.shape[1]
+    accf = acc.reshape(-1)
+    outf = out.reshape(-1)
+    lanes = np.uint64(batch * bo)
+    for d in range(count.shape[0]):
+        if count[d] == 0:
+            continue
+        for c in range(n_col):
+            a = np.uint64((dlo + d + c * col_dst) * batch * bo)
+            for b in range(batch):
+                t0 = (d * batch + b) * row_stride + c * bo * lane_stride
+                for o in range(bo):
+                    e = a + np.uint64(b * bo + o)
+                    v = np.int64(accf[e]) + np.int64(tile[t0 + o * lane_stride])
+                    accf[e] = v
+                    outf[e] = v
+
+
 @numba.njit
 def gemm(
     inp,
@@ -283,6 +514,19 @@ def gemm(
             batch,
         )
         return OK
+    # the column loop: one that leaves the source in place (channel blocks of a convolution)
+    col_i = src_factor_out == 0 and iter_out > 1
+    col_j = src_factor_in == 0 and iter_in > 1
+    if col_i and (not col_j or iter_out >= iter_in):
+        if _gemm_columns(inp, wgt, acc, out, uop, uop_begin, uop_end, iter_out, dst_factor_out,
+                         wgt_factor_out, iter_in, dst_factor_in, src_factor_in,
+                         wgt_factor_in):  # fmt: skip
+            return OK
+    elif col_j:
+        if _gemm_columns(inp, wgt, acc, out, uop, uop_begin, uop_end, iter_in, dst_factor_in,
+                         wgt_factor_in, iter_out, dst_factor_out, src_factor_out,
+                         wgt_factor_out):  # fmt: skip
+            return OK
     runs = np.empty((uop_end - uop_begin, 3), np.int64)
     n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
     sweep = n_runs == 1 and dst_factor_in == 1 and src_factor_in == 1 and wgt_factor_in == 0
