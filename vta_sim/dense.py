@@ -278,12 +278,18 @@ def _gemm_columns(
     rows = (dhi - dlo + 1) * batch
     if rows * lanes > _COLUMNS_LIMIT:
         return False
+    # micro-ops come in runs (dst +1, src +step, wgt fixed): count, slot and gather per run
+    runs = np.empty((uop_end - uop_begin, 3), np.int64)
+    n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
     count = np.zeros(dhi - dlo + 1, np.int64)
     slot = np.full(whi - wlo + 1, -1, np.int64)
     n_slots = 0
     for r in range(n_row):
-        for k in range(uop_begin, uop_end):
-            count[uop[k, 0] + r * row_dst - dlo] += 1
+        for q in range(n_runs):
+            k = runs[q, 0]
+            d = uop[k, 0] + r * row_dst - dlo
+            for t in range(runs[q, 1]):
+                count[d + t] += 1
             w = uop[k, 2] + r * row_wgt - wlo
             if slot[w] < 0:
                 slot[w] = n_slots
@@ -302,8 +308,8 @@ def _gemm_columns(
         _panels(wgt, slot, wlo, n_col, col_wgt, panel32)
         if by_rows:
             gathered32 = np.zeros(depth * rows, np.float32)
-            _gather(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo,
-                    slot, gathered32, rows)  # fmt: skip
+            _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot,
+                    gathered32, rows)  # fmt: skip
             _sum_by_rows(gathered32, panel32, tile32, rows, lanes)
             _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, 1, rows)
         else:
@@ -329,16 +335,18 @@ def _panels(wgt, slot, wlo, n_col, col_wgt, panel):
     bo = wgt.shape[1]
     bi = wgt.shape[2]
     lanes = n_col * bo
+    wgtf = wgt.reshape(-1)
+    ubo, ubi = np.uint64(bo), np.uint64(bi)
     for w in range(slot.shape[0]):
         p = slot[w]
         if p < 0:
             continue
         for c in range(n_col):
-            t = wlo + w + c * col_wgt
+            t = np.uint64((wlo + w + c * col_wgt) * bo * bi)
             for ci in range(bi):
-                q = (p * bi + ci) * lanes + c * bo
-                for o in range(bo):
-                    panel[q + o] = wgt[t, o, ci]
+                q = np.uint64((p * bi + ci) * lanes + c * bo)
+                for o in range(ubo):
+                    panel[q + o] = wgtf[t + o * ubi + np.uint64(ci)]
 
 
 @numba.njit(fastmath=_CONTRACT)
@@ -384,23 +392,30 @@ def _sum_by_lanes(
 
 
 @numba.njit
-def _gather(
-    inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, g, rows
-):
+def _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, g, rows):
     """g[(slot·block_in + ci)·M + m] = the sum of the inp values every micro-op of row ``m``
     with that slot reads (M = rows of the tile; a product of a sum is the sum of the products,
-    and every partial sum stays within the exact bound of its terms)."""
+    and every partial sum stays within the exact bound of its terms). A run of micro-ops fills
+    consecutive rows: one strided copy per run and inp lane."""
     bi = inp.shape[2]
     batch = inp.shape[1]
+    inpf = inp.reshape(-1)
+    ubi = np.uint64(bi)
     for r in range(n_row):
-        for k in range(uop_begin, uop_end):
-            d = uop[k, 0] + r * row_dst - dlo
-            s = uop[k, 1] + r * row_src
+        for q in range(n_runs):
+            k = runs[q, 0]
+            m0 = (uop[k, 0] + r * row_dst - dlo) * batch
+            x0 = (uop[k, 1] + r * row_src) * batch * bi
             p = slot[uop[k, 2] + r * row_wgt - wlo]
-            for b in range(batch):
-                m = d * batch + b
-                for ci in range(bi):
-                    g[(p * bi + ci) * rows + m] += inp[s, b, ci]
+            if batch == 1:
+                n, xs = runs[q, 1], np.uint64(runs[q, 2] * bi)
+            else:  # a run's src steps by one: its rows' inp lanes follow one another
+                n, xs = runs[q, 1] * batch, ubi
+            for ci in range(bi):
+                g0 = np.uint64((p * bi + ci) * rows + m0)
+                x = np.uint64(x0 + ci)
+                for t in range(np.uint64(n)):
+                    g[g0 + t] += inpf[x + t * xs]
 
 
 @numba.njit(fastmath=_CONTRACT)
@@ -436,24 +451,42 @@ def _sum_by_rows(g, panel, tile, rows, lanes):
 @numba.njit
 def _columns_add(acc, out, count, dlo, n_col, col_dst, tile, row_stride, lane_stride):
     """acc += the tile (element (m, n) at ``m·row_stride + n·lane_stride``) at every entry a
-    micro-op wrote (int32 wrap-around), out = the low 8 bits."""
+    micro-op wrote (int32 wrap-around), out = the low 8 bits. Written rows come in ranges;
+    each range of each column step is one block of consecutive acc lanes."""
     bo = acc.shape[2]
     batch = acc.shape[1]
     accf = acc.reshape(-1)
     outf = out.reshape(-1)
-    lanes = np.uint64(batch * bo)
-    for d in range(count.shape[0]):
-        if count[d] == 0:
+    ubo = np.uint64(bo)
+    urs, uls = np.uint64(row_stride), np.uint64(lane_stride)
+    n_d = count.shape[0]
+    d0 = 0
+    while d0 < n_d:
+        if count[d0] == 0:
+            d0 += 1
             continue
+        d1 = d0 + 1
+        while d1 < n_d and count[d1] != 0:
+            d1 += 1
+        m0, n_m = np.uint64(d0 * batch), np.uint64((d1 - d0) * batch)
         for c in range(n_col):
-            a = np.uint64((dlo + d + c * col_dst) * batch * bo)
-            for b in range(batch):
-                t0 = (d * batch + b) * row_stride + c * bo * lane_stride
-                for o in range(bo):
-                    e = a + np.uint64(b * bo + o)
-                    v = np.int64(accf[e]) + np.int64(tile[t0 + o * lane_stride])
-                    accf[e] = v
-                    outf[e] = v
+            a = np.uint64((dlo + d0 + c * col_dst) * batch * bo)
+            t0 = m0 * urs + np.uint64(c * bo) * uls
+            if lane_stride == 1:
+                for m in range(n_m):
+                    for o in range(ubo):
+                        e = a + m * ubo + o
+                        v = np.int64(accf[e]) + np.int64(tile[t0 + m * urs + o])
+                        accf[e] = v
+                        outf[e] = v
+            else:
+                for o in range(ubo):
+                    for m in range(n_m):
+                        e = a + m * ubo + o
+                        v = np.int64(accf[e]) + np.int64(tile[t0 + m * urs + o * uls])
+                        accf[e] = v
+                        outf[e] = v
+        d0 = d1
 
 
 @numba.njit
