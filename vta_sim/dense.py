@@ -256,7 +256,7 @@ def _gemm_columns(
     distinct ``d`` × batch. The sum runs along the longer of M and N, so that the vectorized
     loop is long whatever the shape: along N with one multiply-add of a micro-op's inp entry
     into its row (many channels, few rows), or along M over the inp entries gathered into a
-    K × M matrix (few channels, many rows; when most of that matrix is filled).
+    K × M matrix, four lanes at a time (when most of that matrix is filled).
 
     The product is summed in floating point, exactly (float32 when no lane sums more than
     :data:`_F32_TERMS` products, float64 otherwise), then added to acc with the reference's
@@ -297,10 +297,11 @@ def _gemm_columns(
     depth = n_slots * bi
     if depth * lanes > _COLUMNS_LIMIT:
         return False
-    # along M when rows are the longer side and the gathered inp matrix is mostly filled
-    by_rows = rows > lanes and depth * rows <= 2 * n_row * (uop_end - uop_begin) * batch * bi
-    if by_rows and depth * rows > _COLUMNS_LIMIT:
-        by_rows = False
+    # Along M unless rows are few against lanes (measured on compiled convolutions: the
+    # register-blocked row loop wins down to a quarter as many rows as lanes), and only when
+    # the gathered inp matrix is mostly filled (its zeros are multiplied too).
+    filled = 2 * n_row * (uop_end - uop_begin) * batch * bi
+    by_rows = 16 <= rows and lanes < 4 * rows and depth * rows <= min(filled, _COLUMNS_LIMIT)
     terms = count.max() * bi
     if terms <= _F32_TERMS:
         tile32 = np.zeros(rows * lanes, np.float32)
@@ -420,28 +421,43 @@ def _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, 
 
 @numba.njit(fastmath=_CONTRACT)
 def _sum_by_rows(g, panel, tile, rows, lanes):
-    """tile[n·M + m] = sum over k of panel[k·N + n] · g[k·M + m]: the product along M."""
+    """tile[n·M + m] = sum over k of panel[k·N + n] · g[k·M + m]: the product along M.
+
+    Four lanes by four k at a time: the 16 panel values sit in locals (stored tile values
+    cannot alias them), and each step of the vectorized row loop loads four g and four tile
+    values for 16 multiply-adds. The lanes and k past a multiple of four go one at a time.
+    """
     depth = g.shape[0] // rows
     um = np.uint64(rows)
     quads = depth - depth % 4
-    for n in range(lanes):
-        out0 = np.uint64(n * rows)
+    lanes4 = lanes - lanes % 4
+    for n0 in range(0, lanes4, 4):
+        o0 = np.uint64(n0 * rows)
+        o1 = o0 + um
+        o2 = o1 + um
+        o3 = o2 + um
         for k0 in range(0, quads, 4):
-            b0 = panel[k0 * lanes + n]
-            b1 = panel[(k0 + 1) * lanes + n]
-            b2 = panel[(k0 + 2) * lanes + n]
-            b3 = panel[(k0 + 3) * lanes + n]
-            if b0 == 0 and b1 == 0 and b2 == 0 and b3 == 0:
-                continue
+            q = k0 * lanes + n0
+            b00, b01, b02, b03 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            q += lanes
+            b10, b11, b12, b13 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            q += lanes
+            b20, b21, b22, b23 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            q += lanes
+            b30, b31, b32, b33 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
             g0 = np.uint64(k0 * rows)
             g1 = g0 + um
             g2 = g1 + um
             g3 = g2 + um
             for m in range(um):
-                tile[out0 + m] += (b0 * g[g0 + m] + b1 * g[g1 + m] + b2 * g[g2 + m]) + b3 * g[
-                    g3 + m
-                ]
-        for k in range(quads, depth):
+                x0, x1, x2, x3 = g[g0 + m], g[g1 + m], g[g2 + m], g[g3 + m]
+                tile[o0 + m] += (b00 * x0 + b10 * x1) + (b20 * x2 + b30 * x3)
+                tile[o1 + m] += (b01 * x0 + b11 * x1) + (b21 * x2 + b31 * x3)
+                tile[o2 + m] += (b02 * x0 + b12 * x1) + (b22 * x2 + b32 * x3)
+                tile[o3 + m] += (b03 * x0 + b13 * x1) + (b23 * x2 + b33 * x3)
+    for n in range(lanes):
+        out0 = np.uint64(n * rows)
+        for k in range(quads if n < lanes4 else 0, depth):
             bk = panel[k * lanes + n]
             gk = np.uint64(k * rows)
             for m in range(um):
