@@ -241,7 +241,19 @@ _CONTRACT = {"contract"}
 
 @numba.njit
 def _gemm_columns(
-    inp, wgt, acc, out, uop, uop_begin, uop_end, n_col, col_dst, col_wgt, n_row, row_dst, row_src,
+    inp,
+    wgt,
+    acc,
+    out,
+    uop,
+    uop_begin,
+    uop_end,
+    n_col,
+    col_dst,
+    col_wgt,
+    n_row,
+    row_dst,
+    row_src,
     row_wgt,
 ):
     """A GEMM whose column loop (``n_col`` steps of ``col_dst``, ``col_wgt``) leaves the source
@@ -352,7 +364,19 @@ def _panels(wgt, slot, wlo, n_col, col_wgt, panel):
 
 @numba.njit(fastmath=_CONTRACT)
 def _sum_by_lanes(
-    inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, panel, tile,
+    inp,
+    uop,
+    uop_begin,
+    uop_end,
+    n_row,
+    row_dst,
+    row_src,
+    row_wgt,
+    dlo,
+    wlo,
+    slot,
+    panel,
+    tile,
     lanes,
 ):
     """tile[m·N + n] += the products of every micro-op into its row ``m`` (acc entry from
