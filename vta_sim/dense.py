@@ -674,7 +674,11 @@ _alu_apply = _k._SCOPE["alu_apply"]
 def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
     """``m`` lanes from flat lane ``p0``: acc = op(acc, imm or the lane from ``q0``), in lane
     order (a source lane written earlier in the span is read updated, as in the reference).
-    The opcode and operand kind are tested once per span, not once per lane."""
+    The opcode and operand kind are tested once per span, not once per lane, and lanes are
+    indexed unsigned (see the top of this module), so that the immediate loops vectorize."""
+    p0 = np.uint64(p0)
+    q0 = np.uint64(q0)
+    m = np.uint64(m)
     if use_imm != 0:
         y = np.int64(imm)
         if op == 0:
@@ -770,6 +774,37 @@ def alu(
     lanes = batch * block_out
     accf = acc.reshape(-1)
     outf = out.reshape(-1)
+    # Micro-ops that form one run (dst and src each stepping by one) need no search for spans:
+    # each (i, j) is a span of the run's length, and all j of one i are one span when the
+    # inner loop steps by that length. (Applying consecutive spans in order is applying their
+    # union in lane order, so any such split gives the same result.)
+    length = uop_end - uop_begin
+    one_run = True
+    for k in range(uop_begin + 1, uop_end):
+        if uop[k, 0] != uop[k - 1, 0] + 1 or (use_imm == 0 and uop[k, 1] != uop[k - 1, 1] + 1):
+            one_run = False
+            break
+    if one_run:
+        merge_j = dst_factor_in == length and (use_imm != 0 or src_factor_in == length)
+        for i in range(iter_out):
+            a = uop[uop_begin, 0] + i * dst_factor_out
+            x = uop[uop_begin, 1] + i * src_factor_out
+            if merge_j:
+                n = length * iter_in * lanes
+                _alu_span(accf, outf, alu_opcode, use_imm, imm, a * lanes, x * lanes, n)
+                continue
+            for j in range(iter_in):
+                _alu_span(
+                    accf,
+                    outf,
+                    alu_opcode,
+                    use_imm,
+                    imm,
+                    (a + j * dst_factor_in) * lanes,
+                    (x + j * src_factor_in) * lanes,
+                    length * lanes,
+                )
+        return OK
     start = -1  # first entry of the pending span, its source entry and its length
     src = -1
     count = 0
