@@ -707,10 +707,47 @@ def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
                 accf[p0 + t] = v
                 outf[p0 + t] = v
         return
-    for t in range(m):
-        v = _alu_apply(op, np.int64(accf[p0 + t]), np.int64(accf[q0 + t]))
-        accf[p0 + t] = v
-        outf[p0 + t] = v
+    if m < 16:  # a few lanes (a strided source: pooling): no vector loops to set up
+        for t in range(m):
+            v = _alu_apply(op, np.int64(accf[p0 + t]), np.int64(accf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+        return
+    _alu_lanes(accf, outf, op, accf, p0, q0, m)
+
+
+@numba.njit(inline="always")
+def _alu_lanes(accf, outf, op, srcf, p0, q0, m):
+    """``m`` lanes from flat lane ``p0``: acc = op(acc, the lane of ``srcf`` from ``q0``), in
+    lane order (``srcf`` may be acc itself: a lane written earlier is read updated)."""
+    p0 = np.uint64(p0)
+    q0 = np.uint64(q0)
+    m = np.uint64(m)
+    if op == 0:
+        for t in range(m):
+            v = _alu_apply(0, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    elif op == 1:
+        for t in range(m):
+            v = _alu_apply(1, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    elif op == 2:
+        for t in range(m):
+            v = _alu_apply(2, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    elif op == 3:
+        for t in range(m):
+            v = _alu_apply(3, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    else:
+        for t in range(m):
+            v = _alu_apply(4, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
 
 
 @numba.njit
@@ -786,12 +823,25 @@ def alu(
             break
     if one_run:
         merge_j = dst_factor_in == length and (use_imm != 0 or src_factor_in == length)
+        # one source span for every j (a per-channel operand broadcast over a row)
+        broadcast = use_imm == 0 and src_factor_in == 0 and dst_factor_in == length
+        period = length * lanes
+        tiled = np.empty(period * iter_in if broadcast and not merge_j else 0, acc.dtype)
         for i in range(iter_out):
             a = uop[uop_begin, 0] + i * dst_factor_out
             x = uop[uop_begin, 1] + i * src_factor_out
             if merge_j:
                 n = length * iter_in * lanes
                 _alu_span(accf, outf, alu_opcode, use_imm, imm, a * lanes, x * lanes, n)
+                continue
+            if broadcast and (x + length <= a or x >= a + length * iter_in):
+                # the source lies outside this i's destinations, so it is the same for every
+                # j: laid out once per j, the whole row is one vectorized span
+                up, ux = np.uint64(period), np.uint64(x * lanes)
+                for j in range(np.uint64(iter_in)):
+                    for t in range(up):
+                        tiled[j * up + t] = accf[ux + t]
+                _alu_lanes(accf, outf, alu_opcode, tiled, a * lanes, 0, tiled.shape[0])
                 continue
             for j in range(iter_in):
                 _alu_span(
