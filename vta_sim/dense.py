@@ -20,17 +20,28 @@ write), whatever the overlaps between accumulator entries. The checks are the re
 instruction reports the same error and leaves the buffers untouched. A GEMM micro-op list with
 no run longer than one micro-op gains nothing here and runs through the reference kernel.
 
-Why plain numba loops and not BLAS (measured on a compiled ResNet-18): the event loop is one
-nopython function, so the work must be something numba compiles; numba's ``np.dot`` reaches
-BLAS only for float arrays and through SciPy (not a dependency), and the tiles are tiny (4×4 on
-two presets): converting int8 rows to float and calling BLAS per run costs more than the MACs.
+The column path. A convolution's GEMM has a loop that leaves the source in place while the
+accumulator and weight indices move (its output channel blocks, ``src_factor_out = 0`` or
+``src_factor_in = 0``). Such a GEMM is one matrix product: rows are the accumulator entries its
+other loops reach, K the weight tiles' block_in lanes, N the channel blocks' block_out lanes
+side by side (:func:`_gemm_columns`). It is summed in float32, which is exact while no output
+lane sums more than 2**10 int8 products (each at most 2**14 in magnitude, so every partial sum
+is an integer below 2**24), in float64 past that bound, and added to acc once per entry with the
+int32 wrap-around. The sum runs along the longer side: along rows over the inp values gathered
+per weight tile (register-blocked four lanes by four K, for few channels), or along the lanes
+with one multiply-add per micro-op's inp entry (many channels, few rows). On the ``default``
+preset (1×4×4 tiles, 16 MACs per micro-op) it turns a GEMM's thousands of 16-MAC steps into one
+product; a GEMM without such a loop (or past the size limit) takes the runs above.
+
+Why numba loops and not BLAS: the event loop is one nopython function, so the work must be
+something numba compiles; numba's ``np.dot`` reaches BLAS only through SciPy (not a dependency).
 What costs is per-micro-op index decoding and loops LLVM cannot vectorize. So: flat buffers
 indexed with unsigned integers (numba's wrap-around of negative signed indices is a select per
-access that blocks vectorization), no array views per run (a view costs about 100 ns), the 4×4
-tile's 16 weights held in locals so that the row loop vectorizes across rows, and short runs of
-one block gathered into one long loop. Other tile shapes run the generic loops (for 16×16 tiles
-the per-micro-op overhead was already small beside the 256 MACs, and these loops are no faster
-than the reference's).
+access that blocks vectorization), no array views in loops (a view costs about 100 ns), weights
+held in locals so that stores cannot alias them (the 4×4 tile's 16 weights in the run path, 16
+panel values in the column path), and short runs gathered into one long loop. Other tile shapes
+in the run path take the generic loops (for 16×16 tiles the per-micro-op overhead was already
+small beside the 256 MACs).
 
 Example (a run of two micro-ops, then the same GEMM through the reference):
     >>> import numpy as np
