@@ -681,7 +681,7 @@ def gemm(
 _alu_apply = _k._SCOPE["alu_apply"]
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
     """``m`` lanes from flat lane ``p0``: acc = op(acc, imm or the lane from ``q0``), in lane
     order (a source lane written earlier in the span is read updated, as in the reference).
@@ -727,7 +727,7 @@ def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
     _alu_lanes(accf, outf, op, accf, p0, q0, m)
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _alu_lanes(accf, outf, op, srcf, p0, q0, m):
     """``m`` lanes from flat lane ``p0``: acc = op(acc, the lane of ``srcf`` from ``q0``), in
     lane order (``srcf`` may be acc itself: a lane written earlier is read updated)."""
