@@ -437,16 +437,24 @@ def _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, 
     batch = inp.shape[1]
     inpf = inp.reshape(-1)
     ubi = np.uint64(bi)
-    for r in range(n_row):
+    # when the row loop continues the one run (a micro-op swept along a row), one longer run
+    sweep = (
+        n_runs == 1
+        and row_wgt == 0
+        and row_dst == runs[0, 1]
+        and row_src == runs[0, 1] * (runs[0, 2] if batch == 1 else 1)
+    )
+    for r in range(1 if sweep else n_row):
         for q in range(n_runs):
             k = runs[q, 0]
             m0 = (uop[k, 0] + r * row_dst - dlo) * batch
             x0 = (uop[k, 1] + r * row_src) * batch * bi
             p = slot[uop[k, 2] + r * row_wgt - wlo]
+            length = runs[q, 1] * (n_row if sweep else 1)
             if batch == 1:
-                n, xs = runs[q, 1], np.uint64(runs[q, 2] * bi)
+                n, xs = length, np.uint64(runs[q, 2] * bi)
             else:  # a run's src steps by one: its rows' inp lanes follow one another
-                n, xs = runs[q, 1] * batch, ubi
+                n, xs = length * batch, ubi
             for ci in range(bi):
                 g0 = np.uint64((p * bi + ci) * rows + m0)
                 x = np.uint64(x0 + ci)
