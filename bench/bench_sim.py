@@ -26,7 +26,8 @@ matmuls of a ResNet-sized shape (one BLAS thread), their time per MAC times the 
 (float32 is exact for int8 products while the sums stay below 2**24).
 
 Threads are pinned (one numba thread, one BLAS thread, one CPU); times are medians of ``--runs``
-runs after a warm-up run that excludes JIT compilation.
+runs after a warm-up run that excludes JIT compilation. docs/speed.md records the figures, before
+and after each change to the kernels, with where the time goes.
 
     python -m bench.bench_sim --blocks 1024 --repeat 8 --runs 5
     python -m bench.bench_sim --resnet default vta-1x16x16 --runs 3

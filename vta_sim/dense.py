@@ -20,17 +20,28 @@ write), whatever the overlaps between accumulator entries. The checks are the re
 instruction reports the same error and leaves the buffers untouched. A GEMM micro-op list with
 no run longer than one micro-op gains nothing here and runs through the reference kernel.
 
-Why plain numba loops and not BLAS (measured on a compiled ResNet-18): the event loop is one
-nopython function, so the work must be something numba compiles; numba's ``np.dot`` reaches
-BLAS only for float arrays and through SciPy (not a dependency), and the tiles are tiny (4×4 on
-two presets): converting int8 rows to float and calling BLAS per run costs more than the MACs.
+The column path. A convolution's GEMM has a loop that leaves the source in place while the
+accumulator and weight indices move (its output channel blocks, ``src_factor_out = 0`` or
+``src_factor_in = 0``). Such a GEMM is one matrix product: rows are the accumulator entries its
+other loops reach, K the weight tiles' block_in lanes, N the channel blocks' block_out lanes
+side by side (:func:`_gemm_columns`). It is summed in float32, which is exact while no output
+lane sums more than 2**10 int8 products (each at most 2**14 in magnitude, so every partial sum
+is an integer below 2**24), in float64 past that bound, and added to acc once per entry with the
+int32 wrap-around. The sum runs along the longer side: along rows over the inp values gathered
+per weight tile (register-blocked four lanes by four K, for few channels), or along the lanes
+with one multiply-add per micro-op's inp entry (many channels, few rows). On the ``default``
+preset (1×4×4 tiles, 16 MACs per micro-op) it turns a GEMM's thousands of 16-MAC steps into one
+product; a GEMM without such a loop (or past the size limit) takes the runs above.
+
+Why numba loops and not BLAS: the event loop is one nopython function, so the work must be
+something numba compiles; numba's ``np.dot`` reaches BLAS only through SciPy (not a dependency).
 What costs is per-micro-op index decoding and loops LLVM cannot vectorize. So: flat buffers
 indexed with unsigned integers (numba's wrap-around of negative signed indices is a select per
-access that blocks vectorization), no array views per run (a view costs about 100 ns), the 4×4
-tile's 16 weights held in locals so that the row loop vectorizes across rows, and short runs of
-one block gathered into one long loop. Other tile shapes run the generic loops (for 16×16 tiles
-the per-micro-op overhead was already small beside the 256 MACs, and these loops are no faster
-than the reference's).
+access that blocks vectorization), no array views in loops (a view costs about 100 ns), weights
+held in locals so that stores cannot alias them (the 4×4 tile's 16 weights in the run path, 16
+panel values in the column path), and short runs gathered into one long loop. Other tile shapes
+in the run path take the generic loops (for 16×16 tiles the per-micro-op overhead was already
+small beside the 256 MACs).
 
 Example (a run of two micro-ops, then the same GEMM through the reference):
     >>> import numpy as np
@@ -225,6 +236,318 @@ def _zero_entries(acc2, out2, uop, uop_begin, uop_end, iter_out, iter_in, dfo, d
         out2[start * batch : (start + count) * batch, :lanes] = 0
 
 
+#: A float32 sum of int8 products is exact while every partial sum stays an integer within
+#: 2**24: at most 2**10 products of magnitude at most 2**14 per output lane. A float64 sum is
+#: exact up to 2**39 products.
+_F32_TERMS = 1 << 10
+_F64_TERMS = 1 << 39
+#: The largest tile, weight panel or gathered input (elements) the column path builds; a GEMM
+#: that would need more takes the run path (a compiled network's tiles are a few output rows of
+#: all their channels, far below).
+_COLUMNS_LIMIT = 1 << 20
+#: Products summed in floating point may be multiplied and added in one rounding: every
+#: intermediate is an integer the format holds exactly, so the fused result is the same.
+_CONTRACT = {"contract"}
+
+
+@numba.njit
+def _gemm_columns(
+    inp,
+    wgt,
+    acc,
+    out,
+    uop,
+    uop_begin,
+    uop_end,
+    n_col,
+    col_dst,
+    col_wgt,
+    n_row,
+    row_dst,
+    row_src,
+    row_wgt,
+):
+    """A GEMM whose column loop (``n_col`` steps of ``col_dst``, ``col_wgt``) leaves the source
+    in place, as one matrix product: return False, with nothing written, when its matrices would
+    exceed :data:`_COLUMNS_LIMIT` (the caller takes the run path).
+
+    Every micro-op of the other loops (``n_row`` steps of ``row_dst``, ``row_src``,
+    ``row_wgt``) reads one inp entry ``s`` and adds, for every column step ``c``, its product
+    with weight tile ``w + c·col_wgt`` to acc entry ``d + c·col_dst``. So each distinct ``w``
+    (a slot) gets a panel of its ``n_col`` tiles side by side: block_in rows of
+    n_col·block_out lanes, the product's K × N right-hand side. The product's rows (M) are the
+    distinct ``d`` × batch. The sum runs along the longer of M and N, so that the vectorized
+    loop is long whatever the shape: along N with one multiply-add of a micro-op's inp entry
+    into its row (many channels, few rows), or along M over the inp entries gathered into a
+    K × M matrix, four lanes at a time (when most of that matrix is filled).
+
+    The product is summed in floating point, exactly (float32 when no lane sums more than
+    :data:`_F32_TERMS` products, float64 otherwise), then added to acc with the reference's
+    int32 wrap-around once per entry; out takes the low 8 bits, at exactly the entries the
+    reference writes.
+    """
+    bi = inp.shape[2]
+    bo = acc.shape[2]
+    batch = acc.shape[1]
+    lanes = n_col * bo
+    dlo, dhi = uop[uop_begin, 0], uop[uop_begin, 0]
+    wlo, whi = uop[uop_begin, 2], uop[uop_begin, 2]
+    for k in range(uop_begin + 1, uop_end):
+        dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0])
+        wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
+    last = n_row - 1
+    dlo, dhi = dlo + min(0, last * row_dst), dhi + max(0, last * row_dst)
+    wlo, whi = wlo + min(0, last * row_wgt), whi + max(0, last * row_wgt)
+    rows = (dhi - dlo + 1) * batch
+    if rows * lanes > _COLUMNS_LIMIT:
+        return False
+    # micro-ops come in runs (dst +1, src +step, wgt fixed): count, slot and gather per run
+    runs = np.empty((uop_end - uop_begin, 3), np.int64)
+    n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
+    count = np.zeros(dhi - dlo + 1, np.int64)
+    slot = np.full(whi - wlo + 1, -1, np.int64)
+    n_slots = 0
+    for r in range(n_row):
+        for q in range(n_runs):
+            k = runs[q, 0]
+            d = uop[k, 0] + r * row_dst - dlo
+            for t in range(runs[q, 1]):
+                count[d + t] += 1
+            w = uop[k, 2] + r * row_wgt - wlo
+            if slot[w] < 0:
+                slot[w] = n_slots
+                n_slots += 1
+    depth = n_slots * bi
+    if depth * lanes > _COLUMNS_LIMIT:
+        return False
+    # Along M unless rows are few against lanes (measured on compiled convolutions: the
+    # register-blocked row loop wins down to a quarter as many rows as lanes), and only when
+    # the gathered inp matrix is mostly filled (its zeros are multiplied too).
+    filled = 2 * n_row * (uop_end - uop_begin) * batch * bi
+    by_rows = 16 <= rows and lanes < 4 * rows and depth * rows <= min(filled, _COLUMNS_LIMIT)
+    terms = count.max() * bi
+    if terms <= _F32_TERMS:
+        tile32 = np.zeros(rows * lanes, np.float32)
+        panel32 = np.empty(depth * lanes, np.float32)
+        _panels(wgt, slot, wlo, n_col, col_wgt, panel32)
+        if by_rows:
+            gathered32 = np.zeros(depth * rows, np.float32)
+            _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot,
+                    gathered32, rows)  # fmt: skip
+            _sum_by_rows(gathered32, panel32, tile32, rows, lanes)
+            _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, 1, rows)
+        else:
+            _sum_by_lanes(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo,
+                          wlo, slot, panel32, tile32, lanes)  # fmt: skip
+            _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, lanes, 1)
+    elif terms <= _F64_TERMS:
+        tile64 = np.zeros(rows * lanes, np.float64)
+        panel64 = np.empty(depth * lanes, np.float64)
+        _panels(wgt, slot, wlo, n_col, col_wgt, panel64)
+        _sum_by_lanes(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo,
+                      slot, panel64, tile64, lanes)  # fmt: skip
+        _columns_add(acc, out, count, dlo, n_col, col_dst, tile64, lanes, 1)
+    else:
+        return False
+    return True
+
+
+@numba.njit
+def _panels(wgt, slot, wlo, n_col, col_wgt, panel):
+    """The weight panel of every slot: ``panel[(slot·block_in + ci)·N + c·block_out + o]`` is
+    element ``(o, ci)`` of weight tile ``wlo + w + c·col_wgt`` (N = n_col·block_out)."""
+    bo = wgt.shape[1]
+    bi = wgt.shape[2]
+    lanes = n_col * bo
+    wgtf = wgt.reshape(-1)
+    ubo, ubi = np.uint64(bo), np.uint64(bi)
+    for w in range(slot.shape[0]):
+        p = slot[w]
+        if p < 0:
+            continue
+        for c in range(n_col):
+            t = np.uint64((wlo + w + c * col_wgt) * bo * bi)
+            for ci in range(bi):
+                q = np.uint64((p * bi + ci) * lanes + c * bo)
+                for o in range(ubo):
+                    panel[q + o] = wgtf[t + o * ubi + np.uint64(ci)]
+
+
+@numba.njit(fastmath=_CONTRACT)
+def _sum_by_lanes(
+    inp,
+    uop,
+    uop_begin,
+    uop_end,
+    n_row,
+    row_dst,
+    row_src,
+    row_wgt,
+    dlo,
+    wlo,
+    slot,
+    panel,
+    tile,
+    lanes,
+):
+    """tile[m·N + n] += the products of every micro-op into its row ``m`` (acc entry from
+    ``dlo`` × batch), one multiply-add along N per four inp values."""
+    bi = inp.shape[2]
+    batch = inp.shape[1]
+    ul = np.uint64(lanes)
+    inpf = inp.reshape(-1)
+    quads = bi - bi % 4
+    for r in range(n_row):
+        for k in range(uop_begin, uop_end):
+            d = uop[k, 0] + r * row_dst - dlo
+            s = uop[k, 1] + r * row_src
+            p = slot[uop[k, 2] + r * row_wgt - wlo]
+            for b in range(batch):
+                row = np.uint64((d * batch + b) * lanes)
+                x = np.uint64((s * batch + b) * bi)
+                for c0 in range(0, quads, 4):
+                    a0 = tile.dtype.type(inpf[x + np.uint64(c0)])
+                    a1 = tile.dtype.type(inpf[x + np.uint64(c0 + 1)])
+                    a2 = tile.dtype.type(inpf[x + np.uint64(c0 + 2)])
+                    a3 = tile.dtype.type(inpf[x + np.uint64(c0 + 3)])
+                    if a0 == 0 and a1 == 0 and a2 == 0 and a3 == 0:
+                        continue  # zero activations (padding, ReLU) add nothing
+                    q0 = np.uint64((p * bi + c0) * lanes)
+                    q1 = q0 + ul
+                    q2 = q1 + ul
+                    q3 = q2 + ul
+                    for t in range(ul):
+                        tile[row + t] += (
+                            a0 * panel[q0 + t] + a1 * panel[q1 + t] + a2 * panel[q2 + t]
+                        ) + a3 * panel[q3 + t]
+                for c in range(quads, bi):
+                    a = tile.dtype.type(inpf[x + np.uint64(c)])
+                    q = np.uint64((p * bi + c) * lanes)
+                    for t in range(ul):
+                        tile[row + t] += a * panel[q + t]
+
+
+@numba.njit
+def _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, g, rows):
+    """g[(slot·block_in + ci)·M + m] = the sum of the inp values every micro-op of row ``m``
+    with that slot reads (M = rows of the tile; a product of a sum is the sum of the products,
+    and every partial sum stays within the exact bound of its terms). A run of micro-ops fills
+    consecutive rows: one strided copy per run and inp lane."""
+    bi = inp.shape[2]
+    batch = inp.shape[1]
+    inpf = inp.reshape(-1)
+    ubi = np.uint64(bi)
+    # when the row loop continues the one run (a micro-op swept along a row), one longer run
+    sweep = (
+        n_runs == 1
+        and row_wgt == 0
+        and row_dst == runs[0, 1]
+        and row_src == runs[0, 1] * (runs[0, 2] if batch == 1 else 1)
+    )
+    for r in range(1 if sweep else n_row):
+        for q in range(n_runs):
+            k = runs[q, 0]
+            m0 = (uop[k, 0] + r * row_dst - dlo) * batch
+            x0 = (uop[k, 1] + r * row_src) * batch * bi
+            p = slot[uop[k, 2] + r * row_wgt - wlo]
+            length = runs[q, 1] * (n_row if sweep else 1)
+            if batch == 1:
+                n, xs = length, np.uint64(runs[q, 2] * bi)
+            else:  # a run's src steps by one: its rows' inp lanes follow one another
+                n, xs = length * batch, ubi
+            for ci in range(bi):
+                g0 = np.uint64((p * bi + ci) * rows + m0)
+                x = np.uint64(x0 + ci)
+                for t in range(np.uint64(n)):
+                    g[g0 + t] += inpf[x + t * xs]
+
+
+@numba.njit(fastmath=_CONTRACT)
+def _sum_by_rows(g, panel, tile, rows, lanes):
+    """tile[n·M + m] = sum over k of panel[k·N + n] · g[k·M + m]: the product along M.
+
+    Four lanes by four k at a time: the 16 panel values sit in locals (stored tile values
+    cannot alias them), and each step of the vectorized row loop loads four g and four tile
+    values for 16 multiply-adds. The lanes and k past a multiple of four go one at a time.
+    """
+    depth = g.shape[0] // rows
+    um = np.uint64(rows)
+    quads = depth - depth % 4
+    lanes4 = lanes - lanes % 4
+    for n0 in range(0, lanes4, 4):
+        o0 = np.uint64(n0 * rows)
+        o1 = o0 + um
+        o2 = o1 + um
+        o3 = o2 + um
+        for k0 in range(0, quads, 4):
+            q = k0 * lanes + n0
+            b00, b01, b02, b03 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            q += lanes
+            b10, b11, b12, b13 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            q += lanes
+            b20, b21, b22, b23 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            q += lanes
+            b30, b31, b32, b33 = panel[q], panel[q + 1], panel[q + 2], panel[q + 3]
+            g0 = np.uint64(k0 * rows)
+            g1 = g0 + um
+            g2 = g1 + um
+            g3 = g2 + um
+            for m in range(um):
+                x0, x1, x2, x3 = g[g0 + m], g[g1 + m], g[g2 + m], g[g3 + m]
+                tile[o0 + m] += (b00 * x0 + b10 * x1) + (b20 * x2 + b30 * x3)
+                tile[o1 + m] += (b01 * x0 + b11 * x1) + (b21 * x2 + b31 * x3)
+                tile[o2 + m] += (b02 * x0 + b12 * x1) + (b22 * x2 + b32 * x3)
+                tile[o3 + m] += (b03 * x0 + b13 * x1) + (b23 * x2 + b33 * x3)
+    for n in range(lanes):
+        out0 = np.uint64(n * rows)
+        for k in range(quads if n < lanes4 else 0, depth):
+            bk = panel[k * lanes + n]
+            gk = np.uint64(k * rows)
+            for m in range(um):
+                tile[out0 + m] += bk * g[gk + m]
+
+
+@numba.njit
+def _columns_add(acc, out, count, dlo, n_col, col_dst, tile, row_stride, lane_stride):
+    """acc += the tile (element (m, n) at ``m·row_stride + n·lane_stride``) at every entry a
+    micro-op wrote (int32 wrap-around), out = the low 8 bits. Written rows come in ranges;
+    each range of each column step is one block of consecutive acc lanes."""
+    bo = acc.shape[2]
+    batch = acc.shape[1]
+    accf = acc.reshape(-1)
+    outf = out.reshape(-1)
+    ubo = np.uint64(bo)
+    urs, uls = np.uint64(row_stride), np.uint64(lane_stride)
+    n_d = count.shape[0]
+    d0 = 0
+    while d0 < n_d:
+        if count[d0] == 0:
+            d0 += 1
+            continue
+        d1 = d0 + 1
+        while d1 < n_d and count[d1] != 0:
+            d1 += 1
+        m0, n_m = np.uint64(d0 * batch), np.uint64((d1 - d0) * batch)
+        for c in range(n_col):
+            a = np.uint64((dlo + d0 + c * col_dst) * batch * bo)
+            t0 = m0 * urs + np.uint64(c * bo) * uls
+            if lane_stride == 1:
+                for m in range(n_m):
+                    for o in range(ubo):
+                        e = a + m * ubo + o
+                        v = np.int64(accf[e]) + np.int64(tile[t0 + m * urs + o])
+                        accf[e] = v
+                        outf[e] = v
+            else:
+                for o in range(ubo):
+                    for m in range(n_m):
+                        e = a + m * ubo + o
+                        v = np.int64(accf[e]) + np.int64(tile[t0 + m * urs + o * uls])
+                        accf[e] = v
+                        outf[e] = v
+        d0 = d1
+
+
 @numba.njit
 def gemm(
     inp,
@@ -283,6 +606,19 @@ def gemm(
             batch,
         )
         return OK
+    # the column loop: one that leaves the source in place (channel blocks of a convolution)
+    col_i = src_factor_out == 0 and iter_out > 1
+    col_j = src_factor_in == 0 and iter_in > 1
+    if col_i and (not col_j or iter_out >= iter_in):
+        if _gemm_columns(inp, wgt, acc, out, uop, uop_begin, uop_end, iter_out, dst_factor_out,
+                         wgt_factor_out, iter_in, dst_factor_in, src_factor_in,
+                         wgt_factor_in):  # fmt: skip
+            return OK
+    elif col_j:
+        if _gemm_columns(inp, wgt, acc, out, uop, uop_begin, uop_end, iter_in, dst_factor_in,
+                         wgt_factor_in, iter_out, dst_factor_out, src_factor_out,
+                         wgt_factor_out):  # fmt: skip
+            return OK
     runs = np.empty((uop_end - uop_begin, 3), np.int64)
     n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
     sweep = n_runs == 1 and dst_factor_in == 1 and src_factor_in == 1 and wgt_factor_in == 0
@@ -353,11 +689,15 @@ def gemm(
 _alu_apply = _k._SCOPE["alu_apply"]
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
     """``m`` lanes from flat lane ``p0``: acc = op(acc, imm or the lane from ``q0``), in lane
     order (a source lane written earlier in the span is read updated, as in the reference).
-    The opcode and operand kind are tested once per span, not once per lane."""
+    The opcode and operand kind are tested once per span, not once per lane, and lanes are
+    indexed unsigned (see the top of this module), so that the immediate loops vectorize."""
+    p0 = np.uint64(p0)
+    q0 = np.uint64(q0)
+    m = np.uint64(m)
     if use_imm != 0:
         y = np.int64(imm)
         if op == 0:
@@ -386,10 +726,47 @@ def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
                 accf[p0 + t] = v
                 outf[p0 + t] = v
         return
-    for t in range(m):
-        v = _alu_apply(op, np.int64(accf[p0 + t]), np.int64(accf[q0 + t]))
-        accf[p0 + t] = v
-        outf[p0 + t] = v
+    if m < 16:  # a few lanes (a strided source: pooling): no vector loops to set up
+        for t in range(m):
+            v = _alu_apply(op, np.int64(accf[p0 + t]), np.int64(accf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+        return
+    _alu_lanes(accf, outf, op, accf, p0, q0, m)
+
+
+@numba.njit
+def _alu_lanes(accf, outf, op, srcf, p0, q0, m):
+    """``m`` lanes from flat lane ``p0``: acc = op(acc, the lane of ``srcf`` from ``q0``), in
+    lane order (``srcf`` may be acc itself: a lane written earlier is read updated)."""
+    p0 = np.uint64(p0)
+    q0 = np.uint64(q0)
+    m = np.uint64(m)
+    if op == 0:
+        for t in range(m):
+            v = _alu_apply(0, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    elif op == 1:
+        for t in range(m):
+            v = _alu_apply(1, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    elif op == 2:
+        for t in range(m):
+            v = _alu_apply(2, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    elif op == 3:
+        for t in range(m):
+            v = _alu_apply(3, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
+    else:
+        for t in range(m):
+            v = _alu_apply(4, np.int64(accf[p0 + t]), np.int64(srcf[q0 + t]))
+            accf[p0 + t] = v
+            outf[p0 + t] = v
 
 
 @numba.njit
@@ -453,6 +830,50 @@ def alu(
     lanes = batch * block_out
     accf = acc.reshape(-1)
     outf = out.reshape(-1)
+    # Micro-ops that form one run (dst and src each stepping by one) need no search for spans:
+    # each (i, j) is a span of the run's length, and all j of one i are one span when the
+    # inner loop steps by that length. (Applying consecutive spans in order is applying their
+    # union in lane order, so any such split gives the same result.)
+    length = uop_end - uop_begin
+    one_run = True
+    for k in range(uop_begin + 1, uop_end):
+        if uop[k, 0] != uop[k - 1, 0] + 1 or (use_imm == 0 and uop[k, 1] != uop[k - 1, 1] + 1):
+            one_run = False
+            break
+    if one_run:
+        merge_j = dst_factor_in == length and (use_imm != 0 or src_factor_in == length)
+        # one source span for every j (a per-channel operand broadcast over a row)
+        broadcast = use_imm == 0 and src_factor_in == 0 and dst_factor_in == length
+        period = length * lanes
+        tiled = np.empty(period * iter_in if broadcast and not merge_j else 0, acc.dtype)
+        for i in range(iter_out):
+            a = uop[uop_begin, 0] + i * dst_factor_out
+            x = uop[uop_begin, 1] + i * src_factor_out
+            if merge_j:
+                n = length * iter_in * lanes
+                _alu_span(accf, outf, alu_opcode, use_imm, imm, a * lanes, x * lanes, n)
+                continue
+            if broadcast and (x + length <= a or x >= a + length * iter_in):
+                # the source lies outside this i's destinations, so it is the same for every
+                # j: laid out once per j, the whole row is one vectorized span
+                up, ux = np.uint64(period), np.uint64(x * lanes)
+                for j in range(np.uint64(iter_in)):
+                    for t in range(up):
+                        tiled[j * up + t] = accf[ux + t]
+                _alu_lanes(accf, outf, alu_opcode, tiled, a * lanes, 0, tiled.shape[0])
+                continue
+            for j in range(iter_in):
+                _alu_span(
+                    accf,
+                    outf,
+                    alu_opcode,
+                    use_imm,
+                    imm,
+                    (a + j * dst_factor_in) * lanes,
+                    (x + j * src_factor_in) * lanes,
+                    length * lanes,
+                )
+        return OK
     start = -1  # first entry of the pending span, its source entry and its length
     src = -1
     count = 0

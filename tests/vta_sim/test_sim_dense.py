@@ -239,3 +239,72 @@ def test_gemm_convolution_rows_match_the_reference_kernel(tile, src_step):
     assert dense.gemm(inp, wgt, a1, o1, *args) == ref.gemm(inp, wgt, a2, o2, *args) == 0
     np.testing.assert_array_equal(a1, a2)
     np.testing.assert_array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("op", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("src", [0, 3, 40], ids=["src-before", "src-inside", "src-after"])
+def test_alu_broadcast_rows_match_the_reference_kernel(tile, op, src):
+    # one micro-op per channel block broadcast over a row (bias, per-channel scale): iter_in
+    # over the row's entries with src_factor_in = 0; a source among the destinations is read
+    # updated by the later entries, as in the reference
+    batch, _, block_out = tile
+    rng = np.random.default_rng(op)
+    acc = _acc(rng, (96, batch, block_out))
+    acc[:, :, ::2] = rng.integers(-40, 40, (96, batch, (block_out + 1) // 2))  # small shifts
+    out = np.zeros((96, batch, block_out), np.int8)
+    uop = np.array([[2, src, 0]], np.int32)
+    args = (uop, 0, 0, 1, 3, 9, 10, 1, 1, 0, op, 0, 0)
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    assert dense.alu(a1, o1, *args) == ref.alu(a2, o2, *args) == 0
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("shape", ["lanes", "rows", "stem"])
+def test_gemm_channel_loops_match_the_reference_kernel(tile, shape):
+    # the loop that leaves the source in place (output channel blocks) as one product: many
+    # channels over few rows (summed along lanes), few channels over many rows (along rows),
+    # and one micro-op swept over a row with the channel loop inner (iter_in, src_factor_in 0)
+    batch, block_in, block_out = tile
+    rng = np.random.default_rng(len(shape))
+    depth = 512
+    inp = rng.integers(-128, 128, (depth, batch, block_in)).astype(np.int8)
+    inp[rng.random(depth) < 0.3] = 0  # zero activations are skipped: still exact
+    wgt = rng.integers(-128, 128, (depth, block_out, block_in)).astype(np.int8)
+    acc = _acc(rng, (depth, batch, block_out))
+    out = np.zeros((depth, batch, block_out), np.int8)
+    taps = [(tap, tap // 3 * 20 + tap % 3) for tap in range(9)]
+    if shape == "lanes":  # 4 rows, 24 channel blocks
+        uop = np.array([(r, x + r, t) for t, x in taps for r in range(4)], np.int32)
+        args = (uop, 0, 0, uop.shape[0], 24, 2, 8, 4, 0, 20, 9, 0)
+    elif shape == "rows":  # 2 × 24 rows, 2 channel blocks
+        uop = np.array([(r, x + r, t) for t, x in taps for r in range(24)], np.int32)
+        args = (uop, 0, 0, uop.shape[0], 2, 2, 48, 24, 0, 20, 9, 0)
+    else:
+        uop = np.array([[5, 7, 3]], np.int32)
+        args = (uop, 0, 0, 1, 40, 6, 1, 40, 1, 0, 0, 2)
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    assert dense.gemm(inp, wgt, a1, o1, *args) == ref.gemm(inp, wgt, a2, o2, *args) == 0
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
+def test_gemm_sums_past_the_float32_bound_stay_exact(tile):
+    # every acc row sums 2 × 600 micro-ops of (-128)·(-128) products over block_in lanes:
+    # past 2**24, where a float32 sum would round; the product is summed in float64 instead
+    batch, block_in, block_out = tile
+    inp = np.full((4, batch, block_in), -128, np.int8)
+    wgt = np.full((600, block_out, block_in), -128, np.int8)
+    wgt[::7] = 127  # not all products alike
+    acc = np.zeros((4, batch, block_out), np.int32)
+    out = np.zeros((4, batch, block_out), np.int8)
+    uop = np.array([(d, d, w) for w in range(600) for d in range(2)], np.int32)
+    args = (uop, 0, 0, uop.shape[0], 2, 1, 2, 0, 0, 0, 0, 0)
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    assert dense.gemm(inp, wgt, a1, o1, *args) == ref.gemm(inp, wgt, a2, o2, *args) == 0
+    assert abs(int(a2[0, 0, 0])) > 2**24
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
