@@ -541,26 +541,40 @@ class _Realizer:
         qb, sb = self.as_int8(b)
         return self._qadd(node, qa, sa, qb, sb)
 
-    def _add_constant(self, node: Node) -> bool:
-        """An NCHW or ``(N, C)`` activation plus a constant that broadcasts to it (a scalar, one
-        value per channel: an affine layer's shift): qadd with the constant, broadcast to the
-        activation's shape, as an int8 operand at its own scale (``max |value| / 127``)."""
+    def _constant_operand(
+        self, node: Node, operand_shape: Any
+    ) -> tuple[Value, np.ndarray, float] | None:
+        """For a binary ``node`` of a float NCHW or ``(N, C)`` activation and a constant: the
+        activation, the constant broadcast to ``operand_shape(activation type)`` as int8 at its
+        own scale (``max |value| / 127``) and that scale; None when the node is not that."""
         a, b = node.inputs
         x, c = (b, a) if isinstance(a, Constant) else (a, b)
         assert isinstance(c, Constant)
         t = x.type
         if not self.is_activation(x) or t.ndim not in (2, 4) or node.type.shape != t.shape:
-            return False
+            return None
+        shape = operand_shape(t)
         vals = np.asarray(c.value, np.float64)
         try:
-            full = np.broadcast_to(vals, t.shape)
+            if np.broadcast_shapes(vals.shape, shape) != shape:
+                return None
         except ValueError:
-            return False
+            return None
+        full = np.broadcast_to(vals, shape)
         if not np.all(np.isfinite(full)):
-            return False
+            return None
         top = float(np.abs(full).max())
-        sc = top / 127.0 if top > 0 else 1.0
-        qc = np.clip(np.floor(full / sc + 0.5), -127, 127).astype(np.int8)
+        scale = top / 127.0 if top > 0 else 1.0
+        return x, np.clip(np.floor(full / scale + 0.5), -127, 127).astype(np.int8), scale
+
+    def _add_constant(self, node: Node) -> bool:
+        """An NCHW or ``(N, C)`` activation plus a constant that broadcasts to it (a scalar, one
+        value per channel: an affine layer's shift): qadd with the constant, broadcast to the
+        activation's shape, as an int8 operand at its own scale (``max |value| / 127``)."""
+        found = self._constant_operand(node, lambda t: t.shape)
+        if found is None:
+            return False
+        x, qc, sc = found
         qx, sx = self.as_int8(x)
         act = self.fusable_activation(node)
         if choose_add(sx, sc, self.scale(act or node))[1] == 0:
@@ -655,26 +669,12 @@ class _Realizer:
         """An NCHW or ``(N, C)`` activation times a constant of one value per channel (a
         PReLU's slopes, a scale): qmul with the constant as an int8 gate at its own scale
         (``max |value| / 127``), per channel for NCHW, of the tensor's shape for ``(N, C)``."""
-        a, b = node.inputs
-        x, c = (b, a) if isinstance(a, Constant) else (a, b)
-        assert isinstance(c, Constant)
-        t = x.type
-        if not self.is_activation(x) or t.ndim not in (2, 4) or node.type.shape != t.shape:
+        found = self._constant_operand(
+            node, lambda t: (t.shape[0], t.shape[1], 1, 1) if t.ndim == 4 else t.shape
+        )
+        if found is None:
             return False
-        # one value per channel of an NCHW tensor, or the (N, C) tensor's own shape
-        gate_shape = (t.shape[0], t.shape[1], 1, 1) if t.ndim == 4 else t.shape
-        vals = np.asarray(c.value, np.float64)
-        try:
-            if np.broadcast_shapes(vals.shape, gate_shape) != gate_shape:
-                return False
-        except ValueError:
-            return False
-        gate = np.broadcast_to(vals, gate_shape)
-        if not np.all(np.isfinite(gate)):
-            return False
-        top = float(np.abs(gate).max())
-        sg = top / 127.0 if top > 0 else 1.0
-        qgate = np.clip(np.floor(gate / sg + 0.5), -127, 127).astype(np.int8)
+        x, qgate, sg = found
         sx, so = self.scale(x), self.scale(node)
         try:
             m, shift = fixed_point(sx * sg / so, 30, "multiply")
