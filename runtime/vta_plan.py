@@ -201,6 +201,10 @@ class NetworkPlan:
     compile_seconds: float = 0.0
     #: the int8 scheme, in words (:func:`runtime.vta_target.quantization_scheme`)
     scheme: str = ""
+    #: per accelerator group, its instructions decoded and checked, and their events, from the
+    #: first run on the simulator (the instructions lie in the image's static part, which no
+    #: run writes: :func:`compiler.targets.vta.link.check_plan`)
+    _decoded: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def batch(self) -> int:
@@ -272,7 +276,14 @@ class NetworkPlan:
                         t0 = clock()
                         prog.write(w.symbol, w.packed(x, cfg))
                         copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
-                    res = execute_group(prog, device, trace, rtl, step.name, bar)
+                    # the run owns ``dram`` (a copy of the plan's image): each group runs on
+                    # it in place, with its instructions decoded once per plan
+                    static = self._decoded.get(step.name)
+                    if static is None and device == "sim":
+                        static = self._decoded[step.name] = _decode(prog)
+                    res = execute_group(prog, device, trace, rtl, step.name, bar,
+                                        table=static[0] if static else None,
+                                        in_place=device == "sim")  # fmt: skip
                 except IsaError as e:
                     # a program that cannot run (a deadlock, a bad instruction: a corrupted
                     # image) is refused naming its group, in one line (the simulator's
@@ -284,7 +295,7 @@ class NetworkPlan:
                     traces.append((step.name, cycles_so_far + host_cycles, res.trace))
                 cycles_so_far += res.cycles
                 in_dram[step.output] = step
-                records.append(run_record(step.record, res))
+                records.append(run_record(step.record, res, static[1] if static else None))
                 continue
             # reading an input out of the image counts as its producer's copy, not host time
             args = [np.asarray(value(s), self.slots[s].dtype, order="C") for s in step.inputs]
@@ -316,6 +327,14 @@ class NetworkPlan:
             rtl_checks=list(rtl.checks) if rtl is not None else [],
             simulator=rtl.simulator if rtl is not None else None, host_slices=host_slices,
         )  # fmt: skip
+
+
+def _decode(prog: Any) -> tuple[Any, Any]:
+    """A group program's decoded, checked instruction table and its event counts."""
+    from isa.energy import count_events
+    from vta_sim.decode import instruction_table
+
+    return instruction_table(prog), count_events(prog)
 
 
 def host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:

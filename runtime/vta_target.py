@@ -441,15 +441,18 @@ def progress_bar(total: int, name: str) -> Any:
 
 
 def execute_group(
-    prog: Any, device: str, trace: bool, rtl: Any = None, name: str = "", bar: Any = None
-) -> Any:
-    """Run one group's program on the simulator, or on the RTL checked against it."""
+    prog: Any, device: str, trace: bool, rtl: Any = None, name: str = "", bar: Any = None,
+    table: Any = None, in_place: bool = False,
+) -> Any:  # fmt: skip
+    """Run one group's program on the simulator, or on the RTL checked against it; on the
+    simulator with the program's decoded ``table`` when given, updating the program's DRAM
+    image ``in_place`` when the caller owns it (:func:`vta_sim.simulate`)."""
     import vta_sim
 
     if bar is not None:
         bar.set_postfix_str(name, refresh=True)
     if device == "sim":
-        res = vta_sim.simulate(prog, trace=trace)
+        res = vta_sim.simulate(prog, trace=trace, table=table, in_place=in_place)
     else:
         res, _ = rtl.execute(name, prog)
     if bar is not None:
@@ -479,14 +482,18 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
     )  # fmt: skip
 
 
-def run_record(static: LayerRecord, res: Any) -> LayerRecord:
+def run_record(static: LayerRecord, res: Any, events: Any = None) -> LayerRecord:
     """``static`` with one run's cycles, DRAM bytes, per-module cycles, limiter (the module
-    with the most busy cycles) and energy (docs/energy.md)."""
+    with the most busy cycles) and energy (docs/energy.md); ``events``: the program's
+    :func:`isa.energy.count_events`, when the caller has them from an earlier run of the same
+    instructions."""
     from isa.energy import count_events, estimate_energy
 
     busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
     limiter = max(busy, key=lambda m: busy[m]) if busy else ""
-    energy = estimate_energy(count_events(res.program), res.program.config, res.cycles)
+    if events is None:
+        events = count_events(res.program)
+    energy = estimate_energy(events, res.program.config, res.cycles)
     return replace(
         static,
         cycles=res.cycles,

@@ -131,6 +131,8 @@ def simulate(
     max_cycles: int | None = None,
     every_cycle: bool = False,
     kernels: str = "dense",
+    table: np.ndarray | None = None,
+    in_place: bool = False,
 ) -> SimResult:
     """Run a program (object or ``.npz`` path) to FINISH and return its :class:`SimResult`.
 
@@ -142,10 +144,16 @@ def simulate(
     through the ISA's reference kernels one micro-op at a time instead of over dense runs of
     micro-ops (:mod:`vta_sim.dense`; same result, slower: it exists to check and measure those).
 
-    The program itself is not modified. Raises :class:`~vta_sim.errors.InstructionError` for an
-    instruction that cannot execute, :class:`~vta_sim.errors.DeadlockError`,
-    :class:`~vta_sim.errors.NoFinishError` or :class:`~vta_sim.errors.CycleLimitError` for a run
-    that stops without FINISH, and :class:`isa.ProgramError` for an unreadable program file.
+    ``table``: the program's :func:`~vta_sim.decode.instruction_table`, decoded and checked
+    by a caller that runs the same instructions again (a compiled network's plan keeps each
+    group's); it is only read. ``in_place``: the run updates the program's DRAM image itself
+    (a caller that owns the image and takes the result's) instead of a copy.
+
+    Otherwise the program itself is not modified. Raises
+    :class:`~vta_sim.errors.InstructionError` for an instruction that cannot execute,
+    :class:`~vta_sim.errors.DeadlockError`, :class:`~vta_sim.errors.NoFinishError` or
+    :class:`~vta_sim.errors.CycleLimitError` for a run that stops without FINISH, and
+    :class:`isa.ProgramError` for an unreadable program file.
 
     >>> import isa
     >>> r = simulate(isa.Program.build(isa.load_config("default"), [isa.Finish()]))
@@ -164,9 +172,10 @@ def simulate(
         raise ValueError(f"kernels must be 'dense' or 'reference', got {kernels!r}")
     prog = as_program(program_or_path)
     cfg = prog.config
-    table = instruction_table(prog)
+    if table is None:
+        table = instruction_table(prog)
     n = table.shape[0]
-    dram = prog.dram.copy()
+    dram = prog.dram if in_place else prog.dram.copy()
     buffers = Buffers(cfg)
     prm = _params(cfg, trace=trace, max_cycles=int(limit), every_cycle=every_cycle)
     stats = np.zeros(E.N_STATS, np.int64)
