@@ -28,10 +28,11 @@ def test_closed_pipe_is_quiet(tmp_path):
 
 
 def _long_program(path) -> None:
-    """Nine billion cycles of GEMM, in 10-million-micro-op steps: minutes of work."""
+    """Two trillion cycles of GEMM, in 10-million-micro-op steps: minutes of work even where
+    the simulator runs a step's repeated micro-op as one product (about 2 ms a step)."""
     cfg = isa.load_config("default")
     step = isa.Gemm(uop_begin=0, uop_end=1, iter_out=10_000, iter_in=1_000)
-    isa.Program.build(cfg, [step] * 900 + [isa.Finish()]).save(path)
+    isa.Program.build(cfg, [step] * 200_000 + [isa.Finish()]).save(path)
 
 
 def _interrupt(argv: list[str], wait) -> tuple[subprocess.Popen, str, str]:
@@ -57,7 +58,7 @@ def test_ctrl_c_stops_a_long_run_at_any_moment(tmp_path, delay_s):
     command stops: with its one ``interrupted`` line and 130 once its handler is installed, or
     killed by the signal itself if it came before Python had run any of the command."""
     _long_program(tmp_path / "long.npz")
-    argv = VTAC + ["sim", str(tmp_path / "long.npz"), "--max-cycles", str(10**10)]
+    argv = VTAC + ["sim", str(tmp_path / "long.npz"), "--max-cycles", str(10**13)]
     # the run alone would take minutes; the watchdog forces an exit 10 s after the signal
     proc, out, err = _interrupt(argv, lambda p: time.sleep(delay_s))
     if proc.returncode == -signal.SIGINT:
@@ -76,7 +77,7 @@ def test_an_interrupt_a_library_swallowed_still_stops_the_simulator(tmp_path):
     try:
         t0 = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            vta_sim.simulate(str(tmp_path / "long.npz"), max_cycles=10**10)
+            vta_sim.simulate(str(tmp_path / "long.npz"), max_cycles=10**13)
         assert time.monotonic() - t0 < 60
     finally:
         interrupt.clear()
