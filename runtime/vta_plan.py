@@ -49,8 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from compiler.partition.partition import ELEMENTWISE, EXPLAINED_RULES, Placement
+from compiler.partition.partition import EXPLAINED_RULES, Placement
 from compiler.targets.vta.link import GroupImage
+from compiler.targets.vta.ops import ELEMENTWISE
 from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_nchw,

@@ -55,11 +55,16 @@ from compiler.errors import CompilerError
 from compiler.graph import Graph, evaluate
 from compiler.graph.reference import check_feeds
 from compiler.partition import AccelGroup, Partition, partition_graph
-from compiler.partition.partition import ELEMENTWISE
 from compiler.quantize import fp32_fallbacks, parse_sensitivity
 from compiler.targets.vta.link import NetworkDram, plan_network_dram
+from compiler.targets.vta.ops import (
+    ELEMENTWISE,
+    group_epilogue,
+    input_fold,
+    pool_load_pads,
+    pool_padding,
+)
 from compiler.targets.vta.ops import compile_group as compile_template
-from compiler.targets.vta.ops import group_epilogue, input_fold, pool_load_pads, pool_padding
 from compiler.topi.vta.packing import (
     pack_nchw,
     pack_nchw_out,

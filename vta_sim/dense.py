@@ -738,7 +738,8 @@ def _alu_span(accf, outf, op, use_imm, imm, p0, q0, m):
 @numba.njit
 def _alu_lanes(accf, outf, op, srcf, p0, q0, m):
     """``m`` lanes from flat lane ``p0``: acc = op(acc, the lane of ``srcf`` from ``q0``), in
-    lane order (``srcf`` may be acc itself: a lane written earlier is read updated)."""
+    lane order (``srcf`` may be acc itself: a lane written earlier is read updated). One loop
+    per opcode on purpose: with the opcode a constant in each, numba vectorizes the loop."""
     p0 = np.uint64(p0)
     q0 = np.uint64(q0)
     m = np.uint64(m)

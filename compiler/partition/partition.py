@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from compiler.graph import Graph, Node, Value
 from compiler.quantize.sensitivity import fp32_fallbacks
 from compiler.registry import Unsupported, VtaImpl, support
-from compiler.targets.vta.ops import ELEMENTWISE, is_depthwise
 from isa import HwConfig
 
 VTA = "vta"
@@ -303,12 +302,10 @@ __all__ = [
     "AccelGroup",
     "COMPILE_FAILED",
     "CPU",
-    "ELEMENTWISE",
     "EXPLAINED_RULES",
     "FP32_SENSITIVE",
     "Partition",
     "Placement",
     "VTA",
-    "is_depthwise",
     "partition_graph",
 ]

@@ -83,8 +83,6 @@ from compiler.quantize.sensitivity import (
 )
 from compiler.registry import declaration, operators, register, register_unsupported, support
 
-#: Operators whose int8 form keeps the input's scale (declared ``pass-through``).
-PASS_THROUGH = frozenset(op for op in operators() if declaration(op).quant == "pass-through")
 #: Operators at the float edges of a quantized graph.
 EDGE_OPS = frozenset({"quantize", "dequantize"})
 REQUANT_MODES = ("multiplier", "shift", "vta")
@@ -801,7 +799,6 @@ def activation_scales(graph: Graph) -> dict[str, float]:
 
 __all__ = [
     "EDGE_OPS",
-    "PASS_THROUGH",
     "REQUANT_MODES",
     "SHIFT_MODES",
     "activation_scales",

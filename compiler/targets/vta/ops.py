@@ -502,8 +502,9 @@ for _op in ("reshape", "transpose", "layout_transform"):
     register_unsupported("vta", _op, "a layout change, done on the host")
 for _op in ("sigmoid", "tanh"):
     register_unsupported(
-        "vta", _op, "no exact int8 form on the ALU short of one compare per output step (about "
-        "5 micro-ops for each of up to 127 steps per element): it runs on the host",
+        "vta", _op, "no exact int8 form on the ALU short of one compare per output step "
+        "(estimated, not built: about 5 micro-ops for each of up to 127 steps per element): it "
+        "runs on the host",
     )  # fmt: skip
 for _op in operators():
     # every float operator: quantization either gives it an int8 form registered above or

@@ -43,7 +43,6 @@ def test_resnet18_layers_with_the_heuristics_schedules(preset):
 def test_seeded_points_of_the_tuners_spaces(preset):
     cfg = isa.load_config(preset)
     rng = np.random.default_rng(len(preset))
-    seen = {"resident": 0, "row": 0}
     for h, w, ci, co, k, s, p in [(14, 14, 32, 32, 3, 1, 1), (14, 14, 32, 64, 3, 2, 1),
                                   (16, 16, 16, 32, 1, 2, 0), (20, 20, 3, 16, 7, 2, 3),
                                   (8, 8, 64, 64, 1, 1, 0)]:  # fmt: skip
@@ -55,11 +54,9 @@ def test_seeded_points_of_the_tuners_spaces(preset):
             if task.input_fetch(i) != "window":
                 continue  # the strided fetches are another template
             knobs = task.knobs(i)
-            seen["resident"] += knobs.weights_resident
-            seen["row"] += knobs.kernel_step == "row"
             program = task.build(space.config(i)).program
             assert _mismatches(program, cfg, layer, knobs) == [], space.config(i).describe()
-    # the resident and one-row schedules, each checked once on purpose when the draw missed it
+    # the resident and one-row schedules, each checked on purpose whatever the draw holds
     layer = Conv2dLayer("t", 8, 8, 16, 16, 3, 1, 1)
     for knobs in (Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=4 * 4 // cfg.block_in,
                               tile_co=16 // cfg.block_out, loop_order="co_h",

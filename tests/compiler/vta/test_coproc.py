@@ -20,13 +20,20 @@ from .helpers import lower_dumps, small_conv
 SRAM = get_vta_target("default").sram
 
 
+def _buffers() -> tuple[Buffer, ...]:
+    """DRAM ``A`` (inputs and weights) and ``O``, and the inp, wgt and acc tiles."""
+    return (
+        Buffer("A", (64,), "int8"),
+        Buffer("O", (16,), "int8"),
+        Buffer("inp", (16,), "int8", SRAM.inp),
+        Buffer("wgt", (16,), "int8", SRAM.wgt),
+        Buffer("acc", (16,), "int32", SRAM.acc),
+    )
+
+
 def matmul_like():
     """reset; for ko: load, gemm; store -- the shape of VTA's matrix-multiply example."""
-    A = Buffer("A", (64,), "int8")
-    O = Buffer("O", (16,), "int8")
-    inp = Buffer("inp", (16,), "int8", SRAM.inp)
-    wgt = Buffer("wgt", (16,), "int8", SRAM.wgt)
-    acc = Buffer("acc", (16,), "int32", SRAM.acc)
+    A, O, inp, wgt, acc = _buffers()
     ko = Var("ko")
     body = seq(
         gemm_reset_uop(acc[0]),
@@ -171,11 +178,7 @@ def test_store_into_a_loaded_buffer_keeps_one_chain_through_compute():
 
 def test_compute_load_tokens_guard_the_gemm_inside_a_block():
     """A reset in the same block as the GEMM runs before the block's load token is popped."""
-    A = Buffer("A", (64,), "int8")
-    O = Buffer("O", (16,), "int8")
-    inp = Buffer("inp", (16,), "int8", SRAM.inp)
-    wgt = Buffer("wgt", (16,), "int8", SRAM.wgt)
-    acc = Buffer("acc", (16,), "int32", SRAM.acc)
+    A, O, inp, wgt, acc = _buffers()
     body = seq(
         dma_load(isa.MemType.INP, inp[0], A[0], 1, 4, 4),
         dma_load(isa.MemType.WGT, wgt[0], A[16], 1, 1, 1),
