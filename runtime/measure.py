@@ -42,6 +42,8 @@ from compiler.tune.task import Task
 DEFAULT_TIMEOUT_S = 60.0
 #: Extra seconds the parent waits past a worker's own alarm before it cuts the worker off.
 GRACE_S = 10.0
+#: How long closing a pool waits for its workers to exit before it ends them.
+CLOSE_GRACE_S = 30.0
 
 
 class _Timeout(Exception):
@@ -202,6 +204,9 @@ class LocalRunner:
         self.timeout_s = timeout_s
         self.seed = seed
         self._pool: cf.ProcessPoolExecutor | None = None
+        #: the current pool's worker processes, as last seen (the executor forgets a broken
+        #: pool's workers before it is discarded)
+        self._procs: list[Any] = []
 
     @property
     def workers(self) -> int:
@@ -214,14 +219,21 @@ class LocalRunner:
             self._pool = cf.ProcessPoolExecutor(self._workers, mp_context=ctx, initializer=_warm)
         return self._pool
 
+    def _workers_of(self, pool: cf.ProcessPoolExecutor) -> list[Any]:
+        """The pool's worker processes: those it lists now and those last seen."""
+        procs = {id(p): p for p in self._procs}
+        procs.update({id(p): p for p in getattr(pool, "_processes", {}).values()})
+        return list(procs.values())
+
     def _discard_pool(self) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
             return
         # the executor cannot stop a running call; its processes are ended by their ids
-        for proc in list(getattr(pool, "_processes", {}).values()):
+        for proc in self._workers_of(pool):
             if proc.is_alive():
                 proc.terminate()
+        self._procs = []
         pool.shutdown(wait=True, cancel_futures=True)
 
     def measure(self, task: Task, indices: Sequence[int]) -> list[MeasureResult]:
@@ -235,6 +247,7 @@ class LocalRunner:
                 pool.submit(measure_one, tj, int(indices[k]), self.timeout_s, self.seed): k
                 for k in pending
             }
+            self._procs = self._workers_of(pool)
             rounds = -(-len(futs) // self._workers)
             deadline = time.monotonic() + rounds * (self.timeout_s + GRACE_S) + 60.0
             broken = False
@@ -275,8 +288,20 @@ class LocalRunner:
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        if pool is None:
+            return
+        procs, self._procs = self._workers_of(pool), []
+        pool.shutdown(wait=False, cancel_futures=True)
+        # a worker killed while it held the pool's call-queue lock leaves the others blocked on
+        # it for ever (the executor then never finishes joining them): after a grace period,
+        # whatever has not exited is ended
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        pool.shutdown(wait=True)
 
     def __enter__(self) -> LocalRunner:
         return self
