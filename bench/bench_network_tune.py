@@ -3,7 +3,7 @@ then ``vtac run MODEL --target vta --tuning-log`` in one process.
 
 The model (ResNet-18 by default) is quantized on seeded random data and partitioned as
 ``vtac compile`` does it; each unique conv2d / dense group is a task (its shapes and its
-epilogue's ALU step structure, :mod:`runtime.vta_tuning`) tuned for ``--trials`` measurements
+epilogue's ALU step structure, :mod:`compiler.model.tuning`) tuned for ``--trials`` measurements
 on the simulator with the heuristic's point measured first. The network is then compiled twice,
 with the heuristic's knobs and with the log's best records, and run on the same seeded input:
 the benchmark prints per accelerator group the cycles before and after, the totals, and checks
@@ -38,12 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     import isa
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
+    from compiler.model.calibration import calibration_feeds
+    from compiler.model.program import TensorSpec
+    from compiler.model.tuning import load_network_tuning, partition_tasks
+    from compiler.model.vta import quantize_partition
     from compiler.tune.tuner import make_tuner
     from runtime.measure import LocalRunner
-    from runtime.program import TensorSpec
-    from runtime.vta_session import calibration_feeds
-    from runtime.vta_target import compile_network, quantize_partition
-    from runtime.vta_tuning import load_network_tuning, partition_tasks
+    from runtime.vta_target import compile_network
 
     graph = from_onnx(load_zoo(args.model, image_size=args.image_size), name=args.model)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]

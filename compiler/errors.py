@@ -52,3 +52,8 @@ class GraphError(CompilerError):
 class FrontendError(CompilerError):
     """A model file the frontend refuses: unreadable, malformed, or using unsupported
     operators (every one is listed with its node name, op type and opset)."""
+
+
+class ModelError(CompilerError):
+    """A whole model that cannot be built as asked: an unknown target, a float graph without
+    calibration data, a tuning log that does not apply, an option out of its range."""

@@ -1,5 +1,5 @@
 """The compiled-model file (``vtac compile -o model.vtac``): one zip archive holding a
-:class:`~runtime.program.Program`, so a model runs again without its ONNX file.
+:class:`~compiler.model.program.Program`, so a model runs again without its ONNX file.
 
 Members:
 
@@ -22,7 +22,7 @@ buffers against the record in its compiled code (:func:`check_signatures`).
 
 Example:
     >>> import os, tempfile
-    >>> from runtime.program import MemoryStats, Program, TensorSpec
+    >>> from compiler.model.program import MemoryStats, Program, TensorSpec
     >>> prog = Program("m", "cpu", 1, (TensorSpec("x", (2,), "float32"),), (), {}, (), {}, 0,
     ...                MemoryStats(0, 0))
     >>> path = os.path.join(tempfile.mkdtemp(), "m.vtac")
@@ -48,8 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from runtime.errors import ArtifactError
-from runtime.program import (
+from compiler.model.program import (
     KernelArg,
     KernelSpec,
     MemoryStats,
@@ -57,6 +56,7 @@ from runtime.program import (
     Program,
     TensorSpec,
 )
+from runtime.errors import ArtifactError
 
 if TYPE_CHECKING:  # the compiler is imported only when an artifact's kernels are checked
     from compiler.targets.cpu.signature import ArgSignature
@@ -91,7 +91,7 @@ def artifact_members(program: Program) -> dict[str, bytes]:
     """Every member of the archive, the manifest last (it holds the others' checksums).
 
     Example:
-        >>> from runtime.program import MemoryStats, Program
+        >>> from compiler.model.program import MemoryStats, Program
         >>> prog = Program("m", "cpu", 1, (), (), {}, (), {}, 0, MemoryStats(0, 0))
         >>> sorted(artifact_members(prog))
         ['graph.txt', 'manifest.json']
@@ -269,7 +269,7 @@ def _zip_read(zf: zipfile.ZipFile, member: str, where: str) -> bytes:
 
 
 def artifact_kind(source: str | os.PathLike | bytes) -> str:
-    """What an artifact holds: ``"cpu"`` (a :class:`~runtime.program.Program`) or ``"vta"``
+    """What an artifact holds: ``"cpu"`` (a :class:`~compiler.model.program.Program`) or ``"vta"``
     (an accelerator network, :mod:`runtime.vta_artifact`); checks only the manifest."""
     return read_artifact(source, ARTIFACT_KINDS, lambda m, read, where: KIND_OF[m["version"]])
 

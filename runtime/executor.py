@@ -1,4 +1,4 @@
-"""Runs a :class:`~runtime.program.Program`: its kernels in order over one activation arena.
+"""Runs a :class:`~compiler.model.program.Program`: its kernels in order over one activation arena.
 
 At construction the executor allocates the arena once (the static memory plan's peak bytes),
 binds the constants, rebuilds every kernel (for the CPU, LLVM IR text compiled by llvmlite, the
@@ -12,8 +12,8 @@ Example:
     >>> from compiler import te
     >>> from compiler.build import build
     >>> from compiler.schedule import create_schedule
-    >>> from runtime.program import KernelArg, KernelSpec, MemoryStats, Placement, Program
-    >>> from runtime.program import TensorSpec
+    >>> from compiler.model.program import KernelArg, KernelSpec, MemoryStats, Placement, Program
+    >>> from compiler.model.program import TensorSpec
     >>> X = te.placeholder((4,), "float32", name="X")
     >>> Y = te.compute((4,), lambda i: X[i] * 2.0, name="Y")
     >>> f = build(create_schedule(Y), [X, Y], name="double")
@@ -37,9 +37,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from compiler.model.program import KernelSpec, Placement, Program
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
-from runtime.program import KernelSpec, Placement, Program
 
 #: Byte alignment of the arena's start (a cache line; also what 512-bit vectors want).
 ARENA_ALIGN = 64

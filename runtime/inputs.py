@@ -328,7 +328,7 @@ def read_inputs(
     ``NAME=FILE``, or ``feeds.npz`` whose arrays are matched to the inputs by name.
 
     Example:
-        >>> from runtime.program import TensorSpec
+        >>> from compiler.model.program import TensorSpec
         >>> read_inputs(["nope.npy"], [TensorSpec("a", (1,), "float32"),
         ...                            TensorSpec("b", (1,), "float32")])
         Traceback (most recent call last):

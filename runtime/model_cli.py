@@ -289,7 +289,7 @@ def parse_inputs(
     preprocessed as ``args.preprocess`` and ``args.resize`` say).
 
     Example:
-        >>> from runtime.program import TensorSpec
+        >>> from compiler.model.program import TensorSpec
         >>> parse_inputs(["nope.npy"], [TensorSpec("a", (1,), "float32"),
         ...                             TensorSpec("b", (1,), "float32")])
         Traceback (most recent call last):
@@ -308,7 +308,7 @@ def random_inputs(inputs: list[Any], seed: int) -> dict[str, np.ndarray]:
     """Seeded random feeds: standard normal floats, small non-negative integers.
 
     Example:
-        >>> from runtime.program import TensorSpec
+        >>> from compiler.model.program import TensorSpec
         >>> random_inputs([TensorSpec("x", (2, 3), "float32")], 0)["x"].dtype
         dtype('float32')
     """

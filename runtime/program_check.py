@@ -1,4 +1,4 @@
-"""Validation of a :class:`~runtime.program.Program` before any of its kernels runs.
+"""Validation of a :class:`~compiler.model.program.Program` before any of its kernels runs.
 
 A compiled artifact carries native code and a memory plan, and the kernels trust the plan: they
 read and write the arena at the offsets it gives, with the shapes they were compiled for. An
@@ -19,7 +19,7 @@ the field, every manifest that would:
 * within one kernel, a written region of the arena that overlaps another argument's region.
 
 Example:
-    >>> from runtime.program import MemoryStats, Placement, Program, TensorSpec
+    >>> from compiler.model.program import MemoryStats, Placement, Program, TensorSpec
     >>> prog = Program("m", "cpu", 1, (TensorSpec("x", (2,), "float32"),), (),
     ...                {"x": Placement("input", "x", 0, (2,), "float32")}, (), {}, 0,
     ...                MemoryStats(0, 0))
@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from compiler.model.program import ONNX_TYPE_NAMES, PLACEMENT_KINDS, Program
 from runtime.errors import ArtifactError
-from runtime.program import ONNX_TYPE_NAMES, PLACEMENT_KINDS, Program
 
 #: The largest tensor (and arena) an artifact may declare: 16 GiB.
 MAX_TENSOR_BYTES = 1 << 34

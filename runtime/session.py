@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from compiler.model.program import MemoryStats, Program, TensorSpec
 from runtime.artifact import is_artifact, load_artifact, save_artifact
 from runtime.errors import FeedError, ModelLoadError, SessionError
 from runtime.executor import Executor
 from runtime.profile import Profile
-from runtime.program import MemoryStats, Program, TensorSpec
 
 #: Targets whose groups this module's executor runs (``vta``: :mod:`runtime.vta_session`).
 TARGETS = ("cpu", "gpu")
@@ -226,7 +226,7 @@ class InferenceSession:
 
     def _build(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
         """Compile the ONNX model for static input ``shapes`` (once per distinct shapes)."""
-        from runtime.graph_compile import BLOCK_C, compile_graph, optimize
+        from compiler.model.cpu import BLOCK_C, compile_graph, optimize
 
         assert self._source is not None
         key = tuple(sorted(shapes.items()))

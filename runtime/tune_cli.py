@@ -10,7 +10,7 @@ measuring candidates on the simulator, with a progress bar showing the best so f
   for the zoo, ``--input-shape NAME=D0,D1,...`` for an ONNX file's free dimensions) tunes the
   unique conv2d / dense workloads of the model's graph, each weighted by its count, and lists
   the nodes the templates do not cover. With ``--target vta`` the tasks are the model's
-  quantized accelerator groups, epilogue included (:mod:`runtime.vta_tuning`), which ``vtac
+  quantized accelerator groups, epilogue included (:mod:`compiler.model.tuning`), which ``vtac
   compile|run MODEL --target vta --tuning-log LOG`` compiles with the log's best records.
 
 ``--target cpu`` tunes ``conv2d``, ``dense`` and ``matmul`` (``--batch`` x ``--in-c`` times
@@ -185,8 +185,8 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
 
     from compiler.errors import CompilerError
     from compiler.frontend.zoo import load_zoo, zoo_names
+    from compiler.model.cpu import import_onnx
     from compiler.tune.extract import extract_tasks
-    from runtime.graph_compile import import_onnx
 
     if args.what.endswith(".onnx"):
         from runtime.session import load_onnx
@@ -205,11 +205,11 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
         )
     shapes = dict(getattr(args, "input_shape", None) or []) or None
     if args.target == "cpu":
-        from runtime.graph_compile import optimize
+        from compiler.model.cpu import optimize
 
         found = extract_tasks(optimize(model, input_shapes=shapes), target="cpu")
     else:
-        from runtime.vta_tuning import extract_network_tasks
+        from compiler.model.tuning import extract_network_tasks
 
         # the quantized groups, epilogue included, as `vtac compile|run --target vta` builds
         # them (calibrated on seeded random data, as `vtac compile` without --calibrate)

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.model.program import ONNX_TYPE_NAMES, TensorSpec
 from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
@@ -73,7 +74,6 @@ from runtime.artifact import (
     write_members,
 )
 from runtime.errors import ArtifactError
-from runtime.program import ONNX_TYPE_NAMES, TensorSpec
 from runtime.vta_plan import (
     PACKINGS,
     AccelStep,

@@ -26,7 +26,7 @@
   ``compile`` and ``run``).
 * ``--tuning-log LOG`` (``vtac run`` / ``vtac compile`` of a model): the conv2d and dense
   groups compile with the knobs of the best records of a ``vtac tune MODEL --target vta`` log
-  (:mod:`runtime.vta_tuning`); stderr lists the groups tuned and, with the reason, those left
+  (:mod:`compiler.model.tuning`); stderr lists the groups tuned and, with the reason, those left
   to the heuristic (no record, or knobs that fail to compile).
 * An option that does not apply to the chosen target is refused by name
   (:func:`check_target_options`).
@@ -79,7 +79,7 @@ def _declared_specs(args: argparse.Namespace) -> list[Any]:
     from onnx.helper import tensor_dtype_to_np_dtype
 
     from compiler.frontend.shapes import declared_inputs, resolve_input_shapes
-    from runtime.program import TensorSpec
+    from compiler.model.program import TensorSpec
     from runtime.session import load_onnx
 
     proto = load_onnx(args.model, image_size=args.image_size, batch=args.batch)
@@ -98,47 +98,36 @@ def graph_command(args: argparse.Namespace) -> int:
     (through the compile cache, so a later compile of the model reads them back) because a
     group whose compile fails runs on the host (rule ``compile-failed``): the table shows
     where each node will run, not only where the rules would put it."""
-    from compiler.cache import CompileCache
-    from compiler.partition import partition_graph
-    from compiler.quantize import quantize_graph
+    from compiler.model.program import TensorSpec
+    from compiler.model.vta import compile_network
     from isa import load_config
-    from runtime.vta_target import compile_partition
+    from runtime.model_cli import random_inputs
 
     cfg = load_config(args.config or "default")
-    from runtime.model_cli import random_inputs
-    from runtime.program import TensorSpec
-
     graph = _float_graph(args)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
-    sensitivity = getattr(args, "fp32_threshold", None)
-    quantized = quantize_graph(graph, feed, sensitivity=sensitivity)
-    part, layers = compile_partition(
-        quantized, cfg, partition_graph(quantized, cfg), cache=CompileCache.from_env()
-    )
+    net = compile_network(graph, cfg, calibration=feed, host_groups=False,
+                          sensitivity=getattr(args, "fp32_threshold", None))  # fmt: skip
+    part = net.partition
     print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
           f"{len(part.host_nodes())} host nodes")  # fmt: skip
     print(part.table())
     print()
     print("# what each group reads: in place from the group that stored it, or written by the "
           "host (pad, fold, pack)")  # fmt: skip
-    print(_group_inputs_table(quantized, part, layers, cfg))
+    print(_group_inputs_table(net))
     return 0
 
 
-def _group_inputs_table(graph: Any, part: Any, layers: dict[str, Any], cfg: Any) -> str:
+def _group_inputs_table(net: Any) -> str:
     """Per accelerator group and input (``data``, ``residual``): the value it reads and how it
     gets there, from the linker's plan (read in place) and the host's steps
     (:meth:`runtime.vta_plan.HostInput.describe`)."""
-    from types import SimpleNamespace
-
-    from compiler.targets.vta.link import plan_network_dram
     from isa.report import Column, format_table
     from runtime.vta_plan import host_write
 
-    dram = plan_network_dram(
-        SimpleNamespace(graph=graph, partition=part, config=cfg, layers=layers)
-    )
+    part, cfg, dram = net.partition, net.config, net.dram_plan
     rows = []
     for g in part.groups:
         image = dram.groups[g.name]
@@ -158,8 +147,8 @@ def _group_inputs_table(graph: Any, part: Any, layers: dict[str, Any], cfg: Any)
 
 def run_command(args: argparse.Namespace) -> int:
     """``vtac run MODEL --target vta``."""
+    from compiler.model.program import TensorSpec
     from runtime.model_cli import parse_inputs, random_inputs
-    from runtime.program import TensorSpec
     from runtime.vta_target import compile_network
 
     if args.output and not args.output.endswith(".npz"):
@@ -196,12 +185,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _tuning(args: argparse.Namespace) -> Any:
-    """``--tuning-log``'s records for ``--config`` (:func:`runtime.vta_tuning.load_network_tuning`),
-    or None."""
+    """``--tuning-log``'s records for ``--config``
+    (:func:`compiler.model.tuning.load_network_tuning`), or None."""
     log = getattr(args, "tuning_log", None)
     if log is None:
         return None
-    from runtime.vta_tuning import load_network_tuning
+    from compiler.model.tuning import load_network_tuning
 
     return load_network_tuning(log, args.config or "default")
 

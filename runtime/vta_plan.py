@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.model.program import TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, Placement
 from compiler.targets.vta.link import GroupImage
 from compiler.targets.vta.ops import ELEMENTWISE
@@ -63,7 +64,6 @@ from compiler.topi.vta.packing import (
 from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
-from runtime.program import TensorSpec
 from runtime.vta_target import LayerRecord, NetworkRun
 
 #: How the host packs an array into a group's input tensor (``out``: the output layout, with
@@ -200,7 +200,7 @@ class NetworkPlan:
     #: the quantized graph's scales and requantization parameters, per node (informative)
     quantization: list[dict[str, Any]] = field(default_factory=list)
     compile_seconds: float = 0.0
-    #: the int8 scheme, in words (:func:`runtime.vta_target.quantization_scheme`)
+    #: the int8 scheme, in words (:func:`compiler.model.vta.quantization_scheme`)
     scheme: str = ""
     #: per accelerator group, its instructions decoded and checked, and their events, from the
     #: first run on the simulator (the instructions lie in the image's static part, which no
@@ -390,14 +390,15 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
     ``output_names``: the model's names of its outputs (default: the quantized graph's, where
     a dequantize may have renamed them)."""
     from compiler.graph import Constant
-    from compiler.targets.vta.link import plan_network_dram
-    from runtime.vta_target import compile_network_host_groups, static_record
+    from runtime.vta_target import static_record
 
     graph, cfg = net.graph, net.config
-    if net.dram_plan is None:
-        net.dram_plan = plan_network_dram(net)
-    if net.host_groups is None:
-        net.host_groups = compile_network_host_groups(graph, net.partition)
+    missing = [k for k in ("dram_plan", "host_groups") if getattr(net, k) is None]
+    if missing:
+        raise SessionError(
+            f"network {graph.name}: no {' and no '.join(missing)}: build it with "
+            "compiler.model.vta.compile_network (host_groups=True) to run it"
+        )
     dram_plan = net.dram_plan
     slot_of: dict[int, int] = {}
     slots: list[Slot] = []

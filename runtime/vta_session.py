@@ -39,71 +39,15 @@ from typing import Any
 
 import numpy as np
 
+from compiler.model.calibration import calibration_feeds
+from compiler.model.program import TensorSpec
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
-from runtime.program import TensorSpec
 from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
 from runtime.vta_plan import AccelStep, NetworkPlan, plan_network
 
 #: Devices the accelerator groups run on.
 DEVICES = ("sim", "rtl")
-#: Seed of the calibration data when none is given.
-CALIBRATION_SEED = 0
-
-
-def calibration_feeds(
-    inputs: Sequence[TensorSpec], calibration: Any
-) -> list[dict[str, np.ndarray]]:
-    """Calibration feeds of the model's input shapes from ``calibration`` (see the module
-    docstring).
-
-    Example:
-        >>> spec = [TensorSpec("x", (2, 3), "float32")]
-        >>> [f["x"].shape for f in calibration_feeds(spec, np.zeros((4, 3), np.float32))]
-        [(2, 3), (2, 3)]
-        >>> calibration_feeds(spec, np.zeros((3, 3), np.float32))  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        runtime.errors.SessionError: calibration: input 'x' is [2, 3]; ... got [3, 3]
-    """
-    if calibration is None:
-        rng = np.random.default_rng(CALIBRATION_SEED)
-        return [{s.name: rng.standard_normal(s.shape).astype(np.float32) for s in inputs}]
-    if isinstance(calibration, np.ndarray):
-        if len(inputs) != 1:
-            names = ", ".join(s.name for s in inputs)
-            raise SessionError(
-                f"calibration: the model has {len(inputs)} inputs ({names}): give a mapping of "
-                "input name to array"
-            )
-        calibration = {inputs[0].name: calibration}
-    if not isinstance(calibration, Mapping):
-        raise SessionError(
-            "calibration: an array or a mapping of input name to array, not "
-            f"{type(calibration).__name__}"
-        )
-    known = {s.name for s in inputs}
-    for name in calibration:
-        if name not in known:
-            raise SessionError(f"calibration: unknown input {name!r} (inputs: {sorted(known)})")
-    split: dict[str, list[np.ndarray]] = {}
-    for s in inputs:
-        if s.name not in calibration:
-            raise SessionError(f"calibration: input {s.name!r} has no data")
-        data = np.asarray(calibration[s.name])
-        shape = s.shape
-        if data.ndim != len(shape) or data.shape[1:] != shape[1:] or data.shape[0] % shape[0]:
-            raise SessionError(
-                f"calibration: input {s.name!r} is {list(shape)}; the calibration data must be "
-                f"a multiple of its batch ({shape[0]}) along axis 0 with the same other dims, "
-                f"got {list(data.shape)}"
-            )
-        data = data.astype(np.float32)
-        split[s.name] = [data[k : k + shape[0]] for k in range(0, data.shape[0], shape[0])]
-    counts = {len(v) for v in split.values()}
-    if len(counts) > 1:
-        raise SessionError(f"calibration: the inputs have different numbers of batches {counts}")
-    return [{n: v[k] for n, v in split.items()} for k in range(counts.pop())]
 
 
 def compile_plan(
@@ -124,7 +68,7 @@ def compile_plan(
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
     on ``calibration``, requantized by ``requant``: ``multiplier`` when None; a node whose own
     int8 error exceeds ``sensitivity`` kept fp32, docs/quantization.md), partition it,
-    compile every group (with ``tuning``'s knobs, a :class:`runtime.vta_tuning.NetworkTuning`,
+    compile every group (with ``tuning``'s knobs, a :class:`compiler.model.tuning.NetworkTuning`,
     where it has them; ``jobs`` processes, through the compile cache unless ``cache`` is False)
     and lay the network out: the :class:`NetworkPlan` a session runs."""
     from compiler.frontend.onnx_import import from_onnx
@@ -239,7 +183,7 @@ class VtaInferenceSession(InferenceSession):
         tuning = None
         if not is_artifact_source(model):
             if tuning_log is not None:
-                from runtime.vta_tuning import load_network_tuning
+                from compiler.model.tuning import load_network_tuning
 
                 tuning = load_network_tuning(tuning_log, config or "default")
             plan = compile_plan(model, config or "default", calibration=calibration,
@@ -328,4 +272,4 @@ def network_profile(plan: NetworkPlan, result: Any) -> Profile:
     return Profile(tuple(records))
 
 
-__all__ = ["VtaInferenceSession", "calibration_feeds", "compile_plan", "network_profile"]
+__all__ = ["VtaInferenceSession", "compile_plan", "network_profile"]

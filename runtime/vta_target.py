@@ -1,22 +1,13 @@
-"""Whole quantized networks on the accelerator (``--target vta``), with host fallback.
+"""Whole quantized networks on the accelerator (``--target vta``): a compiled network
+(:func:`compiler.model.vta.compile_network`: quantized, partitioned, every accelerator group
+compiled, one DRAM image planned, the host groups compiled) that runs.
 
-A float model is quantized to int8 (:func:`compiler.quantize.quantize_graph`, calibrated on the
-given data or on the input itself), partitioned (:func:`compiler.partition.partition_graph`)
-and every accelerator group (conv2d or dense with its per-channel requantization and a fused
-``qadd``; a max pool; a global sum pool with its requantization; a standalone relu or clip; a
-``qadd`` of its own) is compiled to one program
-for the config; the programs are laid out in one DRAM image for the network
-(:mod:`compiler.targets.vta.link`, the linker), where consecutive accelerator groups hand
-activations over in the
-packed layout. Running the network walks the graph in order: an accelerator group runs its
-program over the image on the simulator (``vta_sim``) or the RTL; the host nodes between
-accelerator groups run as host groups compiled once, at compile time, with the CPU backend
-(:mod:`runtime.host_groups`; a node without a CPU compute runs in the numpy reference executor,
-and the per-layer table says ``host (reference)`` and why) and write what an accelerator group
-reads into the image. The result is bit for bit the quantized graph's integer reference.
-A group whose accelerator compile fails all the same (a :class:`compiler.errors.CompilerError`)
-is not a failed model: the graph is partitioned again with that group's nodes on the host (rule
-``compile-failed``, the error as the reason; :func:`compile_partition`).
+Running the network walks its plan (:mod:`runtime.vta_plan`) in order: an accelerator group runs
+its program over the image on the simulator (``vta_sim``) or the RTL; the host groups between
+accelerator groups run their CPU kernels (a node without a CPU compute runs in the numpy
+reference executor, and the per-layer table says ``host (reference)`` and why) and write what an
+accelerator group reads into the image. The result is bit for bit the quantized graph's integer
+reference.
 
 Each accelerator group gives a :class:`LayerRecord`: cycles, GEMM utilization, the fraction of
 two rooflines reached (GEMM and DRAM only; and one that also counts the ALU work of the
@@ -43,40 +34,27 @@ Example:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
-from compiler.cache import CompileCache
-from compiler.errors import CompilerError
 from compiler.graph import Graph, evaluate
 from compiler.graph.reference import check_feeds
-from compiler.partition import AccelGroup, Partition, partition_graph
-from compiler.quantize import fp32_fallbacks, parse_sensitivity
-from compiler.targets.vta.link import NetworkDram, plan_network_dram
+from compiler.model.vta import CompiledNetwork
+from compiler.model.vta import compile_network as build_network
+from compiler.partition import AccelGroup
 from compiler.targets.vta.ops import (
     ELEMENTWISE,
-    group_epilogue,
     input_fold,
     pool_load_pads,
     pool_padding,
 )
-from compiler.targets.vta.ops import compile_group as compile_template
-from compiler.topi.vta.packing import (
-    pack_nchw,
-    pack_nchw_out,
-    pack_rows,
-)
-from compiler.topi.vta.qnn import (
-    QLayer,
-)
-from isa import HwConfig, load_config
+from compiler.topi.vta.packing import pack_nchw, pack_nchw_out, pack_rows
+from compiler.topi.vta.qnn import QLayer
+from isa import HwConfig
 from runtime.errors import SessionError
-from runtime.group_compile import compile_groups, quantize_cached
-from runtime.host_groups import HostGroup, compile_host_groups
 
 
 @dataclass(frozen=True)
@@ -344,28 +322,18 @@ class NetworkRun:
 
 
 @dataclass
-class VtaNetwork:
-    """A quantized graph, its partition and one compiled program per accelerator group."""
+class VtaNetwork(CompiledNetwork):
+    """A compiled network (:class:`compiler.model.vta.CompiledNetwork`) that runs: on the
+    simulator or the RTL, through its plan."""
 
-    graph: Graph
-    partition: Partition
-    config: HwConfig
-    layers: dict[str, QLayer] = field(default_factory=dict)
-    compile_seconds: float = 0.0
-    #: the whole network's DRAM image (made on the first run)
-    dram_plan: NetworkDram | None = None
-    #: the host nodes, cut into groups compiled with the CPU backend (made on the first run
-    #: when the network was not built by :func:`compile_network`)
-    host_groups: list[HostGroup] | None = None
-    #: the quantization scheme, in words (:func:`quantization_scheme`; empty when the graph
-    #: came quantized)
-    scheme: str = ""
     #: the network flattened into steps (:func:`runtime.vta_plan.plan_network`), made on the
     #: first run: the one runner of a compiled network, here and in sessions and artifacts
     plan: Any = field(default=None, repr=False, compare=False)
-    #: the tuning records the groups compiled with (:class:`runtime.vta_tuning.NetworkTuning`:
-    #: which groups were tuned, which fell back and why), or None
-    tuning: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, net: CompiledNetwork) -> VtaNetwork:
+        """``net`` as a network that runs (the same objects, no copy)."""
+        return cls(**{f.name: getattr(net, f.name) for f in fields(CompiledNetwork)})
 
     def reference(self, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         """The quantized graph's integer reference (the numpy executor)."""
@@ -514,255 +482,21 @@ def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerR
     return run_record(static_record(group, layer, cfg), res)
 
 
-def compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any = None) -> QLayer:
-    """One accelerator program for ``group``; a conv2d / dense group with ``knobs`` (a tuning
-    record's, :func:`runtime.vta_tuning.choose_knobs`; None: the heuristic's). Knobs that fail
-    to compile leave the group to the heuristic's, the reason in the layer's ``fallback``."""
-    if knobs is None:
-        return compile_template(group, cfg, None)
-    try:
-        return compile_template(group, cfg, knobs)
-    except CompilerError as e:
-        layer = compile_template(group, cfg, None)
-        return replace(layer, fallback=f"the record's knobs fail to compile: {e}")
-
-
-def _compile_with(knobs: Mapping[str, Any], group: AccelGroup, cfg: HwConfig) -> QLayer:
-    """:func:`compile_group` with the knobs chosen for ``group`` by name (picklable as a
-    ``partial`` for worker processes)."""
-    return compile_group(group, cfg, knobs.get(group.name))
-
-
-def compile_tuned_groups(
-    groups: Sequence[AccelGroup], cfg: HwConfig, tuning: Any, *, jobs: int = 1,
-    cache: CompileCache | None = None, progress: bool | None = False, name: str = "",
-    failed: dict[str, CompilerError] | None = None,
-) -> dict[str, QLayer]:  # fmt: skip
-    """Every group compiled (:func:`runtime.group_compile.compile_groups`: ``jobs`` processes,
-    ``cache``), a conv2d / dense group with the knobs of ``tuning``'s best record for it. The
-    knobs are chosen here, before any compile, and are part of each group's cache key; what
-    each group took (tuned, or the heuristic's and why) is noted in ``tuning`` afterwards, so
-    the notes are the same whether a group was compiled here, in a worker or read from the
-    cache. ``failed``: where the groups whose compile fails (the heuristic's too, after a
-    record's knobs failed) are recorded with their error instead of raising it; they are
-    missing from the result and noted nowhere in ``tuning`` (the partition says why)."""
-    from functools import partial
-
-    from runtime.vta_tuning import choose_knobs
-
-    if tuning is None:
-        return compile_groups(groups, cfg, jobs=jobs, cache=cache, progress=progress, name=name,
-                              failed=failed)  # fmt: skip
-    chosen: dict[str, Any] = {}
-    reasons: dict[str, str] = {}
-    for group in groups:
-        chosen[group.name], reasons[group.name] = choose_knobs(group, cfg, tuning)
-    layers = compile_groups(groups, cfg, jobs=jobs, cache=cache,
-                            compile_one=partial(_compile_with, chosen),
-                            extra=lambda g: chosen[g.name], progress=progress,
-                            name=name, failed=failed)  # fmt: skip
-    for group in groups:
-        if group.name not in layers:  # its compile failed: recorded in ``failed``
-            continue
-        knobs, layer = chosen[group.name], layers[group.name]
-        if knobs is None:
-            if reasons[group.name]:
-                tuning.fall_back(group.name, reasons[group.name])
-        elif layer.fallback:
-            tuning.fall_back(group.name, layer.fallback)
-        else:
-            tuning.use(group.name, knobs)
-    return layers
-
-
-def compile_network_host_groups(graph: Graph, partition: Partition) -> list[HostGroup]:
-    """The host nodes of ``partition`` cut into host groups (consecutive host nodes between
-    accelerator groups), each compiled once with the CPU backend
-    (:func:`runtime.host_groups.compile_host_groups`).
-
-    Example:
-        >>> from compiler.graph import TensorType, Var
-        >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
-        >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
-        >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
-        >>> net = compile_network(g, calibration={"x": np.ones((1, 3, 6, 6), np.float32)})
-        >>> [h.how for h in compile_network_host_groups(net.graph, net.partition)]
-        ['host (compiled, group x.quantize)', 'host (compiled, group conv.dequantize)']
-    """
-    in_group = {id(n) for g in partition.groups for n in g.nodes}
-    return compile_host_groups(graph.nodes, graph.outputs, lambda n: id(n) not in in_group)
-
-
-def quantization_scheme(
-    calibrator: str, requant: str, sensitivity: str | float | None = None, kept: int = 0
-) -> str:
-    """The int8 scheme a network was quantized with, in words (docs/quantization.md), with the
-    sensitivity check's threshold and the number of nodes it ``kept`` in fp32.
-
-    >>> quantization_scheme("kl", "shift").split(", ")[0]
-    'symmetric int8 activations per tensor (KL-divergence calibration)'
-    >>> quantization_scheme("percentile", "vta").split("), ")[1].split(", ")[0]
-    'symmetric int8 weights with one power-of-two scale per tensor'
-    >>> quantization_scheme("kl", "shift", 0.05, 2).split("; ")[1]
-    '2 nodes kept fp32 (own int8 error over 0.05, relative RMS against fp32)'
-    """
-    threshold = parse_sensitivity(sensitivity)
-    if threshold is None:
-        check = "; sensitivity check off: every node int8"
-    else:
-        nodes = "node" if kept == 1 else "nodes"
-        check = (
-            f"; {kept} {nodes} kept fp32 (own int8 error over {threshold:g}, relative RMS "
-            "against fp32)"
-        )
-    calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence"}
-    acts = f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} calibration"
-    if requant == "vta":
-        return (
-            f"{acts}, scales snapped up to powers of two), symmetric int8 weights with one "
-            "power-of-two scale per tensor, int32 bias and accumulation, requantization by one "
-            f"shift per layer on the ALU (VTA's scheme){check}"
-        )
-    how = (
-        "15-bit multiplier and shift"
-        if requant == "multiplier"
-        else "power-of-two shift (weight scales snapped)"
-    )
-    return (
-        f"{acts}), symmetric int8 weights per output channel, int32 bias and accumulation, "
-        f"requantization by {how} on the ALU{check}"
-    )
-
-
-def quantize_partition(
-    graph: Graph,
-    cfg: HwConfig,
-    *,
-    calibration: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
-    calibrator: str = "percentile",
-    requant: str = "multiplier",
-    cache: CompileCache | None = None,
-    sensitivity: str | float | None = None,
-) -> tuple[Graph, Partition, bool]:
-    """The int8 graph (``graph`` quantized on ``calibration`` unless it already is), its
-    partition for ``cfg``, and whether ``graph`` was int8 already: the first half of
-    :func:`compile_network`, which the tuner's task extraction shares. ``sensitivity``: the
-    threshold over which a node's int8 error keeps it fp32 on the host
-    (:mod:`compiler.quantize.sensitivity`; None: the default, ``"off"``: none)."""
-    quantized = any(n.op == "quantize" for n in graph.nodes)
-    if not quantized:
-        if calibration is None:
-            raise SessionError(f"graph {graph.name}: a float graph needs calibration data")
-        batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
-        graph = quantize_cached(graph, batches, calibrator=calibrator, requant=requant,
-                                cache=cache, sensitivity=sensitivity)  # fmt: skip
-    return graph, partition_graph(graph, cfg), quantized
-
-
-def compile_failure(error: CompilerError) -> str:
-    """The ``compile-failed`` placement's reason for a group whose compile raised ``error``:
-    one line (the error's first).
-
-    >>> from compiler.errors import ScheduleError
-    >>> compile_failure(ScheduleError("conv2d: no tiling fits\\nmore"))
-    'the accelerator compile failed: conv2d: no tiling fits'
-    """
-    lines = str(error).strip().splitlines()
-    return f"the accelerator compile failed: {lines[0] if lines else type(error).__name__}"
-
-
-def compile_partition(
-    graph: Graph, cfg: HwConfig, part: Partition, tuning: Any = None, *, jobs: int = 1,
-    cache: CompileCache | None = None, progress: bool | None = False,
-) -> tuple[Partition, dict[str, QLayer]]:  # fmt: skip
-    """Compile the accelerator groups of ``part`` (:func:`compile_tuned_groups`); a group whose
-    compile fails with a compiler error goes to the host: ``graph`` is partitioned again with
-    its anchor excluded (rule ``compile-failed``, :func:`compile_failure`'s reason) and the
-    groups left are compiled again. Excluding a group only takes groups away (the ones left
-    are the same nodes under the same names), so the layers already compiled are kept by name
-    and only a round's failures are new; the rounds end within the number of groups. Returns
-    the final partition and its layers."""
-    exclude: dict[str, str] = {}
-    layers: dict[str, QLayer] = {}
-    for _ in range(len(part.groups) + 1):
-        todo = [g for g in part.groups if g.name not in layers]
-        failed: dict[str, CompilerError] = {}
-        compiled = compile_tuned_groups(
-            todo, cfg, tuning, jobs=jobs, cache=cache, progress=progress, name=graph.name,
-            failed=failed,
-        )  # fmt: skip
-        layers.update(compiled)
-        if not failed:
-            break
-        exclude.update({name: compile_failure(e) for name, e in failed.items()})
-        part = partition_graph(graph, cfg, exclude)
-    kept = {g.name for g in part.groups}
-    return part, {name: layer for name, layer in layers.items() if name in kept}
-
-
-def compile_network(
-    graph: Graph,
-    config: str | HwConfig = "default",
-    *,
-    calibration: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
-    calibrator: str = "percentile",
-    requant: str = "multiplier",
-    jobs: int = 1,
-    cache: bool | CompileCache = True,
-    tuning: Any = None,
-    progress: bool | None = False,
-    sensitivity: str | float | None = None,
-) -> VtaNetwork:
-    """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
-
-    ``calibration``: one feed mapping or a list of them (the graph's input shapes); needed for
-    a float graph. ``jobs``: worker processes compiling the accelerator groups (the programs
-    are the same whatever the number). ``cache``: look the quantized graph and the compiled
-    groups up in, and store them into, the compile cache of ``$VTAC_CACHE_DIR``
-    (:mod:`compiler.cache`; ``False``: compile everything; or a
-    :class:`compiler.cache.CompileCache` to use). ``tuning``: a
-    :class:`runtime.vta_tuning.NetworkTuning` (the best records of a tuning log) whose knobs
-    the conv2d / dense groups compile with; it then says which groups were tuned and why the
-    others fell back to the heuristic. ``progress``: a bar of the groups' compiles on stderr
-    (None: on a terminal). ``sensitivity``: see :func:`quantize_partition`.
-    """
-    cfg = load_config(config) if isinstance(config, str) else config
-    t0 = time.perf_counter()
-    store = CompileCache.from_env() if cache is True else cache or None
-    graph, part, quantized = quantize_partition(
-        graph,
-        cfg,
-        calibration=calibration,
-        calibrator=calibrator,
-        requant=requant,
-        cache=store,
-        sensitivity=sensitivity,
-    )
-    part, layers = compile_partition(
-        graph, cfg, part, tuning, jobs=jobs, cache=store, progress=progress
-    )
-    net = VtaNetwork(graph, part, cfg)
-    net.tuning = tuning
-    if not quantized:
-        net.scheme = quantization_scheme(
-            calibrator, requant, sensitivity, len(fp32_fallbacks(graph))
-        )
-    net.layers = layers
-    net.dram_plan = plan_network_dram(net)
-    net.host_groups = compile_network_host_groups(graph, part)
-    net.compile_seconds = time.perf_counter() - t0
-    return net
+def compile_network(graph: Graph, config: str | HwConfig = "default", **options: Any) -> VtaNetwork:
+    """:func:`compiler.model.vta.compile_network` (quantize, partition, compile every group,
+    plan the DRAM image, compile the host groups; the same ``options``), as a network this
+    runtime runs (:class:`VtaNetwork`)."""
+    return VtaNetwork.of(build_network(graph, config, **options))
 
 
 __all__ = [
     "LayerRecord",
     "NetworkRun",
     "VtaNetwork",
-    "compile_failure",
-    "compile_group",
     "compile_network",
-    "compile_network_host_groups",
-    "compile_partition",
-    "group_epilogue",
-    "quantize_partition",
+    "execute_group",
+    "progress_bar",
+    "rtl_device",
+    "run_record",
+    "static_record",
 ]

@@ -79,3 +79,33 @@ def test_runtime_modules_use_only_public_names_of_other_modules():
                 if name.startswith("_") and not name.startswith("__") and target != me:
                     private.append(f"{path.relative_to(ROOT)}:{line} imports {target}.{name}")
     assert not private, private
+
+
+#: The steps of a whole-model build: the runtime reaches them only through ``compiler.model``
+#: (one build for every target), never by calling them itself.
+BUILD_STEPS = {
+    "compiler.quantize": {"quantize_graph"},
+    "compiler.partition": {"partition_graph"},
+    "compiler.partition.partition": {"partition_graph"},
+    "compiler.targets.vta.link": {"plan_network_dram"},
+    "compiler.targets.vta.ops": {"compile_group"},
+    "compiler.model.host_groups": {"compile_host_groups"},
+    "compiler.model.group_compile": {"compile_groups", "quantize_cached"},
+}
+
+
+def test_the_runtime_builds_models_only_through_compiler_model():
+    wrong = []
+    for path in _sources("runtime"):
+        for line, target, names in _imports(path):
+            for name in set(names) & BUILD_STEPS.get(target, set()):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}.{name}")
+    assert not wrong, wrong
+
+
+def test_the_runtime_holds_no_model_build_module():
+    """The modules of the whole-model build live in ``compiler.model``; none is back in
+    ``runtime`` under its old name."""
+    old = ("graph_compile", "host_groups", "group_compile", "vta_tuning", "program")
+    back = [name for name in old if (ROOT / "runtime" / f"{name}.py").exists()]
+    assert not back, back

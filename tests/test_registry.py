@@ -128,7 +128,7 @@ def _int8_cases():
 
 
 def test_the_int8_operators_compile_for_the_host_bit_exact():
-    from runtime.host_groups import compile_host_groups, run_host_group
+    from compiler.model.host_groups import compile_host_groups, run_host_group
 
     nodes, x, g = _int8_cases()
     rng = np.random.default_rng(0)
@@ -151,7 +151,7 @@ def test_the_heuristics_schedules_are_points_of_the_tuners_space(preset):
     point of the space of the group's registered template."""
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
-    from runtime.vta_target import compile_group, quantize_partition
+    from compiler.model.vta import compile_group, quantize_partition
 
     cfg = isa.load_config(preset)
     graph = from_onnx(load_zoo("resnet18", image_size=32))

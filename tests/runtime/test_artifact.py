@@ -9,6 +9,14 @@ import pytest
 
 from compiler import te
 from compiler.build import build
+from compiler.model.program import (
+    KernelArg,
+    KernelSpec,
+    MemoryStats,
+    Placement,
+    Program,
+    TensorSpec,
+)
 from compiler.schedule import create_schedule
 from runtime.artifact import (
     ARTIFACT_KINDS,
@@ -20,14 +28,6 @@ from runtime.artifact import (
 )
 from runtime.errors import ArtifactError, SessionError
 from runtime.executor import Executor
-from runtime.program import (
-    KernelArg,
-    KernelSpec,
-    MemoryStats,
-    Placement,
-    Program,
-    TensorSpec,
-)
 
 
 def _kernel(name, fn, tensors, ops):

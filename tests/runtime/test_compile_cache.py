@@ -1,5 +1,5 @@
 """The compile cache (:mod:`compiler.cache`) and the group compile around it
-(:mod:`runtime.group_compile`): a hit gives the program a compile gives, byte for byte; a
+(:mod:`compiler.model.group_compile`): a hit gives the program a compile gives, byte for byte; a
 changed workload, weight, knob, config or compiler version misses; a corrupt entry is compiled
 again and rewritten; ``jobs`` workers give the serial programs."""
 
@@ -12,15 +12,16 @@ import zipfile
 import numpy as np
 import pytest
 
+import compiler.model.group_compile as group_compile
 import isa
-import runtime.group_compile as group_compile
 from compiler.cache import CompileCache, cache_root, fingerprint
+from compiler.errors import ModelError
 from compiler.graph import Constant, Graph, Node, TensorType, Var
+from compiler.model.vta import compile_group
 from compiler.partition import partition_graph
 from compiler.quantize import quantize_graph
 from runtime.cli import main
-from runtime.errors import SessionError
-from runtime.vta_target import compile_group, compile_network
+from runtime.vta_target import compile_network
 
 
 def _graph(nudge: float = 0.0) -> Graph:
@@ -178,7 +179,7 @@ def test_jobs_give_the_serial_programs(tmp_path):
     net = compile_network(_graph(), calibration=FEED, jobs=2, cache=cache)
     assert _programs(net.layers) == _programs(serial)
     assert cache.misses == 1 + len(serial)  # the quantized graph and every group
-    with pytest.raises(SessionError, match="--jobs 0"):
+    with pytest.raises(ModelError, match="--jobs 0"):
         compile_network(_graph(), calibration=FEED, jobs=0)
 
 
@@ -211,7 +212,7 @@ def test_the_suite_never_writes_the_users_cache():
     assert root is not None and "vtac-test-cache-" in os.fspath(root)
 
 
-@pytest.mark.parametrize("name", ["compiler.cache", "runtime.group_compile"])
+@pytest.mark.parametrize("name", ["compiler.cache", "compiler.model.group_compile"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

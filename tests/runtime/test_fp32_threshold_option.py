@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from compiler.model.vta import quantization_scheme
 from runtime.cli import main
 from runtime.errors import SessionError
 from runtime.session import InferenceSession
-from runtime.vta_target import quantization_scheme
 
 
 def test_vtac_graph_names_the_fp32_nodes_with_their_error(capsys):

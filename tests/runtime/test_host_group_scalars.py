@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from compiler.graph import Constant, Graph, Node, TensorType, Var
-from runtime.host_groups import compile_host_groups, run_host_group
+from compiler.model.host_groups import compile_host_groups, run_host_group
 
 
 def test_scalar_constant_operand_keeps_its_shape() -> None:

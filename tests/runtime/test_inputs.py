@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from compiler.model.program import TensorSpec
 from runtime.errors import FeedError
 from runtime.inputs import (
     PREPROCESS,
@@ -17,7 +18,6 @@ from runtime.inputs import (
     parse_resize,
     read_inputs,
 )
-from runtime.program import TensorSpec
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)

@@ -7,12 +7,10 @@ import pytest
 
 MODULES = [
     "runtime.errors",
-    "runtime.program",
     "runtime.profile",
     "runtime.executor",
     "runtime.artifact",
     "runtime.session",
-    "runtime.graph_compile",
     "runtime.model_cli",
     "runtime.inputs",
 ]

@@ -9,12 +9,12 @@ ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed
 pytest.importorskip("xgboost", reason="the tune extra is not installed")
 
 from compiler.frontend.zoo import digits_test, load_zoo  # noqa: E402
+from compiler.model.cpu import optimize  # noqa: E402
 from compiler.tune.extract import extract_tasks  # noqa: E402
 from compiler.tune.measure import MeasureResult  # noqa: E402
 from compiler.tune.records import Record, RecordLog  # noqa: E402
 from runtime.cli import main  # noqa: E402
 from runtime.errors import SessionError  # noqa: E402
-from runtime.graph_compile import optimize  # noqa: E402
 from runtime.session import InferenceSession  # noqa: E402
 
 

@@ -11,12 +11,12 @@ compiled on the default config, where every group compiles, gives the bits to co
 import numpy as np
 import pytest
 
+import compiler.model.group_compile as group_compile
 import isa
-import runtime.group_compile as group_compile
 from compiler.errors import ScheduleError
 from compiler.graph import Constant, Graph, Node, TensorType, Var
+from compiler.model.group_compile import compile_groups
 from compiler.partition import partition_graph
-from runtime.group_compile import compile_groups
 from runtime.vta_target import compile_network
 
 #: a config that the partition's limits do not tell apart from the default for these layers
@@ -132,7 +132,7 @@ def test_compile_groups_raises_or_records_a_group_failure(quantized, jobs):
 def test_an_error_that_is_not_the_compilers_still_surfaces(quantized, jobs, monkeypatch):
     """A bug in a group's compile (here a RuntimeError raised for group c3) is not a fallback:
     it propagates, from a worker too."""
-    from runtime.vta_target import compile_group
+    from compiler.model.vta import compile_group
 
     def buggy(group, cfg):
         if group.name == "c3":
@@ -151,7 +151,7 @@ def test_with_tuning_a_heuristic_compile_that_fails_falls_back_to_the_host(
     """A tuning without a record for these groups: each compiles with the heuristic's knobs,
     and the one whose heuristic compile fails goes to the host, noted in the partition, not
     in the tuning's notes."""
-    from runtime.vta_tuning import NetworkTuning
+    from compiler.model.tuning import NetworkTuning
 
     tuning = NetworkTuning(SMALL_INP, {})
     net = compile_network(quantized, SMALL_INP, tuning=tuning, jobs=jobs, cache=False)
@@ -215,20 +215,20 @@ def test_a_dense_group_that_fails_runs_on_the_host_bit_exact(monkeypatch, jobs):
     smallest tile is one entry of each buffer), so group ``fc2`` alone is made to fail: its
     compile raises the ScheduleError a tiling that fits nothing raises. The dense with its
     bias, requantize and fused qadd then runs on the host, bit for bit the accelerator's."""
-    import runtime.vta_target as vta_target
+    import compiler.model.vta as vta_build
 
     rng = np.random.default_rng(8)
     feeds = [{"x": rng.normal(size=(1, 32)).astype(np.float32)} for _ in range(3)]
     graph = compile_network(_dense_graph(), "default", calibration=feeds[0], cache=False).graph
     healthy = compile_network(graph, "default", cache=False)
-    compile_group = vta_target.compile_group
+    compile_group = vta_build.compile_group
 
     def fc2_fails(group, cfg, knobs=None):
         if group.name == "fc2":
             raise ScheduleError(f"dense: no tiling of group {group.name} fits {cfg.name}")
         return compile_group(group, cfg, knobs)
 
-    monkeypatch.setattr(vta_target, "compile_group", fc2_fails)
+    monkeypatch.setattr(vta_build, "compile_group", fc2_fails)
     net = compile_network(graph, "default", jobs=jobs, cache=False)
     failed = [p for p in net.partition.placements if p.rule == "compile-failed"]
     assert [p.op for p in failed] == ["dense", "requantize", "qadd"]

@@ -11,8 +11,8 @@ from compiler.frontend.onnx_import import from_onnx
 from compiler.frontend.zoo import load_zoo
 from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
 from compiler.graph.reference import evaluate_op
+from compiler.model.host_groups import compile_host_groups, run_host_group, split_runs
 from compiler.strategy import StrategyError, compute, schedule
-from runtime.host_groups import compile_host_groups, run_host_group, split_runs
 from runtime.vta_target import compile_network
 
 

@@ -272,7 +272,7 @@ def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
     ],
 )
 def test_first_layer_folded_into_channels_is_bit_exact(config, in_c, k, stride, kind, kernel_hw):
-    from runtime.vta_target import input_fold
+    from compiler.targets.vta.ops import input_fold
 
     x = Var("x", TensorType((1, in_c, 20, 20), "float32", "NCHW"))
     rng = np.random.default_rng(6)

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from compiler.model.vta import quantization_scheme
 from runtime.cli import main
 from runtime.errors import SessionError
 from runtime.session import InferenceSession
-from runtime.vta_target import quantization_scheme
 
 
 def test_vtac_run_with_vta_requantization_reports_the_scheme(capsys):

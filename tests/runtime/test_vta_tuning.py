@@ -5,15 +5,15 @@ their reason, the artifact keeping each group's knobs, and the CLI."""
 import numpy as np
 import pytest
 
+from compiler.errors import ModelError
 from compiler.frontend.onnx_import import from_onnx
 from compiler.frontend.zoo import load_zoo
+from compiler.model.tuning import extract_network_tasks, load_network_tuning
 from compiler.tune import conv2d_task
 from compiler.tune.measure import MeasureResult
 from compiler.tune.records import Record, RecordLog
 from runtime.cli import main
-from runtime.errors import SessionError
 from runtime.session import InferenceSession
-from runtime.vta_tuning import extract_network_tasks, load_network_tuning
 
 CFG = "vta-1x16x16"
 
@@ -103,7 +103,7 @@ def test_logs_of_other_targets_or_configs(tmp_path):
     cpu = tmp_path / "cpu.jsonl"
     t = cpu_task("dense", batch=1, in_features=8, out_features=4)
     RecordLog(cpu).append([Record(t, t.default_config(), MeasureResult(1e-6))])
-    with pytest.raises(SessionError, match="records are for target cpu, not vta"):
+    with pytest.raises(ModelError, match="records are for target cpu, not vta"):
         load_network_tuning(cpu, CFG)
     other = tmp_path / "default.jsonl"
     layer = conv2d_task(8, 8, 16, 16, 3, 1, 1, hw="default")

@@ -16,7 +16,7 @@ The plan is static and made once per compiled network (:func:`plan_network_dram`
 * an input that the host produces (a host node's result, the network's quantized input) or
   that needs a host step (the max pool's -128 padding, the first layer's fold) is written by
   the host into the consumer's own input tensor, just before the consumer runs;
-* liveness is over the run order (:class:`runtime.vta_target.VtaNetwork.run` walks the graph's
+* liveness is over the run order (:meth:`runtime.vta_target.VtaNetwork.run` walks the graph's
   nodes; an accelerator group runs at its anchor): an output is live from its group's step to
   the last step that reads it (an accelerator group reading it in place or by a host step, a
   host node, or the end for a graph output); an input the host writes lives at its group's
@@ -35,7 +35,7 @@ share a byte and that no tensor overlaps the static part.
 Example:
     >>> import numpy as np
     >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
-    >>> from runtime.vta_target import compile_network
+    >>> from compiler.model.vta import compile_network
     >>> x = Var("x", TensorType((1, 4, 6, 6), "float32", "NCHW"))
     >>> w1 = Constant(np.ones((4, 4, 3, 3), np.float32), name="w1")
     >>> w2 = Constant(np.ones((4, 4, 3, 3), np.float32), name="w2")
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from compiler.topi.vta.qnn import QLayer
 
 
-class VtaNetwork(Protocol):
+class LinkedNetwork(Protocol):
     """What the linker reads of a compiled network: its int8 graph, the partition, the
     config and every accelerator group's compiled layer (by group name)."""
 
@@ -316,8 +316,8 @@ def _relocate_code(prog: Program, segs: Sequence[Segment]) -> np.ndarray:
     return code
 
 
-def run_steps(net: VtaNetwork) -> tuple[dict[int, int], int]:
-    """The step of every node (by ``id``) in the order :meth:`VtaNetwork.run` executes them,
+def run_steps(net: LinkedNetwork) -> tuple[dict[int, int], int]:
+    """The step of every node (by ``id``) in the order a run of the network executes them,
     its index in the graph's order (every node of an accelerator group at its anchor's), and
     the step after the last (when the graph's outputs are read)."""
     nodes = net.graph.nodes
@@ -329,7 +329,7 @@ def run_steps(net: VtaNetwork) -> tuple[dict[int, int], int]:
     return step, len(nodes)
 
 
-def _inputs_in_place(net: VtaNetwork, progs: dict[str, Program]) -> dict[str, dict[str, str]]:
+def _inputs_in_place(net: LinkedNetwork, progs: dict[str, Program]) -> dict[str, dict[str, str]]:
     """Per group: its inputs read in place, each with the group that produces it."""
     from compiler.targets.vta.ops import host_prepares
 
@@ -366,7 +366,7 @@ def _static_pieces(prog: Program, activation: set[str]) -> list[tuple[int, int]]
     return pieces
 
 
-def plan_network_dram(net: VtaNetwork) -> NetworkDram:
+def plan_network_dram(net: LinkedNetwork) -> NetworkDram:
     """Lay every group of ``net`` out in one image (see the module docstring)."""
     cfg = net.config
     unit = grain(cfg)

@@ -10,9 +10,9 @@ from onnx import helper
 import isa
 from compiler.frontend.onnx_import import from_onnx
 from compiler.graph.reference import evaluate
+from compiler.model.host_groups import compile_host_groups
 from compiler.partition import partition_graph
 from compiler.quantize import quantize_graph
-from runtime.host_groups import compile_host_groups
 from tests.compiler.frontend.helpers import make_model
 
 NEW_OPS = {

@@ -163,7 +163,7 @@ def test_bad_threshold_is_refused_by_name(bad):
 
 def test_compile_cache_keeps_the_fp32_nodes_and_tells_thresholds_apart(tmp_path):
     from compiler.cache import CompileCache
-    from runtime.group_compile import quantize_cached
+    from compiler.model.group_compile import quantize_cached
 
     cache = CompileCache(tmp_path)
     graph = hard_graph()

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
+from compiler.model.vta import quantization_scheme
 from compiler.quantize import add_alu_program, integer_violations, quantize_graph
 from compiler.quantize.realize import tensor_weight_scale
 from compiler.quantize.requant import add_int
-from runtime.vta_target import compile_network, group_epilogue, quantization_scheme
+from compiler.targets.vta.ops import group_epilogue
+from runtime.vta_target import compile_network
 
 from .test_requant import _run_alu
 

@@ -24,7 +24,7 @@ def test_accelerator_tasks_of_resnet18(resnet18):
 
 
 def test_cpu_tasks_and_apply_best_per_group(resnet18):
-    from runtime.graph_compile import optimize
+    from compiler.model.cpu import optimize
 
     graph = optimize(resnet18)
     found = extract_tasks(graph, target="cpu")
@@ -51,8 +51,8 @@ def test_cpu_tasks_of_depthwise_convolutions():
 
     from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
     from compiler.graph.pipeline import graph_pipeline, run_pipeline
+    from compiler.model.cpu import CPU_BLOCK_C
     from compiler.tune.extract import cpu_task_of_node
-    from runtime.graph_compile import CPU_BLOCK_C
 
     nodes = []
     for c in (32, 24):

@@ -7,7 +7,7 @@ each with at most one reduction (softmax, a pool) as its anchor. Every group is 
 tensor expressions (``compiler.strategy.compute`` per node, placeholders for its inputs,
 constants included), scheduled with ``compiler.strategy.schedule`` and built with
 ``compiler.build.build(..., target="cpu")``, as the fp32 runtime builds its fused groups
-(:func:`runtime.graph_compile.build_group`).
+(:func:`compiler.model.cpu.build_group`).
 
 The integer operators left on the host (``requantize`` of a host value, a ``qadd`` that could
 not be fused) compile like the others, bit for bit against the reference executor's integer

@@ -5,13 +5,13 @@ through the same cache (:func:`quantize_cached`): its key is the float graph (st
 attributes, every constant's bytes), the calibration batches, the calibrator, the requantization
 mode and the compiler's source.
 
-A group's key is everything :func:`runtime.vta_target.compile_group` reads: the group's name
+A group's key is everything :func:`compiler.model.vta.compile_group` reads: the group's name
 and kind; per node its op, attributes and output type; per input either which node of the group
 feeds it, the type of an outside value, or a constant's dtype, shape and bytes (so weights,
 bias and requantization parameters are part of the key and the cached program carries its
 packed parameters); whether a padded max pool's input is known non-negative (read from the
 producers outside the group); the config; ``extra`` (for instance the knobs a tuning log
-picks); and the source of the compiler and of this runtime's group compile
+picks); and the source of the compiler (this module included) and of ``isa``
 (:func:`compiler.cache.source_version`). The cached value is the whole
 :class:`compiler.topi.vta.qnn.QLayer` (program, packed parameters, knobs, figures), pickled
 into a checksummed entry.
@@ -30,7 +30,7 @@ serial compile.
 Example:
     >>> import numpy as np
     >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
-    >>> from runtime.vta_target import compile_network
+    >>> from compiler.model.vta import compile_network
     >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
     >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
     >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
@@ -51,16 +51,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from compiler.cache import CompileCache, fingerprint, source_version
-from compiler.errors import CompilerError
+from compiler.errors import CompilerError, ModelError
 from compiler.graph import Constant, Graph
 from compiler.graph.ir import Attrs
 from compiler.partition import AccelGroup
 from compiler.topi.vta.qnn import QLayer
 from isa import HwConfig
-from runtime.errors import SessionError
 
 #: The modules whose source decides a group's program (a change to any makes new keys).
-VERSION_MODULES = ("compiler", "isa", "runtime.vta_target", "runtime.group_compile")
+VERSION_MODULES = ("compiler", "isa")
 
 #: compile_one(group, cfg) -> QLayer
 GroupCompiler = Callable[[AccelGroup, HwConfig], QLayer]
@@ -180,7 +179,7 @@ copyreg.pickle(Attrs, _attrs_reduce)
 
 
 def _default_compiler() -> GroupCompiler:
-    from runtime.vta_target import compile_group
+    from compiler.model.vta import compile_group
 
     return compile_group
 
@@ -234,7 +233,7 @@ def compile_groups(
 
     ``jobs``: worker processes for the groups the cache does not hold (1: this process).
     ``cache``: where compiled groups are looked up and stored (None: no cache).
-    ``compile_one``: the group compiler (default :func:`runtime.vta_target.compile_group`).
+    ``compile_one``: the group compiler (default :func:`compiler.model.vta.compile_group`).
     ``extra``: per group, more of its key (what ``compile_one`` reads beyond the group and
     the config, such as the knobs a tuning log gives it). ``progress``: a bar of the groups on
     stderr (None: on a terminal), named after the network ``name``. ``failed``: where a
@@ -242,7 +241,7 @@ def compile_groups(
     the result, and nothing is cached for it); None: the first such error is raised.
     """
     if jobs < 1:
-        raise SessionError(f"--jobs {jobs}: the number of worker processes must be at least 1")
+        raise ModelError(f"--jobs {jobs}: the number of worker processes must be at least 1")
     compile_one = compile_one or _default_compiler()
     layers: dict[str, QLayer | None] = {}
     keys: dict[str, str] = {}
@@ -259,7 +258,7 @@ def compile_groups(
         layers[group.name] = layer
         if layer is None:
             todo.append(k)
-    from runtime.graph_compile import compile_progress_bar
+    from compiler.model.cpu import compile_progress_bar
 
     bar = compile_progress_bar(len(groups), name or "groups", progress) if todo else None
     if bar is not None:

@@ -3,8 +3,8 @@ tuned knobs each group compiles with.
 
 A network on ``--target vta`` compiles every conv2d / dense group (the GEMM with its bias,
 requantization, clip and fused ``qadd``) through ``compile_qconv2d`` / ``compile_qdense``. The
-model is quantized and partitioned as :func:`runtime.vta_target.compile_network` does it
-(:func:`~runtime.vta_target.quantize_partition`), and each such group gives a task
+model is quantized and partitioned as :func:`compiler.model.vta.compile_network` does it
+(:func:`~compiler.model.vta.quantize_partition`), and each such group gives a task
 (:func:`group_task`): the shapes the template compiles (a first layer run over folded channels
 with its folded shapes), stride, padding, depthwise, residual and the structure of its
 epilogue's ALU steps (:mod:`compiler.tune.quantized`); groups sharing one are one task of that
@@ -31,13 +31,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.errors import ModelError
+from compiler.model.program import TensorSpec
 from compiler.partition import AccelGroup
 from compiler.registry import lookup
 from compiler.tune.extract import Extracted
 from compiler.tune.records import Record, best_records, load_records
 from compiler.tune.task import Task, hw_config, hw_spec
 from isa import HwConfig, load_config
-from runtime.errors import SessionError
 
 
 def group_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
@@ -86,14 +87,12 @@ def extract_network_tasks(
     ``--calibrate``; the epilogue's structure rarely depends on the scales), with ``requant``
     and the fp32 ``sensitivity`` threshold a compile will use (they decide the groups and their
     epilogues)."""
-    from runtime.vta_session import calibration_feeds
-    from runtime.vta_target import quantize_partition
+    from compiler.model.calibration import calibration_feeds
+    from compiler.model.vta import quantize_partition
 
     # a preset's name, or a config as JSON (what `vtac explore` sweeps)
     cfg = hw_config(config) if isinstance(config, str) else config
     if calibration is None and not any(n.op == "quantize" for n in graph.nodes):
-        from runtime.program import TensorSpec
-
         specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
         calibration = calibration_feeds(specs, None)
     _, part, _ = quantize_partition(
@@ -156,14 +155,14 @@ def load_network_tuning(
     where = os.fspath(log) if isinstance(log, (str, os.PathLike)) else "the records"
     if isinstance(log, (str, os.PathLike)):
         if not os.path.exists(log):
-            raise SessionError(f"tuning log {where}: no such file")
+            raise ModelError(f"tuning log {where}: no such file")
         records = load_records(os.fspath(log))
     else:
         records = list(log)
     hw = hw_spec(cfg)
     targets = sorted({r.task.target for r in records})
     if records and "vta" not in targets:
-        raise SessionError(
+        raise ModelError(
             f"tuning log {where}: its records are for target {', '.join(targets)}, not vta "
             "(tune with --target vta)"
         )
@@ -199,7 +198,7 @@ def choose_knobs(
     if tuning is None or group.kind not in ("conv2d", "dense"):
         return None, ""
     if tuning.config != cfg:
-        raise SessionError(
+        raise ModelError(
             f"the tuning log was read for {tuning.config.name}; group {group.name} compiles for "
             f"{cfg.name}"
         )

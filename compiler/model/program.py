@@ -1,6 +1,6 @@
 """What a compiled model is at run time: the kernels in order, where every tensor lives, the
 constants and the arena size. The executor runs a :class:`Program`; the artifact format stores
-one; the graph compiler (``runtime/graph_compile.py``) produces one from an optimized graph.
+one; the graph compiler (``compiler/model/cpu.py``) produces one from an optimized graph.
 
 A tensor lives in one of four places (:class:`Placement`):
 

@@ -1,4 +1,4 @@
-"""From an ONNX model to a :class:`~runtime.program.Program`: import, graph passes, and one
+"""From an ONNX model to a :class:`~compiler.model.program.Program`: import, graph passes, and one
 compiled kernel per fused group.
 
 :func:`optimize` imports the model into the graph IR and runs the graph pipeline for the CPU
@@ -28,9 +28,8 @@ import sys
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from compiler.errors import CompilerError
-from runtime.errors import SessionError
-from runtime.program import (
+from compiler.errors import CompilerError, ModelError
+from compiler.model.program import (
     KernelArg,
     KernelSpec,
     MemoryStats,
@@ -75,7 +74,7 @@ def _signature(group: Any) -> Hashable:
     for j, node in enumerate(group.nodes):
         missing = [k for k, v in enumerate(node.inputs) if id(v) not in pos]
         if missing:
-            raise SessionError(
+            raise ModelError(
                 f"group {_group_name(group)}: node {node.label!r} input {missing[0]} is neither "
                 "a group input nor an earlier node of the group"
             )
@@ -149,7 +148,7 @@ def compile_progress_bar(total: int, name: str, progress: bool | None) -> Any:
     try:
         from tqdm import tqdm
     except ImportError:
-        raise SessionError("--progress needs the tqdm package (pip install tqdm)") from None
+        raise ModelError("--progress needs the tqdm package (pip install tqdm)") from None
     return tqdm(total=total, desc=f"compiling {name}", unit="group", file=sys.stderr, leave=False)
 
 
@@ -173,11 +172,11 @@ def compile_graph(
     from compiler.targets.cpu import CpuTarget
 
     if target not in BLOCK_C:
-        raise SessionError(f"unknown target {target!r} (known: {', '.join(BLOCK_C)})")
+        raise ModelError(f"unknown target {target!r} (known: {', '.join(BLOCK_C)})")
     if graph.groups is None or graph.memory_plan is None:
-        raise SessionError(f"graph {graph.name} is not fused and memory-planned")
+        raise ModelError(f"graph {graph.name} is not fused and memory-planned")
     if target == "gpu" and num_threads is not None:
-        raise SessionError("num_threads applies to the cpu target only")
+        raise ModelError("num_threads applies to the cpu target only")
     tgt = CpuTarget(num_threads=num_threads) if target == "cpu" else get_target(target)
     namer = Namer(graph)
     plan = graph.memory_plan
@@ -186,7 +185,7 @@ def compile_graph(
     if output_names is None:
         output_names = tuple(namer(v) for v in outputs)
     if len(output_names) != len(outputs):
-        raise SessionError(
+        raise ModelError(
             f"graph {graph.name}: {len(outputs)} outputs but {len(output_names)} output names"
         )
     out_of: dict[int, str] = {}
@@ -211,7 +210,7 @@ def compile_graph(
         else:
             alloc = plan.get(v)
             if alloc is None:
-                raise SessionError(
+                raise ModelError(
                     f"graph {graph.name}: node {v.label!r} is read across groups but has no "
                     "place in the memory plan"
                 )
