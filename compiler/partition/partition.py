@@ -1,5 +1,11 @@
 """The partition rules: which node of a quantized graph runs where, and why.
 
+The accelerator groups are cut by the grouping walk that ``fuse_ops`` and the host groups share
+(:func:`~compiler.graph.passes.grouping.grow_groups`) under :class:`AcceleratorPolicy`: a node
+that no group takes begins one when it is an anchor the rules below accept; the group's
+``requantize`` and a fused ``qadd`` join it when the walk reaches them. A node in no group runs on
+the host with the rule that refused it.
+
 Rules, tried on each node in topological order (the first that decides wins):
 
 * ``conv2d-group`` / ``depthwise-group`` / ``dense-group``: an int8 ``conv2d`` (NCHW, one group

@@ -2,8 +2,10 @@
 
 Every operator has a pattern kind (:class:`~compiler.graph.ir.PatternKind`): injective
 (elementwise, broadcast, reshape, layout transforms...), reduction (pooling), complex-out-fusable
-(conv2d, dense, matmul) and opaque (softmax, batch norm). Walking the nodes in topological order,
-a node joins the group of one of its producers when TVM's rules allow it:
+(conv2d, dense, matmul) and opaque (softmax, batch norm). The nodes are cut by the grouping walk
+that the partition and the host groups share (:func:`~compiler.graph.passes.grouping.grow_groups`:
+topological order, a group grows at its tail) under :class:`PatternPolicy`: a node joins the
+group of one of its producers when TVM's rules allow it, and begins a group of its own otherwise:
 
 * an injective node joins a group whose tail (its single output so far) it reads and of which it
   is the only reader: elementwise ops after a conv2d/dense/matmul (bias, batch-norm residue,

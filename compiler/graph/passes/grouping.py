@@ -4,7 +4,7 @@ The compiler cuts graphs in three places: operator fusion for the CPU and GPU
 (:func:`~compiler.graph.passes.fuse_ops.fuse_ops`, by pattern kind), the accelerator groups of
 the partition (:func:`~compiler.partition.partition_graph`: an anchor the registry's ``fits``
 accepts, its requantize, maybe a residual ``qadd``) and the host groups between them
-(:func:`runtime.host_groups.split_runs`). They differ only in what may join what, so they share
+(``split_runs``). They differ only in what may join what, so they share
 this walk and each brings a :class:`GroupPolicy`:
 
 * the nodes are visited once, in topological order; a group only ever grows at its tail (its
