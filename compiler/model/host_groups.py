@@ -85,7 +85,9 @@ def _is_reduction(node: Node) -> bool:
 
 def split_runs(nodes: Sequence[Node], host: Callable[[Node], bool]) -> list[list[Node]]:
     """Runs of consecutive nodes (in ``nodes``' order) for which ``host`` holds, cut before a
-    second reduction so each run has at most one anchor.
+    second reduction so each run has at most one anchor: the groups
+    :func:`~compiler.graph.passes.grouping.grow_groups` cuts under the host's policy (a node
+    joins the run of the node just before it).
 
     Example:
         >>> from compiler.graph import Node, TensorType, Var
@@ -94,23 +96,23 @@ def split_runs(nodes: Sequence[Node], host: Callable[[Node], bool]) -> list[list
         >>> [[n.name for n in r] for r in split_runs([a, b], lambda n: n is not a)]
         [['b']]
     """
-    runs: list[list[Node]] = []
-    current: list[Node] = []
-    reductions = 0
-    for node in nodes:
-        if not host(node):
-            if current:
-                runs.append(current)
-            current, reductions = [], 0
-            continue
-        if _is_reduction(node) and reductions:
-            runs.append(current)
-            current, reductions = [], 0
-        current.append(node)
-        reductions += _is_reduction(node)
-    if current:
-        runs.append(current)
-    return runs
+    from compiler.graph.passes.grouping import Grown, Walk, grow_groups
+
+    class HostPolicy:
+        def starts(self, node: Node) -> bool:
+            return host(node)
+
+        def is_anchor(self, node: Node) -> bool:
+            return _is_reduction(node)
+
+        def may_fuse(self, run: Grown, node: Node, walk: Walk) -> bool:
+            adjacent = run.last == walk.position - 1
+            return adjacent and host(node) and not (_is_reduction(node) and run.anchor is not None)
+
+        def rank(self, run: Grown) -> int:
+            return 0
+
+    return [run.nodes for run in grow_groups(nodes, HostPolicy())]
 
 
 def _boundary(

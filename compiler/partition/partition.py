@@ -1,5 +1,11 @@
 """The partition rules: which node of a quantized graph runs where, and why.
 
+The accelerator groups are cut by the grouping walk that ``fuse_ops`` and the host groups share
+(:func:`~compiler.graph.passes.grouping.grow_groups`) under :class:`AcceleratorPolicy`: a node
+that no group takes begins one when it is an anchor the rules below accept; the group's
+``requantize`` and a fused ``qadd`` join it when the walk reaches them. A node in no group runs on
+the host with the rule that refused it.
+
 Rules, tried on each node in topological order (the first that decides wins):
 
 * ``conv2d-group`` / ``depthwise-group`` / ``dense-group``: an int8 ``conv2d`` (NCHW, one group
@@ -50,6 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compiler.graph import Graph, Node, Value
+from compiler.graph.passes.grouping import Grown, Walk, grow_groups
 from compiler.quantize.sensitivity import fp32_fallbacks
 from compiler.registry import Unsupported, VtaImpl, support
 from isa import HwConfig
@@ -146,10 +153,119 @@ def _only_reader(graph: Graph, node: Node, users: dict[int, list[Node]]) -> Node
     return readers[0]
 
 
+#: The reason of a ``requantize`` fused after each kind of anchor.
+_RQ_REASON = {
+    "pool": "one scale for every channel: ALU immediates",
+    "gemm": "per-channel requantization on the ALU (bias, multiplier, shift tiles)",
+}
+_QADD_REASON = (
+    "the other operand is loaded into the accumulator (ACC8), then MUL, ADD, rounding shift "
+    "and clip on the ALU"
+)
+
+
+class AcceleratorPolicy:
+    """The accelerator's groups as a :class:`~compiler.graph.passes.grouping.GroupPolicy`: a
+    group begins at an anchor the registry's ``fits`` accepts (a ``conv2d`` / ``dense`` only
+    with the per-channel ``requantize`` that alone reads it, a ``global_sum_pool2d`` only with
+    the ``requantize`` that alone reads it); that ``requantize`` joins it, then (after a
+    ``conv2d`` / ``dense``) a ``qadd`` that alone reads the ``requantize`` and whose other
+    operand is computed before the group runs. A node that begins no group keeps the rule and
+    reason why in ``host``."""
+
+    def __init__(self, graph: Graph, cfg: HwConfig) -> None:
+        self.graph = graph
+        self.cfg = cfg
+        self.users = graph.users
+        self.sensitive = fp32_fallbacks(graph)
+        #: the VtaImpl of each anchor, by id
+        self.impls: dict[int, VtaImpl] = {}
+        #: the requantize each anchor needs, by the anchor's id
+        self.requantize: dict[int, Node] = {}
+        #: (rule, reason) of each node that begins no group, by id
+        self.host: dict[int, tuple[str, str]] = {}
+
+    def _requantize_of(self, node: Node, per_channel: bool) -> Node | None:
+        """The ``requantize`` that alone reads ``node`` (per channel: ``axis=1``), or None."""
+        rq = _only_reader(self.graph, node, self.users)
+        if rq is None or rq.op != "requantize" or rq.inputs[0] is not node:
+            return None
+        if per_channel and rq.attrs["axis"] != 1:
+            return None
+        return rq
+
+    def starts(self, node: Node) -> bool:
+        if id(node) in self.sensitive:
+            self.host[id(node)] = (FP32_SENSITIVE, self.sensitive[id(node)].reason)
+            return False
+        impl = support("vta", node.op)
+        if not isinstance(impl, VtaImpl):
+            self.host[id(node)] = _host_rule(node, impl)
+            return False
+        limit = impl.fits(node, self.cfg)
+        rq = None
+        if limit is None and impl.kind == "pool" and node.op == "global_sum_pool2d":
+            rq = self._requantize_of(node, per_channel=False)
+            if rq is None:
+                limit = ("gemm-requantize", "its int32 sum must be read by one requantize only")
+        elif limit is None and impl.kind == "gemm":
+            rq = self._requantize_of(node, per_channel=True)
+            if rq is None:
+                limit = (
+                    "gemm-requantize",
+                    "its int32 result must be read by one per-channel requantize only (the "
+                    "accelerator stores int8)",
+                )
+        if limit is not None:
+            self.host[id(node)] = limit
+            return False
+        self.impls[id(node)] = impl
+        if rq is not None:
+            self.requantize[id(node)] = rq
+        return True
+
+    def is_anchor(self, node: Node) -> bool:
+        return True  # the group's first node
+
+    def may_fuse(self, group: Grown, node: Node, walk: Walk) -> bool:
+        anchor = group.nodes[0]
+        if len(group.nodes) == 1:
+            return self.requantize.get(id(anchor)) is node
+        if len(group.nodes) != 2 or self.impls[id(anchor)].kind != "gemm" or node.op != "qadd":
+            return False
+        rq = group.tail
+        if _only_reader(self.graph, rq, self.users) is not node:
+            return False
+        other = self.residual(node, rq)
+        return other is not rq and other.type == rq.type and self._runs_before(other, group, walk)
+
+    @staticmethod
+    def residual(add: Node, rq: Node) -> Value:
+        """The operand of ``add`` that is not ``rq``."""
+        return add.inputs[1] if add.inputs[0] is rq else add.inputs[0]
+
+    @staticmethod
+    def _runs_before(value: Value, group: Grown, walk: Walk) -> bool:
+        """Whether ``value`` exists when ``group`` runs: a graph input, a constant, or a node
+        computed at an earlier step (host nodes and groups run in topological order, a group
+        at its anchor)."""
+        if not isinstance(value, Node):
+            return True
+        holder = walk.group_of(value)
+        step = holder.first if holder is not None else walk.position_of(value)
+        return step < group.first
+
+    def rank(self, group: Grown) -> int:
+        return 0
+
+
 def partition_graph(
     graph: Graph, cfg: HwConfig, exclude: Mapping[str, str] | None = None
 ) -> Partition:
     """Place every node of the quantized ``graph`` for ``cfg`` (see the module docstring).
+
+    The accelerator groups are those :func:`~compiler.graph.passes.grouping.grow_groups` cuts
+    under :class:`AcceleratorPolicy`; every node in none runs on the host with its rule.
 
     ``exclude`` maps the names of group anchors (an :class:`AccelGroup`'s ``name``) to why
     their group must not run on the accelerator (its compile failed): the group's nodes go to
@@ -165,109 +281,46 @@ def partition_graph(
         >>> part.placement("r").rule, [g.kind for g in part.groups]
         ('relu-group', ['relu'])
     """
-    users = graph.users
+    policy = AcceleratorPolicy(graph, cfg)
     placed: dict[int, Placement] = {}
     groups: list[AccelGroup] = []
     exclude = dict(exclude or {})
     excluded: set[str] = set()
-    sensitive = fp32_fallbacks(graph)
 
     def put(node: Node, device: str, group: str | None, rule: str, reason: str) -> None:
         placed[id(node)] = Placement(node.name or node.op, node.op, device, group, rule, reason)
 
-    def refused(group: AccelGroup) -> bool:
-        """Whether ``group`` is excluded; its nodes are then placed on the host. The nodes it
-        would have fused go with it: a ``requantize`` or ``qadd`` of its own would be a host
-        value's all the same."""
-        reason = exclude.get(group.name)
-        if reason is None:
-            return False
-        excluded.add(group.name)
-        for n in group.nodes:
-            put(n, CPU, None, COMPILE_FAILED, reason)
-        return True
-
-    for node in graph.nodes:
-        if id(node) in placed:
-            continue
-        if id(node) in sensitive:
-            put(node, CPU, None, FP32_SENSITIVE, sensitive[id(node)].reason)
-            continue
-        impl = support("vta", node.op)
-        if not isinstance(impl, VtaImpl):
-            put(node, CPU, None, *_host_rule(node, impl))
-            continue
-        limit = impl.fits(node, cfg)
-        if impl.kind == "pool":
-            rq = None
-            if limit is None and node.op == "global_sum_pool2d":
-                rq = _only_reader(graph, node, users)
-                if rq is None or rq.op != "requantize" or rq.inputs[0] is not node:
-                    limit = ("gemm-requantize",
-                             "its int32 sum must be read by one requantize only")  # fmt: skip
-            if limit is not None:
-                put(node, CPU, None, *limit)
-                continue
-            name = node.name or node.op
-            group = AccelGroup(name, node.op, node, rq)
-            if refused(group):
-                continue
-            groups.append(group)
-            put(node, VTA, name, *impl.placement(node, cfg))
-            if rq is not None:
-                put(rq, VTA, name, "requantize-fused",
-                    "one scale for every channel: ALU immediates")  # fmt: skip
-            continue
-        if impl.kind == "gemm":
-            rq = _only_reader(graph, node, users)
-            if limit is None and (
-                rq is None or rq.op != "requantize" or rq.inputs[0] is not node
-                or rq.attrs["axis"] != 1
-            ):  # fmt: skip
-                limit = (
-                    "gemm-requantize",
-                    "its int32 result must be read by one per-channel requantize only (the "
-                    "accelerator stores int8)",
-                )
-            if limit is not None:
-                put(node, CPU, None, *limit)
-                continue
+    for grown in grow_groups(graph.nodes, policy):
+        node = grown.nodes[0]
+        impl = policy.impls[id(node)]
+        rq = grown.nodes[1] if len(grown.nodes) > 1 else None
+        qadd = grown.nodes[2] if len(grown.nodes) > 2 else None
+        if qadd is not None:
             assert rq is not None
-            name = node.name or node.op
-            qadd, residual = None, None
-            add = _only_reader(graph, rq, users)
-            if add is not None and add.op == "qadd" and id(add) not in placed:
-                other = add.inputs[1] if add.inputs[0] is rq else add.inputs[0]
-                # the other operand must exist when the group runs: a graph input or a node
-                # placed before (host nodes and groups run in topological order)
-                ready = not isinstance(other, Node) or id(other) in placed
-                if ready and other is not rq and other.type == rq.type:
-                    qadd, residual = add, other
-            kind = node.op
-            group = AccelGroup(name, kind, node, rq, qadd, residual)
-            if refused(group):
-                continue
-            groups.append(group)
-            put(node, VTA, name, *impl.placement(node, cfg))
-            rq_reason = "per-channel requantization on the ALU (bias, multiplier, shift tiles)"
-            put(rq, VTA, name, "requantize-fused", rq_reason)
-            if qadd is not None:
-                put(qadd, VTA, name, "qadd-fused",
-                    "the other operand is loaded into the accumulator (ACC8), then MUL, ADD, "
-                    "rounding shift and clip on the ALU")  # fmt: skip
-            continue
-        # an elementwise group of its own
-        if limit is not None:
-            put(node, CPU, None, *limit)
-            continue
+            residual: Value | None = policy.residual(qadd, rq)
+        elif impl.kind == "elementwise" and impl.second is not None:
+            residual = node.inputs[impl.second]
+        else:
+            residual = None
         name = node.name or node.op
-        residual = node.inputs[impl.second] if impl.second is not None else None
-        group = AccelGroup(name, node.op, node, None, None, residual)
-        if refused(group):
+        group = AccelGroup(name, node.op, node, rq, qadd, residual)
+        reason = exclude.get(name)
+        if reason is not None:
+            # the nodes it would have fused go with it: a requantize or qadd of its own would
+            # be a host value's all the same
+            excluded.add(name)
+            for n in group.nodes:
+                put(n, CPU, None, COMPILE_FAILED, reason)
             continue
         groups.append(group)
         put(node, VTA, name, *impl.placement(node, cfg))
-        continue
+        if rq is not None:
+            put(rq, VTA, name, "requantize-fused", _RQ_REASON[impl.kind])
+        if qadd is not None:
+            put(qadd, VTA, name, "qadd-fused", _QADD_REASON)
+    for node in graph.nodes:
+        if id(node) not in placed:
+            put(node, CPU, None, *policy.host[id(node)])
     unknown = sorted(set(exclude) - excluded)
     if unknown:
         raise ValueError(
@@ -300,6 +353,7 @@ def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
 
 __all__ = [
     "AccelGroup",
+    "AcceleratorPolicy",
     "COMPILE_FAILED",
     "CPU",
     "EXPLAINED_RULES",

@@ -2,8 +2,10 @@
 
 Every operator has a pattern kind (:class:`~compiler.graph.ir.PatternKind`): injective
 (elementwise, broadcast, reshape, layout transforms...), reduction (pooling), complex-out-fusable
-(conv2d, dense, matmul) and opaque (softmax, batch norm). Walking the nodes in topological order,
-a node joins the group of one of its producers when TVM's rules allow it:
+(conv2d, dense, matmul) and opaque (softmax, batch norm). The nodes are cut by the grouping walk
+that the partition and the host groups share (:func:`~compiler.graph.passes.grouping.grow_groups`:
+topological order, a group grows at its tail) under :class:`PatternPolicy`: a node joins the
+group of one of its producers when TVM's rules allow it, and begins a group of its own otherwise:
 
 * an injective node joins a group whose tail (its single output so far) it reads and of which it
   is the only reader: elementwise ops after a conv2d/dense/matmul (bias, batch-norm residue,
@@ -36,10 +38,9 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from compiler.graph.ir import Graph, Group, Node, PatternKind, Value
 from compiler.graph.ops import get_op
+from compiler.graph.passes.grouping import Grown, Walk, grow_groups
 
 #: The most nodes one group holds (see the module docstring).
 MAX_FUSE_DEPTH = 64
@@ -51,68 +52,59 @@ _PRIORITY = {
 }
 
 
-@dataclass
-class _Building:
-    nodes: list[Node]
-    anchor: Node | None
-    pattern: PatternKind
-    closed: bool = False
-    deps: set[int] = field(default_factory=set)
+def _pattern(group: Grown) -> PatternKind:
+    """A group's pattern is its anchor's (injective without one)."""
+    return get_op(group.anchor.op).pattern if group.anchor is not None else PatternKind.INJECTIVE
 
-    @property
-    def tail(self) -> Node:
-        return self.nodes[-1]
+
+class PatternPolicy:
+    """TVM's fusion rules by pattern kind (the module docstring) as a
+    :class:`~compiler.graph.passes.grouping.GroupPolicy`: every node is in a group, and the
+    anchor is the group's complex-out-fusable, reduction or opaque node."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.users = graph.users
+        self.out_ids = {id(v) for v in graph.outputs}
+
+    def starts(self, node: Node) -> bool:
+        return True
+
+    def is_anchor(self, node: Node) -> bool:
+        return get_op(node.op).pattern is not PatternKind.INJECTIVE
+
+    def may_fuse(self, group: Grown, node: Node, walk: Walk) -> bool:
+        pattern = get_op(node.op).pattern
+        tail = group.tail
+        return (
+            pattern in (PatternKind.INJECTIVE, PatternKind.REDUCTION)
+            and _pattern(group) is not PatternKind.OPAQUE
+            and any(v is tail for v in node.inputs)
+            and id(tail) not in self.out_ids
+            and len(group.nodes) < MAX_FUSE_DEPTH
+            and tail.op != "layout_transform"  # a layout conversion ends its group
+            and {id(u) for u in self.users.get(id(tail), [])} == {id(node)}
+            and (pattern is not PatternKind.REDUCTION or group.anchor is None)
+        )
+
+    def rank(self, group: Grown) -> int:
+        return _PRIORITY[_pattern(group)]
 
 
 def fuse_ops(graph: Graph) -> Graph:
-    """The graph with fused :class:`~compiler.graph.ir.Group` s (see the module docstring)."""
+    """The graph with fused :class:`~compiler.graph.ir.Group` s (see the module docstring): the
+    groups :func:`~compiler.graph.passes.grouping.grow_groups` cuts under
+    :class:`PatternPolicy`, ordered topologically."""
     users = graph.users
     out_ids = {id(v) for v in graph.outputs}
-    building: list[_Building] = []
-    group_of: dict[int, int] = {}
+    building = grow_groups(graph.nodes, PatternPolicy(graph))
+    group_of = {id(n): grp.index for grp in building for n in grp.nodes}
+    deps = [
+        {group_of[id(src)] for n in grp.nodes for src in n.inputs if isinstance(src, Node)}
+        - {grp.index}
+        for grp in building
+    ]
 
-    for node in graph.nodes:
-        pattern = get_op(node.op).pattern
-        choice = None
-        if pattern in (PatternKind.INJECTIVE, PatternKind.REDUCTION):
-            best = None
-            for v in dict.fromkeys(v for v in node.inputs if isinstance(v, Node)):
-                gi = group_of[id(v)]
-                grp = building[gi]
-                if grp.closed or v is not grp.tail or id(v) in out_ids:
-                    continue
-                if len(grp.nodes) >= MAX_FUSE_DEPTH:
-                    continue
-                if grp.tail.op == "layout_transform":
-                    continue  # a layout conversion ends its group
-                if {id(u) for u in users.get(id(v), [])} != {id(node)}:
-                    continue
-                if pattern is PatternKind.REDUCTION and grp.anchor is not None:
-                    continue
-                rank = _PRIORITY[grp.pattern]
-                if best is None or rank < best[0]:
-                    best = (rank, gi)
-            choice = best[1] if best is not None else None
-        if choice is None:
-            grp = _Building(
-                [node],
-                None if pattern is PatternKind.INJECTIVE else node,
-                pattern,
-                closed=pattern is PatternKind.OPAQUE,
-            )
-            building.append(grp)
-            choice = len(building) - 1
-        else:
-            grp = building[choice]
-            grp.nodes.append(node)
-            if pattern is PatternKind.REDUCTION:
-                grp.anchor, grp.pattern = node, pattern
-        group_of[id(node)] = choice
-        for src in node.inputs:
-            if isinstance(src, Node) and group_of[id(src)] != choice:
-                grp.deps.add(group_of[id(src)])
-
-    order = _topological(building)
+    order = _topological(deps)
     new_index = {old: new for new, old in enumerate(order)}
     nodes = tuple(n for gi in order for n in building[gi].nodes)
     groups = []
@@ -132,7 +124,7 @@ def fuse_ops(graph: Graph) -> Graph:
         groups.append(
             Group(
                 new_index[gi],
-                grp.pattern,
+                _pattern(grp),
                 tuple(grp.nodes),
                 grp.anchor,
                 tuple(inputs.values()),
@@ -142,14 +134,15 @@ def fuse_ops(graph: Graph) -> Graph:
     return Graph(graph.inputs, nodes, graph.outputs, graph.name, groups=tuple(groups))
 
 
-def _topological(building: list[_Building]) -> list[int]:
-    """Group indices with every group after the groups it reads (stable: earliest first)."""
+def _topological(deps: list[set[int]]) -> list[int]:
+    """Group indices with every group after the groups it reads (``deps[i]``: the groups group
+    ``i`` reads; stable: earliest first)."""
     import heapq
 
-    indeg = [len(g.deps) for g in building]
+    indeg = [len(d) for d in deps]
     readers: dict[int, list[int]] = {}
-    for gi, g in enumerate(building):
-        for d in g.deps:
+    for gi, group_deps in enumerate(deps):
+        for d in group_deps:
             readers.setdefault(d, []).append(gi)
     ready = [gi for gi, d in enumerate(indeg) if d == 0]
     heapq.heapify(ready)
@@ -164,4 +157,4 @@ def _topological(building: list[_Building]) -> list[int]:
     return order
 
 
-__all__ = ["fuse_ops"]
+__all__ = ["MAX_FUSE_DEPTH", "PatternPolicy", "fuse_ops"]
