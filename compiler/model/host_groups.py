@@ -49,6 +49,7 @@ from compiler.errors import CompilerError
 from compiler.graph import Constant, Node, Value
 from compiler.graph.ir import PatternKind
 from compiler.graph.ops import get_op
+from compiler.graph.passes.grouping import Grown, Walk, grow_groups
 from compiler.graph.reference import evaluate_node
 from compiler.registry import CpuImpl, reason, support
 
@@ -83,6 +84,28 @@ def _is_reduction(node: Node) -> bool:
     return get_op(node.op).pattern is not PatternKind.INJECTIVE
 
 
+class HostPolicy:
+    """The host's grouping rule for :func:`~compiler.graph.passes.grouping.grow_groups`: a
+    node for which ``host`` holds starts a run or joins the run of the node just before it,
+    and a run has at most one reduction (its anchor)."""
+
+    def __init__(self, host: Callable[[Node], bool]) -> None:
+        self.host = host
+
+    def starts(self, node: Node) -> bool:
+        return self.host(node)
+
+    def is_anchor(self, node: Node) -> bool:
+        return _is_reduction(node)
+
+    def may_fuse(self, run: Grown, node: Node, walk: Walk) -> bool:
+        adjacent = run.last == walk.position - 1
+        return adjacent and self.host(node) and not (_is_reduction(node) and run.anchor is not None)
+
+    def rank(self, run: Grown) -> int:
+        return 0
+
+
 def split_runs(nodes: Sequence[Node], host: Callable[[Node], bool]) -> list[list[Node]]:
     """Runs of consecutive nodes (in ``nodes``' order) for which ``host`` holds, cut before a
     second reduction so each run has at most one anchor: the groups
@@ -96,23 +119,7 @@ def split_runs(nodes: Sequence[Node], host: Callable[[Node], bool]) -> list[list
         >>> [[n.name for n in r] for r in split_runs([a, b], lambda n: n is not a)]
         [['b']]
     """
-    from compiler.graph.passes.grouping import Grown, Walk, grow_groups
-
-    class HostPolicy:
-        def starts(self, node: Node) -> bool:
-            return host(node)
-
-        def is_anchor(self, node: Node) -> bool:
-            return _is_reduction(node)
-
-        def may_fuse(self, run: Grown, node: Node, walk: Walk) -> bool:
-            adjacent = run.last == walk.position - 1
-            return adjacent and host(node) and not (_is_reduction(node) and run.anchor is not None)
-
-        def rank(self, run: Grown) -> int:
-            return 0
-
-    return [run.nodes for run in grow_groups(nodes, HostPolicy())]
+    return [run.nodes for run in grow_groups(nodes, HostPolicy(host))]
 
 
 def _boundary(
