@@ -34,16 +34,19 @@ def _model():
     nodes, inits, cur, c = [], {}, "x", 4
     for k, (name, (kh, kw), strides, pads, out_c, depthwise) in enumerate(CONVS):
         group = c if depthwise else 1
-        inits[f"w{k}"] = (rng.standard_normal((out_c, c // group, kh, kw)) * 0.4).astype(
-            np.float32
-        )
+        inits[f"w{k}"] = (rng.standard_normal((out_c, c // group, kh, kw)) * 0.4).astype(np.float32)
         inits[f"b{k}"] = (rng.standard_normal(out_c) * 0.1).astype(np.float32)
         nodes.append(
             helper.make_node(
-                "Conv", [cur, f"w{k}", f"b{k}"], [f"{name}_y"], name=name,
-                kernel_shape=[kh, kw], strides=list(strides),
-                pads=[pads[0], pads[1], pads[2], pads[3]], group=group,
-            )  # fmt: skip
+                "Conv",
+                [cur, f"w{k}", f"b{k}"],
+                [f"{name}_y"],
+                name=name,
+                kernel_shape=[kh, kw],
+                strides=list(strides),
+                pads=list(pads),
+                group=group,
+            )
         )
         nodes.append(helper.make_node("Relu", [f"{name}_y"], [f"{name}_r"], name=f"{name}_relu"))
         cur, c = f"{name}_r", out_c

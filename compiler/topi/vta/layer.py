@@ -118,7 +118,9 @@ class Conv2dLayer:
             shape = f"{self.kernel[0]}x{self.kernel[1]}/{self.strides[0]} pad {self.pads[0]}"
         else:
             shape = f"{self.kernel[0]}x{self.kernel[1]}/{self.strides} pad {self.pads}"
-        return f"{self.name}: {self.batch}x{self.in_c}x{self.h}x{self.w} -> {self.out_c} ch, {shape}"
+        return (
+            f"{self.name}: {self.batch}x{self.in_c}x{self.h}x{self.w} -> {self.out_c} ch, {shape}"
+        )
 
 
 def default_shift(reduction: int) -> int:
