@@ -6,7 +6,10 @@ The conv2d template (:func:`compiler.topi.vta.conv2d.schedule_conv2d_packed`) wa
 tiles of ``tile_b x tile_co x tile_h x tile_w`` blocks; every tile resets its accumulators,
 then runs its reduction steps (``tile_ci`` input-channel blocks each, and with
 ``kernel_step="row"`` one kernel row each), each step loading the input window it reads and
-its weights, and stores the tile once. Counted here:
+its weights, and stores the tile once. The kernel is ``kh x kw`` with strides ``(sh, sw)``
+and padding per side: a window spans ``(tile_h - 1) * sh + kh`` rows (one kernel row's:
+``+ 1``) and ``(tile_w - 1) * sw + kw`` columns, from the top and left padding on. Counted
+here:
 
 * GEMM micro-ops: every (output entry, input-channel block, kernel tap) once, whatever the
   tiling; reset micro-ops: every output entry once;

@@ -196,9 +196,10 @@ class Conv2dKnobs:
     weights_resident: bool = False
     #: the two output-tile axes each step's GEMM instruction folds (:class:`GemmFold`)
     gemm_fold: GemmFold = GemmFold.CO_H
-    #: the kernel rows a reduction step covers: ``window`` (all ``k``: the step loads the
-    #: tile's whole input window) or ``row`` (one: ``k`` steps per input-channel step, each
-    #: loading the ``(tile_h - 1) * stride + 1`` input rows of one kernel row and its weights)
+    #: the kernel rows a reduction step covers: ``window`` (all ``kh``: the step loads the
+    #: tile's whole input window) or ``row`` (one: ``kh`` steps per input-channel step, each
+    #: loading the ``(tile_h - 1) * stride_h + 1`` input rows of one kernel row and its
+    #: weights)
     kernel_step: str = "window"
 
     def __post_init__(self) -> None:
