@@ -661,6 +661,7 @@ def _space(task: Task) -> ConfigSpace:
         from compiler.topi.vta.conv2d import GEMM_FOLDS, KERNEL_STEPS, max_vthreads
         from compiler.topi.vta.conv2d_strided import fetch_choices, fetched_window
 
+        # k and stride: the kernel's rows and the stride along them; kw and sw: the columns'
         (k, kw), (stride, sw) = task.kernel, task.strides
         # a quantized group's convolution loads its input window (compile_qconv2d); the
         # strided fetches take a square 1x1 kernel of one stride without padding
