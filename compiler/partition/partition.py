@@ -10,8 +10,8 @@ Rules, tried on each node in topological order (the first that decides wins):
 
 * ``conv2d-group`` / ``depthwise-group`` / ``dense-group``: an int8 ``conv2d`` (NCHW, one group
   or depthwise (``groups == C == O``: GEMM on diagonal weight tiles, when
-  ``block_in == block_out``), no dilation, square
-  kernel, equal strides, padding within the LOAD pad field, a kernel window that fits the
+  ``block_in == block_out``), no dilation, any ``KH x KW`` kernel and strides ``(rows,
+  columns)``, padding per side within the LOAD pad field, a kernel window that fits the
   weight buffer) or ``dense`` with constant int8 weights and an optional constant int32 bias,
   whose only reader is a per-channel ``requantize`` (``axis=1``), runs on the accelerator with
   that ``requantize`` (``requantize-fused``). Channels and batch are padded up to the config's

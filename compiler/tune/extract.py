@@ -1,7 +1,6 @@
 """Tuning tasks extracted from a model's graph: one task per unique conv2d / dense workload,
 weighted by how many nodes share it, and the nodes the accelerator's templates do not cover
-(grouped or dilated convolutions, non-square kernels or strides, uneven padding), listed with
-the reason.
+(grouped or dilated convolutions), listed with the reason.
 
 Example:
     >>> from compiler.frontend.zoo import load_zoo
@@ -110,13 +109,11 @@ def _task_of(node: Any, hw: str, label: str) -> tuple[Task | None, str]:
     if tuple(a["dilation"]) != (1, 1):
         return None, f"dilation {tuple(a['dilation'])}"
     sh, sw = a["strides"]
-    pads = tuple(a["padding"])
+    pt, pl, pb, pr = a["padding"]
     _, _, kh, kw = w.shape
-    if kh != kw or sh != sw or len(set(pads)) != 1:
-        return None, f"kernel {kh}x{kw}, strides {sh}x{sw}, padding {pads}: not square/even"
     n, c, h, wd = x.shape
-    return conv2d_task(h, wd, c, w.shape[0], kh, sh, pads[0], batch=n, hw=hw, relu=True,
-                       name=label), ""  # fmt: skip
+    return conv2d_task(h, wd, c, w.shape[0], (kh, kw), (sh, sw), (pt, pl, pb, pr), batch=n,
+                       hw=hw, relu=True, name=label), ""  # fmt: skip
 
 
 __all__ = ["Extracted", "cpu_task_of_node", "extract_tasks"]

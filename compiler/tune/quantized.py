@@ -152,14 +152,13 @@ def compile_task_group(task: Task, knobs: Any | None, seed: int = 0) -> tuple[An
     rng = np.random.default_rng(seed)
     name = "group"
     if task.kind == "conv2d":
-        out_c, in_c, k = s["out_c"], s["in_c"], s["k"]
+        out_c, in_c, (kh, kw) = s["out_c"], s["in_c"], task.kernel
         ep = synthetic_epilogue(task.epilogue, out_c, seed)
-        w = rng.integers(-127, 128, (out_c, 1 if task.depthwise else in_c, k, k), dtype=np.int8)
+        w = rng.integers(-127, 128, (out_c, 1 if task.depthwise else in_c, kh, kw), dtype=np.int8)
         x = rng.integers(-128, 128, (s["batch"], in_c, s["h"], s["w"]), dtype=np.int8)
-        p = s["pad"]
         layer = compile_qconv2d(
-            name, cfg, w, ep, in_shape=x.shape, stride=(s["stride"], s["stride"]),
-            padding=(p, p, p, p), residual=task.residual, depthwise=task.depthwise,
+            name, cfg, w, ep, in_shape=x.shape, stride=task.strides,
+            padding=task.pads, residual=task.residual, depthwise=task.depthwise,
             knobs=knobs,
         )  # fmt: skip
         writes = {"data": pack_nchw(x, cfg)}
@@ -218,12 +217,12 @@ def quantized_operator(task: Task) -> tuple[list[Any], Any]:
         ep = synthetic_epilogue(task.epilogue, s["out_c"])
         cb = -(-s["in_c"] // bi)
         data = te.placeholder((p["nb"], cb, s["h"], s["w"], b, bi), "int8", name="data")
-        kernel = te.placeholder((p["ocb"], p["icb"], s["k"], s["k"], bo, bi), "int8",
+        kernel = te.placeholder((p["ocb"], p["icb"], *task.kernel, bo, bi), "int8",
                                 name="kernel")  # fmt: skip
         tiles, _ = epilogue_tensors(ep, p["ocb"], b, bo, "group")
         oshape = (p["nb"], p["ocb"], p["oh"], p["ow"], b, bo)
         res = te.placeholder(oshape, "int8", name="residual") if task.residual else None
-        out = qconv2d_packed(data, kernel, ep, tiles, s["stride"], s["pad"],
+        out = qconv2d_packed(data, kernel, ep, tiles, task.strides, task.pads,
                              groups=cb if task.depthwise else 1, residual=res,
                              name="group")  # fmt: skip
         args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]

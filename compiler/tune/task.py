@@ -80,9 +80,11 @@ class Task:
         if self.kind in ("matmul", "depthwise") and self.target != "cpu":
             raise CompilerError(f"task {self.name or '?'}: {self.kind} is tuned on the CPU only")
         want = _SHAPE_KEYS[self.kind]
-        if tuple(k for k, _ in self.shape) != want:
+        names = tuple(k for k, _ in self.shape)
+        extended = self.kind == "conv2d" and self.target == "vta" and names == want + _CONV_EXTRA
+        if names != want and not extended:
             raise CompilerError(f"task {self.name or '?'}: a {self.kind} shape names {want}")
-        bad = [k for k, v in self.shape if int(v) != v or v < (0 if k == "pad" else 1)]
+        bad = [k for k, v in self.shape if int(v) != v or v < (0 if k.startswith("pad") else 1)]
         if bad:
             raise CompilerError(f"task {self.name or '?'}: sizes {bad} out of range")
         if self.epilogue or self.depthwise:
@@ -115,6 +117,25 @@ class Task:
     @property
     def sizes(self) -> dict[str, int]:
         return dict(self.shape)
+
+    @property
+    def kernel(self) -> tuple[int, int]:
+        """A conv2d's kernel ``(rows, columns)``."""
+        s = self.sizes
+        return s["k"], s.get("kw", s["k"])
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        """A conv2d's strides ``(along rows, along columns)``."""
+        s = self.sizes
+        return s["stride"], s.get("stride_w", s["stride"])
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """A conv2d's padding ``(top, left, bottom, right)``."""
+        s = self.sizes
+        p = s["pad"]
+        return p, s.get("pad_l", p), s.get("pad_b", p), s.get("pad_r", p)
 
     @property
     def key(self) -> str:
@@ -158,7 +179,10 @@ class Task:
     def from_json(d: Mapping[str, Any]) -> Task:
         try:
             kind = d["kind"]
-            shape = tuple((k, int(d["shape"][k])) for k in _SHAPE_KEYS[kind])
+            keys = _SHAPE_KEYS[kind]
+            if kind == "conv2d" and any(k in d["shape"] for k in _CONV_EXTRA):
+                keys += _CONV_EXTRA
+            shape = tuple((k, int(d["shape"][k])) for k in keys)
             epilogue = d.get("epilogue", "")
             if not isinstance(epilogue, str):
                 raise TypeError(f"epilogue {epilogue!r} is not a string")
@@ -254,10 +278,9 @@ class Task:
         if self.epilogue:
             return self.config_of(self._quantized_default(nthreads))
         if self.kind == "conv2d":
-            s = self.sizes
             knobs = conv2d_knobs(
-                cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"], k=s["k"],
-                stride=s["stride"], nthreads=nthreads, alu_ops=self._alu_ops(),
+                cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"],
+                k=self.kernel, stride=self.strides, nthreads=nthreads, alu_ops=self._alu_ops(),
                 alu_imm_ops=3,  # shr, MAX, MIN; the residual's ADD reads an acc tile
                 acc_buffers=2 if self.residual else 1,
             )  # fmt: skip
@@ -273,16 +296,24 @@ class Task:
 
         from .quantized import structure_steps
 
-        cfg, p, s = self.config_obj, self._packed(), self.sizes
+        cfg, p = self.config_obj, self._packed()
         steps = structure_steps(self.epilogue)
         if self.kind == "conv2d":
             return quantized_conv2d_knobs(
-                cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"], k=s["k"],
-                stride=s["stride"], steps=steps, residual=self.residual,
+                cfg, nb=p["nb"], ocb=p["ocb"], icb=p["icb"], oh=p["oh"], ow=p["ow"],
+                k=self.kernel, stride=self.strides, steps=steps, residual=self.residual,
                 depthwise=self.depthwise, nthreads=nthreads,
             )  # fmt: skip
         return quantized_dense_knobs(cfg, nb=p["nb"], mb=p["mb"], kb=p["kb"], steps=steps,
                                      residual=self.residual, nthreads=nthreads)  # fmt: skip
+
+    def _layer_shape(self) -> tuple[Any, Any, Any]:
+        """The kernel, stride and padding as a :class:`~compiler.topi.vta.Conv2dLayer` takes
+        them: ints for a square task (the layer its records were measured on), else tuples."""
+        s = self.sizes
+        if "kw" not in s:
+            return s["k"], s["stride"], s["pad"]
+        return self.kernel, self.strides, self.pads
 
     def _channel_tiles(self) -> int:
         """Per-channel tiles of a quantized epilogue (one acc entry per channel block each)."""
@@ -310,8 +341,9 @@ class Task:
         cfg = self.config_obj
         nb = -(-s["batch"] // cfg.batch)
         if self.kind == "conv2d":
-            oh = (s["h"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
-            ow = (s["w"] + 2 * s["pad"] - s["k"]) // s["stride"] + 1
+            (kh, kw), (sh, sw), (pt, pl, pb, pr) = self.kernel, self.strides, self.pads
+            oh = (s["h"] + pt + pb - kh) // sh + 1
+            ow = (s["w"] + pl + pr - kw) // sw + 1
             if oh < 1 or ow < 1:
                 raise ScheduleError(f"task {self.label()}: the kernel is larger than the input")
             # a depthwise kernel reduces over the one input block of its group
@@ -331,9 +363,10 @@ class Task:
         p = self._packed()
         if self.kind == "depthwise":
             return s["batch"] * p["oh"] * p["ow"] * s["channels"] * s["k"] ** 2
+        window = self.kernel[0] * self.kernel[1]
         if self.depthwise:
-            return s["batch"] * p["oh"] * p["ow"] * s["out_c"] * s["k"] ** 2
-        return s["batch"] * p["oh"] * p["ow"] * s["in_c"] * s["out_c"] * s["k"] ** 2
+            return s["batch"] * p["oh"] * p["ow"] * s["out_c"] * window
+        return s["batch"] * p["oh"] * p["ow"] * s["in_c"] * s["out_c"] * window
 
     # ---- building ------------------------------------------------------------------------------
     def build(self, config: Config | int, *, seed: int = 0) -> Any:
@@ -353,7 +386,7 @@ class Task:
         compiled: Any
         if self.kind == "conv2d":
             layer = Conv2dLayer(self.name or "conv2d", s["h"], s["w"], s["in_c"], s["out_c"],
-                                s["k"], s["stride"], s["pad"], s["batch"])  # fmt: skip
+                                *self._layer_shape(), s["batch"])  # fmt: skip
             fetch = self.input_fetch(config)
             if fetch != "window":
                 from compiler.topi.vta.conv2d_strided import compile_conv2d_strided
@@ -486,25 +519,44 @@ _SHAPE_KEYS = {
     "matmul": ("m", "k", "n"),
     "depthwise": ("batch", "h", "w", "channels", "k", "stride", "pad"),
 }
+#: What an accelerator conv2d task's shape adds when its kernel is not square, its strides
+#: differ or its padding differs between sides: ``k``, ``stride`` and ``pad`` are then the
+#: kernel's rows, the stride along rows and the top padding (a square task keeps the key and
+#: the records it always had).
+_CONV_EXTRA = ("kw", "stride_w", "pad_l", "pad_b", "pad_r")
 _ABBREV = {"batch": "b", "h": "h", "w": "w", "in_c": "ci", "out_c": "co", "k": "k",
            "stride": "s", "pad": "p", "in_features": "i", "out_features": "o", "m": "m",
-           "n": "n", "channels": "c"}  # fmt: skip
+           "n": "n", "channels": "c", "kw": "kw", "stride_w": "sw", "pad_l": "pl",
+           "pad_b": "pb", "pad_r": "pr"}  # fmt: skip
 
 
 def conv2d_task(
-    h: int, w: int, in_c: int, out_c: int, k: int, stride: int = 1, pad: int = 0, *,
+    h: int, w: int, in_c: int, out_c: int, k: int | tuple[int, int],
+    stride: int | tuple[int, int] = 1, pad: int | tuple[int, int, int, int] = 0, *,
     batch: int = 1, hw: str = "default", relu: bool = False, residual: bool = False,
     name: str = "", weight: int = 1, epilogue: str = "", depthwise: bool = False,
 ) -> Task:  # fmt: skip
     """A conv2d task in the argument order of :class:`~compiler.topi.vta.Conv2dLayer`
-    (``epilogue``, ``depthwise``: a quantized group's, :class:`Task`).
+    (``epilogue``, ``depthwise``: a quantized group's, :class:`Task`): ``k`` one size or
+    ``(rows, columns)``, ``stride`` one or ``(rows, columns)``, ``pad`` one or ``(top, left,
+    bottom, right)``.
 
     Example:
         >>> conv2d_task(14, 14, 256, 256, 3, 1, 1, hw="vta-1x16x16", name="C9").label()
         'C9'
+        >>> conv2d_task(8, 32, 16, 16, (3, 1), (2, 1), (1, 0, 1, 0)).key
+        'vta/default/conv2d/b1_h8_w32_ci16_co16_k3_s2_p1_kw1_sw1_pl0_pb1_pr0'
     """
-    shape = (("batch", batch), ("h", h), ("w", w), ("in_c", in_c), ("out_c", out_c), ("k", k),
-             ("stride", stride), ("pad", pad))  # fmt: skip
+    from compiler.topi.utils import padding4, pair
+
+    (kh, kw), (sh, sw) = pair(k, "conv2d task kernel"), pair(stride, "conv2d task stride")
+    pt, pl, pb, pr = padding4(pad, "conv2d task padding")
+    shape: tuple[tuple[str, int], ...] = (
+        ("batch", batch), ("h", h), ("w", w), ("in_c", in_c), ("out_c", out_c), ("k", kh),
+        ("stride", sh), ("pad", pt),
+    )  # fmt: skip
+    if kh != kw or sh != sw or len({pt, pl, pb, pr}) != 1:
+        shape += (("kw", kw), ("stride_w", sw), ("pad_l", pl), ("pad_b", pb), ("pad_r", pr))
     return Task("conv2d", shape, hw, "vta", relu, residual, name, weight, epilogue, depthwise)
 
 
@@ -609,9 +661,15 @@ def _space(task: Task) -> ConfigSpace:
         from compiler.topi.vta.conv2d import GEMM_FOLDS, KERNEL_STEPS, max_vthreads
         from compiler.topi.vta.conv2d_strided import fetch_choices, fetched_window
 
-        k, stride = task.sizes["k"], task.sizes["stride"]
-        # a quantized group's convolution loads its input window (compile_qconv2d)
-        fetches = ("window",) if task.epilogue else fetch_choices(k, stride, task.sizes["pad"])
+        # k and stride: the kernel's rows and the stride along them; kw and sw: the columns'
+        (k, kw), (stride, sw) = task.kernel, task.strides
+        # a quantized group's convolution loads its input window (compile_qconv2d); the
+        # strided fetches take a square 1x1 kernel of one stride without padding
+        square = "kw" not in task.sizes
+        fetches = (
+            fetch_choices(k, stride, task.sizes["pad"]) if square and not task.epilogue
+            else ("window",)
+        )  # fmt: skip
         max_threads = max_vthreads(cfg)
         knobs = (
             Knob("tile_b", _divisors(p["nb"])),
@@ -626,7 +684,7 @@ def _space(task: Task) -> ConfigSpace:
             # 1x1 of stride > 1: load the step's whole input window or only the rows / pixels
             # the convolution reads (the spaces of other layers keep their knobs)
             knobs += (Knob("inp_fetch", fetches),)
-        if p["ocb"] * p["icb"] * k * k <= cfg.wgt_depth:
+        if p["ocb"] * p["icb"] * k * kw <= cfg.wgt_depth:
             # all the weights fit the wgt buffer: each thread may load its channel tile's
             # weights once (the spaces of layers whose weights never fit keep their knobs)
             knobs += (Knob("weights_resident", (False, True), default=False),)
@@ -635,7 +693,7 @@ def _space(task: Task) -> ConfigSpace:
         knobs += (Knob("gemm_fold", GEMM_FOLDS, default=GEMM_FOLDS[0]),)
         if k > 1:
             # a reduction step covers the kernel's whole window (the template's) or one of its
-            # rows: smaller input and weight tiles per step, k times the steps and DMAs
+            # rows: smaller input and weight tiles per step, kh times the steps and DMAs
             knobs += (Knob("kernel_step", KERNEL_STEPS, default=KERNEL_STEPS[0]),)
 
         def conv_rule(v: Mapping[str, Any]) -> str | None:
@@ -652,13 +710,16 @@ def _space(task: Task) -> ConfigSpace:
                 return f"the accumulator tile overflows a thread's {cfg.acc_depth // n} rows"
             # the kernel rows a step covers (kernel_step)
             ky = 1 if v.get("kernel_step", "window") == "row" else k
-            if tco * tci * ky * k > cfg.wgt_depth // n:
+            if tco * tci * ky * kw > cfg.wgt_depth // n:
                 return f"the weight tile overflows a thread's {cfg.wgt_depth // n} rows"
             if v.get("weights_resident", False):
-                reason = _resident_rule(v, p, k, cfg.wgt_depth // n)
+                reason = _resident_rule(v, p, k * kw, cfg.wgt_depth // n)
                 if reason is not None:
                     return reason
-            in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
+            if square:
+                in_h, in_w = fetched_window(v.get("inp_fetch", "window"), th, tw, k, stride)
+            else:
+                in_h, in_w = (th - 1) * stride + k, (tw - 1) * sw + kw
             in_h -= k - ky  # one kernel row's window: (th - 1) * stride + 1 rows
             # a depthwise step loads one input block per output block of the tile
             if tb * (tco if depthwise else tci) * in_h * in_w > cfg.inp_depth // n:
@@ -667,12 +728,12 @@ def _space(task: Task) -> ConfigSpace:
             # kernel the output axes among them (with co_h: tci*k*k*tw and tw)
             fold = v.get("gemm_fold", "co_h")
             ext = {"co": tco, "h": th, "w": tw, "ci": tci}
-            gemm_uops = ky * k * math.prod(e for a, e in ext.items() if a not in fold.split("_"))
+            gemm_uops = ky * kw * math.prod(e for a, e in ext.items() if a not in fold.split("_"))
             reset_uops = math.prod(e for a, e in ext.items() if a not in (*fold.split("_"), "ci"))
             if n * (gemm_uops + reset_uops + 8) > uop_budget:
                 return f"the micro-op kernels overflow the uop buffer ({uop_budget} usable)"
             if fold != "co_h":
-                return _fold_rule(v, k, ky)
+                return _fold_rule(v, kw, ky)
             return None
 
         return ConfigSpace(knobs, conv_rule)
@@ -703,20 +764,23 @@ def _space(task: Task) -> ConfigSpace:
     return ConfigSpace(knobs, dense_rule)
 
 
-def _resident_rule(v: Mapping[str, Any], p: Mapping[str, int], k: int, rows: int) -> str | None:
+def _resident_rule(
+    v: Mapping[str, Any], p: Mapping[str, int], window: int, rows: int
+) -> str | None:
     """Why a conv2d point cannot keep its weights resident (``Conv2dKnobs.weights_resident``),
-    or ``None``; ``rows`` is a thread's share of the wgt buffer."""
+    or ``None``; ``window`` is the kernel's taps, ``rows`` a thread's share of the wgt
+    buffer."""
     oc_n, _ = v["vthreads"]
     if v["loop_order"] != "co_h":
         return "weights_resident needs loop_order co_h"
     if v["tile_b"] != p["nb"] or v["tile_co"] * oc_n != p["ocb"]:
         return "weights_resident needs one channel tile and one batch tile per thread"
-    if v["tile_co"] * p["icb"] * k * k > rows:
+    if v["tile_co"] * p["icb"] * window > rows:
         return f"the resident weights overflow a thread's {rows} rows"
     return None
 
 
-def _fold_rule(v: Mapping[str, Any], k: int, ky: int) -> str | None:
+def _fold_rule(v: Mapping[str, Any], kw: int, ky: int) -> str | None:
     """Why a conv2d point's ``gemm_fold`` is not a choice of its own, or ``None``: the GEMM
     instruction folds the first two loops of extent > 1 (``compiler.topi.vta.conv2d.gemm_loops``),
     so where an axis has one block or pixel per tile two choices can fold the same loops (the
@@ -724,7 +788,7 @@ def _fold_rule(v: Mapping[str, Any], k: int, ky: int) -> str | None:
     from compiler.topi.vta.conv2d import GEMM_FOLDS, gemm_loops
 
     ext = {"b": v["tile_b"], "co": v["tile_co"], "h": v["tile_h"], "w": v["tile_w"],
-           "ci": v["tile_ci"], "ky": ky, "kx": k}  # fmt: skip
+           "ci": v["tile_ci"], "ky": ky, "kx": kw}  # fmt: skip
     fold = v["gemm_fold"]
     folded = set(gemm_loops(fold, ext)[:2])
     for other in GEMM_FOLDS[: GEMM_FOLDS.index(fold)]:
@@ -749,7 +813,7 @@ def _operator(task: Task, fetch: str = "window") -> tuple[list[Any], Any]:
     cfg, s, p = task.config_obj, task.sizes, task._packed()
     if task.kind == "conv2d":
         dshape, kshape = conv2d_shapes(cfg, s["batch"], s["in_c"], s["out_c"], s["h"], s["w"],
-                                       s["k"])  # fmt: skip
+                                       task.kernel)  # fmt: skip
         data = te.placeholder(dshape, "int8", name="data")
         kernel = te.placeholder(kshape, "int8", name="kernel")
         oshape: tuple[int, ...] = (dshape[0], kshape[0], p["oh"], p["ow"], cfg.batch,
@@ -758,7 +822,7 @@ def _operator(task: Task, fetch: str = "window") -> tuple[list[Any], Any]:
         if fetch == "window":
             from compiler.topi.vta import conv2d_packed
 
-            out = conv2d_packed(data, kernel, s["stride"], s["pad"], shift=8, relu=task.relu,
+            out = conv2d_packed(data, kernel, task.strides, task.pads, shift=8, relu=task.relu,
                                 residual=res)  # fmt: skip
         else:
             out = conv2d_packed_strided(data, kernel, s["stride"], fetch, shift=8,

@@ -112,9 +112,8 @@ def gemm_fits(node: Node, cfg: HwConfig) -> Limit:
     if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW":
         return "conv2d-shape", "only NCHW data with OIHW kernels is lowered"
     _, _, kh, kw = weight.type.shape
-    sh, sw = a["strides"]
-    if kh != kw or sh != sw:
-        return "conv2d-shape", f"kernel {kh}x{kw}, strides {sh}x{sw}: square and equal only"
+    # any kernel window and strides (rows and columns apart): the template tiles each axis
+    # with its own kernel size, stride and padding
     pad_max = limits(cfg).max("mem", "y_pad_0")
     if max(a["padding"]) > pad_max:
         return (
@@ -252,7 +251,10 @@ def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
     if group.kind != "conv2d" or is_depthwise(node):
         return None
     a = node.attrs
-    c, k = node.inputs[0].type.shape[1], node.inputs[1].type.shape[2]
+    c = node.inputs[0].type.shape[1]
+    _, _, k, kw = node.inputs[1].type.shape
+    if k != kw or a["strides"][0] != a["strides"][1]:
+        return None  # the folds rewrite a square kernel of one stride; others run directly
     oh, ow = node.type.shape[2:]
     return choose_fold(
         cfg, in_c=c, k=k, stride=a["strides"][0], padding=tuple(a["padding"]), out_hw=(oh, ow)
@@ -328,14 +330,9 @@ def gemm_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
     o, _, kh, kw = node.inputs[1].type.shape
     a = node.attrs
     sh, sw = a["strides"]
-    pads = tuple(a["padding"])
-    if kh != kw or sh != sw or len(set(pads)) != 1:
-        return None, (
-            f"kernel {kh}x{kw}, strides {sh}x{sw}, padding {pads}: tasks take square kernels, "
-            "equal strides and even padding"
-        )
-    return conv2d_task(h, wd, c, o, kh, sh, pads[0], batch=n, hw=hw, residual=residual,
-                       name=group.name, epilogue=structure,
+    pt, pl, pb, pr = a["padding"]
+    return conv2d_task(h, wd, c, o, (kh, kw), (sh, sw), (pt, pl, pb, pr), batch=n, hw=hw,
+                       residual=residual, name=group.name, epilogue=structure,
                        depthwise=is_depthwise(node)), ""  # fmt: skip
 
 

@@ -6,14 +6,17 @@ The conv2d template (:func:`compiler.topi.vta.conv2d.schedule_conv2d_packed`) wa
 tiles of ``tile_b x tile_co x tile_h x tile_w`` blocks; every tile resets its accumulators,
 then runs its reduction steps (``tile_ci`` input-channel blocks each, and with
 ``kernel_step="row"`` one kernel row each), each step loading the input window it reads and
-its weights, and stores the tile once. Counted here:
+its weights, and stores the tile once. The kernel is ``kh x kw`` with strides ``(sh, sw)``
+and padding per side: a window spans ``(tile_h - 1) * sh + kh`` rows (one kernel row's:
+``+ 1``) and ``(tile_w - 1) * sw + kw`` columns, from the top and left padding on. Counted
+here:
 
 * GEMM micro-ops: every (output entry, input-channel block, kernel tap) once, whatever the
   tiling; reset micro-ops: every output entry once;
 * input: per step, the window's ``tile_b x tile_ci`` blocks of ``in_h x in_w`` entries written
   into the inp buffer (padding included: LOAD writes the zeros), of which DRAM supplies the
   rows and columns inside the image;
-* weights: per step ``tile_co x tile_ci x ky x k`` entries, or with ``weights_resident`` each
+* weights: per step ``tile_co x tile_ci x ky x kw`` entries, or with ``weights_resident`` each
   thread's channel tile once for the whole reduction;
 * output: every output entry stored once (and a residual's entry loaded once, as ACC8);
 * SRAM reads by the GEMM: one inp and one wgt entry per micro-op.
@@ -63,39 +66,40 @@ def conv2d_accesses(
     cfg: HwConfig, layer: Conv2dLayer, knobs: Conv2dKnobs, *, residual: bool = False
 ) -> Accesses:
     """The accesses of ``layer`` scheduled with ``knobs`` on ``cfg`` (module docstring)."""
-    (nb, icb, h, w, _, _), (ocb, _, k, _, _, _) = conv2d_shapes(
-        cfg, layer.batch, layer.in_c, layer.out_c, layer.h, layer.w, layer.k
+    (nb, icb, h, w, _, _), (ocb, _, kh, kw, _, _) = conv2d_shapes(
+        cfg, layer.batch, layer.in_c, layer.out_c, layer.h, layer.w, layer.kernel
     )
-    oh, ow, s, pad = layer.out_h, layer.out_w, layer.stride, layer.pad
+    oh, ow, (sh, sw) = layer.out_h, layer.out_w, layer.strides
+    pt, pl, _, _ = layer.pads  # the bottom and right padding only size the output
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
     for what, tile, total in (("tile_b", tb, nb), ("tile_co", tco, ocb), ("tile_h", th, oh),
                               ("tile_w", tw, ow), ("tile_ci", tci, icb)):  # fmt: skip
         if total % tile:
             raise ScheduleError(f"conv2d accesses: {what}={tile} does not divide {total}")
-    rows_per_step = 1 if knobs.kernel_step == "row" else k
-    in_h, in_w = (th - 1) * s + rows_per_step, (tw - 1) * s + k
+    rows_per_step = 1 if knobs.kernel_step == "row" else kh
+    in_h, in_w = (th - 1) * sh + rows_per_step, (tw - 1) * sw + kw
     tiles_b_co = (nb // tb) * (ocb // tco)
     ci_steps = icb // tci
     inp_written = inp_moved = 0
     for y in range(0, oh, th):
         for x in range(0, ow, tw):
-            cols = _inside(x * s - pad, in_w, w)
-            for ky in range(0, k, rows_per_step):
-                rows = _inside(y * s - pad + ky, in_h, h)
+            cols = _inside(x * sw - pl, in_w, w)
+            for ky in range(0, kh, rows_per_step):
+                rows = _inside(y * sh - pt + ky, in_h, h)
                 inp_written += in_h * in_w
                 inp_moved += rows * cols
     blocks = tiles_b_co * ci_steps * tb * tci
     inp_written *= blocks
     inp_moved *= blocks
     tiles = tiles_b_co * (oh // th) * (ow // tw)
-    steps = ci_steps * (k // rows_per_step)
+    steps = ci_steps * (kh // rows_per_step)
     if knobs.weights_resident:
         # each thread loads its channel tile for the whole reduction once
-        wgt = knobs.h_nthread * ocb * icb * k * k
+        wgt = knobs.h_nthread * ocb * icb * kh * kw
     else:
-        wgt = tiles * steps * tco * tci * rows_per_step * k
+        wgt = tiles * steps * tco * tci * rows_per_step * kw
     outputs = nb * ocb * oh * ow
-    gemm = outputs * icb * k * k
+    gemm = outputs * icb * kh * kw
     dram = {
         "inp": inp_moved * cfg.mem_elem_bytes(MemType.INP),
         "wgt": wgt * cfg.mem_elem_bytes(MemType.WGT),

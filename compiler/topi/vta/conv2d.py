@@ -49,6 +49,7 @@ from compiler.errors import ScheduleError, ShapeError
 from compiler.ir.pragma import ALU, DMA_COPY
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.topi.utils import pair
 from isa import HwConfig
 
 from .epilogue import requantize_epilogue
@@ -88,12 +89,12 @@ class GemmFold(StrEnum):
     =========  ============================  ==================================
     choice     loops                         micro-ops per kernel
     =========  ============================  ==================================
-    ``co_h``   (co, h, ci, ky, kx, w)        ``tile_ci * k * k * tile_w``
-    ``co_w``   (co, w, ci, ky, kx, h)        ``tile_ci * k * k * tile_h``
-    ``h_w``    (h, w, ci, ky, kx, co)        ``tile_ci * k * k * tile_co``
-    ``co_ci``  (co, ci, h, ky, kx, w)        ``tile_h * k * k * tile_w``
-    ``h_ci``   (h, ci, co, ky, kx, w)        ``tile_co * k * k * tile_w``
-    ``w_ci``   (w, ci, co, ky, kx, h)        ``tile_co * k * k * tile_h``
+    ``co_h``   (co, h, ci, ky, kx, w)        ``tile_ci * kh * kw * tile_w``
+    ``co_w``   (co, w, ci, ky, kx, h)        ``tile_ci * kh * kw * tile_h``
+    ``h_w``    (h, w, ci, ky, kx, co)        ``tile_ci * kh * kw * tile_co``
+    ``co_ci``  (co, ci, h, ky, kx, w)        ``tile_h * kh * kw * tile_w``
+    ``h_ci``   (h, ci, co, ky, kx, w)        ``tile_co * kh * kw * tile_w``
+    ``w_ci``   (w, ci, co, ky, kx, h)        ``tile_co * kh * kw * tile_h``
     =========  ============================  ==================================
 
     ``co_h`` is VTA's template. The instruction folds the first two loops of extent > 1
@@ -195,9 +196,10 @@ class Conv2dKnobs:
     weights_resident: bool = False
     #: the two output-tile axes each step's GEMM instruction folds (:class:`GemmFold`)
     gemm_fold: GemmFold = GemmFold.CO_H
-    #: the kernel rows a reduction step covers: ``window`` (all ``k``: the step loads the
-    #: tile's whole input window) or ``row`` (one: ``k`` steps per input-channel step, each
-    #: loading the ``(tile_h - 1) * stride + 1`` input rows of one kernel row and its weights)
+    #: the kernel rows a reduction step covers: ``window`` (all ``kh``: the step loads the
+    #: tile's whole input window) or ``row`` (one: ``kh`` steps per input-channel step, each
+    #: loading the ``(tile_h - 1) * stride_h + 1`` input rows of one kernel row and its
+    #: weights)
     kernel_step: str = "window"
 
     def __post_init__(self) -> None:
@@ -324,14 +326,18 @@ def _per_channel(t: Tensor, ob: int) -> bool:
     return len(t.shape) == 3 and t.shape[0] == ob
 
 
-def resident_weight_rows(tile_co: int, icb: int, k: int) -> int:
-    """The wgt buffer rows of one output-channel tile's weights for the whole reduction.
+def resident_weight_rows(tile_co: int, icb: int, k: int | tuple[int, int]) -> int:
+    """The wgt buffer rows of one output-channel tile's weights for the whole reduction
+    (``k``: the kernel's size, or its ``(rows, columns)``).
 
     Example:
         >>> resident_weight_rows(2, 1, 7)  # ResNet-18's C1 on vta-1x16x16, two channel blocks
         98
+        >>> resident_weight_rows(2, 1, (1, 7))
+        14
     """
-    return tile_co * icb * k * k
+    kh, kw = pair(k, "kernel size")
+    return tile_co * icb * kh * kw
 
 
 #: The thread counts each tile axis may be split into (``oc_nthread``, ``h_nthread``).
@@ -529,18 +535,22 @@ def conv2d_layouts(cfg: HwConfig) -> dict[str, str]:
 
 
 def conv2d_shapes(
-    cfg: HwConfig, batch: int, in_c: int, out_c: int, h: int, w: int, k: int
+    cfg: HwConfig, batch: int, in_c: int, out_c: int, h: int, w: int, k: int | tuple[int, int]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Packed data and kernel shapes; channels and batch padded up to the block sizes.
+    """Packed data and kernel shapes; channels and batch padded up to the block sizes (``k``:
+    the kernel's size, or its ``(rows, columns)``).
 
     Example:
         >>> import isa
         >>> conv2d_shapes(isa.load_config("default"), 1, 3, 64, 224, 224, 7)
         ((1, 1, 224, 224, 1, 4), (16, 1, 7, 7, 4, 4))
+        >>> conv2d_shapes(isa.load_config("default"), 1, 8, 8, 32, 32, (1, 3))[1]
+        (2, 2, 1, 3, 4, 4)
     """
     b, bi, bo = cfg.batch, cfg.block_in, cfg.block_out
     nb, cb, ob = -(-batch // b), -(-in_c // bi), -(-out_c // bo)
-    return (nb, cb, h, w, b, bi), (ob, cb, k, k, bo, bi)
+    kh, kw = pair(k, "kernel size")
+    return (nb, cb, h, w, b, bi), (ob, cb, kh, kw, bo, bi)
 
 
 def output_size(size: int, k: int, stride: int, pad: int) -> int:

@@ -145,11 +145,17 @@ def compile_conv2d_strided(
         >>> c.out_shape
         (1, 4, 2, 2)
     """
-    if layer.pad:
+    if any(layer.pads):
         raise ScheduleError(f"layer {layer.name}: a strided input fetch needs no padding")
+    stride, stride_w = layer.strides
+    if stride != stride_w:
+        raise ScheduleError(
+            f"layer {layer.name}: a strided input fetch needs one stride for rows and columns, "
+            f"got {layer.strides}"
+        )
 
     def compute(data: Tensor, kernel: Tensor, shift: int, res: Tensor | None) -> Tensor:
-        return conv2d_packed_strided(data, kernel, layer.stride, fetch, shift=shift, relu=relu,
+        return conv2d_packed_strided(data, kernel, stride, fetch, shift=shift, relu=relu,
                                      residual=res)  # fmt: skip
 
     return compile_conv2d_with(

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from compiler.errors import ScheduleError
 from compiler.quantize.requant import AluStep
+from compiler.topi.utils import pair
 from isa import HwConfig
 from isa.timing import ALU_PIPE_LATENCY, GEMM_PIPE_LATENCY
 
@@ -68,27 +69,30 @@ def estimate_conv2d(
     icb: int,
     oh: int,
     ow: int,
-    k: int,
-    stride: int,
+    k: int | tuple[int, int],
+    stride: int | tuple[int, int],
     alu_ops: int = 3,
     alu_imm_ops: int | None = None,
     depthwise: bool = False,
 ) -> Estimate:
     """Model the run time of a conv2d schedule (see the module docstring).
 
-    ``alu_ops`` ALU instructions run per accumulator entry, ``alu_imm_ops`` of them with an
-    immediate operand (None: all of them, as in a shift-and-clip epilogue). ``depthwise``: each
-    output block reads an input block of its own, so a step loads ``tile_co`` input blocks."""
+    ``k``: the kernel's size or ``(rows, columns)``; ``stride``: one for both axes or
+    ``(rows, columns)``. ``alu_ops`` ALU instructions run per accumulator entry,
+    ``alu_imm_ops`` of them with an immediate operand (None: all of them, as in a
+    shift-and-clip epilogue). ``depthwise``: each output block reads an input block of its
+    own, so a step loads ``tile_co`` input blocks."""
+    (kh, kw), (sh, sw) = pair(k, "conv2d kernel"), pair(stride, "conv2d stride")
     imm_ops = _imm_ops(alu_ops, alu_imm_ops)
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
-    ky = 1 if knobs.kernel_step == "row" else k  # kernel rows a step covers
-    in_h, in_w = (th - 1) * stride + ky, (tw - 1) * stride + k
+    ky = 1 if knobs.kernel_step == "row" else kh  # kernel rows a step covers
+    in_h, in_w = (th - 1) * sh + ky, (tw - 1) * sw + kw
     tiles = (nb // tb) * (ocb // tco) * (oh // th) * (ow // tw)
-    steps = icb // tci * (k // ky)
+    steps = icb // tci * (kh // ky)
     acc_tile = tb * tco * th * tw
     acc_total = tiles * acc_tile
     per_insn = GEMM_PIPE_LATENCY + 1
-    step_uops = acc_tile * tci * ky * k
+    step_uops = acc_tile * tci * ky * kw
     compute = (
         tiles * steps * (step_uops * cfg.gemm_ii + per_insn)
         + acc_total * cfg.gemm_ii
@@ -101,11 +105,11 @@ def estimate_conv2d(
     resident = knobs.weights_resident
     # resident weights: each thread loads its channel tile's weights for the whole reduction
     # once (one DMA per channel block), and no step loads any
-    step_wgt = 0 if resident else tco * tci * ky * k * cfg.wgt_elem_bytes
+    step_wgt = 0 if resident else tco * tci * ky * kw * cfg.wgt_elem_bytes
     step_bytes = tb * in_blocks * in_h * in_w * cfg.inp_elem_bytes + step_wgt
     step_load = step_bytes / cfg.bus_bytes + lat * (tb * in_blocks + int(not resident))
     wgt_once = (
-        ocb * icb * k * k * cfg.wgt_elem_bytes / cfg.bus_bytes + ocb * lat if resident else 0.0
+        ocb * icb * kh * kw * cfg.wgt_elem_bytes / cfg.bus_bytes + ocb * lat if resident else 0.0
     )
     out_dram = acc_total * cfg.out_elem_bytes / cfg.bus_bytes + tiles * tco * lat
     dram = tiles * steps * step_load + out_dram + wgt_once
@@ -143,8 +147,8 @@ def conv2d_knobs(
     icb: int,
     oh: int,
     ow: int,
-    k: int,
-    stride: int,
+    k: int | tuple[int, int],
+    stride: int | tuple[int, int],
     nb: int = 1,
     nthreads: int = 2,
     loop_order: LoopOrder | str = "h_co",
@@ -165,7 +169,9 @@ def conv2d_knobs(
     When no tiling can be split between the threads (a single channel tile and an odd number of
     row tiles), ``fewer_threads`` falls back to half as many threads instead of failing.
     ``depthwise``: each output block reads its own input block (``icb`` is 1), so an input tile
-    holds as many blocks as the output tile, not the reduction step's."""
+    holds as many blocks as the output tile, not the reduction step's. ``k`` and ``stride``:
+    one size for both axes or ``(rows, columns)``."""
+    (kh, kw), (sh, sw) = pair(k, "conv2d kernel"), pair(stride, "conv2d stride")
     if nthreads not in (1, 2, 4):
         raise ScheduleError(f"conv2d: nthreads must be 1, 2 or 4, got {nthreads}")
     try:
@@ -183,12 +189,12 @@ def conv2d_knobs(
         divisors(nb), divisors(ocb), divisors(oh), divisors(ow), divisors(icb)
     ):
         acc_entries = acc_buffers * tb * tco * th * tw + channel_tiles * tco
-        if acc_entries > acc_share or tco * tci * k * k > wgt_share:
+        if acc_entries > acc_share or tco * tci * kh * kw > wgt_share:
             continue
-        in_h, in_w = (th - 1) * stride + k, (tw - 1) * stride + k
+        in_h, in_w = (th - 1) * sh + kh, (tw - 1) * sw + kw
         if tb * (tco if depthwise else tci) * in_h * in_w > inp_share:
             continue
-        if nthreads * (tci * k * k * tw + tw + 8) > uop_budget:
+        if nthreads * (tci * kh * kw * tw + tw + 8) > uop_budget:
             continue
         co_tiles, h_tiles = ocb // tco, oh // th
         for oc_n, h_n in _splits(nthreads):
@@ -196,7 +202,7 @@ def conv2d_knobs(
                 continue
             knobs = Conv2dKnobs(th, tw, tci, tco, tb, oc_n, h_n, order)
             options = [knobs]
-            if co_tiles == oc_n and tb == nb and tco * icb * k * k <= wgt_share and not depthwise:
+            if co_tiles == oc_n and tb == nb and tco * icb * kh * kw <= wgt_share and not depthwise:
                 # one channel tile per thread whose weights fit: they may stay resident
                 options.append(replace(knobs, loop_order=LoopOrder.CO_H, weights_resident=True))
             for kn in options:
@@ -215,8 +221,9 @@ def conv2d_knobs(
                 depthwise=depthwise,
             )  # fmt: skip
         raise ScheduleError(
-            f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {k}, stride {stride}, "
-            f"{icb} input blocks) fits the buffers of {cfg.name} with {nthreads} virtual threads"
+            f"conv2d: no tiling of {ocb} output blocks x {oh}x{ow} (kernel {kh}x{kw}, stride "
+            f"{_stride_text(sh, sw)}, {icb} input blocks) fits the buffers of {cfg.name} with "
+            f"{nthreads} virtual threads"
         )
     per_step = [e for e, kn in scored if not kn.weights_resident]
     lead = min(per_step, key=lambda e: e.cycles) if per_step else None
@@ -249,8 +256,8 @@ def _kernel_rows(
     icb: int,
     oh: int,
     ow: int,
-    k: int,
-    stride: int,
+    k: int | tuple[int, int],
+    stride: int | tuple[int, int],
 ) -> Conv2dKnobs:
     """``knobs`` with one kernel row per reduction step (``kernel_step="row"``) where that
     saves more than it costs. With two or more threads the first load of every round of tiles
@@ -260,7 +267,8 @@ def _kernel_rows(
     where a row step's loads still hide behind its GEMM: otherwise the layer waits for its
     loads at every step, and the rows' extra input bytes and latencies are what it waits for.
     """
-    if k == 1 or knobs.nthreads == 1 or knobs.weights_resident:
+    kh = pair(k, "conv2d kernel")[0]
+    if kh == 1 or knobs.nthreads == 1 or knobs.weights_resident:
         return knobs
     rows = replace(knobs, kernel_step="row")
     window, row = (
@@ -272,9 +280,13 @@ def _kernel_rows(
     tiles = (nb // knobs.tile_b) * (ocb // knobs.tile_co) * (oh // knobs.tile_h)
     tiles *= ow // knobs.tile_w
     saved = tiles / knobs.nthreads * (window.step_load - row.step_load)
-    added = tiles * (icb // knobs.tile_ci) * (k - 1)
+    added = tiles * (icb // knobs.tile_ci) * (kh - 1)
     cost = added * (GEMM_PIPE_LATENCY + 1 + cfg.dram_latency)
     return rows if saved > cost else knobs
+
+
+def _stride_text(sh: int, sw: int) -> str:
+    return str(sh) if sh == sw else f"({sh}, {sw})"
 
 
 def _splits(nthreads: int) -> list[tuple[int, int]]:
@@ -345,8 +357,8 @@ def quantized_conv2d_knobs(
     icb: int,
     oh: int,
     ow: int,
-    k: int,
-    stride: int,
+    k: int | tuple[int, int],
+    stride: int | tuple[int, int],
     steps: Sequence[AluStep],
     residual: bool,
     depthwise: bool = False,
@@ -393,8 +405,8 @@ def conv2d_misfit(
     icb: int,
     oh: int,
     ow: int,
-    k: int,
-    stride: int,
+    k: int | tuple[int, int],
+    stride: int | tuple[int, int],
     acc_buffers: int = 1,
     channel_tiles: int = 0,
     depthwise: bool = False,
@@ -404,21 +416,22 @@ def conv2d_misfit(
     the micro-op kernels of all threads share three quarters of the uop buffer (the rules of
     :func:`conv2d_knobs` and of the tuner's space). Divisibility, thread splits and
     ``weights_resident`` are :func:`~compiler.topi.vta.conv2d.check_knobs`' business."""
+    (kh, kw), (sh, sw) = pair(k, "conv2d kernel"), pair(stride, "conv2d stride")
     n = knobs.nthreads
     tb, tco, th, tw, tci = knobs.tile_b, knobs.tile_co, knobs.tile_h, knobs.tile_w, knobs.tile_ci
-    ky = 1 if knobs.kernel_step == "row" else k
+    ky = 1 if knobs.kernel_step == "row" else kh
     acc = acc_buffers * tb * tco * th * tw + channel_tiles * tco
     if acc > cfg.acc_depth // n:
         return (
             f"tile_b x tile_co x tile_h x tile_w = {tb}x{tco}x{th}x{tw} needs {acc} accumulator "
             f"rows, a thread's share is {cfg.acc_depth // n}"
         )
-    if tco * tci * ky * k > cfg.wgt_depth // n:
+    if tco * tci * ky * kw > cfg.wgt_depth // n:
         return (
-            f"tile_co x tile_ci = {tco}x{tci} needs {tco * tci * ky * k} weight rows, a "
+            f"tile_co x tile_ci = {tco}x{tci} needs {tco * tci * ky * kw} weight rows, a "
             f"thread's share is {cfg.wgt_depth // n}"
         )
-    in_h, in_w = (th - 1) * stride + ky, (tw - 1) * stride + k
+    in_h, in_w = (th - 1) * sh + ky, (tw - 1) * sw + kw
     inp = tb * (tco if depthwise else tci) * in_h * in_w
     if inp > cfg.inp_depth // n:
         return (
@@ -429,7 +442,7 @@ def conv2d_misfit(
     # the output axes among them (the tuner's space counts them the same way)
     fold = str(knobs.gemm_fold).split("_")
     ext = {"co": tco, "h": th, "w": tw, "ci": tci}
-    gemm = ky * k * math.prod(e for a, e in ext.items() if a not in fold)
+    gemm = ky * kw * math.prod(e for a, e in ext.items() if a not in fold)
     reset = math.prod(e for a, e in ext.items() if a not in (*fold, "ci"))
     budget = cfg.uop_depth * 3 // 4
     if n * (gemm + reset + 8) > budget:

@@ -31,6 +31,7 @@ from compiler.build import lower
 from compiler.passes.pipeline import PassOptions
 from compiler.te.tensor import Tensor
 from compiler.topi.conv2d import unpack_data
+from compiler.topi.utils import padding4, pair
 from isa import HwConfig, Program, load_config
 
 from .conv2d import Conv2dKnobs, conv2d_packed, conv2d_shapes, schedule_conv2d_packed
@@ -39,11 +40,16 @@ from .dense import DenseKnobs, dense_packed, schedule_dense_packed
 
 @dataclass(frozen=True)
 class Conv2dLayer:
-    """A conv2d layer: NCHW input ``batch x in_c x h x w``, ``out_c`` square ``k x k`` filters.
+    """A conv2d layer: NCHW input ``batch x in_c x h x w``, ``out_c`` filters of ``k``
+    (``k x k``, or ``(rows, columns)``), ``stride`` (one for both axes, or ``(rows,
+    columns)``) and ``pad`` (the same on every side, or ``(top, left, bottom, right)``).
 
     Example:
         >>> Conv2dLayer("C9", 14, 14, 256, 256, 3, 1, 1).macs
         115605504
+        >>> lay = Conv2dLayer("rec", 8, 32, 16, 16, (3, 1), (2, 1), (1, 0, 1, 0))
+        >>> lay.out_h, lay.out_w, lay.kernel, lay.strides
+        (4, 32, (3, 1), (2, 1))
     """
 
     name: str
@@ -51,22 +57,46 @@ class Conv2dLayer:
     w: int
     in_c: int
     out_c: int
-    k: int
-    stride: int = 1
-    pad: int = 0
+    k: int | tuple[int, int]
+    stride: int | tuple[int, int] = 1
+    pad: int | tuple[int, int, int, int] = 0
     batch: int = 1
 
     @property
+    def kernel(self) -> tuple[int, int]:
+        """The kernel's ``(rows, columns)``."""
+        return pair(self.k, f"layer {self.name} kernel")
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        """The strides ``(along rows, along columns)``."""
+        return pair(self.stride, f"layer {self.name} stride")
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """The padding ``(top, left, bottom, right)``."""
+        return padding4(self.pad, f"layer {self.name} padding")
+
+    @property
+    def square(self) -> bool:
+        """Whether the kernel is square with one stride and the same padding on every side."""
+        (kh, kw), (sh, sw) = self.kernel, self.strides
+        return kh == kw and sh == sw and len(set(self.pads)) == 1
+
+    @property
     def out_h(self) -> int:
-        return (self.h + 2 * self.pad - self.k) // self.stride + 1
+        pt, _, pb, _ = self.pads
+        return (self.h + pt + pb - self.kernel[0]) // self.strides[0] + 1
 
     @property
     def out_w(self) -> int:
-        return (self.w + 2 * self.pad - self.k) // self.stride + 1
+        _, pl, _, pr = self.pads
+        return (self.w + pl + pr - self.kernel[1]) // self.strides[1] + 1
 
     @property
     def macs(self) -> int:
-        return self.batch * self.out_h * self.out_w * self.in_c * self.out_c * self.k * self.k
+        kh, kw = self.kernel
+        return self.batch * self.out_h * self.out_w * self.in_c * self.out_c * kh * kw
 
     def scaled(self, max_hw: int, max_c: int) -> Conv2dLayer:
         """The same layer kind (kernel, stride, padding, channel ratios) at a smaller size.
@@ -82,9 +112,14 @@ class Conv2dLayer:
         return replace(self, h=hw, w=hw, in_c=in_c, out_c=out_c)
 
     def describe(self) -> str:
+        """One line; a square kernel as ``3x3/2 pad 1``, another as ``3x1/(2, 1) pad (1, 0,
+        1, 0)``."""
+        if self.square:
+            shape = f"{self.kernel[0]}x{self.kernel[1]}/{self.strides[0]} pad {self.pads[0]}"
+        else:
+            shape = f"{self.kernel[0]}x{self.kernel[1]}/{self.strides} pad {self.pads}"
         return (
-            f"{self.name}: {self.batch}x{self.in_c}x{self.h}x{self.w} -> {self.out_c} ch, "
-            f"{self.k}x{self.k}/{self.stride} pad {self.pad}"
+            f"{self.name}: {self.batch}x{self.in_c}x{self.h}x{self.w} -> {self.out_c} ch, {shape}"
         )
 
 
@@ -194,7 +229,7 @@ def compile_conv2d(
 
     def compute(data: Tensor, kernel: Tensor, shift: int, res: Tensor | None) -> Tensor:
         return conv2d_packed(
-            data, kernel, layer.stride, layer.pad, shift=shift, relu=relu, residual=res
+            data, kernel, layer.strides, layer.pads, shift=shift, relu=relu, residual=res
         )
 
     return compile_conv2d_with(
@@ -227,9 +262,9 @@ def compile_conv2d_with(
     cfg = load_config(cfg) if isinstance(cfg, str) else cfg
     tgt = get_vta_target(cfg)
     dshape, kshape = conv2d_shapes(cfg, layer.batch, layer.in_c, layer.out_c, layer.h, layer.w,
-                                   layer.k)  # fmt: skip
+                                   layer.kernel)  # fmt: skip
     if shift is None:
-        shift = default_shift(layer.in_c * layer.k * layer.k)
+        shift = default_shift(layer.in_c * layer.kernel[0] * layer.kernel[1])
     data = te.placeholder(dshape, "int8", name="data")
     kernel = te.placeholder(kshape, "int8", name="kernel")
     oshape = (dshape[0], kshape[0], layer.out_h, layer.out_w, cfg.batch, cfg.block_out)
@@ -239,7 +274,7 @@ def compile_conv2d_with(
         stages = find_stages(out)
         knobs = conv2d_knobs(
             cfg, nb=dshape[0], ocb=kshape[0], icb=kshape[1], oh=layer.out_h, ow=layer.out_w,
-            k=layer.k, stride=layer.stride, nthreads=nthreads,
+            k=layer.kernel, stride=layer.strides, nthreads=nthreads,
             alu_ops=len(stages.ewise) + 1,  # the clip is a MAX and a MIN
             # every step has an immediate but the residual's ADD, which reads its acc tile
             alu_imm_ops=len(stages.ewise) + 1 - int(stages.res_acc is not None),

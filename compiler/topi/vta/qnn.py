@@ -419,7 +419,9 @@ def compile_qconv2d(
     depthwise: bool = False,
     knobs: Conv2dKnobs | None = None,
 ) -> QLayer:
-    """Compile a quantized conv2d group for ``cfg``: NCHW ``in_shape``, OIHW int8 ``weight``.
+    """Compile a quantized conv2d group for ``cfg``: NCHW ``in_shape``, OIHW int8 ``weight``
+    of any ``KH x KW`` window, ``stride`` ``(rows, columns)`` and ``padding`` ``(top, left,
+    bottom, right)``.
 
     ``knobs``: the schedule (a tuned point); None: the heuristic's for ``nthreads``
     (:func:`~compiler.topi.vta.heuristic.quantized_conv2d_knobs`). Given knobs are checked
@@ -454,16 +456,15 @@ def compile_qconv2d(
     n, c, h, w = in_shape
     o, c2, kh, kw = weight.shape
     if depthwise:
-        if o != c or c2 != 1 or kh != kw or stride[0] != stride[1] or bi != bo:
+        if o != c or c2 != 1 or bi != bo:
             raise ShapeError(
-                f"depthwise conv2d {name}: needs a square (C, 1, K, K) kernel for C={c} "
-                f"channels, equal strides and block_in == block_out, got kernel "
-                f"{weight.shape}, stride {stride}, blocks {bi}x{bo}"
+                f"depthwise conv2d {name}: needs a (C, 1, KH, KW) kernel for C={c} channels and "
+                f"block_in == block_out, got kernel {weight.shape}, blocks {bi}x{bo}"
             )
-    elif c2 != c or kh != kw or stride[0] != stride[1]:
+    elif c2 != c:
         raise ShapeError(
-            f"conv2d {name}: the accelerator runs square kernels with equal strides over every "
-            f"input channel, got kernel {weight.shape}, input {in_shape}, stride {stride}"
+            f"conv2d {name}: the accelerator runs one group over every input channel, got "
+            f"kernel {weight.shape} for input {in_shape}"
         )
     nb, cb, ob = -(-n // b), -(-c // bi), -(-o // bo)
     # a depthwise kernel reduces over the one input block of its group
@@ -476,19 +477,19 @@ def compile_qconv2d(
     oshape = (nb, ob, out_h, out_w, b, bo)
     res = te.placeholder(oshape, "int8", name="residual") if residual else None
     out = qconv2d_packed(
-        data, kernel, ep, tiles, stride[0], padding, groups=groups, residual=res, name=name
+        data, kernel, ep, tiles, stride, padding, groups=groups, residual=res, name=name
     )
     steps = ep.steps()
     if knobs is None:
         knobs = quantized_conv2d_knobs(
-            cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
+            cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=(kh, kw), stride=stride,
             steps=steps, residual=residual, depthwise=depthwise, nthreads=nthreads,
         )  # fmt: skip
         s = schedule_conv2d_packed(out, knobs, cfg)
     else:
         _tuned("conv2d", name, lambda: check_knobs(find_stages(out), knobs, cfg))
         misfit = conv2d_misfit(
-            cfg, knobs, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=kh, stride=stride[0],
+            cfg, knobs, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=(kh, kw), stride=stride,
             acc_buffers=2 if residual else 1, channel_tiles=epilogue_channel_tiles(steps),
             depthwise=depthwise,
         )  # fmt: skip

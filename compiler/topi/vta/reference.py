@@ -31,24 +31,35 @@ def conv2d_reference(
     x: np.ndarray,
     w: np.ndarray,
     *,
-    stride: int = 1,
-    pad: int = 0,
+    stride: int | tuple[int, int] = 1,
+    pad: int | tuple[int, int, int, int] = 0,
     shift: int = 0,
     relu: bool = False,
     residual: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``x (N, C, H, W)`` int8 convolved with ``w (O, C, K, K)`` int8, requantized, NCHW int8."""
+    """``x (N, C, H, W)`` int8 convolved with ``w (O, C, KH, KW)`` int8, requantized, NCHW
+    int8. ``stride``: one for both axes or ``(rows, columns)``; ``pad``: the same on every side
+    or ``(top, left, bottom, right)``.
+
+    Example:
+        >>> y = conv2d_reference(np.ones((1, 4, 5, 6), np.int8), np.ones((4, 4, 3, 1), np.int8),
+        ...                      stride=(2, 1), pad=(1, 0, 1, 0))
+        >>> y.shape, int(y[0, 0, 0, 0]), int(y[0, 0, 1, 0])
+        ((1, 4, 3, 6), 8, 12)
+    """
     n, c, h, wd = x.shape
     o, c2, kh, kw = w.shape
     assert c == c2, (x.shape, w.shape)
-    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh = (h + 2 * pad - kh) // stride + 1
-    ow = (wd + 2 * pad - kw) // stride + 1
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    pt, pl, pb, pr = (pad,) * 4 if isinstance(pad, int) else pad
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (wd + pl + pr - kw) // sw + 1
     acc = np.zeros((n, o, oh, ow), np.int64)
     wl = w.astype(np.int64)
     for dy in range(kh):
         for dx in range(kw):
-            win = xp[:, :, dy : dy + stride * oh : stride, dx : dx + stride * ow : stride]
+            win = xp[:, :, dy : dy + sh * oh : sh, dx : dx + sw * ow : sw]
             acc += np.einsum("nchw,oc->nohw", win, wl[:, :, dy, dx], optimize=True)
     return requantize(acc, shift, relu, residual)
 

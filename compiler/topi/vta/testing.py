@@ -85,13 +85,14 @@ def layer_data(
     if not isinstance(layer, Conv2dLayer):
         raise CompilerError(f"layer_data: {type(layer).__name__} is not a conv2d or dense layer")
     x = _int8(rng, (layer.batch, layer.in_c, layer.h, layer.w))
-    w = _int8(rng, (layer.out_c, layer.in_c, layer.k, layer.k))
+    kh, kw = layer.kernel
+    w = _int8(rng, (layer.out_c, layer.in_c, kh, kw))
     n_pad = -(-layer.batch // b) * b
     c_pad, o_pad = -(-layer.in_c // bi) * bi, -(-layer.out_c // bo) * bo
     natural = {"data": x, "kernel": w}
     packed = {
         "data": pack_data(_pad_to(x, (n_pad, c_pad, layer.h, layer.w)), b, bi),
-        "kernel": pack_kernel(_pad_to(w, (o_pad, c_pad, layer.k, layer.k)), bo, bi),
+        "kernel": pack_kernel(_pad_to(w, (o_pad, c_pad, kh, kw)), bo, bi),
     }
     if residual:
         r = _int8(rng, (layer.batch, layer.out_c, layer.out_h, layer.out_w))
@@ -137,7 +138,7 @@ def expected(compiled: CompiledLayer, data: LayerData) -> np.ndarray:
     lay = compiled.layer
     if isinstance(lay, DenseLayer):
         return dense_reference(nat["data"], nat["weight"], shift=shift, relu=relu, residual=res)
-    return conv2d_reference(nat["data"], nat["kernel"], stride=lay.stride, pad=lay.pad,
+    return conv2d_reference(nat["data"], nat["kernel"], stride=lay.strides, pad=lay.pads,
                             shift=shift, relu=relu, residual=res)  # fmt: skip
 
 
