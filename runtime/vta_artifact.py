@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from compiler.model.program import ONNX_TYPE_NAMES, TensorSpec
+from compiler.targets.vta.input_prep import PACKINGS
 from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
@@ -75,7 +76,6 @@ from runtime.artifact import (
 )
 from runtime.errors import ArtifactError
 from runtime.vta_plan import (
-    PACKINGS,
     AccelStep,
     HostInput,
     HostNode,
@@ -611,7 +611,7 @@ def _read_write(
     if dtype.kind in "iu" and not np.iinfo(dtype).min <= pad_value <= np.iinfo(dtype).max:
         raise c.fail(place, f"field 'pad_value' {pad_value} does not fit symbol {symbol!r} "
                      f"({dtype})")  # fmt: skip
-    return HostInput(symbol, slot, packing, pad, pad_value, fold)
+    return HostInput(symbol, packing, pad, pad_value, fold, slot=slot)
 
 
 def _check_packing(

@@ -122,24 +122,21 @@ def graph_command(args: argparse.Namespace) -> int:
 
 def _group_inputs_table(net: Any) -> str:
     """Per accelerator group and input (``data``, ``residual``): the value it reads and how it
-    gets there, from the linker's plan (read in place) and the host's steps
-    (:meth:`runtime.vta_plan.HostInput.describe`)."""
+    gets there: read in place from the group that stored it (the linker's plan), or the host's
+    preparation the build chose (:mod:`compiler.targets.vta.input_prep`)."""
+    from compiler.targets.vta.input_prep import group_inputs
     from isa.report import Column, format_table
-    from runtime.vta_plan import host_write
 
-    part, cfg, dram = net.partition, net.config, net.dram_plan
     rows = []
-    for g in part.groups:
-        image = dram.groups[g.name]
-        inputs = [("data", g.anchor.inputs[0])]
-        if g.residual is not None:
-            inputs.append(("residual", g.residual))
-        for symbol, value in inputs:
+    for g in net.partition.groups:
+        image = net.dram_plan.groups[g.name]
+        preps = {p.symbol: p for p in net.input_preps.get(g.name, ())}
+        for symbol, value in group_inputs(g):
             source = getattr(value, "name", "") or getattr(value, "label", "")
-            if symbol in image.aliased:
-                how = f"read in place from group {image.producers.get(symbol, source)}'s output"
+            if symbol in preps:
+                how = preps[symbol].describe(net.config)
             else:
-                how = host_write(g, symbol, 0, len(value.type.shape), cfg).describe(cfg)
+                how = f"read in place from group {image.producers.get(symbol, source)}'s output"
             rows.append((g.name, symbol, source, how))
     columns = [Column("group"), Column("input"), Column("value"), Column("how")]
     return format_table(columns, rows)

@@ -44,20 +44,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from compiler.model.program import TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, Placement
+from compiler.targets.vta.input_prep import InputPrep, group_inputs
 from compiler.targets.vta.link import GroupImage
-from compiler.targets.vta.ops import ELEMENTWISE
-from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
-    pack_nchw,
-    pack_nchw_out,
-    pack_rows,
     unpack_nchw,
     unpack_rows,
 )
@@ -65,10 +61,6 @@ from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
 from runtime.vta_target import LayerRecord, NetworkRun
-
-#: How the host packs an array into a group's input tensor (``out``: the output layout, with
-#: ``block_out`` channels per block, that a producing group stores).
-PACKINGS = ("nchw", "nchw_out", "rows", "rows_out")
 
 
 @dataclass(frozen=True)
@@ -80,46 +72,11 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class HostInput:
-    """How the host writes slot ``slot`` into symbol ``symbol`` of a group's program: pad the
-    spatial axes with ``pad_value`` (``pad``: top, left, bottom, right), fold it
-    (``fold``), then pack it (``packing``, one of :data:`PACKINGS`)."""
+class HostInput(InputPrep):
+    """An input preparation the build chose (:class:`compiler.targets.vta.input_prep.InputPrep`:
+    pad, fold, pack into symbol ``symbol``) applied to the value of slot ``slot``."""
 
-    symbol: str
-    slot: int
-    packing: str
-    pad: tuple[int, int, int, int] | None = None
-    pad_value: int = 0
-    fold: InputFold | None = None
-
-    def describe(self, cfg: HwConfig) -> str:
-        """The host's steps, in words (what ``vtac graph --target vta`` prints)."""
-        steps = []
-        if self.pad is not None:
-            steps.append(f"pad {self.pad} (top, left, bottom, right) with {self.pad_value}")
-        if self.fold is not None:
-            f = self.fold
-            steps.append(
-                f"fold ({f.kind.replace('_', '-')}): a {f.kernel}x{f.kernel} stride-{f.stride} "
-                f"conv over {f.in_c} folded channels of {f.in_hw[0]}x{f.in_hw[1]}, run as "
-                f"{f.k}x{f.k} stride 1"
-            )
-        block = cfg.block_in if self.packing in ("nchw", "rows") else cfg.block_out
-        layout = "NCHW" if self.packing.startswith("nchw") else "(N, C) rows"
-        steps.append(f"pack {layout} into {cfg.batch}x{block} blocks")
-        return ", ".join(steps)
-
-    def packed(self, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
-        if self.pad is not None:
-            pt, pl, pb, pr = self.pad
-            x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=self.pad_value)
-        if self.fold is not None:
-            x = self.fold.input(x)
-        if self.packing == "nchw":
-            return pack_nchw(x, cfg)
-        if self.packing == "nchw_out":
-            return pack_nchw_out(x, cfg)
-        return pack_rows(x, cfg, out=self.packing == "rows_out")
+    slot: int = -1
 
 
 @dataclass(frozen=True)
@@ -338,25 +295,6 @@ def _decode(prog: Any) -> tuple[Any, Any]:
     return instruction_table(prog), count_events(prog)
 
 
-def host_write(group: Any, symbol: str, slot: int, ndim: int, cfg: HwConfig) -> HostInput:
-    """What :func:`runtime.vta_target._host_input` does to ``group``'s ``data``, as data."""
-    from compiler.targets.vta.ops import input_fold, pool_load_pads, pool_padding
-
-    if symbol == "residual":
-        return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")
-    if group.kind == "max_pool2d" and not pool_load_pads(group):
-        pad = pool_padding(group.anchor)
-        return HostInput(symbol, slot, "nchw_out", pad=pad, pad_value=-128)
-    if group.kind in ("global_sum_pool2d", "max_pool2d"):
-        return HostInput(symbol, slot, "nchw_out")
-    if group.kind in ELEMENTWISE:
-        return HostInput(symbol, slot, "nchw_out" if ndim == 4 else "rows_out")
-    fold = input_fold(group, cfg)
-    if fold is not None:
-        return HostInput(symbol, slot, "nchw", fold=fold)
-    return HostInput(symbol, slot, "nchw" if ndim == 4 else "rows")
-
-
 def quantization_table(graph: Any) -> list[dict[str, Any]]:
     """The scales of every quantize/dequantize node and the parameters of every requantize
     and qadd of a quantized graph, in the graph's order."""
@@ -421,13 +359,13 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         group = by_anchor.get(id(node))
         if group is not None:
             image = dram_plan.groups[group.name]
-            writes = []
-            if "data" not in image.aliased:
-                data = group.anchor.inputs[0]
-                writes.append(host_write(group, "data", slot(data), len(data.type.shape), cfg))
-            if group.residual is not None and "residual" not in image.aliased:
-                r = group.residual
-                writes.append(host_write(group, "residual", slot(r), len(r.type.shape), cfg))
+            values = dict(group_inputs(group))
+            writes = [
+                HostInput(
+                    **{f.name: getattr(p, f.name) for f in fields(p)}, slot=slot(values[p.symbol])
+                )  # fmt: skip
+                for p in net.input_preps.get(group.name, ())
+            ]
             layer = net.layers[group.name]
             own = layer.program.copy()
             for key, array in layer.params.items():

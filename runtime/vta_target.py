@@ -45,13 +45,6 @@ from compiler.graph.reference import check_feeds
 from compiler.model.vta import CompiledNetwork
 from compiler.model.vta import compile_network as build_network
 from compiler.partition import AccelGroup
-from compiler.targets.vta.ops import (
-    ELEMENTWISE,
-    input_fold,
-    pool_load_pads,
-    pool_padding,
-)
-from compiler.topi.vta.packing import pack_nchw, pack_nchw_out, pack_rows
 from compiler.topi.vta.qnn import QLayer
 from isa import HwConfig
 from runtime.errors import SessionError
@@ -364,25 +357,6 @@ class VtaNetwork(CompiledNetwork):
         return self.plan.run(
             named, trace=trace, device=device, simulator=simulator, progress=progress, rtl=rtl
         )
-
-
-def _host_input(group: AccelGroup, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
-    """The packed ``data`` of ``group`` from its NCHW (or 2-D) input ``x``."""
-    if group.kind == "max_pool2d" and not pool_load_pads(group):
-        # the reference pads with -128; the host writes the padded window
-        pt, pl, pb, pr = pool_padding(group.anchor)
-        x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-128)
-        return pack_nchw_out(x, cfg)
-    if group.kind in ("global_sum_pool2d", "max_pool2d"):
-        return pack_nchw_out(x, cfg)
-    if group.kind in ELEMENTWISE:
-        # the output layout, the one a producing group stores
-        return pack_nchw_out(x, cfg) if x.ndim == 4 else pack_rows(x, cfg, out=True)
-    fold = input_fold(group, cfg)
-    if fold is not None:
-        # the first layer's few channels, folded
-        x = fold.input(x)
-    return pack_nchw(x, cfg) if x.ndim == 4 else pack_rows(x, cfg)
 
 
 def rtl_device(device: str, simulator: str | None, trace: bool, rtl: Any = None) -> Any:

@@ -48,6 +48,7 @@ from compiler.model.host_groups import HostGroup, compile_host_groups
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
 from compiler.quantize import fp32_fallbacks, parse_sensitivity
+from compiler.targets.vta.input_prep import InputPrep, input_preps
 from compiler.targets.vta.link import NetworkDram, check_plan, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
 from compiler.topi.vta.qnn import QLayer
@@ -66,6 +67,9 @@ class CompiledNetwork:
     compile_seconds: float = 0.0
     #: the whole network's DRAM image
     dram_plan: NetworkDram | None = None
+    #: per accelerator group, what the host does to the inputs it writes (pad, fold, pack;
+    #: :mod:`compiler.targets.vta.input_prep`)
+    input_preps: dict[str, tuple[InputPrep, ...]] = field(default_factory=dict)
     #: the host nodes, cut into groups compiled with the CPU backend (None: not compiled,
     #: ``compile_network(..., host_groups=False)``; such a network does not run)
     host_groups: list[HostGroup] | None = None
@@ -303,6 +307,7 @@ def compile_network(
     assert built.partition is not None and built.dram_plan is not None
     net = CompiledNetwork(built.graph, built.partition, cfg, dict(built.layers))
     net.tuning, net.scheme, net.dram_plan = tuning, built.scheme, built.dram_plan
+    net.input_preps = dict(built.input_preps)
     net.host_groups = None if built.host_groups is None else list(built.host_groups)
     net.compile_seconds = time.perf_counter() - t0
     return net
@@ -319,6 +324,7 @@ class NetworkBuild:
     partition: Partition | None = None
     layers: Mapping[str, QLayer] = field(default_factory=dict)
     dram_plan: NetworkDram | None = None
+    input_preps: Mapping[str, tuple[InputPrep, ...]] = field(default_factory=dict)
     host_groups: tuple[HostGroup, ...] | None = None
     #: the quantization scheme in words (empty when the graph came int8)
     scheme: str = ""
@@ -344,7 +350,9 @@ def vta_pipeline(
     3. ``compile_groups``: one program per accelerator group, a group whose compile fails
        sent to the host (:func:`compile_partition`);
     4. ``plan_dram``: the network's one DRAM image (:func:`plan_network_dram`);
-    5. ``compile_host_groups``: the host groups for the CPU (left out with
+    5. ``input_prep``: what the host does (pad, fold, pack) to each group input the image does
+       not hand over in place (:func:`compiler.targets.vta.input_prep.input_preps`);
+    6. ``compile_host_groups``: the host groups for the CPU (left out with
        ``host_groups=False``).
 
     ``VTAC_VERIFY_IR=1`` checks the build after every pass (:func:`verify_build`: the graph,
@@ -355,7 +363,8 @@ def vta_pipeline(
 
     Example:
         >>> vta_pipeline().names()
-        ['quantize', 'partition', 'compile_groups', 'plan_dram', 'compile_host_groups']
+        ['quantize', 'partition', 'compile_groups', 'plan_dram', 'input_prep', \
+'compile_host_groups']
     """
 
     def quantize(b: NetworkBuild) -> NetworkBuild:
@@ -382,6 +391,11 @@ def vta_pipeline(
     def plan_dram(b: NetworkBuild) -> NetworkBuild:
         return replace(b, dram_plan=plan_network_dram(b))  # type: ignore[arg-type]
 
+    def input_prep(b: NetworkBuild) -> NetworkBuild:
+        assert b.partition is not None and b.dram_plan is not None
+        aliased = {name: g.aliased for name, g in b.dram_plan.groups.items()}
+        return replace(b, input_preps=input_preps(b.partition.groups, aliased, b.config))
+
     def compile_host(b: NetworkBuild) -> NetworkBuild:
         assert b.partition is not None
         return replace(b, host_groups=tuple(compile_network_host_groups(b.graph, b.partition)))
@@ -391,6 +405,7 @@ def vta_pipeline(
         Pass("partition", partition),
         Pass("compile_groups", compile_groups),
         Pass("plan_dram", plan_dram),
+        Pass("input_prep", input_prep),
     ]
     if host_groups:
         passes.append(Pass("compile_host_groups", compile_host))
@@ -436,12 +451,18 @@ def verify_build(b: NetworkBuild) -> None:
             raise ModelError(f"graph {b.graph.name}: groups and compiled programs differ: {odd}")
     if b.dram_plan is not None:
         check_plan(b.dram_plan)
+    for name, preps in b.input_preps.items():
+        symbols = b.layers[name].program.symbols if name in b.layers else {}
+        for prep in preps:
+            if prep.symbol not in symbols:
+                raise ModelError(f"group {name}: the host writes {prep.symbol!r}, which is not "
+                                 "a symbol of its program")  # fmt: skip
 
 
 def build_text(b: NetworkBuild) -> str:
     """The build as text, for ``VTAC_DUMP_IR``: the graph, then what the passes so far made
-    (the partition table, each group's program size, the DRAM image's layout, the host
-    groups)."""
+    (the partition table, each group's program size, the DRAM image's layout, the host's
+    input preparations, the host groups)."""
     parts = [to_text(b.graph)]
     if b.partition is not None:
         parts.append(b.partition.table() + "\n")
@@ -455,6 +476,10 @@ def build_text(b: NetworkBuild) -> str:
             f"DRAM image: {d.dram.nbytes} bytes, static part {d.static_bytes}, "
             f"activations {d.activation_bytes} from byte {d.activation_base}\n"
         )
+    if b.input_preps:
+        lines = [f"{name}.{p.symbol}: {p.describe(b.config)}"
+                 for name, preps in b.input_preps.items() for p in preps]  # fmt: skip
+        parts.append("\n".join(lines) + "\n")
     if b.host_groups is not None:
         parts.append("\n".join(f"{h.name}: {h.how}" for h in b.host_groups) + "\n")
     return "".join(parts)

@@ -12,7 +12,8 @@ import isa
 import vta_sim
 from compiler import registry
 from compiler.frontend.onnx_import import from_onnx
-from runtime.vta_target import compile_group, compile_network
+from compiler.model.vta import compile_group
+from runtime.vta_target import compile_network
 from tests.compiler.frontend.helpers import make_model
 
 H, W = 12, 16
@@ -79,7 +80,7 @@ def test_non_square_kernels_and_unequal_strides_run_on_the_accelerator_bit_exact
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
 def test_each_groups_heuristic_schedule_is_a_point_of_its_tasks_space(preset):
-    from runtime.vta_target import quantize_partition
+    from compiler.model.vta import quantize_partition
 
     cfg = isa.load_config(preset)
     _, part, _ = quantize_partition(from_onnx(_model()), cfg, calibration=_feeds(1, 2))
@@ -104,7 +105,7 @@ def test_tuned_points_of_a_non_square_groups_space_compile_to_the_same_results()
     of stride (1, 2)) on the simulator: each point's output equals the heuristic schedule's
     (which the first test checks against the integer reference)."""
     from runtime.measure import reference_output
-    from runtime.vta_target import quantize_partition
+    from compiler.model.vta import quantize_partition
 
     cfg = isa.load_config("default")
     _, part, _ = quantize_partition(from_onnx(_model()), cfg, calibration=_feeds(1, 2))

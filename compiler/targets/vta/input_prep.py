@@ -1,0 +1,130 @@
+"""What the host does to a value before an accelerator group reads it: the input preparation
+of each group input that is not read in place from the group that stored it.
+
+The accelerator's programs read packed int8 (or int32) tensors in its blocked layout. A group
+input that another accelerator group stored in that layout is read in place
+(:mod:`compiler.targets.vta.link`); any other is written into the group's input tensor by the
+host, in up to three steps, in this order:
+
+* **pad**: a max pool whose input may be negative (the LOAD pad fills zeros) gets its -128
+  padding from the host (:func:`compiler.targets.vta.ops.pool_load_pads`);
+* **fold**: the first layer's few input channels are folded (space-to-depth or im2col,
+  :mod:`compiler.topi.vta.fold`) so the GEMM core's input block is filled;
+* **pack**: NCHW (or ``(N, C)`` rows) into the blocked layout, with ``block_in`` channels per
+  block for a GEMM input, ``block_out`` for what an ALU group or a pool reads (the layout a
+  producing group stores).
+
+The build decides these per group input (:func:`input_preps`, the ``input_prep`` pass of
+:func:`compiler.model.vta.vta_pipeline`); the runtime only carries them out.
+
+Example:
+    >>> from isa import load_config
+    >>> p = InputPrep("data", "nchw", pad=(1, 1, 1, 1), pad_value=-128)
+    >>> p.describe(load_config("default"))
+    'pad (1, 1, 1, 1) (top, left, bottom, right) with -128, pack NCHW into 1x4 blocks'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler.targets.vta.ops import ELEMENTWISE, input_fold, pool_load_pads, pool_padding
+from compiler.topi.vta.fold import InputFold
+from compiler.topi.vta.packing import pack_nchw, pack_nchw_out, pack_rows
+from isa import HwConfig
+
+#: How the host packs an array into a group's input tensor (``out``: the output layout, with
+#: ``block_out`` channels per block, that a producing group stores).
+PACKINGS = ("nchw", "nchw_out", "rows", "rows_out")
+
+
+@dataclass(frozen=True)
+class InputPrep:
+    """How the host writes a value into symbol ``symbol`` of a group's program: pad the
+    spatial axes with ``pad_value`` (``pad``: top, left, bottom, right), fold it (``fold``),
+    then pack it (``packing``, one of :data:`PACKINGS`)."""
+
+    symbol: str
+    packing: str
+    pad: tuple[int, int, int, int] | None = None
+    pad_value: int = 0
+    fold: InputFold | None = None
+
+    def describe(self, cfg: HwConfig) -> str:
+        """The host's steps, in words (what ``vtac graph --target vta`` prints)."""
+        steps = []
+        if self.pad is not None:
+            steps.append(f"pad {self.pad} (top, left, bottom, right) with {self.pad_value}")
+        if self.fold is not None:
+            f = self.fold
+            steps.append(
+                f"fold ({f.kind.replace('_', '-')}): a {f.kernel}x{f.kernel} stride-{f.stride} "
+                f"conv over {f.in_c} folded channels of {f.in_hw[0]}x{f.in_hw[1]}, run as "
+                f"{f.k}x{f.k} stride 1"
+            )
+        block = cfg.block_in if self.packing in ("nchw", "rows") else cfg.block_out
+        layout = "NCHW" if self.packing.startswith("nchw") else "(N, C) rows"
+        steps.append(f"pack {layout} into {cfg.batch}x{block} blocks")
+        return ", ".join(steps)
+
+    def packed(self, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+        """``x`` padded, folded and packed: the bytes of the group's input tensor."""
+        if self.pad is not None:
+            pt, pl, pb, pr = self.pad
+            x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=self.pad_value)
+        if self.fold is not None:
+            x = self.fold.input(x)
+        if self.packing == "nchw":
+            return pack_nchw(x, cfg)
+        if self.packing == "nchw_out":
+            return pack_nchw_out(x, cfg)
+        return pack_rows(x, cfg, out=self.packing == "rows_out")
+
+
+def input_prep(group: Any, symbol: str, ndim: int, cfg: HwConfig) -> InputPrep:
+    """How the host prepares ``group``'s input ``symbol`` (``data`` or ``residual``) of
+    ``ndim`` axes when no group stored it in place."""
+    if symbol == "residual":
+        return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
+    if group.kind == "max_pool2d" and not pool_load_pads(group):
+        return InputPrep(symbol, "nchw_out", pad=pool_padding(group.anchor), pad_value=-128)
+    if group.kind in ("global_sum_pool2d", "max_pool2d"):
+        return InputPrep(symbol, "nchw_out")
+    if group.kind in ELEMENTWISE:
+        return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
+    fold = input_fold(group, cfg)
+    if fold is not None:
+        return InputPrep(symbol, "nchw", fold=fold)
+    return InputPrep(symbol, "nchw" if ndim == 4 else "rows")
+
+
+def group_inputs(group: Any) -> list[tuple[str, Any]]:
+    """``(symbol, value)`` of the inputs of ``group`` the host may write: its ``data`` and,
+    for a group with a fused residual, its ``residual``."""
+    inputs = [("data", group.anchor.inputs[0])]
+    if group.residual is not None:
+        inputs.append(("residual", group.residual))
+    return inputs
+
+
+def input_preps(
+    groups: Any, aliased: Mapping[str, tuple[str, ...]], cfg: HwConfig
+) -> dict[str, tuple[InputPrep, ...]]:
+    """Per accelerator group (by name), the preparations of its inputs that the DRAM plan does
+    not read in place (``aliased``: per group, the symbols read in place), in the order
+    ``data``, ``residual``."""
+    return {
+        g.name: tuple(
+            input_prep(g, symbol, len(v.type.shape), cfg)
+            for symbol, v in group_inputs(g)
+            if symbol not in aliased.get(g.name, ())
+        )
+        for g in groups
+    }
+
+
+__all__ = ["PACKINGS", "InputPrep", "group_inputs", "input_prep", "input_preps"]
