@@ -104,8 +104,8 @@ def test_tuned_points_of_a_non_square_groups_space_compile_to_the_same_results()
     """Seeded points of the spaces of three groups (3x1 stride (2, 1), 1x7, a depthwise 1x3
     of stride (1, 2)) on the simulator: each point's output equals the heuristic schedule's
     (which the first test checks against the integer reference)."""
-    from runtime.measure import reference_output
     from compiler.model.vta import quantize_partition
+    from runtime.measure import reference_output
 
     cfg = isa.load_config("default")
     _, part, _ = quantize_partition(from_onnx(_model()), cfg, calibration=_feeds(1, 2))
