@@ -12,7 +12,6 @@ import isa
 import vta_sim
 from compiler import registry
 from compiler.frontend.onnx_import import from_onnx
-from compiler.model.vta import compile_group
 from runtime.vta_target import compile_network
 from tests.compiler.frontend.helpers import make_model
 
@@ -81,19 +80,12 @@ def test_non_square_kernels_and_unequal_strides_run_on_the_accelerator_bit_exact
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
 def test_each_groups_heuristic_schedule_is_a_point_of_its_tasks_space(preset):
     from compiler.model.vta import quantize_partition
+    from tests.compiler.vta.helpers import heuristic_points
 
     cfg = isa.load_config(preset)
     _, part, _ = quantize_partition(from_onnx(_model()), cfg, calibration=_feeds(1, 2))
     keys = set()
-    for group in part.groups:
-        impl = registry.lookup("vta", group.anchor.op)
-        if impl.kind != "gemm":
-            continue
-        task, why = impl.task(group, cfg)
-        assert task is not None, f"{group.name}: {why}"
-        layer = compile_group(group, cfg)
-        point = task.config_of(layer.knobs)
-        assert task.space().reason_invalid(point.index) is None, (group.name, point.describe())
+    for group, task, layer in heuristic_points(part, cfg):
         assert task.knobs(task.default_config()) == layer.knobs, group.name
         keys.add(task.key)
     # every shape is a task of its own: kernels, strides and padding are in the key

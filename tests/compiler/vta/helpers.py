@@ -13,7 +13,9 @@ from compiler.passes import PassOptions
 from compiler.schedule import Schedule
 from compiler.targets.vta import VTATarget, get_vta_target
 from compiler.topi.vta import Conv2dKnobs, conv2d_packed, schedule_conv2d_packed
+from compiler.topi.vta.accesses import conv2d_accesses
 from compiler.topi.vta.conv2d import conv2d_shapes
+from isa.energy import count_events
 
 PRESETS = ("default", "vta-1x16x16", "4x4x4")
 
@@ -67,3 +69,41 @@ def run_in_order(prog: isa.Program) -> np.ndarray:
 
 def random_int8(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
+
+
+def access_mismatches(
+    program, cfg, layer, knobs, residual: bool = False
+) -> list[tuple[str, int, int]]:
+    """``(what, counted, analytical)`` where the program's events and the analytical access
+    count of the same schedule differ (empty: they agree)."""
+    ev = count_events(program)
+    a = conv2d_accesses(cfg, layer, knobs, residual=residual)
+    pairs = [("gemm_uops", ev.gemm_uops, a.gemm_uops),
+             ("reset_uops", ev.gemm_reset_uops, a.reset_uops)]  # fmt: skip
+    pairs += [(f"dram {k}", ev.dram_bytes[k], v) for k, v in a.dram_bytes.items()]
+    pairs += [(f"{b} written", ev.sram_writes[b], v) for b, v in a.sram_writes.items()]
+    pairs += [(f"{b} read", ev.sram_reads[b], v) for b, v in a.sram_reads.items()]
+    return [p for p in pairs if p[1] != p[2]]
+
+
+def heuristic_points(part, cfg) -> list[tuple[object, object, object]]:
+    """``(group, task, layer)`` for every gemm group of ``part``: the group compiled with the
+    heuristic's knobs and those knobs as a point of the space of its registered template's
+    task (asserting each group has a task and its point is valid: the heuristic and the tuner
+    cannot drift)."""
+    from compiler import registry
+    from compiler.model.vta import compile_group
+
+    found = []
+    for group in part.groups:
+        impl = registry.lookup("vta", group.anchor.op)
+        if impl.kind != "gemm":
+            continue
+        task, why = impl.task(group, cfg)
+        assert task is not None, f"{group.name}: {why}"
+        layer = compile_group(group, cfg)
+        point = task.config_of(layer.knobs, getattr(layer, "inp_fetch", "window"))
+        reason = task.space().reason_invalid(point.index)
+        assert reason is None, f"{group.name}: heuristic {point.describe()}: {reason}"
+        found.append((group, task, layer))
+    return found

@@ -15,20 +15,9 @@ from compiler.topi.vta.accesses import conv2d_accesses
 from compiler.topi.vta.conv2d import Conv2dKnobs
 from compiler.topi.vta.layer import Conv2dLayer, compile_conv2d
 from compiler.tune.task import conv2d_task
-from isa.energy import count_events
+from tests.compiler.vta.helpers import access_mismatches
 
 PRESETS = ("default", "vta-1x16x16", "4x4x4")
-
-
-def _mismatches(program, cfg, layer, knobs) -> list[tuple[str, int, int]]:
-    ev = count_events(program)
-    a = conv2d_accesses(cfg, layer, knobs)
-    pairs = [("gemm_uops", ev.gemm_uops, a.gemm_uops),
-             ("reset_uops", ev.gemm_reset_uops, a.reset_uops)]  # fmt: skip
-    pairs += [(f"dram {k}", ev.dram_bytes[k], v) for k, v in a.dram_bytes.items()]
-    pairs += [(f"{b} written", ev.sram_writes[b], v) for b, v in a.sram_writes.items()]
-    pairs += [(f"{b} read", ev.sram_reads[b], v) for b, v in a.sram_reads.items()]
-    return [p for p in pairs if p[1] != p[2]]
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -36,7 +25,7 @@ def test_resnet18_layers_with_the_heuristics_schedules(preset):
     cfg = isa.load_config(preset)
     for layer in RESNET18_LAYERS:
         compiled = compile_conv2d(layer, cfg, relu=True)
-        assert _mismatches(compiled.program, cfg, layer, compiled.knobs) == [], layer.name
+        assert access_mismatches(compiled.program, cfg, layer, compiled.knobs) == [], layer.name
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -55,7 +44,7 @@ def test_seeded_points_of_the_tuners_spaces(preset):
                 continue  # the strided fetches are another template
             knobs = task.knobs(i)
             program = task.build(space.config(i)).program
-            assert _mismatches(program, cfg, layer, knobs) == [], space.config(i).describe()
+            assert access_mismatches(program, cfg, layer, knobs) == [], space.config(i).describe()
     # the resident and one-row schedules, each checked on purpose whatever the draw holds
     layer = Conv2dLayer("t", 8, 8, 16, 16, 3, 1, 1)
     for knobs in (Conv2dKnobs(tile_h=4, tile_w=8, tile_ci=4 * 4 // cfg.block_in,
@@ -64,7 +53,7 @@ def test_seeded_points_of_the_tuners_spaces(preset):
                   Conv2dKnobs(tile_h=2, tile_w=8, tile_ci=1, tile_co=1, oc_nthread=1,
                               kernel_step="row")):  # fmt: skip
         compiled = compile_conv2d(layer, cfg, knobs, relu=True)
-        assert _mismatches(compiled.program, cfg, layer, knobs) == [], knobs
+        assert access_mismatches(compiled.program, cfg, layer, knobs) == [], knobs
 
 
 def test_a_tile_that_does_not_divide_is_refused():

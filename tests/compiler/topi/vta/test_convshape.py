@@ -14,13 +14,11 @@ from compiler.graph import Constant, Graph, Node, TensorType, Var
 from compiler.partition import partition_graph
 from compiler.quantize import quantize_graph
 from compiler.topi.vta import testing as vt
-from compiler.topi.vta.accesses import conv2d_accesses
 from compiler.topi.vta.conv2d import Conv2dKnobs
 from compiler.topi.vta.heuristic import conv2d_knobs
 from compiler.topi.vta.layer import Conv2dLayer, compile_conv2d
 from compiler.tune.task import Task, conv2d_task
-from isa.energy import count_events
-from tests.compiler.vta.helpers import run
+from tests.compiler.vta.helpers import access_mismatches, run
 
 LAYERS = [
     Conv2dLayer("1x3", 6, 10, 8, 8, (1, 3), 1, (0, 1, 0, 1)),
@@ -30,17 +28,6 @@ LAYERS = [
     Conv2dLayer("7x1", 12, 6, 4, 8, (7, 1), 1, (3, 0, 3, 0)),
     Conv2dLayer("2x3_uneven", 9, 8, 8, 8, (2, 3), (1, 2), (0, 1, 1, 0)),
 ]
-
-
-def _mismatches(program, cfg, layer, knobs, residual=False) -> list[tuple[str, int, int]]:
-    ev = count_events(program)
-    a = conv2d_accesses(cfg, layer, knobs, residual=residual)
-    pairs = [("gemm_uops", ev.gemm_uops, a.gemm_uops),
-             ("reset_uops", ev.gemm_reset_uops, a.reset_uops)]  # fmt: skip
-    pairs += [(f"dram {k}", ev.dram_bytes[k], v) for k, v in a.dram_bytes.items()]
-    pairs += [(f"{b} written", ev.sram_writes[b], v) for b, v in a.sram_writes.items()]
-    pairs += [(f"{b} read", ev.sram_reads[b], v) for b, v in a.sram_reads.items()]
-    return [p for p in pairs if p[1] != p[2]]
 
 
 def test_the_layer_takes_a_size_per_axis_and_a_padding_per_side():
@@ -69,7 +56,7 @@ def test_the_access_count_equals_the_programs_events(preset):
     cfg = isa.load_config(preset)
     for layer in LAYERS:
         compiled = compile_conv2d(layer, cfg, relu=True, residual=True)
-        mism = _mismatches(compiled.program, cfg, layer, compiled.knobs, residual=True)
+        mism = access_mismatches(compiled.program, cfg, layer, compiled.knobs, residual=True)
         assert mism == [], (layer.name, compiled.knobs)
     # one-kernel-row steps and resident weights, each on purpose
     layer = LAYERS[1]
@@ -79,7 +66,7 @@ def test_the_access_count_equals_the_programs_events(preset):
                               tile_co=-(-12 // cfg.block_out), loop_order="co_h",
                               weights_resident=True)):  # fmt: skip
         compiled = compile_conv2d(layer, cfg, knobs, relu=True)
-        assert _mismatches(compiled.program, cfg, layer, knobs) == [], knobs
+        assert access_mismatches(compiled.program, cfg, layer, knobs) == [], knobs
 
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
@@ -94,7 +81,7 @@ def test_the_access_count_on_seeded_points_of_the_tuners_spaces(preset):
         for i in rng.choice(valid, size=min(4, len(valid)), replace=False).tolist():
             built = task.build(space.config(i))
             assert built.matches(run(built.program).read("out")), space.config(i).describe()
-            mism = _mismatches(built.program, cfg, layer, task.knobs(i))
+            mism = access_mismatches(built.program, cfg, layer, task.knobs(i))
             assert mism == [], space.config(i).describe()
 
 
