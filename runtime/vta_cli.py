@@ -31,10 +31,6 @@
 * An option that does not apply to the chosen target is refused by name
   (:func:`check_target_options`).
 
-Example:
-    >>> import numpy as np
-    >>> calibration_batches(np.zeros((4, 1, 2, 2), np.float32), "x", (2, 1, 2, 2))[1]["x"].shape
-    (2, 1, 2, 2)
 """
 
 from __future__ import annotations
@@ -47,20 +43,6 @@ from typing import Any
 import numpy as np
 
 from runtime.errors import SessionError
-
-
-def calibration_batches(
-    data: np.ndarray, name: str, shape: tuple[int, ...]
-) -> list[dict[str, np.ndarray]]:
-    """Split ``data`` (``k`` times the input's batch along axis 0) into feeds of ``shape``."""
-    if data.ndim != len(shape) or data.shape[1:] != shape[1:] or data.shape[0] % shape[0]:
-        raise SessionError(
-            f"--calibrate: input {name!r} is {list(shape)}; the calibration data must be a "
-            f"multiple of its batch ({shape[0]}) along axis 0 with the same other dims, got "
-            f"{list(data.shape)}"
-        )
-    data = data.astype(np.float32)
-    return [{name: data[k : k + shape[0]]} for k in range(0, data.shape[0], shape[0])]
 
 
 def _float_graph(
@@ -144,6 +126,7 @@ def _group_inputs_table(net: Any) -> str:
 
 def run_command(args: argparse.Namespace) -> int:
     """``vtac run MODEL --target vta``."""
+    from compiler.model.calibration import calibration_feeds
     from compiler.model.program import TensorSpec
     from runtime.model_cli import parse_inputs, random_inputs
     from runtime.vta_target import compile_network
@@ -165,7 +148,7 @@ def run_command(args: argparse.Namespace) -> int:
     specs = [TensorSpec(v.name, v.type.shape, v.type.dtype) for v in graph.inputs]
     if args.calibrate:
         data = _read_calibration(args, specs)
-        calibration: Any = calibration_batches(data, specs[0].name, specs[0].shape)
+        calibration: Any = calibration_feeds(specs, data, what="--calibrate")
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration,
@@ -381,7 +364,6 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
 
 
 __all__ = [
-    "calibration_batches",
     "check_target_options",
     "compile_command",
     "graph_command",

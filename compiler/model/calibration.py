@@ -22,10 +22,11 @@ CALIBRATION_SEED = 0
 
 
 def calibration_feeds(
-    inputs: Sequence[TensorSpec], calibration: Any
+    inputs: Sequence[TensorSpec], calibration: Any, what: str = "calibration"
 ) -> list[dict[str, np.ndarray]]:
     """Calibration feeds of the model's input shapes from ``calibration`` (see the module
-    docstring), one mapping of input name to array per batch.
+    docstring), one mapping of input name to array per batch; ``what`` names the data in
+    errors (an option, ``--calibrate``).
 
     Example:
         >>> spec = [TensorSpec("x", (2, 3), "float32")]
@@ -43,28 +44,28 @@ def calibration_feeds(
         if len(inputs) != 1:
             names = ", ".join(s.name for s in inputs)
             raise ModelError(
-                f"calibration: the model has {len(inputs)} inputs ({names}): give a mapping of "
+                f"{what}: the model has {len(inputs)} inputs ({names}): give a mapping of "
                 "input name to array"
             )
         calibration = {inputs[0].name: calibration}
     if not isinstance(calibration, Mapping):
         raise ModelError(
-            "calibration: an array or a mapping of input name to array, not "
+            f"{what}: an array or a mapping of input name to array, not "
             f"{type(calibration).__name__}"
         )
     known = {s.name for s in inputs}
     for name in calibration:
         if name not in known:
-            raise ModelError(f"calibration: unknown input {name!r} (inputs: {sorted(known)})")
+            raise ModelError(f"{what}: unknown input {name!r} (inputs: {sorted(known)})")
     split: dict[str, list[np.ndarray]] = {}
     for s in inputs:
         if s.name not in calibration:
-            raise ModelError(f"calibration: input {s.name!r} has no data")
+            raise ModelError(f"{what}: input {s.name!r} has no data")
         data = np.asarray(calibration[s.name])
         shape = s.shape
         if data.ndim != len(shape) or data.shape[1:] != shape[1:] or data.shape[0] % shape[0]:
             raise ModelError(
-                f"calibration: input {s.name!r} is {list(shape)}; the calibration data must be "
+                f"{what}: input {s.name!r} is {list(shape)}; the calibration data must be "
                 f"a multiple of its batch ({shape[0]}) along axis 0 with the same other dims, "
                 f"got {list(data.shape)}"
             )
@@ -72,7 +73,7 @@ def calibration_feeds(
         split[s.name] = [data[k : k + shape[0]] for k in range(0, data.shape[0], shape[0])]
     counts = {len(v) for v in split.values()}
     if len(counts) > 1:
-        raise ModelError(f"calibration: the inputs have different numbers of batches {counts}")
+        raise ModelError(f"{what}: the inputs have different numbers of batches {counts}")
     return [{n: v[k] for n, v in split.items()} for k in range(counts.pop())]
 
 
