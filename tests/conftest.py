@@ -39,3 +39,23 @@ try:
     _hyp_settings.load_profile("ci" if os.environ.get("CI") else "local")
 except ImportError:
     pass
+
+
+#: Seconds per test folder (setup, call and teardown of its tests), for the closing summary.
+_FOLDER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    parts = Path(report.nodeid.split("::")[0]).parts
+    folder = "/".join(parts[:2]) if len(parts) > 2 else f"{parts[0]}/*.py"
+    _FOLDER_SECONDS[folder] = _FOLDER_SECONDS.get(folder, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The time each test folder took, slowest first: what a suite with a time budget (the
+    fuzzing suite's, for one) is measured by."""
+    if not _FOLDER_SECONDS:
+        return
+    terminalreporter.write_sep("-", "seconds per test folder")
+    for folder, seconds in sorted(_FOLDER_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds:8.1f}  {folder}")
