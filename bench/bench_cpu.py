@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
 from bench.common import median_time, ort_session  # noqa: E402
+from isa.report import Column, format_table  # noqa: E402
 
 #: ONNX IR version written into the models (what current onnxruntime releases accept).
 ORT_IR_VERSION = 9
@@ -174,20 +175,36 @@ def bench_conv(layer: dict, threads: int, repeat: int) -> dict:
     )
 
 
+#: The table's columns: times are medians of ``--repeat`` runs.
+COLUMNS = [
+    Column("workload"),
+    Column("ours ms", "float", "our kernel on packed data"),
+    Column("+layout", "float", "ours with packing the input and unpacking the output"),
+    Column("numpy ms", "float", "numpy (im2col and BLAS)"),
+    Column("ort ms", "float", "onnxruntime"),
+    Column("numpy/ours", "ratio", "numpy's time over ours", digits=2),
+    Column("ort/ours", "ratio", "onnxruntime's time over ours", digits=2),
+    Column("GFLOP/s", "float1", "ours: 2 x MACs per second"),
+    Column("check", legend="ours equals numpy (ok) or not (MISMATCH)"),
+]
+
+
 def print_table(rows: list[dict]) -> None:
-    head = (
-        f"{'workload':<12}{'ours ms':>9}{'+layout':>9}{'numpy ms':>10}{'ort ms':>9}"
-        f"{'numpy/ours':>12}{'ort/ours':>10}{'GFLOP/s':>9}  check"
-    )
-    print(head)
-    print("-" * len(head))
-    for r in rows:
-        layout = f"{r['layout'] * 1e3:>9.2f}" if r["layout"] is not None else f"{'-':>9}"
-        print(
-            f"{r['name']:<12}{r['ours'] * 1e3:>9.2f}{layout}{r['numpy'] * 1e3:>10.2f}"
-            f"{r['ort'] * 1e3:>9.2f}{r['numpy'] / r['ours']:>12.2f}{r['ort'] / r['ours']:>10.2f}"
-            f"{r['flops'] / r['ours'] / 1e9:>9.1f}  {'ok' if r['ok'] else 'MISMATCH'}"
+    table = [
+        (
+            r["name"],
+            r["ours"] * 1e3,
+            "-" if r["layout"] is None else r["layout"] * 1e3,
+            r["numpy"] * 1e3,
+            r["ort"] * 1e3,
+            r["numpy"] / r["ours"],
+            r["ort"] / r["ours"],
+            r["flops"] / r["ours"] / 1e9,
+            "ok" if r["ok"] else "MISMATCH",
         )
+        for r in rows
+    ]
+    print(format_table(COLUMNS, table))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,8 @@ import argparse
 
 import numpy as np
 
+from isa.report import Column, format_table
+
 
 def _layer(c: int, size: int, k: int, stride: int):
     from onnx import helper
@@ -56,10 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=28)
     args = p.parse_args(argv)
     ok = True
-    print(
-        "preset        layer              cycles     GEMM floor  cycles/floor  ALU-MAC floor"
-        "  bit-exact"
-    )
+    columns = [
+        Column("preset"),
+        Column("layer", legend="channels x height x width, kernel, stride"),
+        Column("cycles", "int", "the depthwise group's cycles"),
+        Column("GEMM floor", "int", "one GEMM micro-op per tap and accumulator entry, at gemm_ii"),
+        Column("cycles/floor", "float", "cycles over the GEMM floor"),
+        Column("ALU-MAC floor", "int", "three ALU instructions per tap and entry (not built)"),
+        Column("bit-exact", legend="the group's output equals the reference executor's"),
+    ]
+    rows = []
     for preset in args.presets.split(","):
         cfg = isa.load_config(preset)
         for k, stride in ((3, 1), (3, 2), (5, 1), (5, 2)):
@@ -76,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             # ADD into the sum (three tensor-tensor instructions at alu_ii); not built
             alu = blocks * out * out * k * k * 3 * cfg.alu_ii
             name = f"{args.channels}x{args.size}x{args.size} k{k} s{stride}"
-            print(f"{preset:13s} {name:18s} {cycles:10,d} {floor:12,d} {cycles / floor:13.2f}"
-                  f" {alu:14,d}  {exact}")  # fmt: skip
+            rows.append((preset, name, cycles, floor, cycles / floor, alu, str(exact)))
+    print(format_table(columns, rows))
     return 0 if ok else 1
 
 

@@ -20,6 +20,23 @@ import math
 import sys
 import time
 
+from isa.report import Column, format_table
+
+#: The table: one row per kernel, its launch and the H100's occupancy of it.
+COLUMNS = [
+    Column("layer"),
+    Column("grid", legend="blocks along x, y, z"),
+    Column("block", legend="threads along x, y, z"),
+    Column("smem B", "int", "shared memory per block, bytes"),
+    Column("smem%", "pct", "shared memory per block over the most a block may have"),
+    Column("regs", "int", "registers per thread (ptxas -v; n/a without ptxas)"),
+    Column("blk/SM", "int", "blocks resident per SM"),
+    Column("occ", "pct", "resident warps over the SM's most", digits=0),
+    Column("limit", legend="what limits the blocks per SM"),
+    Column("waves", "float", "blocks over the blocks resident on all SMs at once"),
+    Column("compile s", "float", "seconds to build the kernels"),
+]
+
 
 def layers(names: list[str] | None) -> list:
     from compiler.topi.vta.workloads import RESNET18_LAYERS
@@ -66,11 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(f"device {H100.name} ({H100.arch}, {H100.sm_count} SMs); registers from "
               f"{'ptxas -v' if reason is None else 'n/a: ' + reason}")  # fmt: skip
-        print(f"{'layer':6} {'grid':>14} {'block':>12} {'smem B':>7} {'smem%':>6} {'regs':>5} "
-              f"{'blk/SM':>6} {'occ':>5} {'limit':>9} {'waves':>6} {'compile s':>9}")  # fmt: skip
     todo = [(l.name, lambda l=l: build_conv(l)) for l in layers(names)]
     if names is None or "FC" in names:
         todo.append(("FC", build_fc))
+    table: list[tuple[object, ...]] = []
     for name, make in todo:
         t0 = time.perf_counter()
         module = make()
@@ -102,10 +118,24 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(row))
                 continue
-            regs = "n/a" if r.registers is None else str(r.registers)
-            print(f"{name:6} {str(r.grid):>14} {str(r.block):>12} {r.shared_bytes:7d} "
-                  f"{smem_pct:6.1%} {regs:>5} {occ.blocks_per_sm:6d} {occ.occupancy:5.0%} "
-                  f"{occ.limited_by:>9} {waves:6.2f} {seconds:9.2f}")  # fmt: skip
+            regs = "n/a" if r.registers is None else r.registers
+            table.append(
+                (
+                    name,
+                    str(r.grid),
+                    str(r.block),
+                    r.shared_bytes,
+                    smem_pct,
+                    regs,
+                    occ.blocks_per_sm,
+                    occ.occupancy,
+                    occ.limited_by,
+                    waves,
+                    seconds,
+                )
+            )
+    if not args.json:
+        print(format_table(COLUMNS, table))
     return 0
 
 

@@ -57,6 +57,7 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench.common import cpu_model, ort_session  # noqa: E402
+from isa.report import Column, format_table  # noqa: E402
 
 
 def median_times(fns: list[Callable[[], object]], repeat: int, warmup: int = 3) -> list[float]:
@@ -166,10 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"threads={args.threads} repeat={args.repeat} (median), batch 1, fp32\n")
     r = bench_resnet18(args.image_size, args.threads, args.repeat)
     print(f"ResNet-18 {args.image_size}x{args.image_size}:")
-    print(f"  ours         {r['ours'] * 1e3:8.2f} ms  ({r['groups']} groups, {r['kernels']} "
-          f"distinct kernels, compiled in {r['compile_s']:.1f} s with the machine-code cache "
-          "as found)")  # fmt: skip
-    print(f"  onnxruntime  {r['ort'] * 1e3:8.2f} ms")
+    peers = [Column("peer"), Column("ms", "float", "median time of one ResNet-18 run")]
+    print(
+        format_table(
+            peers, [("ours", r["ours"] * 1e3), ("onnxruntime", r["ort"] * 1e3)], legend=False
+        )
+    )
+    print(f"  ours: {r['groups']} groups, {r['kernels']} distinct kernels, compiled in "
+          f"{r['compile_s']:.1f} s with the machine-code cache as found")  # fmt: skip
     print(f"  ours / onnxruntime = {r['ours'] / r['ort']:.2f}")
     print(f"  relative error max|ours-ort|/max|ort| = {r['rel']:.2e}")
     print("  time by group kind (one run): " + ", ".join(
@@ -181,9 +186,13 @@ def main(argv: list[str] | None = None) -> int:
         cold = c["cold"]
         print(f"\nResNet-50 {args.image_size}x{args.image_size} whole compile "
               f"({cold['groups']} groups, {cold['kernels']} distinct kernels):")  # fmt: skip
-        for label in ("cold", "warm"):
-            print(f"  {label:<4} cache  {c[label]['compile']:7.2f} s  "
-                  f"(building the ONNX model {c[label]['build_model']:.2f} s)")  # fmt: skip
+        columns = [
+            Column("cache", legend="cold: an empty machine-code cache; warm: the cold run's"),
+            Column("compile s", "float", "seconds of the whole compile"),
+            Column("build model s", "float", "of which building the ONNX model"),
+        ]
+        rows = [(label, c[label]["compile"], c[label]["build_model"]) for label in ("cold", "warm")]
+        print(format_table(columns, rows))
     ok = r["rel"] <= 1e-4
     return 0 if ok else 1
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import cpu_model, median_time, ort_session
+from isa.report import Column, format_table
 
 #: ONNX IR version written into the models (what current onnxruntime releases accept).
 ORT_IR_VERSION = 9
@@ -369,9 +370,16 @@ def main(argv: list[str] | None = None) -> int:
         f"threads={args.threads}  repeat={args.repeat} (median)  onnxruntime "
         f"{onnxruntime.__version__}  workloads: {args.workloads.name}\n"
     )
-    head = f"{'group':<18}{'x':>3}{'ours ms':>10}{'ort ms':>9}{'ort/ours':>10}  {'check':<9}knobs"
-    print(head)
-    print("-" * len(head))
+    columns = [
+        Column("group"),
+        Column("x", "int", "occurrences of the group in ResNet-18"),
+        Column("ours ms", "float", "median time of our compiled group", digits=3),
+        Column("ort ms", "float", "median time of onnxruntime on the same operators", digits=3),
+        Column("ort/ours", "ratio", "onnxruntime's time over ours", digits=2),
+        Column("check", legend="ours equals onnxruntime (ok), or not (MISMATCH); -: no peer"),
+        Column("knobs", legend="the schedule's knobs"),
+    ]
+    table: list[tuple[object, ...]] = []
     total_ours = total_ort = 0.0
     ok_all = True
     compiled = []
@@ -385,11 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         t_ours = median_time(lambda f=f, arrays=arrays, out=out: f(*arrays, out), args.repeat)
         total_ours += t_ours * group.count
         if model is None:
-            check = "-"
-            print(
-                f"{group.name:<18}{group.count:>3}{t_ours * 1e3:>10.3f}{'-':>9}{'-':>10}  "
-                f"{check:<9}{knobs}"
-            )
+            table.append((group.name, group.count, t_ours * 1e3, "-", "-", "-", knobs))
             continue
         sess = ort_session(model, args.threads)
         want = sess.run(None, feeds)[0]
@@ -398,10 +402,18 @@ def main(argv: list[str] | None = None) -> int:
         ok_all &= ok
         t_ort = median_time(lambda sess=sess, feeds=feeds: sess.run(None, feeds), args.repeat)
         total_ort += t_ort * group.count
-        print(
-            f"{group.name:<18}{group.count:>3}{t_ours * 1e3:>10.3f}{t_ort * 1e3:>9.3f}"
-            f"{t_ort / t_ours:>10.2f}  {'ok' if ok else 'MISMATCH':<9}{knobs}"
+        table.append(
+            (
+                group.name,
+                group.count,
+                t_ours * 1e3,
+                t_ort * 1e3,
+                t_ort / t_ours,
+                "ok" if ok else "MISMATCH",
+                knobs,
+            )
         )
+    print(format_table(columns, table))
     model, origin = onnx_resnet18(np.random.default_rng(1))
     sess = ort_session(model, args.threads)
     feed = {sess.get_inputs()[0].name: rng.standard_normal((1, 3, 224, 224), dtype=np.float32)}

@@ -22,6 +22,29 @@ from pathlib import Path
 
 import numpy as np
 
+from isa.report import Column, format_table
+
+#: The tuning table: one row per task.
+TASK_COLUMNS = [
+    Column("task"),
+    Column("groups", "int", "accelerator groups of the network that share the task"),
+    Column("heuristic", "int", "cycles of the heuristic's schedule"),
+    Column("best", "int", "cycles of the best measured schedule"),
+]
+
+#: The network table: one row per accelerator group, both networks run on the same input.
+GROUP_COLUMNS = [
+    Column("group"),
+    Column("heuristic", "int", "the group's cycles compiled with the heuristic's knobs"),
+    Column("tuned", "int", "the group's cycles compiled with the log's best record"),
+    Column("speedup", "ratio", "heuristic over tuned"),
+    Column(
+        "knobs",
+        legend="tuned: the log's record; heuristic: none usable; no knobs: a group without "
+        "knobs (pools, element-wise)",
+    ),
+]
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -58,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(found.tasks)} tasks from {sum(t.weight for t in found.tasks)} groups, "
           f"{args.trials} trials each ({args.tuner}, seed {args.seed}), log {log}")  # fmt: skip
     t0 = time.perf_counter()
+    task_rows = []
     with LocalRunner(args.workers) as runner:
         for task in found.tasks:
             default = task.default_config()
@@ -66,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
                                initial=[default.index])  # fmt: skip
             base = next((r for r in state.records if r.config.index == default.index), None)
             before = base.result.cost if base is not None and base.result.ok else float("nan")
-            print(f"  {task.name:<24} x{task.weight}  heuristic {before:>10,.0f}  best "
-                  f"{state.best_cost:>10,.0f}", flush=True)  # fmt: skip
+            task_rows.append((task.name, task.weight, before, state.best_cost))
+            print(f"tuned {task.name} ({len(task_rows)}/{len(found.tasks)})", file=sys.stderr,
+                  flush=True)  # fmt: skip
     tune_s = time.perf_counter() - t0
+    print(format_table(TASK_COLUMNS, task_rows))
 
     feeds = {s.name: np.random.default_rng(args.seed).standard_normal(s.shape).astype(np.float32)
              for s in specs}  # fmt: skip
@@ -81,16 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = {r.name: r.cycles for r in a.layers if r.device == "vta"}
     tuned_groups = {g for g, _ in tuning.used}
     fell_back = {g for g, _ in tuning.fell_back}
-    print(f"\n{'group':<24} {'heuristic':>10} {'tuned':>10} {'speedup':>8}")
-    for r in b.layers:
-        if r.device != "vta":
-            continue
-        mark = "" if r.name in tuned_groups else "  (heuristic)" if r.name in fell_back else (
-            "  (no knobs)")  # fmt: skip
-        print(f"{r.name:<24} {rows[r.name]:>10,} {r.cycles:>10,} "
-              f"{rows[r.name] / r.cycles:>7.3f}x{mark}")  # fmt: skip
-    print(f"{'total':<24} {a.total_cycles:>10,} {b.total_cycles:>10,} "
-          f"{a.total_cycles / b.total_cycles:>7.3f}x")  # fmt: skip
+    groups = [
+        (r.name, rows[r.name], r.cycles, rows[r.name] / r.cycles,
+         "tuned" if r.name in tuned_groups else "heuristic" if r.name in fell_back else "no knobs")
+        for r in b.layers
+        if r.device == "vta"
+    ]  # fmt: skip
+    total = ("total", a.total_cycles, b.total_cycles, a.total_cycles / b.total_cycles, "")
+    print()
+    print(format_table(GROUP_COLUMNS, groups, total=total))
     print(f"tuning took {tune_s:.0f} s; outputs {'bit-identical' if same else 'DIFFER'}")
     for line in tuning.report().splitlines()[1:]:
         print(line)

@@ -31,6 +31,20 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from isa.report import Column, format_table  # noqa: E402
+
+#: The table: one row per calibrator and requantization, on the held-out images.
+COLUMNS = [
+    Column("calibrator"),
+    Column("requant"),
+    Column("fp32", "pct", "top-1 accuracy of the float model", digits=2),
+    Column("int8", "pct", "top-1 accuracy of the quantized model", digits=2),
+    Column("drop", "float1", "fp32 minus int8 top-1, percentage points"),
+    Column("cosine", "float", "mean cosine of the int8 and fp32 logits", digits=5),
+    Column("agree", "pct", "images whose int8 top-1 equals the fp32 top-1"),
+    Column("calib s", "float1", "seconds of calibration and quantization"),
+]
+
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Mean cosine between the rows of ``a`` and ``b``."""
@@ -160,14 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.ort:
         rows += ort_rows(cal, images, labels, fp32)
     print(f"digits: {len(labels)} held-out images, {len(cal)} calibration images")
-    head = ("calibrator", "requant", "fp32", "int8", "drop", "cosine", "agree", "calib s")
-    print("{:<24} {:<11} {:>7} {:>7} {:>6} {:>8} {:>6} {:>8}".format(*head))
-    for r in rows:
-        print(
-            f"{r['calibrator']:<24} {r['requant']:<11} {r['fp32_top1']:>7.2%} "
-            f"{r['int8_top1']:>7.2%} {r['drop_points']:>6.1f} {r['logit_cosine']:>8.5f} "
-            f"{r['top1_agreement']:>6.1%} {r['calibration_s']:>8.1f}"
-        )
+    keys = (
+        "calibrator",
+        "requant",
+        "fp32_top1",
+        "int8_top1",
+        "drop_points",
+        "logit_cosine",
+        "top1_agreement",
+        "calibration_s",
+    )
+    print(format_table(COLUMNS, [tuple(r[k] for k in keys) for r in rows]))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

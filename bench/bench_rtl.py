@@ -34,6 +34,7 @@ from hw import programs
 from hw.coverify import coverify
 from hw.sim import missing_simulator
 from isa.asm import assemble
+from isa.report import Column, format_legend, format_table
 
 EXAMPLES = Path(isa.__file__).resolve().parent / "examples"
 
@@ -112,30 +113,42 @@ def agreement_table(simulator: str, presets: list[str]) -> bool:
         ratio = r.cycle_ratio
         ok &= r.match and ratio is not None and abs(ratio - 1) <= 0.10
         rows.append((name, preset, r.rtl_cycles, r.sim_cycles, ratio, r.match, r.stats_match, wall))
-    print(f"\nCycle agreement, RTL ({simulator}) vs simulator (vta_sim): ratio = sim / rtl")
-    head = (
-        f"{'program':<18} {'preset':<12} {'rtl_cycles':>10} {'sim_cycles':>10} "
-        f"{'ratio':>7} {'bit-exact':>9} {'stats':>6} {'wall s':>7}"
-    )
-    print(head)
-    print("-" * len(head))
-    for name, preset, rc, sc, ratio, match, stats, wall in rows:
-        rs = "n/a" if ratio is None else f"{ratio:.4f}"
-        st = {True: "equal", False: "DIFFER", None: "n/a"}[stats]
-        print(
-            f"{name:<18} {preset:<12} {rc:>10} {sc if sc is not None else 'n/a':>10} "
-            f"{rs:>7} {'yes' if match else 'NO':>9} {st:>6} {wall:>7.1f}"
+    print(f"\nCycle agreement, RTL ({simulator}) vs simulator (vta_sim)")
+    columns = [
+        Column("program"),
+        Column("preset"),
+        Column("rtl_cycles", "int", "cycles of the RTL to FINISH"),
+        Column("sim_cycles", "int", "cycles of the simulator on the same program"),
+        Column("ratio", "float", "sim_cycles / rtl_cycles", digits=4),
+        Column("bit-exact", legend="the final DRAM images equal byte for byte"),
+        Column(
+            "stats",
+            legend="each module's cycles per category equal (busy, waiting on a "
+            "token or queue, waiting on memory, idle; docs/timing.md section 6)",
+        ),
+        Column("wall s", "float1", "seconds of the check, build and reference included"),
+    ]
+    table = [
+        (
+            name,
+            preset,
+            rc,
+            "n/a" if sc is None else sc,
+            "n/a" if ratio is None else ratio,
+            "yes" if match else "NO",
+            {True: "equal", False: "DIFFER", None: "n/a"}[stats],
+            wall,
         )
+        for name, preset, rc, sc, ratio, match, stats, wall in rows
+    ]
+    print(format_table(columns, table, legend=False))
     exact = sum(1 for r in rows if r[2] == r[3])
     same = sum(1 for r in rows if r[6])
     print(
         f"{len(rows)} programs, {exact} with equal cycle counts, {same} with equal per-module "
         f"cycle statistics; all bit-exact and within 10%: {ok}"
     )
-    print(
-        "stats: each module's cycles per category (busy, waiting on a token or queue, waiting "
-        "on memory, idle; docs/timing.md section 6)"
-    )
+    print(format_legend(columns))
     return ok
 
 
@@ -233,30 +246,49 @@ def network_bench(
         f"\n{model} {image_size}x{image_size} on {preset}: {len(checks)} accelerator groups, "
         f"DRAM image {sess.plan.dram.size:,} bytes; compiled in {compile_s:.1f} s"
     )
-    head = (
-        f"{'group':<24} {'rtl_cycles':>11} {'sim_cycles':>11} {'equal':>6} {'rtl s':>7} "
-        f"{'sim s':>7} {'rtl cyc/s':>10} {'sim cyc/s':>10}"
-    )
-    print(head)
-    print("-" * len(head))
-    for c in checks:
-        print(
-            f"{c.name:<24} {c.rtl_cycles:>11,} {c.sim_cycles:>11,} "
-            f"{'yes' if c.equal else 'NO':>6} {c.rtl_seconds:>7.1f} {c.sim_seconds:>7.2f} "
-            f"{c.rtl_cycles / c.rtl_seconds:>10,.0f} {c.sim_cycles / c.sim_seconds:>10,.0f}"
+    columns = [
+        Column("group"),
+        Column("rtl_cycles", "int", "the group's cycles on the RTL"),
+        Column("sim_cycles", "int", "the group's cycles on the simulator"),
+        Column(
+            "equal",
+            legend="the RTL's image and cycles equal the simulator's (total: groups that agree)",
+        ),
+        Column("rtl s", "float1", "the RTL run's seconds: its process, the image in and out"),
+        Column("sim s", "float", "the simulator run's seconds"),
+        Column("rtl cyc/s", "int", "simulated cycles per second of the RTL"),
+        Column("sim cyc/s", "int", "simulated cycles per second of the simulator"),
+    ]
+    table = [
+        (
+            c.name,
+            c.rtl_cycles,
+            c.sim_cycles,
+            "yes" if c.equal else "NO",
+            c.rtl_seconds,
+            c.sim_seconds,
+            c.rtl_cycles / c.rtl_seconds,
+            c.sim_cycles / c.sim_seconds,
         )
+        for c in checks
+    ]
     cycles = sum(c.rtl_cycles for c in checks)
     rtl_s = sum(c.rtl_seconds for c in checks)
     sim_s = sum(c.sim_seconds for c in checks)
     rtl_rate, sim_rate = cycles / rtl_s, cycles / sim_s
     agree = sum(c.equal for c in checks)
     same_out = all(np.array_equal(a, b) for a, b in zip(rtl.outputs, sim.outputs, strict=True))
-    print("-" * len(head))
-    print(
-        f"{'total':<24} {cycles:>11,} {sum(c.sim_cycles for c in checks):>11,} "
-        f"{agree:>3}/{len(checks):<2} {rtl_s:>7.1f} {sim_s:>7.2f} {rtl_rate:>10,.0f} "
-        f"{sim_rate:>10,.0f}"
+    total = (
+        "total",
+        cycles,
+        sum(c.sim_cycles for c in checks),
+        f"{agree}/{len(checks)}",
+        rtl_s,
+        sim_s,
+        rtl_rate,
+        sim_rate,
     )
+    print(format_table(columns, table, total=total))
     print(
         f"agreement: {agree} of {len(checks)} groups equal byte for byte (whole image) and "
         f"cycle for cycle; network outputs equal: {same_out}"

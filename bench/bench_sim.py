@@ -53,6 +53,7 @@ import numpy as np  # noqa: E402
 import isa  # noqa: E402
 import vta_sim  # noqa: E402
 from isa import Finish, Gemm, Load, MemType, Program, Store  # noqa: E402
+from isa.report import Column, format_table  # noqa: E402
 
 TILES = 16  # accumulator tiles per block (dst), input tiles per block (src)
 UOPS = TILES * TILES  # micro-ops per pass: every (dst, src) pair, its own weight tile
@@ -276,7 +277,14 @@ def resnet_main(configs: list[str], runs: int, pinned: str) -> int:
         f"bench_sim --resnet: int8 ResNet-18 224x224; {cpu_model()}; numba {numba.__version__}, "
         f"1 thread, {pinned}; medians of {runs} runs"
     )
-    header = f"{'config':12s} {'kernels':9s} {'sim s':>7s} {'Mcycles/s':>10s} {'GMAC/s':>7s}"
+    columns = [
+        Column("config"),
+        Column("kernels", legend="the simulator's GEMM kernels, or the float32 BLAS peer"),
+        Column("sim s", "float", "median seconds of the programs' simulation", digits=3),
+        Column("Mcycles/s", "float1", "simulated cycles per second, millions"),
+        Column("GMAC/s", "float", "MACs per second, billions"),
+        Column("x BLAS", "float1", "seconds over BLAS's seconds for the same MACs"),
+    ]
     for config in configs:
         t0 = time.perf_counter()
         programs = resnet18_programs(config)
@@ -305,21 +313,16 @@ def resnet_main(configs: list[str], runs: int, pinned: str) -> int:
         macs = sum(r.macs for r in dense)
         blas_s = times["blas"] * macs
         print(
-            f"\n{config}: {len(programs)} accelerator programs, {cycles} cycles, "
+            f"\n{config}: {len(programs)} accelerator programs, {cycles:,} cycles, "
             f"{macs / 1e9:.2f} G MACs (compiled in {compile_s:.1f} s, not timed); "
             f"same cycles and DRAM with either kernels: {same}"
         )
-        print(header + f" {'x BLAS':>7s}")
-        for kernels in KERNELS:
-            s = times[kernels]
-            print(
-                f"{config:12s} {kernels:9s} {s:7.3f} {cycles / s / 1e6:10.1f} "
-                f"{macs / s / 1e9:7.2f} {s / blas_s:7.1f}"
-            )
-        print(
-            f"{config:12s} {'BLAS f32':9s} {blas_s:7.3f} {'-':>10s} {macs / blas_s / 1e9:7.2f} "
-            f"{1.0:7.1f}"
-        )
+        table: list[tuple[object, ...]] = [
+            (config, k, times[k], cycles / times[k] / 1e6, macs / times[k] / 1e9, times[k] / blas_s)
+            for k in KERNELS
+        ]
+        table.append((config, "BLAS f32", blas_s, "-", macs / blas_s / 1e9, 1.0))
+        print(format_table(columns, table))
         print(f"speed-up dense / reference: {times['reference'] / times['dense']:.2f}x")
     return 0
 
@@ -364,14 +367,19 @@ def main(argv: list[str] | None = None) -> int:
         f"(utilization {result.utilization:.3f}); numba {numba.__version__}, 1 thread, "
         f"{pinned}; medians of {args.runs} runs"
     )
-    rows = [
-        ("simulator (functional + timing)", sim_s),
-        ("peer: plain numba GEMM loop", peer_s),
+    columns = [
+        Column("run"),
+        Column("wall s", "float", "median seconds of one run", digits=3),
+        Column("Muops/s", "float1", "GEMM micro-ops per second, millions"),
+        Column("GMAC/s", "float", "MACs per second, billions"),
+        Column("Mcycles/s", "float1", "simulated cycles per second, millions (the simulator)"),
     ]
-    print(f"{'':34s} {'wall s':>8s} {'Muops/s':>9s} {'GMAC/s':>8s} {'Mcycles/s':>10s}")
-    for name, s in rows:
-        cyc = f"{cycles / s / 1e6:10.1f}" if s is sim_s else f"{'-':>10s}"
-        print(f"{name:34s} {s:8.3f} {uops / s / 1e6:9.1f} {macs / s / 1e9:8.2f} {cyc}")
+    rows = [
+        ("simulator (functional + timing)", sim_s, cycles / sim_s / 1e6),
+        ("peer: plain numba GEMM loop", peer_s, "-"),
+    ]
+    table = [(name, s, uops / s / 1e6, macs / s / 1e9, cyc) for name, s, cyc in rows]
+    print(format_table(columns, table))
     print(f"ratio simulator / peer (micro-ops per second): {peer_s / sim_s:.2f}")
 
     small = gemm_program(cfg, min(args.blocks, 256), args.repeat)

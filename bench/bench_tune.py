@@ -58,6 +58,7 @@ from compiler.tune.measure import MeasureResult
 from compiler.tune.space import Config
 from compiler.tune.task import Task
 from compiler.tune.tuner import ModelTuner, RandomTuner
+from isa.report import Column, format_table
 
 #: Enumerable tasks: small layers on the default 1x4x4 core (hundreds of valid points each).
 TASKS = (
@@ -134,11 +135,19 @@ def main(argv: list[str] | None = None) -> int:
                 at64.append(best / min(st.curve[:64]))
                 reach.append(to_reach(st.curve, best / 0.95))
             rows[name] = {"at64": at64, "reach": reach}
-            seeds64 = ", ".join(f"{v:.3f}" for v in at64)
-            seeds95 = ", ".join(f"{v:g}" for v in reach)
-            print(f"  {name:<6} best@64 {statistics.median(at64):.1%} of exhaustive "
-                  f"(seeds: {seeds64}); measurements to 95%: "
-                  f"median {statistics.median(reach):g} ({seeds95})")  # fmt: skip
+        columns = [
+            Column("tuner"),
+            Column("best@64", "pct", "the best within 64 measurements over the exhaustive best"),
+            Column("best@64 by seed", legend="best@64 of each seed, as a fraction"),
+            Column("to 95%", "float3", "median measurements to reach 95% of the exhaustive best"),
+            Column("to 95% by seed", legend="to 95% of each seed"),
+        ]
+        table = [
+            (name, statistics.median(v["at64"]), ", ".join(f"{x:.3f}" for x in v["at64"]),
+             statistics.median(v["reach"]), ", ".join(f"{x:g}" for x in v["reach"]))
+            for name, v in rows.items()
+        ]  # fmt: skip
+        print(format_table(columns, table))
         r, m = statistics.median(rows["random"]["reach"]), statistics.median(rows["model"]["reach"])
         print(f"  model-guided needs {m / r:.2f}x the measurements of random to reach 95%")
     if args.pool:
@@ -220,8 +229,17 @@ def resnet18(args: argparse.Namespace) -> int:
         tasks = [by_name[n] for n in args.layers.split(",")]  # in the order given
     print(f"{args.seeds} seeds x {args.resnet_trials} measurements per layer; tuned = median "
           "over the seeds (range in brackets)")  # fmt: skip
-    print(f"{'layer':<5} {'heuristic':>10} {'roofline':>8} {'tuned':>10} {'roofline':>8} "
-          f"{'speedup':>7}  {'seeds':<17}  tuned knobs (median seed)")  # fmt: skip
+    columns = [
+        Column("layer"),
+        Column("heuristic", "int", "cycles of the heuristic's schedule"),
+        Column("heur roof", "pct", "roofline cycles over the heuristic's cycles"),
+        Column("tuned", "int", "the median over the seeds of each seed's best cycles"),
+        Column("tuned roof", "pct", "roofline cycles over the tuned cycles"),
+        Column("speedup", "ratio", "heuristic over tuned"),
+        Column("seeds", legend="the range of the seeds' best cycles"),
+        Column("tuned knobs", legend="the best point of the median seed"),
+    ]
+    table = []
     slower = gains_missing = 0
     held: list[str] = []
     with LocalRunner(args.workers) as runner:
@@ -242,12 +260,13 @@ def resnet18(args: argparse.Namespace) -> int:
             gains_missing += roof / heur < 0.9 and tuned >= heur
             best = median_state.best
             knobs = best.config.describe() if best is not None else "-"
-            spread = f"[{ranked[0].best_cost:.0f}..{ranked[-1].best_cost:.0f}]"
-            print(f"{task.name:<5} {heur:>10.0f} {roof / heur:>8.1%} {tuned:>10.0f} "
-                  f"{roof / tuned:>8.1%} {heur / tuned:>6.3f}x  {spread:<17}  {knobs}",
-                  flush=True)  # fmt: skip
+            spread = f"[{ranked[0].best_cost:,.0f}..{ranked[-1].best_cost:,.0f}]"
+            table.append((task.name, heur, roof / heur, tuned, roof / tuned, heur / tuned,
+                          spread, knobs))  # fmt: skip
+            print(f"{task.name}: tuned", file=sys.stderr, flush=True)
             if roof / tuned < 0.9 and best is not None:
                 held.append(f"{task.name}: {limiting_resource(task, best.config)}")
+    print(format_table(columns, table))
     print(f"layers slower than the heuristic: {slower}; layers below 90% of the roofline "
           f"without a gain: {gains_missing}")  # fmt: skip
     if held:
@@ -363,8 +382,18 @@ def cpu_vs_onnxruntime(trials: int, repeat: int, only: str | None) -> int:
     if only:
         cases = [c for c in cases if c[0].name in only.split(",")]
     print(f"CPU: {cpu_model()}, one pinned core; {trials} model-guided measurements per task")
-    print(f"{'workload':<11} {'points':>6} {'default':>10} {'tuned':>10} {'onnxruntime':>12} "
-          f"{'ort/tuned':>9} {'gain':>6}  tuned knobs (off their defaults)")  # fmt: skip
+    columns = [
+        Column("workload"),
+        Column("points", "int", "valid points of the task's space"),
+        Column("default ms", "float", "median time of the default schedule", digits=3),
+        Column("tuned ms", "float", "median time of the best of the tuner's three best", digits=3),
+        Column("ort ms", "float", "median time of onnxruntime on the same operator", digits=3),
+        Column("ort/tuned", "ratio", "onnxruntime's time over the tuned time", digits=2),
+        Column("gain", "ratio", "the default's time over the tuned time", digits=2),
+        Column("tuned knobs", legend="the knobs off their defaults"),
+        Column("tune s", "int", "seconds of tuning and timing the task"),
+    ]
+    table = []
     with LocalRunner(1, timeout_s=600) as runner:
         for task, node, inputs, oshape in cases:
             t0 = time.perf_counter()
@@ -383,10 +412,11 @@ def cpu_vs_onnxruntime(trials: int, repeat: int, only: str | None) -> int:
             tuned_s, best = med[best_index], task.space().config(int(best_index))
             moved = " ".join(f"{k}={v}" for k, v in best.values.items()
                              if default.values[k] != v) or "(the default)"  # fmt: skip
-            print(f"{task.name:<11} {task.space().num_valid:>6} {base_s * 1e3:>8.3f}ms "
-                  f"{tuned_s * 1e3:>8.3f}ms {ort_s * 1e3:>10.3f}ms {ort_s / tuned_s:>8.2f}x "
-                  f"{base_s / tuned_s:>5.2f}x  {moved}  [{time.perf_counter() - t0:.0f} s]",
-                  flush=True)  # fmt: skip
+            table.append((task.name, task.space().num_valid, base_s * 1e3, tuned_s * 1e3,
+                          ort_s * 1e3, ort_s / tuned_s, base_s / tuned_s, moved,
+                          time.perf_counter() - t0))  # fmt: skip
+            print(f"{task.name}: tuned", file=sys.stderr, flush=True)
+    print(format_table(columns, table))
     return 0
 
 

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     for preset in args.presets.split(","):
         cfg = isa.load_config(preset)
         print(f"== {preset}", flush=True)
-        rows = bench_rows(preset, names)
+        rows = bench_rows(preset, names, progress=sys.stderr.isatty())
         print(format_table(rows, cfg))
         print(format_findings(rows))
         speedups = [r.speedup for r in rows]

@@ -18,8 +18,20 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
+
+from isa.report import Column, format_table  # noqa: E402
+
+#: One row per compile: compare the digests of two runs row by row.
+COLUMNS = [
+    Column("model"),
+    Column("size", "int", "input height and width"),
+    Column("config"),
+    Column("digest", legend="SHA-256 of the compiled network (module docstring)"),
+    Column("CPU s", "float", "CPU seconds of the compile"),
+]
 
 
 def _update_array(h: Any, array: Any) -> None:
@@ -64,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     from compiler.frontend.zoo import load_zoo
     from runtime.vta_target import compile_network
 
+    rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         graph = from_onnx(load_zoo("resnet18", batch=1, image_size=size))
         shape = graph.inputs[0].type.shape
@@ -73,7 +86,9 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.process_time()
             net = compile_network(graph, config, calibration=feed, cache=False)
             cpu = time.process_time() - t0
-            print(f"resnet18 {size:>3} {config:<12} {network_digest(net)}  ({cpu:.2f} s CPU)")
+            rows.append(("resnet18", size, config, network_digest(net), cpu))
+            print(f"compiled resnet18 {size} {config}", file=sys.stderr, flush=True)
+    print(format_table(COLUMNS, rows))
 
 
 if __name__ == "__main__":

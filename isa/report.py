@@ -27,31 +27,51 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: How a column's values print.
-KINDS = ("text", "int", "pct", "float", "float1", "float3")
+#: How a column's values print: ``ratio`` is a speedup or a quotient of two figures, ``1.020x``.
+KINDS = ("text", "int", "pct", "float", "float1", "float3", "ratio")
+
+#: Decimals of a ``pct``, ``float`` and ``ratio`` column unless it says its own.
+DIGITS = {"pct": 1, "float": 2, "ratio": 3}
 
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its ``title``, how its values print (:data:`KINDS`) and what it means."""
+    """A column: its ``title``, how its values print (:data:`KINDS`) and what it means;
+    ``digits`` sets the decimals of a ``pct``, ``float`` or ``ratio`` column (a benchmark's
+    milliseconds want 3, a cycle ratio that is 1 when equal wants 4).
+
+    >>> Column("speedup", "ratio").cell(1.0196), Column("ms", "float", digits=3).cell(0.5)
+    ('1.020x', '0.500')
+    """
 
     title: str
     kind: str = "text"
     legend: str = ""
+    digits: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"column {self.title!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.digits is not None and (self.kind not in DIGITS or self.digits < 0):
+            raise ValueError(
+                f"column {self.title!r}: digits {self.digits} needs a kind of {tuple(DIGITS)} "
+                "and a count >= 0"
+            )
 
     def cell(self, value: Any) -> str:
         if value is None or value == "":
             return ""
+        if isinstance(value, str) and self.kind != "text":
+            return printable(value)  # a marker in a numeric column: "n/a", "-"
+        d = DIGITS.get(self.kind, 0) if self.digits is None else self.digits
         if self.kind == "int":
             return f"{int(value):,}"
         if self.kind == "pct":
-            return f"{float(value):.1%}"
+            return f"{float(value):.{d}%}"
         if self.kind == "float":
-            return f"{float(value):,.2f}"
+            return f"{float(value):,.{d}f}"
+        if self.kind == "ratio":
+            return f"{float(value):,.{d}f}x"
         if self.kind == "float1":
             return f"{float(value):,.1f}"
         if self.kind == "float3":  # three significant digits, never in e-notation
@@ -106,4 +126,4 @@ def format_legend(columns: Sequence[Column]) -> str:
     return "\n".join(f"  {c.title}: {c.legend}" for c in columns if c.legend)
 
 
-__all__ = ["KINDS", "Column", "format_legend", "format_table", "printable"]
+__all__ = ["DIGITS", "KINDS", "Column", "format_legend", "format_table", "printable"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -175,8 +176,11 @@ class Executor:
         base = {"input": feeds, "output": outs, "constant": self.constants}[p.kind][p.key]
         return base.reshape(p.shape)
 
-    def run(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], Profile]:
-        """Run every kernel on ``feeds`` (already checked: C-contiguous, right shape and dtype).
+    def run(
+        self, feeds: dict[str, np.ndarray], progress: Callable[[], Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], Profile]:
+        """Run every kernel on ``feeds`` (already checked: C-contiguous, right shape and dtype);
+        ``progress`` is called after each kernel (a bar's update, where a run takes seconds).
 
         Returns the model outputs by name and the per-group profile.
         """
@@ -201,6 +205,8 @@ class Executor:
             t0 = clock()
             fn(*args)
             t1 = clock()
+            if progress is not None:
+                progress()
             records.append(
                 GroupRecord(
                     kernel.name, kernel.ops, kernel.target, (t1 - t0) / 1e3,

@@ -4,10 +4,10 @@ the simulator and checked against numpy.
 * ``vtac layer conv2d --h H --w W --in-c C --out-c K --k R --stride S --pad P [--config NAME]
   [--vthreads N] [--relu] [--residual] -o PROG.npz [--check] [--json]`` compiles one layer with
   seeded random int8 data (``dense`` likewise);
-* ``vtac bench resnet18-layers [--config NAME] [--layers C2,C9]`` runs C1..C12 at full size
-  with 2 virtual threads and with 1 (the same tiles, no thread split) and prints cycles, ideal
-  cycles, the roofline bound, utilization, DRAM traffic against the compulsory bytes and the
-  speedup of 2 threads over 1;
+* ``vtac bench resnet18-layers [--config NAME] [--layers C2,C9] [--progress]`` runs C1..C12 at
+  full size with 2 virtual threads and with 1 (the same tiles, no thread split) and prints
+  cycles, ideal cycles, the roofline bound, utilization, DRAM traffic against the compulsory
+  bytes and the speedup of 2 threads over 1, with a bar of the layers on a terminal;
 * ``vtac demo`` is the main job: the benchmark on the default core, the C9 cross-check against
   VTA's published counts, and a pipeline Gantt chart of one layer's run in ``out/``.
 
@@ -89,6 +89,11 @@ def add_parser(subparsers: Any) -> None:
     b.add_argument("--config", default="default", help="hardware preset (default: default)")
     b.add_argument("--layers", default=None, help="comma-separated subset, e.g. C2,C9")
     b.add_argument("--json", action="store_true", help="print one JSON object per layer")
+    b.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a progress bar of the layers (default: when stderr is a terminal)",
+    )
     b.set_defaults(run=_bench)
 
     d = subparsers.add_parser(
@@ -294,6 +299,7 @@ class BenchRow:
     layer: Any
     two: LayerRun
     one: LayerRun
+    seconds: float = 0.0  # wall time of both builds and runs
 
     @property
     def speedup(self) -> float:
@@ -310,20 +316,24 @@ class BenchRow:
         return self.one.cycles / max(1, self.one.cycles - wait)
 
 
-def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> list[BenchRow]:
-    """Run the benchmark, printing one progress line per layer (to ``out``, default stdout)."""
+def bench_rows(
+    config: str, names: list[str] | None = None, progress: bool = False
+) -> list[BenchRow]:
+    """Run the benchmark (a layer at full size takes seconds to a minute: ``progress`` shows a
+    bar of the layers on stderr)."""
     import isa
     from compiler.errors import CompilerError
     from compiler.topi.vta import RESNET18_LAYERS, Conv2dKnobs
     from compiler.topi.vta.testing import build_conv2d
 
-    out = sys.stdout if out is None else out
     batch = isa.load_config(config).batch  # a batch-4 core runs 4 images at a time
+    todo = [replace(layer, batch=batch) for layer in RESNET18_LAYERS
+            if not names or layer.name in names]  # fmt: skip
+    bar = _layer_bar(len(todo)) if progress else None
     rows = []
-    for layer in RESNET18_LAYERS:
-        if names and layer.name not in names:
-            continue
-        layer = replace(layer, batch=batch)
+    for layer in todo:
+        if bar is not None:
+            bar.set_postfix_str(layer.name)
         t0 = time.time()
         try:
             two = build_conv2d(layer, config, nthreads=2, relu=True)
@@ -333,12 +343,19 @@ def bench_rows(config: str, names: list[str] | None = None, out: Any = None) -> 
             one = build_conv2d(layer, config, knobs=knobs.single_thread(), relu=True)
         except CompilerError as exc:
             raise CompilerError(f"layer {layer.name} ({layer.describe()}): {exc}") from exc
-        row = BenchRow(layer, run_built(two), run_built(one))
-        rows.append(row)
-        status = "ok" if row.two.match and row.one.match else "MISMATCH"
-        print(f"  {layer.name:>3}: {layer.describe().split(': ')[1]:<36} {status}, "
-              f"{time.time() - t0:.1f} s", file=out, flush=True)  # fmt: skip
+        rows.append(BenchRow(layer, run_built(two), run_built(one), time.time() - t0))
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
     return rows
+
+
+def _layer_bar(total: int) -> Any:
+    """A tqdm bar on stderr counting the benchmark's layers."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="resnet18-layers", unit="layer", file=sys.stderr, leave=False)
 
 
 def format_table(rows: list[BenchRow], config: Any) -> str:
@@ -348,6 +365,9 @@ def format_table(rows: list[BenchRow], config: Any) -> str:
 
     columns = [
         Column("layer"),
+        Column(
+            "shape", legend="batch x channels x height x width -> output channels, kernel/stride"
+        ),
         Column("cycles 1T", "int", "cycles with one virtual thread"),
         Column("cycles 2T", "int", "cycles with two virtual threads (latency hiding)"),
         Column("ideal", "int", "MACs / MACs per cycle: the GEMM core never idle"),
@@ -357,13 +377,15 @@ def format_table(rows: list[BenchRow], config: Any) -> str:
         Column("DRAM MB", "text", "bytes moved / compulsory bytes (inputs, weights, output once)"),
         Column("2T/1T", "float3", "speed-up of the second virtual thread"),
         Column("match", "text", "both runs bit-exact against numpy"),
+        Column("s", "float1", "seconds to build and run both"),
     ]
     body = [
         (
-            r.layer.name, r.one.cycles, r.two.cycles, r.two.ideal_cycles,
+            r.layer.name, r.layer.describe().split(": ", 1)[-1], r.one.cycles, r.two.cycles,
+            r.two.ideal_cycles,
             r.two.roofline_cycles, r.two.roofline_fraction, r.two.utilization,
             f"{r.two.moved_bytes / 1e6:.3f}/{r.two.compulsory_bytes / 1e6:.3f}", r.speedup,
-            "yes" if r.two.match and r.one.match else "NO",
+            "yes" if r.two.match and r.one.match else "NO", r.seconds,
         )
         for r in rows
     ]  # fmt: skip
@@ -373,11 +395,15 @@ def format_table(rows: list[BenchRow], config: Any) -> str:
         f"{config.bus_bytes} DRAM bytes/cycle; batch {config.batch}, int8, relu epilogue",
         table(columns, body),
     ]
-    lines.append("")
-    lines.append("knobs (from the heuristic for 2 threads; the 1T run uses the same tiles "
-                 "without the thread split):")  # fmt: skip
-    for r in rows:
-        lines.append(f"  {r.layer.name:<4} {r.two.knobs}")
+    knobs = [
+        Column("layer"),
+        Column(
+            "knobs 2T",
+            legend="the heuristic's for 2 threads; the 1T run uses the same tiles "
+            "without the thread split",
+        ),
+    ]
+    lines += ["", table(knobs, [(r.layer.name, r.two.knobs) for r in rows])]
     return "\n".join(lines)
 
 
@@ -394,7 +420,7 @@ def format_findings(rows: list[BenchRow]) -> str:
     for r in rows:
         if r.layer.name not in THREE_BY_THREE:
             continue
-        line = f"  {r.layer.name:<4} 2T at {r.two.roofline_fraction:.1%} of the roofline"
+        line = f"  {r.layer.name}: 2T at {r.two.roofline_fraction:.1%} of the roofline"
         if r.compute_bound:
             one = r.one
             busy = one.gemm_uops / one.cycles
@@ -421,7 +447,7 @@ def _bench(args: argparse.Namespace) -> int:
             f"--layers: unknown layer(s) {unknown or [args.layers]}; layers: {', '.join(known)}"
         )
     print(f"running ResNet-18 layers on {cfg.name} (full size, 2 threads then 1)", flush=True)
-    rows = bench_rows(args.config, names)
+    rows = bench_rows(args.config, names, progress=args.progress or sys.stderr.isatty())
     if args.json:
         for r in rows:
             print(json.dumps({"two_threads": r.two.to_json(), "one_thread": r.one.to_json(),
@@ -438,6 +464,8 @@ def c9_cross_check(out: Any = None) -> bool:
     from compiler.topi.vta import C9_VTA_TUTORIAL_COUNTS, RESNET18, Conv2dKnobs
     from compiler.topi.vta.conv2d import LoopOrder
     from compiler.topi.vta.testing import build_conv2d
+    from isa.report import Column
+    from isa.report import format_table as table
 
     out = sys.stdout if out is None else out
     knobs = Conv2dKnobs(tile_h=7, tile_w=14, tile_ci=1, tile_co=8, oc_nthread=2,
@@ -454,12 +482,16 @@ def c9_cross_check(out: Any = None) -> bool:
     }
     print("C9 on vta-1x16x16 with the schedule of VTA's conv2d tutorial "
           f"({built.knobs.describe()}):", file=out)  # fmt: skip
-    ok = run.match
-    for key, value in want.items():
-        same = got[key] == value
-        ok &= same
-        print(f"  {key:<16} {got[key]:>10}  VTA {value:>10}  {'same' if same else 'DIFFERS'}",
-              file=out)  # fmt: skip
+    same = {key: got[key] == value for key, value in want.items()}
+    ok = run.match and all(same.values())
+    columns = [
+        Column("counter"),
+        Column("ours", "int", "this simulator's count"),
+        Column("VTA", "int", "VTA's published count for the same schedule"),
+        Column("check", legend="same, or DIFFERS"),
+    ]
+    rows = [(k, got[k], v, "same" if same[k] else "DIFFERS") for k, v in want.items()]
+    print(table(columns, rows, legend=False), file=out)
     print(f"  result {'matches' if run.match else 'DOES NOT match'} numpy; {run.cycles} cycles",
           file=out)  # fmt: skip
     return ok

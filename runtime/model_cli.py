@@ -200,8 +200,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--progress", action="store_true",
-        help="show a progress bar while compiling, and of the accelerator groups of --device "
-        "rtl (default: when stderr is a terminal)",
+        help="show a progress bar while compiling, of the accelerator groups of --device rtl, "
+        "and of the kernels of a gpu run on numba's CUDA simulator (default: when stderr is a "
+        "terminal)",
     )  # fmt: skip
 
 

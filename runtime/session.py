@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -145,7 +146,8 @@ class InferenceSession:
     :meth:`get_inputs` shows the free dimensions as ``-1``.
     ``num_threads``: threads of the CPU kernels' parallel loops (default: ``VTAC_NUM_THREADS``,
     else every CPU this process may use). ``progress``: a progress bar on stderr while groups
-    compile (``None``: only when stderr is a terminal).
+    compile, and of each run's kernels on numba's CUDA simulator, where a run takes seconds
+    (``None``: only when stderr is a terminal).
     """
 
     def __new__(cls, model: ModelSource, target: str | None = None, **kwargs: Any) -> Any:
@@ -311,8 +313,34 @@ class InferenceSession:
                 self._build(shapes)
                 self.compile_seconds += time.perf_counter() - t0
             checked = check_feeds(self.program.inputs, feeds)
-            outs, self._profile = self._executor.run(checked)
+            bar = self._run_bar()
+            try:
+                outs, self._profile = self._executor.run(
+                    checked, None if bar is None else bar.update
+                )
+            finally:
+                if bar is not None:
+                    bar.close()
         return [outs[n] for n in names]
+
+    def _run_bar(self) -> Any:
+        """A tqdm bar of one run's kernels where a run takes seconds (a gpu program on numba's
+        CUDA simulator): with ``progress``, or on a terminal when it is None; else None."""
+        if self._source is None or self.program.target != "gpu":
+            return None
+        progress = self._source[3]
+        if not (sys.stderr.isatty() if progress is None else progress):
+            return None
+        from compiler.targets.gpu.module import cuda_backend
+
+        if cuda_backend() != "cuda-simulator":
+            return None
+        from tqdm import tqdm
+
+        desc = f"{self._source[4]} on the CUDA simulator"
+        return tqdm(
+            total=len(self.program.kernels), desc=desc, unit="kernel", file=sys.stderr, leave=False
+        )
 
     def profile(self) -> Profile:
         """The last run's per-group records (name, fused ops, target, time in µs)."""

@@ -1,5 +1,6 @@
 """``vtac tune``: search the schedule space of one operator or of a model's operators,
-measuring candidates on the simulator, with a progress bar showing the best so far.
+measuring candidates on the simulator, with a progress bar showing the best so far (on a
+terminal, or with ``--progress``; ``--no-progress`` never).
 
 * ``vtac tune conv2d --h H --w W --in-c C --out-c K --k R [--stride S] [--pad P]`` (the shape
   arguments of ``vtac layer``; ``dense`` likewise with ``--in-c``/``--out-c`` as features)
@@ -117,7 +118,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--target", choices=["vta", "cpu"], default="vta", help="where to measure")
     p.add_argument("--config", default="default", help="hardware preset (default: default)")
     _add_common(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_progress(p)
     add_input_shape_option(p)
     add_requant_option(p, "a model on --target vta (the groups' epilogues are the tasks)")
     add_fp32_threshold_option(p)
@@ -137,8 +138,20 @@ def add_parser(subparsers: Any) -> None:
     e.add_argument("--buffers", default="0.5,1", help="scales of the buffers' entries")
     e.add_argument("--bus", default="8,16", help="DRAM bus widths in bytes")
     e.add_argument("--plot", default=None, metavar="FILE.png", help="draw the front")
-    e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_progress(e)
     e.set_defaults(run=_explore, target="vta", config="default")
+
+
+def _add_progress(parser: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--no-progress``: a bar per task, by default only on a terminal (a log
+    piped to a file gets no bar lines)."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a progress bar per task (default: when stderr is a terminal)",
+    )
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def tasks_for(args: argparse.Namespace) -> list[Any]:
@@ -437,7 +450,8 @@ def _cost(task: Any, cost: float) -> str:
 
 
 def _bar(task: Any, args: argparse.Namespace) -> _Bar | None:
-    return None if args.no_progress else _Bar(task, args.trials)
+    show = not args.no_progress and (args.progress or sys.stderr.isatty())
+    return _Bar(task, args.trials) if show else None
 
 
 def describe_knobs(task: Any, config: Any) -> str:

@@ -28,3 +28,11 @@ def test_a_row_of_the_wrong_width_and_an_unknown_kind_are_refused():
         format_table([Column("a"), Column("b")], [("x",)])
     with pytest.raises(ValueError, match="kind 'money'"):
         Column("c", "money")
+
+
+def test_ratios_digits_and_markers():
+    cols = [Column("x", "ratio"), Column("ms", "float", digits=3), Column("p", "pct", digits=2)]
+    line = format_table(cols, [(1.0196, 0.5, 0.12345), ("n/a", "-", None)]).splitlines()
+    assert line[2].split() == ["1.020x", "0.500", "12.35%"] and line[3].split() == ["n/a", "-"]
+    with pytest.raises(ValueError, match="column 'c': digits 2 needs a kind of"):
+        Column("c", "int", digits=2)
