@@ -41,22 +41,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="where to keep simulator builds (default: $VTA_RTL_BUILD_DIR or a temp dir)",
     )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the elapsed time while the RTL runs (default: when stderr is a terminal)",
+    )
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from hw.coverify import coverify
+    from hw.sim import elapsed
     from isa.errors import OutputError
 
     if args.build_dir is not None and args.build_dir.exists() and not args.build_dir.is_dir():
         raise OutputError(f"--build-dir {args.build_dir}: not a directory")
 
-    result = coverify(
-        args.program,
-        simulator=args.simulator,
-        max_cycles=args.max_cycles,
-        build_root=args.build_dir,
-    )
+    with elapsed(f"running {Path(args.program).name} on {args.simulator}",
+                 True if args.progress else None):  # fmt: skip
+        result = coverify(
+            args.program,
+            simulator=args.simulator,
+            max_cycles=args.max_cycles,
+            build_root=args.build_dir,
+        )
     d = result.to_dict()
     if args.json:
         print(json.dumps(d, allow_nan=False))

@@ -245,10 +245,26 @@ def _building(what: str) -> Iterator[None]:
     """Say on stderr that a build runs (a Verilator build takes about a minute, once per
     configuration): a ticking bar of the elapsed time on a terminal, one line otherwise."""
     import sys
-    import threading
 
     if not sys.stderr.isatty():
         print(f"{what} (once per configuration) ...", file=sys.stderr, flush=True)
+        yield
+        return
+    with elapsed(what, True):
+        yield
+
+
+@contextlib.contextmanager
+def elapsed(what: str, show: bool | None = None) -> Iterator[None]:
+    """A ticking bar of the elapsed time on stderr while the block runs (an RTL build or run
+    counts no steps, only seconds): on a terminal when ``show`` is None, always when True,
+    never when False."""
+    import sys
+    import threading
+
+    if show is None:
+        show = sys.stderr.isatty()
+    if not show:
         yield
         return
     from tqdm import tqdm

@@ -37,6 +37,16 @@ def test_vtac_rtl_text(tmp_path, capsys, build_root):
     assert "events       equal to count_events" in out
 
 
+def test_vtac_rtl_shows_the_elapsed_time_with_progress_only(tmp_path, capsys, build_root):
+    require("icarus")
+    path = tmp_path / "finish.npz"
+    programs.finish_only(isa.load_config("default")).save(path)
+    assert main(["rtl", str(path), "--build-dir", str(build_root)]) == 0
+    assert "running finish.npz" not in capsys.readouterr().err  # stderr is no terminal here
+    assert main(["rtl", str(path), "--build-dir", str(build_root), "--progress"]) == 0
+    assert "running finish.npz on icarus" in capsys.readouterr().err
+
+
 def test_vtac_rtl_reports_a_bad_file(tmp_path, capsys):
     assert main(["rtl", str(tmp_path / "missing.npz")]) == 1
     assert "no such file" in capsys.readouterr().err
