@@ -93,12 +93,74 @@ def pack_weight(w: np.ndarray, cfg: HwConfig) -> np.ndarray:
     return np.ascontiguousarray(p.transpose(0, 2, 1, 3))
 
 
+def pack_batch_rows(x: np.ndarray, cfg: HwConfig, *, out: bool = False) -> np.ndarray:
+    """``(..., T, K)`` to ``(B, T/b, K/bi, b, bi)`` (``(B, T/b, K/bo, b, bo)`` with ``out``):
+    the rows of every matrix of a batch of matrices, the leading axes flattened into ``B``.
+
+    Example:
+        >>> import isa
+        >>> pack_batch_rows(np.ones((1, 8, 5, 6), np.int8), isa.load_config("default")).shape
+        (8, 5, 2, 1, 4)
+    """
+    if x.ndim < 2:
+        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
+    t, k = x.shape[-2:]
+    flat = x.reshape(-1, t, k)
+    return np.stack([pack_rows(m, cfg, out=out) for m in flat]) if flat.shape[0] else flat
+
+
+def pack_batch_weight(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """``(..., K, N)`` (the right operand of a matmul) to ``(B, N/bo, K/bi, bo, bi)``: every
+    matrix transposed into the weight layout, the leading axes flattened into ``B``.
+
+    Example:
+        >>> import isa
+        >>> pack_batch_weight(np.ones((2, 3, 6, 5), np.int8), isa.load_config("default")).shape
+        (6, 2, 2, 4, 4)
+    """
+    if x.ndim < 2:
+        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
+    k, n = x.shape[-2:]
+    flat = x.reshape(-1, k, n)
+    return np.stack([pack_weight(m.T, cfg) for m in flat]) if flat.shape[0] else flat
+
+
+def unpack_batch_rows(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``(B, T/b, N/bo, b, bo)`` to ``shape`` ``(..., T, N)`` (``B`` the product of its
+    leading axes)."""
+    rows = np.stack([unpack_rows(m, shape[-2], shape[-1]) for m in p]) if len(p) else p
+    return np.ascontiguousarray(rows.reshape(shape))
+
+
+def unpack_output(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A group's packed output ``p`` as the value of ``shape``: NCHW from a 6-d
+    ``(N/b, C/bo, H, W, b, bo)``, rows from a 4-d ``(N/b, M/bo, b, bo)``, a batch of matrices
+    from a 5-d ``(B, T/b, N/bo, b, bo)``.
+
+    Example:
+        >>> import isa
+        >>> x = np.arange(2 * 3 * 5, dtype=np.int8).reshape(2, 3, 5)
+        >>> p = pack_batch_rows(x, isa.load_config("default"), out=True)
+        >>> bool((unpack_output(p, x.shape) == x).all())
+        True
+    """
+    if p.ndim == 6:
+        return unpack_nchw(p, shape[0], shape[1])
+    if p.ndim == 5:
+        return unpack_batch_rows(p, shape)
+    return unpack_rows(p, shape[0], shape[1])
+
+
 __all__ = [
+    "pack_batch_rows",
+    "pack_batch_weight",
     "pack_kernel",
     "pack_nchw",
     "pack_nchw_out",
     "pack_rows",
     "pack_weight",
+    "unpack_batch_rows",
     "unpack_nchw",
+    "unpack_output",
     "unpack_rows",
 ]
