@@ -23,6 +23,7 @@ the producer to write its output a second time in another layout (``docs/network
 
 Example:
     >>> import isa
+    >>> import numpy as np
     >>> from compiler.quantize import choose_requant
     >>> ep = QEpilogue(None, choose_requant(np.full(6, 0.01)), -128, 127)
     >>> layer = compile_qmatmul("qk", isa.load_config("default"), ep, batch=2, rows=5, k=7,
@@ -34,8 +35,6 @@ Example:
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from compiler import te
 from compiler.errors import ScheduleError, ShapeError
@@ -65,6 +64,7 @@ def qmatmul_packed(
     (matrix ``h`` of the batch by weight matrix ``h``), then the quantized epilogue ``ep``.
 
     Example:
+        >>> import numpy as np
         >>> from compiler.quantize import choose_requant
         >>> x = te.placeholder((3, 2, 2, 1, 4), "int8", name="x")
         >>> w = te.placeholder((3, 5, 2, 4, 4), "int8", name="w")
