@@ -104,9 +104,12 @@ def pack_batch_rows(x: np.ndarray, cfg: HwConfig, *, out: bool = False) -> np.nd
     """
     if x.ndim < 2:
         raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
+    block = cfg.block_out if out else cfg.block_in
     t, k = x.shape[-2:]
-    flat = x.reshape(-1, t, k)
-    return np.stack([pack_rows(m, cfg, out=out) for m in flat]) if flat.shape[0] else flat
+    flat = _pad_to(_pad_to(x.reshape(-1, t, k), 1, cfg.batch), 2, block)
+    b, t, k = flat.shape
+    p = flat.reshape(b, t // cfg.batch, cfg.batch, k // block, block)
+    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
 
 
 def pack_batch_weight(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
@@ -121,15 +124,19 @@ def pack_batch_weight(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     if x.ndim < 2:
         raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
     k, n = x.shape[-2:]
-    flat = x.reshape(-1, k, n)
-    return np.stack([pack_weight(m.T, cfg) for m in flat]) if flat.shape[0] else flat
+    flat = x.reshape(-1, k, n).transpose(0, 2, 1)  # (B, N, K)
+    flat = _pad_to(_pad_to(flat, 1, cfg.block_out), 2, cfg.block_in)
+    b, n, k = flat.shape
+    p = flat.reshape(b, n // cfg.block_out, cfg.block_out, k // cfg.block_in, cfg.block_in)
+    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
 
 
 def unpack_batch_rows(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """``(B, T/b, N/bo, b, bo)`` to ``shape`` ``(..., T, N)`` (``B`` the product of its
     leading axes)."""
-    rows = np.stack([unpack_rows(m, shape[-2], shape[-1]) for m in p]) if len(p) else p
-    return np.ascontiguousarray(rows.reshape(shape))
+    batch, tb, nb, b, bo = p.shape
+    rows = p.transpose(0, 1, 3, 2, 4).reshape(batch, tb * b, nb * bo)
+    return np.ascontiguousarray(rows[:, : shape[-2], : shape[-1]].reshape(shape))
 
 
 def unpack_output(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
