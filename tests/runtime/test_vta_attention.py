@@ -4,6 +4,10 @@ Reshape and Transpose into heads, a scaling Mul, Softmax on the host). Both matm
 ``matmul-group``s, bit for bit against the quantized graph's integer reference; the network's
 artifact runs the same bytes; the limits that keep a matmul on the host are named."""
 
+import io
+import json
+import zipfile
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -13,6 +17,8 @@ from compiler.frontend.onnx_import import from_onnx
 from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
 from compiler.quantize import quantize_graph
 from compiler.registry import lookup
+from runtime.artifact import MANIFEST
+from runtime.errors import ArtifactError
 from runtime.vta_target import compile_network
 from tests.compiler.frontend.helpers import make_model
 
@@ -101,6 +107,55 @@ def test_an_artifact_of_the_block_runs_the_same_bytes(networks, tmp_path):
     steps = {s.name: s for s in loaded.accel_steps}
     assert {w.symbol: w.packing for w in steps["qk"].writes} == {
         "data": "batch_rows", "weight": "batch_weight"}  # fmt: skip
+
+
+def _tampered(data, edit):
+    """The artifact ``data`` with ``edit`` applied to the writes of group ``qk``."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    manifest = json.loads(members[MANIFEST])
+    step = next(s for s in manifest["steps"] if s.get("name") == "qk")
+    edit({w["symbol"]: w for w in step["writes"]})
+    members[MANIFEST] = json.dumps(manifest).encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for n, b in members.items():
+            zf.writestr(n, b)
+    return buf.getvalue()
+
+
+def _rows_for_weight(writes):
+    writes["weight"]["packing"] = "batch_rows"
+
+
+def _padded_weight(writes):
+    writes["weight"]["pad"] = [1, 0, 1, 0]
+
+
+def _nchw_weight(writes):
+    writes["weight"]["packing"] = "nchw"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            _rows_for_weight,
+            r"'weight' from slot int8\[1, 2, 5, 6\]: packs to \[2, 5, 2, 1, 4\], "
+            r"symbol 'weight' is \[2, 2, 2, 4, 4\]",
+        ),
+        (_padded_weight, r"packing 'batch_weight' \(a batch of matrices\) takes no padding"),
+        (_nchw_weight, r"'weight' from slot int8\[1, 2, 5, 6\]: packs to"),
+    ],
+    ids=lambda v: v.__name__.strip("_") if callable(v) else "",
+)
+def test_an_artifact_whose_matmul_writes_are_tampered_is_refused(networks, edit, message):
+    from runtime.vta_artifact import load_vta_artifact, vta_artifact_bytes
+
+    bad = _tampered(vta_artifact_bytes(networks["default"].plan), edit)
+    with pytest.raises(ArtifactError, match=message) as info:
+        load_vta_artifact(bad)
+    assert "\n" not in str(info.value)
 
 
 def _matmul(a_shape, b_shape, dtype="int8", constant=False):
