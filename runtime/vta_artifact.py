@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from compiler.model.program import ONNX_TYPE_NAMES, TensorSpec
-from compiler.targets.vta.input_prep import PACKINGS
+from compiler.targets.vta.input_prep import BATCH_PACKINGS, PACKINGS
 from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
@@ -562,7 +562,8 @@ def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
 
 def _holds(sym: Symbol, slot: Slot) -> bool:
     """Whether the packed tensor ``sym`` unpacks to ``slot``: NCHW from
-    ``(N/b, C/bo, H, W, b, bo)``, or rows from ``(N/b, M/bo, b, bo)``, same dtype."""
+    ``(N/b, C/bo, H, W, b, bo)``, rows from ``(N/b, M/bo, b, bo)``, or a batch of matrices
+    ``(..., T, N)`` from ``(B, T/b, N/bo, b, bo)``, same dtype."""
     shape, packed = slot.shape, tuple(sym.shape)
     if np.dtype(sym.dtype) != np.dtype(slot.dtype):
         return False
@@ -572,6 +573,13 @@ def _holds(sym: Symbol, slot: Slot) -> bool:
     if len(shape) == 2 and len(packed) == 4:
         nb, mb, b, bo = packed
         return nb * b >= shape[0] and mb * bo >= shape[1]
+    if len(shape) >= 2 and len(packed) == 5:  # a batch of matrices (a matmul's rows)
+        batch, tb, nb, b, bo = packed
+        return (
+            batch == int(np.prod(shape[:-2], dtype=np.int64))
+            and tb * b >= shape[-2]
+            and nb * bo >= shape[-1]
+        )
     return False
 
 
@@ -622,6 +630,13 @@ def _check_packing(
     at run time). The sizes are bounded first, so that a hostile padding allocates nothing
     large; then the host's own packing runs on zeros and its shape must be the symbol's."""
     what = f"field 'writes': {w.symbol!r} from slot {slot.dtype}{list(slot.shape)}"
+    if w.packing in BATCH_PACKINGS:
+        if w.pad is not None or w.fold is not None:
+            raise c.fail(place, f"{what}: packing {w.packing!r} (a batch of matrices) takes "
+                         "no padding or folding")  # fmt: skip
+        if len(slot.shape) < 2:
+            raise c.fail(place, f"{what}: packing {w.packing!r} needs a batch of matrices "
+                         "(2 axes or more)")  # fmt: skip
     if w.pad is not None or w.fold is not None:
         if len(slot.shape) != 4:
             raise c.fail(place, f"{what}: padding and folding apply to NCHW slots only")

@@ -53,10 +53,7 @@ from compiler.model.program import TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, Placement
 from compiler.targets.vta.input_prep import InputPrep, group_inputs
 from compiler.targets.vta.link import GroupImage
-from compiler.topi.vta.packing import (
-    unpack_nchw,
-    unpack_rows,
-)
+from compiler.topi.vta.packing import unpack_output
 from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
@@ -212,11 +209,7 @@ class NetworkPlan:
                 t0 = clock()
                 out = producer.image.program(cfg, dram).read("out")
                 shape = self.slots[slot].shape
-                env[slot] = (
-                    unpack_nchw(out, shape[0], shape[1])
-                    if len(shape) == 4
-                    else unpack_rows(out, shape[0], shape[1])
-                )
+                env[slot] = unpack_output(out, shape)
                 copies[producer.name] = copies.get(producer.name, 0.0) + clock() - t0
             return env[slot]
 

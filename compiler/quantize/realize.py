@@ -22,6 +22,11 @@ folding, dead-node elimination), calibrates every activation on the sample input
 * ``multiply`` of two activations of one shape, or of an NCHW activation and a per-channel
   ``(N, C, 1, 1)`` gate (a squeeze-excitation): ``qmul``, ``multiplier / 2**shift`` close to
   ``s_a s_b / s_y``;
+* ``matmul`` of two activations (attention's ``Q K^T`` and ``softmax(..) V``; batch axes as the
+  graph broadcasts them): both int8 at their per-tensor scales, int32 accumulation, then a
+  ``requantize`` by ``s_a s_b / s_y``, one scale for the whole tensor (its parameters repeated
+  along axis 1, as a per-channel requantize gives them); a ``relu`` or ``clip`` that alone reads
+  it is fused. A matmul by a constant is a ``dense`` layer before this (``matmul_to_dense``);
 * anything else (softmax, sigmoid, ...): stays float32, its int8 inputs dequantized and its
   output quantized again where an integer operator reads it;
 * ``quantize`` at the float inputs, ``dequantize`` at the outputs.
@@ -684,6 +689,27 @@ class _Realizer:
         self.qv[id(node)] = (q, so)
         return True
 
+    def _matmul(self, node: Node) -> bool:
+        """Two activations of rank 2 or more (a matmul by a constant that ``matmul_to_dense``
+        did not take, or of a vector, stays float): int8 operands, int32 accumulation and
+        one per-tensor requantization, repeated along axis 1."""
+        a, b = node.inputs
+        if not (self.is_activation(a) and self.is_activation(b)):
+            return False
+        if a.type.ndim < 2 or b.type.ndim < 2:
+            return False
+        qa, sa = self.as_int8(a)
+        qb, sb = self.as_int8(b)
+        act = self.fusable_activation(node)
+        out = act or node
+        sy = self.scale(out)
+        acc = Node("matmul", (qa, qb), {}, node.name)
+        params = choose_requant(np.full(node.type.shape[1], sa * sb / sy), mode=self._mode)
+        self._requantize(acc, out, params, self.int8_bounds(act, sy), sy)
+        if act is not None:
+            self.fused.add(id(act))
+        return True
+
     def _hard_sigmoid(self, node: Node) -> bool:
         return self._hard(node, float(node.attrs["alpha"]), float(node.attrs["beta"]))
 
@@ -747,6 +773,7 @@ for _op, _rule in (
     ("add", _Realizer._add),
     ("clip", _Realizer._clip),
     ("multiply", _Realizer._multiply),
+    ("matmul", _Realizer._matmul),
     ("minimum", _Realizer._minimum),
     ("maximum", _Realizer._maximum),
     ("hard_sigmoid", _Realizer._hard_sigmoid),

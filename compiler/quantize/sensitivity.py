@@ -52,6 +52,7 @@ MEASURED_OPS = frozenset(
         "dense",
         "add",
         "multiply",
+        "matmul",
         "hard_sigmoid",
         "hard_swish",
         "global_avg_pool2d",

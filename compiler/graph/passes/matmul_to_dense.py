@@ -1,9 +1,9 @@
 """Linear layers written as ``MatMul`` become ``dense``: a matmul of an activation by a constant
 2-D weight (a transformer's projections, a recognizer's classifier: ``x @ W`` with ``x`` of
 shape ``(..., K)`` and ``W`` of ``(K, N)``) is ``reshape(dense(reshape(x, (M, K)), W^T), (...,
-N)``, which the int8 quantizer realizes on the accelerator's GEMM core like any dense layer (a
-matmul has no integer form: it would stay float32 on the host). A matmul of two activations
-(attention's scores) is left alone.
+N)``, which the int8 quantizer realizes on the accelerator's GEMM core like any dense layer, with
+per-channel weight scales. A matmul of two activations (attention's scores) is left alone: the
+quantizer gives it its own int8 rule (per-tensor scales, ``docs/network.md``).
 
 The pass runs before quantization (:func:`compiler.quantize.prepare_graph`); the CPU and GPU
 pipelines keep their matmul.

@@ -12,7 +12,11 @@ host, in up to three steps, in this order:
   :mod:`compiler.topi.vta.fold`) so the GEMM core's input block is filled;
 * **pack**: NCHW (or ``(N, C)`` rows) into the blocked layout, with ``block_in`` channels per
   block for a GEMM input, ``block_out`` for what an ALU group or a pool reads (the layout a
-  producing group stores).
+  producing group stores). A matmul of two activations reads a batch of matrices: its left
+  operand as the rows of each matrix (``batch_rows``), its right operand ``(..., K, N)``
+  transposed into the weight layout (``batch_weight``: the weight tensor of its program is an
+  activation the host writes at every run, not a constant), a fused residual in the output's
+  rows (``batch_rows_out``).
 
 The build decides these per group input (:func:`input_preps`, the ``input_prep`` pass of
 :func:`compiler.model.vta.vta_pipeline`); the runtime only carries them out.
@@ -34,12 +38,21 @@ import numpy as np
 
 from compiler.targets.vta.ops import ELEMENTWISE, input_fold, pool_load_pads, pool_padding
 from compiler.topi.vta.fold import InputFold
-from compiler.topi.vta.packing import pack_nchw, pack_nchw_out, pack_rows
+from compiler.topi.vta.packing import (
+    pack_batch_rows,
+    pack_batch_weight,
+    pack_nchw,
+    pack_nchw_out,
+    pack_rows,
+)
 from isa import HwConfig
 
 #: How the host packs an array into a group's input tensor (``out``: the output layout, with
-#: ``block_out`` channels per block, that a producing group stores).
-PACKINGS = ("nchw", "nchw_out", "rows", "rows_out")
+#: ``block_out`` channels per block, that a producing group stores; ``batch_``: each matrix of a
+#: batch of matrices, ``batch_weight`` transposed into the weight layout).
+PACKINGS = ("nchw", "nchw_out", "rows", "rows_out", "batch_rows", "batch_rows_out", "batch_weight")
+#: The packings of a batch of matrices (a matmul of two activations): no padding or folding.
+BATCH_PACKINGS = ("batch_rows", "batch_rows_out", "batch_weight")
 
 
 @dataclass(frozen=True)
@@ -66,8 +79,14 @@ class InputPrep:
                 f"conv over {f.in_c} folded channels of {f.in_hw[0]}x{f.in_hw[1]}, run as "
                 f"{f.k}x{f.k} stride 1"
             )
-        block = cfg.block_in if self.packing in ("nchw", "rows") else cfg.block_out
-        layout = "NCHW" if self.packing.startswith("nchw") else "(N, C) rows"
+        if self.packing == "batch_weight":
+            steps.append(
+                f"transpose each (K, N) matrix into the weight layout, {cfg.block_out}x"
+                f"{cfg.block_in} blocks"
+            )
+            return ", ".join(steps)
+        block = cfg.block_in if self.packing in ("nchw", "rows", "batch_rows") else cfg.block_out
+        layout = {"n": "NCHW", "r": "(N, C) rows", "b": "the rows of each matrix"}[self.packing[0]]
         steps.append(f"pack {layout} into {cfg.batch}x{block} blocks")
         return ", ".join(steps)
 
@@ -78,6 +97,10 @@ class InputPrep:
             x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=self.pad_value)
         if self.fold is not None:
             x = self.fold.input(x)
+        if self.packing == "batch_weight":
+            return pack_batch_weight(x, cfg)
+        if self.packing in ("batch_rows", "batch_rows_out"):
+            return pack_batch_rows(x, cfg, out=self.packing == "batch_rows_out")
         if self.packing == "nchw":
             return pack_nchw(x, cfg)
         if self.packing == "nchw_out":
@@ -86,8 +109,11 @@ class InputPrep:
 
 
 def input_prep(group: Any, symbol: str, ndim: int, cfg: HwConfig) -> InputPrep:
-    """How the host prepares ``group``'s input ``symbol`` (``data`` or ``residual``) of
-    ``ndim`` axes when no group stored it in place."""
+    """How the host prepares ``group``'s input ``symbol`` (``data``, ``residual``, or a
+    matmul's ``weight``) of ``ndim`` axes when no group stored it in place."""
+    if group.kind == "matmul":
+        return InputPrep(symbol, {"data": "batch_rows", "weight": "batch_weight",
+                                  "residual": "batch_rows_out"}[symbol])  # fmt: skip
     if symbol == "residual":
         return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
     if group.kind == "max_pool2d" and not pool_load_pads(group):
@@ -103,9 +129,12 @@ def input_prep(group: Any, symbol: str, ndim: int, cfg: HwConfig) -> InputPrep:
 
 
 def group_inputs(group: Any) -> list[tuple[str, Any]]:
-    """``(symbol, value)`` of the inputs of ``group`` the host may write: its ``data`` and,
-    for a group with a fused residual, its ``residual``."""
+    """``(symbol, value)`` of the inputs of ``group`` the host may write: its ``data``, a
+    matmul's right operand (its program's ``weight``, an activation) and, for a group with a
+    fused residual, its ``residual``."""
     inputs = [("data", group.anchor.inputs[0])]
+    if group.kind == "matmul":
+        inputs.append(("weight", group.anchor.inputs[1]))
     if group.residual is not None:
         inputs.append(("residual", group.residual))
     return inputs
@@ -116,7 +145,7 @@ def input_preps(
 ) -> dict[str, tuple[InputPrep, ...]]:
     """Per accelerator group (by name), the preparations of its inputs that the DRAM plan does
     not read in place (``aliased``: per group, the symbols read in place), in the order
-    ``data``, ``residual``."""
+    ``data``, ``weight``, ``residual``."""
     return {
         g.name: tuple(
             input_prep(g, symbol, len(v.type.shape), cfg)
@@ -127,4 +156,4 @@ def input_preps(
     }
 
 
-__all__ = ["PACKINGS", "InputPrep", "group_inputs", "input_prep", "input_preps"]
+__all__ = ["BATCH_PACKINGS", "PACKINGS", "InputPrep", "group_inputs", "input_prep", "input_preps"]

@@ -8,6 +8,9 @@ Three kinds of groups (the partition, :mod:`compiler.partition`, forms them):
   with constant int8 weights and an int32 bias, with the per-channel ``requantize`` that reads
   it and an optional fused ``qadd`` (:func:`compiler.topi.vta.qnn.compile_qconv2d`,
   :func:`~compiler.topi.vta.qnn.compile_qdense`);
+* ``gemm`` too: an int8 ``matmul`` of two activations (attention's ``Q K^T`` and
+  ``softmax(..) V``) with its per-tensor ``requantize``, the second operand written by the host
+  in the weight layout at run time (:func:`compiler.topi.vta.qmatmul.compile_qmatmul`);
 * ``pool``: an int8 ``max_pool2d`` or ``global_sum_pool2d`` with its ``requantize``
   (:func:`~compiler.topi.vta.qnn.compile_qpool`);
 * ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qhard_sigmoid``, ``qhard_swish``
@@ -126,6 +129,41 @@ def gemm_fits(node: Node, cfg: HwConfig) -> Limit:
             "conv2d-window",
             f"a {kh}x{kw} window needs {window} weight entries, over half the weight buffer "
             f"({cfg.wgt_depth})",
+        )
+    return None
+
+
+def matmul_fits(node: Node, cfg: HwConfig) -> Limit:
+    """The rule and reason that keep a matmul of two activations off the accelerator, or
+    None: int8 operands of rank 2 or more whose batch axes agree (the host writes each matrix
+    of the batch; it does not repeat a broadcast one), rows short enough for a DMA stride."""
+    a, b = node.inputs[0].type, node.inputs[1].type
+    for k, t in enumerate((a, b)):
+        if t.dtype != "int8":
+            return (
+                "matmul-dtype",
+                f"input {k} is {t.dtype}: the GEMM core multiplies int8 (quantize first)",
+            )
+    if isinstance(node.inputs[1], Constant):
+        return "matmul-weights", "a constant right operand is a dense layer (matmul_to_dense)"
+    if a.ndim < 2 or b.ndim < 2:
+        return (
+            "matmul-rank",
+            f"ranks {a.ndim} and {b.ndim}: the GEMM core multiplies matrices (rank 2 or more)",
+        )
+    if a.shape[:-2] != b.shape[:-2]:
+        return (
+            "matmul-broadcast",
+            f"batch axes {a.shape[:-2]} and {b.shape[:-2]} differ: the host writes every "
+            "matrix of the batch and does not broadcast one",
+        )
+    stride_max = limits(cfg).max("mem", "x_stride")
+    k, n = a.shape[-1], b.shape[-1]
+    blocks = max(-(-k // cfg.block_in), -(-n // cfg.block_out))
+    if blocks > stride_max:
+        return (
+            "matmul-shape",
+            f"rows of {blocks} blocks (K={k}, N={n}) exceed the DMA stride field ({stride_max})",
         )
     return None
 
@@ -372,6 +410,36 @@ def compile_gemm(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     )  # fmt: skip
 
 
+def matmul_epilogue(group: AccelGroup) -> QEpilogue:
+    """The epilogue of a matmul group: its ``requantize``'s one scale (repeated along axis 1
+    in the graph), one entry per output column, and a fused ``qadd``."""
+    ep = group_epilogue(group)
+    p = ep.requant
+    params = (p.multiplier, p.shift, p.post_shift)
+    if any(np.unique(np.asarray(v)).size > 1 for v in params):
+        raise GraphError(
+            f"group {group.name}: the matmul's requantize varies along its axis; the "
+            "accelerator's matmul requantizes the whole tensor by one scale"
+        )
+    cols = int(group.anchor.type.shape[-1])
+    m, s1, s2 = (np.full(cols, int(np.asarray(v).reshape(-1)[0]), np.int32) for v in params)
+    full = RequantParams(m, s1, s2, m.astype(np.float64) / np.exp2(s1 + s2))
+    return replace(ep, requant=full)
+
+
+def compile_matmul(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """The program of a matmul of two activations (with its requantize and an optional fused
+    qadd): one dense product per matrix of the batch, in one program."""
+    from compiler.topi.vta.qmatmul import compile_qmatmul
+
+    node = group.anchor
+    a, b = node.inputs[0].type.shape, node.inputs[1].type.shape
+    return compile_qmatmul(
+        group.name, cfg, matmul_epilogue(group), batch=math.prod(node.type.shape[:-2]),
+        rows=a[-2], k=a[-1], cols=b[-1], residual=group.residual is not None, knobs=knobs,
+    )  # fmt: skip
+
+
 def compile_pool(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     """The program of a max pool or a global sum pool (with its requantize)."""
     from compiler.topi.vta.qnn import compile_qpool
@@ -440,6 +508,14 @@ def _placed(rule: str, how: str) -> Any:
 
 for _op in ("conv2d", "dense"):
     register("vta", _op, VtaImpl("gemm", gemm_fits, gemm_task, compile_gemm, gemm_placement))
+register(
+    "vta", "matmul",
+    VtaImpl("gemm", matmul_fits, no_task, compile_matmul, _placed(
+        "matmul-group",
+        "int8 matmul of two activations: GEMM on the accelerator, one dense product per "
+        "matrix of the batch; the host writes the left operand as rows and the right one "
+        "transposed into the weight layout")),
+)  # fmt: skip
 register(
     "vta", "max_pool2d",
     VtaImpl("pool", pool_fits, no_task, compile_pool, _placed(
@@ -521,6 +597,7 @@ __all__ = [
     "compile_elementwise",
     "compile_gemm",
     "compile_group",
+    "compile_matmul",
     "compile_pool",
     "elementwise_fits",
     "gemm_fits",
@@ -530,6 +607,8 @@ __all__ = [
     "host_prepares",
     "input_fold",
     "is_depthwise",
+    "matmul_epilogue",
+    "matmul_fits",
     "no_task",
     "pool_fits",
     "pool_load_pads",

@@ -93,12 +93,81 @@ def pack_weight(w: np.ndarray, cfg: HwConfig) -> np.ndarray:
     return np.ascontiguousarray(p.transpose(0, 2, 1, 3))
 
 
+def pack_batch_rows(x: np.ndarray, cfg: HwConfig, *, out: bool = False) -> np.ndarray:
+    """``(..., T, K)`` to ``(B, T/b, K/bi, b, bi)`` (``(B, T/b, K/bo, b, bo)`` with ``out``):
+    the rows of every matrix of a batch of matrices, the leading axes flattened into ``B``.
+
+    Example:
+        >>> import isa
+        >>> pack_batch_rows(np.ones((1, 8, 5, 6), np.int8), isa.load_config("default")).shape
+        (8, 5, 2, 1, 4)
+    """
+    if x.ndim < 2:
+        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
+    block = cfg.block_out if out else cfg.block_in
+    t, k = x.shape[-2:]
+    flat = _pad_to(_pad_to(x.reshape(-1, t, k), 1, cfg.batch), 2, block)
+    b, t, k = flat.shape
+    p = flat.reshape(b, t // cfg.batch, cfg.batch, k // block, block)
+    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
+
+
+def pack_batch_weight(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
+    """``(..., K, N)`` (the right operand of a matmul) to ``(B, N/bo, K/bi, bo, bi)``: every
+    matrix transposed into the weight layout, the leading axes flattened into ``B``.
+
+    Example:
+        >>> import isa
+        >>> pack_batch_weight(np.ones((2, 3, 6, 5), np.int8), isa.load_config("default")).shape
+        (6, 2, 2, 4, 4)
+    """
+    if x.ndim < 2:
+        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
+    k, n = x.shape[-2:]
+    flat = x.reshape(-1, k, n).transpose(0, 2, 1)  # (B, N, K)
+    flat = _pad_to(_pad_to(flat, 1, cfg.block_out), 2, cfg.block_in)
+    b, n, k = flat.shape
+    p = flat.reshape(b, n // cfg.block_out, cfg.block_out, k // cfg.block_in, cfg.block_in)
+    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
+
+
+def unpack_batch_rows(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``(B, T/b, N/bo, b, bo)`` to ``shape`` ``(..., T, N)`` (``B`` the product of its
+    leading axes)."""
+    batch, tb, nb, b, bo = p.shape
+    rows = p.transpose(0, 1, 3, 2, 4).reshape(batch, tb * b, nb * bo)
+    return np.ascontiguousarray(rows[:, : shape[-2], : shape[-1]].reshape(shape))
+
+
+def unpack_output(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A group's packed output ``p`` as the value of ``shape``: NCHW from a 6-d
+    ``(N/b, C/bo, H, W, b, bo)``, rows from a 4-d ``(N/b, M/bo, b, bo)``, a batch of matrices
+    from a 5-d ``(B, T/b, N/bo, b, bo)``.
+
+    Example:
+        >>> import isa
+        >>> x = np.arange(2 * 3 * 5, dtype=np.int8).reshape(2, 3, 5)
+        >>> p = pack_batch_rows(x, isa.load_config("default"), out=True)
+        >>> bool((unpack_output(p, x.shape) == x).all())
+        True
+    """
+    if p.ndim == 6:
+        return unpack_nchw(p, shape[0], shape[1])
+    if p.ndim == 5:
+        return unpack_batch_rows(p, shape)
+    return unpack_rows(p, shape[0], shape[1])
+
+
 __all__ = [
+    "pack_batch_rows",
+    "pack_batch_weight",
     "pack_kernel",
     "pack_nchw",
     "pack_nchw_out",
     "pack_rows",
     "pack_weight",
+    "unpack_batch_rows",
     "unpack_nchw",
+    "unpack_output",
     "unpack_rows",
 ]
