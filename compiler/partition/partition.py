@@ -16,6 +16,10 @@ Rules, tried on each node in topological order (the first that decides wins):
   whose only reader is a per-channel ``requantize`` (``axis=1``), runs on the accelerator with
   that ``requantize`` (``requantize-fused``). Channels and batch are padded up to the config's
   blocks (the first layer's 1 or 3 channels included).
+* ``matmul-group``: an int8 ``matmul`` of two activations (the same batch dims on both, no
+  broadcast), run per batch matrix as a dense whose weight tensor the host writes at run time
+  (:mod:`compiler.topi.vta.qmatmul`), with the ``requantize`` that alone reads it (one scale
+  for the whole tensor, repeated per channel).
 * ``qadd-fused``: a ``qadd`` that is the only reader of such a group's ``requantize`` (and
   whose other operand is an int8 tensor of the same shape) joins the group.
 * ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation; ceil mode
