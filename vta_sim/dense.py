@@ -529,11 +529,40 @@ def _gather(inp, uop, runs, n_runs, r0, r1, row_dst, row_src, row_wgt, dlo, wlo,
                 n, xs = length, np.uint64(runs[q, 2] * bi)
             else:  # a run's src steps by one: its rows' inp lanes follow one another
                 n, xs = length * batch, ubi
+            if bi == 4:
+                _gather4(g, inpf, np.uint64(p * 4 * rows + m0), np.uint64(rows),
+                         np.uint64(x0), xs, np.uint64(n))  # fmt: skip
+                continue
             for ci in range(bi):
                 g0 = np.uint64((p * bi + ci) * rows + m0)
                 x = np.uint64(x0 + ci)
                 for t in range(np.uint64(n)):
                     g[g0 + t] += inpf[x + t * xs]
+
+
+@numba.njit
+def _gather4(g, inpf, g0, rows, x0, xs, n):
+    """:func:`_gather`'s copy of one run for 4-lane inp entries: ``n`` entries ``xs`` lanes
+    apart from ``x0``, lane ``ci`` added to ``g`` from ``g0 + ci·rows``. The four lanes of an
+    entry are read together; entries that follow one another (a stride-1 convolution) are read
+    as one interleaved group, which LLVM vectorizes (a runtime stride it does not)."""
+    g1 = g0 + rows
+    g2 = g1 + rows
+    g3 = g2 + rows
+    if xs == _U4:
+        for t in range(n):
+            x = x0 + _U4 * t
+            g[g0 + t] += inpf[x]
+            g[g1 + t] += inpf[x + _U1]
+            g[g2 + t] += inpf[x + _U2]
+            g[g3 + t] += inpf[x + _U3]
+    else:
+        for t in range(n):
+            x = x0 + xs * t
+            g[g0 + t] += inpf[x]
+            g[g1 + t] += inpf[x + _U1]
+            g[g2 + t] += inpf[x + _U2]
+            g[g3 + t] += inpf[x + _U3]
 
 
 @numba.njit(fastmath=_CONTRACT)

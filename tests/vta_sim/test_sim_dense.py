@@ -284,8 +284,8 @@ def test_gemm_channel_loops_match_the_reference_kernel(tile, shape):
     elif shape == "rows":  # 2 × 24 rows, 2 channel blocks
         uop = np.array([(r, x + r, t) for t, x in taps for r in range(24)], np.int32)
         args = (uop, 0, 0, uop.shape[0], 2, 2, 48, 24, 0, 20, 9, 0)
-    elif shape == "split":  # 2 × 24 rows, each with its own 9 taps, 3 channel blocks
-        uop = np.array([(r, x + r, t) for t, x in taps for r in range(24)], np.int32)
+    elif shape == "split":  # 2 × 24 rows, each with its own 9 taps, 3 channel blocks, stride 2
+        uop = np.array([(r, x + 2 * r, t) for t, x in taps for r in range(24)], np.int32)
         args = (uop, 0, 0, uop.shape[0], 3, 2, 48, 24, 0, 20, 9, 27)
     else:
         uop = np.array([[5, 7, 3]], np.int32)
