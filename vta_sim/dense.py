@@ -31,7 +31,9 @@ int32 wrap-around. The sum runs along the longer side: along rows over the inp v
 per weight tile (register-blocked four lanes by four K, for few channels), or along the lanes
 with one multiply-add per micro-op's inp entry (many channels, few rows). On the ``default``
 preset (1×4×4 tiles, 16 MACs per micro-op) it turns a GEMM's thousands of 16-MAC steps into one
-product; a GEMM without such a loop (or past the size limit) takes the runs above.
+product; a GEMM without such a loop (or past the size limit) takes the runs above. When each
+step of its other loop has accumulator entries and weight tiles of its own (one output row
+against its own taps), the one product would be block-diagonal, so each step is its own product.
 
 Why numba loops and not BLAS: the event loop is one nopython function, so the work must be
 something numba compiles; numba's ``np.dot`` reaches BLAS only through SciPy (not a dependency).
