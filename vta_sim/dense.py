@@ -31,7 +31,9 @@ int32 wrap-around. The sum runs along the longer side: along rows over the inp v
 per weight tile (register-blocked four lanes by four K, for few channels), or along the lanes
 with one multiply-add per micro-op's inp entry (many channels, few rows). On the ``default``
 preset (1×4×4 tiles, 16 MACs per micro-op) it turns a GEMM's thousands of 16-MAC steps into one
-product; a GEMM without such a loop (or past the size limit) takes the runs above.
+product; a GEMM without such a loop (or past the size limit) takes the runs above. When each
+step of its other loop has accumulator entries and weight tiles of its own (one output row
+against its own taps), the one product would be block-diagonal, so each step is its own product.
 
 Why numba loops and not BLAS: the event loop is one nopython function, so the work must be
 something numba compiles; numba's ``np.dot`` reaches BLAS only through SciPy (not a dependency).
@@ -268,10 +270,92 @@ def _gemm_columns(
     row_wgt,
 ):
     """A GEMM whose column loop (``n_col`` steps of ``col_dst``, ``col_wgt``) leaves the source
-    in place, as one matrix product: return False, with nothing written, when its matrices would
-    exceed :data:`_COLUMNS_LIMIT` (the caller takes the run path).
+    in place, as matrix products (:func:`_columns_part`): return False, with nothing written,
+    when its matrices would exceed :data:`_COLUMNS_LIMIT` (the caller takes the run path).
 
-    Every micro-op of the other loops (``n_row`` steps of ``row_dst``, ``row_src``,
+    When every step of the other loop (``n_row`` steps of ``row_dst``, ``row_src``,
+    ``row_wgt``) has accumulator entries and weight tiles of its own (a convolution's output
+    rows, each against its own taps), one product over all of them is block-diagonal: a row of
+    the gathered inp matrix is zero outside its step's weight tiles, and those zeros would be
+    multiplied too. Such a GEMM runs as one product per step instead, when that product takes
+    the row loop (the lane loop multiplies no zeros). The steps' products are translations of
+    one another (the same rows, weight slots and sums per lane), so the first one's limits are
+    every one's, and adding them one after the other is adding them at once (acc modulo 2**32).
+    """
+    batch = acc.shape[1]
+    bi = inp.shape[2]
+    lanes = n_col * acc.shape[2]
+    n_uops = uop_end - uop_begin
+    runs = np.empty((n_uops, 3), np.int64)
+    n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
+    # the micro-ops' accumulator and weight ranges, from their runs (a run's weight is fixed,
+    # its accumulator entries consecutive)
+    k = runs[0, 0]
+    dlo, dhi, wlo, whi = uop[k, 0], uop[k, 0], uop[k, 2], uop[k, 2]
+    for q in range(n_runs):
+        k = runs[q, 0]
+        dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0] + runs[q, 1] - 1)
+        wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
+    span = (dlo, dhi, wlo, whi)
+    split = False
+    if n_row > 1 and row_wgt != 0 and abs(row_dst) > dhi - dlo and abs(row_wgt) > whi - wlo:
+        seen = np.zeros(whi - wlo + 1, np.bool_)
+        n_slots = 0
+        for q in range(n_runs):
+            w = uop[runs[q, 0], 2] - wlo
+            if not seen[w]:
+                seen[w] = True
+                n_slots += 1
+        rows = (dhi - dlo + 1) * batch
+        split = _by_rows(rows, lanes, n_slots * bi, 2 * n_uops * batch * bi)
+    if not split:
+        return _columns_part(inp, wgt, acc, out, uop, uop_begin, uop_end, n_col, col_dst,
+                             col_wgt, 0, n_row, row_dst, row_src, row_wgt, runs, n_runs,
+                             span)  # fmt: skip
+    for r in range(n_row):
+        if not _columns_part(inp, wgt, acc, out, uop, uop_begin, uop_end, n_col, col_dst,
+                             col_wgt, r, r + 1, row_dst, row_src, row_wgt, runs, n_runs,
+                             span):  # fmt: skip
+            return False  # the first step's limits, so nothing is written yet
+    return True
+
+
+@numba.njit
+def _by_rows(rows, lanes, depth, filled):
+    """Whether a product sums along M (:func:`_sum_by_rows`): unless rows are few against
+    lanes (measured on compiled convolutions: the register-blocked row loop wins down to a
+    quarter as many rows as lanes), and only when the gathered inp matrix (``depth`` × rows)
+    is mostly filled (``filled``: twice its nonzero values; its zeros are multiplied too)."""
+    return 16 <= rows and lanes < 4 * rows and depth * rows <= min(filled, _COLUMNS_LIMIT)
+
+
+@numba.njit
+def _columns_part(
+    inp,
+    wgt,
+    acc,
+    out,
+    uop,
+    uop_begin,
+    uop_end,
+    n_col,
+    col_dst,
+    col_wgt,
+    r0,
+    r1,
+    row_dst,
+    row_src,
+    row_wgt,
+    runs,
+    n_runs,
+    span,
+):
+    """Steps ``r0`` to ``r1`` of the other loop of :func:`_gemm_columns` as one matrix product:
+    return False, with nothing written, when its matrices would exceed :data:`_COLUMNS_LIMIT`.
+    ``runs``: the micro-ops' runs (:func:`_gemm_runs`); ``span``: their lowest and highest
+    accumulator and weight index.
+
+    Every micro-op of the other loop (steps of ``row_dst``, ``row_src``,
     ``row_wgt``) reads one inp entry ``s`` and adds, for every column step ``c``, its product
     with weight tile ``w + c·col_wgt`` to acc entry ``d + c·col_dst``. So each distinct ``w``
     (a slot) gets a panel of its ``n_col`` tiles side by side: block_in rows of
@@ -290,24 +374,19 @@ def _gemm_columns(
     bo = acc.shape[2]
     batch = acc.shape[1]
     lanes = n_col * bo
-    dlo, dhi = uop[uop_begin, 0], uop[uop_begin, 0]
-    wlo, whi = uop[uop_begin, 2], uop[uop_begin, 2]
-    for k in range(uop_begin + 1, uop_end):
-        dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0])
-        wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
-    last = n_row - 1
-    dlo, dhi = dlo + min(0, last * row_dst), dhi + max(0, last * row_dst)
-    wlo, whi = wlo + min(0, last * row_wgt), whi + max(0, last * row_wgt)
+    dlo, dhi, wlo, whi = span
+    first, last = r0 * row_dst, (r1 - 1) * row_dst
+    dlo, dhi = dlo + min(first, last), dhi + max(first, last)
+    first, last = r0 * row_wgt, (r1 - 1) * row_wgt
+    wlo, whi = wlo + min(first, last), whi + max(first, last)
     rows = (dhi - dlo + 1) * batch
     if rows * lanes > _COLUMNS_LIMIT:
         return False
     # micro-ops come in runs (dst +1, src +step, wgt fixed): count, slot and gather per run
-    runs = np.empty((uop_end - uop_begin, 3), np.int64)
-    n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
     count = np.zeros(dhi - dlo + 1, np.int64)
     slot = np.full(whi - wlo + 1, -1, np.int64)
     n_slots = 0
-    for r in range(n_row):
+    for r in range(r0, r1):
         for q in range(n_runs):
             k = runs[q, 0]
             d = uop[k, 0] + r * row_dst - dlo
@@ -320,11 +399,7 @@ def _gemm_columns(
     depth = n_slots * bi
     if depth * lanes > _COLUMNS_LIMIT:
         return False
-    # Along M unless rows are few against lanes (measured on compiled convolutions: the
-    # register-blocked row loop wins down to a quarter as many rows as lanes), and only when
-    # the gathered inp matrix is mostly filled (its zeros are multiplied too).
-    filled = 2 * n_row * (uop_end - uop_begin) * batch * bi
-    by_rows = 16 <= rows and lanes < 4 * rows and depth * rows <= min(filled, _COLUMNS_LIMIT)
+    by_rows = _by_rows(rows, lanes, depth, 2 * (r1 - r0) * (uop_end - uop_begin) * batch * bi)
     terms = count.max() * bi
     if terms <= _F32_TERMS:
         tile32 = np.zeros(rows * lanes, np.float32)
@@ -332,19 +407,19 @@ def _gemm_columns(
         _panels(wgt, slot, wlo, n_col, col_wgt, panel32)
         if by_rows:
             gathered32 = np.zeros(depth * rows, np.float32)
-            _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot,
+            _gather(inp, uop, runs, n_runs, r0, r1, row_dst, row_src, row_wgt, dlo, wlo, slot,
                     gathered32, rows)  # fmt: skip
             _sum_by_rows(gathered32, panel32, tile32, rows, lanes)
             _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, 1, rows)
         else:
-            _sum_by_lanes(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo,
+            _sum_by_lanes(inp, uop, uop_begin, uop_end, r0, r1, row_dst, row_src, row_wgt, dlo,
                           wlo, slot, panel32, tile32, lanes)  # fmt: skip
             _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, lanes, 1)
     elif terms <= _F64_TERMS:
         tile64 = np.zeros(rows * lanes, np.float64)
         panel64 = np.empty(depth * lanes, np.float64)
         _panels(wgt, slot, wlo, n_col, col_wgt, panel64)
-        _sum_by_lanes(inp, uop, uop_begin, uop_end, n_row, row_dst, row_src, row_wgt, dlo, wlo,
+        _sum_by_lanes(inp, uop, uop_begin, uop_end, r0, r1, row_dst, row_src, row_wgt, dlo, wlo,
                       slot, panel64, tile64, lanes)  # fmt: skip
         _columns_add(acc, out, count, dlo, n_col, col_dst, tile64, lanes, 1)
     else:
@@ -379,7 +454,8 @@ def _sum_by_lanes(
     uop,
     uop_begin,
     uop_end,
-    n_row,
+    r0,
+    r1,
     row_dst,
     row_src,
     row_wgt,
@@ -397,7 +473,7 @@ def _sum_by_lanes(
     ul = np.uint64(lanes)
     inpf = inp.reshape(-1)
     quads = bi - bi % 4
-    for r in range(n_row):
+    for r in range(r0, r1):
         for k in range(uop_begin, uop_end):
             d = uop[k, 0] + r * row_dst - dlo
             s = uop[k, 1] + r * row_src
@@ -428,7 +504,7 @@ def _sum_by_lanes(
 
 
 @numba.njit
-def _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, slot, g, rows):
+def _gather(inp, uop, runs, n_runs, r0, r1, row_dst, row_src, row_wgt, dlo, wlo, slot, g, rows):
     """g[(slot·block_in + ci)·M + m] = the sum of the inp values every micro-op of row ``m``
     with that slot reads (M = rows of the tile; a product of a sum is the sum of the products,
     and every partial sum stays within the exact bound of its terms). A run of micro-ops fills
@@ -444,22 +520,51 @@ def _gather(inp, uop, runs, n_runs, n_row, row_dst, row_src, row_wgt, dlo, wlo, 
         and row_dst == runs[0, 1]
         and row_src == runs[0, 1] * (runs[0, 2] if batch == 1 else 1)
     )
-    for r in range(1 if sweep else n_row):
+    for r in range(r0, r0 + 1 if sweep else r1):
         for q in range(n_runs):
             k = runs[q, 0]
             m0 = (uop[k, 0] + r * row_dst - dlo) * batch
             x0 = (uop[k, 1] + r * row_src) * batch * bi
             p = slot[uop[k, 2] + r * row_wgt - wlo]
-            length = runs[q, 1] * (n_row if sweep else 1)
+            length = runs[q, 1] * (r1 - r0 if sweep else 1)
             if batch == 1:
                 n, xs = length, np.uint64(runs[q, 2] * bi)
             else:  # a run's src steps by one: its rows' inp lanes follow one another
                 n, xs = length * batch, ubi
+            if bi == 4:
+                _gather4(g, inpf, np.uint64(p * 4 * rows + m0), np.uint64(rows),
+                         np.uint64(x0), xs, np.uint64(n))  # fmt: skip
+                continue
             for ci in range(bi):
                 g0 = np.uint64((p * bi + ci) * rows + m0)
                 x = np.uint64(x0 + ci)
                 for t in range(np.uint64(n)):
                     g[g0 + t] += inpf[x + t * xs]
+
+
+@numba.njit
+def _gather4(g, inpf, g0, rows, x0, xs, n):
+    """:func:`_gather`'s copy of one run for 4-lane inp entries: ``n`` entries ``xs`` lanes
+    apart from ``x0``, lane ``ci`` added to ``g`` from ``g0 + ci·rows``. The four lanes of an
+    entry are read together; entries that follow one another (a stride-1 convolution) are read
+    as one interleaved group, which LLVM vectorizes (a runtime stride it does not)."""
+    g1 = g0 + rows
+    g2 = g1 + rows
+    g3 = g2 + rows
+    if xs == _U4:
+        for t in range(n):
+            x = x0 + _U4 * t
+            g[g0 + t] += inpf[x]
+            g[g1 + t] += inpf[x + _U1]
+            g[g2 + t] += inpf[x + _U2]
+            g[g3 + t] += inpf[x + _U3]
+    else:
+        for t in range(n):
+            x = x0 + xs * t
+            g[g0 + t] += inpf[x]
+            g[g1 + t] += inpf[x + _U1]
+            g[g2 + t] += inpf[x + _U2]
+            g[g3 + t] += inpf[x + _U3]
 
 
 @numba.njit(fastmath=_CONTRACT)
@@ -508,6 +613,26 @@ def _sum_by_rows(g, panel, tile, rows, lanes):
 
 
 @numba.njit
+def _add_interleaved4(accf, outf, tile, a, t0, uls, n_m):
+    """acc entries from flat lane ``a`` (four lanes each) += four tile rows of ``n_m`` values
+    from ``t0``, ``uls`` apart (lane ``o`` of entry ``m`` is ``tile[t0 + o·uls + m]``), with
+    the int32 wrap-around; out = the low 8 bits. The four lanes are spelled out, so that the
+    loop reads four contiguous tile rows and writes acc and out as interleaved groups, which
+    LLVM vectorizes (a loop over the lanes inside would be a strided scatter per lane)."""
+    t1 = t0 + uls
+    t2 = t1 + uls
+    t3 = t2 + uls
+    for m in range(n_m):
+        e = a + _U4 * m
+        v0 = np.int64(accf[e]) + np.int64(tile[t0 + m])
+        v1 = np.int64(accf[e + _U1]) + np.int64(tile[t1 + m])
+        v2 = np.int64(accf[e + _U2]) + np.int64(tile[t2 + m])
+        v3 = np.int64(accf[e + _U3]) + np.int64(tile[t3 + m])
+        accf[e], accf[e + _U1], accf[e + _U2], accf[e + _U3] = v0, v1, v2, v3
+        outf[e], outf[e + _U1], outf[e + _U2], outf[e + _U3] = v0, v1, v2, v3
+
+
+@numba.njit
 def _columns_add(acc, out, count, dlo, n_col, col_dst, tile, row_stride, lane_stride):
     """acc += the tile (element (m, n) at ``m·row_stride + n·lane_stride``) at every entry a
     micro-op wrote (int32 wrap-around), out = the low 8 bits. Written rows come in ranges;
@@ -538,6 +663,8 @@ def _columns_add(acc, out, count, dlo, n_col, col_dst, tile, row_stride, lane_st
                         v = np.int64(accf[e]) + np.int64(tile[t0 + m * urs + o])
                         accf[e] = v
                         outf[e] = v
+            elif bo == 4 and row_stride == 1:
+                _add_interleaved4(accf, outf, tile, a, t0, uls, n_m)
             else:
                 for o in range(ubo):
                     for m in range(n_m):

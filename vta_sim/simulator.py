@@ -76,15 +76,18 @@ _SMALL_WORK = 2_000_000
 def _work(table: np.ndarray) -> float:
     """An upper bound of a run's work: micro-ops, DMA elements and instructions (a float, so
     that no product overflows)."""
-    f = table.astype(np.float64)
     op = table[:, E.C_OPCODE]
     loops = (op == E.OP_GEMM) | (op == E.OP_ALU)
-    span = np.maximum(f[:, E.C_UOP_END] - f[:, E.C_UOP_BEGIN], 0)
-    uops = (f[:, E.C_ITER_OUT] * f[:, E.C_ITER_IN] * span)[loops].sum()
     mem = (op == E.OP_LOAD) | (op == E.OP_STORE)
-    rows = f[:, E.C_YP0] + f[:, E.C_Y] + f[:, E.C_YP1]
-    width = f[:, E.C_XP0] + f[:, E.C_X] + f[:, E.C_XP1]
-    return float(uops + (rows * width)[mem].sum() + table.shape[0])
+
+    def col(c: int, rows: np.ndarray) -> np.ndarray:  # only the columns asked, as floats
+        return table[rows, c].astype(np.float64)
+
+    span = np.maximum(col(E.C_UOP_END, loops) - col(E.C_UOP_BEGIN, loops), 0)
+    uops = (col(E.C_ITER_OUT, loops) * col(E.C_ITER_IN, loops) * span).sum()
+    rows = col(E.C_YP0, mem) + col(E.C_Y, mem) + col(E.C_YP1, mem)
+    width = col(E.C_XP0, mem) + col(E.C_X, mem) + col(E.C_XP1, mem)
+    return float(uops + (rows * width).sum() + table.shape[0])
 
 
 def _run_engine(table: np.ndarray, *args: np.ndarray, dense: bool = True) -> int:

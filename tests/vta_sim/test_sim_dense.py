@@ -262,11 +262,13 @@ def test_alu_broadcast_rows_match_the_reference_kernel(tile, op, src):
 
 
 @pytest.mark.parametrize("tile", TILES, ids=lambda t: "x".join(map(str, t)))
-@pytest.mark.parametrize("shape", ["lanes", "rows", "stem"])
+@pytest.mark.parametrize("shape", ["lanes", "rows", "split", "stem"])
 def test_gemm_channel_loops_match_the_reference_kernel(tile, shape):
     # the loop that leaves the source in place (output channel blocks) as one product: many
     # channels over few rows (summed along lanes), few channels over many rows (along rows),
-    # and one micro-op swept over a row with the channel loop inner (iter_in, src_factor_in 0)
+    # and one micro-op swept over a row with the channel loop inner (iter_in, src_factor_in 0);
+    # "split": each step of the row loop has acc entries and weight tiles of its own (one
+    # product per step)
     batch, block_in, block_out = tile
     rng = np.random.default_rng(len(shape))
     depth = 512
@@ -282,6 +284,9 @@ def test_gemm_channel_loops_match_the_reference_kernel(tile, shape):
     elif shape == "rows":  # 2 × 24 rows, 2 channel blocks
         uop = np.array([(r, x + r, t) for t, x in taps for r in range(24)], np.int32)
         args = (uop, 0, 0, uop.shape[0], 2, 2, 48, 24, 0, 20, 9, 0)
+    elif shape == "split":  # 2 × 24 rows, each with its own 9 taps, 3 channel blocks, stride 2
+        uop = np.array([(r, x + 2 * r, t) for t, x in taps for r in range(24)], np.int32)
+        args = (uop, 0, 0, uop.shape[0], 3, 2, 48, 24, 0, 20, 9, 27)
     else:
         uop = np.array([[5, 7, 3]], np.int32)
         args = (uop, 0, 0, 1, 40, 6, 1, 40, 1, 0, 0, 2)
