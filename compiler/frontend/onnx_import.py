@@ -16,8 +16,8 @@ names the fault (never a traceback):
 
 Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
 BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu,
-Sigmoid, HardSigmoid, HardSwish, Exp, Log, Sqrt, Tanh, Erf, Gelu, Neg, Pow,
-Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the comparisons, Not/And/Or, Where, MaxPool,
+Sigmoid, HardSigmoid, HardSwish, Softplus and Mish (decomposed into contract ops), Exp, Log,
+Sqrt, Tanh, Erf, Gelu, Neg, Pow, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the comparisons, Not/And/Or, Where, MaxPool,
 AveragePool, GlobalAveragePool, ReduceMean/Sum/Max/Min, ArgMax, Flatten, Reshape, Transpose,
 Squeeze/Unsqueeze, Concat, Split, Slice, Gather (constant indices), Expand, Tile, Pad (constant
 mode), Resize, Upsample, Gemm, MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into
@@ -422,6 +422,32 @@ def _c_prelu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str)
     neg = ctx.call("minimum", [x, zero], {}, f"{name}.neg")
     scaled = ctx.call("multiply", [neg, slope], {}, f"{name}.slope")
     return [ctx.call("add", [ctx.call("relu", [x], {}, f"{name}.pos"), scaled], {}, name)]
+
+
+def _softplus(ctx: _Ctx, x: Value, name: str) -> Value:
+    """``log(1 + exp(x))`` from contract ops, as ``max(x, 0) + log(1 + exp(-|x|))``: the
+    exponent is never positive, so nothing overflows where ``x`` is large (the direct form
+    gives ``inf`` from x = 89 on in float32), and the result is ``x`` there, as onnxruntime's."""
+    one = Constant(np.array(1, x.type.dtype))
+    neg = ctx.call("negative", [x], {}, f"{name}.neg")
+    nabs = ctx.call("minimum", [x, neg], {}, f"{name}.nabs")
+    tail = ctx.call("exp", [nabs], {}, f"{name}.exp")
+    log = ctx.call("log", [ctx.call("add", [tail, one], {}, f"{name}.1p")], {}, f"{name}.log")
+    return ctx.call("add", [ctx.call("relu", [x], {}, f"{name}.pos"), log], {}, name)
+
+
+@_conv("Softplus")
+def _c_softplus(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [_softplus(ctx, ins[0], name)]
+
+
+@_conv("Mish")
+def _c_mish(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    # x * tanh(softplus(x)): YOLOv4's activation (opset 18 names it; older exporters write
+    # the Softplus, Tanh and Mul themselves, which import through the converters one by one)
+    x = ins[0]
+    t = ctx.call("tanh", [_softplus(ctx, x, f"{name}.softplus")], {}, f"{name}.tanh")
+    return [ctx.call("multiply", [x, t], {}, name)]
 
 
 @_conv("HardSigmoid")
