@@ -169,3 +169,75 @@ def test_end_to_end_export_names_every_unsupported_node_once():
         assert (
             sum(line.strip().startswith(f"{name} ({op}, ai.onnx opset 13)") for line in lines) == 1
         )
+
+
+def _block_indices(shape: tuple[int, ...], block: list[tuple[int, int] | None]) -> np.ndarray:
+    """Indices writing the block ``block`` (per indexed axis ``(begin, end)``, None: the whole
+    axis) of a tensor of ``shape``, one index tuple per position, in row-major order, as
+    PyTorch exports ``y[..., a:b] = v``."""
+    ranges = [range(*(r or (0, n))) for r, n in zip(block, shape, strict=False)]
+    return np.stack(np.meshgrid(*ranges, indexing="ij"), -1).astype(np.int64)
+
+
+SCATTER_BLOCKS = {
+    # YOLOv7's y[..., 0:2] = (xy * 2 - 0.5 + grid) * stride and y[..., 2:4] = (wh * 2) ** 2 * a
+    "xy": ((1, 3, 4, 5, 7), [None, None, None, None, (0, 2)]),
+    "wh": ((1, 3, 4, 5, 7), [None, None, None, None, (2, 4)]),
+    "inner": ((4, 5, 6), [None, (1, 2), (0, 3)]),  # inside several axes
+    "trailing": ((4, 5, 6), [(0, 1), (2, 3)]),  # whole trailing axis
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", list(SCATTER_BLOCKS))
+def test_scatter_nd_block(target, case):
+    """``ScatterND`` with constant indices that write one block, the updates computed from the
+    data (the decoding YOLOv5 before 6.1 and YOLOv7 exports write in place)."""
+    shape, block = SCATTER_BLOCKS[case]
+    x = _x(13, *shape, scale=1.0)
+    bounds = {k: r for k, r in enumerate(block) if r is not None}
+    nodes = [
+        H("Sigmoid", ["x"], ["s"]),
+        H("Slice", ["s", "starts", "ends", "axes"], ["part"]),
+        H("Mul", ["part", "two"], ["upd"]),
+        H("ScatterND", ["s", "idx", "upd"], ["y"]),
+    ]
+    inits = {
+        "starts": np.array([r[0] for r in bounds.values()]),
+        "ends": np.array([r[1] for r in bounds.values()]),
+        "axes": np.array(list(bounds)),
+        "two": np.array(2, np.float32),
+        "idx": _block_indices(shape, block),
+    }
+    model = make_model(nodes, {"x": x}, ["y"], inits)
+    graph = check_against_onnxruntime(model, {"x": x})
+    assert {n.op for n in graph.nodes} <= {"sigmoid", "strided_slice", "multiply", "concat"}
+    check_on_target(model, {"x": x}, target)
+
+
+def test_scatter_nd_on_constants_folds():
+    data = _x(16, 3, 4)
+    idx = np.array([[2, 1], [0, 3]])
+    nodes = [H("ScatterND", ["d", "idx", "u"], ["c"]), H("Add", ["x", "c"], ["y"])]
+    x = _x(17, 3, 4)
+    inits = {"d": data, "idx": idx, "u": np.array([5.0, -5.0], np.float32)}
+    graph = check_against_onnxruntime(make_model(nodes, {"x": x}, ["y"], inits), {"x": x})
+    assert [n.op for n in graph.nodes] == ["add"]
+
+
+def test_scatter_nd_refusals():
+    """Indices that are not one row-major block, or a reduction, are named, one line each."""
+    x = _x(14, 2, 6)
+    scattered = np.array([[0, 1], [1, 4]])  # two elements, not a block
+    nodes = [
+        H("ScatterND", ["x", "scattered", "u"], ["y"], name="scattered"),
+        H("ScatterND", ["y", "one", "u"], ["z"], name="adding", reduction="add"),
+    ]
+    inits = {"scattered": scattered, "one": np.array([[0, 0], [0, 1]]), "u": _x(15, 2)}
+    model = make_model(nodes, {"x": x}, ["z"], inits, opset=16)
+    with pytest.raises(FrontendError) as err:
+        from_onnx(model)
+    assert "adding (ScatterND, ai.onnx opset 16): reduction 'add' (only none)" in str(err.value)
+    model = make_model(nodes[:1], {"x": x}, ["y"], inits, opset=16)
+    with pytest.raises(FrontendError, match="'scattered' .*not one block in row-major order"):
+        from_onnx(model)
