@@ -151,8 +151,7 @@ def detection_scores(
             detect.detections(model.family, q, model.size),
         )
         matched, ref, other = matched + a["matched"], ref + a["reference"], other + a["other"]
-        if a["matched"]:
-            ious.append(a["mean_iou"])
+        ious += [a["mean_iou"]] * a["matched"]  # weighted by matches: their overall mean
     return {
         "boxes_matched": matched,
         "boxes_fp32": ref,
