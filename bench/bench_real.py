@@ -46,6 +46,7 @@ A model the compiler refuses is reported with the refusal (the unsupported nodes
         [--photos 8] [--repeat 5] [--threads 1] [--skip-vta] [--json FILE]
         [--ocr-lines 200] [--ocr-pages 8] [--ocr-calibration 32]
         [--detector-pages 8] [--detector-calibration 8] [--detector-fp32-threshold X]
+        [--detector-calibrator percentile]
     python -m bench.bench_real --models yolo --configs default
 """
 
@@ -348,6 +349,7 @@ def _bench_int8_detector(
     graph: Any,
     calibration: list[np.ndarray],
     threshold: float | None = None,
+    calibrator: str = "percentile",
 ) -> dict[str, Any]:
     """A detector int8 on ``config``: calibrated on ``calibration``, scored by the integer
     reference on every input (cosine, :func:`detection_scores`), simulated on the first."""
@@ -355,8 +357,9 @@ def _bench_int8_detector(
 
     name = graph.inputs[0].name
     t0 = time.perf_counter()
+    feeds = [{name: x} for x in calibration]
     net = compile_network(
-        graph, config, calibration=[{name: x} for x in calibration], sensitivity=threshold
+        graph, config, calibration=feeds, calibrator=calibrator, sensitivity=threshold
     )
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -376,6 +379,7 @@ def _bench_int8_detector(
     first = [fp32_outputs[0]]
     return {
         "config": config,
+        "calibrator": calibrator,
         "fp32_threshold": threshold,
         "fp32_nodes": len(getattr(net.graph, "fp32_nodes", ())),
         "compile_s": round(compile_s, 1),
@@ -403,7 +407,8 @@ def _print_detector(q: dict[str, Any]) -> str:
         f"{q['logit_cosine']:.4f} (lowest {q['lowest_cosine']:.4f}), MACs on the accelerator "
         f"{q['mac_share']:.1%} ({q['accelerator_groups']} groups), "
         f"{q['cycles_per_image']:.0f} cycles/image, {q['images_per_s']:.1f} images/s, "
-        f"fp32 threshold {q['fp32_threshold'] or 'default'}: {q['fp32_nodes']} nodes kept fp32; "
+        f"{q['calibrator']} calibration, fp32 threshold {q['fp32_threshold'] or 'default'}: "
+        f"{q['fp32_nodes']} nodes kept fp32; "
         f"compile "
         f"{q['compile_s']} s, {q['simulated_s']} s simulated (first input), simulated against "
         f"the reference: max rel diff {q['simulated_max_rel_diff']:.1e}, same boxes "
@@ -452,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         default=8,
         help="rendered pages to calibrate the text detectors on",
     )
+    p.add_argument("--detector-calibrator", default="percentile", help="detectors' calibrator")
     p.add_argument(
         "--detector-fp32-threshold",
         type=float,
@@ -536,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                     assert calibration is not None
                     q = _bench_int8_detector(
                         model, inputs, outputs, config, macs, graph, calibration,
-                        args.detector_fp32_threshold,
+                        args.detector_fp32_threshold, args.detector_calibrator,
                     )  # fmt: skip
                     entry[config] = q
                     print(f"  int8 {config}: {_print_detector(q)}", flush=True)
