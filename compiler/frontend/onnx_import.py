@@ -16,11 +16,12 @@ names the fault (never a traceback):
 
 Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
 BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu,
-Sigmoid, HardSigmoid, HardSwish, Exp, Log, Sqrt, Tanh, Erf, Gelu, Neg, Pow,
-Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the comparisons, Not/And/Or, Where, MaxPool,
-AveragePool, GlobalAveragePool, ReduceMean/Sum/Max/Min, ArgMax, Flatten, Reshape, Transpose,
-Squeeze/Unsqueeze, Concat, Split, Slice, Gather (constant indices), Expand, Tile, Pad (constant
-mode), Resize, Upsample, Gemm, MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into
+Sigmoid, HardSigmoid, HardSwish, Softplus and Mish (decomposed into contract ops), Exp, Log,
+Sqrt, Tanh, Erf, Gelu, Neg, Pow, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the
+comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool, ReduceMean/Sum/Max/Min,
+ArgMax, Flatten, Reshape, Transpose, Squeeze/Unsqueeze, Concat, Split, Slice, Gather (constant
+indices), ScatterND (constant indices writing one block), Expand, Tile, Pad (constant mode),
+Resize, Upsample, Gemm, MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into
 contract ops), Constant, Identity, Dropout, Cast, and on constants only: Shape, Size,
 ConstantOfShape, Range.
 
@@ -422,6 +423,32 @@ def _c_prelu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str)
     neg = ctx.call("minimum", [x, zero], {}, f"{name}.neg")
     scaled = ctx.call("multiply", [neg, slope], {}, f"{name}.slope")
     return [ctx.call("add", [ctx.call("relu", [x], {}, f"{name}.pos"), scaled], {}, name)]
+
+
+def _softplus(ctx: _Ctx, x: Value, name: str) -> Value:
+    """``log(1 + exp(x))`` from contract ops, as ``max(x, 0) + log(1 + exp(-|x|))``: the
+    exponent is never positive, so nothing overflows where ``x`` is large (the direct form
+    gives ``inf`` from x = 89 on in float32), and the result is ``x`` there, as onnxruntime's."""
+    one = Constant(np.array(1, x.type.dtype))
+    neg = ctx.call("negative", [x], {}, f"{name}.neg")
+    nabs = ctx.call("minimum", [x, neg], {}, f"{name}.nabs")
+    tail = ctx.call("exp", [nabs], {}, f"{name}.exp")
+    log = ctx.call("log", [ctx.call("add", [tail, one], {}, f"{name}.1p")], {}, f"{name}.log")
+    return ctx.call("add", [ctx.call("relu", [x], {}, f"{name}.pos"), log], {}, name)
+
+
+@_conv("Softplus")
+def _c_softplus(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [_softplus(ctx, ins[0], name)]
+
+
+@_conv("Mish")
+def _c_mish(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    # x * tanh(softplus(x)): YOLOv4's activation (opset 18 names it; older exporters write
+    # the Softplus, Tanh and Mul themselves, which import through the converters one by one)
+    x = ins[0]
+    t = ctx.call("tanh", [_softplus(ctx, x, f"{name}.softplus")], {}, f"{name}.tanh")
+    return [ctx.call("multiply", [x, t], {}, name)]
 
 
 @_conv("HardSigmoid")
@@ -1198,6 +1225,85 @@ def _c_tile(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
     return [ctx.call("tile", [x], {"reps": reps}, name)]
 
 
+def _np_scatter_nd(a: dict[str, Any], d: np.ndarray, i: np.ndarray, u: np.ndarray) -> np.ndarray:
+    out = d.copy()
+    idx = i.astype(np.int64)
+    for k in np.ndindex(*idx.shape[:-1]):
+        out[tuple(idx[k])] = u[k]
+    return out
+
+
+def _scatter_block(
+    node: Any, name: str, shape: tuple[int, ...], idx: np.ndarray
+) -> list[tuple[int, int]]:
+    """The ``(begin, end)`` per indexed axis of the block a ScatterND's constant indices write,
+    when they enumerate one block in row-major order (as exporters write ``y[..., 0:2] = v``):
+    the updates are then that block, reshaped. Any other pattern is refused by name."""
+    k = idx.shape[-1]
+    flat = idx.reshape(-1, k).astype(np.int64)
+    dims = np.array(shape[:k], np.int64)
+    if not 0 < k <= len(shape) or not flat.size or ((flat < -dims) | (flat >= dims)).any():
+        raise FrontendError(
+            f"node {name!r} (ScatterND): indices out of range for the data's shape {list(shape)}"
+        )
+    flat = flat % dims
+    lo, hi = flat.min(0), flat.max(0) + 1
+    block = [int(n) for n in hi - lo]
+    grid = np.stack(
+        np.meshgrid(*[np.arange(b, e) for b, e in zip(lo, hi, strict=True)], indexing="ij"), -1
+    )
+    if math.prod(block) != len(flat) or not np.array_equal(grid.reshape(-1, k), flat):
+        raise FrontendError(
+            f"node {name!r} (ScatterND): the indices are not one block in row-major order "
+            "(only y[a:b, c:d, ...] = v is supported)"
+        )
+    return [(int(b), int(e)) for b, e in zip(lo, hi, strict=True)]
+
+
+@_conv("ScatterND")
+@_folding(_np_scatter_nd)
+def _c_scatter_nd(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    """Constant indices that write one block (``y[..., 0:2] = v``, the way YOLOv5 before 6.1
+    and YOLOv7 exports decode their boxes): the block replaced by the updates through slices
+    of the data around it and concatenations, axis by axis."""
+    x, updates = ins[0], ins[2]
+    idx = _const(ins[1], node, "the indices input")
+    bounds = _scatter_block(node, name, x.type.shape, idx)
+    block = tuple(e - b for b, e in bounds) + x.type.shape[len(bounds) :]
+    if math.prod(updates.type.shape) != math.prod(block):
+        raise FrontendError(
+            f"node {name!r} (ScatterND): updates of shape {list(updates.type.shape)} do not fill "
+            f"the block {list(block)} the indices write"
+        )
+    if updates.type.dtype != x.type.dtype:
+        raise FrontendError(
+            f"node {name!r} (ScatterND): updates are {updates.type.dtype}, data {x.type.dtype}"
+        )
+    if updates.type.shape != block:
+        updates = ctx.call("reshape", [updates], {"newshape": block}, f"{name}.block")
+
+    def place(data: Value, axis: int, tag: str) -> Value:
+        """``data`` (the data's rows at ``bounds[:axis]``) with the block written into it."""
+        if axis == len(bounds):
+            return updates
+        b, e = bounds[axis]
+        size = data.type.shape[axis]
+        inner = _slice_call(ctx, data, {axis: (b, e, 1)}, f"{name}.{tag}{axis}")
+        parts = [place(inner, axis + 1, tag + "i")]
+        if b > 0:
+            parts.insert(0, _slice_call(ctx, data, {axis: (0, b, 1)}, f"{name}.{tag}{axis}lo"))
+        if e < size:
+            parts.append(_slice_call(ctx, data, {axis: (e, size, 1)}, f"{name}.{tag}{axis}hi"))
+        if len(parts) == 1:
+            return parts[0]
+        full = axis == 0
+        return ctx.call("concat", parts, {"axis": axis}, name if full else f"{name}.{tag}{axis}c")
+
+    return [place(x, 0, "")]
+
+
 CONST_ARGS |= {"Slice", "Gather", "Split", "Expand", "Tile"}
 
 
@@ -1238,6 +1344,10 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return f"a {len(a['kernel_shape'])}-d kernel (2-d only)"
     if t == "Gelu" and a.get("approximate", "none") not in ("none", "tanh"):
         return f"approximate {a['approximate']!r} (none or tanh)"
+    if t == "ScatterND" and a.get("reduction", "none") != "none":
+        return f"reduction {a['reduction']!r} (only none)"
+    if t == "ScatterND" and node.input[1] not in const:
+        return "non-constant indices"
     if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
     return ""
