@@ -52,7 +52,7 @@ from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
 from compiler.topi.utils import pair
 from isa import HwConfig
 
-from .epilogue import requantize_epilogue
+from .epilogue import find_epilogue, requantize_epilogue
 
 CONV_TAG = "conv2d_packed"
 #: The tag of an input stage that keeps only the pixels a strided 1x1 conv reads
@@ -270,27 +270,7 @@ def find_stages(out: Tensor) -> ConvStages:
     Stages between the convolution and the output are accumulator (ALU) stages, except those
     computed from input tensors only, which load an operand into the accumulator (a DMA).
     """
-    ewise: list[Tensor] = []
-    loads: list[Tensor] = []
-    conv = None
-    stack = [out.op.input_tensors()[0]] if isinstance(out.op, ComputeOp) else []
-    while stack:
-        t = stack.pop()
-        op = t.op
-        if not isinstance(op, ComputeOp) or t in ewise:
-            continue
-        if op.tag == CONV_TAG:
-            conv = t
-            continue
-        inputs = op.input_tensors()
-        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
-            if t not in loads:
-                loads.append(t)
-            continue
-        ewise.append(t)
-        stack.extend(inputs)
-    if conv is None:
-        raise ScheduleError(f"{out.name} is not computed from a packed conv2d ({CONV_TAG})")
+    conv, ewise, loads = find_epilogue(out, CONV_TAG, "conv2d")
     res_acc = next((t for t in loads if t.name == "res_acc"), loads[0] if loads else None)
     inputs = conv.op.input_tensors()
     src, kernel = inputs[0], inputs[1]

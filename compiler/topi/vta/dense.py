@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler import te
-from compiler.errors import ScheduleError, ShapeError
+from compiler.errors import ShapeError
 from compiler.ir.pragma import ALU, DMA_COPY
 from compiler.schedule import Schedule, create_schedule
-from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .epilogue import requantize_epilogue
+from .epilogue import check_gemm_tiles, find_epilogue, requantize_epilogue
 
 DENSE_TAG = "dense_packed"
 
@@ -96,40 +96,15 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
     """VTA's dense schedule for the layer ending in ``out``."""
     from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
 
-    ewise: list[Tensor] = []
-    loads: list[Tensor] = []  # operands DMA'd into the accumulator (residual, per-channel tiles)
-    dense = None
-    stack = [out.op.input_tensors()[0]]
-    while stack:
-        t = stack.pop()
-        if not isinstance(t.op, ComputeOp) or t in ewise:
-            continue
-        if t.op.tag == DENSE_TAG:
-            dense = t
-            continue
-        inputs = t.op.input_tensors()
-        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
-            if t not in loads:
-                loads.append(t)
-            continue
-        ewise.append(t)
-        stack.extend(inputs)
-    if dense is None:
-        raise ScheduleError(f"{out.name} is not computed from a packed dense ({DENSE_TAG})")
+    dense, ewise, loads = find_epilogue(out, DENSE_TAG, "dense")
     nb, mb = dense.shape[:2]
     kb = dense.op.input_tensors()[0].shape[1]
-    for name, tile, ext in (
-        ("tile_b", knobs.tile_b, nb),
-        ("tile_co", knobs.tile_co, mb),
-        ("tile_ci", knobs.tile_ci, kb),
-    ):
-        if tile < 1 or ext % tile:
-            raise ScheduleError(f"dense {dense.name}: {name}={tile} must divide {ext}")
-    if knobs.oc_nthread not in (1, 2) or (mb // knobs.tile_co) % knobs.oc_nthread:
-        raise ScheduleError(
-            f"dense {dense.name}: oc_nthread={knobs.oc_nthread} needs 1 or 2 and an even "
-            f"number of output tiles ({mb // knobs.tile_co})"
-        )
+    check_gemm_tiles(
+        f"dense {dense.name}",
+        [("tile_b", knobs.tile_b, nb), ("tile_ci", knobs.tile_ci, kb),
+         ("tile_co", knobs.tile_co, mb)],
+        knobs.oc_nthread,
+    )  # fmt: skip
     scopes = make_scopes(cfg)
     data, weight = dense.op.input_tensors()
     s = create_schedule(out)

@@ -14,8 +14,50 @@ Example:
 from __future__ import annotations
 
 from compiler import te, topi
-from compiler.errors import ShapeError
-from compiler.te.tensor import Tensor
+from compiler.errors import ScheduleError, ShapeError
+from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+
+
+def find_epilogue(out: Tensor, tag: str, what: str) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    """Walk from a layer's output to its GEMM stage (the one tagged ``tag``): that stage, the
+    accumulator (ALU) stages between it and ``out``, and the operands computed from input
+    tensors only, which are loaded into the accumulator by a DMA (the residual, per-channel
+    tiles). ``what`` names the layer kind in the error when no such stage is found."""
+    ewise: list[Tensor] = []
+    loads: list[Tensor] = []
+    anchor = None
+    stack = [out.op.input_tensors()[0]] if isinstance(out.op, ComputeOp) else []
+    while stack:
+        t = stack.pop()
+        if not isinstance(t.op, ComputeOp) or t in ewise:
+            continue
+        if t.op.tag == tag:
+            anchor = t
+            continue
+        inputs = t.op.input_tensors()
+        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
+            if t not in loads:
+                loads.append(t)
+            continue
+        ewise.append(t)
+        stack.extend(inputs)
+    if anchor is None:
+        raise ScheduleError(f"{out.name} is not computed from a packed {what} ({tag})")
+    return anchor, ewise, loads
+
+
+def check_gemm_tiles(what: str, tiles: list[tuple[str, int, int]], oc_nthread: int) -> None:
+    """Refuse GEMM knobs whose tiles (``(knob, tile, extent)``, the output column tiles'
+    last) do not divide their axes, or whose virtual threads do not split the column tiles."""
+    for knob, tile, ext in tiles:
+        if tile < 1 or ext % tile:
+            raise ScheduleError(f"{what}: {knob}={tile} must divide {ext}")
+    _, tile_co, cols = tiles[-1]
+    if oc_nthread not in (1, 2) or (cols // tile_co) % oc_nthread:
+        raise ScheduleError(
+            f"{what}: oc_nthread={oc_nthread} needs 1 or 2 and an even number of output "
+            f"column tiles ({cols // tile_co})"
+        )
 
 
 def requantize_epilogue(

@@ -40,9 +40,10 @@ from compiler import te
 from compiler.errors import ScheduleError, ShapeError
 from compiler.ir.pragma import ALU, DMA_COPY
 from compiler.schedule import Schedule, create_schedule
-from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from compiler.te.tensor import Tensor
 from isa import HwConfig
 
+from .epilogue import check_gemm_tiles, find_epilogue
 from .qnn import QEpilogue, QLayer, apply_epilogue, epilogue_tensors, imm_steps
 
 if TYPE_CHECKING:
@@ -107,40 +108,15 @@ def schedule_qmatmul_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sc
     ``tile_b`` counts row blocks of one matrix."""
     from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
 
-    ewise: list[Tensor] = []
-    loads: list[Tensor] = []  # operands DMA'd into the accumulator (residual, tiles)
-    mm = None
-    stack = [out.op.input_tensors()[0]]
-    while stack:
-        t = stack.pop()
-        if not isinstance(t.op, ComputeOp) or t in ewise:
-            continue
-        if t.op.tag == MATMUL_TAG:
-            mm = t
-            continue
-        inputs = t.op.input_tensors()
-        if inputs and all(isinstance(i.op, PlaceholderOp) for i in inputs):
-            if t not in loads:
-                loads.append(t)
-            continue
-        ewise.append(t)
-        stack.extend(inputs)
-    if mm is None:
-        raise ScheduleError(f"{out.name} is not computed from a packed matmul ({MATMUL_TAG})")
+    mm, ewise, loads = find_epilogue(out, MATMUL_TAG, "matmul")
     tb, nb = mm.shape[1:3]
     kb = mm.op.input_tensors()[0].shape[2]
-    for knob, tile, ext in (
-        ("tile_b", knobs.tile_b, tb),
-        ("tile_co", knobs.tile_co, nb),
-        ("tile_ci", knobs.tile_ci, kb),
-    ):
-        if tile < 1 or ext % tile:
-            raise ScheduleError(f"matmul {mm.name}: {knob}={tile} must divide {ext}")
-    if knobs.oc_nthread not in (1, 2) or (nb // knobs.tile_co) % knobs.oc_nthread:
-        raise ScheduleError(
-            f"matmul {mm.name}: oc_nthread={knobs.oc_nthread} needs 1 or 2 and an even number "
-            f"of column tiles ({nb // knobs.tile_co})"
-        )
+    check_gemm_tiles(
+        f"matmul {mm.name}",
+        [("tile_b", knobs.tile_b, tb), ("tile_ci", knobs.tile_ci, kb),
+         ("tile_co", knobs.tile_co, nb)],
+        knobs.oc_nthread,
+    )  # fmt: skip
     scopes = make_scopes(cfg)
     data, weight = mm.op.input_tensors()
     s = create_schedule(out)
