@@ -168,7 +168,12 @@ def run_gpu_layer(args: argparse.Namespace) -> int:
             print(f"wrote the PTX of {len(ptx)} kernel(s) for {H100.arch} to {args.ptx}")
     status = 0
     if args.check:
-        got = module(*layer.inputs)
+        from hw.sim import elapsed
+
+        # one launch per kernel, about 10 s on numba's CUDA simulator: no steps to count
+        show = True if getattr(args, "progress", False) else None
+        with elapsed(f"running {layer.name} on {backend}", show):
+            got = module(*layer.inputs)
         match = bool(np.allclose(got, layer.expected, rtol=1e-4, atol=1e-4))
         err = float(np.max(np.abs(got - layer.expected)))
         report.update(match=match, max_abs_error=err, ran_on=backend)

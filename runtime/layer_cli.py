@@ -77,6 +77,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--target", choices=["vta", "gpu"], default="vta",
                    help="vta: int8 on the accelerator; gpu: float32 CUDA kernels")  # fmt: skip
     p.add_argument("--ptx", metavar="FILE", help="--target gpu: write the kernels' PTX (sm_90)")
+    p.add_argument("--progress", action="store_true",
+                   help="--target gpu --check: show the elapsed time of the run (default: when "
+                   "stderr is a terminal)")  # fmt: skip
     p.set_defaults(run=_layer)
 
     b = subparsers.add_parser(
@@ -241,6 +244,10 @@ def _run_gpu_layer(args: argparse.Namespace) -> int:
 
 
 def _layer(args: argparse.Namespace) -> int:
+    if args.progress and not (args.target == "gpu" and args.check):
+        from compiler.errors import CompilerError
+
+        raise CompilerError("--progress shows the run of --target gpu --check (the only long one)")
     if args.target == "gpu":  # float32 CUDA kernels: runtime/gpu_layer.py
         return _run_gpu_layer(args)
     import isa

@@ -37,3 +37,17 @@ def test_a_gpu_run_on_the_cuda_simulator_counts_its_kernels(flag, tmp_path, monk
     assert main([*argv, *flag]) == 0
     err = capsys.readouterr().err
     assert ("on the CUDA simulator" in err and "kernel" in err) == bool(flag), err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("flag", [["--progress"], []], ids=["progress", "pipe"])
+def test_a_gpu_layer_check_shows_its_elapsed_time_only_when_asked(flag, capsys):
+    argv = ["layer", "dense", "--in-c", "16", "--out-c", "16", "--target", "gpu", "--check"]
+    assert main([*argv, *flag]) == 0
+    err = capsys.readouterr().err
+    assert ("running dense" in err) == bool(flag), err
+
+
+def test_progress_is_refused_where_it_shows_nothing(capsys):
+    assert main(["layer", "dense", "--in-c", "16", "--out-c", "16", "--progress"]) != 0
+    assert "--progress shows the run of --target gpu --check" in capsys.readouterr().err
