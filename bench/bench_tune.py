@@ -7,17 +7,16 @@ over ``--seeds`` seeds, random search and model-guided search (simulated anneali
 XGBoost rank model) each run ``--trials`` measurements in batches of 8, and the benchmark prints
 the medians of:
 
-* the best found within 64 measurements as a fraction of the exhaustive best (target: 98%);
-* the measurements each needs to reach 95% of the exhaustive best (target: model-guided at
-  most half of random's);
+* the best found within 64 measurements as a fraction of the exhaustive best;
+* the measurements each needs to reach 95% of the exhaustive best (model-guided against
+  random, as a ratio);
 * the heuristic's choice as a fraction of the exhaustive best, for reference.
 
 ``--resnet18`` tunes ResNet-18's conv2d layers on ``vta-1x16x16`` (``--layers`` to pick some)
 with model-guided search for ``--resnet-trials`` measurements per layer and ``--seeds`` seeds
-(at least 3 for the issue's figures), the heuristic's choice measured first, and prints per
+(at least 3 for medians that mean something), the heuristic's choice measured first, and prints per
 layer the heuristic's cycles and share of the roofline, the median tuned cycles (over the seeds)
-and their share, the speedup and the seeds' range (targets: no layer slower; every layer the
-heuristic leaves below 90% of the roofline gains). A layer still below 90% after tuning is run
+and their share, the speedup and the seeds' range. A layer still below 90% after tuning is run
 once more at its median seed's best point and the resource that holds it is named from the
 simulator's module statistics (:func:`limiting_resource`).
 
