@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 from compiler import te
 from compiler.errors import ShapeError
-from compiler.ir.pragma import ALU, DMA_COPY
+from compiler.ir.pragma import DMA_COPY
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .epilogue import check_gemm_tiles, find_epilogue, requantize_epilogue
+from .epilogue import check_gemm_tiles, find_epilogue, place_gemm, requantize_epilogue
 
 DENSE_TAG = "dense_packed"
 
@@ -94,8 +94,6 @@ class DenseKnobs:
 
 def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Schedule:
     """VTA's dense schedule for the layer ending in ``out``."""
-    from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
-
     dense, ewise, loads = find_epilogue(out, DENSE_TAG, "dense")
     nb, mb = dense.shape[:2]
     kb = dense.op.input_tensors()[0].shape[1]
@@ -105,15 +103,7 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
          ("tile_co", knobs.tile_co, mb)],
         knobs.oc_nthread,
     )  # fmt: skip
-    scopes = make_scopes(cfg)
-    data, weight = dense.op.input_tensors()
     s = create_schedule(out)
-    cdata = s.cache_read(data, scopes.inp, [dense])
-    cweight = s.cache_read(weight, scopes.wgt, [dense])
-    s[dense].set_scope(scopes.acc)
-    for t in ewise:
-        s[t].set_scope(scopes.acc)
-        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
     x_b, x_c, x_bi, x_ci = s[out].leaf_iter_vars
     b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
     co0, co1 = s[out].split(x_c, factor=knobs.tile_co)
@@ -123,19 +113,6 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
         store_pt, vt = s[out].split(co0, factor=knobs.oc_nthread)
         s[out].reorder(vt, b0)
         s[out].bind(vt, "cthread")
-    for t in (dense, *ewise):
-        s[t].compute_at(s[out], store_pt)
-    for t in sorted(loads, key=lambda t: t.name):
-        s[t].set_scope(scopes.acc)
-        s[t].compute_at(s[out], store_pt)
-        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
-    n, m, bi, oi, ko, ki = s[dense].leaf_iter_vars
-    ko0, ko1 = s[dense].split(ko, factor=knobs.tile_ci)
-    s[dense].reorder(ko0, n, m, ko1, bi, oi, ki)
-    s[cdata].compute_at(s[dense], ko0)
-    s[cweight].compute_at(s[dense], ko0)
-    s[cdata].pragma(s[cdata].leaf_iter_vars[0], DMA_COPY)
-    s[cweight].pragma(s[cweight].leaf_iter_vars[0], DMA_COPY)
-    s[dense].tensorize(bi, gemm_intrinsic(cfg))
+    place_gemm(s, out, dense, ewise, loads, cfg, store_pt, knobs.tile_ci)
     s[out].pragma(b1, DMA_COPY)
     return s

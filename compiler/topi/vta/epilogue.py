@@ -13,9 +13,13 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from compiler import te, topi
 from compiler.errors import ScheduleError, ShapeError
+from compiler.ir.pragma import ALU, DMA_COPY
 from compiler.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from isa import HwConfig
 
 
 def find_epilogue(out: Tensor, tag: str, what: str) -> tuple[Tensor, list[Tensor], list[Tensor]]:
@@ -58,6 +62,40 @@ def check_gemm_tiles(what: str, tiles: list[tuple[str, int, int]], oc_nthread: i
             f"{what}: oc_nthread={oc_nthread} needs 1 or 2 and an even number of output "
             f"column tiles ({cols // tile_co})"
         )
+
+
+def place_gemm(
+    s: Any, out: Tensor, gemm: Tensor, ewise: list[Tensor], loads: list[Tensor], cfg: HwConfig,
+    store_pt: Any, tile_ci: int,
+) -> None:  # fmt: skip
+    """The part a dense-like GEMM schedule shares once its output's loops are ordered and
+    ``store_pt`` (the loop a stored tile belongs to) is chosen: the GEMM and its ALU stages in
+    the accumulator at ``store_pt``, the operands loaded into the accumulator there by DMA, the
+    reduction split by ``tile_ci`` with the inp and wgt tiles loaded per step, and the GEMM
+    tensorized. The GEMM's loops are ``(*spatial, bi, oi, ko, ki)``."""
+    from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
+
+    scopes = make_scopes(cfg)
+    data, weight = gemm.op.input_tensors()
+    cdata = s.cache_read(data, scopes.inp, [gemm])
+    cweight = s.cache_read(weight, scopes.wgt, [gemm])
+    s[gemm].set_scope(scopes.acc)
+    for t in ewise:
+        s[t].set_scope(scopes.acc)
+        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
+    for t in (gemm, *ewise):
+        s[t].compute_at(s[out], store_pt)
+    for t in sorted(loads, key=lambda t: t.name):
+        s[t].set_scope(scopes.acc)
+        s[t].compute_at(s[out], store_pt)
+        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
+    *spatial, bi, oi, ko, ki = s[gemm].leaf_iter_vars
+    ko0, ko1 = s[gemm].split(ko, factor=tile_ci)
+    s[gemm].reorder(ko0, *spatial, ko1, bi, oi, ki)
+    for c in (cdata, cweight):
+        s[c].compute_at(s[gemm], ko0)
+        s[c].pragma(s[c].leaf_iter_vars[0], DMA_COPY)
+    s[gemm].tensorize(bi, gemm_intrinsic(cfg))
 
 
 def requantize_epilogue(

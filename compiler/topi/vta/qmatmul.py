@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING
 
 from compiler import te
 from compiler.errors import ScheduleError, ShapeError
-from compiler.ir.pragma import ALU, DMA_COPY
+from compiler.ir.pragma import DMA_COPY
 from compiler.schedule import Schedule, create_schedule
 from compiler.te.tensor import Tensor
 from isa import HwConfig
 
-from .epilogue import check_gemm_tiles, find_epilogue
+from .epilogue import check_gemm_tiles, find_epilogue, place_gemm
 from .qnn import QEpilogue, QLayer, apply_epilogue, epilogue_tensors, imm_steps
 
 if TYPE_CHECKING:
@@ -106,8 +106,6 @@ def schedule_qmatmul_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sc
     """The dense schedule (:func:`compiler.topi.vta.dense.schedule_dense_packed`) of each
     matrix of the batch, the batch loop outside the output tiles (inside the virtual threads).
     ``tile_b`` counts row blocks of one matrix."""
-    from compiler.targets.vta.intrin import gemm_intrinsic, make_scopes
-
     mm, ewise, loads = find_epilogue(out, MATMUL_TAG, "matmul")
     tb, nb = mm.shape[1:3]
     kb = mm.op.input_tensors()[0].shape[2]
@@ -117,15 +115,7 @@ def schedule_qmatmul_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sc
          ("tile_co", knobs.tile_co, nb)],
         knobs.oc_nthread,
     )  # fmt: skip
-    scopes = make_scopes(cfg)
-    data, weight = mm.op.input_tensors()
     s = create_schedule(out)
-    cdata = s.cache_read(data, scopes.inp, [mm])
-    cweight = s.cache_read(weight, scopes.wgt, [mm])
-    s[mm].set_scope(scopes.acc)
-    for t in ewise:
-        s[t].set_scope(scopes.acc)
-        s[t].pragma(s[t].leaf_iter_vars[0], ALU)
     x_h, x_b, x_c, x_bi, x_ci = s[out].leaf_iter_vars
     b0, b1 = s[out].split(x_b, factor=knobs.tile_b)
     co0, co1 = s[out].split(x_c, factor=knobs.tile_co)
@@ -135,20 +125,7 @@ def schedule_qmatmul_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sc
         store_pt, vt = s[out].split(co0, factor=knobs.oc_nthread)
         s[out].reorder(vt, x_h, b0, store_pt)
         s[out].bind(vt, "cthread")
-    for t in (mm, *ewise):
-        s[t].compute_at(s[out], store_pt)
-    for t in sorted(loads, key=lambda t: t.name):
-        s[t].set_scope(scopes.acc)
-        s[t].compute_at(s[out], store_pt)
-        s[t].pragma(s[t].leaf_iter_vars[0], DMA_COPY)
-    h, n, m, bi, oi, ko, ki = s[mm].leaf_iter_vars
-    ko0, ko1 = s[mm].split(ko, factor=knobs.tile_ci)
-    s[mm].reorder(ko0, h, n, m, ko1, bi, oi, ki)
-    s[cdata].compute_at(s[mm], ko0)
-    s[cweight].compute_at(s[mm], ko0)
-    s[cdata].pragma(s[cdata].leaf_iter_vars[0], DMA_COPY)
-    s[cweight].pragma(s[cweight].leaf_iter_vars[0], DMA_COPY)
-    s[mm].tensorize(bi, gemm_intrinsic(cfg))
+    place_gemm(s, out, mm, ewise, loads, cfg, store_pt, knobs.tile_ci)
     s[out].pragma(b1, DMA_COPY)
     return s
 
