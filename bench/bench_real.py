@@ -283,6 +283,44 @@ def bench_int8(
     }
 
 
+def _int8_runs(
+    graph: Any, config: str, inputs, calibration: list[np.ndarray], calibrator: str,
+    threshold: float | None, macs: int,
+) -> tuple[Any, list[list[np.ndarray]], Any, dict[str, Any]]:  # fmt: skip
+    """``graph`` compiled int8 for ``config`` (calibrated on ``calibration``), its integer
+    reference's outputs on every input, one simulated run on the first, and the fields every
+    int8 row reports (timings, MAC share, cycles)."""
+    from runtime.vta_target import compile_network
+
+    name = graph.inputs[0].name
+    t0 = time.perf_counter()
+    feeds = [{name: x} for x in calibration]
+    net = compile_network(
+        graph, config, calibration=feeds, calibrator=calibrator, sensitivity=threshold
+    )
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    int8 = [net.reference({name: x}) for _, x in inputs]
+    reference_s = (time.perf_counter() - t0) / len(inputs)
+    t0 = time.perf_counter()
+    run = net.run({name: inputs[0][1]})
+    simulated_s = time.perf_counter() - t0
+    fields = {
+        "config": config,
+        "calibrator": calibrator,
+        "fp32_threshold": threshold,
+        "fp32_nodes": len(getattr(net.graph, "fp32_nodes", ())),
+        "compile_s": round(compile_s, 1),
+        "reference_s_per_input": round(reference_s, 2),
+        "simulated_s": round(simulated_s, 1),
+        "mac_share": sum(r.macs for r in run.layers) / macs if macs else 0.0,
+        "accelerator_groups": len(net.partition.groups),
+        "cycles_per_image": float(run.total_cycles),
+        "images_per_s": run.images_per_second,
+    }
+    return net, int8, run, fields
+
+
 def _bench_int8_ocr(
     model: rm.RealModel,
     inputs,
@@ -297,42 +335,18 @@ def _bench_int8_ocr(
 ) -> dict[str, Any]:
     """:func:`bench_int8` for PP-OCR: calibrated on its own rendered set, scored by the
     integer reference on every input, simulated on the first."""
-    from runtime.vta_target import compile_network
-
-    name = graph.inputs[0].name
-    t0 = time.perf_counter()
-    net = compile_network(
-        graph,
-        config,
-        calibration=[{name: x} for x in calibration],
-        calibrator=calibrator,
-        sensitivity=threshold,
+    _, outs, run, fields = _int8_runs(
+        graph, config, inputs, calibration, calibrator, threshold, macs
     )
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    int8 = [net.reference({name: x})[0] for _, x in inputs]
-    reference_s = (time.perf_counter() - t0) / len(inputs)
-    t0 = time.perf_counter()
-    run = net.run({name: inputs[0][1]})
-    simulated_s = time.perf_counter() - t0
+    int8 = [o[0] for o in outs]
     sim = run.outputs[0]
     pairs = list(zip(fp32_outputs, int8, strict=True))
     first = (texts or [])[:1]
     scale = max(float(np.abs(int8[0]).max()), 1e-30)
     return {
-        "config": config,
-        "calibrator": calibrator,
-        "fp32_threshold": threshold,
-        "fp32_nodes": len(getattr(net.graph, "fp32_nodes", ())),
-        "compile_s": round(compile_s, 1),
-        "reference_s_per_input": round(reference_s, 2),
-        "simulated_s": round(simulated_s, 1),
+        **fields,
         **ocr_scores(model, texts or [], [f[0] for f in fp32_outputs], int8),
         "logit_cosine": float(np.mean([_cosine(f[0], q) for f, q in pairs])),
-        "mac_share": sum(r.macs for r in run.layers) / macs if macs else 0.0,
-        "accelerator_groups": len(net.partition.groups),
-        "cycles_per_image": float(run.total_cycles),
-        "images_per_s": run.images_per_second,
         "bit_exact": bool(np.array_equal(sim, int8[0])),
         "simulated_max_rel_diff": float(np.abs(sim - int8[0]).max()) / scale,
         "simulated_same_score": ocr_scores(model, first, [fp32_outputs[0][0]], [sim])
@@ -353,21 +367,9 @@ def _bench_int8_detector(
 ) -> dict[str, Any]:
     """A detector int8 on ``config``: calibrated on ``calibration``, scored by the integer
     reference on every input (cosine, :func:`detection_scores`), simulated on the first."""
-    from runtime.vta_target import compile_network
-
-    name = graph.inputs[0].name
-    t0 = time.perf_counter()
-    feeds = [{name: x} for x in calibration]
-    net = compile_network(
-        graph, config, calibration=feeds, calibrator=calibrator, sensitivity=threshold
+    _, int8, run, fields = _int8_runs(
+        graph, config, inputs, calibration, calibrator, threshold, macs
     )
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    int8 = [net.reference({name: x}) for _, x in inputs]
-    reference_s = (time.perf_counter() - t0) / len(inputs)
-    t0 = time.perf_counter()
-    run = net.run({name: inputs[0][1]})
-    simulated_s = time.perf_counter() - t0
     cos = [
         np.mean([_cosine(a, b) for a, b in zip(f, q, strict=True)])
         for f, q in zip(fp32_outputs, int8, strict=True)
@@ -378,20 +380,10 @@ def _bench_int8_detector(
     )
     first = [fp32_outputs[0]]
     return {
-        "config": config,
-        "calibrator": calibrator,
-        "fp32_threshold": threshold,
-        "fp32_nodes": len(getattr(net.graph, "fp32_nodes", ())),
-        "compile_s": round(compile_s, 1),
-        "reference_s_per_input": round(reference_s, 2),
-        "simulated_s": round(simulated_s, 1),
+        **fields,
         **detection_scores(model, fp32_outputs, int8),
         "logit_cosine": float(np.mean(cos)),
         "lowest_cosine": float(np.min(cos)),
-        "mac_share": sum(r.macs for r in run.layers) / macs if macs else 0.0,
-        "accelerator_groups": len(net.partition.groups),
-        "cycles_per_image": float(run.total_cycles),
-        "images_per_s": run.images_per_second,
         "bit_exact": all(np.array_equal(a, b) for a, b in zip(run.outputs, int8[0], strict=True)),
         "simulated_max_rel_diff": sim_diff,
         "simulated_same_boxes": detection_scores(model, first, [run.outputs])
