@@ -452,10 +452,6 @@ def run_record(static: LayerRecord, res: Any, events: Any = None) -> LayerRecord
     )
 
 
-def _record(group: AccelGroup, layer: QLayer, res: Any, cfg: HwConfig) -> LayerRecord:
-    return run_record(static_record(group, layer, cfg), res)
-
-
 def compile_network(graph: Graph, config: str | HwConfig = "default", **options: Any) -> VtaNetwork:
     """:func:`compiler.model.vta.compile_network` (quantize, partition, compile every group,
     plan the DRAM image, compile the host groups; the same ``options``), as a network this
