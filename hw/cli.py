@@ -51,8 +51,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from hw.coverify import coverify
-    from hw.sim import elapsed
     from isa.errors import OutputError
+    from vta_sim.progress import elapsed
 
     if args.build_dir is not None and args.build_dir.exists() and not args.build_dir.is_dir():
         raise OutputError(f"--build-dir {args.build_dir}: not a directory")

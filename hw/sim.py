@@ -250,40 +250,10 @@ def _building(what: str) -> Iterator[None]:
         print(f"{what} (once per configuration) ...", file=sys.stderr, flush=True)
         yield
         return
+    from vta_sim.progress import elapsed
+
     with elapsed(what, True):
         yield
-
-
-@contextlib.contextmanager
-def elapsed(what: str, show: bool | None = None) -> Iterator[None]:
-    """A ticking bar of the elapsed time on stderr while the block runs (an RTL build or run
-    counts no steps, only seconds): on a terminal when ``show`` is None, always when True,
-    never when False."""
-    import sys
-    import threading
-
-    if show is None:
-        show = sys.stderr.isatty()
-    if not show:
-        yield
-        return
-    from tqdm import tqdm
-
-    bar = tqdm(desc=what, bar_format="{desc}: {elapsed}", file=sys.stderr, leave=False)
-    done = threading.Event()
-
-    def tick() -> None:
-        while not done.wait(1.0):
-            bar.refresh()
-
-    ticker = threading.Thread(target=tick, daemon=True)
-    ticker.start()
-    try:
-        yield
-    finally:
-        done.set()
-        ticker.join()
-        bar.close()
 
 
 def _prune(root: Path, family: str, keep: Path) -> None:

@@ -168,7 +168,7 @@ def run_gpu_layer(args: argparse.Namespace) -> int:
             print(f"wrote the PTX of {len(ptx)} kernel(s) for {H100.arch} to {args.ptx}")
     status = 0
     if args.check:
-        from hw.sim import elapsed
+        from vta_sim.progress import elapsed
 
         # one launch per kernel, about 10 s on numba's CUDA simulator: no steps to count
         show = True if getattr(args, "progress", False) else None

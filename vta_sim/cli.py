@@ -30,6 +30,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("program", metavar="PROG.npz", help="program file")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the elapsed time while the program runs (default: when stderr is a terminal)",
+    )
+    p.add_argument(
         "--dram-out",
         metavar="FILE",
         help="write the final DRAM image (raw bytes; .npy if FILE ends with .npy)",
@@ -85,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from isa.errors import OutputError
     from isa.outputs import OutputFiles
 
+    from .progress import elapsed
     from .simulator import simulate
 
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
@@ -97,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
         trace_out = out.reserve(args.trace, "--trace") if args.trace else None
         plot_out = out.reserve(args.plot, "--plot") if args.plot else None
         want_trace = args.trace is not None or args.plot is not None
-        result = simulate(args.program, trace=want_trace, max_cycles=args.max_cycles)
+        show = True if args.progress else None
+        with elapsed(f"simulating {Path(args.program).name}", show):
+            result = simulate(args.program, trace=want_trace, max_cycles=args.max_cycles)
         if dram_out is not None:
             if dram_out.suffix == ".npy":
                 with open(dram_out, "wb") as f:
