@@ -73,6 +73,9 @@ def add_parser(subparsers: Any) -> None:
         help="vta: quantize, partition and print where every node runs and the rule that decided",
     )  # fmt: skip
     p.add_argument("--config", default=None, help="accelerator config of --target vta")
+    p.add_argument("--progress", action="store_true",
+                   help="--target vta: a bar of the groups' compiles (default: when stderr is a "
+                   "terminal)")  # fmt: skip
     from runtime.model_cli import add_fp32_threshold_option
 
     add_fp32_threshold_option(p)
@@ -116,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         return graph_command(args)
     if getattr(args, "fp32_threshold", None) is not None:
         raise GraphError("--fp32-threshold applies to --target vta (the quantized partition)")
+    if getattr(args, "progress", False):
+        raise GraphError("--progress applies to --target vta (its groups' compiles)")
     pipeline = graph_pipeline(block_c=args.block_c, block_n=args.block_n)
     names = ["import", *pipeline.names()]
     if args.list_passes:

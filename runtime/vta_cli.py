@@ -90,7 +90,8 @@ def graph_command(args: argparse.Namespace) -> int:
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
     net = compile_network(graph, cfg, calibration=feed, host_groups=False,
-                          sensitivity=getattr(args, "fp32_threshold", None))  # fmt: skip
+                          sensitivity=getattr(args, "fp32_threshold", None),
+                          progress=getattr(args, "progress", False) or None)  # fmt: skip
     part = net.partition
     print(f"# {graph.name} on {cfg.name}: {len(part.groups)} accelerator groups, "
           f"{len(part.host_nodes())} host nodes")  # fmt: skip

@@ -51,3 +51,15 @@ def test_a_gpu_layer_check_shows_its_elapsed_time_only_when_asked(flag, capsys):
 def test_progress_is_refused_where_it_shows_nothing(capsys):
     assert main(["layer", "dense", "--in-c", "16", "--out-c", "16", "--progress"]) != 0
     assert "--progress shows the run of --target gpu --check" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [["--progress"], []], ids=["progress", "pipe"])
+def test_vtac_graph_on_vta_draws_a_bar_of_the_compiles_only_when_asked(flag, capsys):
+    assert main(["graph", "digits", "--target", "vta", *flag]) == 0
+    err = capsys.readouterr().err
+    assert ("group" in err and "%" in err) == bool(flag), err
+
+
+def test_vtac_graph_refuses_progress_without_the_accelerator(capsys):
+    assert main(["graph", "digits", "--progress"]) != 0
+    assert "--progress applies to --target vta" in capsys.readouterr().err
