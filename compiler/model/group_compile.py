@@ -25,7 +25,9 @@ groups). Any other exception is a bug and propagates.
 Workers are forked where the platform allows it, so they inherit the groups (a group's nodes
 reach the whole graph above them, which would otherwise be pickled per task); each returns its
 :class:`QLayer`. Compiling is deterministic, so the programs are byte for byte those of a
-serial compile.
+serial compile. No worker is ever ended by a signal (a first error cancels the groups not yet
+started and waits for the ones being compiled), and a worker that dies (killed, out of memory)
+is an error naming the groups left, not a wait.
 
 Example:
     >>> import numpy as np
@@ -42,11 +44,13 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import copyreg
 import gc
 import multiprocessing
 import pickle
 from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any
 
@@ -309,25 +313,49 @@ def _compile(
     compile_one: GroupCompiler,
 ) -> Generator[QLayer | CompilerError, None, None]:  # fmt: skip
     """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool, in
-    order, each as it is done (a group whose compile fails as its :class:`CompilerError`)."""
+    order, each as it is done (a group whose compile fails as its :class:`CompilerError`).
+
+    The pool never ends a worker by a signal: when the caller stops early (a raised error,
+    Ctrl-C), the groups not yet started are cancelled and the ones being compiled finish, so no
+    worker dies while it holds a queue's lock or is half way through writing its result (which
+    would leave the pool's own threads waiting for ever). A worker that dies by itself (killed,
+    out of memory) is an error naming its group, never a wait.
+    """
     workers = min(jobs, len(todo))
     if workers <= 1:
         with _old_objects_frozen():
             for k in todo:
                 yield _attempt(compile_one, groups[k], cfg)
         return
-    if "fork" in multiprocessing.get_all_start_methods():
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    if fork:
         _WORK.update(groups=groups, config=cfg, compile=compile_one)
+    try:
+        ctx = multiprocessing.get_context("fork" if fork else "spawn")
+        pool = cf.ProcessPoolExecutor(workers, mp_context=ctx)
         try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                # one group a task: groups differ a lot in cost, so the pool balances them
-                yield from pool.imap(_compile_at, todo, chunksize=1)
+            # one group a task: groups differ a lot in cost, so the pool balances them (with
+            # fork, every worker starts at the first submit, from this thread)
+            futures = [
+                pool.submit(_compile_at, k) if fork
+                else pool.submit(_compile_pair, (groups[k], cfg, compile_one))
+                for k in todo
+            ]  # fmt: skip
+            for n, future in enumerate(futures):
+                try:
+                    result = future.result()
+                except BrokenProcessPool as e:
+                    left = ", ".join(repr(groups[j].name) for j in todo[n:])
+                    raise ModelError(
+                        f"a compile worker process died (killed, or out of memory) while one "
+                        f"of the groups {left} was compiling; none of them is compiled. "
+                        "Compile with one job (--jobs 1) to see which group fails and why"
+                    ) from e
+                yield result
         finally:
-            _WORK.clear()
-        return
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        tasks = [(groups[k], cfg, compile_one) for k in todo]
-        yield from pool.imap(_compile_pair, tasks, chunksize=1)
+            pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        _WORK.clear()
 
 
 __all__ = ["VERSION_MODULES", "compile_groups", "graph_parts", "group_key", "quantize_cached"]

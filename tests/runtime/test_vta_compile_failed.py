@@ -144,6 +144,44 @@ def test_an_error_that_is_not_the_compilers_still_surfaces(quantized, jobs, monk
         compile_network(quantized, "default", jobs=jobs, cache=False)
 
 
+def test_a_raised_group_error_leaves_no_worker_behind(quantized):
+    """The first group error ends the pool: the groups not started are cancelled, the ones
+    being compiled finish, and every worker has exited when the error reaches the caller."""
+    import multiprocessing
+
+    groups = partition_graph(quantized, SMALL_INP).groups
+    for _ in range(3):
+        with pytest.raises(ScheduleError, match="no tiling"):
+            compile_groups(groups, SMALL_INP, jobs=2)
+        assert multiprocessing.active_children() == []
+
+
+@pytest.mark.skipif(
+    "fork" not in __import__("multiprocessing").get_all_start_methods(),
+    reason="the dying compile function reaches workers only by fork",
+)
+def test_a_worker_that_dies_is_an_error_naming_its_group(quantized, monkeypatch):
+    """A worker killed while it compiles (here it kills itself on group c2) is an error that
+    names the groups left, never a wait for a result that cannot come."""
+    import os
+    import signal
+
+    from compiler.errors import ModelError
+    from compiler.model.vta import compile_group
+
+    def dying(group, cfg):
+        if group.name == "c2":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return compile_group(group, cfg)
+
+    cfg = isa.load_config("default")
+    groups = partition_graph(quantized, cfg).groups
+    with pytest.raises(ModelError, match="a compile worker process died") as raised:
+        compile_groups(groups, cfg, jobs=2, compile_one=dying)
+    assert "'c2'" in str(raised.value) and "--jobs 1" in str(raised.value)
+    assert __import__("multiprocessing").active_children() == []
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_with_tuning_a_heuristic_compile_that_fails_falls_back_to_the_host(
     quantized, healthy, jobs
