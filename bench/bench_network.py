@@ -14,9 +14,13 @@
   ``MAX``, ``MIN``), the bias and residual fused, against VTA's published 7,729,601 cycles;
   (b) all 20 convolutions; (c) the whole network's accelerator groups. Rows (b) and (c) use
   ``--requant``; row (a) always uses ``vta`` (a second build when ``--requant`` is another).
-  A compute floor is the GEMM, reset and ALU micro-ops the rows' programs issue on the compute
-  module times their intervals (``gemm_ii``; ``alu_ii`` for a tensor operand, ``alu_imm_ii``
-  for an immediate), which no schedule of the same operators and epilogues can go below.
+  A floor is, per layer, the longer of the compute module's own work (the GEMM, reset and ALU
+  micro-ops its program issues times their intervals: ``gemm_ii``; ``alu_ii`` for a tensor
+  operand, ``alu_imm_ii`` for an immediate; plus the beats of the acc/acc8 tensors that the
+  compute module loads itself, each byte once) and the DRAM port's (every byte the layer
+  loads or stores, once), summed over the row's layers: no schedule of the same operators and
+  epilogues can go below it (``_compute_floor``). The ratio to the micro-ops alone is printed
+  too.
 
     python -m bench.bench_network [--config default] [--batch 100] [--skip-resnet]
         [--resnet-config vta-1x16x16] [--image-size 224] [--requant multiplier|shift|vta]
@@ -126,30 +130,41 @@ def _resnet(config: str, image_size: int, requant: str) -> tuple[dict, str]:
 
 
 def _compute_floor(net, names: list[str]) -> dict[str, int]:
-    """The compute module's own work in the named layers' programs, summed: GEMM and reset
-    micro-ops (``gemm_ii`` each), ALU micro-ops with a tensor operand (``alu_ii``) and with an
-    immediate (``alu_imm_ii``), counted from each program's instruction stream.
+    """The floor of the named layers: per layer the longer of two lower bounds, summed (the
+    layers run one after another).
 
-    The compute module runs GEMM and ALU instructions one after the other (docs/timing.md §2),
-    so a layer can take no fewer cycles than this. Every schedule of a layer issues the same
-    micro-ops (one reset and the reduction's GEMM micro-ops per accumulator entry, the
-    epilogue's ALU micro-ops per entry): tiles and threads only group them into instructions
-    and overlap the DMAs with them. The floor holds for every schedule of these programs'
-    operator and epilogue.
+    * The compute module: its GEMM and reset micro-ops (``gemm_ii`` each), ALU micro-ops with a
+      tensor operand (``alu_ii``) and with an immediate (``alu_imm_ii``), counted from the
+      program's instruction stream, plus the beats of its own loads (the ``acc`` and ``acc8``
+      tensors: a bias, a residual, a pool's input), each distinct byte once
+      (:meth:`isa.Program.dram_footprint`). The compute module runs these one after the other
+      (docs/timing.md §2-§4). Every schedule of a layer issues the same micro-ops (one reset and
+      the reduction's GEMM micro-ops per accumulator entry, the epilogue's ALU micro-ops per
+      entry; tiles and threads only group them into instructions and overlap the DMAs with
+      them) and loads every byte of those tensors at least once.
+    * The DRAM port: every distinct byte of the layer's loads (but micro-ops, whose bytes
+      depend on the schedule) and stores, at ``bus_bytes`` a beat.
+
+    Latencies, padding and waits are left out, so no schedule of these programs' operators and
+    epilogues goes below it. ``uop_cycles`` is the micro-ops' part alone (the floor before the
+    loads were counted).
     """
     cfg = net.config
-    total = {"gemm_uops": 0, "reset_uops": 0, "alu_uops": 0, "alu_imm_uops": 0}
+    keys = ("gemm_uops", "reset_uops", "alu_uops", "alu_imm_uops", "compute_load_beats")
+    total = dict.fromkeys((*keys, "uop_cycles", "port_bound_layers", "cycles"), 0)
     for name in names:
-        n = net.layers[name].program.uop_counts()
-        total["gemm_uops"] += n["gemm"]
-        total["reset_uops"] += n["reset"]
-        total["alu_uops"] += n["alu"]
-        total["alu_imm_uops"] += n["alu_imm"]
-    total["cycles"] = (
-        (total["gemm_uops"] + total["reset_uops"]) * cfg.gemm_ii
-        + total["alu_uops"] * cfg.alu_ii
-        + total["alu_imm_uops"] * cfg.alu_imm_ii
-    )
+        program = net.layers[name].program
+        n = program.uop_counts()
+        fp = program.dram_footprint()
+        own = -(-(fp["acc"] + fp["acc8"]) // cfg.bus_bytes)
+        port = -(-sum(b for k, b in fp.items() if k != "uop") // cfg.bus_bytes)
+        uops = (n["gemm"] + n["reset"]) * cfg.gemm_ii + n["alu"] * cfg.alu_ii
+        uops += n["alu_imm"] * cfg.alu_imm_ii
+        for key, v in zip(keys, (n["gemm"], n["reset"], n["alu"], n["alu_imm"], own), strict=True):
+            total[key] += v
+        total["uop_cycles"] += uops
+        total["port_bound_layers"] += int(port > uops + own)
+        total["cycles"] += max(uops + own, port)
     return total
 
 
@@ -161,10 +176,15 @@ def _floor_keys(key: str, net, names: list[str]) -> dict:
 
 def _row(label: str, r: dict, key: str) -> str:
     cycles, f = r[key], r[f"{key}_floor_uops"]
+    port = (
+        f" ({f['port_bound_layers']} layer(s) bound by the port)" if f["port_bound_layers"] else ""
+    )
     return (
-        f"  {label}: {cycles} cycles; floor {f['cycles']} ({f['gemm_uops']} GEMM + "
+        f"  {label}: {cycles} cycles; floor {f['cycles']}{port}: {f['gemm_uops']} GEMM + "
         f"{f['reset_uops']} reset + {f['alu_uops']} ALU tensor-operand + {f['alu_imm_uops']} "
-        f"ALU immediate micro-ops); {cycles / f['cycles']:.3f}x the floor"
+        f"ALU immediate micro-ops ({f['uop_cycles']} cycles) and {f['compute_load_beats']} beats "
+        f"of the compute module's acc/acc8 loads; {cycles / f['cycles']:.3f}x the floor "
+        f"({cycles / f['uop_cycles']:.3f}x the micro-ops alone)"
     )
 
 

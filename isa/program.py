@@ -261,6 +261,55 @@ class Program:
             "alu_imm": ev.alu_imm_uops,
         }
 
+    def dram_footprint(self) -> dict[str, int]:
+        """Distinct DRAM bytes the stream's transfers touch, each byte counted once however
+        often it moves: by LOAD memory type (``uop``, ``wgt``, ``inp``, ``acc``, ``acc8``) and
+        ``out`` for STORE. Padding moves nothing and is not counted. Every schedule of the same
+        operator moves at least the bytes of its tensors that it reads and writes, so these
+        bound the DRAM port's beats (bytes over ``bus_bytes``) from below; ``acc`` and ``acc8``
+        (with ``uop``) are the compute module's own transfers (docs/timing.md §5 routing).
+
+        Example:
+            >>> from isa import Load, MemType, Finish, load_config
+            >>> cfg = load_config("default")
+            >>> a = Load(memory_type=MemType.ACC8, dram_base=0, y_size=2, x_size=4, x_stride=4)
+            >>> b = Load(memory_type=MemType.ACC8, dram_base=6, y_size=1, x_size=4, x_stride=4)
+            >>> fp = Program.build(cfg, [a, b, Finish()]).dram_footprint()
+            >>> fp["acc8"] == 10 * cfg.mem_elem_bytes(int(MemType.ACC8))  # elements 0-9 once
+            True
+        """
+        from .insn import MemType, Opcode
+
+        f = self.fields()
+        op = f["opcode"]
+        finish = np.flatnonzero(op == int(Opcode.FINISH))
+        end = int(finish[0]) + 1 if finish.size else op.size
+        f = {k: v[:end].astype(np.int64) for k, v in f.items()}
+        op = f["opcode"]
+        moves = (f["y_size"] > 0) & (f["x_size"] > 0)
+        out: dict[str, int] = {}
+        for kind, sel in [
+            *((m.name.lower(), (op == int(Opcode.LOAD)) & (f["memory_type"] == int(m)))
+              for m in MemType if m is not MemType.OUT),
+            ("out", op == int(Opcode.STORE)),
+        ]:  # fmt: skip
+            sel = sel & moves
+            if kind == "out":
+                elem = self.config.mem_elem_bytes(int(MemType.OUT))
+            else:
+                elem = self.config.mem_elem_bytes(int(MemType[kind.upper()]))
+            y, x = f["y_size"][sel], f["x_size"][sel]
+            rows = np.repeat(np.arange(y.size), y)
+            first = np.arange(rows.size) - np.repeat(np.cumsum(y) - y, y)
+            start = (f["dram_base"][sel][rows] + first * f["x_stride"][sel][rows]) * elem
+            stop = start + x[rows] * elem
+            order = np.argsort(start, kind="stable")
+            start, stop = start[order], stop[order]
+            reach = np.maximum.accumulate(stop)
+            before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+            out[kind] = int(np.maximum(stop - np.maximum(start, before), 0).sum())
+        return out
+
     def read(self, name: str, dram: np.ndarray | None = None) -> np.ndarray:
         """Tensor ``name`` from ``dram`` (default: the initial image), as its dtype and shape."""
         s = self._symbol(name)
