@@ -40,6 +40,7 @@ from compiler.targets.cpu.llvm_types import (
     vec_of,
 )
 from compiler.targets.cpu.signature import llvm_signature, signature_of
+from compiler.targets.cpu.vmath import exp_f32
 
 #: Buffers up to this size live on the stack; larger ones are heap-allocated.
 STACK_LIMIT_BYTES = 64 * 1024
@@ -415,6 +416,12 @@ class CpuCodegen:
         lanes = e.dtype.lanes
         elem = scalar_type(e.dtype.element)
         name = e.op.name
+        if name == "exp" and elem == "float":  # vectorizable, unlike llvm.exp (vmath.py)
+            fn, definition, needs = exp_f32(lanes)
+            for need, decl in needs.items():
+                self.declare(need, decl)
+            self.declare(fn, definition)
+            return self.op(ty, f"call {ty} @{fn}({args[0]})")
         if name in _MATH:
             fn = f"{_MATH[name]}.{mangle(elem, lanes)}"
             sig = ", ".join(a.ty for a in args)

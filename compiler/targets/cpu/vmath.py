@@ -1,0 +1,106 @@
+"""Vectorizable float32 math for the CPU target, written out in LLVM IR.
+
+LLVM lowers ``llvm.exp`` on a vector to one libm call per lane, which no loop vectorizer can
+widen: a sigmoid, a SiLU or a softmax then spends most of its time in scalar ``expf`` calls.
+:func:`exp_f32` is an ``exp`` of plain arithmetic instead (Cephes' ``expf``: ``x = n ln 2 + r``
+with ``|r| <= ln 2 / 2``, a degree-7 polynomial in ``r``, then ``2**n`` built in the exponent
+field), which stays a vector of any width.
+
+Accuracy: within 1 ulp of the correctly rounded ``exp`` over the whole float32 range, gradual
+underflow included (``2**n`` is applied as two factors ``2**(n//2)`` and ``2**(n - n//2)``, each
+a normal float, so results down to the smallest subnormal round once more at most);
+``exp(x)`` is ``+inf`` above 88.72, ``0`` below -103.97, ``exp(+-inf)`` is ``+inf`` and ``0``,
+and a NaN comes back unchanged.
+
+Example:
+    >>> name, text, _ = exp_f32(8)
+    >>> name, text.startswith("define internal <8 x float> @vtac.exp.v8f32")
+    ('vtac.exp.v8f32', True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler.targets.cpu.llvm_types import float_literal, mangle
+
+#: ``ln 2`` in two parts: ``LN2_HI`` has few enough bits that ``n * LN2_HI`` is exact.
+LN2_HI = 0.693359375
+LN2_LO = -2.12194440e-4
+#: Cephes ``expf``'s polynomial for ``(exp(r) - 1 - r) / r**2``, highest power first.
+EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+            1.6666665459e-1, 5.0000001201e-1)  # fmt: skip
+#: Inputs are held within these before ``n`` is taken (beyond them the result is 0 or +inf).
+EXP_LO, EXP_HI = -104.0, 89.0
+
+
+def _f(value: float) -> str:
+    return float_literal(float(np.float32(value)))
+
+
+def exp_f32(lanes: int) -> tuple[str, str, dict[str, str]]:
+    """The name and LLVM IR definition of ``exp`` on ``lanes`` float32 lanes (1: a scalar),
+    and the declarations it needs, by name (for the module's one table of declarations)."""
+    fty = "float" if lanes == 1 else f"<{lanes} x float>"
+    ity = "i32" if lanes == 1 else f"<{lanes} x i32>"
+    bty = "i1" if lanes == 1 else f"<{lanes} x i1>"
+
+    def fs(value: float) -> str:  # a float constant of the type, splat on a vector
+        return _f(value) if lanes == 1 else f"splat (float {_f(value)})"
+
+    def is_(value: int) -> str:
+        return str(value) if lanes == 1 else f"splat (i32 {value})"
+
+    name = f"vtac.exp.{mangle('float', lanes)}"
+    rint = f"llvm.rint.{mangle('float', lanes)}"
+    body = [
+        f"  %below = fcmp olt {fty} %x, {fs(EXP_LO)}",
+        f"  %x0 = select {bty} %below, {fty} {fs(EXP_LO)}, {fty} %x",
+        f"  %above = fcmp ogt {fty} %x0, {fs(EXP_HI)}",
+        f"  %xc = select {bty} %above, {fty} {fs(EXP_HI)}, {fty} %x0",
+        f"  %t = fmul {fty} %xc, {fs(1.44269504088896341)}",
+        f"  %nf = call {fty} @{rint}({fty} %t)",
+        f"  %hi = fmul {fty} %nf, {fs(LN2_HI)}",
+        f"  %r0 = fsub {fty} %xc, %hi",
+        f"  %lo = fmul {fty} %nf, {fs(LN2_LO)}",
+        f"  %r = fsub {fty} %r0, %lo",
+        f"  %p0 = fmul {fty} %r, {fs(EXP_POLY[0])}",
+    ]
+    prev = "%p0"
+    for k, c in enumerate(EXP_POLY[1:], 1):
+        body.append(f"  %q{k} = fadd {fty} {prev}, {fs(c)}")
+        if k < len(EXP_POLY) - 1:
+            body.append(f"  %p{k} = fmul {fty} %q{k}, %r")
+            prev = f"%p{k}"
+    last = f"%q{len(EXP_POLY) - 1}"
+    body += [
+        f"  %r2 = fmul {fty} %r, %r",
+        f"  %y0 = fmul {fty} {last}, %r2",
+        f"  %y1 = fadd {fty} %y0, %r",
+        f"  %y = fadd {fty} %y1, {fs(1.0)}",
+        f"  %n = fptosi {fty} %nf to {ity}",
+        f"  %n1 = ashr {ity} %n, {is_(1)}",
+        f"  %n2 = sub {ity} %n, %n1",
+        f"  %e1 = add {ity} %n1, {is_(127)}",
+        f"  %e2 = add {ity} %n2, {is_(127)}",
+        f"  %b1 = shl {ity} %e1, {is_(23)}",
+        f"  %b2 = shl {ity} %e2, {is_(23)}",
+        f"  %s1 = bitcast {ity} %b1 to {fty}",
+        f"  %s2 = bitcast {ity} %b2 to {fty}",
+        f"  %z1 = fmul {fty} %y, %s1",
+        f"  %z = fmul {fty} %z1, %s2",
+        f"  %nan = fcmp uno {fty} %x, %x",
+        f"  %out = select {bty} %nan, {fty} %x, {fty} %z",
+        f"  ret {fty} %out",
+    ]
+    text = "\n".join(
+        [
+            f"define internal {fty} @{name}({fty} %x) alwaysinline nounwind {{",
+            *body,
+            "}",
+        ]
+    )
+    return name, text, {rint: f"declare {fty} @{rint}({fty})"}
+
+
+__all__ = ["exp_f32"]
