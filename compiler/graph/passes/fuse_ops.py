@@ -9,7 +9,11 @@ group of one of its producers when TVM's rules allow it, and begins a group of i
 
 * an injective node joins a group whose tail (its single output so far) it reads and of which it
   is the only reader: elementwise ops after a conv2d/dense/matmul (bias, batch-norm residue,
-  residual add, activation), after a pooling, or after other injective ops;
+  residual add, activation), after a pooling, or after other injective ops. It also joins when
+  the tail's other reader is the end of an injective chain that the node begins and that reads
+  nothing but the tail, the chain and constants (a diamond: SiLU's ``x * sigmoid(x)``,
+  hard-swish written as ``x * clip(x + 3) / 6``): the chain and its end then join too, and the
+  group keeps one output;
 * a reduction joins a purely injective group the same way (injective producers fuse into a
   reduction), but never a group that already has an anchor;
 * complex-out-fusable and opaque nodes start a group of their own; nothing joins an opaque group;
@@ -38,7 +42,7 @@ Example:
 
 from __future__ import annotations
 
-from compiler.graph.ir import Graph, Group, Node, PatternKind, Value
+from compiler.graph.ir import Constant, Graph, Group, Node, PatternKind, Value
 from compiler.graph.ops import get_op
 from compiler.graph.passes.grouping import Grown, Walk, grow_groups
 
@@ -50,6 +54,11 @@ _PRIORITY = {
     PatternKind.REDUCTION: 1,
     PatternKind.INJECTIVE: 2,
 }
+
+
+def pattern_of(node: Node) -> PatternKind:
+    """A node's pattern kind (its operator's)."""
+    return get_op(node.op).pattern
 
 
 def _pattern(group: Grown) -> PatternKind:
@@ -82,9 +91,41 @@ class PatternPolicy:
             and id(tail) not in self.out_ids
             and len(group.nodes) < MAX_FUSE_DEPTH
             and tail.op != "layout_transform"  # a layout conversion ends its group
-            and {id(u) for u in self.users.get(id(tail), [])} == {id(node)}
             and (pattern is not PatternKind.REDUCTION or group.anchor is None)
+            and self._closes(tail, node, len(group.nodes))
         )
+
+    def _closes(self, tail: Node, node: Node, size: int) -> bool:
+        """Whether the group stays single-output with ``node``: ``node`` is the tail's only
+        reader, or the tail's readers are ``node`` and the end of an injective chain that
+        ``node`` begins, a diamond such as SiLU's ``x * sigmoid(x)`` (``tail -> sigmoid ->
+        multiply`` and ``tail -> multiply``). Each node of the chain has one reader (the next)
+        and reads only the tail, the node before it and constants, as does the end; so the
+        chain and its end join after ``node`` by the single-reader rule, within the depth."""
+        readers = self.users.get(id(tail), [])
+        if {id(u) for u in readers} == {id(node)}:
+            return True
+        others = [u for u in readers if u is not node]
+        if len(others) != 1 or pattern_of(others[0]) is not PatternKind.INJECTIVE:
+            return False
+        end, chain, prev = others[0], [node], tail
+        while True:
+            cur = chain[-1]
+            after = self.users.get(id(cur), [])
+            if (
+                len(after) != 1
+                or id(cur) in self.out_ids
+                or pattern_of(cur) is not PatternKind.INJECTIVE
+                or cur.op == "layout_transform"
+                or not all(v is prev or v is tail or isinstance(v, Constant) for v in cur.inputs)
+                or size + len(chain) + 1 > MAX_FUSE_DEPTH
+            ):
+                return False
+            if after[0] is end:
+                break
+            prev = cur
+            chain.append(after[0])
+        return all(v is tail or v is chain[-1] or isinstance(v, Constant) for v in end.inputs)
 
     def rank(self, group: Grown) -> int:
         return _PRIORITY[_pattern(group)]

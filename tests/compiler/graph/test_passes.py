@@ -198,6 +198,78 @@ def test_fusion_stops_at_a_value_with_two_readers_and_at_opaque_ops():
     verify_graph(g)
 
 
+def test_a_diamond_that_closes_on_the_tail_fuses_silu_and_hard_swish():
+    # SiLU: c -> sigmoid -> multiply(c, sigmoid); hard-swish: h -> add 3 -> clip -> multiply(h,
+    # clip) -> divide by 6; each closes on its tail, so the group keeps one output
+    x = nchw((1, 8, 6, 6))
+    c = conv(x, 8, name="c")
+    silu = Node("multiply", (c, Node("sigmoid", (c,), name="sg")), name="silu")
+    h = conv(silu, 8, name="h")
+    clip = Node("clip", (Node("add", (h, const(1, name="three")), name="p3"),),
+                {"a_min": 0.0, "a_max": 6.0}, name="r6")  # fmt: skip
+    hs = Node("divide", (Node("multiply", (h, clip), name="hm"), const(1, name="six")), name="hs")
+    g = fuse_ops(Graph.from_outputs([x], [hs]))
+    assert groups_of(g) == [
+        ("complex-out-fusable", ["c", "sg", "silu"]),
+        ("complex-out-fusable", ["h", "p3", "r6", "hm", "hs"]),
+    ]
+    assert [grp.outputs for grp in g.groups] == [(silu,), (hs,)]
+    verify_graph(g)
+
+
+def test_a_diamond_whose_chain_escapes_or_whose_end_reads_more_is_not_fused():
+    x = nchw((1, 8, 6, 6))
+    # the end of the diamond may be followed by ops reading other values, as a tail may
+    c = conv(x, 8, name="c")
+    s = Node("sigmoid", (c,), name="s")
+    end = Node("add", (Node("multiply", (c, s), name="m"), x), name="end")
+    assert groups_of(fuse_ops(Graph.from_outputs([x], [end]))) == [
+        ("complex-out-fusable", ["c", "s", "m", "end"])
+    ]
+    # the chain's sigmoid is also a graph output: fusing it would give the group two outputs
+    s2 = Node("sigmoid", (c,), name="s2")
+    m2 = Node("multiply", (c, s2), name="m2")
+    assert groups_of(fuse_ops(Graph.from_outputs([x], [m2, s2]))) == [
+        ("complex-out-fusable", ["c"]),
+        ("injective", ["s2"]),
+        ("injective", ["m2"]),
+    ]
+    # the tail's readers do not close on it: the sigmoid meets another value first
+    s3 = Node("sigmoid", (c,), name="s3")
+    m3 = Node("add", (Node("multiply", (c, x), name="cx"), s3), name="m3")
+    g = fuse_ops(Graph.from_outputs([x], [m3]))
+    assert all(len(grp.outputs) == 1 for grp in g.groups)
+    assert ["c"] in [nodes for _, nodes in groups_of(g)]
+    verify_graph(g)
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_fused_silu_runs_as_onnxruntime_does(target):
+    import onnxruntime as ort
+    from onnx import helper
+
+    from runtime.session import InferenceSession
+    from tests.compiler.frontend.helpers import make_model
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, 16, 6, 6)).astype(np.float32) * 4
+    w = rng.normal(size=(16, 16, 3, 3)).astype(np.float32) * 0.2
+    b = rng.normal(size=16).astype(np.float32)
+    nodes = [  # conv -> SiLU -> conv, as in YOLOv8's blocks
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c"], ["s"]),
+        helper.make_node("Mul", ["c", "s"], ["m"]),
+        helper.make_node("Conv", ["m", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    model = make_model(nodes, {"x": x}, ["y"], {"w": w, "b": b}).SerializeToString()
+    sess = InferenceSession(model, target=target)
+    (got,) = sess.run(None, {"x": x})
+    (want,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    fused = [g.ops for g in sess.profile().groups if "sigmoid" in g.ops]
+    assert len(fused) == 1 and {"conv2d", "sigmoid", "multiply"} <= set(fused[0])
+
+
 def test_reduction_joins_injective_producers_but_not_an_anchor_group():
     x = nchw((1, 8, 8, 8))
     p = Node("max_pool2d", (Node("relu", (x,), name="r"),), {"pool_size": (2, 2),
