@@ -62,6 +62,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
     from compiler.graph.memory import plan_memory
     from compiler.graph.passes import (
         eliminate_dead_nodes,
+        flatten_matmul_rows,
         fold_batch_norm,
         fold_constants,
         fold_hard_activations,
@@ -75,6 +76,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         graph_pass("fold_batch_norm", fold_batch_norm),
         graph_pass("fold_pad", fold_pad),
         graph_pass("fold_hard_activations", fold_hard_activations),
+        graph_pass("flatten_matmul_rows", flatten_matmul_rows),
         graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
     ]
     if block_c is not None:

@@ -12,11 +12,12 @@ from compiler.graph.passes.fold_constants import fold_constants
 from compiler.graph.passes.fold_hard_activations import fold_hard_activations
 from compiler.graph.passes.fold_pad import fold_pad
 from compiler.graph.passes.fuse_ops import fuse_ops
-from compiler.graph.passes.matmul_to_dense import matmul_to_dense
+from compiler.graph.passes.matmul_to_dense import flatten_matmul_rows, matmul_to_dense
 from compiler.graph.passes.pack_layout import pack_layout
 
 __all__ = [
     "eliminate_dead_nodes",
+    "flatten_matmul_rows",
     "fold_batch_norm",
     "fold_constants",
     "fold_hard_activations",

@@ -50,3 +50,38 @@ def test_a_linear_layer_runs_on_the_accelerator_bit_exact():
     np.testing.assert_array_equal(out, net.reference(feed)[0])
     want = evaluate(g, feed)[0]
     assert np.abs(out - want).max() < 0.03 * np.abs(want).max()
+
+
+@pytest.mark.parametrize(
+    ("shape", "cols"),
+    [((40, 12), 100), ((1, 40, 12), 100), ((2, 3, 12), 128), ((1, 5, 12), 65), ((6, 12), 64)],
+)
+def test_the_cpu_pipeline_flattens_rows_and_pads_columns(shape, cols):
+    """The CPU/GPU form: a 2-D matmul over the flattened rows, its columns padded to a whole
+    number of register panels and sliced back; the same numbers, on the graph and compiled."""
+    from compiler.graph.passes import flatten_matmul_rows
+    from compiler.graph.passes.matmul_to_dense import MATMUL_COLUMNS
+
+    rng = np.random.default_rng(cols)
+    x = Var("x", TensorType(shape, "float32"))
+    w = Constant(rng.standard_normal((12, cols)).astype(np.float32), name="w")
+    g = Graph.from_outputs([x], [Node("matmul", (x, w), name="fc")])
+    h = flatten_matmul_rows(g)
+    mm = [n for n in h.nodes if n.op == "matmul"]
+    assert [n.type.ndim for n in mm] == [2] and mm[0].type.shape[1] % MATMUL_COLUMNS == 0
+    assert h.outputs[0].name == "fc" and h.outputs[0].type == g.outputs[0].type
+    feed = {"x": rng.standard_normal(shape).astype(np.float32)}
+    want = evaluate(g, feed)[0]
+    np.testing.assert_allclose(evaluate(h, feed)[0], want, rtol=1e-5, atol=1e-5)
+    from onnx import helper
+
+    from runtime.session import InferenceSession
+    from tests.compiler.frontend.helpers import make_model
+
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], feed, ["y"], {"w": w.value}
+    ).SerializeToString()
+    (got,) = InferenceSession(model).run(None, feed)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if len(shape) == 2 and cols % MATMUL_COLUMNS == 0:  # nothing to do: left as it is
+        assert [n.op for n in h.nodes] == ["matmul"]
