@@ -107,7 +107,26 @@ def _engine() -> tuple[Any, Any, Any]:
              llvm.get_host_cpu_features().flatten()]
         )  # fmt: skip
         _STATE.update(engine=engine, tm=tm, pto=pto, llvm=llvm, identity=identity)
+        _add_pool(llvm, engine, tm, pto)
     return _STATE["engine"], _STATE["tm"], _STATE["pto"]
+
+
+def _add_pool(llvm: Any, engine: Any, tm: Any, pto: Any) -> None:
+    """Compile the parallel loops' thread pool (:mod:`compiler.targets.cpu.pool`) into the
+    engine and publish its entry point, which every kernel's parallel loop calls."""
+    from compiler.targets.cpu.pool import POOL_ENTRY, POOL_INIT, POOL_IR
+
+    mod = llvm.parse_assembly(POOL_IR)
+    mod.verify()
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    mod.name = "vtacrt_pool"  # not a kernel: never in the object cache
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    engine.add_module(mod)
+    engine.finalize_object()
+    llvm.add_symbol(POOL_ENTRY, engine.get_function_address(POOL_ENTRY))
+    ctypes.CFUNCTYPE(None)(engine.get_function_address(POOL_INIT))()
 
 
 def compile_llvm(ir_text: str, symbol: str) -> int:

@@ -1,5 +1,6 @@
 """Parallel loops on the CPU: the body is outlined into a worker function and the iteration
-range is split into one contiguous chunk per thread (pthreads; the calling thread runs chunk 0).
+range is split into one contiguous chunk per thread, run by the process's thread pool
+(:mod:`compiler.targets.cpu.pool`; the calling thread runs chunk 0).
 
 Each worker receives a closure ``{task, ntasks, min, extent, captured values...}`` holding the
 loop variables and buffer pointers its body uses from the enclosing scope; buffers allocated
@@ -9,7 +10,7 @@ Example (shape of the emitted code)::
 
     define internal ptr @main_par0(ptr %clo)   ; runs iterations [task*chunk, (task+1)*chunk)
     ...
-    call i32 @pthread_create(ptr %tid, ptr null, ptr @main_par0, ptr %clo_t)
+    call void @vtac_parallel_run(ptr @main_par0, ptr %clo, i64 %stride, i64 %ntasks)
 """
 
 from __future__ import annotations
@@ -66,21 +67,23 @@ def emit_parallel_for(cg: CpuCodegen, loop: S.For) -> None:
     cg.n_outlined += 1
     worker = f"{cg.func.name}_par{cg.n_outlined}"
 
-    # Worker function --------------------------------------------------------------------------
+    # Worker: a trampoline that reads the closure and calls the body, whose buffer parameters
+    # are noalias as the kernel's own are (a pointer loaded from the closure would carry no such
+    # fact, and the loop body would then lose its vectorization and hoisting) ------------------
     saved = (cg.fb, cg.vars, cg.bufs, cg.env)
-    cg.fb = FunctionBuilder(worker, f"define internal ptr @{worker}(ptr %clo) #0")
-    cg.fb.ret = "ret ptr null"
+    body = f"{worker}_body"
+    params = ["i64 %task", "i64 %ntasks", "i64 %lo", "i64 %ext"]
+    params += [f"{cap_values[k].ty} %cv{k}" for k in range(len(captured_vars))]
+    params += [f"ptr noalias %cb{k}" for k in range(len(captured_bufs))]
+    cg.fb = FunctionBuilder(body, f"define internal void @{body}({', '.join(params)}) #0 noinline")
     cg.vars, cg.bufs, cg.env = {}, {}, dict(cg.env)
     cg.in_parallel = True
-    fields = []
-    for k, ty in enumerate(["i64", "i64", "i64", "i64"] + [v.ty for v in cap_values]):
-        p = cg.op("ptr", f"getelementptr inbounds {struct}, ptr %clo, i32 0, i32 {k}")
-        fields.append(cg.op(ty, f"load {ty}, ptr {p.ref}"))
-    task, ntasks, w_lo, w_ext = fields[:4]
-    for v, val in zip(captured_vars, fields[4:], strict=False):
-        cg.vars[v] = val
-    for b, val in zip(captured_bufs, fields[4 + len(captured_vars) :], strict=True):
-        cg.bufs[b] = val
+    for k, v in enumerate(captured_vars):
+        cg.vars[v] = Value(cap_values[k].ty, f"%cv{k}")
+    for k, b in enumerate(captured_bufs):
+        cg.bufs[b] = Value("ptr", f"%cb{k}")
+    task, ntasks = Value("i64", "%task"), Value("i64", "%ntasks")
+    w_lo, w_ext = Value("i64", "%lo"), Value("i64", "%ext")
     t1 = cg.op("i64", f"add i64 {w_ext.ref}, {ntasks.ref}")
     t2 = cg.op("i64", f"sub i64 {t1.ref}, 1")
     chunk = cg.op("i64", f"sdiv i64 {t2.ref}, {ntasks.ref}")
@@ -94,58 +97,41 @@ def emit_parallel_for(cg: CpuCodegen, loop: S.For) -> None:
     start = cg.op("i64", f"add i64 {w_lo.ref}, {begin.ref}")
     cg.serial_loop(loop.var, start, count, loop.extent, lambda: cg.stmt(loop.body), loop.min)
     cg.functions.append(cg.fb.text())
+
+    cg.fb = FunctionBuilder(worker, f"define internal ptr @{worker}(ptr %clo) #0")
+    cg.fb.ret = "ret ptr null"
+    fields = []
+    for k, ty in enumerate(["i64", "i64", "i64", "i64"] + [v.ty for v in cap_values]):
+        p = cg.op("ptr", f"getelementptr inbounds {struct}, ptr %clo, i32 0, i32 {k}")
+        fields.append(cg.op(ty, f"load {ty}, ptr {p.ref}"))
+    args = ", ".join(f"{f.ty} {f.ref}" for f in fields)
+    cg.emit(f"call void @{body}({args})")
+    cg.functions.append(cg.fb.text())
     cg.fb, cg.vars, cg.bufs, cg.env = saved
     cg.in_parallel = False
 
-    # Launch ---------------------------------------------------------------------------------
-    cg.declare("pthread_create", "declare i32 @pthread_create(ptr, ptr, ptr, ptr)")
-    cg.declare("pthread_join", "declare i32 @pthread_join(i64, ptr)")
+    # Launch: one closure per chunk, run by the process's thread pool (pool.py) ----------------
+    from compiler.targets.cpu.pool import POOL_ENTRY
+
+    cg.declare(POOL_ENTRY, f"declare void @{POOL_ENTRY}(ptr, ptr, i64, i64)")
     n = cg.num_threads
     clos = f"%clo{cg.n_outlined}"
-    tids = f"%tids{cg.n_outlined}"
     cg.fb.entry.append(f"  {clos} = alloca [{n} x {struct}], align 64")
-    cg.fb.entry.append(f"  {tids} = alloca [{n} x i64], align 8")
     few = cg.op("i1", f"icmp slt i64 {ext.ref}, {n}")
     capped = cg.op("i64", f"select i1 {few.ref}, i64 {ext.ref}, i64 {n}")
     # At least one task, so an empty loop still divides its range by a non-zero count.
     empty = cg.op("i1", f"icmp slt i64 {capped.ref}, 1")
     ntask = cg.op("i64", f"select i1 {empty.ref}, i64 1, i64 {capped.ref}")
 
-    def fill(t: str) -> str:
+    def fill(t: str) -> None:
         c = cg.op("ptr", f"getelementptr inbounds [{n} x {struct}], ptr {clos}, i64 0, i64 {t}")
         for k, val in enumerate([Value("i64", t), ntask, lo, ext] + cap_values):
             p = cg.op("ptr", f"getelementptr inbounds {struct}, ptr {c.ref}, i32 0, i32 {k}")
             cg.emit(f"store {val.ty} {val.ref}, ptr {p.ref}")
-        return c.ref
 
-    def launch(t: str) -> None:
-        c = fill(t)
-        tid = cg.op("ptr", f"getelementptr inbounds [{n} x i64], ptr {tids}, i64 0, i64 {t}")
-        rc = cg.op(
-            "i32", f"call i32 @pthread_create(ptr {tid.ref}, ptr null, ptr @{worker}, ptr {c})"
-        )
-        # A thread that cannot be created runs its chunk here; it then has nothing to join.
-        failed = cg.op("i1", f"icmp ne i32 {rc.ref}, 0")
-        run, cont = cg.new_label("pt_inline"), cg.new_label("pt_ok")
-        cg.emit(f"br i1 {failed.ref}, label %{run}, label %{cont}")
-        cg.start_block(run)
-        cg.emit(f"call ptr @{worker}(ptr {c})")
-        cg.emit(f"store i64 0, ptr {tid.ref}")
-        cg.emit(f"br label %{cont}")
-        cg.start_block(cont)
-
-    def join(t: str) -> None:
-        tid = cg.op("ptr", f"getelementptr inbounds [{n} x i64], ptr {tids}, i64 0, i64 {t}")
-        handle = cg.op("i64", f"load i64, ptr {tid.ref}")
-        started = cg.op("i1", f"icmp ne i64 {handle.ref}, 0")
-        do, cont = cg.new_label("pj_do"), cg.new_label("pj_ok")
-        cg.emit(f"br i1 {started.ref}, label %{do}, label %{cont}")
-        cg.start_block(do)
-        cg.emit(f"call i32 @pthread_join(i64 {handle.ref}, ptr null)")
-        cg.emit(f"br label %{cont}")
-        cg.start_block(cont)
-
-    _raw_loop(cg, "1", ntask.ref, launch)
-    c0 = fill("0")
-    cg.emit(f"call ptr @{worker}(ptr {c0})")
-    _raw_loop(cg, "1", ntask.ref, join)
+    _raw_loop(cg, "0", ntask.ref, fill)
+    size = cg.op("ptr", f"getelementptr {struct}, ptr null, i64 1")
+    stride = cg.op("i64", f"ptrtoint ptr {size.ref} to i64")
+    cg.emit(
+        f"call void @{POOL_ENTRY}(ptr @{worker}, ptr {clos}, i64 {stride.ref}, i64 {ntask.ref})"
+    )

@@ -291,7 +291,9 @@ def apply_conv2d_nchwc(
         xo, xi = s[out].split(x, factor=block)
         if outer_order == "oc_h":
             s[out].reorder(n, obo, rows[0], xo, obi, *rows[1:], bi, xi, oi)
-            nob = s[out].fuse(n, obo)
+            # the rows join the parallel loop: a few channel-block groups alone would leave
+            # threads idle (each thread still takes whole runs of rows of one group)
+            nob = s[out].fuse(s[out].fuse(n, obo), rows[0])
         else:
             s[out].reorder(n, rows[0], obo, xo, obi, *rows[1:], bi, xi, oi)
             nob = s[out].fuse(n, rows[0])
@@ -382,7 +384,7 @@ def _unpacked_loops(
     xo, xi = s[out].split(x, factor=block)
     if outer_order == "oc_h":
         s[out].reorder(nb, obo, rows[0], xo, obi, *rows[1:], bi, ci, xi)
-        nob = s[out].fuse(nb, obo)
+        nob = s[out].fuse(s[out].fuse(nb, obo), rows[0])
     else:
         s[out].reorder(nb, rows[0], obo, xo, obi, *rows[1:], bi, ci, xi)
         nob = s[out].fuse(nb, rows[0])

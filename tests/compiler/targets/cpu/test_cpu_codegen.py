@@ -27,7 +27,8 @@ def test_parallel_loop_runs_on_threads_and_is_correct():
     func = lower(s, [A, B], target=CpuTarget(num_threads=3))
     assert "parallel for i in range(37)" in str(func)
     llvm_ir = codegen_llvm(func, num_threads=3)
-    assert "@pthread_create" in llvm_ir and "define internal ptr @main_par1" in llvm_ir
+    assert "@vtac_parallel_run" in llvm_ir and "define internal ptr @main_par1" in llvm_ir
+    assert "define internal void @main_par1_body" in llvm_ir and "ptr noalias %cb0" in llvm_ir
     a = RNG.standard_normal((37, 33)).astype(np.float32)
     for threads in (1, 2, 3, 8):
         f = build(s, [A, B], CpuTarget(num_threads=threads))
