@@ -17,19 +17,23 @@ The default pipeline, read top to bottom:
 4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
    (``x * clip(x + 3, 0, 6) / 6``) become the declared operators, one integer operator each
    after quantization;
-5. ``eliminate_dead_nodes``: drop nodes no output depends on;
-6. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
+5. ``flatten_matmul_rows``: a matmul by a constant weight becomes a 2-D matmul over the
+   flattened rows, its columns padded to whole register panels (the quantizer's
+   ``matmul_to_dense`` replaces it before quantization);
+6. ``eliminate_dead_nodes``: drop nodes no output depends on;
+7. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
    ``block_c``): NCHW{n}n{c}c for the convolutions and the ops around them, weights and
    per-channel constants pre-packed by constant folding;
-7. ``eliminate_dead_nodes_final``;
-8. ``fuse_ops``: fused groups by TVM's pattern kinds;
-9. ``plan_memory``: the static memory plan of the group outputs.
+8. ``eliminate_dead_nodes_final``;
+9. ``fuse_ops``: fused groups by TVM's pattern kinds;
+10. ``plan_memory``: the static memory plan of the group outputs.
 
 Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'fold_batch_norm', 'fold_pad', 'fold_hard_activations', \
-'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[5:7]
+'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', \
+'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[6:8]
     ['pack_layout', 'fold_layout_constants']
 """
 

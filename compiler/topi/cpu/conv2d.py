@@ -13,7 +13,7 @@ Example:
     >>> out = topi.conv2d_nchwc(X, W, 1, 1, kernel_layout="OIHWio")
     >>> s = schedule_conv2d_nchwc(out)
     >>> s["conv2d_packed"].axis_names()
-    ['n.ob.outer.fused', 'y', 'x.outer', 'ob.inner', 'bi', 'x.inner', 'oi']
+    ['n.ob.outer.y.fused', 'x.outer', 'ob.inner', 'bi', 'x.inner', 'oi']
 """
 
 from __future__ import annotations
@@ -230,7 +230,8 @@ def apply_conv2d_nchwc(
     innermost channel loop; ``outer_order`` runs channel-block groups outside the output rows
     (weights reused across rows) or inside (input rows reused across channel groups; by
     default only where the tile takes every channel block, see :func:`default_outer_order`),
-    and the outermost of the two (fused with the batch) is the parallel loop. The
+    and the outermost of the two, fused with the batch (and, channel-block groups outermost,
+    with the rows, so a few groups still give every thread work), is the parallel loop. The
     defaults (``ic_block``/``ic_inner``/``lanes`` of ``None``: the whole axis) give the
     loops::
 
