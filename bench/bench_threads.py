@@ -2,11 +2,12 @@
 (``intra_op_num_threads``), each against its own one-thread run.
 
 For ResNet-18 (zoo, seeded weights, 224x224) and, after ``make real-models``, EfficientNet-Lite1
-and -Lite2 (trained weights): one session per thread count and peer, all in this process; in
-each of ``--repeat`` rounds every session runs once, in turn, so a change of load falls on all
-of them; medians. The speedup of a thread count is the one-thread median over its own. BLAS
-threads are pinned to 1; the process may use every CPU (a busy second CPU shows in the
-figures: run it on an otherwise idle machine).
+and -Lite2 (trained weights): one session per thread count and peer, all in this process; three
+rounds in which every session in turn runs three untimed and ``--repeat // 3`` timed times (a
+block, not one run each: both peers' thread pools poll for work a while after a run, and a run
+just after the other peer's would meet its threads still on the cores); medians. The speedup of
+a thread count is the one-thread median over its own. BLAS threads are pinned to 1; the process
+may use every CPU (a busy second CPU shows in the figures: run it on an otherwise idle machine).
 
     python -m bench.bench_threads [--repeat 15] [--models resnet18,efficientnet_lite1]
 """
@@ -70,14 +71,17 @@ def bench(name: str, model: Any, shape: tuple[int, ...], counts: list[int], repe
     runs = [(("ours", n), lambda s=s: s.run(None, {iname: x})) for n, s in ours.items()]
     runs += [(("ort", n), lambda s=s: s.run(None, {oname: x})) for n, s in theirs.items()]
     times: dict[tuple[str, int], list[float]] = {key: [] for key, _ in runs}
+    # blocks of runs, the sessions in turn: both peers' pools poll for work a while after a
+    # run, so a run right after the other peer's would meet its threads still on the cores
+    block = max(1, repeat // 3)
     for _ in range(3):
-        for _, fn in runs:
-            fn()
-    for _ in range(repeat):
         for key, fn in runs:
-            t0 = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - t0)
+            for _ in range(3):
+                fn()
+            for _ in range(block):
+                t0 = time.perf_counter()
+                fn()
+                times[key].append(time.perf_counter() - t0)
     med = {key: statistics.median(v) for key, v in times.items()}
     return {"model": name, "ms": {f"{p}:{n}": med[(p, n)] * 1e3 for p, n in med}, "counts": counts}
 
