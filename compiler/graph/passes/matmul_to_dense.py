@@ -34,25 +34,36 @@ import numpy as np
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
 
 
+def linear_operands(node: Node, ins: tuple[Value, ...]) -> tuple[Value, Constant] | None:
+    """``(x, W)`` when ``node`` is a matmul of a float activation ``x`` (at least 2-D) by a
+    constant 2-D weight ``W`` of its dtype, whose rows match ``x``'s last axis; else None."""
+    if node.op != "matmul":
+        return None
+    a, b = ins
+    t = a.type
+    if (
+        isinstance(a, Constant)
+        or not isinstance(b, Constant)
+        or b.type.ndim != 2
+        or t.ndim < 2
+        or not t.dtype.startswith("float")
+        or b.type.dtype != t.dtype
+        or t.shape[-1] != b.type.shape[0]
+    ):
+        return None
+    return a, b
+
+
 def matmul_to_dense(graph: Graph) -> Graph:
     """Rewrite every matmul of a float activation by a constant 2-D weight as a dense layer
     (see the module docstring)."""
 
     def fold(node: Node, ins: tuple[Value, ...]) -> Value | None:
-        if node.op != "matmul":
+        operands = linear_operands(node, ins)
+        if operands is None:
             return None
-        a, b = ins
+        a, b = operands
         t = a.type
-        if (
-            isinstance(a, Constant)
-            or not isinstance(b, Constant)
-            or b.type.ndim != 2
-            or t.ndim < 2
-            or not t.dtype.startswith("float")
-            or b.type.dtype != t.dtype
-            or t.shape[-1] != b.type.shape[0]
-        ):
-            return None
         k, n = b.type.shape
         lead = t.shape[:-1]
         w = Constant(np.ascontiguousarray(np.asarray(b.value).T), name=f"{b.name or node.label}.t")
@@ -88,20 +99,11 @@ def flatten_matmul_rows(graph: Graph) -> Graph:
     """
 
     def fold(node: Node, ins: tuple[Value, ...]) -> Value | None:
-        if node.op != "matmul":
+        operands = linear_operands(node, ins)
+        if operands is None:
             return None
-        a, b = ins
+        a, b = operands
         t = a.type
-        if (
-            isinstance(a, Constant)
-            or not isinstance(b, Constant)
-            or b.type.ndim != 2
-            or t.ndim < 2
-            or not t.dtype.startswith("float")
-            or b.type.dtype != t.dtype
-            or t.shape[-1] != b.type.shape[0]
-        ):
-            return None
         k, n = b.type.shape
         extra = -n % MATMUL_COLUMNS
         if t.ndim == 2 and not extra:
