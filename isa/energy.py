@@ -116,11 +116,7 @@ class EventCounts:
 def count_events(program: Program) -> EventCounts:
     """The events of running ``program`` to its FINISH, counted from its instructions alone."""
     cfg = program.config
-    f = {k: v.astype(np.int64) for k, v in program.fields().items()}
-    op = f["opcode"]
-    finish = np.flatnonzero(op == int(Opcode.FINISH))
-    end = int(finish[0]) + 1 if finish.size else op.size
-    f = {k: v[:end] for k, v in f.items()}
+    f = program.run_fields()
     op = f["opcode"]
     uops = np.maximum(f["uop_end"] - f["uop_begin"], 0) * f["iter_out"] * f["iter_in"]
     gemm = op == int(Opcode.GEMM)
@@ -147,7 +143,7 @@ def count_events(program: Program) -> EventCounts:
     writes["acc"] = writes["out"] = gemm_uops + reset_uops + alu_total
 
     dram = dict.fromkeys(DRAM_KINDS, 0)
-    dram["insn"] = end * 16
+    dram["insn"] = op.size * 16
     mem = (op == int(Opcode.LOAD)) | (op == int(Opcode.STORE))
     live = mem & (f["x_size"] > 0)
     rows = f["y_pad_0"] + f["y_size"] + f["y_pad_1"]

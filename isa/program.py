@@ -239,6 +239,16 @@ class Program:
         """Batch-decode the instruction stream (see :func:`isa.encoding.decode_fields`)."""
         return decode_fields(self.insn_bytes, self.config)
 
+    def run_fields(self) -> dict[str, np.ndarray]:
+        """:meth:`fields` as int64, up to and including the first FINISH: the instructions a
+        run executes (each once)."""
+        from .insn import Opcode
+
+        f = self.fields()
+        finish = np.flatnonzero(f["opcode"] == int(Opcode.FINISH))
+        end = int(finish[0]) + 1 if finish.size else f["opcode"].size
+        return {k: v[:end].astype(np.int64) for k, v in f.items()}
+
     def uop_counts(self) -> dict[str, int]:
         """Micro-ops the compute module issues, by kind: ``gemm`` (without reset), ``reset``,
         ``alu`` (tensor operand, every ``alu_ii`` cycles) and ``alu_imm`` (immediate operand,
@@ -280,11 +290,7 @@ class Program:
         """
         from .insn import MemType, Opcode
 
-        f = self.fields()
-        op = f["opcode"]
-        finish = np.flatnonzero(op == int(Opcode.FINISH))
-        end = int(finish[0]) + 1 if finish.size else op.size
-        f = {k: v[:end].astype(np.int64) for k, v in f.items()}
+        f = self.run_fields()
         op = f["opcode"]
         moves = (f["y_size"] > 0) & (f["x_size"] > 0)
         out: dict[str, int] = {}

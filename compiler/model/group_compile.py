@@ -25,9 +25,9 @@ groups). Any other exception is a bug and propagates.
 Workers are forked where the platform allows it, so they inherit the groups (a group's nodes
 reach the whole graph above them, which would otherwise be pickled per task); each returns its
 :class:`QLayer`. Compiling is deterministic, so the programs are byte for byte those of a
-serial compile. No worker is ever ended by a signal (a first error cancels the groups not yet
-started and waits for the ones being compiled), and a worker that dies (killed, out of memory)
-is an error naming the groups left, not a wait.
+serial compile. The pool never sends a worker a signal (a first error cancels the groups not
+yet started and waits for the ones being compiled), and a worker that dies anyway (killed from
+outside, out of memory) is an error naming the groups left, not a wait.
 
 Example:
     >>> import numpy as np
@@ -315,11 +315,11 @@ def _compile(
     """The groups at ``todo`` compiled here (``jobs`` 1 or one group) or in a pool, in
     order, each as it is done (a group whose compile fails as its :class:`CompilerError`).
 
-    The pool never ends a worker by a signal: when the caller stops early (a raised error,
-    Ctrl-C), the groups not yet started are cancelled and the ones being compiled finish, so no
-    worker dies while it holds a queue's lock or is half way through writing its result (which
-    would leave the pool's own threads waiting for ever). A worker that dies by itself (killed,
-    out of memory) is an error naming its group, never a wait.
+    The pool never sends a worker a signal: when the caller stops early (a raised error, an
+    interrupt), the groups not yet started are cancelled and the ones being compiled finish, so
+    no worker is killed while it holds a queue's lock or is half way through writing its result
+    (which could leave the pool's own threads waiting for ever). A worker that dies anyway
+    (killed from outside, out of memory) is an error naming the groups left, never a wait.
     """
     workers = min(jobs, len(todo))
     if workers <= 1:

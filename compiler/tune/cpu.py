@@ -238,7 +238,7 @@ def _dense_space(s: Mapping[str, int]) -> ConfigSpace:
 
 
 def _matmul_space(s: Mapping[str, int]) -> ConfigSpace:
-    from compiler.topi.cpu.matmul import K_ORDERS, OUTER_ORDERS
+    from compiler.topi.cpu.matmul import COLUMN_PANELS, K_ORDERS, OUTER_ORDERS
 
     k = s["k"]
     knobs = (
@@ -249,7 +249,7 @@ def _matmul_space(s: Mapping[str, int]) -> ConfigSpace:
         Knob("k_block", _others(k, tuple(d for d in _divisors(k, 256) if d > 1)), default=k),
         Knob("lanes", (MATMUL_LANES, MATMUL_LANES // 2), default=MATMUL_LANES),
         Knob("rows", tuple(range(1, 9))),
-        Knob("cols", (16, 32, 48)),
+        Knob("cols", COLUMN_PANELS),
     )
 
     def rule(v: Mapping[str, Any]) -> str | None:

@@ -63,7 +63,7 @@ def pattern_of(node: Node) -> PatternKind:
 
 def _pattern(group: Grown) -> PatternKind:
     """A group's pattern is its anchor's (injective without one)."""
-    return get_op(group.anchor.op).pattern if group.anchor is not None else PatternKind.INJECTIVE
+    return pattern_of(group.anchor) if group.anchor is not None else PatternKind.INJECTIVE
 
 
 class PatternPolicy:
@@ -79,10 +79,10 @@ class PatternPolicy:
         return True
 
     def is_anchor(self, node: Node) -> bool:
-        return get_op(node.op).pattern is not PatternKind.INJECTIVE
+        return pattern_of(node) is not PatternKind.INJECTIVE
 
     def may_fuse(self, group: Grown, node: Node, walk: Walk) -> bool:
-        pattern = get_op(node.op).pattern
+        pattern = pattern_of(node)
         tail = group.tail
         return (
             pattern in (PatternKind.INJECTIVE, PatternKind.REDUCTION)

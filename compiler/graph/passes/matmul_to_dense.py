@@ -10,10 +10,11 @@ pipelines keep a matmul but flatten its rows instead (:func:`flatten_matmul_rows
 with ``x`` of more than two axes becomes ``reshape(reshape(x, (M, K)) @ W, (..., N))``, so that
 the 2-D matmul's register-blocked schedule reuses each weight panel over all ``M`` rows
 (a batched matmul would take the generic reduction schedule, a dense one GEMV per row); and
-``W``'s columns are padded with zeros to a multiple of :data:`MATMUL_COLUMNS`, the padded
-columns sliced off the product, so that no column panel is partial (a partial panel guards
-every multiply-add of its register tile: PP-OCR's classifier, 6,625 columns, ran 20 times
-slower for its last 1 of 104 panels).
+``W``'s columns are padded with zeros to a multiple of :data:`MATMUL_COLUMNS` (every panel
+width the schedule and its tuner take), the padded columns sliced off the product, so that no
+column panel is partial: a partial panel guards every multiply-add of its register tile
+(PP-OCR's classifier, 6,625 columns, took 7.2 ms with one partial panel of 208 at the default
+width of 32, and 0.52 ms padded to 6,720).
 
 Example:
     >>> import numpy as np
@@ -28,10 +29,12 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
+from compiler.topi.cpu.matmul import COLUMN_PANELS
 
 
 def linear_operands(node: Node, ins: tuple[Value, ...]) -> tuple[Value, Constant] | None:
@@ -54,30 +57,46 @@ def linear_operands(node: Node, ins: tuple[Value, ...]) -> tuple[Value, Constant
     return a, b
 
 
-def matmul_to_dense(graph: Graph) -> Graph:
-    """Rewrite every matmul of a float activation by a constant 2-D weight as a dense layer
-    (see the module docstring)."""
+Linear = Callable[[Node, Value, Constant], "Value | None"]
+
+
+def _rewrite_linear(graph: Graph, rewrite: Linear) -> Graph:
+    """``graph`` with every linear layer (:func:`linear_operands`) replaced by what ``rewrite``
+    returns for it (None: left as it is); for an activation of more than two axes, ``rewrite``
+    gets the rows flattened and its result is reshaped back, under the matmul's name."""
 
     def fold(node: Node, ins: tuple[Value, ...]) -> Value | None:
         operands = linear_operands(node, ins)
         if operands is None:
             return None
         a, b = operands
-        t = a.type
-        k, n = b.type.shape
-        lead = t.shape[:-1]
-        w = Constant(np.ascontiguousarray(np.asarray(b.value).T), name=f"{b.name or node.label}.t")
-        if t.ndim == 2:
-            return Node("dense", (a, w), name=node.name)
+        if a.type.ndim == 2:
+            return rewrite(node, a, b)
+        lead, (k, n) = a.type.shape[:-1], b.type.shape
         rows = Node("reshape", (a,), {"newshape": (math.prod(lead), k)}, name=f"{node.label}.rows")
-        dense = Node("dense", (rows, w), name=f"{node.label}.dense")
-        return Node("reshape", (dense,), {"newshape": (*lead, n)}, name=node.name)
+        out = rewrite(node, rows, b)
+        if out is None:
+            return None
+        return Node("reshape", (out,), {"newshape": (*lead, n)}, name=node.name)
 
     return rebuild(graph, fold)
 
 
-#: The column panels of the CPU matmul's register tile divide this (its ``cols`` knob: 16 to 64).
-MATMUL_COLUMNS = 64
+def matmul_to_dense(graph: Graph) -> Graph:
+    """Rewrite every matmul of a float activation by a constant 2-D weight as a dense layer
+    (see the module docstring)."""
+
+    def dense(node: Node, rows: Value, w: Constant) -> Value:
+        wt = Constant(np.ascontiguousarray(np.asarray(w.value).T), name=f"{w.name or node.label}.t")
+        name = node.name if rows.type.ndim == node.type.ndim else f"{node.label}.dense"
+        return Node("dense", (rows, wt), name=name)
+
+    return _rewrite_linear(graph, dense)
+
+
+#: Padded weights have a whole number of column panels of every width the CPU matmul is
+#: scheduled with (:data:`compiler.topi.cpu.matmul.COLUMN_PANELS`, the tuner's choices too).
+MATMUL_COLUMNS = math.lcm(*COLUMN_PANELS)
 
 
 def flatten_matmul_rows(graph: Graph) -> Graph:
@@ -93,40 +112,29 @@ def flatten_matmul_rows(graph: Graph) -> Graph:
         >>> for n in g.nodes:
         ...     print(n.op, n.type.shape)
         reshape (40, 120)
-        matmul (40, 128)
+        matmul (40, 192)
         strided_slice (40, 100)
         reshape (1, 40, 100)
     """
 
-    def fold(node: Node, ins: tuple[Value, ...]) -> Value | None:
-        operands = linear_operands(node, ins)
-        if operands is None:
-            return None
-        a, b = operands
-        t = a.type
-        k, n = b.type.shape
+    def matmul(node: Node, rows: Value, w: Constant) -> Value | None:
+        flat = rows.type.ndim == node.type.ndim  # a 2-D matmul to begin with
+        m, n = rows.type.shape[0], w.type.shape[1]
         extra = -n % MATMUL_COLUMNS
-        if t.ndim == 2 and not extra:
+        if flat and not extra:
             return None
-        lead = t.shape[:-1]
-        m = math.prod(lead)
-        rows = a
-        if t.ndim > 2:
-            rows = Node("reshape", (a,), {"newshape": (m, k)}, name=f"{node.label}.rows")
-        w = b
-        if extra:
-            padded = np.pad(np.asarray(b.value), ((0, 0), (0, extra)))
-            w = Constant(padded, name=f"{b.name or node.label}.cols")
-        out: Value = Node("matmul", (rows, w), name=f"{node.label}.2d")
-        if extra:  # a 2-D matmul gets here only with columns to pad: the slice is the result
-            attrs = {"begin": (0, 0), "end": (m, n), "strides": (1, 1)}
-            label = node.name if t.ndim == 2 else f"{node.label}.cols"
-            out = Node("strided_slice", (out,), attrs, name=label)
-        if t.ndim == 2:
-            return out
-        return Node("reshape", (out,), {"newshape": (*lead, n)}, name=node.name)
+        if not extra:
+            return Node("matmul", (rows, w), name=f"{node.label}.2d")
+        padded = Constant(
+            np.pad(np.asarray(w.value), ((0, 0), (0, extra))), name=f"{w.name or node.label}.cols"
+        )
+        full = Node("matmul", (rows, padded), name=f"{node.label}.2d")
+        attrs = {"begin": (0, 0), "end": (m, n), "strides": (1, 1)}
+        return Node(
+            "strided_slice", (full,), attrs, name=node.name if flat else f"{node.label}.cols"
+        )
 
-    return rebuild(graph, fold)
+    return _rewrite_linear(graph, matmul)
 
 
 __all__ = ["MATMUL_COLUMNS", "flatten_matmul_rows", "matmul_to_dense"]

@@ -33,6 +33,9 @@ def schedule_matmul(
 
 #: The local stage's loops: the k tile's steps outside the rows, or inside each row.
 K_ORDERS = ("k_rows", "rows_k")
+#: The column-panel widths (``cols``) a matmul is scheduled with: the tuner's choices, the
+#: strategy's default (32) among them.
+COLUMN_PANELS = (16, 32, 48)
 #: The output's tile loops: column panels outside row blocks, or inside.
 OUTER_ORDERS = ("cols_rows", "rows_cols")
 

@@ -54,7 +54,7 @@ def test_a_linear_layer_runs_on_the_accelerator_bit_exact():
 
 @pytest.mark.parametrize(
     ("shape", "cols"),
-    [((40, 12), 100), ((1, 40, 12), 100), ((2, 3, 12), 128), ((1, 5, 12), 65), ((6, 12), 64)],
+    [((40, 12), 100), ((1, 40, 12), 100), ((2, 3, 12), 128), ((1, 5, 12), 65), ((6, 12), 192)],
 )
 def test_the_cpu_pipeline_flattens_rows_and_pads_columns(shape, cols):
     """The CPU/GPU form: a 2-D matmul over the flattened rows, its columns padded to a whole
@@ -68,6 +68,9 @@ def test_the_cpu_pipeline_flattens_rows_and_pads_columns(shape, cols):
     g = Graph.from_outputs([x], [Node("matmul", (x, w), name="fc")])
     h = flatten_matmul_rows(g)
     mm = [n for n in h.nodes if n.op == "matmul"]
+    from compiler.topi.cpu.matmul import COLUMN_PANELS
+
+    assert all(MATMUL_COLUMNS % width == 0 for width in COLUMN_PANELS)
     assert [n.type.ndim for n in mm] == [2] and mm[0].type.shape[1] % MATMUL_COLUMNS == 0
     assert h.outputs[0].name == "fc" and h.outputs[0].type == g.outputs[0].type
     feed = {"x": rng.standard_normal(shape).astype(np.float32)}
