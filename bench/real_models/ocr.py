@@ -12,7 +12,10 @@ Scores:
   space) and the character accuracy over a set of lines, ``1 - sum(edit distance) /
   sum(len(truth))`` (Levenshtein distance, insertions, deletions and substitutions alike);
 * detector: the IoU of two text maps thresholded at :data:`TEXT_THRESHOLD` (PP-OCR's DB
-  post-processing default).
+  post-processing default);
+* direction classifier (PP-OCR's text-angle MobileNetV3): every rendered line is fed upright
+  and turned by 180 degrees (Pillow), and the class it names (:data:`DIRECTIONS`) is scored
+  against the turn it was given.
 
 Example:
     >>> ctc_text(np.eye(4)[[1, 1, 0, 1, 2, 3]], ["a", "b"])
@@ -118,6 +121,35 @@ def page_inputs(
     return out
 
 
+#: The direction classifier's classes, in the order of its two outputs (RapidOCR's label list).
+DIRECTIONS = ("0", "180")
+
+
+def direction_inputs(
+    model: rm.RealModel, texts: list[str], folder: Path
+) -> tuple[list[np.ndarray], list[str]]:
+    """The direction classifier's input of every text rendered upright and turned by 180
+    degrees (in that order, per text), with the direction each was given."""
+    from PIL import Image
+
+    xs, labels = [], []
+    for k, t in enumerate(texts):
+        upright = render_line(t, folder / f"line{k}.png")
+        turned = folder / f"line{k}_180.png"
+        with Image.open(upright) as img:
+            img.rotate(180).save(turned)
+        for path, label in ((upright, "0"), (turned, "180")):
+            xs.append(rm.read_input(model, path))
+            labels.append(label)
+    return xs, labels
+
+
+def direction_accuracy(probs: list[np.ndarray], labels: list[str]) -> float:
+    """The share of inputs whose most probable class (``(1, 2)`` scores each) is their label."""
+    named = [DIRECTIONS[int(p.reshape(-1).argmax())] for p in probs]
+    return float(np.mean([n == t for n, t in zip(named, labels, strict=True)]))
+
+
 def ctc_text(probs: np.ndarray, chars: list[str]) -> str:
     """Greedy CTC decoding of one line's ``(T, classes)`` scores: the best class per step,
     repeats merged, blanks (class 0) dropped; the last class is a space."""
@@ -152,6 +184,7 @@ def text_map_iou(a: np.ndarray, b: np.ndarray, threshold: float = TEXT_THRESHOLD
 
 
 __all__ = [
+    "DIRECTIONS",
     "PAGE_FONT",
     "PAGE_LINES",
     "TEXT_THRESHOLD",
@@ -159,6 +192,8 @@ __all__ = [
     "char_accuracy",
     "characters",
     "ctc_text",
+    "direction_accuracy",
+    "direction_inputs",
     "edit_distance",
     "line_inputs",
     "page_inputs",

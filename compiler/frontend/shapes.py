@@ -74,10 +74,16 @@ def _declared(vi: Any) -> DeclaredInput:
     return DeclaredInput(vi.name, tt.elem_type, dims)
 
 
+#: ``dim_param`` spellings that mean "unknown", not a name shared by dimensions: Paddle's
+#: exporter writes ``?`` for every free dimension (``x: [-1, 3, ?, ?]`` of a height and a width
+#: that differ), and onnxruntime binds none of them to another.
+ANONYMOUS_DIMS = frozenset({"?", "-1"})
+
+
 def _dim(d: Any) -> Dim:
     if d.HasField("dim_value") and d.dim_value > 0:
         return int(d.dim_value)
-    if d.HasField("dim_param") and d.dim_param:
+    if d.HasField("dim_param") and d.dim_param and d.dim_param not in ANONYMOUS_DIMS:
         return str(d.dim_param)
     return None
 
@@ -168,4 +174,10 @@ def _checked(
     return dims
 
 
-__all__ = ["DeclaredInput", "declared_inputs", "declared_outputs", "resolve_input_shapes"]
+__all__ = [
+    "ANONYMOUS_DIMS",
+    "DeclaredInput",
+    "declared_inputs",
+    "declared_outputs",
+    "resolve_input_shapes",
+]

@@ -12,6 +12,7 @@ The default pipeline, read top to bottom:
 
 1. ``fold_constants``: evaluate every node whose inputs are all constants;
 2. ``fold_batch_norm``: fold batch norms into the preceding conv2d (or into a multiply/add);
+   ``fold_bias_add``: a constant per-channel add after a conv2d or dense becomes its bias;
 3. ``fold_pad``: fold an explicit zero spatial pad into the conv2d (or counting avg_pool2d)
    that reads it, so that no float pad stays between two integer operators after quantization;
 4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
@@ -30,10 +31,10 @@ The default pipeline, read top to bottom:
 
 Example:
     >>> graph_pipeline().names()
-    ['fold_constants', 'fold_batch_norm', 'fold_pad', 'fold_hard_activations', \
+    ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', 'fold_hard_activations', \
 'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', \
 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[6:8]
+    >>> graph_pipeline(block_c=16).names()[7:9]
     ['pack_layout', 'fold_layout_constants']
 """
 
@@ -68,6 +69,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         eliminate_dead_nodes,
         flatten_matmul_rows,
         fold_batch_norm,
+        fold_bias_add,
         fold_constants,
         fold_hard_activations,
         fold_pad,
@@ -78,6 +80,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
     passes = [
         graph_pass("fold_constants", fold_constants),
         graph_pass("fold_batch_norm", fold_batch_norm),
+        graph_pass("fold_bias_add", fold_bias_add),
         graph_pass("fold_pad", fold_pad),
         graph_pass("fold_hard_activations", fold_hard_activations),
         graph_pass("flatten_matmul_rows", flatten_matmul_rows),

@@ -236,3 +236,36 @@ def test_ocr_detector_int8_text_map_matches_fp32(tmp_path) -> None:
     iou = ocr.text_map_iou(fp32, int8)
     # measured 0.955 (every node int8: 0.50)
     assert iou >= 0.85, f"int8 text map IoU {iou:.3f} against fp32"
+
+
+def test_direction_classifier_int8_on_the_accelerator(tmp_path) -> None:
+    """PP-OCR's text direction classifier (a MobileNetV3 exported by Paddle, ``x: [-1, 3, ?,
+    ?]``; no test or code names its layers) quantized for the accelerator with the compiler's
+    defaults, calibrated on other rendered lines: every MAC on the accelerator, the simulator
+    bit-exact against the integer reference, and the same direction as fp32 wherever fp32 is
+    sure of it (bench_real measures 200 lines)."""
+    from bench.real_models import ocr
+    from compiler.graph import evaluate
+    from runtime.graph_cli import load
+    from runtime.vta_target import compile_network
+
+    model = rm.models()["ppocr_cls"]
+    letters = ocr.alphabet(ocr.characters(rm.models()["ppocr_rec"]))
+    (tmp_path / "calibration").mkdir()
+    xs, labels = ocr.direction_inputs(model, ocr.random_lines(6, letters, seed=1), tmp_path)
+    cal, _ = ocr.direction_inputs(
+        model, ocr.random_lines(4, letters, seed=2), tmp_path / "calibration"
+    )
+    graph = load(str(model.path), None, 1, {"x": xs[0].shape})
+    fp32 = [evaluate(graph, {"x": x})[0] for x in xs]
+    assert ocr.direction_accuracy(fp32, labels) >= 0.75, [p.round(3).tolist() for p in fp32]
+    net = compile_network(graph, "vta-1x16x16", calibration=[{"x": c} for c in cal])
+    host_macs = [n.name for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
+    assert not host_macs, f"conv2d/dense on the host: {host_macs}"
+    (simulated,) = net.run({"x": xs[0]}).outputs
+    int8 = [net.reference({"x": x})[0] for x in xs]
+    np.testing.assert_array_equal(simulated, int8[0])
+    sure = [(f, q) for f, q in zip(fp32, int8, strict=True) if f.max() >= 0.9]
+    assert sure and all(f.argmax() == q.argmax() for f, q in sure), [
+        (f.round(3).tolist(), q.round(3).tolist()) for f, q in sure
+    ]

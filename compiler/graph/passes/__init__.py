@@ -8,6 +8,7 @@ Example:
 
 from compiler.graph.passes.dead_nodes import eliminate_dead_nodes
 from compiler.graph.passes.fold_batch_norm import fold_batch_norm
+from compiler.graph.passes.fold_bias_add import fold_bias_add
 from compiler.graph.passes.fold_constants import fold_constants
 from compiler.graph.passes.fold_hard_activations import fold_hard_activations
 from compiler.graph.passes.fold_pad import fold_pad
@@ -19,6 +20,7 @@ __all__ = [
     "eliminate_dead_nodes",
     "flatten_matmul_rows",
     "fold_batch_norm",
+    "fold_bias_add",
     "fold_constants",
     "fold_hard_activations",
     "fold_pad",

@@ -78,3 +78,14 @@ def test_one_named_dim_takes_one_value_across_inputs():
         FrontendError, match=r"input 'm': dimension 0 \(n\) is 3, but input 'x' gives n = 2"
     ):
         resolve_input_shapes(m, {"x": (2, 3, 4, 4), "m": (3, 4, 4, 4)})
+
+
+def test_a_question_mark_is_unknown_not_a_name_that_binds_two_dims():
+    # Paddle's exporter writes "?" for every free dimension: the PP-OCR direction classifier
+    # declares x: [-1, 3, ?, ?] and is fed 48 x 192.
+    m = _model([-1, 3, "?", "?"])
+    (d,) = declared_inputs(m)
+    assert d.dims == (None, 3, None, None) and d.text() == "[?, 3, ?, ?]"
+    assert resolve_input_shapes(m, {"x": (1, 3, 48, 192)}) == {"x": (1, 3, 48, 192)}
+    g = from_onnx(m, input_shapes={"x": (1, 3, 48, 192)})
+    assert g.outputs[0].type.shape == (1, 4, 48, 192)

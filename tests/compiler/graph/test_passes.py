@@ -23,6 +23,7 @@ from compiler.graph.memory import Allocation, MemoryPlan, check_plan, plan_memor
 from compiler.graph.passes import (
     eliminate_dead_nodes,
     fold_batch_norm,
+    fold_bias_add,
     fold_constants,
     fuse_ops,
     pack_layout,
@@ -130,6 +131,50 @@ def test_batch_norm_with_non_constant_parameters_stays():
     y = Node("batch_norm", (x, s, const(2), const(2), const(2, low=0.5)), name="bn")
     g = Graph.from_outputs([x, s], [y])
     assert fold_batch_norm(g).nodes == g.nodes
+
+
+# ---------------------------------------------------------------- fold_bias_add
+
+
+@pytest.mark.parametrize("shape", [(1, 6, 1, 1), (6, 1, 1), (1,), ()])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("first", [True, False])
+def test_a_per_channel_add_after_a_conv_becomes_its_bias(shape, bias, first):
+    # Paddle's export of a convolution with a bias: Add(Conv(x, w), Reshape(b, [1, K, 1, 1]))
+    x = nchw((2, 3, 5, 5))
+    c, b = conv(x, 6, name="c", bias=bias), const(*shape, name="b")
+    y = Node("relu", (Node("add", (c, b) if first else (b, c), name="a"),), name="r")
+    g = Graph.from_outputs([x], [y])
+    folded = eliminate_dead_nodes(fold_bias_add(g))
+    assert [n.op for n in folded.nodes] == ["conv2d", "relu"]
+    assert folded.nodes[0].inputs[2].type.shape == (6,)
+    assert_same_results(g, folded)
+
+
+def test_a_per_channel_add_after_a_dense_layer_becomes_its_bias():
+    x = Var("x", TensorType((3, 8), "float32"))
+    d = Node("dense", (x, const(5, 8)), name="d")
+    g = Graph.from_outputs([x], [Node("add", (d, const(1, 5)), name="a")])
+    folded = eliminate_dead_nodes(fold_bias_add(g))
+    assert [n.op for n in folded.nodes] == ["dense"] and len(folded.nodes[0].inputs) == 3
+    assert_same_results(g, folded)
+
+
+def test_adds_that_are_not_a_bias_stay():
+    x = nchw((1, 4, 3, 3))
+    c = conv(x, 4, name="c")
+    cases = [
+        Node("add", (conv(x, 4, name="s"), const(1, 1, 3, 3)), name="spatial"),  # per position
+        Node("add", (conv(x, 4, name="v"), Node("relu", (x,))), name="activation"),
+        Node("add", (conv(x, 1, name="w"), const(1, 4, 1, 1)), name="broadcast"),  # widens
+    ]
+    # the conv read by another node keeps its own value (hard-swish's x + 3 is such an add)
+    shared = Node("multiply", (Node("add", (c, const(1, 4, 1, 1)), name="x3"), c), name="m")
+    for y in [*cases, shared]:
+        g = Graph.from_outputs([x], [y])
+        assert [n.op for n in fold_bias_add(g).nodes] == [n.op for n in g.nodes], y.name
+    out = Graph.from_outputs([x], [c, Node("add", (c, const(4, 1, 1)), name="o")])
+    assert fold_bias_add(out).nodes == out.nodes  # the conv is a graph output
 
 
 # ---------------------------------------------------------------- eliminate_dead_nodes
