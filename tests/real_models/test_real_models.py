@@ -252,13 +252,11 @@ def test_direction_classifier_int8_on_the_accelerator(tmp_path) -> None:
     model = rm.models()["ppocr_cls"]
     letters = ocr.alphabet(ocr.characters(rm.models()["ppocr_rec"]))
     (tmp_path / "calibration").mkdir()
-    xs, labels = ocr.direction_inputs(model, ocr.random_lines(6, letters, seed=1), tmp_path)
-    cal, _ = ocr.direction_inputs(
-        model, ocr.random_lines(4, letters, seed=2), tmp_path / "calibration"
-    )
+    xs, labels = ocr.turned_inputs(model, ocr.rendered(model, 6, letters, 1, tmp_path))
+    cal, _ = ocr.turned_inputs(model, ocr.rendered(model, 4, letters, 2, tmp_path / "calibration"))
     graph = load(str(model.path), None, 1, {"x": xs[0].shape})
     fp32 = [evaluate(graph, {"x": x})[0] for x in xs]
-    assert ocr.direction_accuracy(fp32, labels) >= 0.75, [p.round(3).tolist() for p in fp32]
+    assert ocr.direction_accuracy(model, fp32, labels) >= 0.75, [p.round(3).tolist() for p in fp32]
     net = compile_network(graph, "vta-1x16x16", calibration=[{"x": c} for c in cal])
     host_macs = [n.name for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
     assert not host_macs, f"conv2d/dense on the host: {host_macs}"
