@@ -836,7 +836,8 @@ def _infer_resize(node: Node) -> TensorType:
     ):
         if a[key] not in allowed:
             raise GraphError(f"{_where(node)}: {key} {a[key]!r} is not one of {allowed}")
-    _need_float(node, 0)
+    if a["method"] != "nearest":  # nearest copies elements: int8 too
+        _need_float(node, 0)
     return TensorType(sizes, x.dtype)
 
 
@@ -900,7 +901,7 @@ register_op(OpDef("global_avg_pool2d", RED, 1, 1, {"layout": "NCHW"}, _infer_glo
 register_op(OpDef("softmax", OPQ, 1, 1, {"axis": REQUIRED}, _infer_softmax))
 register_op(OpDef("reshape", INJ, 1, 1, {"newshape": REQUIRED}, _infer_reshape, "pass-through"))
 register_op(OpDef("transpose", INJ, 1, 1, {"axes": REQUIRED}, _infer_transpose, "pass-through"))
-register_op(OpDef("concat", INJ, 1, None, {"axis": REQUIRED}, _infer_concat))
+register_op(OpDef("concat", INJ, 1, None, {"axis": REQUIRED}, _infer_concat, "int8"))
 register_op(OpDef("pad", INJ, 1, 1, {"pad_width": REQUIRED, "pad_value": 0.0}, _infer_pad))
 register_op(
     OpDef(
@@ -910,6 +911,7 @@ register_op(
         1,
         {"begin": REQUIRED, "end": REQUIRED, "strides": REQUIRED},
         _infer_strided_slice,
+        "pass-through",
     )
 )
 register_op(
@@ -948,6 +950,7 @@ register_op(
             "nearest_mode": "round_prefer_floor",
         },
         _infer_resize,
+        "int8",
     )
 )
 register_op(OpDef("dilate", INJ, 1, 1, {"strides": REQUIRED}, _infer_dilate))

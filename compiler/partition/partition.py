@@ -40,11 +40,12 @@ Rules, tried on each node in topological order (the first that decides wins):
   gives the measured error and the threshold.
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
-  left in float), ``layout`` (``reshape``, ``transpose``), ``relu-shape`` / ``clip-shape`` /
+  left in float), ``layout`` (``reshape``, ``transpose``; and ``concat``, ``strided_slice``
+  and a nearest ``resize``, which move int8 elements), ``relu-shape`` / ``clip-shape`` /
   ``qadd-shape`` (a tensor the elementwise groups do not take: not NCHW or 2-d, or rows longer
   than a DMA stride), ``clip-bounds`` (a bound that is not a whole number), ``pool-shape`` /
   ``pool-window`` (a pooling beyond the limits above), ``requantize-host`` (a requantize of a
-  host value), and the rules that name the limit a ``conv2d`` / ``dense`` exceeds
+  host value, with the ``cast`` to int32 that rescales a concat's operand), and the rules that name the limit a ``conv2d`` / ``dense`` exceeds
   (``conv2d-groups``, ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``,
   ``conv2d-window``, ``gemm-dtype``, ``gemm-weights``, ``gemm-requantize``).
 * ``compile-failed``: a group that these rules accept but whose accelerator compile fails all
@@ -349,7 +350,9 @@ def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
         return "float-op", "float32 operator: no integer form"
     if op in ("reshape", "transpose", "layout_transform"):
         return "layout", f"{op} is a layout change done on the host"
-    if op == "requantize":
+    if op in ("concat", "strided_slice", "resize"):
+        return "layout", f"{op} moves int8 elements on the host"
+    if op == "requantize" or (op == "cast" and node.type.dtype == "int32"):
         return "requantize-host", "requantizes a value computed on the host"
     why = impl.reason if impl is not None else "no accelerator implementation is registered"
     return "no-rule", f"the accelerator has no lowering for {op}: {why}"

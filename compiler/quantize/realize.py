@@ -13,8 +13,14 @@ folding, dead-node elimination), calibrates every activation on the sample input
   of ``s_y``, rounded half up and held within int8: a relu6 clips at ``round(6 / s_y)``);
 * ``add`` of two activations: ``qadd`` (both rescaled to the output scale in the integer
   domain), with a following ``relu`` or ``clip`` fused the same way;
-* ``max_pool2d``, ``relu``, ``reshape``, ``transpose``: on int8, the scale passes through;
+* ``max_pool2d``, ``relu``, ``reshape``, ``transpose``, ``strided_slice`` and a nearest
+  ``resize``: on int8, the scale passes through (each output element is an input element);
   ``clip`` too, its bounds rounded to the input's scale;
+* ``concat`` of operands that are all int8: on int8 at one scale, the concat's own. Before
+  the walk, an operand that nothing else reads is made that scale where its scale is chosen
+  (:func:`share_concat_scales`), so the concat moves bytes alone; an operand whose scale still
+  differs (one another operator reads too) is rescaled in the integer domain (``cast`` to
+  int32, ``requantize``). A concat with a float operand stays float;
 * ``global_avg_pool2d``: ``global_sum_pool2d`` (int32) and ``requantize`` by
   ``s_x / (H W s_y)``;
 * ``hard_sigmoid`` / ``hard_swish``: ``qhard_sigmoid`` / ``qhard_swish``, their exact integer
@@ -321,6 +327,7 @@ class _Realizer:
         keep_float: frozenset[int] = frozenset(),
     ) -> None:
         self.graph = graph
+        thresholds = share_concat_scales(graph, thresholds)
         #: nodes left in fp32 whatever their int8 rule (the sensitivity check's)
         self.keep_float = keep_float
         #: the quantized nodes whose own int8 error can be measured
@@ -460,6 +467,43 @@ class _Realizer:
         qx, s = self.qv[id(x)]
         self.qv[id(node)] = (Node(node.op, (qx,), node.attrs, node.name), s)
         return True
+
+    def _resize(self, node: Node) -> bool:
+        # nearest neighbour copies input elements: exact on int8 at the input's scale
+        return node.attrs["method"] == "nearest" and self._pass_through(node)
+
+    def _concat(self, node: Node) -> bool:
+        # int8 when every operand already is: quantizing a float operand only to concat it
+        # would lose its precision for nothing (a detector's box coordinates and class scores
+        # at one scale)
+        if not all(self.is_activation(v) and id(v) in self.qv for v in node.inputs):
+            return False
+        s = self.scale(node)
+        operands = []
+        for k, v in enumerate(node.inputs):
+            q, sv = self.qv[id(v)]
+            if not math.isclose(sv, s, rel_tol=1e-9):
+                try:  # (shift mode cannot scale up: such a concat stays float)
+                    q = self._rescale(q, sv / s, v.type, f"{node.label}.in{k}")
+                except QuantizeError:
+                    return False
+            operands.append(q)
+        self.qv[id(node)] = (Node("concat", tuple(operands), node.attrs, node.name), s)
+        return True
+
+    def _rescale(self, q: Value, ratio: float, t: Any, label: str) -> Node:
+        """int8 ``q`` multiplied by ``ratio`` in the integer domain: ``cast`` to int32, then a
+        ``requantize`` (one scale, repeated along axis 1 as a per-channel one takes it)."""
+        axis = 1 if t.ndim > 1 else 0
+        params = choose_requant(np.full(t.shape[axis] if t.ndim else 1, ratio), mode=self._mode)
+        wide = Node("cast", (q,), {"dtype": "int32"}, name=f"{label}.int32")
+        consts = (
+            Constant(params.multiplier, name=f"{label}.multiplier"),
+            Constant(params.shift, name=f"{label}.shift"),
+            Constant(params.post_shift, name=f"{label}.post_shift"),
+        )
+        attrs = {"axis": axis, "out_min": INT8_MIN, "out_max": INT8_MAX}
+        return Node("requantize", (wide, *consts), attrs, name=f"{label}.requantize")
 
     def _conv2d(self, node: Node) -> bool:
         a = node.attrs
@@ -780,6 +824,8 @@ for _op, _rule in (
     ("hard_sigmoid", _Realizer._hard_sigmoid),
     ("hard_swish", _Realizer._hard_swish),
     ("global_avg_pool2d", _Realizer._global_avg_pool2d),
+    ("resize", _Realizer._resize),
+    ("concat", _Realizer._concat),
 ):
     register("quantize", _op, _rule)
 for _op in operators():
@@ -790,6 +836,62 @@ for _op in operators():
         register_unsupported("quantize", _op, "no integer form: it stays float32")
     elif _quant == "integer":
         register_unsupported("quantize", _op, "already an operator of int8 graphs")
+
+
+def share_concat_scales(graph: Graph, thresholds: Mapping[int, float]) -> dict[int, float]:
+    """``thresholds`` with a ``concat``'s operands at the concat's own threshold where nothing
+    else reads them, so that the int8 concat moves bytes alone. The threshold set is that of
+    every value from the operand back through pass-through operators to the node that chooses
+    its scale (a slice carries its input's scale; a relu its own where the operator before it
+    fuses it, its input's where it stands alone), as long as each value has that one reader,
+    or its own range is at most a factor two below the concat's (a YOLOv8 C2f block's halves,
+    one of which the next convolution reads too): coarser by more would cost another reader
+    precision, so such an operand keeps its scale and the concat rescales it. Concats are taken last to first, so
+    that a concat of concats gives its scale to the inner ones' operands too.
+
+    Example:
+        >>> from compiler.graph.ir import TensorType, Var
+        >>> x = Var("x", TensorType((1, 2, 4, 4), "float32", "NCHW"))
+        >>> a, b = Node("relu", (x,), name="a"), Node("exp", (x,), name="b")
+        >>> cat = Node("concat", (Node("strided_slice", (a,), {"begin": (0, 0, 0, 0),
+        ...     "end": (1, 1, 4, 4), "strides": (1, 1, 1, 1)}, name="s"), b), {"axis": 1})
+        >>> g = Graph.from_outputs([x], [cat])
+        >>> t = share_concat_scales(g, {id(x): 1.0, id(a): 1.0, id(b): 3.0, id(cat): 3.0})
+        >>> t[id(a)], t[id(b)], t[id(x)]  # x is read by b as well: it keeps its scale
+        (3.0, 3.0, 1.0)
+    """
+    from compiler.registry import declaration
+
+    out = dict(thresholds)
+    users = graph.users
+    outputs = {id(v) for v in graph.outputs}
+
+    def shared(v: Value, t: float) -> bool:
+        if len(users.get(id(v), [])) == 1 and id(v) not in outputs:
+            return True
+        # read elsewhere too: at most one bit coarser for the other readers, never clipped
+        own = out.get(id(v))
+        return own is not None and own <= t <= 2.0 * own
+
+    def passes(v: Value) -> bool:
+        return isinstance(v, Node) and (
+            declaration(v.op).quant == "pass-through"
+            or (v.op == "resize" and v.attrs["method"] == "nearest")
+        )
+
+    for node in reversed(graph.nodes):
+        if node.op != "concat" or id(node) not in out:
+            continue
+        t = out[id(node)]
+        for v in node.inputs:
+            if isinstance(v, Constant) or not v.type.dtype.startswith("float"):
+                continue
+            while shared(v, t):
+                out[id(v)] = t
+                if not passes(v):
+                    break
+                v = v.inputs[0]  # type: ignore[union-attr]
+    return out
 
 
 def integer_violations(graph: Graph) -> list[Node]:
@@ -837,4 +939,5 @@ __all__ = [
     "quantize_graph",
     "quantize_pipeline",
     "realize",
+    "share_concat_scales",
 ]

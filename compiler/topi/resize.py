@@ -100,8 +100,8 @@ def resize(
         raise ShapeError(f"{name}: coordinate mode {coordinate_mode!r} not in {COORDINATE_MODES}")
     if len(sizes) != x.ndim or len(scales) != x.ndim or min(sizes, default=1) < 1:
         raise ShapeError(f"{name}: sizes {tuple(sizes)} and scales need {x.ndim} entries")
-    if not x.dtype.is_float:
-        raise ShapeError(f"{name}: needs a float tensor, {x.name} is {x.dtype}")
+    if not x.dtype.is_float and method != "nearest":  # nearest copies elements of any dtype
+        raise ShapeError(f"{name}: {method} needs a float tensor, {x.name} is {x.dtype}")
     out = tuple(int(d) for d in sizes)
     moved = [
         k for k in range(x.ndim) if out[k] != x.shape[k] or float(scales[k]) != 1.0
