@@ -119,7 +119,10 @@ def _group_inputs_table(net: Any) -> str:
             if symbol in preps:
                 how = preps[symbol].describe(net.config)
             else:
-                how = f"read in place from group {image.producers.get(symbol, source)}'s output"
+                via = image.producers.get(symbol, source)
+                # a producing group's name, or the slice or concat of group outputs it reads
+                what = via if " " in via else f"group {via}'s output"
+                how = f"read in place from {what}"
             rows.append((g.name, symbol, source, how))
     columns = [Column("group"), Column("input"), Column("value"), Column("how")]
     return format_table(columns, rows)

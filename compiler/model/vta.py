@@ -46,6 +46,7 @@ from compiler.graph.verify import verify_graph
 from compiler.model.group_compile import compile_groups, quantize_cached
 from compiler.model.host_groups import HostGroup, compile_host_groups
 from compiler.partition import AccelGroup, Partition, partition_graph
+from compiler.partition.partition import IN_PLACE, IN_PLACE_REASON
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
 from compiler.quantize import fp32_fallbacks, parse_sensitivity
 from compiler.targets.vta.input_prep import InputPrep, input_preps
@@ -145,7 +146,8 @@ def compile_tuned_groups(
 def compile_network_host_groups(graph: Graph, partition: Partition) -> list[HostGroup]:
     """The host nodes of ``partition`` cut into host groups (consecutive host nodes between
     accelerator groups), each compiled once with the CPU backend
-    (:func:`compiler.model.host_groups.compile_host_groups`).
+    (:func:`compiler.model.host_groups.compile_host_groups`). A node the DRAM plan does in
+    place (rule ``in-place``) is no host work.
 
     Example:
         >>> import numpy as np
@@ -159,7 +161,10 @@ def compile_network_host_groups(graph: Graph, partition: Partition) -> list[Host
         ['host (compiled, group x.quantize)', 'host (compiled, group conv.dequantize)']
     """
     in_group = {id(n) for g in partition.groups for n in g.nodes}
-    return compile_host_groups(graph.nodes, graph.outputs, lambda n: id(n) not in in_group)
+    done = {p.node for p in partition.placements if p.rule == IN_PLACE}
+    return compile_host_groups(
+        graph.nodes, graph.outputs, lambda n: id(n) not in in_group and n.label not in done
+    )
 
 
 def quantization_scheme(
@@ -389,7 +394,15 @@ def vta_pipeline(
         return replace(b, partition=part, layers=layers)
 
     def plan_dram(b: NetworkBuild) -> NetworkBuild:
-        return replace(b, dram_plan=plan_network_dram(b))  # type: ignore[arg-type]
+        assert b.partition is not None
+        plan = plan_network_dram(b)  # type: ignore[arg-type]
+        done = set(plan.in_place_nodes)
+        placements = tuple(
+            replace(p, device="vta", group=None, rule=IN_PLACE, reason=IN_PLACE_REASON[p.op])
+            if p.node in done else p
+            for p in b.partition.placements
+        )  # fmt: skip
+        return replace(b, dram_plan=plan, partition=replace(b.partition, placements=placements))
 
     def input_prep(b: NetworkBuild) -> NetworkBuild:
         assert b.partition is not None and b.dram_plan is not None

@@ -45,9 +45,14 @@ Rules, tried on each node in topological order (the first that decides wins):
   ``qadd-shape`` (a tensor the elementwise groups do not take: not NCHW or 2-d, or rows longer
   than a DMA stride), ``clip-bounds`` (a bound that is not a whole number), ``pool-shape`` /
   ``pool-window`` (a pooling beyond the limits above), ``requantize-host`` (a requantize of a
-  host value, with the ``cast`` to int32 that rescales a concat's operand), and the rules that name the limit a ``conv2d`` / ``dense`` exceeds
-  (``conv2d-groups``, ``conv2d-dilation``, ``conv2d-shape``, ``conv2d-padding``,
-  ``conv2d-window``, ``gemm-dtype``, ``gemm-weights``, ``gemm-requantize``).
+  host value, with the ``cast`` to int32 that rescales a concat's operand), and the rules that
+  name the limit a ``conv2d`` / ``dense`` exceeds (``conv2d-groups``, ``conv2d-dilation``,
+  ``conv2d-shape``, ``conv2d-padding``, ``conv2d-window``, ``gemm-dtype``, ``gemm-weights``,
+  ``gemm-requantize``).
+* ``in-place``: a ``concat`` or channel ``strided_slice`` that the DRAM plan does with no copy
+  (decided after the partition, by the plan): the groups producing its operands store side by
+  side into the one tensor its accelerator readers load, or its readers load their channels
+  straight from the producer's output.
 * ``compile-failed``: a group that these rules accept but whose accelerator compile fails all
   the same (a tiling the limits above do not foresee, such as a kernel window that fits the
   weight buffer but not the input buffer): the caller names its anchor in ``exclude`` with the
@@ -73,6 +78,16 @@ CPU = "cpu"
 COMPILE_FAILED = "compile-failed"
 #: The rule of a node kept fp32 by the quantization's sensitivity check.
 FP32_SENSITIVE = "fp32-sensitive"
+#: The rule of a concat or slice that the DRAM plan does in place (set by the plan, after the
+#: partition: :func:`compiler.targets.vta.link.plan_network_dram`): its operands' producers
+#: store into the tensor its readers load, and nothing runs for it.
+IN_PLACE = "in-place"
+IN_PLACE_REASON = {
+    "concat": "in place: its operands' groups store side by side into the tensor its readers "
+    "load (no copy)",
+    "strided_slice": "in place: its readers load their channels from the producer's output "
+    "(no copy)",
+}
 #: Rules whose reason (what the compiler said, a measurement) the runtime's report repeats.
 EXPLAINED_RULES = frozenset({COMPILE_FAILED, FP32_SENSITIVE})
 
@@ -365,6 +380,8 @@ __all__ = [
     "CPU",
     "EXPLAINED_RULES",
     "FP32_SENSITIVE",
+    "IN_PLACE",
+    "IN_PLACE_REASON",
     "Partition",
     "Placement",
     "VTA",

@@ -846,8 +846,9 @@ def share_concat_scales(graph: Graph, thresholds: Mapping[int, float]) -> dict[i
     fuses it, its input's where it stands alone), as long as each value has that one reader,
     or its own range is at most a factor two below the concat's (a YOLOv8 C2f block's halves,
     one of which the next convolution reads too): coarser by more would cost another reader
-    precision, so such an operand keeps its scale and the concat rescales it. Concats are taken last to first, so
-    that a concat of concats gives its scale to the inner ones' operands too.
+    precision, so such an operand keeps its scale and the concat rescales it. Concats are
+    taken last to first, so that a concat of concats gives its scale to the inner ones'
+    operands too.
 
     Example:
         >>> from compiler.graph.ir import TensorType, Var

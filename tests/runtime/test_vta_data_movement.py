@@ -1,8 +1,11 @@
 """Concat, Split (slices) and nearest Resize in int8 graphs: they move int8 elements at one
 scale (the concat's operands share its scale, set where each operand's scale is chosen), so no
-float edge stands between two integer operators; on the accelerator's model path they are
-host data movement (rule ``layout``), and the network runs bit for bit against the quantized
-graph's integer reference, close to float. A YOLOv8 C2f block and an FPN top-down path."""
+float edge stands between two integer operators. On the accelerator's model path the DRAM plan
+does a concat of accelerator outputs and a channel slice of one in place (rule ``in-place``:
+the producers store side by side into the tensor the readers load; nothing runs on the host),
+and the rest is host data movement (rule ``layout``). The network runs bit for bit against
+the quantized graph's integer reference, close to float, and the same from an artifact. A
+YOLOv8 C2f block, an FPN top-down path and a CSP block."""
 
 import numpy as np
 import pytest
@@ -39,6 +42,39 @@ def _model():
         helper.make_node("Conv", ["fpn", "w5"], ["y"], pads=[1] * 4, name="c5"),
     ]
     return make_model(nodes, {"x": np.zeros((1, 4, 8, 8), np.float32)}, ["y"], inits, opset=13)
+
+
+def _csp_model():
+    """A CSP block as YOLOX and YOLOv8 write it: two 1x1 convs of one input, each read by the
+    concat alone, a 3x3 conv over the concat, and a Split whose halves two convs read."""
+    rng = np.random.default_rng(7)
+    w = lambda *s: (rng.standard_normal(s) * 0.4).astype(np.float32)  # noqa: E731
+    inits = {
+        "w1": w(16, 8, 1, 1),
+        "w2": w(16, 8, 1, 1),
+        "w3": w(32, 32, 3, 3),
+        "w4": w(16, 16, 1, 1),
+        "w5": w(16, 16, 1, 1),
+        "split": np.array([16, 16], np.int64),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["p"], name="p"),
+        helper.make_node("Relu", ["p"], ["pr"], name="pr"),
+        helper.make_node("Conv", ["x", "w2"], ["q"], name="q"),
+        helper.make_node("Relu", ["q"], ["qr"], name="qr"),
+        helper.make_node("Concat", ["pr", "qr"], ["cat"], axis=1, name="cat"),
+        helper.make_node("Conv", ["cat", "w3"], ["m"], pads=[1] * 4, name="m"),
+        helper.make_node("Relu", ["m"], ["mr"], name="mr"),
+        helper.make_node("Split", ["mr", "split"], ["h0", "h1"], axis=1, name="split"),
+        helper.make_node("Conv", ["h0", "w4"], ["y0"], name="y0"),
+        helper.make_node("Conv", ["h1", "w5"], ["y1"], name="y1"),
+    ]  # fmt: skip
+    return make_model(nodes, {"x": np.zeros((1, 8, 8, 8), np.float32)}, ["y0", "y1"], inits)
+
+
+def _csp_feeds(seed, count):
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.standard_normal((1, 8, 8, 8)).astype(np.float32)} for _ in range(count)]
 
 
 def _cosine(a, b):
@@ -113,6 +149,9 @@ def test_data_movement_runs_on_the_host_bit_exact(preset):
     graph = from_onnx(_model())
     net = compile_network(graph, preset, calibration=_feeds(1, 4))
     placed = {p.node: (p.op, p.device, p.rule) for p in net.partition.placements}
+    # the C2f halves are rescaled for the concat (the host does it, so it computes the slices
+    # too), but the conv reading the second half loads it straight from the first conv's output
+    assert net.dram_plan.groups["c2"].producers == {"data": "slice b of group c1"}
     for name in ("a", "b", "cat", "up", "fpn"):  # the Split's slices are named by its outputs
         assert placed[name][1:] == ("cpu", "layout"), (name, placed[name])
     for name in ("c1", "c2", "c3", "c4", "c5"):
@@ -122,3 +161,37 @@ def test_data_movement_runs_on_the_host_bit_exact(preset):
         np.testing.assert_array_equal(got, net.reference(feed)[0])
         # measured 0.9988-0.9997, as with the concats in float (the same scales)
         assert _cosine(got, evaluate(graph, feed)[0]) > 0.998
+
+
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+def test_a_concat_and_a_split_of_accelerator_outputs_run_in_place(preset, tmp_path):
+    from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
+    from runtime.vta_plan import plan_network
+
+    graph = from_onnx(_csp_model())
+    net = compile_network(graph, preset, calibration=_csp_feeds(1, 4))
+    placed = {p.node: (p.op, p.device, p.rule) for p in net.partition.placements}
+    for name in ("cat", "h0", "h1"):
+        assert placed[name][1:] == ("vta", "in-place"), (name, placed[name])
+    plan = net.dram_plan
+    assert set(plan.in_place_nodes) == {"cat", "h0", "h1"}
+    # p and q store into one tensor, read whole by m; y0 and y1 read their halves of m's
+    (cat,) = [t for t in plan.activations if t.symbol == "concat"]
+    outs = [t for t in plan.activations if t.group in ("p", "q") and t.symbol == "out"]
+    assert cat.group == "cat" and not outs
+    assert plan.groups["m"].producers == {"data": "concat cat"}
+    assert plan.groups["y1"].producers == {"data": "slice h1 of group m"}
+    host_ops = {n.op for h in net.host_groups for n in h.nodes}
+    assert not host_ops & {"concat", "strided_slice"}, host_ops
+    saved = tmp_path / "csp.vtac"
+    save_vta_artifact(plan_network(net), saved)
+    loaded = load_vta_artifact(saved)
+    for feed in _csp_feeds(2, 2):
+        run = net.run(feed)
+        assert run.chained_inputs == 3  # m reads the concat, y0 and y1 their halves of m
+        for got, want in zip(run.outputs, net.reference(feed), strict=True):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(loaded.run(feed).outputs, run.outputs, strict=True):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(run.outputs, evaluate(graph, feed), strict=True):
+            assert _cosine(got, want) > 0.998

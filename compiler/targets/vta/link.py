@@ -61,7 +61,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -128,7 +128,8 @@ class GroupImage:
     aliased: tuple[str, ...]
     #: the pieces of the group's own program image and where they went
     segments: tuple[Segment, ...] = ()
-    #: the group whose output each input in ``aliased`` is
+    #: what each input in ``aliased`` reads: the producing group's name, or the slice or
+    #: concat of group outputs it reads (``slice s of group g``, ``concat c``)
     producers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def program(self, cfg: HwConfig, dram: np.ndarray) -> Program:
@@ -138,7 +139,8 @@ class GroupImage:
 
 @dataclass(frozen=True)
 class ActivationTensor:
-    """One tensor of the activation region: symbol ``symbol`` of group ``group``'s program,
+    """One tensor of the activation region: symbol ``symbol`` of group ``group``'s program
+    (or ``(concat node, "concat")``: the tensor an in-place concat's producers store into),
     at byte ``offset`` of the network image, ``nbytes`` reserved (the tensor's bytes rounded
     up to the grain), live from step ``first`` to step ``last`` (both included)."""
 
@@ -177,6 +179,9 @@ class NetworkDram:
     #: the sum of the groups' program images, each 4 KiB aligned (a plan that copies every
     #: program whole, at its own base)
     programs_bytes: int = 0
+    #: the concat and slice nodes done in place: their producers store into the tensor their
+    #: readers load, and the host computes nothing for them
+    in_place_nodes: tuple[str, ...] = ()
 
     @property
     def nbytes(self) -> int:
@@ -329,27 +334,191 @@ def run_steps(net: LinkedNetwork) -> tuple[dict[int, int], int]:
     return step, len(nodes)
 
 
-def _inputs_in_place(net: LinkedNetwork, progs: dict[str, Program]) -> dict[str, dict[str, str]]:
-    """Per group: its inputs read in place, each with the group that produces it."""
+#: The key of an activation tensor of the plan: ``(group, symbol)``, or ``(concat node, CONCAT)``
+#: for a concat whose operands' producers store into one tensor.
+CONCAT = "concat"
+
+
+@dataclass(frozen=True)
+class View:
+    """A group input read in place: bytes from ``offset`` of activation tensor ``tensor`` (a
+    producer's ``out``, or an in-place concat), how in words (``via``: the producing group's
+    name, or the slice or concat it reads)."""
+
+    tensor: tuple[str, str]
+    offset: int
+    via: str
+
+
+@dataclass
+class _InPlace:
+    """Which group inputs the plan reads in place and which concats it builds in place."""
+
+    #: per group, its inputs read in place
+    views: dict[str, dict[str, View]]
+    #: per in-place concat (by node name): its producing groups in order, and its bytes
+    concats: dict[str, tuple[list[str], int]]
+    #: the concat (and byte offset) of each group whose output is stored into one
+    stored_in: dict[str, tuple[str, int]]
+    #: per tensor key, the steps of the readers that read a view of it
+    readers: dict[tuple[str, str], list[int]]
+    #: slice and concat nodes whose every reader reads them in place: the host runs nothing
+    nodes: tuple[str, ...]
+
+
+def _channel_view(value: Any, producer: dict[int, Any]) -> tuple[Any, int, int] | None:
+    """``(group, first channel, end channel)`` when ``value`` is an accelerator group's output
+    or a channel slice of one (axis 1 only, step 1, every other axis whole)."""
+    g = producer.get(id(value))
+    if g is not None:
+        return g, 0, int(value.type.shape[1]) if value.type.ndim >= 2 else 0
+    if getattr(value, "op", None) != "strided_slice" or value.type.ndim != 4:
+        return None
+    src = value.inputs[0]
+    g = producer.get(id(src))
+    a = value.attrs
+    if g is None or any(s != 1 for s in a["strides"]):
+        return None
+    for k, (b, e, n) in enumerate(zip(a["begin"], a["end"], src.type.shape, strict=True)):
+        if k != 1 and (b != 0 or min(e, n) != n):
+            return None
+    return g, int(a["begin"][1]), int(min(a["end"][1], src.type.shape[1]))
+
+
+def _in_place(net: LinkedNetwork, progs: dict[str, Program]) -> _InPlace:
+    """Group inputs read in place: a producing group's whole output (``data`` or
+    ``residual``), a block-aligned channel slice of it (a Split), or a concat whose operands'
+    producers store side by side into one tensor (their outputs, or consecutive slices that
+    cover them, in order, in the packed layout with one batch block, so that the channel
+    blocks of one operand follow the other's). Anything else the host writes."""
     from compiler.targets.vta.ops import host_prepares
 
-    producer = {id(g.output): g for g in net.partition.groups}
-    result: dict[str, dict[str, str]] = {}
-    for g in net.partition.groups:
+    cfg = net.config
+    align = math.lcm(*(cfg.mem_elem_bytes(int(t)) for t in (MemType.INP, MemType.OUT,
+                                                             MemType.ACC8)))  # fmt: skip
+    groups = net.partition.groups
+    producer = {id(g.output): g for g in groups}
+    out = {g.name: progs[g.name].symbols["out"] for g in groups}
+
+    def blocked(g: Any) -> bool:  # one batch block, whole channel blocks, int8
+        sym = out[g.name]
+        shape = tuple(sym.shape)
+        return (
+            len(shape) == 6 and shape[0] == 1 and shape[4] == 1 and np.dtype(sym.dtype) == np.int8
+            and shape[1] * shape[5] == g.output.type.shape[1]
+        )  # fmt: skip
+
+    def slice_bytes(g: Any, begin: int) -> int | None:
+        shape = tuple(out[g.name].shape)
+        if begin % shape[5]:
+            return None
+        return begin // shape[5] * int(np.prod(shape[2:]))
+
+    # concats whose operands' producers store into one tensor
+    concats: dict[str, tuple[list[str], int]] = {}
+    stored_in: dict[str, tuple[str, int]] = {}
+    concat_shape: dict[int, tuple[int, ...]] = {}
+    for node in net.graph.nodes:
+        if node.op != "concat" or node.attrs["axis"] != 1 or node.type.ndim != 4:
+            continue
+        if not node.name or node.type.dtype != "int8":
+            continue
+        operands = [_channel_view(v, producer) for v in node.inputs]
+        if any(v is None for v in operands):
+            continue
+        order: list[Any] = []
+        for g, b, e in operands:  # type: ignore[misc]
+            if order and order[-1][0] is g and order[-1][2] == b:
+                order[-1][2] = e
+            else:
+                order.append([g, b, e])
+        names = [g.name for g, _, _ in order]
+        ok = len(set(names)) == len(names) and all(
+            b == 0 and e == g.output.type.shape[1] and blocked(g) and g.name not in stored_in
+            for g, b, e in order
+        )
+        shapes = {tuple(out[n].shape[2:]) for n in names}
+        if not ok or len(shapes) != 1:
+            continue
+        offsets, at = [], 0
+        for n in names:
+            offsets.append(at)
+            at += out[n].nbytes
+        if any(o % align for o in offsets):
+            continue
+        h, w, _, bc = next(iter(shapes))
+        concat_shape[id(node)] = (1, at // (h * w * bc), h, w, 1, bc)
+        concats[node.name] = (names, at)
+        stored_in.update((n, (node.name, o)) for n, o in zip(names, offsets, strict=True))
+
+    def tensor_of(g: Any) -> tuple[tuple[str, str], int]:
+        if g.name in stored_in:
+            cat, off = stored_in[g.name]
+            return (cat, CONCAT), off
+        return (g.name, "out"), 0
+
+    step, _ = run_steps(net)
+    views: dict[str, dict[str, View]] = {}
+    readers: dict[tuple[str, str], list[int]] = {}
+    read_in_place: dict[int, int] = {}  # slice/concat node id -> readers that take it in place
+    for g in groups:
+        mine: dict[str, View] = {}
         inputs = [("data", g.anchor.inputs[0])]
         if g.residual is not None:
             inputs.append(("residual", g.residual))
-        mine: dict[str, str] = {}
         for name, value in inputs:
-            src = producer.get(id(value))
-            if src is None or (name == "data" and host_prepares(g, net.config)):
+            if name == "data" and host_prepares(g, cfg):
                 continue
-            out = progs[src.name].symbols["out"]
             sym = progs[g.name].symbols[name]
-            if tuple(out.shape) == tuple(sym.shape) and out.dtype == sym.dtype:
-                mine[name] = src.name
-        result[g.name] = mine
-    return result
+            if id(value) in concat_shape:
+                if tuple(sym.shape) != concat_shape[id(value)] or np.dtype(sym.dtype) != np.int8:
+                    continue
+                key, off, via = (value.name, CONCAT), 0, f"concat {value.name}"
+            else:
+                cv = _channel_view(value, producer)
+                if cv is None:
+                    continue
+                src, b, e = cv
+                whole = b == 0 and e == src.output.type.shape[1] and value is src.output
+                if whole:
+                    o = out[src.name]
+                    if tuple(o.shape) != tuple(sym.shape) or o.dtype != sym.dtype:
+                        continue
+                    skip = 0
+                else:
+                    shape = tuple(out[src.name].shape)
+                    skip_ = slice_bytes(src, b) if blocked(src) else None
+                    if skip_ is None or (e - b) % shape[5] or tuple(sym.shape) != (
+                        1, (e - b) // shape[5], *shape[2:]
+                    ):  # fmt: skip
+                        continue
+                    skip = skip_
+                key, base = tensor_of(src)
+                off = base + skip
+                if off % align:
+                    continue
+                via = src.name if whole else f"slice {value.name} of group {src.name}"
+            mine[name] = View(key, off, via)
+            readers.setdefault(key, []).append(step[id(g.anchor)])
+            if id(value) not in producer:
+                read_in_place[id(value)] = read_in_place.get(id(value), 0) + 1
+        views[g.name] = mine
+    # a concat built in place is read in place by its operands' slices too
+    for node in net.graph.nodes:
+        if node.name in concats:
+            for v in node.inputs:
+                if id(v) not in producer:
+                    read_in_place[id(v)] = read_in_place.get(id(v), 0) + 1
+    users = net.graph.users
+    outputs = {id(v) for v in net.graph.outputs}
+    nodes = tuple(
+        n.name
+        for n in net.graph.nodes
+        if n.op in ("concat", "strided_slice") and n.name and id(n) not in outputs
+        and read_in_place.get(id(n), 0) == len(users.get(id(n), [])) > 0
+        and (n.op == "strided_slice" or n.name in concats)
+    )  # fmt: skip
+    return _InPlace(views, concats, stored_in, readers, nodes)
 
 
 def _static_pieces(prog: Program, activation: set[str]) -> list[tuple[int, int]]:
@@ -378,12 +547,20 @@ def plan_network_dram(net: LinkedNetwork) -> NetworkDram:
         for key, array in layer.params.items():
             prog.write(key, array)
         progs[g.name] = prog
-    in_place = _inputs_in_place(net, progs)
+    places = _in_place(net, progs)
+    in_place = places.views
     step, end = run_steps(net)
     users = net.graph.users
     outputs = {id(v) for v in net.graph.outputs}
 
-    # the activations: every group's output, and its inputs that are not read in place
+    def out_last(g: Any) -> int:
+        readers = [step[id(u)] for u in users.get(id(g.output), [])]
+        extra = places.readers.get((g.name, "out"), [])
+        return max([step[id(g.anchor)], *readers, *extra,
+                    *([end] if id(g.output) in outputs else [])])  # fmt: skip
+
+    # the activations: every group's output (or the concat it is stored into), and its inputs
+    # that are not read in place
     lives: list[tuple[str, str, int, int, int]] = []  # group, symbol, nbytes, first, last
     activation: dict[str, set[str]] = {}
     for g in groups:
@@ -393,13 +570,20 @@ def plan_network_dram(net: LinkedNetwork) -> NetworkDram:
         activation[g.name] = names
         first = step[id(g.anchor)]
         for n in sorted(names):
-            if n in in_place[g.name]:
+            if n in in_place[g.name] or (n == "out" and g.name in places.stored_in):
                 continue
-            last = first
-            if n == "out":
-                readers = [step[id(u)] for u in users.get(id(g.output), [])]
-                last = max([first, *readers, *([end] if id(g.output) in outputs else [])])
+            last = out_last(g) if n == "out" else first
             lives.append((g.name, n, prog.symbols[n].nbytes, first, last))
+    by_name = {g.name: g for g in groups}
+    node_of = {n.name: n for n in net.graph.nodes if n.name in places.concats}
+    for cat, (members, nbytes) in places.concats.items():
+        node = node_of[cat]
+        first = min(step[id(by_name[n].anchor)] for n in members)
+        last = max([*(out_last(by_name[n]) for n in members),
+                    *(step[id(u)] for u in users.get(id(node), [])),
+                    *places.readers.get((cat, CONCAT), []),
+                    *([end] if id(node) in outputs else [])])  # fmt: skip
+        lives.append((cat, CONCAT, nbytes, first, last))
 
     # the static part: each program's pieces outside its activations, one after the other
     segments: dict[str, list[Segment]] = {}
@@ -424,8 +608,14 @@ def plan_network_dram(net: LinkedNetwork) -> NetworkDram:
         syms = progs[g.name].symbols
         moved[g.name] = []
         for n in sorted(activation[g.name]):
-            src = in_place[g.name].get(n)
-            to = where[(src, "out")] if src is not None else where[(g.name, n)]
+            view = in_place[g.name].get(n)
+            if view is not None:
+                to = where[view.tensor] + view.offset
+            elif n == "out" and g.name in places.stored_in:
+                cat, off = places.stored_in[g.name]
+                to = where[(cat, CONCAT)] + off
+            else:
+                to = where[(g.name, n)]
             moved[g.name].append(Segment(syms[n].offset, syms[n].offset + syms[n].nbytes, to))
 
     dram = np.zeros(_align(base + region, ALIGN), np.uint8)
@@ -450,12 +640,12 @@ def plan_network_dram(net: LinkedNetwork) -> NetworkDram:
             symbols,
             tuple(in_place[g.name]),
             tuple(static + moved[g.name]),
-            dict(in_place[g.name]),
+            {n: v.via for n, v in in_place[g.name].items()},
         )
     programs = sum(_align(p.dram.size, ALIGN) for p in progs.values())
     plan = NetworkDram(
         dram, images, tensors, static_bytes, base, region,
-        sum(t.nbytes for t in tensors), programs,
+        sum(t.nbytes for t in tensors), programs, places.nodes,
     )  # fmt: skip
     check_plan(plan)
     return plan
