@@ -194,3 +194,22 @@ def test_session_run_raises_naming_the_differing_group(monkeypatch):
         sess.run(None, feed)
     assert "conv1: RTL (verilator) ran" in str(e.value) and "cycles: RTL " in str(e.value)
     assert not sess.last_run.rtl_agrees and len(sess.last_run.rtl_checks) == 10
+
+
+def test_concat_and_split_in_place_agree_on_icarus():
+    """A CSP block whose concat and Split the DRAM plan does in place (two groups store side by
+    side into one tensor, two read their halves of another): every group equals the simulator
+    on the RTL, and the outputs equal the integer reference."""
+    from compiler.frontend.onnx_import import from_onnx
+    from runtime.vta_target import compile_network
+    from tests.runtime.test_vta_data_movement import _csp_feeds, _csp_model
+
+    require("icarus")
+    net = compile_network(from_onnx(_csp_model()), "default", calibration=_csp_feeds(1, 4))
+    assert set(net.dram_plan.in_place_nodes) == {"cat", "h0", "h1"}
+    feed = _csp_feeds(2, 1)[0]
+    result = net.run(feed, device="rtl", simulator="icarus")
+    assert [c.name for c in result.rtl_checks] == ["p", "q", "m", "y0", "y1"]
+    assert result.rtl_agrees, [c.line() for c in result.rtl_checks if not c.equal]
+    for got, want in zip(result.outputs, net.reference(feed), strict=True):
+        np.testing.assert_array_equal(got, want)
