@@ -10,7 +10,9 @@ Members:
   crosses a step); the steps in order: per accelerator group where its relocated program lies
   in the DRAM image (instruction base and count, symbols, the pieces moved), what the host
   writes into it and its record's static figures; per host group its kernel (entry symbol,
-  arguments) and slots; and the SHA-256 of every other member;
+  arguments) and slots; per concat or slice the DRAM plan does in place (``"kind":
+  "in-place"``) its name, operator and reason, for the per-layer table (a reader that predates
+  this kind refuses it naming the step); and the SHA-256 of every other member;
 * ``dram.npy``: the network's initial DRAM image (every relocated program, weights and tiles;
   the activation region zeroed);
 * ``programs/<k>.npz``: each accelerator group's own program in the ``isa`` program format
@@ -80,6 +82,7 @@ from runtime.vta_plan import (
     HostInput,
     HostNode,
     HostStep,
+    InPlaceStep,
     NetworkPlan,
     ReferenceKernel,
     Slot,
@@ -121,6 +124,10 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
         constants.append({"slot": slot, "member": member})
     steps: list[dict[str, Any]] = []
     for k, step in enumerate(plan.steps):
+        if isinstance(step, InPlaceStep):
+            steps.append({"kind": "in-place", "name": step.name, "op": step.op,
+                          "reason": step.reason})  # fmt: skip
+            continue
         if isinstance(step, AccelStep):
             if step.program is None:
                 raise ArtifactError(f"group {step.name}: the plan holds no program to save")
@@ -363,7 +370,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                          "DRAM image")  # fmt: skip
 
     ready = set(io_slots["input_slots"]) | set(constants)
-    steps: list[AccelStep | HostStep] = []
+    steps: list[AccelStep | HostStep | InPlaceStep] = []
     kernels: dict[str, Any] = {}
     for k, s in enumerate(c.field(manifest, "steps", top, list)):
         kind = c.field(s, "kind", f"step {k}", str)
@@ -504,8 +511,14 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             how = c.field(s, "how", place, str)
             steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key], how))
             ready.update(outs)
+        elif kind == "in-place":
+            op = c.field(s, "op", place, str)
+            if op not in ("concat", "strided_slice"):
+                raise c.fail(place, f"field 'op' is {op!r}: only a concat or a slice is done "
+                             "in place")  # fmt: skip
+            steps.append(InPlaceStep(name, op, c.field(s, "reason", place, str)))
         else:
-            raise c.fail(place, f"field 'kind' is {kind!r}, expected 'vta' or 'cpu'")
+            raise c.fail(place, f"field 'kind' is {kind!r}, expected 'vta', 'cpu' or 'in-place'")
     for v in io_slots["output_slots"]:
         if v not in ready:
             raise c.fail(top, f"output slot {v} is written by no step")

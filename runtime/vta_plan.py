@@ -15,7 +15,9 @@ compiling anything:
   the parts of its per-layer record that do not depend on a run;
 * a :class:`HostStep` per host group: its compiled CPU kernel (``CompiledFunction``, rebuilt
   from LLVM IR when loaded), the slots it reads and writes, and its nodes' names, operators
-  and partition rules for the per-layer table.
+  and partition rules for the per-layer table;
+* an :class:`InPlaceStep` per concat or slice the DRAM plan does in place: nothing runs, and
+  the per-layer table shows where it went.
 
 :meth:`NetworkPlan.run` does what :meth:`VtaNetwork.run` does, step for step (an output held in
 the image is read back only when a later step needs it), and returns the same
@@ -50,14 +52,14 @@ from typing import Any
 import numpy as np
 
 from compiler.model.program import TensorSpec
-from compiler.partition.partition import EXPLAINED_RULES, Placement
+from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
 from compiler.targets.vta.input_prep import InputPrep, group_inputs
 from compiler.targets.vta.link import GroupImage
 from compiler.topi.vta.packing import unpack_output
 from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
-from runtime.vta_target import LayerRecord, NetworkRun
+from runtime.vta_target import IN_PLACE_DEVICE, LayerRecord, NetworkRun
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,16 @@ class HostNode:
     #: the placement's reason where the report repeats it (a ``compile-failed`` node: what
     #: the compiler said), else empty
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class InPlaceStep:
+    """A concat or slice that the DRAM plan does in place (rule ``in-place``): nothing runs;
+    the per-layer table shows it, with ``reason``, where the graph has it."""
+
+    name: str
+    op: str
+    reason: str
 
 
 class ReferenceKernel:
@@ -147,7 +159,7 @@ class NetworkPlan:
     slots: tuple[Slot, ...]
     #: slots that hold a constant (a host group's weight or table)
     constants: dict[int, np.ndarray]
-    steps: tuple[AccelStep | HostStep, ...]
+    steps: tuple[AccelStep | HostStep | InPlaceStep, ...]
     dram: np.ndarray
     activation_bytes: int = 0
     activation_bytes_unshared: int = 0
@@ -219,6 +231,11 @@ class NetworkPlan:
         cycles_so_far = 0
         host_cycles = 0  # the host groups' wall time so far, at the accelerator's clock
         for step in self.steps:
+            if isinstance(step, InPlaceStep):
+                records.append(
+                    LayerRecord(step.name, step.op, IN_PLACE_DEVICE, IN_PLACE, reason=step.reason)
+                )
+                continue
             if isinstance(step, AccelStep):
                 prog = step.image.program(cfg, dram)
                 try:
@@ -347,8 +364,12 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
     by_anchor = {id(g.anchor): g for g in net.partition.groups}
     host_first = {id(h.nodes[0]): h for h in net.host_groups}
     placement = {p.node: p for p in net.partition.placements}
-    steps: list[AccelStep | HostStep] = []
+    steps: list[AccelStep | HostStep | InPlaceStep] = []
     for node in graph.nodes:
+        p = placement.get(node.label)
+        if p is not None and p.rule == IN_PLACE:
+            steps.append(InPlaceStep(p.node, p.op, p.reason))
+            continue
         group = by_anchor.get(id(node))
         if group is not None:
             image = dram_plan.groups[group.name]
@@ -429,6 +450,7 @@ __all__ = [
     "HostInput",
     "HostNode",
     "HostStep",
+    "InPlaceStep",
     "NetworkPlan",
     "ReferenceKernel",
     "Slot",

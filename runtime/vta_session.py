@@ -44,7 +44,7 @@ from compiler.model.program import TensorSpec
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
 from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
-from runtime.vta_plan import AccelStep, NetworkPlan, plan_network
+from runtime.vta_plan import AccelStep, InPlaceStep, NetworkPlan, plan_network
 
 #: Devices the accelerator groups run on.
 DEVICES = ("sim", "rtl")
@@ -253,6 +253,9 @@ def network_profile(plan: NetworkPlan, result: Any) -> Profile:
     records: list[GroupRecord] = []
     layers = iter(result.layers)
     for step in plan.steps:
+        if isinstance(step, InPlaceStep):  # nothing ran: no time, no record of its own
+            next(layers)
+            continue
         if isinstance(step, AccelStep):
             r = next(layers)
             records.append(GroupRecord(

@@ -49,10 +49,15 @@ from compiler.topi.vta.qnn import QLayer
 from isa import HwConfig
 from runtime.errors import SessionError
 
+#: The device of a per-layer row for a concat or slice that the DRAM plan does in place: it runs
+#: on neither the accelerator nor the host.
+IN_PLACE_DEVICE = "dram"
+
 
 @dataclass(frozen=True)
 class LayerRecord:
-    """One row of the per-layer table: an accelerator group or a host node."""
+    """One row of the per-layer table: an accelerator group, a host node, or a concat or slice
+    done in place (device :data:`IN_PLACE_DEVICE`)."""
 
     name: str
     ops: str
@@ -206,11 +211,16 @@ class NetworkRun:
                     r.roofline_fraction, r.alu_roofline_fraction, r.dram_bytes,
                     r.compulsory_bytes, r.energy_pj * 1e-6, r.limiter, r.rule,
                 ))  # fmt: skip
+            elif r.device == IN_PLACE_DEVICE:
+                rows.append((r.name, r.device, None, None, None, None, None, None, None, "",
+                             f"{r.rule}: {r.reason}"))  # fmt: skip
             else:
                 rule = f"{r.rule}: {r.reason}" if r.reason else r.rule
                 rows.append((r.name, "cpu", None, None, None, None, None, None, None, "",
                              f"{rule}; {r.host}"))  # fmt: skip
         vta = [r for r in self.layers if r.device == "vta"]
+        host = [r for r in self.layers if r.device == "cpu"]
+        in_place = len(self.layers) - len(vta) - len(host)
         moved = sum(r.dram_bytes for r in vta)
         comp = sum(r.compulsory_bytes for r in vta)
         total = ("total", "", self.total_cycles, None, None, None, moved, comp,
@@ -219,7 +229,9 @@ class NetworkRun:
         per_mac = f", {self.energy_pj / macs:.2f} pJ per MAC" if macs else ""
         summary = (
             f"{self.total_cycles:,} accelerator cycles in {len(vta)} groups "
-            f"({len(self.layers) - len(vta)} host nodes), {self.images_per_second:,.1f} "
+            f"({len(host)} host nodes"
+            + (f", {in_place} concats and slices done in place" if in_place else "")
+            + f"), {self.images_per_second:,.1f} "
             f"images/s at {self.config.clock_mhz:g} MHz ({self.config.name}); "
             f"{Column('e', 'float3').cell(self.energy_pj * 1e-6)} uJ{per_mac}; one DRAM image of "
             f"{self.dram_image_bytes:,} bytes (activations {self.activation_bytes:,}, "
@@ -460,6 +472,7 @@ def compile_network(graph: Graph, config: str | HwConfig = "default", **options:
 
 
 __all__ = [
+    "IN_PLACE_DEVICE",
     "LayerRecord",
     "NetworkRun",
     "VtaNetwork",

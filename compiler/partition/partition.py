@@ -83,9 +83,9 @@ FP32_SENSITIVE = "fp32-sensitive"
 #: store into the tensor its readers load, and nothing runs for it.
 IN_PLACE = "in-place"
 IN_PLACE_REASON = {
-    "concat": "in place: its operands' groups store side by side into the tensor its readers "
+    "concat": "its operands' groups store side by side into the tensor its readers "
     "load (no copy)",
-    "strided_slice": "in place: its readers load their channels from the producer's output "
+    "strided_slice": "its readers load their channels from the producer's output "
     "(no copy)",
 }
 #: Rules whose reason (what the compiler said, a measurement) the runtime's report repeats.

@@ -186,9 +186,17 @@ def test_a_concat_and_a_split_of_accelerator_outputs_run_in_place(preset, tmp_pa
     saved = tmp_path / "csp.vtac"
     save_vta_artifact(plan_network(net), saved)
     loaded = load_vta_artifact(saved)
+    assert [s.name for s in loaded.steps if type(s).__name__ == "InPlaceStep"] == [
+        "cat",
+        "h0",
+        "h1",
+    ]
     for feed in _csp_feeds(2, 2):
         run = net.run(feed)
         assert run.chained_inputs == 3  # m reads the concat, y0 and y1 their halves of m
+        rows = {r.name: (r.device, r.rule) for r in run.layers}
+        assert rows["cat"] == rows["h1"] == ("dram", "in-place")
+        assert "5 groups (3 host nodes, 3 concats and slices done in place)" in run.table()
         for got, want in zip(run.outputs, net.reference(feed), strict=True):
             np.testing.assert_array_equal(got, want)
         for got, want in zip(loaded.run(feed).outputs, run.outputs, strict=True):
