@@ -83,10 +83,8 @@ FP32_SENSITIVE = "fp32-sensitive"
 #: store into the tensor its readers load, and nothing runs for it.
 IN_PLACE = "in-place"
 IN_PLACE_REASON = {
-    "concat": "its operands' groups store side by side into the tensor its readers "
-    "load (no copy)",
-    "strided_slice": "its readers load their channels from the producer's output "
-    "(no copy)",
+    "concat": "its operands' groups store side by side into the tensor its readers load (no copy)",
+    "strided_slice": "its readers load their channels from the producer's output (no copy)",
 }
 #: Rules whose reason (what the compiler said, a measurement) the runtime's report repeats.
 EXPLAINED_RULES = frozenset({COMPILE_FAILED, FP32_SENSITIVE})
