@@ -203,3 +203,32 @@ def test_a_concat_and_a_split_of_accelerator_outputs_run_in_place(preset, tmp_pa
             np.testing.assert_array_equal(got, want)
         for got, want in zip(run.outputs, evaluate(graph, feed), strict=True):
             assert _cosine(got, want) > 0.998
+
+
+def test_a_concat_a_host_node_reads_keeps_its_slices_on_the_host():
+    """The concat of a Split's halves and a conv: its producers store into one tensor that the
+    next conv loads, but a float node (a sigmoid) reads the concat too, so the host computes
+    the concat, and with it the halves it is made of."""
+    rng = np.random.default_rng(11)
+    w = lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32)  # noqa: E731
+    inits = {"w1": w(32, 8, 1, 1), "w2": w(16, 8, 1, 1), "w3": w(16, 48, 1, 1),
+             "split": np.array([16, 16], np.int64)}  # fmt: skip
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["p"], name="p"),
+        helper.make_node("Split", ["p", "split"], ["p0", "p1"], axis=1, name="split"),
+        helper.make_node("Conv", ["x", "w2"], ["q"], name="q"),
+        helper.make_node("Concat", ["p0", "p1", "q"], ["cat"], axis=1, name="cat"),
+        helper.make_node("Conv", ["cat", "w3"], ["y"], name="m"),
+        helper.make_node("Sigmoid", ["cat"], ["s"], name="s"),
+    ]
+    model = make_model(nodes, {"x": np.zeros((1, 8, 8, 8), np.float32)}, ["y", "s"], inits)
+    graph = from_onnx(model)
+    feeds = [{"x": rng.standard_normal((1, 8, 8, 8)).astype(np.float32)} for _ in range(3)]
+    net = compile_network(graph, "default", calibration=feeds, sensitivity="off")
+    placed = {p.node: (p.device, p.rule) for p in net.partition.placements}
+    assert net.dram_plan.groups["m"].producers == {"data": "concat cat"}
+    for name in ("p0", "p1", "cat"):
+        assert placed[name] == ("cpu", "layout"), (name, placed[name])
+    run = net.run(feeds[0])
+    for got, want in zip(run.outputs, net.reference(feeds[0]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)

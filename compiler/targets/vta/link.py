@@ -394,8 +394,9 @@ def _in_place(net: LinkedNetwork, progs: dict[str, Program]) -> _InPlace:
     from compiler.targets.vta.ops import host_prepares
 
     cfg = net.config
-    align = math.lcm(*(cfg.mem_elem_bytes(int(t)) for t in (MemType.INP, MemType.OUT,
-                                                             MemType.ACC8)))  # fmt: skip
+    # every memory type an activation is read or written as (the accumulator's int32 too)
+    kinds = (MemType.INP, MemType.OUT, MemType.ACC, MemType.ACC8)
+    align = math.lcm(*(cfg.mem_elem_bytes(int(t)) for t in kinds))
     groups = net.partition.groups
     producer = {id(g.output): g for g in groups}
     out = {g.name: progs[g.name].symbols["out"] for g in groups}
@@ -503,21 +504,24 @@ def _in_place(net: LinkedNetwork, progs: dict[str, Program]) -> _InPlace:
             if id(value) not in producer:
                 read_in_place[id(value)] = read_in_place.get(id(value), 0) + 1
         views[g.name] = mine
-    # a concat built in place is read in place by its operands' slices too
-    for node in net.graph.nodes:
-        if node.name in concats:
-            for v in node.inputs:
-                if id(v) not in producer:
-                    read_in_place[id(v)] = read_in_place.get(id(v), 0) + 1
     users = net.graph.users
     outputs = {id(v) for v in net.graph.outputs}
-    nodes = tuple(
-        n.name
-        for n in net.graph.nodes
-        if n.op in ("concat", "strided_slice") and n.name and id(n) not in outputs
-        and read_in_place.get(id(n), 0) == len(users.get(id(n), [])) > 0
-        and (n.op == "strided_slice" or n.name in concats)
-    )  # fmt: skip
+
+    def unread(n: Any) -> bool:  # every reader takes it in place: the host need not compute it
+        readers = users.get(id(n), [])
+        return bool(n.name) and id(n) not in outputs and read_in_place.get(id(n), 0) == len(
+            readers
+        ) > 0  # fmt: skip
+
+    # a concat that no host step computes reads its operand slices in place too (one that a
+    # host step still computes, for a host reader, needs them computed)
+    done = [n for n in net.graph.nodes if n.name in concats and unread(n)]
+    for node in done:
+        for v in node.inputs:
+            if id(v) not in producer:
+                read_in_place[id(v)] = read_in_place.get(id(v), 0) + 1
+    nodes = tuple(n.name for n in net.graph.nodes
+                  if (n.op == "strided_slice" and unread(n)) or n in done)  # fmt: skip
     return _InPlace(views, concats, stored_in, readers, nodes)
 
 
