@@ -449,7 +449,7 @@ def _print_ocr(model: rm.RealModel, q: dict[str, Any]) -> str:
             f"{q['fp32_direction_accuracy']:.2%}, int8 agrees with fp32 on "
             f"{q['int8_vs_fp32_agreement']:.2%}, and on {q['int8_agrees_where_sure']}/"
             f"{q['fp32_sure']} inputs where fp32 has p >= {SURE}) on {q['images']} rendered "
-            f"{'pages' if model.image and model.image.name.startswith('page') else 'lines'}, "
+            f"{'pages' if ocr.reads_pages(model) else 'lines'}, "
             f"each turned by {', '.join(model.classes)} degrees, "
         )
     return (
@@ -532,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
             count = args.ocr_lines
             if model.kind == "text-detector":
                 count = args.ocr_pages
-            elif model.kind == "text-direction" and model.image and "page" in model.image.name:
+            elif model.kind == "text-direction" and ocr.reads_pages(model):
                 count = args.direction_pages
             folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
             inputs, texts = _ocr_inputs(model, count, SCORED_SEED, folder / "scored")

@@ -128,10 +128,15 @@ def render_pages(count: int, letters: str, seed: int, folder: Path) -> list[Path
     ]
 
 
+def reads_pages(model: rm.RealModel) -> bool:
+    """Whether ``model`` is fed rendered pages (its own image is the folder's page), not lines."""
+    return model.image is not None and model.image.name.startswith("page")
+
+
 def rendered(model: rm.RealModel, count: int, letters: str, seed: int, folder: Path) -> list[Path]:
-    """``count`` pages (a model whose own image is a page) or lines (one fed a line, as the
-    recognizer) of random words, rendered into ``folder`` as PNG."""
-    if model.image is not None and model.image.name.startswith("page"):
+    """``count`` pages (a model whose own image is a page, :func:`reads_pages`) or lines (one
+    fed a line, as the recognizer) of random words, rendered into ``folder`` as PNG."""
+    if reads_pages(model):
         return render_pages(count, letters, seed, folder)
     texts = random_lines(count, letters, seed)
     return [render_line(t, folder / f"line{k}.png") for k, t in enumerate(texts)]
@@ -207,6 +212,7 @@ __all__ = [
     "line_inputs",
     "page_inputs",
     "random_lines",
+    "reads_pages",
     "render_line",
     "render_page",
     "render_pages",

@@ -77,7 +77,7 @@ def _declared(vi: Any) -> DeclaredInput:
 #: ``dim_param`` spellings that mean "unknown", not a name shared by dimensions: Paddle's
 #: exporter writes ``?`` for every free dimension (``x: [-1, 3, ?, ?]`` of a height and a width
 #: that differ), and onnxruntime binds none of them to another.
-ANONYMOUS_DIMS = frozenset({"?", "-1"})
+ANONYMOUS_DIMS = frozenset({"?"})
 
 
 def _dim(d: Any) -> Dim:

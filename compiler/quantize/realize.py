@@ -311,6 +311,32 @@ def _check_mode(requant: str) -> None:
 INT8_MIN, INT8_MAX = -128, 127
 
 
+def requantize_node(
+    acc: Value, params: RequantParams, bounds: tuple[int, int], label: str, axis: int | None = None
+) -> Node:
+    """``requantize`` of the int32 ``acc`` by ``params`` into ``bounds``, its parameters as
+    constants named after ``label`` (``axis``: the operator's default when None)."""
+    attrs: dict[str, int] = {"out_min": bounds[0], "out_max": bounds[1]}
+    if axis is not None:
+        attrs["axis"] = axis
+    consts = (
+        Constant(params.multiplier, name=f"{label}.multiplier"),
+        Constant(params.shift, name=f"{label}.shift"),
+        Constant(params.post_shift, name=f"{label}.post_shift"),
+    )
+    return Node("requantize", (acc, *consts), attrs, name=f"{label}.requantize")
+
+
+def carries_scale(node: Node) -> bool:
+    """Whether ``node``'s int8 form keeps its input's scale: its operator passes int8 through
+    (every output element is an input element), or it is a nearest ``resize``."""
+    from compiler.registry import declaration
+
+    if node.op == "resize":
+        return node.attrs["method"] == "nearest"
+    return declaration(node.op).quant == "pass-through"
+
+
 def _int8_bound(bound: float, scale: float) -> int:
     """``bound`` in int8 units of ``scale``, rounded half up and held within int8."""
     if math.isinf(bound):
@@ -470,7 +496,7 @@ class _Realizer:
 
     def _resize(self, node: Node) -> bool:
         # nearest neighbour copies input elements: exact on int8 at the input's scale
-        return node.attrs["method"] == "nearest" and self._pass_through(node)
+        return carries_scale(node) and self._pass_through(node)
 
     def _concat(self, node: Node) -> bool:
         # int8 when every operand already is: quantizing a float operand only to concat it
@@ -497,13 +523,7 @@ class _Realizer:
         axis = 1 if t.ndim > 1 else 0
         params = choose_requant(np.full(t.shape[axis] if t.ndim else 1, ratio), mode=self._mode)
         wide = Node("cast", (q,), {"dtype": "int32"}, name=f"{label}.int32")
-        consts = (
-            Constant(params.multiplier, name=f"{label}.multiplier"),
-            Constant(params.shift, name=f"{label}.shift"),
-            Constant(params.post_shift, name=f"{label}.post_shift"),
-        )
-        attrs = {"axis": axis, "out_min": INT8_MIN, "out_max": INT8_MAX}
-        return Node("requantize", (wide, *consts), attrs, name=f"{label}.requantize")
+        return requantize_node(wide, params, (INT8_MIN, INT8_MAX), label, axis)
 
     def _conv2d(self, node: Node) -> bool:
         a = node.attrs
@@ -565,19 +585,7 @@ class _Realizer:
     def _requantize(
         self, acc: Node, out: Node, params: RequantParams, bounds: tuple[int, int], scale: float
     ) -> None:
-        label = node_label(out)
-        rq = Node(
-            "requantize",
-            (
-                acc,
-                Constant(params.multiplier, name=f"{label}.multiplier"),
-                Constant(params.shift, name=f"{label}.shift"),
-                Constant(params.post_shift, name=f"{label}.post_shift"),
-            ),
-            {"out_min": bounds[0], "out_max": bounds[1]},
-            name=f"{label}.requantize",
-        )
-        self.qv[id(out)] = (rq, scale)
+        self.qv[id(out)] = (requantize_node(acc, params, bounds, node_label(out)), scale)
 
     def _add(self, node: Node) -> bool:
         a, b = node.inputs
@@ -861,8 +869,6 @@ def share_concat_scales(graph: Graph, thresholds: Mapping[int, float]) -> dict[i
         >>> t[id(a)], t[id(b)], t[id(x)]  # x is read by b as well: it keeps its scale
         (3.0, 3.0, 1.0)
     """
-    from compiler.registry import declaration
-
     out = dict(thresholds)
     users = graph.users
     outputs = {id(v) for v in graph.outputs}
@@ -874,12 +880,6 @@ def share_concat_scales(graph: Graph, thresholds: Mapping[int, float]) -> dict[i
         own = out.get(id(v))
         return own is not None and own <= t <= 2.0 * own
 
-    def passes(v: Value) -> bool:
-        return isinstance(v, Node) and (
-            declaration(v.op).quant == "pass-through"
-            or (v.op == "resize" and v.attrs["method"] == "nearest")
-        )
-
     for node in reversed(graph.nodes):
         if node.op != "concat" or id(node) not in out:
             continue
@@ -889,9 +889,9 @@ def share_concat_scales(graph: Graph, thresholds: Mapping[int, float]) -> dict[i
                 continue
             while shared(v, t):
                 out[id(v)] = t
-                if not passes(v):
+                if not (isinstance(v, Node) and carries_scale(v)):
                     break
-                v = v.inputs[0]  # type: ignore[union-attr]
+                v = v.inputs[0]
     return out
 
 
@@ -939,6 +939,8 @@ __all__ = [
     "prepare_graph",
     "quantize_graph",
     "quantize_pipeline",
+    "carries_scale",
     "realize",
+    "requantize_node",
     "share_concat_scales",
 ]

@@ -508,10 +508,8 @@ def _in_place(net: LinkedNetwork, progs: dict[str, Program]) -> _InPlace:
     outputs = {id(v) for v in net.graph.outputs}
 
     def unread(n: Any) -> bool:  # every reader takes it in place: the host need not compute it
-        readers = users.get(id(n), [])
-        return bool(n.name) and id(n) not in outputs and read_in_place.get(id(n), 0) == len(
-            readers
-        ) > 0  # fmt: skip
+        count = len(users.get(id(n), []))
+        return bool(n.name) and id(n) not in outputs and read_in_place.get(id(n), 0) == count > 0
 
     # a concat that no host step computes reads its operand slices in place too (one that a
     # host step still computes, for a host reader, needs them computed)
