@@ -445,6 +445,23 @@ def _nearest_index(c: np.ndarray, mode: str) -> np.ndarray:
     return k.astype(np.int64)
 
 
+def nearest_source(attrs: Attrs, axis: int, n_in: int) -> np.ndarray | None:
+    """The input index each output index of a nearest ``resize`` (``attrs``) reads along
+    ``axis`` of ``n_in`` elements, or None where the axis is left as it is.
+
+    Example:
+        >>> a = {"sizes": (1, 1, 4, 6), "scales": (1.0, 1.0, 2.0, 2.0),
+        ...      "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+        >>> nearest_source(a, 3, 3).tolist(), nearest_source(a, 1, 1)
+        ([0, 0, 1, 1, 2, 2], None)
+    """
+    n_out, scale = attrs["sizes"][axis], attrs["scales"][axis]
+    if n_out == n_in and scale == 1.0:
+        return None
+    c = _resize_coordinates(n_in, n_out, scale, attrs["coordinate_transformation_mode"])
+    return np.clip(_nearest_index(c, attrs["nearest_mode"]), 0, n_in - 1)
+
+
 @_impl("resize")
 def _resize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     # separable: one axis at a time
@@ -454,10 +471,12 @@ def _resize(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
         n_in = y.shape[k]
         if n_out == n_in and scale == 1.0:
             continue
-        c = _resize_coordinates(n_in, n_out, scale, mode)
         if attrs["method"] == "nearest":
-            y = np.take(y, np.clip(_nearest_index(c, attrs["nearest_mode"]), 0, n_in - 1), axis=k)
+            src = nearest_source(attrs, k, n_in)
+            assert src is not None
+            y = np.take(y, src, axis=k)
             continue
+        c = _resize_coordinates(n_in, n_out, scale, mode)
         c = np.clip(c, 0, n_in - 1)
         lo = c.astype(np.int64)
         hi = np.minimum(lo + 1, n_in - 1)
@@ -652,6 +671,7 @@ __all__ = [
     "evaluate_node",
     "evaluate_op",
     "match_feeds",
+    "nearest_source",
     "pack_nchw",
     "register_impl",
     "to_nchw",

@@ -35,13 +35,18 @@ Rules, tried on each node in topological order (the first that decides wins):
   ``qhard_sigmoid-group`` / ``qhard_swish-group`` the same for the exact integer hard sigmoid
   and hard swish (:mod:`compiler.quantize.hard`; the hard swish reads its input twice), and
   ``qmul-group`` for an int8 multiply (a squeeze-excitation's channel-wise gate included).
+* ``resize-group``: an int8 nearest ``resize`` of an NCHW tensor that repeats each row and
+  column a whole number of times (any coordinate mode whose index map is that: upsampling by
+  2 as exporters write it): the input rows loaded into the accumulator, each entry copied to
+  its outputs by the ALU.
 * ``fp32-sensitive``: a node the quantization kept in fp32 because its own int8 error was over
   the sensitivity threshold (:mod:`compiler.quantize.sensitivity`): host work, the reason
   gives the measured error and the threshold.
 * Everything else is host work, each with its own rule: ``float-edge`` (``quantize``,
   ``dequantize``), ``float-op`` (no integer form, or a float operand: a ``relu`` or ``clip``
-  left in float), ``layout`` (``reshape``, ``transpose``; and ``concat``, ``strided_slice``
-  and a nearest ``resize``, which move int8 elements), ``relu-shape`` / ``clip-shape`` /
+  left in float), ``layout`` (``reshape``, ``transpose``; and ``concat`` and
+  ``strided_slice``, which move int8 elements), ``resize-shape`` (a nearest resize whose index
+  map is not a whole repeat of each row and column), ``relu-shape`` / ``clip-shape`` /
   ``qadd-shape`` (a tensor the elementwise groups do not take: not NCHW or 2-d, or rows longer
   than a DMA stride), ``clip-bounds`` (a bound that is not a whole number), ``pool-shape`` /
   ``pool-window`` (a pooling beyond the limits above), ``requantize-host`` (a requantize of a
@@ -363,7 +368,7 @@ def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
         return "float-op", "float32 operator: no integer form"
     if op in ("reshape", "transpose", "layout_transform"):
         return "layout", f"{op} is a layout change done on the host"
-    if op in ("concat", "strided_slice", "resize"):
+    if op in ("concat", "strided_slice"):
         return "layout", f"{op} moves int8 elements on the host"
     if op == "requantize" or (op == "cast" and node.type.dtype == "int32"):
         return "requantize-host", "requantizes a value computed on the host"

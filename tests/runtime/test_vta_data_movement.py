@@ -3,7 +3,8 @@ scale (the concat's operands share its scale, set where each operand's scale is 
 float edge stands between two integer operators. On the accelerator's model path the DRAM plan
 does a concat of accelerator outputs and a channel slice of one in place (rule ``in-place``:
 the producers store side by side into the tensor the readers load; nothing runs on the host),
-and the rest is host data movement (rule ``layout``). The network runs bit for bit against
+a nearest Resize by whole factors copies on the accelerator's ALU (rule ``resize-group``), and
+the rest is host data movement (rule ``layout``). The network runs bit for bit against
 the quantized graph's integer reference, close to float, and the same from an artifact. A
 YOLOv8 C2f block, an FPN top-down path and a CSP block."""
 
@@ -145,17 +146,23 @@ def test_linear_resize_stays_float():
 
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
-def test_data_movement_runs_on_the_host_bit_exact(preset):
+def test_data_movement_runs_bit_exact(preset):
     graph = from_onnx(_model())
     net = compile_network(graph, preset, calibration=_feeds(1, 4))
     placed = {p.node: (p.op, p.device, p.rule) for p in net.partition.placements}
     # the C2f halves are rescaled for the concat (the host does it, so it computes the slices
     # too), but the conv reading the second half loads it straight from the first conv's output
     assert net.dram_plan.groups["c2"].producers == {"data": "slice b of group c1"}
-    for name in ("a", "b", "cat", "up", "fpn"):  # the Split's slices are named by its outputs
+    for name in ("a", "b", "cat"):  # the Split's slices are named by its outputs
         assert placed[name][1:] == ("cpu", "layout"), (name, placed[name])
     for name in ("c1", "c2", "c3", "c4", "c5"):
         assert placed[name][1] == "vta", placed[name]
+    # the FPN step: the nearest resize copies on the accelerator's ALU, reading c3's output
+    # in place, and stores beside c4's output into the concat that c5 loads
+    assert placed["up"] == ("resize", "vta", "resize-group")
+    assert placed["fpn"] == ("concat", "vta", "in-place")
+    assert net.dram_plan.groups["up"].producers == {"data": "c3"}
+    assert net.dram_plan.groups["c5"].producers == {"data": "concat fpn"}
     for feed in _feeds(2, 2):
         got = net.run(feed).outputs[0]
         np.testing.assert_array_equal(got, net.reference(feed)[0])

@@ -14,7 +14,8 @@ Three kinds of groups (the partition, :mod:`compiler.partition`, forms them):
 * ``pool``: an int8 ``max_pool2d`` or ``global_sum_pool2d`` with its ``requantize``
   (:func:`~compiler.topi.vta.qnn.compile_qpool`);
 * ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qhard_sigmoid``, ``qhard_swish``
-  (:mod:`compiler.topi.vta.qelementwise`).
+  (:mod:`compiler.topi.vta.qelementwise`), and a nearest int8 ``resize`` that repeats each row
+  and column a whole number of times (:func:`compiler.topi.vta.qelementwise.compile_qresize`).
 
 Every other operator is registered with the reason it runs on the host.
 
@@ -222,6 +223,68 @@ def elementwise_fits(node: Node, cfg: HwConfig) -> Limit:
             bound = float(node.attrs[key])
             if not math.isinf(bound) and not bound.is_integer():
                 return "clip-bounds", f"{key}={bound}: an int8 clip needs a whole-number bound"
+    return None
+
+
+def resize_factors(node: Node) -> tuple[int, int] | tuple[str, str]:
+    """The whole factors (rows, columns) by which a nearest ``resize`` repeats each row and
+    column of its NCHW input, or the rule and reason why its index map is not that (it is
+    computed by the reference's own coordinate transformation and rounding, so every
+    ``coordinate_transformation_mode`` and ``nearest_mode`` that gives a repeat qualifies).
+
+    Example:
+        >>> from compiler.graph import TensorType, Var
+        >>> x = Var("x", TensorType((1, 8, 5, 5), "int8", "NCHW"))
+        >>> attrs = {"method": "nearest", "sizes": (1, 8, 10, 15), "scales": (1.0, 1.0, 2.0, 3.0),
+        ...          "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+        >>> resize_factors(Node("resize", (x,), attrs))
+        (2, 3)
+    """
+    from compiler.graph.reference import nearest_source
+
+    a = node.attrs
+    if a["method"] != "nearest":
+        return "float-op", f"a {a['method']} resize interpolates: no int8 form"
+    shape_in, shape_out = node.inputs[0].type.shape, node.type.shape
+    if len(shape_in) != 4 or node.inputs[0].type.layout not in ("", "NCHW"):
+        return "resize-shape", f"a {len(shape_in)}-d tensor: the resize group takes NCHW"
+    factors = []
+    for axis, (n_in, n_out) in enumerate(zip(shape_in, shape_out, strict=True)):
+        src = nearest_source(a, axis, n_in)
+        f = n_out // n_in
+        if src is None or (n_out == f * n_in and np.array_equal(src, np.arange(n_out) // f)):
+            if axis < 2 and f != 1:
+                return "resize-shape", f"axis {axis} ({'NC'[axis]}) is resized: only H and W are"
+            factors.append(f)
+            continue
+        return (
+            "resize-shape",
+            f"axis {axis} ({'NCHW'[axis]}, {n_in} -> {n_out}, mode "
+            f"{a['coordinate_transformation_mode']}/{a['nearest_mode']}) does not repeat each "
+            "input element a whole number of times: the ALU copies whole repeats",
+        )
+    return factors[2], factors[3]
+
+
+def resize_fits(node: Node, cfg: HwConfig) -> Limit:
+    """The rule and reason that keep a nearest resize off the accelerator, or None: int8
+    NCHW, each row and column repeated a whole number of times (:func:`resize_factors`),
+    output rows within the DMA stride field and one input entry with its copies within the
+    accumulator."""
+    if node.inputs[0].type.dtype != "int8" or node.type.dtype != "int8":
+        return "float-op", f"a {node.inputs[0].type.dtype} resize: the ALU copies int8 values"
+    factors = resize_factors(node)
+    if isinstance(factors[0], str):
+        return factors
+    fh, fw = factors
+    stride_max = limits(cfg).max("mem", "x_stride")
+    if node.type.shape[3] > stride_max:
+        return (
+            "resize-shape",
+            f"rows of {node.type.shape[3]} columns exceed the DMA stride field ({stride_max})",
+        )
+    if 1 + int(fh) * int(fw) > cfg.acc_depth:
+        return "resize-shape", f"{fh}x{fw} copies of an entry do not fit the accumulator"
     return None
 
 
@@ -477,6 +540,18 @@ def compile_elementwise(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     )  # fmt: skip
 
 
+def compile_resize(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """The program of a nearest resize by whole factors (:func:`resize_factors`)."""
+    from compiler.topi.vta.qelementwise import compile_qresize
+
+    node = group.anchor
+    factors = resize_factors(node)
+    if isinstance(factors[0], str):
+        raise GraphError(f"group {group.name}: {factors[1]}")
+    n, c, h, w = node.inputs[0].type.shape
+    return compile_qresize(group.name, cfg, shape=(n, c, h, w), factors=factors)
+
+
 def compile_group(group: AccelGroup, cfg: HwConfig, knobs: Any = None) -> QLayer:
     """One accelerator program for ``group``, compiled by its anchor operator's registered
     template (a conv2d / dense group with ``knobs``; None: the heuristic's)."""
@@ -562,6 +637,13 @@ for _op, (_how, _second) in ELEMENTWISE.items():
                 _placed(f"{_op}-group", _how), _second),
     )  # fmt: skip
 
+register(
+    "vta", "resize",
+    VtaImpl("elementwise", resize_fits, no_task, compile_resize, _placed(
+        "resize-group",
+        "nearest resize by whole factors: ACC8 load of the input rows, each entry copied to "
+        "its outputs on the ALU (MUL 0, ADD)")),
+)  # fmt: skip
 register_unsupported(
     "vta", "requantize",
     "fused into the group whose int32 result it reads; a requantize of a host value runs on "
@@ -599,6 +681,7 @@ __all__ = [
     "compile_group",
     "compile_matmul",
     "compile_pool",
+    "compile_resize",
     "elementwise_fits",
     "gemm_fits",
     "gemm_placement",
@@ -614,4 +697,6 @@ __all__ = [
     "pool_load_pads",
     "pool_load_pads_node",
     "pool_padding",
+    "resize_factors",
+    "resize_fits",
 ]

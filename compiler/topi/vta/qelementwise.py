@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compiler import te, topi
@@ -275,10 +275,13 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
     scopes = make_scopes(cfg)
     ewise, loads = accumulator_stages(out)
     shape = out.shape
-    spatial = len(shape) == 6
+    spatial = len(shape) in (6, 8)
+    # an 8-d out (N/b, C/bo, H, fh, W, fw, b, bo) is a nearest resize's: the tiles count rows
+    # and columns of its input, each copied fh x fw times
+    rows, cols = (2, 4) if len(shape) == 8 else (2, 3)
     extents = {"tile_c": shape[1]}
     if spatial:
-        extents.update(tile_h=shape[2], tile_w=shape[3])
+        extents.update(tile_h=shape[rows], tile_w=shape[cols])
     for knob, ext in extents.items():
         tile = getattr(tiles, knob)
         if tile < 1 or ext % tile:
@@ -286,13 +289,15 @@ def schedule_elementwise_packed(out: Tensor, cfg: HwConfig, tiles: ElementwiseTi
     s = create_schedule(out)
     place_in_accumulator(s, ewise, loads, scopes.acc)
     if spatial:
-        n, c, h, w, bi, ci = s[out].leaf_iter_vars
+        ivs = list(s[out].leaf_iter_vars)
+        n, c, h, w, bi, ci = ivs[0], ivs[1], ivs[rows], ivs[cols], ivs[-2], ivs[-1]
         c0, c1 = s[out].split(c, factor=tiles.tile_c)
         h0, h1 = s[out].split(h, factor=tiles.tile_h)
         w0, w1 = s[out].split(w, factor=tiles.tile_w)
-        s[out].reorder(n, c0, h0, w0, c1, h1, w1, bi, ci)
+        copies_h, copies_w = ([ivs[3]], [ivs[5]]) if len(shape) == 8 else ([], [])
+        s[out].reorder(n, c0, h0, w0, c1, h1, *copies_h, w1, *copies_w, bi, ci)
         outer = [(n, shape[0]), (c0, shape[1] // tiles.tile_c),
-                 (h0, shape[2] // tiles.tile_h), (w0, shape[3] // tiles.tile_w)]  # fmt: skip
+                 (h0, shape[rows] // tiles.tile_h), (w0, shape[cols] // tiles.tile_w)]  # fmt: skip
         first_inner = c1
     else:
         n, c, bi, ci = s[out].leaf_iter_vars
@@ -373,15 +378,92 @@ def compile_qelementwise(
     return QLayer(name, prog, {}, tiles, 0, binary, len(steps), imm_steps(steps))
 
 
+def resize_packed(data: Tensor, factors: tuple[int, int], name: str = "resize") -> Tensor:
+    """A nearest resize by whole ``factors`` (rows, columns) of packed int8
+    ``data (N/b, C/bo, H, W, b, bo)``: ``data`` is loaded into the accumulator (ACC8) and each
+    entry copied to its ``fh x fw`` outputs by the ALU (a copy to another entry: ``MUL 0``,
+    then ``ADD`` of the source). The result ``(N/b, C/bo, H, fh, W, fw, b, bo)`` holds the
+    bytes of ``(N/b, C/bo, H*fh, W*fw, b, bo)`` in the same order.
+
+    Example:
+        >>> x = te.placeholder((1, 2, 3, 5, 1, 4), "int8", name="x")
+        >>> resize_packed(x, (2, 2)).shape
+        (1, 2, 3, 2, 5, 2, 1, 4)
+    """
+    if data.dtype.name != "int8" or data.ndim != 6:
+        raise ShapeError(f"{name}: resizes packed int8 data, got {data.name}: {data.dtype}")
+    fh, fw = factors
+    if fh < 1 or fw < 1:
+        raise ShapeError(f"{name}: factors {factors} must be whole numbers >= 1")
+    nb, cb, h, w, b, bo = data.shape
+    src = te.compute(
+        data.shape, lambda *i: data(*i).astype("int32"), name=f"{name}_in", tag="elemwise"
+    )
+    copies = te.compute(
+        (nb, cb, h, fh, w, fw, b, bo),
+        lambda n, c, y, r, x, t, i, j: src[n, c, y, x, i, j],
+        name=f"{name}_copy",
+        tag="elemwise",
+    )
+    return topi.cast(copies, "int8", name="out")
+
+
+def compile_qresize(
+    name: str,
+    cfg: HwConfig,
+    *,
+    shape: tuple[int, int, int, int],
+    factors: tuple[int, int],
+    nthreads: int = 2,
+) -> QLayer:
+    """Compile a nearest resize of int8 NCHW ``shape`` by whole ``factors`` (rows, columns) for
+    ``cfg`` (:func:`resize_packed`): the program's ``data`` and ``out`` are in the output
+    layout, ``out`` of ``(N, C, H*fh, W*fw)``. Tiles of the input (whole rows first) with their
+    ``fh*fw`` copies fit a thread's share of the accumulator; two virtual threads take
+    alternate tiles when they split evenly.
+
+    Example:
+        >>> import isa
+        >>> layer = compile_qresize("up", isa.load_config("default"), shape=(1, 8, 3, 5),
+        ...                         factors=(2, 2))
+        >>> layer.out_shape
+        (1, 2, 6, 10, 1, 4)
+    """
+    from compiler.build import lower
+    from compiler.targets.vta import get_vta_target
+
+    tgt = get_vta_target(cfg)
+    b, bo = cfg.batch, cfg.block_out
+    if len(shape) != 4:
+        raise ShapeError(f"{name}: a resize group takes an NCHW tensor, got {shape}")
+    n, c, h, w = shape
+    fh, fw = factors
+    packed = (-(-n // b), -(-c // bo), h, w, b, bo)
+    data = te.placeholder(packed, "int8", name="data")
+    out = resize_packed(data, (fh, fw), name=name)
+    tiles = elementwise_tiles(cfg, packed, 1 + fh * fw, nthreads)
+    s = schedule_elementwise_packed(out, cfg, tiles)
+    layout = f"NCHW{b}n{bo}c"
+    prog = tgt.codegen(lower(s, [data, out], target=tgt), layouts={"data": layout, "out": layout})
+    # the 8-d copies are the bytes of the resized NCHW tensor in the output layout
+    sym = prog.symbols["out"]
+    resized = replace(sym, shape=(packed[0], packed[1], h * fh, w * fw, b, bo))
+    prog = replace(prog, symbols={**prog.symbols, "out": resized})
+    # per output entry: MUL 0 (an immediate) and ADD of the source entry
+    return QLayer(name, prog, {}, tiles, 0, False, 2, 1)
+
+
 __all__ = [
     "ElementwiseTiles",
     "clip_steps",
     "compile_qelementwise",
+    "compile_qresize",
     "elementwise_packed",
     "elementwise_steps",
     "elementwise_tiles",
     "qadd_steps",
     "qmul_steps",
     "relu_steps",
+    "resize_packed",
     "schedule_elementwise_packed",
 ]
