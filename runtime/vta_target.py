@@ -423,6 +423,7 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
     """The parts of an accelerator group's :class:`LayerRecord` that do not depend on a run
     (MACs, ideal and roofline cycles, compulsory bytes; ``cycles`` 0): a compiled network keeps
     them, and each run adds its cycles, DRAM bytes and limiter (:func:`run_record`)."""
+    from compiler.registry import lookup
     from compiler.topi.vta.metrics import compulsory_bytes, ideal_cycles, roofline_cycles
 
     comp = compulsory_bytes(layer.program)
@@ -432,7 +433,7 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
     imm = layer.alu_imm_steps
     alu = entries * (imm * cfg.alu_imm_ii + (layer.alu_steps - imm) * cfg.alu_ii)
     ops = "+".join(n.op for n in group.nodes)
-    rule = "pool-group" if group.kind.endswith("pool2d") else f"{group.kind}-group"
+    rule, _ = lookup("vta", group.anchor.op).placement(group.anchor, cfg)  # the partition's
     knobs = layer.knobs.describe() if hasattr(layer.knobs, "describe") else ""
     return LayerRecord(
         group.name, ops, "vta", rule, 0, layer.macs, ideal,

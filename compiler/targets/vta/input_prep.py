@@ -120,7 +120,7 @@ def input_prep(group: Any, symbol: str, ndim: int, cfg: HwConfig) -> InputPrep:
         return InputPrep(symbol, "nchw_out", pad=pool_padding(group.anchor), pad_value=-128)
     if group.kind in ("global_sum_pool2d", "max_pool2d"):
         return InputPrep(symbol, "nchw_out")
-    if group.kind in ELEMENTWISE or group.kind == "resize":
+    if group.kind in ELEMENTWISE or group.kind in ("resize", "cast"):
         return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
     fold = input_fold(group, cfg)
     if fold is not None:

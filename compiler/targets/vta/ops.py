@@ -15,7 +15,9 @@ Three kinds of groups (the partition, :mod:`compiler.partition`, forms them):
   (:func:`~compiler.topi.vta.qnn.compile_qpool`);
 * ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qhard_sigmoid``, ``qhard_swish``
   (:mod:`compiler.topi.vta.qelementwise`), and a nearest int8 ``resize`` that repeats each row
-  and column a whole number of times (:func:`compiler.topi.vta.qelementwise.compile_qresize`).
+  and column a whole number of times (:func:`compiler.topi.vta.qelementwise.compile_qresize`);
+* ``rescale``: the ``cast`` of an int8 tensor to int32 with the ``requantize`` that reads it
+  (an operand of a concat at another scale), its steps as ALU immediates.
 
 Every other operator is registered with the reason it runs on the host.
 
@@ -197,6 +199,20 @@ def pool_fits(node: Node, cfg: HwConfig) -> Limit:
     return None
 
 
+def _tile_shape_limit(node: Node, cfg: HwConfig) -> str | None:
+    """Why the elementwise groups' tiles do not take ``node``'s tensor, or None."""
+    t = node.type
+    if t.ndim not in (2, 4) or (t.ndim == 4 and t.layout not in ("", "NCHW")):
+        return (
+            f"a {t.ndim}-d {t.layout or 'tensor'} {t.shape}: the elementwise groups take NCHW "
+            "or (N, C) tensors"
+        )
+    stride_max = limits(cfg).max("mem", "x_stride")
+    if t.ndim == 4 and t.shape[3] > stride_max:
+        return f"rows of {t.shape[3]} columns exceed the DMA stride field ({stride_max})"
+    return None
+
+
 def elementwise_fits(node: Node, cfg: HwConfig) -> Limit:
     """The rule and reason that keep an elementwise node off the accelerator, or None."""
     op = node.op
@@ -205,25 +221,28 @@ def elementwise_fits(node: Node, cfg: HwConfig) -> Limit:
             return "float-op", f"input {k} is {v.type.dtype}: the accelerator's ALU takes int8"
     if node.type.dtype != "int8":
         return "float-op", f"the result is {node.type.dtype}: the accelerator stores int8"
-    t = node.type
-    if t.ndim not in (2, 4) or (t.ndim == 4 and t.layout not in ("", "NCHW")):
-        return (
-            f"{op}-shape",
-            f"a {t.ndim}-d {t.layout or 'tensor'} {t.shape}: the elementwise groups take NCHW "
-            "or (N, C) tensors",
-        )
-    stride_max = limits(cfg).max("mem", "x_stride")
-    if t.ndim == 4 and t.shape[3] > stride_max:
-        return (
-            f"{op}-shape",
-            f"rows of {t.shape[3]} columns exceed the DMA stride field ({stride_max})",
-        )
+    limit = _tile_shape_limit(node, cfg)
+    if limit is not None:
+        return f"{op}-shape", limit
     if op == "clip":
         for key in ("a_min", "a_max"):
             bound = float(node.attrs[key])
             if not math.isinf(bound) and not bound.is_integer():
                 return "clip-bounds", f"{key}={bound}: an int8 clip needs a whole-number bound"
     return None
+
+
+def rescale_fits(node: Node, cfg: HwConfig) -> Limit:
+    """The rule and reason that keep a ``cast`` off the accelerator, or None: the accelerator
+    takes the ``cast`` of an int8 tensor to int32 that a ``requantize`` reads (an int8 value
+    rescaled in the integer domain, a concat's operand), over an NCHW or ``(N, C)`` tensor."""
+    src, dst = node.inputs[0].type.dtype, node.type.dtype
+    if dst != "int32" or src != "int8":
+        if dst.startswith("float") or src.startswith("float"):
+            return "float-op", f"a cast from {src} to {dst}: the accelerator computes integers"
+        return "requantize-host", f"a cast from {src} to {dst}: the accelerator widens int8 only"
+    limit = _tile_shape_limit(node, cfg)
+    return None if limit is None else ("requantize-host", limit)
 
 
 def resize_factors(node: Node) -> tuple[int, int] | tuple[str, str]:
@@ -540,6 +559,21 @@ def compile_elementwise(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     )  # fmt: skip
 
 
+def compile_rescale(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
+    """The program of an int8 value rescaled in the integer domain: the ``requantize`` that
+    reads the group's ``cast`` to int32, as ALU immediates over the loaded int8 tensor."""
+    from compiler.topi.vta.qelementwise import compile_qelementwise
+
+    steps = group_epilogue(group).steps()
+    tiles = sorted({s.tensor for s in steps if s.tensor is not None})
+    if tiles:
+        raise GraphError(
+            f"group {group.name}: the requantize reads per-channel tiles ({', '.join(tiles)}); "
+            "a rescale group applies one scale, as ALU immediates"
+        )
+    return compile_qelementwise(group.name, cfg, steps, shape=group.anchor.type.shape)
+
+
 def compile_resize(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     """The program of a nearest resize by whole factors (:func:`resize_factors`)."""
     from compiler.topi.vta.qelementwise import compile_qresize
@@ -638,6 +672,13 @@ for _op, (_how, _second) in ELEMENTWISE.items():
     )  # fmt: skip
 
 register(
+    "vta", "cast",
+    VtaImpl("rescale", rescale_fits, no_task, compile_rescale, _placed(
+        "rescale-group",
+        "an int8 value rescaled in the integer domain (the cast to int32 and its requantize): "
+        "ACC8 load, the requantize's steps as ALU immediates")),
+)  # fmt: skip
+register(
     "vta", "resize",
     VtaImpl("elementwise", resize_fits, no_task, compile_resize, _placed(
         "resize-group",
@@ -681,6 +722,7 @@ __all__ = [
     "compile_group",
     "compile_matmul",
     "compile_pool",
+    "compile_rescale",
     "compile_resize",
     "elementwise_fits",
     "gemm_fits",
@@ -697,6 +739,7 @@ __all__ = [
     "pool_load_pads",
     "pool_load_pads_node",
     "pool_padding",
+    "rescale_fits",
     "resize_factors",
     "resize_fits",
 ]
