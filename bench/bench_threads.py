@@ -1,8 +1,8 @@
 """CPU fp32 latency on 1, 2 and all cores: ours (``num_threads``) and onnxruntime
 (``intra_op_num_threads``), each against its own one-thread run.
 
-For ResNet-18 (zoo, seeded weights, 224x224) and, after ``make real-models``, EfficientNet-Lite1
-and -Lite2 (trained weights): one session per thread count and peer, all in this process; three
+For ResNet-18 (zoo, seeded weights, 224x224) and, after ``make real-models``, EfficientNet-Lite0,
+-Lite1 and -Lite2 (trained weights): one session per thread count and peer, all in this process; three
 rounds in which every session in turn runs three untimed and ``--repeat // 3`` timed times (a
 block, not one run each: both peers' thread pools poll for work a while after a run, and a run
 just after the other peer's would meet its threads still on the cores); medians. The speedup of
@@ -29,7 +29,11 @@ import numpy as np  # noqa: E402
 
 from bench.common import cpu_model, ort_session  # noqa: E402
 
-REAL = {"efficientnet_lite1": (1, 3, 240, 240), "efficientnet_lite2": (1, 3, 260, 260)}
+REAL = {
+    "efficientnet_lite0": (1, 3, 224, 224),
+    "efficientnet_lite1": (1, 3, 240, 240),
+    "efficientnet_lite2": (1, 3, 260, 260),
+}
 
 
 def _models(names: list[str]) -> list[tuple[str, Any, tuple[int, ...]]]:
@@ -91,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="rounds (medians)")
-    parser.add_argument("--models", default="resnet18,efficientnet_lite1,efficientnet_lite2")
+    parser.add_argument(
+        "--models", default="resnet18,efficientnet_lite0,efficientnet_lite1,efficientnet_lite2"
+    )
     args = parser.parse_args(argv)
     cores = len(os.sched_getaffinity(0))
     counts = sorted({1, 2, cores} & set(range(1, cores + 1)))
