@@ -1,13 +1,14 @@
 """CPU fp32 latency on 1, 2 and all cores: ours (``num_threads``) and onnxruntime
 (``intra_op_num_threads``), each against its own one-thread run.
 
-For ResNet-18 (zoo, seeded weights, 224x224) and, after ``make real-models``, EfficientNet-Lite0,
--Lite1 and -Lite2 (trained weights): one session per thread count and peer, all in this process; three
-rounds in which every session in turn runs three untimed and ``--repeat // 3`` timed times (a
-block, not one run each: both peers' thread pools poll for work a while after a run, and a run
-just after the other peer's would meet its threads still on the cores); medians. The speedup of
-a thread count is the one-thread median over its own. BLAS threads are pinned to 1; the process
-may use every CPU (a busy second CPU shows in the figures: run it on an otherwise idle machine).
+For ResNet-18 (zoo, seeded weights, 224x224) and, after ``make real-models``,
+EfficientNet-Lite0, -Lite1 and -Lite2 (trained weights): one session per thread count and
+peer, all in this process; three rounds in which every session in turn runs three untimed and
+``--repeat // 3`` timed times (a block, not one run each: both peers' thread pools poll for
+work a while after a run, and a run just after the other peer's would meet its threads still
+on the cores); medians. The speedup of a thread count is the one-thread median over its own.
+BLAS threads are pinned to 1; the process may use every CPU (a busy second CPU shows in the
+figures: run it on an otherwise idle machine).
 
     python -m bench.bench_threads [--repeat 15] [--models resnet18,efficientnet_lite1]
 """

@@ -729,7 +729,15 @@ def _infer_strided_slice(node: Node) -> TensorType:
                 node, 0, f"axis {d}: range({b}, {e}, {s}) is empty or leaves [0, {x.shape[d]})"
             )
         shape.append(n)
-    return TensorType(tuple(shape), x.dtype)
+    return TensorType(tuple(shape), x.dtype, _kept_packed(x, tuple(shape)))
+
+
+def _kept_packed(x: TensorType, shape: tuple[int, ...]) -> str:
+    """``x``'s packed layout when a result of ``shape`` keeps its block axes whole (a channel
+    slice in whole blocks, a spatial resize of a packed tensor), else no layout."""
+    if parse_packed(x.layout) is not None and len(shape) == 6 and shape[4:] == x.shape[4:]:
+        return x.layout
+    return ""
 
 
 def _infer_take(node: Node) -> TensorType:
@@ -838,7 +846,7 @@ def _infer_resize(node: Node) -> TensorType:
             raise GraphError(f"{_where(node)}: {key} {a[key]!r} is not one of {allowed}")
     if a["method"] != "nearest":  # nearest copies elements: int8 too
         _need_float(node, 0)
-    return TensorType(sizes, x.dtype)
+    return TensorType(sizes, x.dtype, _kept_packed(x, sizes) if scales[4:] == (1.0, 1.0) else "")
 
 
 _POOL_ATTRS = {

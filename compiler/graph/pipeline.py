@@ -22,9 +22,11 @@ The default pipeline, read top to bottom:
    flattened rows, its columns padded to whole register panels (the quantizer's
    ``matmul_to_dense`` replaces it before quantization);
 6. ``eliminate_dead_nodes``: drop nodes no output depends on;
-7. ``pack_layout`` and ``fold_layout_constants`` (only when a target asks for a packed layout,
-   ``block_c``): NCHW{n}n{c}c for the convolutions and the ops around them, weights and
-   per-channel constants pre-packed by constant folding;
+7. ``pad_channels``, ``pack_layout`` and ``fold_layout_constants`` (only when a target asks
+   for a packed layout, ``block_c``): convolutions whose output channels fill no whole block
+   padded with zero filters up to one (and the padding carried to the next convolution), then
+   NCHW{n}n{c}c for the convolutions and the ops around them, weights and per-channel
+   constants pre-packed by constant folding;
 8. ``eliminate_dead_nodes_final``;
 9. ``fuse_ops``: fused groups by TVM's pattern kinds;
 10. ``plan_memory``: the static memory plan of the group outputs.
@@ -34,8 +36,8 @@ Example:
     ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', 'fold_hard_activations', \
 'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', \
 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[7:9]
-    ['pack_layout', 'fold_layout_constants']
+    >>> graph_pipeline(block_c=16).names()[7:10]
+    ['pad_channels', 'pack_layout', 'fold_layout_constants']
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         fold_pad,
         fuse_ops,
         pack_layout,
+        pad_channels,
     )
 
     passes = [
@@ -90,6 +93,7 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         if block_c < 1 or block_n < 1:
             raise GraphError(f"layout blocks must be >= 1, got block_c={block_c} block_n={block_n}")
         passes += [
+            graph_pass("pad_channels", partial(pad_channels, block_c=block_c)),
             graph_pass("pack_layout", partial(pack_layout, block_c=block_c, block_n=block_n)),
             graph_pass("fold_layout_constants", fold_constants),
         ]

@@ -147,7 +147,10 @@ def test_linear_resize_stays_float():
 
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
-def test_data_movement_runs_bit_exact(preset):
+def test_data_movement_runs_bit_exact(preset, tmp_path):
+    from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
+    from runtime.vta_plan import plan_network
+
     graph = from_onnx(_model())
     net = compile_network(graph, preset, calibration=_feeds(1, 4))
     placed = {p.node: (p.op, p.device, p.rule) for p in net.partition.placements}
@@ -176,9 +179,13 @@ def test_data_movement_runs_bit_exact(preset):
     assert placed["fpn"] == ("concat", "vta", "in-place")
     assert net.dram_plan.groups["up"].producers == {"data": "c3"}
     assert net.dram_plan.groups["c5"].producers == {"data": "concat fpn"}
+    saved = tmp_path / "fpn.vtac"
+    save_vta_artifact(plan_network(net), saved)
+    loaded = load_vta_artifact(saved)
     for feed in _feeds(2, 2):
         got = net.run(feed).outputs[0]
         np.testing.assert_array_equal(got, net.reference(feed)[0])
+        np.testing.assert_array_equal(loaded.run(feed).outputs[0], got)
         # measured 0.9988-0.9997, as with the concats in float (the same scales)
         assert _cosine(got, evaluate(graph, feed)[0]) > 0.998
 

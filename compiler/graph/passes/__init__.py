@@ -15,6 +15,7 @@ from compiler.graph.passes.fold_pad import fold_pad
 from compiler.graph.passes.fuse_ops import fuse_ops
 from compiler.graph.passes.matmul_to_dense import flatten_matmul_rows, matmul_to_dense
 from compiler.graph.passes.pack_layout import pack_layout
+from compiler.graph.passes.pad_channels import pad_channels
 
 __all__ = [
     "eliminate_dead_nodes",
@@ -27,4 +28,5 @@ __all__ = [
     "fuse_ops",
     "matmul_to_dense",
     "pack_layout",
+    "pad_channels",
 ]

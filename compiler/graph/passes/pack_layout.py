@@ -10,7 +10,9 @@ one block of its own channels (data ``NCHW{n}n3c``, kernel ``OIHW3i{c}o``; the o
 do not divide are padded with zeros explicitly (``pad`` on the data, zero input channels in the
 weight), so ``layout_transform`` never pads. Around them, ops that can take the packed layout
 follow their input: elementwise ops (per-channel constants are reshaped and transformed to
-``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad. A depthwise convolution (one
+``(1, C/c, 1, 1, 1, c)``), pooling, channel concat, spatial pad, a slice that takes whole
+channel blocks (a Split on channels) and any rows and columns, a resize of the rows and
+columns. A depthwise convolution (one
 channel per group) whose channels divide into blocks runs packed too, with kernel
 ``OIHW1i{c}o``. Everything else (grouped conv, dense, softmax, reshape, ...) runs in NCHW. A
 ``layout_transform`` is placed only where a packed value meets an NCHW reader (once per value),
@@ -315,6 +317,38 @@ class _Packer:
         attrs["pad_width"] = ((0, 0), (0, 0), pw[2], pw[3], (0, 0), (0, 0))
         return self.emit(Node("pad", (self.get(x),), attrs, node.name))
 
+    def strided_slice(self, node: Node) -> Value | None:
+        """A slice of a packed value that keeps its batch and takes whole channel blocks
+        (a Split of YOLO's C2f blocks), any rows and columns: the same slice of the blocks."""
+        x = node.inputs[0]
+        if id(x) not in self.is_packed or node.type.ndim != 4:
+            return None
+        b, e, s = (tuple(node.attrs[k]) for k in ("begin", "end", "strides"))
+        n = x.type.shape[0]
+        if (b[0], e[0], s[0]) != (0, n, 1) or s[1] != 1 or b[1] % self.bc or e[1] % self.bc:
+            return None
+        attrs = {
+            "begin": (0, b[1] // self.bc, b[2], b[3], 0, 0),
+            "end": (n // self.bn, e[1] // self.bc, e[2], e[3], self.bn, self.bc),
+            "strides": (1, 1, s[2], s[3], 1, 1),
+        }
+        return self.emit(Node("strided_slice", (self.get(x),), attrs, node.name))
+
+    def resize(self, node: Node) -> Value | None:
+        """A resize of the rows and columns of a packed value: the same on the blocks."""
+        x = node.inputs[0]
+        a = node.attrs
+        if id(x) not in self.is_packed or node.type.ndim != 4:
+            return None
+        sizes, scales = tuple(a["sizes"]), tuple(a["scales"])
+        if sizes[:2] != x.type.shape[:2] or scales[:2] != (1.0, 1.0):
+            return None
+        n, c = sizes[:2]
+        attrs = dict(a)
+        attrs["sizes"] = (n // self.bn, c // self.bc, sizes[2], sizes[3], self.bn, self.bc)
+        attrs["scales"] = (1.0, 1.0, scales[2], scales[3], 1.0, 1.0)
+        return self.emit(Node("resize", (self.get(x),), attrs, node.name))
+
     def visit(self, node: Node) -> None:
         handler = None
         if node.op == "conv2d":
@@ -327,6 +361,10 @@ class _Packer:
             handler = self.concat
         elif node.op == "pad":
             handler = self.pad
+        elif node.op == "strided_slice":
+            handler = self.strided_slice
+        elif node.op == "resize":
+            handler = self.resize
         result = handler(node) if handler is not None else None
         if result is not None:
             self.new[id(node)] = result

@@ -64,6 +64,35 @@ def test_focus_slices():
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_c2f_split_and_fpn_upsampling(target):
+    """YOLOv8's C2f (a Split of a convolution's output into channel halves, a bottleneck on
+    one, the Concat of all) and its FPN step (nearest Resize x2, Concat with an earlier map):
+    on the cpu target the slices and the resize run in the packed layout, between
+    convolutions with no transform to NCHW."""
+    rng = np.random.default_rng(5)
+    w = lambda *s: (rng.normal(size=s) * 0.2).astype(np.float32)  # noqa: E731
+    x = _x(6, 1, 8, 6, 6, scale=1.0)
+    inits = {"w1": w(64, 8, 1, 1), "w2": w(32, 32, 3, 3), "w3": w(32, 96, 1, 1),
+             "w4": w(16, 8, 3, 3), "split": np.array([32, 32]),
+             "scales": np.array([1, 1, 2, 2], np.float32)}  # fmt: skip
+    nodes = [
+        H("Conv", ["x", "w1"], ["c1"]),
+        H("Split", ["c1", "split"], ["a", "b"], axis=1),
+        H("Conv", ["b", "w2"], ["c2"], pads=[1] * 4),
+        H("Concat", ["a", "b", "c2"], ["cat"], axis=1),
+        H("Conv", ["cat", "w3"], ["c3"]),
+        H("Resize", ["c3", "", "scales"], ["up"], mode="nearest",
+          coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        H("Conv", ["x", "w4"], ["c4"], pads=[1] * 4, strides=[1, 1]),
+        H("Resize", ["c4", "", "scales"], ["c4up"], mode="nearest",
+          coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        H("Concat", ["up", "c4up"], ["y"], axis=1),
+    ]  # fmt: skip
+    model = make_model(nodes, {"x": x}, ["y"], inits, opset=13)
+    check_on_target(model, {"x": x}, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_yolov5_head(target):
     """A detection level of YOLOv5: (1, 3 * (5 + classes), H, W) to a five-dimensional
     (1, 3, H, W, 5 + classes), sigmoid, then ``xy * 2 + grid`` and ``(wh * 2) ** 2 * anchor``

@@ -397,6 +397,40 @@ def test_pack_layout_packs_convs_and_their_neighbours():
     assert_same_results(g, full)
 
 
+def test_pack_layout_slices_whole_channel_blocks_and_resizes_packed():
+    """YOLOv8's C2f Split and its FPN's nearest upsampling stay in the packed layout: a slice
+    of whole channel blocks (any rows and columns) and a resize of the rows and columns run on
+    the blocks, with no transform to NCHW between the convolutions."""
+    x = nchw((1, 8, 6, 6))
+    c1 = conv(x, 48, name="c1")
+    half = _slice(c1, 16, 48, name="half")  # channels 16..47: whole blocks
+    c2 = conv(half, 16, name="c2")
+    rows = _slice(c2, 0, 16, rows=(0, 6, 2), name="rows")  # every other row
+    up = Node("resize", (c2,), {"sizes": (1, 16, 12, 12), "scales": (1.0, 1.0, 2.0, 2.0),
+                                "method": "nearest", "coordinate_transformation_mode":
+                                "asymmetric", "nearest_mode": "floor"}, name="up")  # fmt: skip
+    odd = _slice(c1, 8, 24, name="odd")  # not whole blocks: read in NCHW
+    cat = Node("concat", (up, conv(up, 16, name="c3")), {"axis": 1}, name="cat")
+    g = Graph.from_outputs([x], [cat, rows, conv(odd, 16, name="c4")])
+    packed = pack_layout(g, block_c=16)
+    verify_graph(packed)
+    ops = {n.name: n for n in packed.nodes}
+    assert ops["half"].type.layout == ops["up"].type.layout == ops["rows"].type.layout
+    assert ops["half"].type.layout == "NCHW1n16c" and ops["half"].type.shape == (1, 2, 6, 6, 1, 16)
+    assert ops["up"].type.shape == (1, 1, 12, 12, 1, 16)
+    assert ops["cat"].type.layout == "NCHW1n16c"
+    assert ops["odd"].inputs[0].op == "layout_transform"  # channels 8..23 are not blocks
+    assert_same_results(g, packed)
+    assert_same_results(g, packed_pipeline_graph(g))
+
+
+def _slice(x, c0, c1, rows=None, name=""):
+    n, _, h, w = x.type.shape
+    r0, r1, rs = rows or (0, h, 1)
+    attrs = {"begin": (0, c0, r0, 0), "end": (n, c1, r1, w), "strides": (1, 1, rs, 1)}
+    return Node("strided_slice", (x,), attrs, name=name)
+
+
 def test_pack_layout_pads_input_channels_that_do_not_divide_a_block():
     x = nchw((1, 20, 6, 6))
     c = Node("relu", (conv(x, 16, name="c"),), name="r")  # 20 = 16 + 4: padded to 32
