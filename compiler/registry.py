@@ -107,9 +107,10 @@ class GpuImpl:
 class VtaImpl:
     """An operator that anchors an accelerator group.
 
-    * ``kind``: the group's kind (``gemm``, ``pool`` or ``elementwise``), which says what the
-      partition fuses into it: a gemm takes the per-channel ``requantize`` that reads it and
-      an optional ``qadd``; a sum pool its ``requantize``; an elementwise node nothing.
+    * ``kind``: the group's kind (``gemm``, ``pool``, ``elementwise`` or ``rescale``), which
+      says what the partition fuses into it: a gemm takes the per-channel ``requantize`` that
+      reads it and an optional ``qadd``; a sum pool its ``requantize``; a rescale (a ``cast``
+      to int32) the ``requantize`` that alone reads it; an elementwise node nothing.
     * ``fits(node, cfg) -> None | (rule, reason)``: whether the node, alone, is within the
       accelerator's limits for the config; the rule names the limit it exceeds.
     * ``task(group, cfg) -> (Task | None, reason)``: the template's tuning task for the

@@ -74,7 +74,7 @@ def test_accelerator_operators_are_groups_of_the_partition():
     cfg = isa.load_config("default")
     for op, impl in registry.implemented("vta"):
         assert isinstance(impl, VtaImpl), op
-        assert impl.kind in ("gemm", "pool", "elementwise"), op
+        assert impl.kind in ("gemm", "pool", "elementwise", "rescale"), op
         assert callable(impl.fits) and callable(impl.compile) and callable(impl.task), op
     # an elementwise operator on an int8 tensor is placed on the accelerator by its rule
     x = Var("x", TensorType((1, 16, 4, 4), "int8", "NCHW"))
