@@ -138,6 +138,7 @@ def quantize_cached(
     requant: str,
     cache: CompileCache | None,
     sensitivity: str | float | None = None,
+    bias_correction: bool = True,
 ) -> Graph:
     """``quantize_graph(graph, batches, ...)``, from the cache when the same float graph was
     quantized on the same calibration data with the same options by the same compiler.
@@ -148,14 +149,16 @@ def quantize_cached(
 
     def run() -> Graph:
         return quantize_graph(
-            graph, batches, calibrator=calibrator, requant=requant, sensitivity=sensitivity
-        )
+            graph, batches, calibrator=calibrator, requant=requant, sensitivity=sensitivity,
+            bias_correction=bias_correction,
+        )  # fmt: skip
 
     if cache is None:
         return run()
     try:
         key = fingerprint("quantize", graph_parts(graph), batches, calibrator, requant,
-                          str(sensitivity), source_version(*VERSION_MODULES))  # fmt: skip
+                          str(sensitivity), bias_correction,
+                          source_version(*VERSION_MODULES))  # fmt: skip
     except TypeError:  # a graph or feed the key cannot spell: quantized, not cached
         return run()
     payload = cache.get(key)

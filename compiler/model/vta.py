@@ -168,7 +168,11 @@ def compile_network_host_groups(graph: Graph, partition: Partition) -> list[Host
 
 
 def quantization_scheme(
-    calibrator: str, requant: str, sensitivity: str | float | None = None, kept: int = 0
+    calibrator: str,
+    requant: str,
+    sensitivity: str | float | None = None,
+    kept: int = 0,
+    bias_correction: bool = True,
 ) -> str:
     """The int8 scheme a network was quantized with, in words (docs/quantization.md), with the
     sensitivity check's threshold and the number of nodes it ``kept`` in fp32.
@@ -189,12 +193,13 @@ def quantization_scheme(
             f"; {kept} {nodes} kept fp32 (own int8 error over {threshold:g}, relative RMS "
             "against fp32)"
         )
+    bias = "int32 bias (corrected on the calibration data)" if bias_correction else "int32 bias"
     calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence"}
     acts = f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} calibration"
     if requant == "vta":
         return (
             f"{acts}, scales snapped up to powers of two), symmetric int8 weights with one "
-            "power-of-two scale per tensor, int32 bias and accumulation, requantization by one "
+            f"power-of-two scale per tensor, {bias} and accumulation, requantization by one "
             f"shift per layer on the ALU (VTA's scheme){check}"
         )
     how = (
@@ -203,7 +208,7 @@ def quantization_scheme(
         else "power-of-two shift (weight scales snapped)"
     )
     return (
-        f"{acts}), symmetric int8 weights per output channel, int32 bias and accumulation, "
+        f"{acts}), symmetric int8 weights per output channel, {bias} and accumulation, "
         f"requantization by {how} on the ALU{check}"
     )
 
@@ -217,15 +222,19 @@ def quantize_partition(
     requant: str = "multiplier",
     cache: CompileCache | None = None,
     sensitivity: str | float | None = None,
+    bias_correction: bool = True,
 ) -> tuple[Graph, Partition, bool]:
     """The int8 graph (``graph`` quantized on ``calibration`` unless it already is), its
     partition for ``cfg``, and whether ``graph`` was int8 already: the first half of
     :func:`compile_network`, which the tuner's task extraction shares. ``sensitivity``: the
     threshold over which a node's int8 error keeps it fp32 on the host
-    (:mod:`compiler.quantize.sensitivity`; None: the default, ``"off"``: none)."""
+    (:mod:`compiler.quantize.sensitivity`; None: the default, ``"off"``: none).
+    ``bias_correction``: correct the int8 layers' biases on the calibration data
+    (:mod:`compiler.quantize.bias_correction`)."""
     quantized = any(n.op == "quantize" for n in graph.nodes)
     pipe = vta_pipeline(calibration=calibration, calibrator=calibrator, requant=requant,
-                        cache=cache, sensitivity=sensitivity)  # fmt: skip
+                        cache=cache, sensitivity=sensitivity,
+                        bias_correction=bias_correction)  # fmt: skip
     built = run_build(NetworkBuild(graph, cfg), Pipeline(pipe.passes[:2]))
     assert built.partition is not None
     return built.graph, built.partition, quantized
@@ -285,6 +294,7 @@ def compile_network(
     progress: bool | None = False,
     sensitivity: str | float | None = None,
     host_groups: bool = True,
+    bias_correction: bool = True,
 ) -> CompiledNetwork:
     """Quantize (unless ``graph`` is already int8), partition and compile ``graph``.
 
@@ -297,7 +307,8 @@ def compile_network(
     :class:`compiler.model.tuning.NetworkTuning` (the best records of a tuning log) whose knobs
     the conv2d / dense groups compile with; it then says which groups were tuned and why the
     others fell back to the heuristic. ``progress``: a bar of the groups' compiles on stderr
-    (None: on a terminal). ``sensitivity``: see :func:`quantize_partition`. ``host_groups``:
+    (None: on a terminal). ``sensitivity``, ``bias_correction``: see
+    :func:`quantize_partition`. ``host_groups``:
     compile the host groups too (False: leave them None, for a caller that only shows where
     each node runs and how each group's inputs arrive).
     """
@@ -307,6 +318,7 @@ def compile_network(
         calibration=calibration, calibrator=calibrator, requant=requant, jobs=jobs,
         cache=CompileCache.from_env() if cache is True else cache or None, tuning=tuning,
         progress=progress, sensitivity=sensitivity, host_groups=host_groups,
+        bias_correction=bias_correction,
     )  # fmt: skip
     built = run_build(NetworkBuild(graph, cfg), pipe)
     assert built.partition is not None and built.dram_plan is not None
@@ -346,6 +358,7 @@ def vta_pipeline(
     progress: bool | None = False,
     sensitivity: str | float | None = None,
     host_groups: bool = True,
+    bias_correction: bool = True,
 ) -> Pipeline[NetworkBuild]:
     """The accelerator build as named passes (the options of :func:`compile_network`):
 
@@ -379,9 +392,10 @@ def vta_pipeline(
             raise ModelError(f"graph {b.graph.name}: a float graph needs calibration data")
         batches = [calibration] if isinstance(calibration, Mapping) else list(calibration)
         graph = quantize_cached(b.graph, batches, calibrator=calibrator, requant=requant,
-                                cache=cache, sensitivity=sensitivity)  # fmt: skip
+                                cache=cache, sensitivity=sensitivity,
+                                bias_correction=bias_correction)  # fmt: skip
         kept = len(fp32_fallbacks(graph))
-        scheme = quantization_scheme(calibrator, requant, sensitivity, kept)
+        scheme = quantization_scheme(calibrator, requant, sensitivity, kept, bias_correction)
         return replace(b, graph=graph, scheme=scheme)
 
     def partition(b: NetworkBuild) -> NetworkBuild:

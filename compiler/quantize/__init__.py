@@ -2,12 +2,12 @@
 
 A float graph (after constant and batch-norm folding) becomes an int8 graph whose integer part
 is exactly what the accelerator computes: int8 activations with one symmetric scale per tensor,
-int8 weights with one scale per output channel, int32 bias and accumulation, and
-requantizations made only of the ALU's operations (add, shift, min, max, 16-bit multiply).
-The numpy reference executor evaluates it in pure integer arithmetic; floats appear only at the
-``quantize`` of the inputs and the ``dequantize`` of the outputs (and around operators that
-have no integer form). ``docs/quantization.md`` gives the exact semantics and the ALU sequence
-of every step.
+int8 weights with one scale per output channel, int32 bias (corrected on the calibration data)
+and accumulation, and requantizations made only of the ALU's operations (add, shift, min, max,
+16-bit multiply). The numpy reference executor evaluates it in pure integer arithmetic; floats
+appear only at the ``quantize`` of the inputs and the ``dequantize`` of the outputs (and around
+operators that have no integer form). ``docs/quantization.md`` gives the exact semantics and the
+ALU sequence of every step.
 
 Example:
     >>> import numpy as np
@@ -25,7 +25,9 @@ Example:
 Modules: :mod:`~compiler.quantize.calibrate` (calibrators), :mod:`~compiler.quantize.requant`
 (ALU-executable requantization and its exact semantics), :mod:`~compiler.quantize.ops` (the
 int8 operators and their reference evaluation), :mod:`~compiler.quantize.realize` (the pass),
-:mod:`~compiler.quantize.sensitivity` (each node's own int8 error, and the fp32 fallback).
+:mod:`~compiler.quantize.sensitivity` (each node's own int8 error, and the fp32 fallback),
+:mod:`~compiler.quantize.bias_correction` (each layer's mean per channel brought back to the
+float layer's).
 """
 
 from compiler.quantize import ops

@@ -192,6 +192,7 @@ def quantize_graph(
     requant: str = "multiplier",
     bins: int = DEFAULT_BINS,
     sensitivity: str | float | None = None,
+    bias_correction: bool = True,
 ) -> Graph:
     """Quantize ``graph`` to int8 (see the module docstring), calibrating with ``calibrator``
     (``"percentile"`` at 99.99 %, ``"minmax"``, ``"kl"`` or a calibrator object) on
@@ -199,8 +200,10 @@ def quantize_graph(
     inputs). ``sensitivity``: the threshold on a node's own int8 error over which it stays
     fp32 (:mod:`~compiler.quantize.sensitivity`; None: its default, ``"off"``: every node
     int8); the result is then a :class:`~compiler.quantize.sensitivity.QuantizedGraph` that
-    names those nodes. Raises :class:`~compiler.quantize.requant.QuantizeError` naming the
-    node at fault.
+    names those nodes. ``bias_correction``: move each int8 layer's bias so that its mean per
+    channel on the calibration data is the float layer's
+    (:mod:`~compiler.quantize.bias_correction`). Raises
+    :class:`~compiler.quantize.requant.QuantizeError` naming the node at fault.
     """
     _check_mode(requant)
     threshold = parse_sensitivity(sensitivity)
@@ -208,7 +211,9 @@ def quantize_graph(
     prepared = prepare_graph(graph)
     outputs: list[dict[int, np.ndarray]] = []
     thresholds = calibrate(prepared, feeds, calibrator, bins=bins, outputs=outputs)
-    return _realize_sensitive(prepared, thresholds, feeds, requant, threshold, outputs)
+    return _realize_sensitive(
+        prepared, thresholds, feeds, requant, threshold, outputs, bias_correction
+    )
 
 
 def _realize_sensitive(
@@ -218,31 +223,67 @@ def _realize_sensitive(
     requant: str,
     threshold: float | None,
     outputs: Sequence[Mapping[int, np.ndarray]] = (),
+    bias_correction: bool = True,
 ) -> Graph:
     """Realize, measure every quantized node's own error, and realize again with the nodes
     over ``threshold`` kept in fp32 (each error is measured in isolation, so keeping one node
-    in float does not change another's). ``outputs``: calibration's float values per batch
+    in float does not change another's); then correct the int8 layers' biases
+    (``bias_correction``). ``outputs``: calibration's float values per batch
     (:func:`~compiler.quantize.calibrate.collect_histograms`), not computed again."""
     realizer = _Realizer(graph, thresholds, requant)
     quantized = realizer.run()
-    if threshold is None:
-        return quantized
     batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
+    if threshold is None:
+        if not bias_correction:
+            return quantized
+        return _bias_corrected(graph, realizer, quantized, batches, outputs)
     errors = measure_errors(graph, realizer.measured, batches, outputs)
     over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
     kept: tuple[Fp32Fallback, ...] = ()
     if over:
         keep = frozenset(id(n) for n in over)
-        again = _Realizer(graph, thresholds, requant, keep_float=keep)
-        quantized = again.run()
+        realizer = _Realizer(graph, thresholds, requant, keep_float=keep)
+        quantized = realizer.run()
         index = {id(n): k for k, n in enumerate(quantized.nodes)}
         kept = tuple(
-            Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(again.fv[id(n)])])
+            Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(realizer.fv[id(n)])])
             for n in over
         )
-    return QuantizedGraph(
+    quantized = QuantizedGraph(
         quantized.inputs, quantized.nodes, quantized.outputs, quantized.name, fp32_nodes=kept
     )
+    if not bias_correction:
+        return quantized
+    return _bias_corrected(graph, realizer, quantized, batches, outputs)
+
+
+def _bias_corrected(
+    graph: Graph,
+    realizer: _Realizer,
+    quantized: Graph,
+    batches: Sequence[Any],
+    outputs: Sequence[Mapping[int, np.ndarray]],
+) -> Graph:
+    """``quantized`` with its int8 layers' biases corrected on the calibration ``batches``
+    (``outputs``: the prepared float graph's values per batch that calibration kept)."""
+    from compiler.quantize.bias_correction import channel_axis, channel_means, correct_biases
+    from compiler.quantize.sensitivity import _evaluate
+
+    in_graph = {id(n) for n in quantized.nodes}
+    layers = [t for t in realizer.layers if id(t[0]) in in_graph]
+    if not layers or not batches:
+        return quantized
+    wanted = [f for _, f, _ in layers]
+    means = [np.zeros(1) for _ in wanted]  # the float layers' channel means, batch by batch
+    for b, feed in enumerate(batches):
+        seen = outputs[b] if b < len(outputs) else {}
+        missing = [f for f in wanted if id(f) not in seen]
+        got = {id(f): seen[id(f)] for f in wanted if id(f) in seen}
+        got.update(zip(map(id, missing), _evaluate(graph, missing, feed), strict=True))
+        for k, f in enumerate(wanted):
+            means[k] = means[k] + channel_means([got[id(f)]], channel_axis(f)) / len(batches)
+    index = {id(acc): (k, scale) for k, (acc, _, scale) in enumerate(layers)}
+    return correct_biases(quantized, index, batches, means)
 
 
 def quantize_pipeline(
@@ -251,6 +292,7 @@ def quantize_pipeline(
     *,
     requant: str = "multiplier",
     sensitivity: str | float | None = None,
+    bias_correction: bool = True,
 ) -> Pipeline:
     """A named graph pipeline: the folding passes, then ``quantize``.
 
@@ -268,16 +310,25 @@ def quantize_pipeline(
         calibrator=calibrator,
         requant=requant,
         threshold=parse_sensitivity(sensitivity),
+        bias_correction=bias_correction,
     )
     return Pipeline((*first, graph_pass("quantize", step)))
 
 
 def _calibrate_and_realize(
-    graph: Graph, *, feeds: Any, calibrator: Any, requant: str, threshold: float | None
+    graph: Graph,
+    *,
+    feeds: Any,
+    calibrator: Any,
+    requant: str,
+    threshold: float | None,
+    bias_correction: bool = True,
 ) -> Graph:
     outputs: list[dict[int, np.ndarray]] = []
     thresholds = calibrate(graph, feeds, calibrator, outputs=outputs)
-    return _realize_sensitive(graph, thresholds, feeds, requant, threshold, outputs)
+    return _realize_sensitive(
+        graph, thresholds, feeds, requant, threshold, outputs, bias_correction
+    )
 
 
 def realize(graph: Graph, thresholds: Mapping[int, float], *, requant: str = "multiplier") -> Graph:
@@ -367,6 +418,9 @@ class _Realizer:
         self.qv: dict[int, tuple[Value, float]] = {}  # float value -> (int8 value, scale)
         self.fv: dict[int, Value] = {id(v): v for v in graph.inputs}
         self.fused: set[int] = set()
+        #: each int8 conv2d / dense: (its int32 node, the float node, the accumulator scale per
+        #: output channel), for the bias correction
+        self.layers: list[tuple[Node, Node, np.ndarray]] = []
 
     # ------------------------------------------------------------ scales and domains
 
@@ -576,6 +630,7 @@ class _Realizer:
             Constant(bq.astype(np.int32), name=f"{node.label}.bias.int32"),
         )
         acc = Node(node.op, (qx, *consts), node.attrs, node.name)
+        self.layers.append((acc, node, sx * sw))
         params = choose_requant(sx * sw / sy, mode=self._mode)
         self._requantize(acc, out, params, self.int8_bounds(act, sy), sy)
         if act is not None:

@@ -86,7 +86,11 @@ def test_fallback_brings_the_output_closer_to_fp32():
     ref = evaluate(graph, x)[0]
     err_on = _relative(evaluate(sensitive, x)[0], ref)
     err_off = _relative(evaluate(everything, x)[0], ref)
-    assert err_on < 0.05 < 0.5 < err_off
+    # the bias correction gives back the mean of the rounded-away channels (measured 0.20
+    # with it, above 0.5 without), not their variation: only the fallback does that
+    plain = quantize_graph(graph, CALIBRATION, sensitivity="off", bias_correction=False)
+    err_plain = _relative(evaluate(plain, x)[0], ref)
+    assert err_on < 0.05 < 0.15 < err_off < 0.5 < err_plain
 
 
 def test_off_quantizes_every_node():
@@ -144,7 +148,8 @@ def test_network_on_the_accelerator_reports_the_fp32_node():
     assert rows["hard"].reason.startswith("int8 error 1 > threshold 0.1")
     off = compile_network(graph, calibration=CALIBRATION, cache=False, sensitivity="off")
     assert "sensitivity check off" in off.scheme
-    assert _relative(off.run(x).outputs[0], ref) > 0.5
+    # every node int8: the bias correction gives back only the lost channels' mean
+    assert _relative(off.run(x).outputs[0], ref) > 0.15
 
 
 def test_pipeline_takes_the_threshold():
