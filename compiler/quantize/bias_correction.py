@@ -25,8 +25,8 @@ Example:
     >>> acc = Node("dense", (x, w, Constant(np.zeros(2, np.int32))), name="fc")
     >>> q = Graph.from_outputs([x], [acc])
     >>> feeds = [{"x": np.array([[10, 20]], np.int8)}]
-    >>> float_means = [np.array([12.0, 20.0])]  # the float layer's mean per channel
-    >>> corrected = correct_biases(q, {id(acc): (0, np.ones(2))}, feeds, float_means)
+    >>> float_means = np.array([12.0, 20.0])  # the float layer's mean per channel
+    >>> corrected = correct_biases(q, {id(acc): (np.ones(2), float_means)}, feeds)
     >>> corrected.nodes[0].inputs[2].value.tolist()
     [2, 0]
 """
@@ -66,15 +66,14 @@ def channel_means(values: Sequence[np.ndarray], axis: int) -> np.ndarray:
 
 def correct_biases(
     quantized: Graph,
-    layers: Mapping[int, tuple[int, np.ndarray]],
+    layers: Mapping[int, tuple[np.ndarray, np.ndarray]],
     batches: Sequence[Mapping[str, Any]],
-    float_outputs: Sequence[np.ndarray],
 ) -> Graph:
     """``quantized`` with the int32 bias of each layer of ``layers`` corrected (see the module
-    docstring). ``layers``: ``id(int32 layer node) -> (k, accumulator scale per channel)``,
-    ``float_outputs[k]``: the float layer's mean output per channel over the same
-    ``batches`` (one feed each), computed by the caller. Layers without a bias constant are
-    left alone; the graph keeps its type (a :class:`QuantizedGraph` its fp32 nodes)."""
+    docstring). ``layers``: ``id(int32 layer node) -> (accumulator scale, float mean)`` per
+    output channel, the float layer's mean over the same ``batches`` (one feed each). Layers
+    without a bias constant are left alone; the graph keeps its type (a
+    :class:`QuantizedGraph` its fp32 nodes)."""
     if not layers or not batches:
         return quantized
     envs = [check_feeds(quantized, feed) for feed in batches]
@@ -91,10 +90,10 @@ def correct_biases(
     for k, node in enumerate(quantized.nodes):
         outs = [evaluate_node(node, [get(env, v) for v in node.inputs]) for env in envs]
         if id(node) in layers and len(node.inputs) == 3 and isinstance(node.inputs[2], Constant):
-            index, scale = layers[id(node)]
+            scale, want = layers[id(node)]
             axis = channel_axis(node)
             got = channel_means(outs, axis) * scale
-            shift = np.rint((got - float_outputs[index]) / scale).astype(np.int64)
+            shift = np.rint((got - want) / scale).astype(np.int64)
             if np.any(shift):
                 bias = node.inputs[2].value.astype(np.int64) - shift
                 if bias.min() < INT32_MIN or bias.max() > INT32_MAX:

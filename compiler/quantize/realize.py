@@ -233,25 +233,22 @@ def _realize_sensitive(
     realizer = _Realizer(graph, thresholds, requant)
     quantized = realizer.run()
     batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
-    if threshold is None:
-        if not bias_correction:
-            return quantized
-        return _bias_corrected(graph, realizer, quantized, batches, outputs)
-    errors = measure_errors(graph, realizer.measured, batches, outputs)
-    over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
-    kept: tuple[Fp32Fallback, ...] = ()
-    if over:
-        keep = frozenset(id(n) for n in over)
-        realizer = _Realizer(graph, thresholds, requant, keep_float=keep)
-        quantized = realizer.run()
-        index = {id(n): k for k, n in enumerate(quantized.nodes)}
-        kept = tuple(
-            Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(realizer.fv[id(n)])])
-            for n in over
+    if threshold is not None:
+        errors = measure_errors(graph, realizer.measured, batches, outputs)
+        over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
+        kept: tuple[Fp32Fallback, ...] = ()
+        if over:
+            keep = frozenset(id(n) for n in over)
+            realizer = _Realizer(graph, thresholds, requant, keep_float=keep)
+            quantized = realizer.run()
+            index = {id(n): k for k, n in enumerate(quantized.nodes)}
+            kept = tuple(
+                Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(realizer.fv[id(n)])])
+                for n in over
+            )
+        quantized = QuantizedGraph(
+            quantized.inputs, quantized.nodes, quantized.outputs, quantized.name, fp32_nodes=kept
         )
-    quantized = QuantizedGraph(
-        quantized.inputs, quantized.nodes, quantized.outputs, quantized.name, fp32_nodes=kept
-    )
     if not bias_correction:
         return quantized
     return _bias_corrected(graph, realizer, quantized, batches, outputs)
@@ -267,7 +264,7 @@ def _bias_corrected(
     """``quantized`` with its int8 layers' biases corrected on the calibration ``batches``
     (``outputs``: the prepared float graph's values per batch that calibration kept)."""
     from compiler.quantize.bias_correction import channel_axis, channel_means, correct_biases
-    from compiler.quantize.sensitivity import _evaluate
+    from compiler.quantize.sensitivity import float_values
 
     in_graph = {id(n) for n in quantized.nodes}
     layers = [t for t in realizer.layers if id(t[0]) in in_graph]
@@ -276,14 +273,11 @@ def _bias_corrected(
     wanted = [f for _, f, _ in layers]
     means = [np.zeros(1) for _ in wanted]  # the float layers' channel means, batch by batch
     for b, feed in enumerate(batches):
-        seen = outputs[b] if b < len(outputs) else {}
-        missing = [f for f in wanted if id(f) not in seen]
-        got = {id(f): seen[id(f)] for f in wanted if id(f) in seen}
-        got.update(zip(map(id, missing), _evaluate(graph, missing, feed), strict=True))
+        got = float_values(graph, wanted, feed, outputs[b] if b < len(outputs) else {})
         for k, f in enumerate(wanted):
             means[k] = means[k] + channel_means([got[id(f)]], channel_axis(f)) / len(batches)
-    index = {id(acc): (k, scale) for k, (acc, _, scale) in enumerate(layers)}
-    return correct_biases(quantized, index, batches, means)
+    targets = {id(acc): (scale, mean) for (acc, _, scale), mean in zip(layers, means, strict=True)}
+    return correct_biases(quantized, targets, batches)
 
 
 def quantize_pipeline(

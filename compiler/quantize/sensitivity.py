@@ -188,10 +188,7 @@ def measure_errors(
     num = np.zeros(len(measured))
     den = np.zeros(len(measured))
     for b, feed in enumerate(batches):
-        seen = known[b] if b < len(known) else {}
-        missing = [v for v in probe_outs if id(v) not in seen]
-        got = {id(v): seen[id(v)] for v in probe_outs if id(v) in seen}
-        got.update(zip(map(id, missing), _evaluate(graph, missing, feed), strict=True))
+        got = float_values(graph, probe_outs, feed, known[b] if b < len(known) else {})
         for i, v in enumerate(graph.inputs):
             got[id(v)] = np.asarray(feed[v.name] if isinstance(feed, Mapping) else feed[i])
         for k, (m, (sub, sources)) in enumerate(zip(measured, forms, strict=True)):
@@ -209,11 +206,17 @@ def measure_errors(
     return errors
 
 
-def _evaluate(graph: Graph, values: Sequence[Value], feed: Mapping[str, Any]) -> list[np.ndarray]:
-    if not values:
-        return []
-    probe = Graph(graph.inputs, graph.nodes, tuple(values), graph.name)
-    return evaluate(probe, feed)
+def float_values(
+    graph: Graph, values: Sequence[Value], feed: Any, known: Mapping[int, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """``id(value) -> array`` of ``values`` of the float ``graph`` on ``feed``: from ``known``
+    (calibration's values of that batch) where there, the rest by the reference executor."""
+    got = {id(v): known[id(v)] for v in values if id(v) in known}
+    missing = [v for v in values if id(v) not in known]
+    if missing:
+        probe = Graph(graph.inputs, graph.nodes, tuple(missing), graph.name)
+        got.update(zip(map(id, missing), evaluate(probe, feed), strict=True))
+    return got
 
 
 __all__ = [
@@ -223,6 +226,7 @@ __all__ = [
     "Fp32Fallback",
     "Measured",
     "QuantizedGraph",
+    "float_values",
     "fp32_fallbacks",
     "measure_errors",
     "parse_sensitivity",

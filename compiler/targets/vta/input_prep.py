@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from compiler.targets.vta.ops import ELEMENTWISE, input_fold, pool_load_pads, pool_padding
+from compiler.registry import lookup
+from compiler.targets.vta.ops import input_fold, pool_load_pads, pool_padding
 from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_batch_rows,
@@ -120,7 +121,7 @@ def input_prep(group: Any, symbol: str, ndim: int, cfg: HwConfig) -> InputPrep:
         return InputPrep(symbol, "nchw_out", pad=pool_padding(group.anchor), pad_value=-128)
     if group.kind in ("global_sum_pool2d", "max_pool2d"):
         return InputPrep(symbol, "nchw_out")
-    if group.kind in ELEMENTWISE or group.kind in ("resize", "cast"):
+    if lookup("vta", group.kind).kind in ("elementwise", "rescale"):
         return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
     fold = input_fold(group, cfg)
     if fold is not None:

@@ -90,6 +90,11 @@ def test_c2f_split_and_fpn_upsampling(target):
     ]  # fmt: skip
     model = make_model(nodes, {"x": x}, ["y"], inits, opset=13)
     check_on_target(model, {"x": x}, target)
+    if target == "cpu":
+        from compiler.model.cpu import optimize
+
+        moved = [n for n in optimize(model).nodes if n.op in ("strided_slice", "resize")]
+        assert len(moved) == 4 and all(n.type.layout == "NCHW1n16c" for n in moved)
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -119,3 +119,8 @@ def test_compiled_for_the_cpu_it_matches_onnxruntime():
     (want,) = run_onnxruntime(model, {"x": x})
     (got,) = InferenceSession(model.SerializeToString(), "cpu").run(None, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # and the CPU build did pad: the projection runs on 32 channels, the expansion on 48
+    from compiler.model.cpu import optimize
+
+    convs = [n for n in optimize(model).nodes if n.op == "conv2d"]
+    assert [n.type.shape[1] * n.type.shape[-1] for n in convs] == [32, 32, 48]

@@ -48,8 +48,8 @@ def test_each_layer_has_the_float_mean_per_channel_on_the_calibration_data():
     floats = {id(f): [evaluate(Graph(graph.inputs, graph.nodes, (f,), "f"), fd)[0]
                       for fd in feeds] for _, f, _ in realizer.layers}  # fmt: skip
     means = [channel_means(floats[id(f)], 1) for _, f, _ in realizer.layers]
-    layers = {id(acc): (k, s) for k, (acc, _, s) in enumerate(realizer.layers)}
-    fixed = correct_biases(q, layers, feeds, means)
+    layers = {id(acc): (s, means[k]) for k, (acc, _, s) in enumerate(realizer.layers)}
+    fixed = correct_biases(q, layers, feeds)
     accs = {n.name: n for n in fixed.nodes if n.op == "conv2d"}
     before = {n.name: n for n in q.nodes if n.op == "conv2d"}
     assert not np.array_equal(accs["c1"].inputs[2].value, before["c1"].inputs[2].value)

@@ -150,6 +150,9 @@ def test_network_on_the_accelerator_reports_the_fp32_node():
     assert "sensitivity check off" in off.scheme
     # every node int8: the bias correction gives back only the lost channels' mean
     assert _relative(off.run(x).outputs[0], ref) > 0.15
+    plain = compile_network(graph, calibration=CALIBRATION, cache=False, sensitivity="off",
+                            bias_correction=False)  # fmt: skip
+    assert _relative(plain.run(x).outputs[0], ref) > 0.5
 
 
 def test_pipeline_takes_the_threshold():
