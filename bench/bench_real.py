@@ -7,9 +7,11 @@ real image through ``runtime.inputs`` with the model's preprocessing (classifier
 the photos of the folder; OCR: its rendered page or text line):
 
 * fp32, cpu target: the largest relative error against onnxruntime over the inputs (max |diff|
-  over max |onnxruntime|, per output), and the median latency of one image against
-  onnxruntime's, both on ``--threads`` threads (default 1) measured in the same run; ``ort/ours``
-  above 1 means the compiled model is faster;
+  over max |onnxruntime|, per output), and both models' against the same graph computed in
+  float64 by the reference executor (how far each float32 implementation is from the exact
+  result: on an ill-conditioned input two of them can differ more than either errs), the
+  median latency of one image against onnxruntime's, both on ``--threads`` threads (default 1)
+  measured in the same run; ``ort/ours`` above 1 means the compiled model is faster;
 * int8 on the accelerator (each ``--configs`` preset, as ``vtac run --target vta`` builds it:
   ``runtime.vta_target.compile_network``, accelerator groups on the simulator, the rest on the
   host), calibrated on the inputs mirrored left-right (never the evaluated images themselves):
@@ -233,17 +235,27 @@ def bench_fp32(model: rm.RealModel, inputs, threads: int, repeat: int) -> dict[s
         str(model.path), "cpu", input_shapes={name: inputs[0][1].shape}, num_threads=threads
     )
     compile_s = time.perf_counter() - t0
-    outputs, err = [], 0.0
+    # the yardstick of both: the float32 graph computed in float64 (the reference executor)
+    from compiler.graph.reference import evaluate
+    from runtime.graph_cli import load
+
+    graph = load(str(model.path), None, 1, {name: inputs[0][1].shape})
+    outputs, err, ours64, ort64 = [], 0.0, 0.0, 0.0
     for _, x in inputs:
         got = sess.run(None, {name: x})
         want = ref.run(None, {name: x})
+        exact = evaluate(graph, {name: x}, float64=True)
         err = max([err] + [_relative(g, w) for g, w in zip(got, want, strict=True)])
+        ours64 = max([ours64] + [_relative(g, t) for g, t in zip(got, exact, strict=True)])
+        ort64 = max([ort64] + [_relative(w, t) for w, t in zip(want, exact, strict=True)])
         outputs.append(got)
     x0 = {name: inputs[0][1]}
     ours = median_time(lambda: sess.run(None, x0), repeat)
     ort = median_time(lambda: ref.run(None, x0), repeat)
     return {
         "max_rel_err": err,
+        "ours_vs_float64": ours64,
+        "ort_vs_float64": ort64,
         "ours_ms": ours * 1e3,
         "ort_ms": ort * 1e3,
         "ort_over_ours": ort / ours,
@@ -562,7 +574,9 @@ def main(argv: list[str] | None = None) -> int:
         entry["fp32"] = fp32
         print(
             f"{name} ({len(inputs)} input(s), {model.size[0]}x{model.size[1]}): fp32 cpu max "
-            f"rel err {fp32['max_rel_err']:.1e}; {fp32['ours_ms']:.1f} ms vs onnxruntime "
+            f"rel err {fp32['max_rel_err']:.1e} (against float64: ours "
+            f"{fp32['ours_vs_float64']:.1e}, onnxruntime {fp32['ort_vs_float64']:.1e}); "
+            f"{fp32['ours_ms']:.1f} ms vs onnxruntime "
             f"{fp32['ort_ms']:.1f} ms (ort/ours {fp32['ort_over_ours']:.2f}); compile "
             f"{fp32['compile_s']} s",
             flush=True,

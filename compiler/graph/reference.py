@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -522,8 +523,11 @@ def _cast(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return args[0].astype(attrs["dtype"])
 
 
-def evaluate_op(op: str, args: list[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
-    """Evaluate one operator on numpy arrays; the result has exactly the type ``out``.
+def evaluate_op(
+    op: str, args: list[np.ndarray], attrs: Attrs, out: TensorType, *, float64: bool = False
+) -> np.ndarray:
+    """Evaluate one operator on numpy arrays; the result has exactly the type ``out`` (with
+    ``float64``, a float32 result is float64: see :func:`evaluate`).
 
     Example:
         >>> from compiler.graph.ir import Attrs, TensorType
@@ -533,14 +537,17 @@ def evaluate_op(op: str, args: list[np.ndarray], attrs: Attrs, out: TensorType) 
     fn = support("reference", op)
     if fn is None or isinstance(fn, Unsupported):
         raise GraphError(f"the reference executor has no implementation of {op!r}")
+    # with ``float64``, an operator of float32 result is asked for float64 (those that compute
+    # in their result's type, a matmul or a convolution, then do)
+    want = replace(out, dtype="float64") if float64 and out.dtype == "float32" else out
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        res = fn(args, attrs, out)
+        res = fn(args, attrs, want)
     res = np.asarray(res)
     if res.shape != out.shape:
         raise GraphError(
             f"reference {op}: result shape {res.shape} differs from the inferred {out.shape}"
         )
-    return res.astype(out.dtype, copy=False)
+    return res.astype(want.dtype, copy=False)
 
 
 def _binary_impl(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Impl:
@@ -650,18 +657,47 @@ def check_feeds(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> dict[
     return {id(v): arrays[v.name] for v in graph.inputs}
 
 
-def evaluate(graph: Graph, feeds: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
-    """Run the graph on ``feeds`` (by input name, or in input order); one array per output."""
+def evaluate(
+    graph: Graph, feeds: Mapping[str, Any] | Sequence[Any], *, float64: bool = False
+) -> list[np.ndarray]:
+    """Run the graph on ``feeds`` (by input name, or in input order); one array per output.
+
+    ``float64``: every float32 value (the inputs, the constants and each node's result) is
+    computed in float64 instead, and so are the float outputs: what the float32 graph computes
+    without rounding to float32 between its operators, the yardstick for comparing float32
+    implementations of one model (the compiled model, onnxruntime) with each other. For float
+    graphs; a quantized graph's scales would widen too.
+
+    Example:
+        >>> from compiler.graph.ir import Graph, Node, TensorType, Var
+        >>> x = Var("x", TensorType((2,), "float32"))
+        >>> y = Node("exp", [x])
+        >>> g = Graph((x,), (y,), (y,))
+        >>> [a.dtype for a in evaluate(g, [np.zeros(2, np.float32)], float64=True)]
+        [dtype('float64')]
+    """
     env = check_feeds(graph, feeds)
+    if float64:
+        env = {k: _widened(a) for k, a in env.items()}
 
     def get(v: Any) -> np.ndarray:
         if isinstance(v, Constant):
-            return v.value
+            return _widened(v.value) if float64 else v.value
         return env[id(v)]
 
     for node in graph.nodes:
-        env[id(node)] = evaluate_node(node, [get(v) for v in node.inputs])
+        args = [get(v) for v in node.inputs]
+        to_float32 = node.op == "cast" and node.type.dtype == "float32"
+        if float64 and to_float32 and args[0].dtype.kind == "f":
+            env[id(node)] = args[0]  # in float64, a float cast to float32 rounds nothing
+            continue
+        env[id(node)] = evaluate_op(node.op, args, node.attrs, node.type, float64=float64)
     return [np.array(get(v)) for v in graph.outputs]
+
+
+def _widened(a: Any) -> Any:
+    a = np.asarray(a)
+    return a.astype(np.float64) if a.dtype == np.float32 else a
 
 
 __all__ = [

@@ -88,8 +88,14 @@ class Kernel:
 
     @property
     def shared_bytes(self) -> int:
-        """Static shared memory of one block, in bytes."""
-        return sum(b.size * b.dtype.bytes for b in self.shared)
+        """Static shared memory of one block, in bytes: the buffers in order, each aligned to
+        its element's size (as ptxas places them: a float64 array after an odd number of
+        float32 values starts 4 bytes later)."""
+        end = 0
+        for b in self.shared:
+            align = b.dtype.bytes
+            end = -(-end // align) * align + b.size * b.dtype.bytes
+        return end
 
     @property
     def stage(self) -> str:
