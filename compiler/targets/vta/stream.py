@@ -33,11 +33,19 @@ from typing import Any, TypedDict
 import numpy as np
 
 from isa import Alu, AluOp, Finish, Gemm, HwConfig, Insn, Load, MemType, Store
-from isa.insn import module_of
 
 from .errors import VTATargetError
 
 MODULE_ORDER = {"load": 1, "compute": 2, "store": 3}
+#: The module of each instruction class but LOAD's (``isa.insn.module_of`` as lookups: the
+#: builder asks for each dependency push)
+_MODULE_OF_CLASS = {Store: "store", Gemm: "compute", Alu: "compute", Finish: "compute"}
+
+
+def _module(insn: Insn) -> str:
+    if type(insn) is Load:
+        return "load" if insn.memory_type in (MemType.INP, MemType.WGT) else "compute"
+    return _MODULE_OF_CLASS[type(insn)]
 
 
 class LoopFactors(TypedDict):
@@ -68,6 +76,11 @@ class UopKernel:
             raise VTATargetError(f"a micro-op kernel folds at most 2 loops, got {len(self.loops)}")
         if not self.uops:
             raise VTATargetError("a micro-op kernel needs at least one micro-op")
+        # the builder looks a kernel up for every GEMM and ALU instruction: hash it once
+        object.__setattr__(self, "_hash", hash((self.uops, self.loops)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
 
     @property
     def iters(self) -> tuple[int, int]:
@@ -147,24 +160,36 @@ class StreamBuilder:
         self._kernel_loads: list[int] = []
         self._in_place = True
         self._loads: dict[tuple[Any, ...], Load] = {}
+        self._gemms: dict[tuple[Any, ...], Gemm] = {}
 
     # ---- dependency tokens ------------------------------------------------------------
     def dep_pop(self, src: str, dst: str) -> None:
         """The next instruction of module ``dst`` waits for a token from ``src``."""
-        flag = self._pop_flag(src, dst)
-        if self._pending[dst][flag]:
-            self._nop(dst)
-        self._pending[dst][flag] = True
+        self.pop_flag(dst, self._pop_flag(src, dst))
 
     def dep_push(self, src: str, dst: str) -> None:
         """Module ``src`` signals ``dst`` once everything it has been given so far is done."""
-        flag = self._push_flag(src, dst)
-        self._commit_pending(src)
-        last = self.insns[-1] if self.insns else None
-        if last is not None and module_of(last) == src and not getattr(last, flag):
-            self.insns[-1] = _with_flag(last, flag)
+        self.push_flag(src, self._push_flag(src, dst))
+
+    def push_flag(self, src: str, flag: str) -> None:
+        """:meth:`dep_push` with its flag worked out (a code generator that pushes the same
+        token many times checks the modules once)."""
+        pending = self._pending[src]
+        if pending["pop_prev_dep"] or pending["pop_next_dep"]:
+            self._nop(src)
+        insns = self.insns
+        last = insns[-1] if insns else None
+        if last is not None and _module(last) == src and not getattr(last, flag):
+            insns[-1] = _with_flag(last, flag)
         else:
             self._nop(src, **{flag: True})
+
+    def pop_flag(self, dst: str, flag: str) -> None:
+        """:meth:`dep_pop` with its flag worked out."""
+        pending = self._pending[dst]
+        if pending[flag]:
+            self._nop(dst)
+        pending[flag] = True
 
     def _pop_flag(self, src: str, dst: str) -> str:
         self._check_pair(src, dst)
@@ -201,7 +226,7 @@ class StreamBuilder:
         """Append ``insn``; it takes the module's pending pops unless ``keep_pending``."""
         fields = dict(flags)
         if not keep_pending:
-            fields = {**self._take_pending(module_of(insn)), **flags}
+            fields = {**self._take_pending(_module(insn)), **flags}
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
 
     def _take_pending(self, module: str) -> dict[str, Any]:
@@ -332,18 +357,22 @@ class StreamBuilder:
     def gemm(self, kernel: UopKernel, *, reset: bool = False) -> None:
         """A GEMM running ``kernel`` (loaded into the uop buffer first if not resident)."""
         res = self._make_resident(kernel)
-        io, ii = kernel.iters
-        self.insns.append(
-            Gemm(
+        flags = self._take_pending("compute")
+        # as LOADs: each distinct GEMM is built once
+        key = (kernel, reset, res.begin, res.end, *flags)
+        insn = self._gemms.get(key)
+        if insn is None:
+            io, ii = kernel.iters
+            insn = self._gemms[key] = Gemm(
                 reset=reset,
                 uop_begin=res.begin,
                 uop_end=res.end,
                 iter_out=io,
                 iter_in=ii,
                 **kernel.factors(),
-                **self._take_pending("compute"),
+                **flags,
             )
-        )
+        self.insns.append(insn)
 
     def alu(
         self, kernel: UopKernel, op: AluOp, *, imm: int | None = None, reset: bool = False
