@@ -80,7 +80,7 @@ class UopKernel:
         object.__setattr__(self, "_hash", hash((self.uops, self.loops)))
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined, no-any-return]
+        return self._hash  # type: ignore[attr-defined]
 
     @property
     def iters(self) -> tuple[int, int]:
