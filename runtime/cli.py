@@ -112,12 +112,19 @@ def printable(text: str) -> str:
 
 
 def one_line(message: str) -> str:
-    """A multi-line message as one line (its lines joined by '; ').
+    """A multi-line message as one line (its lines joined by '; ', a line that ends in a colon
+    by a space).
 
     >>> one_line("deadlock at cycle 9\\n  load waits\\n  store idle")
     'deadlock at cycle 9; load waits; store idle'
+    >>> one_line("2 unsupported node(s):\\n  a (LSTM)\\n  b (Floor)")
+    '2 unsupported node(s): a (LSTM); b (Floor)'
     """
-    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    parts = [part.strip() for part in message.splitlines() if part.strip()]
+    out = parts[:1]
+    for prev, part in zip(parts, parts[1:], strict=False):
+        out.append((" " if prev.endswith(":") else "; ") + part)
+    return "".join(out)
 
 
 def version() -> str:

@@ -1472,10 +1472,12 @@ def from_onnx(
     const = set(init_names)
     used = {i for n in gp.node for i in n.input} | {o.name for o in gp.output}
     bad = []
+    bad_ops: dict[str, int] = {}
     for n in order:
         a = _attrs(n)
         reason = _unsupported_reason(n, a, const, used)
         if reason:
+            bad_ops[n.op_type] = bad_ops.get(n.op_type, 0) + 1
             dom = n.domain or "ai.onnx"
             bad.append(
                 f"  {_label(n)} ({n.op_type}, {dom} opset "
@@ -1484,7 +1486,12 @@ def from_onnx(
         if n.op_type in ("Constant", "Shape", "Size") or all(not i or i in const for i in n.input):
             const.update(o for o in n.output if o)
     if bad:
-        raise FrontendError(f"model {gname}: {len(bad)} unsupported node(s):\n" + "\n".join(bad))
+        if len(bad) > 3:  # and how many of each operator, most first
+            counts = sorted(bad_ops.items(), key=lambda kv: -kv[1])
+            bad.append("  by operator: " + ", ".join(f"{op} {k}" for op, k in counts))
+        raise FrontendError(
+            f"model {gname}: {sum(bad_ops.values())} unsupported node(s):\n" + "\n".join(bad)
+        )
     if check:
         try:
             onnx.checker.check_model(model)

@@ -130,6 +130,8 @@ def test_every_unsupported_node_listed_at_once():
         "custom (MyOp, com.example opset 1): domain 'com.example'",
     ):
         assert line in text
+    # more than three: how many of each operator, on the last line
+    assert text.splitlines()[-1] == ("  by operator: Resize 1, Pad 1, NonZero 1, Gather 1, MyOp 1")
 
 
 def test_symbolic_dims_need_input_shapes():
