@@ -106,6 +106,8 @@ def resolve_input_shapes(
     """
     inputs = declared_inputs(model)
     names = [d.name for d in inputs]
+    # how to give a shape: the API's keyword also names the command line's option
+    how = f"{hint} (vtac: --input-shape NAME=D0,D1,...)" if hint == "input_shapes" else hint
     given = dict(given or {})
     for name in given:
         if name not in names:
@@ -120,7 +122,7 @@ def resolve_input_shapes(
             shape = _checked(decl, given[decl.name], bound)
         elif decl.dims is None:
             raise FrontendError(
-                f"input {decl.name!r}: the model gives it no shape; give one with {hint}"
+                f"input {decl.name!r}: the model gives it no shape; give one with {how}"
             )
         elif partial:
             shape = tuple(d if isinstance(d, int) else -1 for d in decl.dims)
@@ -129,7 +131,7 @@ def resolve_input_shapes(
                 if not isinstance(d, int):
                     raise FrontendError(
                         f"input {decl.name!r}: dimension {k} is symbolic ({d or '?'}) in "
-                        f"{decl.text()}; give a static shape with {hint}"
+                        f"{decl.text()}; give a static shape with {how}"
                     )
             shape = tuple(int(d) for d in decl.dims)  # type: ignore[arg-type]
         shapes[decl.name] = shape

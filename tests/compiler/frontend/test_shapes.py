@@ -68,6 +68,12 @@ def test_a_free_dim_with_nothing_given_names_the_input_the_dim_and_the_way_to_gi
         r"shape with --input-shape",
     ):
         resolve_input_shapes(_model([1, 3, None, None]), None, hint="--input-shape")
+    # the API's default names both ways: its keyword, and vtac's option
+    with pytest.raises(
+        FrontendError,
+        match=r"give a static shape with input_shapes \(vtac: --input-shape NAME=D0,D1,...\)$",
+    ):
+        resolve_input_shapes(_model([1, 3, None, None]), None)
     assert resolve_input_shapes(_model([1, 3, None, 4]), None, partial=True) == {"x": (1, 3, -1, 4)}
 
 
