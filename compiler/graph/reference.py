@@ -145,11 +145,19 @@ def conv2d_nchw(
     xg = xp.reshape(n, groups, c // groups, xp.shape[2], xp.shape[3])
     wg = w.astype(acc).reshape(groups, o // groups, ig, kh, kw)
     out = np.zeros((n, groups, o // groups, oh, ow), acc)
+    # a float convolution with more than one channel per group: one matrix product per tap
+    # (BLAS; einsum's own loop is 15 to 30 times slower on 64 to 256 channels), memory of one
+    # tap's window; a depthwise one, or an integer one past float64's exact range, by einsum
+    products = acc.kind == "f" and (ig > 1 or o // groups > 1)
     for i in range(kh):
         for j in range(kw):
             y0, x0 = i * dh, j * dw
             win = xg[:, :, :, y0 : y0 + (oh - 1) * sh + 1 : sh, x0 : x0 + (ow - 1) * sw + 1 : sw]
-            out += np.einsum("ngchw,goc->ngohw", win, wg[:, :, :, i, j])
+            if products:
+                cols = np.ascontiguousarray(win).reshape(n, groups, ig, oh * ow)
+                out += np.matmul(wg[:, :, :, i, j], cols).reshape(out.shape)
+            else:
+                out += np.einsum("ngchw,goc->ngohw", win, wg[:, :, :, i, j])
     return out.reshape(n, o, oh, ow)
 
 

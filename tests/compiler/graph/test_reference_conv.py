@@ -1,4 +1,5 @@
-"""The reference convolution's float64 path for integers gives ``einsum``'s results exactly."""
+"""The reference convolution's float64 path for integers gives ``einsum``'s results exactly, and
+its float path the float64 convolution to float32 rounding."""
 
 from __future__ import annotations
 
@@ -36,3 +37,25 @@ def test_sums_that_could_wrap_stay_on_einsum():
     assert not R._exact_in_float64(x, w, np.dtype("int32"), 64 * 9)
     assert not R._exact_in_float64(x.astype(np.float32), w, np.dtype("float32"), 64 * 9)
     assert R._exact_in_float64(x, w, np.dtype("int64"), 64 * 9)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_float_convolution_matches_float64(case):
+    """A float convolution runs as one matrix product per tap (einsum for a depthwise one):
+    within float32 rounding of the same convolution in float64."""
+    xs, ws, strides, padding, dilation, groups = case
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    got = R.conv2d_nchw(x, w, strides, padding, dilation, groups)
+    want = R.conv2d_nchw(x.astype(np.float64), w.astype(np.float64), strides, padding, dilation,
+                         groups)  # fmt: skip
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    # a depthwise convolution, channel by channel
+    dw = rng.standard_normal((xs[1], 1, 3, 3)).astype(np.float32)
+    got = R.conv2d_nchw(x, dw, (1, 1), (1, 1, 1, 1), (1, 1), xs[1])
+    for ch in (0, xs[1] - 1):
+        x1, w1 = x[:, ch : ch + 1].astype(np.float64), dw[ch : ch + 1].astype(np.float64)
+        one = R.conv2d_nchw(x1, w1, (1, 1), (1, 1, 1, 1))
+        assert np.abs(got[:, ch : ch + 1] - one).max() <= 1e-6 * np.abs(one).max()
