@@ -144,10 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  second+ run of the loaded artifact      {r['run_s']:8.3f} s  "
           f"(the compiling session: {r['direct_run_s']:.3f} s)")  # fmt: skip
     host = ", ".join(f"{d} {s * 1e3:.2f} ms" for d, s in sorted(r["host_s_by_device"].items()))
-    sim_ms = (r["run_s"] - sum(r["host_s_by_device"].values())) * 1e3
+    rest_ms = (r["run_s"] - sum(r["host_s_by_device"].values())) * 1e3
     print(
         f"    of which the host groups (the profile's wall time): {host}; the rest, "
-        f"{sim_ms:.0f} ms, the simulator's {r['cycles']} accelerator cycles"
+        f"{rest_ms:.0f} ms, the simulator's {r['cycles']} accelerator cycles and the run's own "
+        "bookkeeping"
     )
     print(f"  run / compile                  {r['run_over_compile']:8.1%}")
     print(f"  (load + first run) / compile   {r['load_and_first_run_over_compile']:8.1%}")

@@ -218,8 +218,14 @@ def module_of_fields(opcode: int, memory_type: int = 0) -> str:
 
 
 def module_of(insn: Insn) -> str:
-    """Which module executes ``insn``: STORE → store, LOAD INP/WGT → load, else compute."""
-    return module_of_fields(int(insn.opcode), int(getattr(insn, "memory_type", 0)))
+    """Which module executes ``insn``: STORE → store, LOAD INP/WGT → load, else compute
+    (:func:`module_of_fields` on an instruction object, without converting its fields: a code
+    generator asks for every dependency push)."""
+    if isinstance(insn, Store):
+        return "store"
+    if isinstance(insn, Load) and insn.memory_type in (MemType.INP, MemType.WGT):
+        return "load"
+    return "compute"
 
 
 def queue_of(module: str, flag: str) -> str | None:

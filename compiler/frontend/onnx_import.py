@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1472,12 +1473,12 @@ def from_onnx(
     const = set(init_names)
     used = {i for n in gp.node for i in n.input} | {o.name for o in gp.output}
     bad = []
-    bad_ops: dict[str, int] = {}
+    bad_ops: Counter[str] = Counter()
     for n in order:
         a = _attrs(n)
         reason = _unsupported_reason(n, a, const, used)
         if reason:
-            bad_ops[n.op_type] = bad_ops.get(n.op_type, 0) + 1
+            bad_ops[n.op_type] += 1
             dom = n.domain or "ai.onnx"
             bad.append(
                 f"  {_label(n)} ({n.op_type}, {dom} opset "
@@ -1486,12 +1487,11 @@ def from_onnx(
         if n.op_type in ("Constant", "Shape", "Size") or all(not i or i in const for i in n.input):
             const.update(o for o in n.output if o)
     if bad:
+        head = f"model {gname}: {len(bad)} unsupported node(s):"
         if len(bad) > 3:  # and how many of each operator, most first
-            counts = sorted(bad_ops.items(), key=lambda kv: -kv[1])
-            bad.append("  by operator: " + ", ".join(f"{op} {k}" for op, k in counts))
-        raise FrontendError(
-            f"model {gname}: {sum(bad_ops.values())} unsupported node(s):\n" + "\n".join(bad)
-        )
+            counts = ", ".join(f"{op} {k}" for op, k in bad_ops.most_common())
+            bad.append(f"  by operator: {counts}")
+        raise FrontendError("\n".join([head, *bad]))
     if check:
         try:
             onnx.checker.check_model(model)

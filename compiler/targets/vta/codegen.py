@@ -263,9 +263,9 @@ class _Generator:
             src, dst = (MODULE_NAME[v] for v in dep_args(call))
             # the modules checked and the flag chosen here, once
             if call.op == DEP_PUSH:
-                push, flag = b.push_flag, b._push_flag(src, dst)
+                push, flag = b.push_flag, b.push_flag_for(src, dst)
                 return lambda env: push(src, flag)
-            pop, flag = b.pop_flag, b._pop_flag(src, dst)
+            pop, flag = b.pop_flag, b.pop_flag_for(src, dst)
             return lambda env: pop(dst, flag)
         mem = load_memory_type(call)
         lim = dma.dma_limits(self.cfg)
@@ -276,20 +276,11 @@ class _Generator:
             # thousands of loads)
             operands = compile_exprs([to_load.indices[0], from_load.indices[0], *call.args[2:]])
 
-            load, y_size, x_size, x_stride = b.load, lim.y_size, lim.x_size, lim.x_stride
-            no_pad = (0, 0, 0, 0)
+            issue = dma.loader(b, mem, lim)
 
             def run_load(env: Env) -> None:
                 s, d, y_ext, x_ext, stride, p0, p1, p2, p3 = operands(env)
-                if (
-                    not (p0 or p1 or p2 or p3) and 0 < y_ext <= y_size and 0 < x_ext <= x_size
-                    and 0 <= stride <= x_stride
-                ):  # fmt: skip
-                    # one instruction (dma.load_2d's first case, without its call)
-                    load(mem, sram(s), dram(d), y_ext, x_ext, stride, no_pad)
-                    return
-                dma.load_2d(b, mem, sram(s), dram(d), y_ext=y_ext, x_ext=x_ext, x_stride=stride,
-                            pads=(p0, p1, p2, p3), lim=lim)  # fmt: skip
+                issue(sram(s), dram(d), y_ext, x_ext, stride, p0, p1, p2, p3)
 
             return run_load
         if call.op == STORE_OP:

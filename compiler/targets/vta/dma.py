@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -83,15 +84,46 @@ def load_2d(
     """Fill ``y_ext`` rows of ``x_ext`` entries from ``sram``; ``pads`` = (y_pad_0, y_pad_1,
     x_pad_0, x_pad_1) rows/columns are zeros, the rest comes from DRAM element ``dram`` (the
     first one read) with ``x_stride`` elements between rows."""
+    loader(builder, mem, lim)(sram, dram, y_ext, x_ext, x_stride, *pads)
+
+
+def loader(builder: Any, mem: MemType, lim: DmaLimits) -> Callable[..., None]:
+    """:func:`load_2d` for one builder and memory type, as a function of ``(sram, dram, y_ext,
+    x_ext, x_stride, p0, p1, p2, p3)``: a code generator makes it once per LOAD statement and
+    calls it for every LOAD the statement issues."""
+    load, y_max, x_max, stride_max = builder.load, lim.y_size, lim.x_size, lim.x_stride
+    no_pad = (0, 0, 0, 0)
+
+    def issue(
+        sram: int, dram: int, y_ext: int, x_ext: int, x_stride: int,
+        p0: int, p1: int, p2: int, p3: int,
+    ) -> None:  # fmt: skip
+        if (
+            not (p0 or p1 or p2 or p3) and 0 < y_ext <= y_max and 0 < x_ext <= x_max
+            and 0 <= x_stride <= stride_max
+        ):  # fmt: skip
+            # the common case, one instruction (what the general path issues for it)
+            load(mem, sram, dram, y_ext, x_ext, x_stride, pad=no_pad)
+        else:
+            _load_split(builder, mem, sram, dram, y_ext, x_ext, x_stride, (p0, p1, p2, p3), lim)
+
+    return issue
+
+
+def _load_split(
+    builder: Any,
+    mem: MemType,
+    sram: int,
+    dram: int,
+    y_ext: int,
+    x_ext: int,
+    x_stride: int,
+    pads: tuple[int, int, int, int],
+    lim: DmaLimits,
+) -> None:
+    """:func:`load_2d` past one instruction's fields (or of zero rows or columns)."""
     p0, p1, p2, p3 = pads
-    if (
-        not (p0 or p1 or p2 or p3) and 0 < y_ext <= lim.y_size and 0 < x_ext <= lim.x_size
-        and 0 <= x_stride <= lim.x_stride
-    ):  # fmt: skip
-        # the common case, one instruction (what the general path below issues for it)
-        builder.load(mem, sram, dram, y_ext, x_ext, x_stride, pad=(0, 0, 0, 0))
-        return
-    # (not a generator: this runs for every LOAD a program issues)
+    # (not a generator: this runs for many of the LOADs a program issues)
     y0, y1, x0, x1 = max(0, int(p0)), max(0, int(p1)), max(0, int(p2)), max(0, int(p3))
     y0, x0 = min(y0, y_ext), min(x0, x_ext)
     y1, x1 = min(y1, y_ext - y0), min(x1, x_ext - x0)

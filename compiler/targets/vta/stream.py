@@ -33,19 +33,11 @@ from typing import Any, TypedDict
 import numpy as np
 
 from isa import Alu, AluOp, Finish, Gemm, HwConfig, Insn, Load, MemType, Store
+from isa.insn import module_of
 
 from .errors import VTATargetError
 
 MODULE_ORDER = {"load": 1, "compute": 2, "store": 3}
-#: The module of each instruction class but LOAD's (``isa.insn.module_of`` as lookups: the
-#: builder asks for each dependency push)
-_MODULE_OF_CLASS = {Store: "store", Gemm: "compute", Alu: "compute", Finish: "compute"}
-
-
-def _module(insn: Insn) -> str:
-    if type(insn) is Load:
-        return "load" if insn.memory_type in (MemType.INP, MemType.WGT) else "compute"
-    return _MODULE_OF_CLASS[type(insn)]
 
 
 class LoopFactors(TypedDict):
@@ -165,21 +157,19 @@ class StreamBuilder:
     # ---- dependency tokens ------------------------------------------------------------
     def dep_pop(self, src: str, dst: str) -> None:
         """The next instruction of module ``dst`` waits for a token from ``src``."""
-        self.pop_flag(dst, self._pop_flag(src, dst))
+        self.pop_flag(dst, self.pop_flag_for(src, dst))
 
     def dep_push(self, src: str, dst: str) -> None:
         """Module ``src`` signals ``dst`` once everything it has been given so far is done."""
-        self.push_flag(src, self._push_flag(src, dst))
+        self.push_flag(src, self.push_flag_for(src, dst))
 
     def push_flag(self, src: str, flag: str) -> None:
         """:meth:`dep_push` with its flag worked out (a code generator that pushes the same
         token many times checks the modules once)."""
-        pending = self._pending[src]
-        if pending["pop_prev_dep"] or pending["pop_next_dep"]:
-            self._nop(src)
+        self._commit_pending(src)
         insns = self.insns
         last = insns[-1] if insns else None
-        if last is not None and _module(last) == src and not getattr(last, flag):
+        if last is not None and module_of(last) == src and not getattr(last, flag):
             insns[-1] = _with_flag(last, flag)
         else:
             self._nop(src, **{flag: True})
@@ -191,11 +181,13 @@ class StreamBuilder:
             self._nop(dst)
         pending[flag] = True
 
-    def _pop_flag(self, src: str, dst: str) -> str:
+    def pop_flag_for(self, src: str, dst: str) -> str:
+        """The flag by which ``dst``'s instruction pops a token from ``src`` (the pair checked)."""
         self._check_pair(src, dst)
         return "pop_prev_dep" if MODULE_ORDER[src] < MODULE_ORDER[dst] else "pop_next_dep"
 
-    def _push_flag(self, src: str, dst: str) -> str:
+    def push_flag_for(self, src: str, dst: str) -> str:
+        """The flag by which ``src``'s instruction pushes a token to ``dst`` (the pair checked)."""
         self._check_pair(src, dst)
         return "push_next_dep" if MODULE_ORDER[src] < MODULE_ORDER[dst] else "push_prev_dep"
 
@@ -210,7 +202,8 @@ class StreamBuilder:
             )
 
     def _commit_pending(self, module: str) -> None:
-        if any(self._pending[module].values()):
+        pending = self._pending[module]
+        if pending["pop_prev_dep"] or pending["pop_next_dep"]:
             self._nop(module)
 
     def _nop(self, module: str, **flags: bool) -> None:
@@ -226,7 +219,7 @@ class StreamBuilder:
         """Append ``insn``; it takes the module's pending pops unless ``keep_pending``."""
         fields = dict(flags)
         if not keep_pending:
-            fields = {**self._take_pending(_module(insn)), **flags}
+            fields = {**self._take_pending(module_of(insn)), **flags}
         self.insns.append(dataclasses.replace(insn, **fields) if fields else insn)
 
     def _take_pending(self, module: str) -> dict[str, Any]:
