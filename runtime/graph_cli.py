@@ -76,8 +76,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--progress", action="store_true",
                    help="--target vta: a bar of the groups' compiles (default: when stderr is a "
                    "terminal)")  # fmt: skip
-    from runtime.model_cli import add_fp32_threshold_option
+    from runtime.model_cli import add_calibrator_option, add_fp32_threshold_option
 
+    add_calibrator_option(p, "--target vta")
     add_fp32_threshold_option(p)
     p.set_defaults(run=run)
 
@@ -119,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         return graph_command(args)
     if getattr(args, "fp32_threshold", None) is not None:
         raise GraphError("--fp32-threshold applies to --target vta (the quantized partition)")
+    if getattr(args, "calibrator", None) is not None:
+        raise GraphError("--calibrator applies to --target vta (the quantized partition)")
     if getattr(args, "progress", False):
         raise GraphError("--progress applies to --target vta (its groups' compiles)")
     pipeline = graph_pipeline(block_c=args.block_c, block_n=args.block_n)

@@ -3,10 +3,11 @@
 * ``vtac compile MODEL -o ARTIFACT [--target cpu] [--image-size N] [--batch N] [--threads N]
   [--input-shape NAME=D0,D1,...] [--progress]`` compiles an ONNX file or a zoo name
   (``resnet18``, ``digits``, ...) into one artifact file (see :mod:`runtime.artifact`); with
-  ``--target vta [--config C] [--calibrate DATA] [--requant multiplier|shift|vta]
-  [--fp32-threshold X|off] [--jobs N] [--no-cache]`` it quantizes, partitions and compiles
-  the network for the accelerator (the groups in ``N`` processes, through the compile cache
-  unless ``--no-cache``, ``docs/cache.md``) into one artifact
+  ``--target vta [--config C] [--calibrate DATA] [--calibrator percentile|minmax|kl|mse]
+  [--requant multiplier|shift|vta] [--fp32-threshold X|off] [--jobs N] [--no-cache]`` it
+  quantizes, partitions and compiles the network for the accelerator (the groups in ``N``
+  processes, through the compile cache unless ``--no-cache``, ``docs/cache.md``) into one
+  artifact
   (:mod:`runtime.vta_artifact`, :mod:`runtime.vta_cli`);
 * ``vtac run MODEL|ARTIFACT [--input x.npy | --input NAME=x.npy | --input feeds.npz |
   --input IMAGE ...] [--preprocess imagenet|unit|symmetric] [--resize MODE]
@@ -19,10 +20,10 @@
   An artifact runs on the target it was compiled for (a vta artifact prints what
   ``vtac run MODEL --target vta`` prints, without quantizing or compiling).
 
-An option that does not apply to the target (``--config``, ``--calibrate``, ``--trace``,
-``--device``, ``--requant``, ``--fp32-threshold``, ``--jobs`` or ``--no-cache`` on cpu or gpu;
-``--threads`` on vta; ``--calibrate``, ``--requant``, ``--fp32-threshold``, ``--tuning-log``,
-``--jobs`` or ``--no-cache`` with an artifact)
+An option that does not apply to the target (``--config``, ``--calibrate``, ``--calibrator``,
+``--trace``, ``--device``, ``--requant``, ``--fp32-threshold``, ``--jobs`` or ``--no-cache`` on
+cpu or gpu; ``--threads`` on vta; ``--calibrate``, ``--calibrator``, ``--requant``,
+``--fp32-threshold``, ``--tuning-log``, ``--jobs`` or ``--no-cache`` with an artifact)
 is refused by name, not ignored.
 
 Inputs are read by :mod:`runtime.inputs` (arrays, archives, images). A model's free (symbolic)
@@ -77,6 +78,19 @@ def add_requant_option(p: argparse.ArgumentParser, what: str) -> None:
         "--requant", default=None, choices=list(REQUANT_MODES),
         help=f"{what}: the requantization (docs/quantization.md): multiplier (the default), "
         "shift, or vta (VTA's scheme: power-of-two scales, one shift per layer)",
+    )  # fmt: skip
+
+
+def add_calibrator_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--calibrator percentile|minmax|kl|mse`` (docs/quantization.md); ``what``: where it
+    applies."""
+    from compiler.quantize import CALIBRATORS
+
+    p.add_argument(
+        "--calibrator", default=None, choices=list(CALIBRATORS),
+        help=f"{what}: how each activation's int8 range is chosen from the calibration data "
+        "(docs/quantization.md): percentile (99.99 %%, the default), minmax, kl (TensorRT's "
+        "entropy) or mse (least squared error)",
     )  # fmt: skip
 
 
@@ -183,6 +197,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="--target vta: compile every accelerator group, neither reading nor writing the "
         "compile cache ($VTAC_CACHE_DIR; `vtac cache info`)",
     )  # fmt: skip
+    add_calibrator_option(p, "--target vta")
     add_requant_option(p, "--target vta")
     add_fp32_threshold_option(p)
     add_input_shape_option(p)

@@ -47,7 +47,15 @@ TARGETS = ("cpu", "gpu")
 #: Every target a session can compile whole models for.
 ALL_TARGETS = (*TARGETS, "vta")
 #: Options of the vta target (:class:`runtime.vta_session.VtaInferenceSession`).
-VTA_OPTIONS = ("config", "device", "simulator", "calibration", "requant", "sensitivity")
+VTA_OPTIONS = (
+    "config",
+    "device",
+    "simulator",
+    "calibration",
+    "calibrator",
+    "requant",
+    "sensitivity",
+)
 
 ModelSource = str | bytes | os.PathLike | Any  # Any: an onnx.ModelProto
 

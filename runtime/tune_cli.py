@@ -104,7 +104,11 @@ def _non_negative(text: str) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Register ``tune`` and ``explore``."""
-    from runtime.model_cli import add_fp32_threshold_option, add_requant_option
+    from runtime.model_cli import (
+        add_calibrator_option,
+        add_fp32_threshold_option,
+        add_requant_option,
+    )
 
     p = subparsers.add_parser(
         "tune",
@@ -120,6 +124,7 @@ def add_parser(subparsers: Any) -> None:
     _add_common(p)
     _add_progress(p)
     add_input_shape_option(p)
+    add_calibrator_option(p, "a model on --target vta")
     add_requant_option(p, "a model on --target vta (the groups' epilogues are the tasks)")
     add_fp32_threshold_option(p)
     p.set_defaults(run=_tune)
@@ -229,6 +234,7 @@ def _model_tasks(args: argparse.Namespace) -> list[Any]:
         found = extract_network_tasks(
             import_onnx(model, shapes), args.config, requant=getattr(args, "requant", None)
             or "multiplier", sensitivity=getattr(args, "fp32_threshold", None),
+            calibrator=getattr(args, "calibrator", None) or "percentile",
         )  # fmt: skip
     for label, reason in found.skipped:
         print(f"not tuned: {label} ({reason})")
@@ -255,7 +261,11 @@ def _tune(args: argparse.Namespace) -> int:
 
     if args.target == "vta":
         isa.load_config(args.config)  # an unknown preset fails here, naming it
-    for option, dest in (("--requant", "requant"), ("--fp32-threshold", "fp32_threshold")):
+    for option, dest in (
+        ("--calibrator", "calibrator"),
+        ("--requant", "requant"),
+        ("--fp32-threshold", "fp32_threshold"),
+    ):
         if getattr(args, dest, None) is not None and (
             args.target != "vta" or args.what in ("conv2d", "dense", "matmul", *LAYER_LISTS)
         ):

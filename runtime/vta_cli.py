@@ -90,6 +90,7 @@ def graph_command(args: argparse.Namespace) -> int:
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     feed = random_inputs(specs, 0)  # each input's own dtype (an image model may take uint8)
     net = compile_network(graph, cfg, calibration=feed, host_groups=False,
+                          calibrator=getattr(args, "calibrator", None) or "percentile",
                           sensitivity=getattr(args, "fp32_threshold", None),
                           progress=getattr(args, "progress", False) or None)  # fmt: skip
     part = net.partition
@@ -156,6 +157,7 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         calibration = feeds
     net = compile_network(graph, args.config or "default", calibration=calibration,
+                          calibrator=args.calibrator or "percentile",
                           requant=args.requant or "multiplier",
                           sensitivity=args.fp32_threshold,
                           jobs=args.jobs or 1, cache=not args.no_cache,
@@ -285,7 +287,7 @@ def compile_command(args: argparse.Namespace) -> int:
               "unrelated to real inputs)", file=sys.stderr)  # fmt: skip
     sess = VtaInferenceSession(
         args.model, "vta", config=args.config, calibration=calibration,
-        requant=args.requant, sensitivity=args.fp32_threshold,
+        calibrator=args.calibrator, requant=args.requant, sensitivity=args.fp32_threshold,
         image_size=args.image_size, batch=args.batch,
         input_shapes=dict(getattr(args, "input_shape", None) or []) or None,
         jobs=args.jobs or 1, cache=not args.no_cache,
@@ -333,6 +335,7 @@ def run_artifact_command(args: argparse.Namespace) -> int:
 TARGET_OPTIONS = (
     ("--config", "config", ("vta",)),
     ("--calibrate", "calibrate", ("vta",)),
+    ("--calibrator", "calibrator", ("vta",)),
     ("--requant", "requant", ("vta",)),
     ("--fp32-threshold", "fp32_threshold", ("vta",)),
     ("--trace", "trace", ("vta",)),
@@ -357,7 +360,8 @@ def check_target_options(args: argparse.Namespace, target: str, artifact: bool) 
                                f"{target}")  # fmt: skip
     if getattr(args, "simulator", None) is not None and getattr(args, "device", None) != "rtl":
         raise SessionError("--simulator picks the HDL simulator of --device rtl")
-    for option, dest in (("--calibrate", "calibrate"), ("--requant", "requant"),
+    for option, dest in (("--calibrate", "calibrate"), ("--calibrator", "calibrator"),
+                         ("--requant", "requant"),
                          ("--fp32-threshold", "fp32_threshold"),
                          ("--jobs", "jobs"), ("--no-cache", "no_cache")):  # fmt: skip
         if artifact and getattr(args, dest, None) is not None:

@@ -4,7 +4,8 @@ int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPla
 from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
 
 ``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...,
-requant="multiplier"|"shift"|"vta", sensitivity=X|"off")``
+calibrator="percentile"|"minmax"|"kl"|"mse", requant="multiplier"|"shift"|"vta",
+sensitivity=X|"off")``
 has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
 the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
 ``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the
@@ -60,13 +61,15 @@ def compile_plan(
     batch: int | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     sensitivity: str | float | None = None,
+    calibrator: str | None = None,
     jobs: int = 1,
     cache: bool = True,
     tuning: Any = None,
     progress: bool | None = False,
 ) -> NetworkPlan:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
-    on ``calibration``, requantized by ``requant``: ``multiplier`` when None; a node whose own
+    on ``calibration`` with ``calibrator``, ``percentile`` when None, requantized by
+    ``requant``: ``multiplier`` when None; a node whose own
     int8 error exceeds ``sensitivity`` kept fp32, docs/quantization.md), partition it,
     compile every group (with ``tuning``'s knobs, a :class:`compiler.model.tuning.NetworkTuning`,
     where it has them; ``jobs`` processes, through the compile cache unless ``cache`` is False)
@@ -80,6 +83,7 @@ def compile_plan(
     graph = from_onnx(proto, name=name, input_shapes=input_shapes)
     specs = [TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs]
     net = compile_network(graph, config, calibration=calibration_feeds(specs, calibration),
+                          calibrator=calibrator or "percentile",
                           requant=requant or "multiplier", sensitivity=sensitivity,
                           jobs=jobs, cache=cache,
                           tuning=tuning, progress=progress)  # fmt: skip
@@ -116,6 +120,7 @@ class VtaInferenceSession(InferenceSession):
         device: str | None = None,
         simulator: str | None = None,
         calibration: Any = None,
+        calibrator: str | None = None,
         requant: str | None = None,
         sensitivity: str | float | None = None,
         image_size: int | None = None,
@@ -143,6 +148,11 @@ class VtaInferenceSession(InferenceSession):
                 "a tuning log applies when a model is compiled, not to a compiled artifact "
                 "(it keeps the knobs it was compiled with)"
             )
+        if calibrator is not None:
+            from compiler.quantize import CALIBRATORS
+
+            if calibrator not in CALIBRATORS:
+                raise SessionError(f"calibrator {calibrator!r}: one of {', '.join(CALIBRATORS)}")
         self.device = device or "sim"
         if self.device not in DEVICES:
             raise SessionError(f"device {self.device!r}: one of {', '.join(DEVICES)}")
@@ -159,8 +169,8 @@ class VtaInferenceSession(InferenceSession):
             if image_size is not None or batch is not None:
                 raise SessionError("image_size and batch apply to zoo models only; an artifact "
                                    "has fixed input shapes")  # fmt: skip
-            for key, given in (("calibration", calibration), ("requant", requant),
-                               ("sensitivity", sensitivity)):  # fmt: skip
+            for key, given in (("calibration", calibration), ("calibrator", calibrator),
+                               ("requant", requant), ("sensitivity", sensitivity)):  # fmt: skip
                 if given is not None:
                     raise SessionError(f"{key} applies when a model is compiled, not to a "
                                        "compiled artifact")  # fmt: skip
@@ -187,7 +197,8 @@ class VtaInferenceSession(InferenceSession):
 
                 tuning = load_network_tuning(tuning_log, config or "default")
             plan = compile_plan(model, config or "default", calibration=calibration,
-                                requant=requant, sensitivity=sensitivity,
+                                calibrator=calibrator, requant=requant,
+                                sensitivity=sensitivity,
                                 image_size=image_size, batch=batch,
                                 input_shapes=input_shapes, jobs=jobs,
                                 cache=cache, tuning=tuning, progress=progress)  # fmt: skip

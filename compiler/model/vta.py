@@ -194,7 +194,8 @@ def quantization_scheme(
             "against fp32)"
         )
     bias = "int32 bias (corrected on the calibration data)" if bias_correction else "int32 bias"
-    calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence"}
+    calib = {"percentile": "percentile", "minmax": "min/max", "kl": "KL-divergence",
+             "mse": "least squared error"}  # fmt: skip
     acts = f"symmetric int8 activations per tensor ({calib.get(calibrator, calibrator)} calibration"
     if requant == "vta":
         return (

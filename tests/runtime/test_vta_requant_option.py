@@ -1,6 +1,7 @@
-"""The requantization option (``--requant`` of ``vtac run``/``vtac compile``, ``requant=`` of the
-vta session): it reaches the quantizer, the report names the scheme, and it is refused where it
-does not apply (another target, an already compiled artifact)."""
+"""The requantization and calibrator options (``--requant`` and ``--calibrator`` of ``vtac
+run``/``vtac compile``, ``requant=`` and ``calibrator=`` of the vta session): each reaches the
+quantizer, the report names the scheme, and each is refused where it does not apply (another
+target, an already compiled artifact)."""
 
 import json
 
@@ -42,3 +43,25 @@ def test_session_requant_keyword_quantizes_with_vta_scheme():
     x = np.random.default_rng(0).standard_normal((1, 1, 28, 28)).astype(np.float32)
     (logits,) = sess.run(None, {"data": x})
     assert logits.shape == (1, 10) and np.isfinite(logits).all()
+
+
+def test_the_calibrator_option_reaches_the_quantizer_and_is_refused_where_it_does_not_apply(
+    tmp_path, capsys
+):
+    art = tmp_path / "digits.vtac"
+    argv = ["compile", "digits", "--target", "vta", "--calibrator", "mse", "-o", str(art)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert InferenceSession(str(art)).plan.scheme == quantization_scheme("mse", "multiplier")
+    assert main(["run", str(art), "--calibrator", "kl"]) != 0
+    assert "--calibrator applies when a model is compiled" in capsys.readouterr().err
+    assert main(["run", "digits", "--target", "cpu", "--calibrator", "kl"]) != 0
+    assert "--calibrator applies to --target vta" in capsys.readouterr().err
+    assert main(["graph", "digits", "--calibrator", "kl"]) != 0
+    assert "--calibrator applies to --target vta" in capsys.readouterr().err
+    with pytest.raises(SessionError, match="calibrator applies to target vta"):
+        InferenceSession("digits", target="cpu", calibrator="kl")
+    with pytest.raises(SessionError, match="calibrator 'max': one of kl, minmax, mse, percentile"):
+        InferenceSession("digits", target="vta", calibrator="max")
+    with pytest.raises(SessionError, match="calibrator applies when a model is compiled"):
+        InferenceSession(str(art), calibrator="kl")

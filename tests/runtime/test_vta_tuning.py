@@ -184,3 +184,10 @@ def test_a_log_tuned_with_the_compiles_requantization_covers_its_groups(tmp_path
     assert "tuned knobs (7 groups)" in err and "heuristic knobs for" not in err
     assert main(["tune", "conv2d", "--requant", "vta", "--log", str(tmp_path / "c.jsonl")]) != 0
     assert "--requant applies to tuning a model with --target vta" in capsys.readouterr().err
+
+
+def test_tuning_an_operator_refuses_the_calibrator(tmp_path, capsys):
+    # the calibrator decides a model's quantized groups; an operator task has none to decide
+    argv = ["tune", "conv2d", "--calibrator", "kl", "--log", str(tmp_path / "c.jsonl")]
+    assert main(argv) != 0
+    assert "--calibrator applies to tuning a model with --target vta" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from compiler.quantize import (
     AbsHistogram,
     EntropyCalibrator,
     MinMaxCalibrator,
+    MseCalibrator,
     PercentileCalibrator,
     QuantizeError,
     calibrate,
@@ -76,6 +77,33 @@ def test_atoms_are_only_frequent_exact_values():
     assert AbsHistogram.of(rare).atoms.sum() == 0
 
 
+def _int8_mse(x: np.ndarray, threshold: float) -> float:
+    """The mean squared error of quantizing ``x`` to int8 at ``threshold``, element by element."""
+    step = threshold / 127
+    return float(np.mean((np.clip(np.round(x / step), -127, 127) * step - x) ** 2))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [NORMAL, UNIFORM, LAPLACE, np.maximum(NORMAL, 0.0), np.concatenate([NORMAL, [60.0]])],
+    ids=["normal", "uniform", "laplace", "relu", "outlier"],
+)
+def test_mse_finds_the_threshold_of_least_squared_error(data):
+    # against the error of every element quantized, over a fine sweep of thresholds
+    h = AbsHistogram.of(data)
+    th = MseCalibrator().threshold(h)
+    sweep = np.linspace(h.absmax / 100, h.absmax, 500)
+    best = min(_int8_mse(data, t) for t in sweep)
+    assert _int8_mse(data, th) <= 1.01 * best
+    assert 0 < th <= h.absmax
+
+
+def test_mse_clips_peaked_tails_and_keeps_a_uniform_range():
+    assert MseCalibrator().threshold(AbsHistogram.of(UNIFORM)) >= 0.99 * 2.0
+    h = AbsHistogram.of(LAPLACE)
+    assert 5.0 < MseCalibrator().threshold(h) < 0.8 * h.absmax
+
+
 def test_histograms_merge_over_batches():
     a, b = NORMAL[:1000], NORMAL[1000:3000]
     top = float(np.abs(NORMAL[:3000]).max())
@@ -88,7 +116,7 @@ def test_histograms_merge_over_batches():
 
 def test_all_zero_tensor_gives_zero_threshold():
     h = AbsHistogram.of(np.zeros(100))
-    for cal in (MinMaxCalibrator(), PercentileCalibrator(), EntropyCalibrator()):
+    for cal in (MinMaxCalibrator(), PercentileCalibrator(), EntropyCalibrator(), MseCalibrator()):
         assert cal.threshold(h) == 0.0
 
 
@@ -107,8 +135,8 @@ def test_calibrate_measures_every_float_value_over_batches():
 
 
 def test_unknown_calibrators_and_bad_options_are_refused():
-    with pytest.raises(QuantizeError, match="unknown calibrator 'mse'"):
-        get_calibrator("mse")
+    with pytest.raises(QuantizeError, match="unknown calibrator 'max'.*known: kl, minmax, mse"):
+        get_calibrator("max")
     with pytest.raises(QuantizeError, match="percentile must be in"):
         PercentileCalibrator(0.0)
     x = Var("x", TensorType((1,), "float32"))
