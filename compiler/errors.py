@@ -54,6 +54,11 @@ class FrontendError(CompilerError):
     operators (every one is listed with its node name, op type and opset)."""
 
 
+class FrontendWarning(UserWarning):
+    """A model the frontend imports all the same, as onnxruntime runs it, with something its
+    file states wrongly (a graph output declared with another rank than it has)."""
+
+
 class ModelError(CompilerError):
     """A whole model that cannot be built as asked: an unknown target, a float graph without
     calibration data, a tuning log that does not apply, an option out of its range."""

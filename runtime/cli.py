@@ -9,11 +9,13 @@ simulator and the RTL; the packages themselves never import each other.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
 
 #: Modules that provide subcommands, in the order ``vtac --help`` lists them.
 COMMAND_MODULES = (
@@ -156,6 +158,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _warnings_as_lines(name: str) -> Iterator[None]:
+    """The compiler's warnings (:class:`compiler.errors.FrontendWarning`: a model imported all
+    the same) on stderr as ``vtac CMD: warning: ...``, one line each, instead of Python's
+    form with a source line; other warnings as Python shows them."""
+    from compiler.errors import FrontendWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, FrontendWarning):
+            print(f"{name}: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``vtac`` with ``argv``; returns the exit status (0, 1 for an error, 2 for a usage
     error, 130 when interrupted, 141 when standard output was closed)."""
@@ -194,7 +218,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
     name = f"vtac {args.command}"
     try:
-        code = int(args.run(args) or 0)
+        with _warnings_as_lines(name):
+            code = int(args.run(args) or 0)
         sys.stdout.flush()
         from isa import interrupt
 

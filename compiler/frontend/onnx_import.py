@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.errors import CompilerError, FrontendError
+from compiler.errors import CompilerError, FrontendError, FrontendWarning
 from compiler.frontend.shapes import resolve_input_shapes
 from compiler.graph.ir import Constant, Graph, Node, TensorType, Value, Var
 from compiler.graph.reference import evaluate_op
@@ -771,6 +772,108 @@ def _c_matmul(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
     return [ctx.call("matmul", ins[:2], {}, name)]
 
 
+#: LSTM's gates in ONNX's order within ``W``, ``R`` and ``B`` (input, output, forget, cell).
+LSTM_GATES = "iofc"
+
+
+@_conv("LSTM")
+def _c_lstm(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """Unrolled over the sequence, as TVM's ONNX frontend does (static shapes): per direction
+    one ``dense`` of every step's input by ``W`` with both biases, then per step a ``dense`` of
+    the hidden state by ``R``, the gates' sigmoid / tanh and the cell update ``c = f * c + i *
+    g``, ``h = o * tanh(c)``. Outputs ``Y (S, D, B, H)``, ``Y_h`` and ``Y_c (D, B, H)`` (with
+    ``layout`` 1: batch first). Sequence lengths shorter than the sequence, peepholes, ``clip``,
+    ``input_forget`` and other activations are refused before any work
+    (:func:`_unsupported_reason`)."""
+    x, w, r = ins[0], ins[1], ins[2]
+    bias, seq_lens, h0, c0 = (ins[k] if len(ins) > k else None for k in (3, 4, 5, 6))
+    layout = int(a.get("layout", 0))
+    if x.type.ndim != 3:
+        raise FrontendError(f"node {name!r} (LSTM): X must be 3-d, it has shape {x.type.shape}")
+    if layout:  # (B, S, I) -> (S, B, I); states (B, D, H) -> (D, B, H)
+        x = ctx.call("transpose", [x], {"axes": (1, 0, 2)}, f"{name}.x_seq_first")
+        if h0 is not None:
+            h0 = ctx.call("transpose", [h0], {"axes": (1, 0, 2)}, f"{name}.h0_seq_first")
+        if c0 is not None:
+            c0 = ctx.call("transpose", [c0], {"axes": (1, 0, 2)}, f"{name}.c0_seq_first")
+    steps, batch, feat = x.type.shape
+    wv, rv = _const(w, node, "W"), _const(r, node, "R")
+    dirs = {"forward": 1, "reverse": 1, "bidirectional": 2}[a.get("direction", "forward")]
+    hidden = int(a["hidden_size"]) if "hidden_size" in a else int(rv.shape[-1])
+    if wv.shape != (dirs, 4 * hidden, feat) or rv.shape != (dirs, 4 * hidden, hidden):
+        raise FrontendError(
+            f"node {name!r} (LSTM): W {wv.shape} and R {rv.shape} do not fit {dirs} "
+            f"direction(s), hidden_size {hidden} and input size {feat}"
+        )
+    if seq_lens is not None:
+        lens = _const(seq_lens, node, "sequence_lens").reshape(-1)
+        if lens.size != batch or (lens != steps).any():
+            raise FrontendError(
+                f"node {name!r} (LSTM): sequence_lens {lens.tolist()} differ from the sequence "
+                f"length {steps}; only full-length sequences are supported"
+            )
+    bv = (
+        _const(bias, node, "B").reshape(dirs, 8 * hidden)
+        if bias is not None
+        else np.zeros((dirs, 8 * hidden), wv.dtype)
+    )
+    dt = x.type.dtype
+    flat = _reshape(ctx, x, (steps * batch, feat), f"{name}.x_rows")
+    ys: list[list[Value]] = [[] for _ in range(steps)]
+    last_h: list[Value] = []
+    last_c: list[Value] = []
+    for d in range(dirs):
+        reverse = a.get("direction", "forward") == "reverse" or d == 1
+        tag = f"{name}.{'reverse' if reverse else 'forward'}"
+        b_d = Constant((bv[d, : 4 * hidden] + bv[d, 4 * hidden :]).astype(dt), name=f"{tag}.b")
+        w_d = Constant(np.ascontiguousarray(wv[d]), name=f"{tag}.W")
+        r_d = Constant(np.ascontiguousarray(rv[d]), name=f"{tag}.R")
+        xw = ctx.call("dense", [flat, w_d, b_d], {}, f"{tag}.xW")
+
+        def state(v: Value | None, what: str, d: int = d, tag: str = tag) -> Value | None:
+            if v is None:
+                return None
+            s = _slice_call(ctx, v, {0: (d, d + 1, 1)}, f"{tag}.{what}0")
+            return _reshape(ctx, s, (batch, hidden), f"{tag}.{what}0_rows")
+
+        h, c = state(h0, "h"), state(c0, "c")
+        for k in range(steps):
+            t = steps - 1 - k if reverse else k
+            st = f"{tag}.t{t}"
+            g = _slice_call(ctx, xw, {0: (t * batch, (t + 1) * batch, 1)}, f"{st}.xW")
+            if h is not None:
+                g = ctx.call("add", [g, ctx.call("dense", [h, r_d], {}, f"{st}.hR")], {}, st)
+            i, o, f, cand = (
+                _slice_call(ctx, g, {1: (j * hidden, (j + 1) * hidden, 1)}, f"{st}.{gate}")
+                for j, gate in enumerate(LSTM_GATES)
+            )
+            i = ctx.call("sigmoid", [i], {}, f"{st}.input_gate")
+            o = ctx.call("sigmoid", [o], {}, f"{st}.output_gate")
+            cand = ctx.call("tanh", [cand], {}, f"{st}.cell_input")
+            c_new = ctx.call("multiply", [i, cand], {}, f"{st}.ig")
+            if c is not None:
+                f = ctx.call("sigmoid", [f], {}, f"{st}.forget_gate")
+                fc = ctx.call("multiply", [f, c], {}, f"{st}.fc")
+                c_new = ctx.call("add", [fc, c_new], {}, f"{st}.c")
+            c = c_new
+            h = ctx.call("multiply", [o, ctx.call("tanh", [c], {}, f"{st}.tanh_c")], {}, f"{st}.h")
+            ys[t].append(_reshape(ctx, h, (1, 1, batch, hidden), f"{st}.y"))
+        assert h is not None and c is not None
+        last_h.append(_reshape(ctx, h, (1, batch, hidden), f"{tag}.h_last"))
+        last_c.append(_reshape(ctx, c, (1, batch, hidden), f"{tag}.c_last"))
+
+    def joined(parts: list[Value], axis: int, what: str) -> Value:
+        return parts[0] if len(parts) == 1 else ctx.call("concat", parts, {"axis": axis}, what)
+
+    y = joined([joined(p, 1, f"{name}.y{t}") for t, p in enumerate(ys)], 0, f"{name}.Y")
+    y_h, y_c = joined(last_h, 0, f"{name}.Y_h"), joined(last_c, 0, f"{name}.Y_c")
+    if layout:
+        y = ctx.call("transpose", [y], {"axes": (2, 0, 1, 3)}, f"{name}.Y_batch_first")
+        y_h = ctx.call("transpose", [y_h], {"axes": (1, 0, 2)}, f"{name}.Y_h_batch_first")
+        y_c = ctx.call("transpose", [y_c], {"axes": (1, 0, 2)}, f"{name}.Y_c_batch_first")
+    return [y, y_h, y_c]
+
+
 @_conv("Softmax")
 def _c_softmax(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     x = ins[0]
@@ -1345,12 +1448,37 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return f"a {len(a['kernel_shape'])}-d kernel (2-d only)"
     if t == "Gelu" and a.get("approximate", "none") not in ("none", "tanh"):
         return f"approximate {a['approximate']!r} (none or tanh)"
+    if t == "LSTM":
+        return _lstm_reason(node, a, const)
     if t == "ScatterND" and a.get("reduction", "none") != "none":
         return f"reduction {a['reduction']!r} (only none)"
     if t == "ScatterND" and node.input[1] not in const:
         return "non-constant indices"
     if t in CONST_ARGS and not all(not n or n in const for n in node.input[1:]):
         return "non-constant shape, axes or bound input"
+    return ""
+
+
+def _lstm_reason(node: Any, a: dict[str, Any], const: set[str]) -> str:
+    """Why an LSTM node is unsupported, or ``""``."""
+    given = [k < len(node.input) and bool(node.input[k]) for k in range(8)]
+    if not all(node.input[k] in const for k in (1, 2, 3, 4) if given[k]):
+        return "non-constant W, R, B or sequence_lens"
+    if given[7]:
+        return "peepholes (input P)"
+    if a.get("clip") is not None:
+        return "clip"
+    if a.get("input_forget", 0):
+        return "input_forget"
+    dirs = 2 if a.get("direction", "forward") == "bidirectional" else 1
+    acts = [
+        x.decode() if isinstance(x, bytes) else str(x)
+        for x in a.get("activations", ["Sigmoid", "Tanh", "Tanh"] * dirs)
+    ]
+    if acts != ["Sigmoid", "Tanh", "Tanh"] * dirs:
+        return f"activations {acts} (only Sigmoid, Tanh, Tanh)"
+    if a.get("direction", "forward") not in ("forward", "reverse", "bidirectional"):
+        return f"direction {a['direction']!r}"
     return ""
 
 
@@ -1589,9 +1717,12 @@ def _check_shadowed_inputs(gname: str, gp: Any) -> None:
 
 
 def _check_declared(gname: str, vo: Any, value: Value) -> None:
-    """A graph output's declared element type and rank must be what import computed. Declared
-    dims are not compared: producers disagree on corner cases (onnx's shape inference and
-    onnxruntime differ on ceil-mode pooling), and the frontend follows onnxruntime."""
+    """A graph output's declared element type must be what import computed. Declared dims are
+    not compared: producers disagree on corner cases (onnx's shape inference and onnxruntime
+    differ on ceil-mode pooling), and the frontend follows onnxruntime; a declared rank that
+    differs is a :class:`compiler.errors.FrontendWarning`, not an error, as onnxruntime warns
+    and runs such a model (ddddocr's recognizer declares ``(1, seqlen)`` for the
+    ``(seq, 1, classes)`` it computes)."""
     tt = vo.type.tensor_type
     declared = _ONNX_DTYPES.get(tt.elem_type)
     if tt.elem_type and declared != value.type.dtype:
@@ -1600,9 +1731,11 @@ def _check_declared(gname: str, vo: Any, value: Value) -> None:
             f"({declared or 'unsupported'}), the graph computes {value.type.dtype}"
         )
     if tt.HasField("shape") and len(tt.shape.dim) != value.type.ndim:
-        raise FrontendError(
+        warnings.warn(
             f"model {gname}: output {vo.name!r} is declared with rank {len(tt.shape.dim)}, the "
-            f"graph computes shape {list(value.type.shape)}"
+            f"graph computes shape {list(value.type.shape)}: the computed shape is used",
+            FrontendWarning,
+            stacklevel=2,
         )
 
 

@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from compiler.errors import FrontendError
+from compiler.errors import FrontendError, FrontendWarning
 from compiler.frontend.onnx_import import from_onnx
 from tests.compiler.frontend.helpers import make_model
 
@@ -195,11 +195,17 @@ def test_declared_output_type_must_match():
     with pytest.raises(FrontendError, match=r"output 'y' is declared with element type 7 "
                        r"\(int64\), the graph computes float32"):  # fmt: skip
         from_onnx(m)
+
+
+def test_a_wrongly_declared_output_rank_is_a_warning_and_the_computed_shape_is_used():
+    # as onnxruntime, which warns and runs such a model (ddddocr's recognizer declares
+    # (1, seqlen) for the (seq, 1, classes) it computes)
     m = small_model()
     m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1
-    with pytest.raises(FrontendError, match=r"output 'y' is declared with rank 3, the graph "
-                       r"computes shape \[1, 16\]"):  # fmt: skip
-        from_onnx(m, check=False)
+    with pytest.warns(FrontendWarning, match=r"output 'y' is declared with rank 3, the graph "
+                      r"computes shape \[1, 16\]: the computed shape is used"):  # fmt: skip
+        g = from_onnx(m, check=False)
+    assert g.outputs[0].type.shape == (1, 16)
 
 
 @pytest.mark.parametrize("check", [True, False])
