@@ -132,8 +132,8 @@ def _ocr_inputs(
     of each input for the direction classifier, empty for pages)."""
     letters = ocr.alphabet(ocr.characters(rm.models()["ppocr_rec"]))
     folder.mkdir(parents=True, exist_ok=True)
-    if model.kind == "text-recognizer":
-        texts = ocr.random_lines(count, letters, seed)
+    if model.kind == "text-recognizer":  # words over its own dictionary's letters and digits
+        texts = ocr.recognizer_lines(model, count, ocr.alphabet(ocr.characters(model)), seed)
         xs = ocr.line_inputs(model, texts, folder)
         return [(f"line{k}", x) for k, x in enumerate(xs)], texts
     if model.kind == "text-direction":  # each line or page turned every way: the labels
@@ -187,8 +187,9 @@ def ocr_scores(
     batch of one) and the rendered ``texts``."""
     if model.kind == "text-recognizer":
         chars = ocr.characters(model)
-        f = [ocr.ctc_text(p[0], chars) for p in fp32]
-        q = [ocr.ctc_text(p[0], chars) for p in int8]
+        f = ocr.same_text(model, [ocr.ctc_text(p, chars) for p in fp32])
+        q = ocr.same_text(model, [ocr.ctc_text(p, chars) for p in int8])
+        texts = ocr.same_text(model, texts)
         return {
             "fp32_char_accuracy": ocr.char_accuracy(f, texts),
             "int8_char_accuracy": ocr.char_accuracy(q, texts),

@@ -31,10 +31,12 @@ def median_time(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float
 
 def ort_session(model_bytes: bytes, threads: int) -> Any:
     """onnxruntime on the CPU with ``threads`` intra-op threads, sequential, all graph
-    optimizations: the peer the CPU benchmarks measure against."""
+    optimizations: the peer the CPU benchmarks measure against. Its warnings are not printed
+    (a model that declares an output's shape wrongly would print one per run)."""
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
+    opts.log_severity_level = 3  # errors only
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

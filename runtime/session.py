@@ -243,7 +243,8 @@ class InferenceSession:
         built = self._built
         if key not in built:
             proto, target, num_threads, progress, name, best = self._source
-            graph = optimize(proto, block_c=BLOCK_C[target], input_shapes=shapes)
+            graph = optimize(proto, block_c=BLOCK_C[target], input_shapes=shapes,
+                             dense_as_matmul=target == "cpu")  # fmt: skip
             with best if best is not None else contextlib.nullcontext():
                 program = compile_graph(
                     graph,

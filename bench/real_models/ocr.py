@@ -1,10 +1,18 @@
-"""Rendered text for PP-OCR's recognizer and detector, and the scores OCR is judged by.
+"""Rendered text for the OCR models (PP-OCR's recognizer and detector, ddddocr's CRNN), and
+the scores OCR is judged by.
 
 Lines and pages are drawn with Pillow's own font (``ImageFont.load_default(size=...)``, no font
 file needed) from random words over the ASCII letters and digits of the recognizer's dictionary,
 saved as PNG and read back by :func:`bench.real_models.read_input` (the preprocessing of
 ``vtac run --input``: the recognizer's 320x48 stretch, the detector's 320 letterbox). A seed
 picks the words, so the scored set and the calibration set are different draws.
+
+A recognizer's manifest ``ocr`` options (:func:`recognizer_lines`, :func:`line_inputs`,
+:func:`same_text`) describe a model that is not PP-OCR's: ``dictionary`` (a JSON list in the
+folder, entry 0 the CTC blank, instead of the ONNX file's ``character`` metadata), ``canvas``
+(each line drawn from the left on a white canvas of the input size, for a model trained on
+fixed-size images, instead of cropped and stretched), ``spaces`` (False: one word per line),
+``fold_case`` (letters compared without case) and ``max_chars``.
 
 Scores:
 
@@ -45,7 +53,15 @@ PAGE_SIZE, PAGE_LINES = (640, 400), 4
 
 
 def characters(model: rm.RealModel) -> list[str]:
-    """The recognizer's dictionary (the ONNX file's ``character`` metadata, one per line)."""
+    """The recognizer's dictionary, the CTC blank left out: its ``ocr`` ``dictionary`` file,
+    else the ONNX file's ``character`` metadata (one per line)."""
+    import json
+
+    if "dictionary" in model.ocr:
+        entries = json.loads((rm.folder() / model.ocr["dictionary"]).read_text(encoding="utf-8"))
+        if not entries or entries[0] != "":
+            raise ValueError(f"{model.ocr['dictionary']}: entry 0 must be the CTC blank ''")
+        return [str(c) for c in entries[1:]]
     import onnx
 
     proto = onnx.load(str(model.path), load_external_data=False)
@@ -78,17 +94,33 @@ def random_lines(count: int, letters: str, seed: int, max_chars: int = 16) -> li
     return lines
 
 
-def render_line(text: str, path: Path) -> Path:
-    """``text`` in black on white, 48 pixels high, 8 pixels of margin either side, as PNG."""
+def render_line(text: str, path: Path, canvas: tuple[int, int] | None = None) -> Path:
+    """``text`` in black on white, 48 pixels high, 8 pixels of margin either side, as PNG; on a
+    ``canvas`` (width, height) instead: from 8 pixels in, centred vertically, the rest white."""
     from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.load_default(size=LINE_FONT)
     box = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox((0, 0), text, font=font)
     right, bottom = int(box[2]), int(box[3])
-    img = Image.new("RGB", (right + 16, 48), "white")
-    ImageDraw.Draw(img).text((8, (48 - bottom) // 2), text, fill="black", font=font)
+    size = canvas if canvas is not None else (right + 16, 48)
+    img = Image.new("RGB", size, "white")
+    ImageDraw.Draw(img).text((8, (size[1] - bottom) // 2), text, fill="black", font=font)
     img.save(path)
     return path
+
+
+def recognizer_lines(model: rm.RealModel, count: int, letters: str, seed: int) -> list[str]:
+    """:func:`random_lines` as ``model`` reads them (its ``ocr`` ``max_chars``; without
+    ``spaces``, the words of a line run together)."""
+    lines = random_lines(count, letters, seed, int(model.ocr.get("max_chars", 16)))
+    if model.ocr.get("spaces", True):
+        return lines
+    return [t.replace(" ", "") for t in lines]
+
+
+def same_text(model: rm.RealModel, texts: list[str]) -> list[str]:
+    """``texts`` as the recognizer's scores compare them (lower case with ``fold_case``)."""
+    return [t.lower() for t in texts] if model.ocr.get("fold_case") else list(texts)
 
 
 def render_page(lines: list[str], path: Path) -> Path:
@@ -105,8 +137,10 @@ def render_page(lines: list[str], path: Path) -> Path:
 
 
 def line_inputs(model: rm.RealModel, texts: list[str], folder: Path) -> list[np.ndarray]:
-    """The recognizer's ``(1, 3, 48, 320)`` input of every text, rendered into ``folder``."""
-    paths = [render_line(t, folder / f"line{k}.png") for k, t in enumerate(texts)]
+    """The recognizer's input of every text (PP-OCR's ``(1, 3, 48, 320)``), rendered into
+    ``folder`` (on a canvas of the input size with the ``ocr`` option ``canvas``)."""
+    canvas = (model.size[1], model.size[0]) if model.ocr.get("canvas") else None
+    paths = [render_line(t, folder / f"line{k}.png", canvas) for k, t in enumerate(texts)]
     return [rm.read_input(model, p) for p in paths]
 
 
@@ -167,10 +201,11 @@ def direction_accuracy(model: rm.RealModel, probs: list[np.ndarray], labels: lis
 
 
 def ctc_text(probs: np.ndarray, chars: list[str]) -> str:
-    """Greedy CTC decoding of one line's ``(T, classes)`` scores: the best class per step,
-    repeats merged, blanks (class 0) dropped; the last class is a space."""
+    """Greedy CTC decoding of one line's scores (``(T, classes)``, or with a batch axis of one
+    on either side of ``T``): the best class per step, repeats merged, blanks (class 0)
+    dropped; a class one past the dictionary is a space (PP-OCR's last class)."""
     table = ["", *chars, " "]
-    best = probs.argmax(-1)
+    best = probs.reshape(-1, probs.shape[-1]).argmax(-1)
     return "".join(table[k] for j, k in enumerate(best) if k and (j == 0 or k != best[j - 1]))
 
 

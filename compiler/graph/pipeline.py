@@ -20,7 +20,9 @@ The default pipeline, read top to bottom:
    after quantization;
 5. ``flatten_matmul_rows``: a matmul by a constant weight becomes a 2-D matmul over the
    flattened rows, its columns padded to whole register panels (the quantizer's
-   ``matmul_to_dense`` replaces it before quantization);
+   ``matmul_to_dense`` replaces it before quantization); ``dense_to_matmul`` (the cpu target;
+   ``dense_as_matmul=False`` leaves it out for the gpu): a dense layer by a constant weight
+   with several rows, or a reduction the split-K dense does not take, becomes such a matmul;
 6. ``eliminate_dead_nodes``: drop nodes no output depends on;
 7. ``pad_channels``, ``pack_layout`` and ``fold_layout_constants`` (only when a target asks
    for a packed layout, ``block_c``): convolutions whose output channels fill no whole block
@@ -34,9 +36,9 @@ The default pipeline, read top to bottom:
 Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', 'fold_hard_activations', \
-'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', \
-'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[7:10]
+'flatten_matmul_rows', 'dense_to_matmul', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
+'fuse_ops', 'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[8:11]
     ['pad_channels', 'pack_layout', 'fold_layout_constants']
 """
 
@@ -63,11 +65,16 @@ def graph_pass(name: str, fn: Callable[[Graph], Graph]) -> Pass[Graph]:
     return Pass(name, fn)
 
 
-def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Graph]:
+def graph_pipeline(
+    block_c: int | None = None, block_n: int = 1, *, dense_as_matmul: bool = True
+) -> Pipeline[Graph]:
     """The graph pipeline; ``block_c`` (with ``block_n``) asks for the packed
-    ``NCHW{block_n}n{block_c}c`` layout, ``None`` keeps NCHW."""
+    ``NCHW{block_n}n{block_c}c`` layout, ``None`` keeps NCHW. ``dense_as_matmul``: the CPU's
+    choice of a matmul for a dense layer of several rows (:func:`dense_to_matmul`; the gpu
+    target keeps its dense schedule)."""
     from compiler.graph.memory import plan_memory
     from compiler.graph.passes import (
+        dense_to_matmul,
         eliminate_dead_nodes,
         flatten_matmul_rows,
         fold_batch_norm,
@@ -87,6 +94,10 @@ def graph_pipeline(block_c: int | None = None, block_n: int = 1) -> Pipeline[Gra
         graph_pass("fold_pad", fold_pad),
         graph_pass("fold_hard_activations", fold_hard_activations),
         graph_pass("flatten_matmul_rows", flatten_matmul_rows),
+    ]
+    if dense_as_matmul:
+        passes.append(graph_pass("dense_to_matmul", dense_to_matmul))
+    passes += [
         graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
     ]
     if block_c is not None:

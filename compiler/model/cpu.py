@@ -57,13 +57,17 @@ def optimize(
     model: Any,
     block_c: int | None = CPU_BLOCK_C,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    dense_as_matmul: bool = True,
 ) -> Any:
     """Import ``model`` (an ``onnx.ModelProto``) and run the graph pipeline (``block_c``: the
-    packed layout's channel block, None for NCHW; see :data:`BLOCK_C`)."""
+    packed layout's channel block, None for NCHW; see :data:`BLOCK_C`; ``dense_as_matmul``:
+    the cpu target's matmul for a dense layer of several rows, which the gpu target leaves
+    out)."""
     from compiler.graph.pipeline import graph_pipeline, run_pipeline
 
     graph = import_onnx(model, input_shapes)
-    return run_pipeline(graph, graph_pipeline(block_c=block_c))
+    return run_pipeline(graph, graph_pipeline(block_c=block_c, dense_as_matmul=dense_as_matmul))
 
 
 def _signature(group: Any) -> Hashable:

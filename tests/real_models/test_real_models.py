@@ -85,7 +85,7 @@ def test_fp32_cpu_matches_onnxruntime(name: str) -> None:
     ort = pytest.importorskip("onnxruntime")
     model = rm.models()[name]
     x = rm.read_input(model, _image(model))
-    assert x.shape == (1, 3, *model.size)
+    assert x.shape == (1, 1 if model.channels == "gray" else 3, *model.size)
     ref = ort.InferenceSession(str(model.path), providers=["CPUExecutionProvider"])
     input_name = ref.get_inputs()[0].name
     want = ref.run(None, {input_name: x})
@@ -267,3 +267,34 @@ def test_direction_classifier_int8_on_the_accelerator(tmp_path) -> None:
     assert sure and all(f.argmax() == q.argmax() for f, q in sure), [
         (f.round(3).tolist(), q.round(3).tolist()) for f, q in sure
     ]
+
+
+def test_crnn_recognizer_reads_fp32_and_int8_with_its_lstm_on_the_accelerator(tmp_path) -> None:
+    """ddddocr's CRNN (convolutions, a bidirectional LSTM unrolled over its 32 steps, a CTC
+    classifier over 8,210 characters; its file declares the scores' rank wrongly, which is a
+    warning): compiled fp32 reads its rendered line as onnxruntime does; quantized for the
+    accelerator with the compiler's defaults (calibrated on other rendered words), the LSTM's
+    recurrent products run there, and the simulated int8 model reads the line as fp32 does."""
+    from bench.real_models import ocr
+    from compiler.errors import FrontendWarning
+    from runtime.graph_cli import load
+    from runtime.vta_target import compile_network
+
+    model = rm.models()["crnn_ddddocr"]
+    chars = ocr.characters(model)
+    want = model.image.with_suffix(".txt").read_text().strip()
+    x = rm.read_input(model, model.image)
+    with pytest.warns(FrontendWarning, match="declared with rank 2"):
+        (probs,) = _session(model.path, {"input1": x.shape}).run(None, {"input1": x})
+    assert ocr.same_text(model, [ocr.ctc_text(probs, chars)]) == [want]
+    (tmp_path / "calibration").mkdir()
+    letters = ocr.alphabet(chars)
+    texts = ocr.recognizer_lines(model, 3, letters, seed=2)
+    cal = ocr.line_inputs(model, texts, tmp_path / "calibration")
+    with pytest.warns(FrontendWarning):
+        graph = load(str(model.path), None, 1, {"input1": x.shape})
+    net = compile_network(graph, "vta-1x16x16", calibration=[{"input1": c} for c in cal])
+    recurrent = [g.name for g in net.partition.groups if ".hR" in g.name]
+    assert len(recurrent) >= 31, f"the LSTM's h x R products on the accelerator: {recurrent}"
+    (simulated,) = net.run({"input1": x}).outputs
+    assert ocr.same_text(model, [ocr.ctc_text(simulated, chars)]) == [want]

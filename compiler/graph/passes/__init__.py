@@ -13,12 +13,17 @@ from compiler.graph.passes.fold_constants import fold_constants
 from compiler.graph.passes.fold_hard_activations import fold_hard_activations
 from compiler.graph.passes.fold_pad import fold_pad
 from compiler.graph.passes.fuse_ops import fuse_ops
-from compiler.graph.passes.matmul_to_dense import flatten_matmul_rows, matmul_to_dense
+from compiler.graph.passes.matmul_to_dense import (
+    dense_to_matmul,
+    flatten_matmul_rows,
+    matmul_to_dense,
+)
 from compiler.graph.passes.pack_layout import pack_layout
 from compiler.graph.passes.pad_channels import pad_channels
 
 __all__ = [
     "eliminate_dead_nodes",
+    "dense_to_matmul",
     "flatten_matmul_rows",
     "fold_batch_norm",
     "fold_bias_add",

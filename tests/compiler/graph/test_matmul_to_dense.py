@@ -88,3 +88,51 @@ def test_the_cpu_pipeline_flattens_rows_and_pads_columns(shape, cols):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     if len(shape) == 2 and cols % MATMUL_COLUMNS == 0:  # nothing to do: left as it is
         assert [n.op for n in h.nodes] == ["matmul"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "k", "bias", "becomes_matmul"),
+    [
+        (1, 32, True, False),  # a GEMV: the split-K dense
+        (2, 32, False, False),
+        (3, 32, True, True),  # rows enough to reuse a weight panel
+        (32, 48, False, True),
+        (1, 20, True, True),  # K not a whole number of vector lanes: no split-K dense
+    ],
+)
+def test_the_cpu_runs_a_dense_of_several_rows_as_a_matmul(rows, k, bias, becomes_matmul):
+    from compiler.graph.passes import dense_to_matmul
+
+    rng = np.random.default_rng(rows * 100 + k)
+    x = Var("x", TensorType((rows, k), "float32"))
+    w = Constant(rng.standard_normal((50, k)).astype(np.float32), name="w")
+    ins = (x, w, Constant(rng.standard_normal(50).astype(np.float32), name="b")) if bias else (x, w)
+    g = Graph.from_outputs([x], [Node("dense", ins, name="fc")])
+    h = dense_to_matmul(g)
+    assert ("matmul" in {n.op for n in h.nodes}) == becomes_matmul
+    assert ("dense" in {n.op for n in h.nodes}) != becomes_matmul
+    assert h.outputs[0].name == "fc" and h.outputs[0].type == g.outputs[0].type
+    feed = {"x": rng.standard_normal((rows, k)).astype(np.float32)}
+    np.testing.assert_allclose(evaluate(h, feed)[0], evaluate(g, feed)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_dense_by_an_activation_or_of_integers_stays():
+    from compiler.graph.passes import dense_to_matmul
+
+    x = Var("x", TensorType((8, 32), "float32"))
+    w = Var("w", TensorType((10, 32), "float32"))
+    q = Var("q", TensorType((8, 32), "int8"))
+    wq = Constant(np.ones((10, 32), np.int8), name="wq")
+    g = Graph.from_outputs([x, w, q], [Node("dense", (x, w)), Node("dense", (q, wq))])
+    assert [n.op for n in dense_to_matmul(g).nodes] == ["dense", "dense"]
+
+
+def test_the_gpu_pipeline_keeps_its_dense():
+    from compiler.graph import graph_pipeline, run_pipeline
+
+    x = Var("x", TensorType((8, 32), "float32"))
+    w = Constant(np.ones((10, 32), np.float32), name="w")
+    g = Graph.from_outputs([x], [Node("dense", (x, w), name="fc")])
+    ops = {n.op for n in run_pipeline(g, graph_pipeline(dense_as_matmul=False)).nodes}
+    assert "dense" in ops and "matmul" not in ops
+    assert "matmul" in {n.op for n in run_pipeline(g, graph_pipeline()).nodes}
