@@ -476,6 +476,11 @@ def write_labels(out: Path) -> None:
     log(f"{path.name}: 1000 labels")
 
 
+def pillow():
+    """Pillow's ``Image``, ``ImageDraw`` and ``ImageFont`` modules (or stop naming the wheel)."""
+    return tuple(need(f"PIL.{m}", "Pillow") for m in ("Image", "ImageDraw", "ImageFont"))
+
+
 def render_text(out: Path) -> None:
     """A page (dark text on white, several lines) and one line cropped to its text, at sizes
     the OCR models take: the detector's input is letterboxed, the recognizer's is 48 high."""
@@ -483,9 +488,7 @@ def render_text(out: Path) -> None:
     if all(p.exists() for p in (page, line, page.with_suffix(".txt"), line.with_suffix(".txt"))):
         log("text/: present")
         return
-    image_mod = need("PIL.Image", "Pillow")
-    draw_mod = need("PIL.ImageDraw", "Pillow")
-    font_mod = need("PIL.ImageFont", "Pillow")
+    image_mod, draw_mod, font_mod = pillow()
     page.parent.mkdir(parents=True, exist_ok=True)
     font = font_mod.load_default(size=28)
     img = image_mod.new("RGB", (640, 400), "white")
@@ -509,9 +512,7 @@ def render_crnn_line(out: Path) -> None:
     if line.exists() and line.with_suffix(".txt").exists():
         log("text/crnn_line.png: present")
         return
-    image_mod = need("PIL.Image", "Pillow")
-    draw_mod = need("PIL.ImageDraw", "Pillow")
-    font_mod = need("PIL.ImageFont", "Pillow")
+    image_mod, draw_mod, font_mod = pillow()
     line.parent.mkdir(parents=True, exist_ok=True)
     font = font_mod.load_default(size=36)
     img = image_mod.new("L", CRNN_CANVAS, 255)

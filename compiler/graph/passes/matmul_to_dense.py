@@ -150,7 +150,7 @@ def dense_to_matmul(graph: Graph, min_rows: int = DENSE_MATMUL_ROWS) -> Graph:
     reduction schedule). The split-K dense is a GEMV: it streams every weight row once per row
     of ``x``, where the matmul's register tiles reuse a weight panel over all the rows. Measured
     (one thread, AMD EPYC), dense against matmul: 1 x 512 x 1000 0.048 / 0.076 ms, 3 rows
-    0.083 / 0.076, 8 rows 0.193 / 0.090, ddddocr's CTC classifier 32 x 512 x 8,210 8.5 / 1.9
+    0.083 / 0.076, 8 rows 0.193 / 0.090, a CTC classifier's 32 x 512 x 8,210 8.5 / 1.9
     ms (onnxruntime 1.3), 40 x 120 x 360 (K not a multiple of 16) 0.805 / 0.026 ms.
 
     Example:

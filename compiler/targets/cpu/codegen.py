@@ -40,7 +40,7 @@ from compiler.targets.cpu.llvm_types import (
     vec_of,
 )
 from compiler.targets.cpu.signature import llvm_signature, signature_of
-from compiler.targets.cpu.vmath import exp_f32
+from compiler.targets.cpu.vmath import exp_f32, tanh_f32
 
 #: Buffers up to this size live on the stack; larger ones are heap-allocated.
 STACK_LIMIT_BYTES = 64 * 1024
@@ -84,6 +84,8 @@ _UINT_CMP = {E.LT: "ult", E.LE: "ule", E.GT: "ugt", E.GE: "uge", E.EQ: "eq", E.N
 _FLOAT_CMP = {E.LT: "olt", E.LE: "ole", E.GT: "ogt", E.GE: "oge", E.EQ: "oeq", E.NE: "une"}
 _MATH = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "fabs": "llvm.fabs"}
 _LIBM = {"tanh": {"float": "tanhf", "double": "tanh"}}
+#: float32 functions written out in vector arithmetic (:mod:`compiler.targets.cpu.vmath`).
+_VMATH = {"exp": exp_f32, "tanh": tanh_f32}
 
 
 def _has_side_effect_free_branches(e: Expr) -> bool:
@@ -416,8 +418,8 @@ class CpuCodegen:
         lanes = e.dtype.lanes
         elem = scalar_type(e.dtype.element)
         name = e.op.name
-        if name == "exp" and elem == "float":  # vectorizable, unlike llvm.exp (vmath.py)
-            fn, definition, needs = exp_f32(lanes)
+        if name in _VMATH and elem == "float":  # vectorizable, unlike llvm.exp (vmath.py)
+            fn, definition, needs = _VMATH[name](lanes)
             for need, decl in needs.items():
                 self.declare(need, decl)
             self.declare(fn, definition)

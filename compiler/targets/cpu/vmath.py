@@ -1,4 +1,4 @@
-"""Vectorizable float32 math for the CPU target, written out in LLVM IR.
+"""Vectorizable float32 math for the CPU target, written out in LLVM IR: ``exp`` and ``tanh``.
 
 LLVM lowers ``llvm.exp`` on a vector to one libm call per lane, which no loop vectorizer can
 widen: a sigmoid, a SiLU or a softmax then spends most of its time in scalar ``expf`` calls.
@@ -103,4 +103,63 @@ def exp_f32(lanes: int) -> tuple[str, str, dict[str, str]]:
     return name, text, {rint: f"declare {fty} @{rint}({fty})"}
 
 
-__all__ = ["exp_f32"]
+#: Cephes ``tanhf``'s polynomial for ``(tanh(x) - x) / x**3`` in ``x**2`` below
+#: :data:`TANH_SMALL`, highest power first.
+TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+             -3.33332819422e-1)  # fmt: skip
+#: Below this magnitude ``tanh`` is the polynomial; from it, ``1 - 2 / (exp(2|x|) + 1)``.
+TANH_SMALL = 0.625
+
+
+def tanh_f32(lanes: int) -> tuple[str, str, dict[str, str]]:
+    """The name and LLVM IR definition of ``tanh`` on ``lanes`` float32 lanes (Cephes'
+    ``tanhf``: an odd polynomial below :data:`TANH_SMALL`, else ``1 - 2 / (exp(2|x|) + 1)``
+    through :func:`exp_f32`, then ``x``'s sign), and the declarations and definitions it needs:
+    a vector of plain arithmetic, where libm's ``tanhf`` is one call per lane. Both branches
+    are computed and one selected per lane; ``exp`` saturates to ``+inf`` beyond 44.4, so the
+    result is exactly ``+-1`` there, and a NaN comes back as a NaN."""
+    fty = "float" if lanes == 1 else f"<{lanes} x float>"
+    bty = "i1" if lanes == 1 else f"<{lanes} x i1>"
+
+    def fs(value: float) -> str:
+        return _f(value) if lanes == 1 else f"splat (float {_f(value)})"
+
+    exp_name, exp_text, exp_needs = exp_f32(lanes)
+    fabs, copysign = (f"llvm.{f}.{mangle('float', lanes)}" for f in ("fabs", "copysign"))
+    name = f"vtac.tanh.{mangle('float', lanes)}"
+    body = [
+        f"  %a = call {fty} @{fabs}({fty} %x)",
+        f"  %z = fmul {fty} %x, %x",
+        f"  %p0 = fmul {fty} %z, {fs(TANH_POLY[0])}",
+    ]
+    prev = "%p0"
+    for k, c in enumerate(TANH_POLY[1:], 1):
+        body += [f"  %q{k} = fadd {fty} {prev}, {fs(c)}", f"  %p{k} = fmul {fty} %q{k}, %z"]
+        prev = f"%p{k}"
+    body += [
+        f"  %xp = fmul {fty} {prev}, %x",
+        f"  %small = fadd {fty} %xp, %x",
+        f"  %a2 = fmul {fty} %a, {fs(2.0)}",
+        f"  %e = call {fty} @{exp_name}({fty} %a2)",
+        f"  %e1 = fadd {fty} %e, {fs(1.0)}",
+        f"  %r = fdiv {fty} {fs(2.0)}, %e1",
+        f"  %big = fsub {fty} {fs(1.0)}, %r",
+        f"  %is_small = fcmp olt {fty} %a, {fs(TANH_SMALL)}",
+        f"  %y = select {bty} %is_small, {fty} %small, {fty} %big",
+        # x's sign (the big branch computed tanh(|x|); tanh(-0) is -0)
+        f"  %out = call {fty} @{copysign}({fty} %y, {fty} %x)",
+        f"  ret {fty} %out",
+    ]
+    text = "\n".join(
+        [f"define internal {fty} @{name}({fty} %x) alwaysinline nounwind {{", *body, "}"]
+    )
+    needs = {
+        **exp_needs,
+        exp_name: exp_text,
+        fabs: f"declare {fty} @{fabs}({fty})",
+        copysign: f"declare {fty} @{copysign}({fty}, {fty})",
+    }
+    return name, text, needs
+
+
+__all__ = ["exp_f32", "tanh_f32"]
