@@ -453,6 +453,83 @@ def _c_mish(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
     return [ctx.call("multiply", [x, t], {}, name)]
 
 
+def _scalar(x: Value, v: float) -> Constant:
+    return Constant(np.array(v, x.type.dtype))
+
+
+@_conv("Abs")
+def _c_abs(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]  # max(x, -x): exact
+    return [ctx.call("maximum", [x, ctx.call("negative", [x], {}, f"{name}.neg")], {}, name)]
+
+
+@_conv("Reciprocal")
+def _c_reciprocal(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    return [ctx.call("divide", [_scalar(ins[0], 1.0), ins[0]], {}, name)]
+
+
+@_conv("Sign")
+def _c_sign(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    pos = ctx.call("greater", [x, _scalar(x, 0)], {}, f"{name}.positive")
+    neg = ctx.call("less", [x, _scalar(x, 0)], {}, f"{name}.negative")
+    low = ctx.call("where", [neg, _scalar(x, -1), _scalar(x, 0)], {}, f"{name}.low")
+    return [ctx.call("where", [pos, _scalar(x, 1), low], {}, name)]
+
+
+def _elu(ctx: _Ctx, x: Value, alpha: float, name: str, scale: float = 1.0) -> Value:
+    """``scale * (x if x > 0 else alpha * (exp(x) - 1))``, the exponential taken of
+    ``min(x, 0)``: the branch the select drops then neither overflows nor widens the value's
+    range (int8 calibration would give ``exp(x) - 1``'s few negative levels to large ``x``)."""
+    neg = ctx.call("minimum", [x, _scalar(x, 0.0)], {}, f"{name}.nonpositive")
+    em1 = ctx.call(
+        "subtract", [ctx.call("exp", [neg], {}, f"{name}.exp"), _scalar(x, 1.0)], {}, f"{name}.em1"
+    )
+    low = ctx.call("multiply", [em1, _scalar(x, alpha * scale)], {}, f"{name}.low")
+    high = x if scale == 1.0 else ctx.call("multiply", [x, _scalar(x, scale)], {}, f"{name}.hi")
+    pos = ctx.call("greater", [x, _scalar(x, 0.0)], {}, f"{name}.positive")
+    return ctx.call("where", [pos, high, low], {}, name)
+
+
+@_conv("Elu")
+def _c_elu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    return [_elu(ctx, ins[0], float(a.get("alpha", 1.0)), name)]
+
+
+@_conv("Selu")
+def _c_selu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    alpha = float(a.get("alpha", 1.67326319217681884765625))
+    gamma = float(a.get("gamma", 1.05070102214813232421875))
+    return [_elu(ctx, ins[0], alpha, name, scale=gamma)]
+
+
+@_conv("Celu")
+def _c_celu(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``: ``alpha * elu(x / alpha)``."""
+    x, alpha = ins[0], float(a.get("alpha", 1.0))
+    scaled = ctx.call("multiply", [x, _scalar(x, 1.0 / alpha)], {}, f"{name}.scaled")
+    return [_elu(ctx, scaled, 1.0, name, scale=alpha)]
+
+
+@_conv("Softsign")
+def _c_softsign(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    x = ins[0]
+    (ax,) = _c_abs(ctx, node, [x], {}, f"{name}.abs")
+    den = ctx.call("add", [ax, _scalar(x, 1.0)], {}, f"{name}.den")
+    return [ctx.call("divide", [x, den], {}, name)]
+
+
+@_conv("ThresholdedRelu")
+def _c_thresholded_relu(
+    ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
+) -> list[Value]:
+    x = ins[0]
+    above = ctx.call("greater", [x, _scalar(x, float(a.get("alpha", 1.0)))], {}, f"{name}.above")
+    return [ctx.call("where", [above, x, _scalar(x, 0.0)], {}, name)]
+
+
 @_conv("HardSigmoid")
 def _c_hsig(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     attrs = {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
