@@ -849,24 +849,28 @@ def _c_matmul(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str
     return [ctx.call("matmul", ins[:2], {}, name)]
 
 
-#: LSTM's gates in ONNX's order within ``W``, ``R`` and ``B`` (input, output, forget, cell).
-LSTM_GATES = "iofc"
+#: Gates per recurrent operator, in ONNX's order within ``W``, ``R`` and ``B``: LSTM's input,
+#: output, forget and cell; GRU's update, reset and hidden; RNN's one.
+RNN_GATES = {"LSTM": "iofc", "GRU": "zrh", "RNN": "h"}
 
 
-@_conv("LSTM")
-def _c_lstm(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+@_conv("LSTM GRU RNN")
+def _c_recurrent(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     """Unrolled over the sequence, as TVM's ONNX frontend does (static shapes): per direction
-    one ``dense`` of every step's input by ``W`` with both biases, then per step a ``dense`` of
-    the hidden state by ``R``, the gates' sigmoid / tanh and the cell update ``c = f * c + i *
-    g``, ``h = o * tanh(c)``. Outputs ``Y (S, D, B, H)``, ``Y_h`` and ``Y_c (D, B, H)`` (with
-    ``layout`` 1: batch first). Sequence lengths shorter than the sequence, peepholes, ``clip``,
-    ``input_forget`` and other activations are refused before any work
-    (:func:`_unsupported_reason`)."""
+    one ``dense`` of every step's input by ``W`` (with the biases that add to it), then per
+    step a ``dense`` of the hidden state by ``R`` and the cell's gates (:func:`_lstm_cell`,
+    :func:`_gru_cell`, :func:`_rnn_cell`). Outputs ``Y (S, D, B, H)`` and ``Y_h (D, B, H)``,
+    and LSTM's ``Y_c`` (with ``layout`` 1: batch first). Sequence lengths shorter than the
+    sequence, LSTM's peepholes, ``clip``, ``input_forget`` and other activations are refused
+    before any work (:func:`_recurrent_reason`)."""
+    kind = node.op_type
+    gates = len(RNN_GATES[kind])
     x, w, r = ins[0], ins[1], ins[2]
-    bias, seq_lens, h0, c0 = (ins[k] if len(ins) > k else None for k in (3, 4, 5, 6))
+    bias, seq_lens, h0 = (ins[k] if len(ins) > k else None for k in (3, 4, 5))
+    c0 = ins[6] if kind == "LSTM" and len(ins) > 6 else None
     layout = int(a.get("layout", 0))
     if x.type.ndim != 3:
-        raise FrontendError(f"node {name!r} (LSTM): X must be 3-d, it has shape {x.type.shape}")
+        raise FrontendError(f"node {name!r} ({kind}): X must be 3-d, it has shape {x.type.shape}")
     if layout:  # (B, S, I) -> (S, B, I); states (B, D, H) -> (D, B, H)
         x = ctx.call("transpose", [x], {"axes": (1, 0, 2)}, f"{name}.x_seq_first")
         if h0 is not None:
@@ -875,37 +879,44 @@ def _c_lstm(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
             c0 = ctx.call("transpose", [c0], {"axes": (1, 0, 2)}, f"{name}.c0_seq_first")
     steps, batch, feat = x.type.shape
     wv, rv = _const(w, node, "W"), _const(r, node, "R")
-    dirs = {"forward": 1, "reverse": 1, "bidirectional": 2}[a.get("direction", "forward")]
+    direction = a.get("direction", "forward")
+    dirs = 2 if direction == "bidirectional" else 1
     hidden = int(a["hidden_size"]) if "hidden_size" in a else int(rv.shape[-1])
-    if wv.shape != (dirs, 4 * hidden, feat) or rv.shape != (dirs, 4 * hidden, hidden):
+    gh = gates * hidden
+    if wv.shape != (dirs, gh, feat) or rv.shape != (dirs, gh, hidden):
         raise FrontendError(
-            f"node {name!r} (LSTM): W {wv.shape} and R {rv.shape} do not fit {dirs} "
+            f"node {name!r} ({kind}): W {wv.shape} and R {rv.shape} do not fit {dirs} "
             f"direction(s), hidden_size {hidden} and input size {feat}"
         )
     if seq_lens is not None:
         lens = _const(seq_lens, node, "sequence_lens").reshape(-1)
         if lens.size != batch or (lens != steps).any():
             raise FrontendError(
-                f"node {name!r} (LSTM): sequence_lens {lens.tolist()} differ from the sequence "
-                f"length {steps}; only full-length sequences are supported"
+                f"node {name!r} ({kind}): sequence_lens {lens.tolist()} differ from the "
+                f"sequence length {steps}; only full-length sequences are supported"
             )
-    bv = (
-        _const(bias, node, "B").reshape(dirs, 8 * hidden)
-        if bias is not None
-        else np.zeros((dirs, 8 * hidden), wv.dtype)
-    )
     dt = x.type.dtype
+    bv = (
+        _const(bias, node, "B").reshape(dirs, 2 * gh).astype(dt)
+        if bias is not None
+        else np.zeros((dirs, 2 * gh), dt)
+    )
+    before_reset = bool(a.get("linear_before_reset", 0))
     flat = _reshape(ctx, x, (steps * batch, feat), f"{name}.x_rows")
     ys: list[list[Value]] = [[] for _ in range(steps)]
     last_h: list[Value] = []
     last_c: list[Value] = []
     for d in range(dirs):
-        reverse = a.get("direction", "forward") == "reverse" or d == 1
+        reverse = direction == "reverse" or d == 1
         tag = f"{name}.{'reverse' if reverse else 'forward'}"
-        b_d = Constant((bv[d, : 4 * hidden] + bv[d, 4 * hidden :]).astype(dt), name=f"{tag}.b")
+        wb, rb = bv[d, :gh], bv[d, gh:]
+        # the recurrent bias adds to the input's, but for GRU's hidden gate after its reset
+        in_bias = wb + rb
+        if kind == "GRU":
+            in_bias[2 * hidden :] = wb[2 * hidden :] + (0 if before_reset else rb[2 * hidden :])
         w_d = Constant(np.ascontiguousarray(wv[d]), name=f"{tag}.W")
-        r_d = Constant(np.ascontiguousarray(rv[d]), name=f"{tag}.R")
-        xw = ctx.call("dense", [flat, w_d, b_d], {}, f"{tag}.xW")
+        r_d = np.ascontiguousarray(rv[d])
+        xw = ctx.call("dense", [flat, w_d, Constant(in_bias, name=f"{tag}.b")], {}, f"{tag}.xW")
 
         def state(v: Value | None, what: str, d: int = d, tag: str = tag) -> Value | None:
             if v is None:
@@ -918,37 +929,101 @@ def _c_lstm(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
             t = steps - 1 - k if reverse else k
             st = f"{tag}.t{t}"
             g = _slice_call(ctx, xw, {0: (t * batch, (t + 1) * batch, 1)}, f"{st}.xW")
-            if h is not None:
-                g = ctx.call("add", [g, ctx.call("dense", [h, r_d], {}, f"{st}.hR")], {}, st)
-            i, o, f, cand = (
-                _slice_call(ctx, g, {1: (j * hidden, (j + 1) * hidden, 1)}, f"{st}.{gate}")
-                for j, gate in enumerate(LSTM_GATES)
-            )
-            i = ctx.call("sigmoid", [i], {}, f"{st}.input_gate")
-            o = ctx.call("sigmoid", [o], {}, f"{st}.output_gate")
-            cand = ctx.call("tanh", [cand], {}, f"{st}.cell_input")
-            c_new = ctx.call("multiply", [i, cand], {}, f"{st}.ig")
-            if c is not None:
-                f = ctx.call("sigmoid", [f], {}, f"{st}.forget_gate")
-                fc = ctx.call("multiply", [f, c], {}, f"{st}.fc")
-                c_new = ctx.call("add", [fc, c_new], {}, f"{st}.c")
-            c = c_new
-            h = ctx.call("multiply", [o, ctx.call("tanh", [c], {}, f"{st}.tanh_c")], {}, f"{st}.h")
+            if kind == "LSTM":
+                h, c = _lstm_cell(ctx, g, h, c, Constant(r_d, name=f"{tag}.R"), hidden, st)
+            elif kind == "GRU":
+                h = _gru_cell(ctx, g, h, r_d, rb[2 * hidden :], before_reset, hidden, st, tag)
+            else:
+                h = _rnn_cell(ctx, g, h, Constant(r_d, name=f"{tag}.R"), st)
             ys[t].append(_reshape(ctx, h, (1, 1, batch, hidden), f"{st}.y"))
-        assert h is not None and c is not None
+        assert h is not None
         last_h.append(_reshape(ctx, h, (1, batch, hidden), f"{tag}.h_last"))
-        last_c.append(_reshape(ctx, c, (1, batch, hidden), f"{tag}.c_last"))
+        if c is not None:
+            last_c.append(_reshape(ctx, c, (1, batch, hidden), f"{tag}.c_last"))
 
     def joined(parts: list[Value], axis: int, what: str) -> Value:
         return parts[0] if len(parts) == 1 else ctx.call("concat", parts, {"axis": axis}, what)
 
     y = joined([joined(p, 1, f"{name}.y{t}") for t, p in enumerate(ys)], 0, f"{name}.Y")
-    y_h, y_c = joined(last_h, 0, f"{name}.Y_h"), joined(last_c, 0, f"{name}.Y_c")
+    states = [joined(last_h, 0, f"{name}.Y_h")]
+    if kind == "LSTM":
+        states.append(joined(last_c, 0, f"{name}.Y_c"))
     if layout:
         y = ctx.call("transpose", [y], {"axes": (2, 0, 1, 3)}, f"{name}.Y_batch_first")
-        y_h = ctx.call("transpose", [y_h], {"axes": (1, 0, 2)}, f"{name}.Y_h_batch_first")
-        y_c = ctx.call("transpose", [y_c], {"axes": (1, 0, 2)}, f"{name}.Y_c_batch_first")
-    return [y, y_h, y_c]
+        states = [
+            ctx.call("transpose", [v], {"axes": (1, 0, 2)}, f"{v.name}_batch_first") for v in states
+        ]
+    return [y, *states]
+
+
+def _gate_slices(ctx: _Ctx, g: Value, names: str, hidden: int, st: str) -> list[Value]:
+    return [
+        _slice_call(ctx, g, {1: (j * hidden, (j + 1) * hidden, 1)}, f"{st}.{gate}")
+        for j, gate in enumerate(names)
+    ]
+
+
+def _lstm_cell(
+    ctx: _Ctx, g: Value, h: Value | None, c: Value | None, r: Constant, hidden: int, st: str
+) -> tuple[Value, Value]:
+    """``c = f * c + i * g``, ``h = o * tanh(c)`` (without a state yet: ``c = i * g``)."""
+    if h is not None:
+        g = ctx.call("add", [g, ctx.call("dense", [h, r], {}, f"{st}.hR")], {}, st)
+    i, o, f, cand = _gate_slices(ctx, g, RNN_GATES["LSTM"], hidden, st)
+    i = ctx.call("sigmoid", [i], {}, f"{st}.input_gate")
+    o = ctx.call("sigmoid", [o], {}, f"{st}.output_gate")
+    cand = ctx.call("tanh", [cand], {}, f"{st}.cell_input")
+    c_new = ctx.call("multiply", [i, cand], {}, f"{st}.ig")
+    if c is not None:
+        f = ctx.call("sigmoid", [f], {}, f"{st}.forget_gate")
+        fc = ctx.call("multiply", [f, c], {}, f"{st}.fc")
+        c_new = ctx.call("add", [fc, c_new], {}, f"{st}.c")
+    h_new = ctx.call("multiply", [o, ctx.call("tanh", [c_new], {}, f"{st}.tanh_c")], {}, f"{st}.h")
+    return h_new, c_new
+
+
+def _gru_cell(
+    ctx: _Ctx, g: Value, h: Value | None, r: np.ndarray, rb_h: np.ndarray, before_reset: bool,
+    hidden: int, st: str, tag: str,
+) -> Value:  # fmt: skip
+    """``z``, ``r`` gates, ``n = tanh(x W_h + r * (h R_h + Rb_h))`` (``linear_before_reset``)
+    or ``tanh(x W_h + (r * h) R_h + Rb_h)``, then ``h = n + z * (h - n)`` (without a state
+    yet, ``h`` is zero)."""
+    xz, xr, xh = _gate_slices(ctx, g, RNN_GATES["GRU"], hidden, st)
+    dt = g.type.dtype
+    if h is not None:
+        r_zr = Constant(np.ascontiguousarray(r[: 2 * hidden]), name=f"{tag}.R_zr")
+        hzr = ctx.call("dense", [h, r_zr], {}, f"{st}.hR_zr")
+        hz, hr = _gate_slices(ctx, hzr, "zr", hidden, f"{st}.h")
+        xz = ctx.call("add", [xz, hz], {}, f"{st}.z_in")
+        xr = ctx.call("add", [xr, hr], {}, f"{st}.r_in")
+    z = ctx.call("sigmoid", [xz], {}, f"{st}.update_gate")
+    reset = ctx.call("sigmoid", [xr], {}, f"{st}.reset_gate")
+    r_h = Constant(np.ascontiguousarray(r[2 * hidden :]), name=f"{tag}.R_h")
+    if before_reset:
+        if h is not None:
+            hh: Value = ctx.call("dense", [h, r_h, Constant(rb_h, name=f"{tag}.Rb_h")], {},
+                                 f"{st}.hR_h")  # fmt: skip
+        else:
+            hh = Constant(rb_h.reshape(1, hidden).astype(dt), name=f"{tag}.Rb_h")
+        inner = ctx.call("multiply", [reset, hh], {}, f"{st}.reset_hR")
+        xh = ctx.call("add", [xh, inner], {}, f"{st}.n_in")
+    elif h is not None:
+        rh = ctx.call("multiply", [reset, h], {}, f"{st}.reset_h")
+        xh = ctx.call("add", [xh, ctx.call("dense", [rh, r_h], {}, f"{st}.hR_h")], {}, f"{st}.n_in")
+    n = ctx.call("tanh", [xh], {}, f"{st}.hidden_input")
+    if h is None:  # (1 - z) * n
+        one_minus = ctx.call("subtract", [Constant(np.array(1.0, dt)), z], {}, f"{st}.keep")
+        return ctx.call("multiply", [one_minus, n], {}, f"{st}.h")
+    diff = ctx.call("subtract", [h, n], {}, f"{st}.h_minus_n")
+    return ctx.call("add", [n, ctx.call("multiply", [z, diff], {}, f"{st}.zd")], {}, f"{st}.h")
+
+
+def _rnn_cell(ctx: _Ctx, g: Value, h: Value | None, r: Constant, st: str) -> Value:
+    """``h = tanh(x W + h R + biases)``."""
+    if h is not None:
+        g = ctx.call("add", [g, ctx.call("dense", [h, r], {}, f"{st}.hR")], {}, f"{st}.in")
+    return ctx.call("tanh", [g], {}, f"{st}.h")
 
 
 @_conv("Softmax")
@@ -1525,8 +1600,8 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return f"a {len(a['kernel_shape'])}-d kernel (2-d only)"
     if t == "Gelu" and a.get("approximate", "none") not in ("none", "tanh"):
         return f"approximate {a['approximate']!r} (none or tanh)"
-    if t == "LSTM":
-        return _lstm_reason(node, a, const)
+    if t in RNN_GATES:
+        return _recurrent_reason(node, a, const)
     if t == "ScatterND" and a.get("reduction", "none") != "none":
         return f"reduction {a['reduction']!r} (only none)"
     if t == "ScatterND" and node.input[1] not in const:
@@ -1536,26 +1611,29 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
     return ""
 
 
-def _lstm_reason(node: Any, a: dict[str, Any], const: set[str]) -> str:
-    """Why an LSTM node is unsupported, or ``""``."""
+def _recurrent_reason(node: Any, a: dict[str, Any], const: set[str]) -> str:
+    """Why an LSTM, GRU or RNN node is unsupported, or ``""``."""
+    kind = node.op_type
     given = [k < len(node.input) and bool(node.input[k]) for k in range(8)]
     if not all(node.input[k] in const for k in (1, 2, 3, 4) if given[k]):
         return "non-constant W, R, B or sequence_lens"
-    if given[7]:
+    if kind == "LSTM" and given[7]:
         return "peepholes (input P)"
     if a.get("clip") is not None:
         return "clip"
     if a.get("input_forget", 0):
         return "input_forget"
-    dirs = 2 if a.get("direction", "forward") == "bidirectional" else 1
+    direction = a.get("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        return f"direction {direction!r}"
+    dirs = 2 if direction == "bidirectional" else 1
+    default = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
     acts = [
         x.decode() if isinstance(x, bytes) else str(x)
-        for x in a.get("activations", ["Sigmoid", "Tanh", "Tanh"] * dirs)
+        for x in a.get("activations", default[kind] * dirs)
     ]
-    if acts != ["Sigmoid", "Tanh", "Tanh"] * dirs:
-        return f"activations {acts} (only Sigmoid, Tanh, Tanh)"
-    if a.get("direction", "forward") not in ("forward", "reverse", "bidirectional"):
-        return f"direction {a['direction']!r}"
+    if acts != default[kind] * dirs:
+        return f"activations {acts} (only {', '.join(default[kind])})"
     return ""
 
 
