@@ -17,13 +17,14 @@ names the fault (never a traceback):
 Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
 BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu,
 Sigmoid, HardSigmoid, HardSwish, Softplus and Mish (decomposed into contract ops), Exp, Log,
-Sqrt, Tanh, Erf, Gelu, Neg, Pow, Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the
+Sqrt, Tanh, Erf, Gelu, Neg, Pow, Abs, Reciprocal, Sign, Elu, Selu, Celu, Softsign and
+ThresholdedRelu (decomposed), Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the
 comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool, ReduceMean/Sum/Max/Min,
 ArgMax, Flatten, Reshape, Transpose, Squeeze/Unsqueeze, Concat, Split, Slice, Gather (constant
 indices), ScatterND (constant indices writing one block), Expand, Tile, Pad (constant mode),
 Resize, Upsample, Gemm, MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into
-contract ops), Constant, Identity, Dropout, Cast, and on constants only: Shape, Size,
-ConstantOfShape, Range.
+contract ops), LSTM, GRU and RNN (unrolled over the sequence), Constant, Identity, Dropout,
+Cast, and on constants only: Shape, Size, ConstantOfShape, Range.
 
 Example:
     >>> import onnx
