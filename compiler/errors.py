@@ -54,9 +54,19 @@ class FrontendError(CompilerError):
     operators (every one is listed with its node name, op type and opset)."""
 
 
-class FrontendWarning(UserWarning):
+class CompilerWarning(UserWarning):
+    """Base class of the compiler's warnings: the work is done, and something about it needs
+    the user's eye (``vtac`` prints each as one ``warning:`` line)."""
+
+
+class FrontendWarning(CompilerWarning):
     """A model the frontend imports all the same, as onnxruntime runs it, with something its
     file states wrongly (a graph output declared with another rank than it has)."""
+
+
+class QuantizeWarning(CompilerWarning):
+    """An int8 network whose outputs are far from the float network's on its own calibration
+    data (:data:`compiler.model.vta.INT8_COSINE_WARNING`)."""
 
 
 class ModelError(CompilerError):

@@ -160,15 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def _warnings_as_lines(name: str) -> Iterator[None]:
-    """The compiler's warnings (:class:`compiler.errors.FrontendWarning`: a model imported all
-    the same) on stderr as ``vtac CMD: warning: ...``, one line each, instead of Python's
-    form with a source line; other warnings as Python shows them."""
-    from compiler.errors import FrontendWarning
+    """The compiler's warnings (:class:`compiler.errors.CompilerWarning`: a model imported all
+    the same, an int8 network far from its float one) on stderr as ``vtac CMD: warning:
+    ...``, one line each, instead of Python's form with a source line; other warnings as
+    Python shows them."""
+    from compiler.errors import CompilerWarning
 
     shown = warnings.showwarning
 
     def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, FrontendWarning):
+        if issubclass(category, CompilerWarning):
             print(f"{name}: warning: {message}", file=sys.stderr)
         else:
             shown(message, category, *args, **kwargs)

@@ -68,12 +68,14 @@ def correct_biases(
     quantized: Graph,
     layers: Mapping[int, tuple[np.ndarray, np.ndarray]],
     batches: Sequence[Mapping[str, Any]],
+    outputs: list[list[np.ndarray]] | None = None,
 ) -> Graph:
     """``quantized`` with the int32 bias of each layer of ``layers`` corrected (see the module
     docstring). ``layers``: ``id(int32 layer node) -> (accumulator scale, float mean)`` per
     output channel, the float layer's mean over the same ``batches`` (one feed each). Layers
     without a bias constant are left alone; the graph keeps its type (a
-    :class:`QuantizedGraph` its fp32 nodes)."""
+    :class:`QuantizedGraph` its fp32 nodes). ``outputs``: where the corrected graph's outputs
+    on each batch are appended (the walk computes them)."""
     if not layers or not batches:
         return quantized
     envs = [check_feeds(quantized, feed) for feed in batches]
@@ -111,6 +113,9 @@ def correct_biases(
             for v in node.inputs:
                 if last.get(id(v)) == k and id(v) not in keep and not isinstance(v, Constant):
                     env.pop(id(v), None)
+    if outputs is not None:
+        for env in envs:
+            outputs.append([get(env, v) for v in quantized.outputs])
     if not new_bias:
         return quantized
 
@@ -123,7 +128,7 @@ def correct_biases(
     if isinstance(quantized, QuantizedGraph):  # one node for one: the fp32 indices still hold
         return QuantizedGraph(
             rebuilt.inputs, rebuilt.nodes, rebuilt.outputs, rebuilt.name,
-            fp32_nodes=quantized.fp32_nodes,
+            fp32_nodes=quantized.fp32_nodes, calibration_cosine=quantized.calibration_cosine,
         )  # fmt: skip
     return rebuilt
 

@@ -277,7 +277,28 @@ def _bias_corrected(
         for k, f in enumerate(wanted):
             means[k] = means[k] + channel_means([got[id(f)]], channel_axis(f)) / len(batches)
     targets = {id(acc): (scale, mean) for (acc, _, scale), mean in zip(layers, means, strict=True)}
-    return correct_biases(quantized, targets, batches)
+    int8_outputs: list[list[np.ndarray]] = []
+    corrected = correct_biases(quantized, targets, batches, int8_outputs)
+    cosines = [0.0] * len(graph.outputs)  # the mean over the batches, per output
+    for b, (feed, int8_out) in enumerate(zip(batches, int8_outputs, strict=True)):
+        known = outputs[b] if b < len(outputs) else {}
+        want = float_values(graph, list(graph.outputs), feed, known)
+        for k, v in enumerate(graph.outputs):
+            cosines[k] += _cosine(want[id(v)], int8_out[k]) / len(int8_outputs)
+    return QuantizedGraph(
+        corrected.inputs, corrected.nodes, corrected.outputs, corrected.name,
+        fp32_nodes=getattr(corrected, "fp32_nodes", ()), calibration_cosine=tuple(cosines),
+    )  # fmt: skip
+
+
+def _cosine(a: Any, b: Any) -> float:
+    """The cosine between two arrays (1 where either is all zero: nothing to compare)."""
+    x = np.asarray(a, np.float64).reshape(-1)
+    y = np.asarray(b, np.float64).reshape(-1)
+    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    if nx == 0 or ny == 0 or not (np.isfinite(nx) and np.isfinite(ny)):
+        return 1.0 if nx == ny == 0 else 0.0
+    return float(x @ y / (nx * ny))
 
 
 def quantize_pipeline(

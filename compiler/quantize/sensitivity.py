@@ -105,9 +105,13 @@ class Fp32Fallback:
 
 @dataclass(frozen=True)
 class QuantizedGraph(Graph):
-    """A quantized graph with the nodes the sensitivity check kept in fp32."""
+    """A quantized graph with the nodes the sensitivity check kept in fp32, and per graph output
+    the mean cosine between its int8 and its float values over the calibration batches
+    (``calibration_cosine``; empty where it was not measured: without bias correction, whose
+    walk of the calibration data measures it)."""
 
     fp32_nodes: tuple[Fp32Fallback, ...] = ()
+    calibration_cosine: tuple[float, ...] = ()
 
 
 def fp32_fallbacks(graph: Graph) -> dict[int, Fp32Fallback]:
