@@ -326,7 +326,7 @@ def bench_int8(
 
 def _int8_runs(
     graph: Any, config: str, inputs, calibration: list[np.ndarray], calibrator: str,
-    threshold: float | None, macs: int,
+    threshold: float | str | None, macs: int,
 ) -> tuple[Any, list[list[np.ndarray]], Any, dict[str, Any]]:  # fmt: skip
     """``graph`` compiled int8 for ``config`` (calibrated on ``calibration``), its integer
     reference's outputs on every input, one simulated run on the first, and the fields every
@@ -372,7 +372,7 @@ def _bench_int8_ocr(
     calibration: list[np.ndarray],
     texts: list[str] | None,
     calibrator: str = "percentile",
-    threshold: float | None = None,
+    threshold: float | str | None = None,
 ) -> dict[str, Any]:
     """:func:`bench_int8` for PP-OCR: calibrated on its own rendered set, scored by the
     integer reference on every input, simulated on the first."""
@@ -403,7 +403,7 @@ def _bench_int8_detector(
     macs: int,
     graph: Any,
     calibration: list[np.ndarray],
-    threshold: float | None = None,
+    threshold: float | str | None = None,
     calibrator: str = "percentile",
 ) -> dict[str, Any]:
     """A detector int8 on ``config``: calibrated on ``calibration``, scored by the integer
@@ -472,6 +472,8 @@ def _print_ocr(model: rm.RealModel, q: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from runtime.model_cli import fp32_threshold
+
     p = argparse.ArgumentParser(prog="python -m bench.bench_real", description=__doc__)
     p.add_argument("--models", default="", help="comma-separated names (default: all)")
     p.add_argument("--configs", default="default,vta-1x16x16", help="accelerator presets")
@@ -488,9 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ocr-calibrator", default="percentile", help="OCR's int8 calibrator")
     p.add_argument(
         "--ocr-fp32-threshold",
-        type=float,
+        type=fp32_threshold,
         default=OCR_FP32_THRESHOLD,
-        help="OCR's sensitivity threshold (vtac run --fp32-threshold)",
+        help="OCR's sensitivity threshold (vtac run --fp32-threshold: a number, off or auto)",
     )
     p.add_argument(
         "--direction-pages", type=int, default=32, help="rendered pages (page orientation)"
@@ -505,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--detector-calibrator", default="percentile", help="detectors' calibrator")
     p.add_argument(
         "--detector-fp32-threshold",
-        type=float,
+        type=fp32_threshold,
         default=None,
         help="the detectors' sensitivity threshold (default: the compiler's)",
     )

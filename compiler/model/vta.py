@@ -49,7 +49,7 @@ from compiler.model.host_groups import HostGroup, compile_host_groups
 from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.partition.partition import IN_PLACE, IN_PLACE_REASON
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
-from compiler.quantize import fp32_fallbacks, parse_sensitivity
+from compiler.quantize import INT8_COSINE_TARGET, fp32_fallbacks, sensitivity_thresholds
 from compiler.targets.vta.input_prep import InputPrep, input_preps
 from compiler.targets.vta.link import NetworkDram, check_plan, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
@@ -174,9 +174,11 @@ def quantization_scheme(
     sensitivity: str | float | None = None,
     kept: int = 0,
     bias_correction: bool = True,
+    chosen: float | None = None,
 ) -> str:
     """The int8 scheme a network was quantized with, in words (docs/quantization.md), with the
-    sensitivity check's threshold and the number of nodes it ``kept`` in fp32.
+    sensitivity check's threshold (``chosen``: the one ``"auto"`` took) and the number of nodes
+    it ``kept`` in fp32.
 
     >>> quantization_scheme("kl", "shift").split(", ")[0]
     'symmetric int8 activations per tensor (KL-divergence calibration)'
@@ -185,13 +187,21 @@ def quantization_scheme(
     >>> quantization_scheme("kl", "shift", 0.05, 2).split("; ")[1]
     '2 nodes kept fp32 (own int8 error over 0.05, relative RMS against fp32)'
     """
-    threshold = parse_sensitivity(sensitivity)
-    if threshold is None:
+    tries = sensitivity_thresholds(sensitivity)
+    nodes = "node" if kept == 1 else "nodes"
+    if tries is None:
         check = "; sensitivity check off: every node int8"
-    else:
-        nodes = "node" if kept == 1 else "nodes"
+    elif len(tries) > 1:
+        at = f"{chosen:g}" if chosen is not None else "?"
         check = (
-            f"; {kept} {nodes} kept fp32 (own int8 error over {threshold:g}, relative RMS "
+            f"; {kept} {nodes} kept fp32 (own int8 error over {at}, relative RMS against fp32; "
+            f"the threshold chosen automatically: the first of "
+            f"{', '.join(f'{t:g}' for t in tries)} whose outputs keep a cosine of "
+            f"{INT8_COSINE_TARGET:g} against fp32 on the calibration data)"
+        )
+    else:
+        check = (
+            f"; {kept} {nodes} kept fp32 (own int8 error over {tries[0]:g}, relative RMS "
             "against fp32)"
         )
     bias = "int32 bias (corrected on the calibration data)" if bias_correction else "int32 bias"
@@ -243,10 +253,10 @@ def quantize_partition(
 
 
 #: Below this cosine between an int8 output and the float one, on the calibration data, the
-#: build warns (:func:`warn_if_far_from_fp32`). PP-OCRv6's recognizer at the default threshold
-#: (0.85 over 16 rendered lines) reads under half of the characters; PP-OCRv4's (0.965) reads
-#: within 2 points of fp32.
-INT8_COSINE_WARNING = 0.9
+#: build warns (:func:`warn_if_far_from_fp32`; the target of ``--fp32-threshold auto``).
+#: PP-OCRv6's recognizer at the default threshold (0.85 over 16 rendered lines) reads under
+#: half of the characters; PP-OCRv4's (0.965) reads within 2 points of fp32.
+INT8_COSINE_WARNING = INT8_COSINE_TARGET
 
 
 def warn_if_far_from_fp32(graph: Graph) -> None:
@@ -264,9 +274,8 @@ def warn_if_far_from_fp32(graph: Graph) -> None:
     warnings.warn(
         f"graph {graph.name}: int8 output {name!r} has cosine {c:.3f} against fp32 on its own "
         f"calibration data (under {INT8_COSINE_WARNING}; {kept} node(s) kept fp32): its int8 "
-        "results may be far from the float model's; a lower --fp32-threshold (fp32_threshold=, "
-        "e.g. 0.03) keeps more nodes fp32, and more calibration data may help "
-        "(docs/quantization.md)",
+        "results may be far from the float model's; a lower --fp32-threshold (e.g. 0.03, or "
+        "auto) keeps more nodes fp32, and more calibration data may help (docs/quantization.md)",
         QuantizeWarning,
         stacklevel=2,
     )
@@ -427,7 +436,8 @@ def vta_pipeline(
                                 cache=cache, sensitivity=sensitivity,
                                 bias_correction=bias_correction)  # fmt: skip
         kept = len(fp32_fallbacks(graph))
-        scheme = quantization_scheme(calibrator, requant, sensitivity, kept, bias_correction)
+        scheme = quantization_scheme(calibrator, requant, sensitivity, kept, bias_correction,
+                                     chosen=getattr(graph, "threshold", None))  # fmt: skip
         warn_if_far_from_fp32(graph)
         return replace(b, graph=graph, scheme=scheme)
 

@@ -60,16 +60,21 @@ from compiler.quantize.requant import (
     requantize_int,
 )
 from compiler.quantize.sensitivity import (
+    AUTO,
     DEFAULT_SENSITIVITY,
+    INT8_COSINE_TARGET,
     Fp32Fallback,
     QuantizedGraph,
     fp32_fallbacks,
     parse_sensitivity,
+    sensitivity_thresholds,
 )
 
 __all__ = [
+    "AUTO",
     "CALIBRATORS",
     "DEFAULT_SENSITIVITY",
+    "INT8_COSINE_TARGET",
     "AbsHistogram",
     "AluStep",
     "EntropyCalibrator",
@@ -91,6 +96,7 @@ __all__ = [
     "integer_violations",
     "ops",
     "parse_sensitivity",
+    "sensitivity_thresholds",
     "prepare_graph",
     "quantize_graph",
     "quantize_pipeline",

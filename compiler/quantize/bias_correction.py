@@ -129,6 +129,7 @@ def correct_biases(
         return QuantizedGraph(
             rebuilt.inputs, rebuilt.nodes, rebuilt.outputs, rebuilt.name,
             fp32_nodes=quantized.fp32_nodes, calibration_cosine=quantized.calibration_cosine,
+            threshold=quantized.threshold,
         )  # fmt: skip
     return rebuilt
 

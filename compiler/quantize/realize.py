@@ -85,12 +85,13 @@ from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, nod
 from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish, fixed_point
 from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
 from compiler.quantize.sensitivity import (
+    INT8_COSINE_TARGET,
     MEASURED_OPS,
     Fp32Fallback,
     Measured,
     QuantizedGraph,
     measure_errors,
-    parse_sensitivity,
+    sensitivity_thresholds,
 )
 from compiler.registry import declaration, operators, register, register_unsupported, support
 
@@ -199,21 +200,21 @@ def quantize_graph(
     ``calibration_feeds`` (one feed mapping or an iterable of them, each matching the graph's
     inputs). ``sensitivity``: the threshold on a node's own int8 error over which it stays
     fp32 (:mod:`~compiler.quantize.sensitivity`; None: its default, ``"off"``: every node
-    int8); the result is then a :class:`~compiler.quantize.sensitivity.QuantizedGraph` that
+    int8; ``"auto"``: the first of ``AUTO_THRESHOLDS`` whose int8 outputs keep their cosine
+    against fp32 on the calibration data at ``INT8_COSINE_TARGET``, which the bias correction
+    measures); the result is then a :class:`~compiler.quantize.sensitivity.QuantizedGraph` that
     names those nodes. ``bias_correction``: move each int8 layer's bias so that its mean per
     channel on the calibration data is the float layer's
     (:mod:`~compiler.quantize.bias_correction`). Raises
     :class:`~compiler.quantize.requant.QuantizeError` naming the node at fault.
     """
     _check_mode(requant)
-    threshold = parse_sensitivity(sensitivity)
+    tries = sensitivity_thresholds(sensitivity)
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     prepared = prepare_graph(graph)
     outputs: list[dict[int, np.ndarray]] = []
     thresholds = calibrate(prepared, feeds, calibrator, bins=bins, outputs=outputs)
-    return _realize_sensitive(
-        prepared, thresholds, feeds, requant, threshold, outputs, bias_correction
-    )
+    return _realize_sensitive(prepared, thresholds, feeds, requant, tries, outputs, bias_correction)
 
 
 def _realize_sensitive(
@@ -221,37 +222,46 @@ def _realize_sensitive(
     thresholds: Mapping[int, float],
     feeds: Any,
     requant: str,
-    threshold: float | None,
+    tries: Sequence[float] | None,
     outputs: Sequence[Mapping[int, np.ndarray]] = (),
     bias_correction: bool = True,
 ) -> Graph:
     """Realize, measure every quantized node's own error, and realize again with the nodes
-    over ``threshold`` kept in fp32 (each error is measured in isolation, so keeping one node
+    over the threshold kept in fp32 (each error is measured in isolation, so keeping one node
     in float does not change another's); then correct the int8 layers' biases
-    (``bias_correction``). ``outputs``: calibration's float values per batch
+    (``bias_correction``). ``tries``: the thresholds (None: none, every node int8), the first
+    whose outputs keep :data:`INT8_COSINE_TARGET` on the calibration data taken, else the last
+    (one threshold: taken). ``outputs``: calibration's float values per batch
     (:func:`~compiler.quantize.calibrate.collect_histograms`), not computed again."""
     realizer = _Realizer(graph, thresholds, requant)
     quantized = realizer.run()
     batches = [feeds] if isinstance(feeds, Mapping) else list(feeds)
-    if threshold is not None:
-        errors = measure_errors(graph, realizer.measured, batches, outputs)
+    if tries is None:
+        if not bias_correction:
+            return quantized
+        return _bias_corrected(graph, realizer, quantized, batches, outputs)
+    errors = measure_errors(graph, realizer.measured, batches, outputs)
+    result: Graph = quantized
+    for k, threshold in enumerate(tries):
         over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
         kept: tuple[Fp32Fallback, ...] = ()
+        tried = _Realizer(graph, thresholds, requant, keep_float=frozenset(map(id, over)))
+        q = tried.run() if over else quantized
         if over:
-            keep = frozenset(id(n) for n in over)
-            realizer = _Realizer(graph, thresholds, requant, keep_float=keep)
-            quantized = realizer.run()
-            index = {id(n): k for k, n in enumerate(quantized.nodes)}
+            index = {id(n): j for j, n in enumerate(q.nodes)}
             kept = tuple(
-                Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(realizer.fv[id(n)])])
+                Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(tried.fv[id(n)])])
                 for n in over
             )
-        quantized = QuantizedGraph(
-            quantized.inputs, quantized.nodes, quantized.outputs, quantized.name, fp32_nodes=kept
+        result = QuantizedGraph(
+            q.inputs, q.nodes, q.outputs, q.name, fp32_nodes=kept, threshold=threshold
         )
-    if not bias_correction:
-        return quantized
-    return _bias_corrected(graph, realizer, quantized, batches, outputs)
+        if bias_correction:
+            result = _bias_corrected(graph, tried if over else realizer, result, batches, outputs)
+        cosines = getattr(result, "calibration_cosine", ())
+        if k == len(tries) - 1 or (cosines and min(cosines) >= INT8_COSINE_TARGET):
+            break
+    return result
 
 
 def _bias_corrected(
@@ -288,6 +298,7 @@ def _bias_corrected(
     return QuantizedGraph(
         corrected.inputs, corrected.nodes, corrected.outputs, corrected.name,
         fp32_nodes=getattr(corrected, "fp32_nodes", ()), calibration_cosine=tuple(cosines),
+        threshold=getattr(corrected, "threshold", None),
     )  # fmt: skip
 
 
@@ -324,7 +335,7 @@ def quantize_pipeline(
         feeds=feeds,
         calibrator=calibrator,
         requant=requant,
-        threshold=parse_sensitivity(sensitivity),
+        tries=sensitivity_thresholds(sensitivity),
         bias_correction=bias_correction,
     )
     return Pipeline((*first, graph_pass("quantize", step)))
@@ -336,14 +347,12 @@ def _calibrate_and_realize(
     feeds: Any,
     calibrator: Any,
     requant: str,
-    threshold: float | None,
+    tries: tuple[float, ...] | None,
     bias_correction: bool = True,
 ) -> Graph:
     outputs: list[dict[int, np.ndarray]] = []
     thresholds = calibrate(graph, feeds, calibrator, outputs=outputs)
-    return _realize_sensitive(
-        graph, thresholds, feeds, requant, threshold, outputs, bias_correction
-    )
+    return _realize_sensitive(graph, thresholds, feeds, requant, tries, outputs, bias_correction)
 
 
 def realize(graph: Graph, thresholds: Mapping[int, float], *, requant: str = "multiplier") -> Graph:

@@ -60,6 +60,29 @@ MEASURED_OPS = frozenset(
 )
 #: The option value that turns the fallback off.
 OFF = "off"
+#: The option value that chooses the threshold: the first of :data:`AUTO_THRESHOLDS` whose
+#: int8 network keeps every output's cosine against fp32, on the calibration data, at
+#: :data:`INT8_COSINE_TARGET` or above (the last if none does).
+AUTO = "auto"
+AUTO_THRESHOLDS = (0.1, 0.05, 0.03, 0.02, 0.01)
+#: The cosine between an int8 output and the float one, on the calibration data, that ``auto``
+#: asks for and under which a build warns (``compiler.model.vta.warn_if_far_from_fp32``).
+INT8_COSINE_TARGET = 0.9
+
+
+def sensitivity_thresholds(value: str | float | None) -> tuple[float, ...] | None:
+    """The thresholds a ``sensitivity`` option tries, in order: :data:`AUTO_THRESHOLDS` for
+    ``"auto"``, else the one :func:`parse_sensitivity` gives (None for ``"off"``).
+
+    >>> sensitivity_thresholds("auto")[:2], sensitivity_thresholds(0.2)
+    ((0.1, 0.05), (0.2,))
+    >>> sensitivity_thresholds("off") is None
+    True
+    """
+    if isinstance(value, str) and value.strip().lower() == AUTO:
+        return AUTO_THRESHOLDS
+    th = parse_sensitivity(value)
+    return None if th is None else (th,)
 
 
 def parse_sensitivity(value: str | float | None) -> float | None:
@@ -71,11 +94,13 @@ def parse_sensitivity(value: str | float | None) -> float | None:
     if isinstance(value, str):
         if value.strip().lower() == OFF:
             return None
+        if value.strip().lower() == AUTO:
+            raise QuantizeError(f"{AUTO!r} is a choice of thresholds (sensitivity_thresholds)")
         try:
             value = float(value)
         except ValueError:
             raise QuantizeError(
-                f"sensitivity threshold {value!r} is neither a number nor {OFF!r}"
+                f"sensitivity threshold {value!r} is neither a number nor {OFF!r} or {AUTO!r}"
             ) from None
     th = float(value)
     if not (th > 0 and math.isfinite(th)):
@@ -112,6 +137,8 @@ class QuantizedGraph(Graph):
 
     fp32_nodes: tuple[Fp32Fallback, ...] = ()
     calibration_cosine: tuple[float, ...] = ()
+    #: the threshold the nodes were kept fp32 at (the one ``auto`` chose); None: not checked
+    threshold: float | None = None
 
 
 def fp32_fallbacks(graph: Graph) -> dict[int, Fp32Fallback]:
@@ -224,7 +251,10 @@ def float_values(
 
 
 __all__ = [
+    "AUTO",
+    "AUTO_THRESHOLDS",
     "DEFAULT_SENSITIVITY",
+    "INT8_COSINE_TARGET",
     "MEASURED_OPS",
     "OFF",
     "Fp32Fallback",
@@ -234,4 +264,5 @@ __all__ = [
     "fp32_fallbacks",
     "measure_errors",
     "parse_sensitivity",
+    "sensitivity_thresholds",
 ]

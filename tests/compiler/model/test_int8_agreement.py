@@ -60,3 +60,35 @@ def test_vtac_prints_the_warning_as_one_line(monkeypatch, capsys):
     lines = [ln for ln in err.splitlines() if "warning:" in ln]
     assert len(lines) == 1 and lines[0].startswith("vtac run: warning: graph ")
     assert "against fp32 on its own calibration data" in lines[0]
+
+
+def test_auto_threshold_takes_the_first_whose_outputs_keep_the_target(monkeypatch):
+    import importlib
+
+    from compiler.quantize import sensitivity_thresholds
+    from compiler.quantize.requant import QuantizeError
+
+    # the module (the package exports a function of the same name)
+    realize = importlib.import_module("compiler.quantize.realize")
+
+    assert sensitivity_thresholds("auto") == (0.1, 0.05, 0.03, 0.02, 0.01)
+    assert sensitivity_thresholds("0.2") == (0.2,) and sensitivity_thresholds("off") is None
+    with pytest.raises(QuantizeError, match="neither a number nor 'off' or 'auto'"):
+        sensitivity_thresholds("sometimes")
+    g, batches = _net()
+    q = quantize_graph(g, batches, sensitivity="auto")
+    assert q.threshold == 0.1 and min(q.calibration_cosine) >= 0.9  # the first already does
+    monkeypatch.setattr(realize, "INT8_COSINE_TARGET", 1.01)  # no threshold can reach it
+    q = quantize_graph(g, batches, sensitivity="auto")
+    assert q.threshold == 0.01  # every one tried, the last taken
+
+
+def test_vtac_reports_the_threshold_auto_chose(capsys):
+    import json
+
+    from runtime.cli import main
+
+    assert main(["run", "digits", "--target", "vta", "--fp32-threshold", "auto", "--json"]) == 0
+    scheme = json.loads(capsys.readouterr().out)["quantization"]
+    assert "kept fp32 (own int8 error over 0.1, relative RMS against fp32; the threshold " in scheme
+    assert "chosen automatically: the first of 0.1, 0.05, 0.03, 0.02, 0.01" in scheme
