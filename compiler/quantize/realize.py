@@ -245,9 +245,11 @@ def _realize_sensitive(
     for k, threshold in enumerate(tries):
         over = [n for n in graph.nodes if errors.get(id(n), 0.0) > threshold]
         kept: tuple[Fp32Fallback, ...] = ()
-        tried = _Realizer(graph, thresholds, requant, keep_float=frozenset(map(id, over)))
-        q = tried.run() if over else quantized
-        if over:
+        if not over:
+            tried, q = realizer, quantized  # the graph realized first is this threshold's
+        else:
+            tried = _Realizer(graph, thresholds, requant, keep_float=frozenset(map(id, over)))
+            q = tried.run()
             index = {id(n): j for j, n in enumerate(q.nodes)}
             kept = tuple(
                 Fp32Fallback(n.label, n.op, errors[id(n)], threshold, index[id(tried.fv[id(n)])])
@@ -257,7 +259,7 @@ def _realize_sensitive(
             q.inputs, q.nodes, q.outputs, q.name, fp32_nodes=kept, threshold=threshold
         )
         if bias_correction:
-            result = _bias_corrected(graph, tried if over else realizer, result, batches, outputs)
+            result = _bias_corrected(graph, tried, result, batches, outputs)
         cosines = getattr(result, "calibration_cosine", ())
         if k == len(tries) - 1 or (cosines and min(cosines) >= INT8_COSINE_TARGET):
             break
@@ -303,7 +305,8 @@ def _bias_corrected(
 
 
 def _cosine(a: Any, b: Any) -> float:
-    """The cosine between two arrays (1 where either is all zero: nothing to compare)."""
+    """The cosine between two arrays: 1 where both are all zero, 0 where only one is or where a
+    value is not finite."""
     x = np.asarray(a, np.float64).reshape(-1)
     y = np.asarray(b, np.float64).reshape(-1)
     nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
