@@ -269,7 +269,8 @@ def warn_if_far_from_fp32(graph: Graph) -> None:
     if not low:
         return
     k, c = min(low, key=lambda kc: kc[1])
-    name = getattr(graph.outputs[k], "label", "") or f"#{k}"
+    # the model's output name (the quantizer names the edge node it ends in ``<name>.dequantize``)
+    name = (getattr(graph.outputs[k], "label", "") or f"#{k}").removesuffix(".dequantize")
     kept = len(fp32_fallbacks(graph))
     warnings.warn(
         f"graph {graph.name}: int8 output {name!r} has cosine {c:.3f} against fp32 on its own "
