@@ -66,7 +66,8 @@ class FrontendWarning(CompilerWarning):
 
 class QuantizeWarning(CompilerWarning):
     """An int8 network whose outputs are far from the float network's on its own calibration
-    data (:data:`compiler.model.vta.INT8_COSINE_WARNING`)."""
+    data (``compiler.quantize.INT8_COSINE_TARGET``;
+    ``compiler.model.vta.warn_if_far_from_fp32``)."""
 
 
 class ModelError(CompilerError):

@@ -5,7 +5,7 @@ from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling a
 
 ``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...,
 calibrator="percentile"|"minmax"|"kl"|"mse", requant="multiplier"|"shift"|"vta",
-sensitivity=X|"off")``
+sensitivity=X|"off"|"auto")``
 has the ``run`` / ``get_inputs`` / ``get_outputs`` / ``profile`` of the cpu and gpu targets;
 the profile has one record per step: ``vta`` (cycles, utilization, DRAM bytes, limiter),
 ``cpu`` (a host group's wall time) and ``copy`` (the host packing a group's inputs into the

@@ -916,8 +916,13 @@ def _c_recurrent(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: 
         if kind == "GRU":
             in_bias[2 * hidden :] = wb[2 * hidden :] + (0 if before_reset else rb[2 * hidden :])
         w_d = Constant(np.ascontiguousarray(wv[d]), name=f"{tag}.W")
-        r_d = np.ascontiguousarray(rv[d])
         xw = ctx.call("dense", [flat, w_d, Constant(in_bias, name=f"{tag}.b")], {}, f"{tag}.xW")
+        # one constant per recurrent weight, read by every step (a constant per step would be
+        # a copy of the weight per step in the compiled model)
+        if kind == "GRU":
+            r_d: Any = _gru_weights(rv[d], rb[2 * hidden :], hidden, tag)
+        else:
+            r_d = Constant(np.ascontiguousarray(rv[d]), name=f"{tag}.R")
 
         def state(v: Value | None, what: str, d: int = d, tag: str = tag) -> Value | None:
             if v is None:
@@ -931,11 +936,11 @@ def _c_recurrent(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: 
             st = f"{tag}.t{t}"
             g = _slice_call(ctx, xw, {0: (t * batch, (t + 1) * batch, 1)}, f"{st}.xW")
             if kind == "LSTM":
-                h, c = _lstm_cell(ctx, g, h, c, Constant(r_d, name=f"{tag}.R"), hidden, st)
+                h, c = _lstm_cell(ctx, g, h, c, r_d, hidden, st)
             elif kind == "GRU":
-                h = _gru_cell(ctx, g, h, r_d, rb[2 * hidden :], before_reset, hidden, st, tag)
+                h = _gru_cell(ctx, g, h, r_d, before_reset, hidden, st)
             else:
-                h = _rnn_cell(ctx, g, h, Constant(r_d, name=f"{tag}.R"), st)
+                h = _rnn_cell(ctx, g, h, r_d, st)
             ys[t].append(_reshape(ctx, h, (1, 1, batch, hidden), f"{st}.y"))
         assert h is not None
         last_h.append(_reshape(ctx, h, (1, batch, hidden), f"{tag}.h_last"))
@@ -983,30 +988,39 @@ def _lstm_cell(
     return h_new, c_new
 
 
+def _gru_weights(
+    r: np.ndarray, rb_h: np.ndarray, hidden: int, tag: str
+) -> tuple[Constant, Constant, Constant]:
+    """GRU's recurrent weights as :func:`_gru_cell` reads them: ``R`` of the update and reset
+    gates, ``R`` of the hidden gate and its bias."""
+    return (
+        Constant(np.ascontiguousarray(r[: 2 * hidden]), name=f"{tag}.R_zr"),
+        Constant(np.ascontiguousarray(r[2 * hidden :]), name=f"{tag}.R_h"),
+        Constant(np.ascontiguousarray(rb_h), name=f"{tag}.Rb_h"),
+    )
+
+
 def _gru_cell(
-    ctx: _Ctx, g: Value, h: Value | None, r: np.ndarray, rb_h: np.ndarray, before_reset: bool,
-    hidden: int, st: str, tag: str,
+    ctx: _Ctx, g: Value, h: Value | None, weights: tuple[Constant, Constant, Constant],
+    before_reset: bool, hidden: int, st: str,
 ) -> Value:  # fmt: skip
     """``z``, ``r`` gates, ``n = tanh(x W_h + r * (h R_h + Rb_h))`` (``linear_before_reset``)
     or ``tanh(x W_h + (r * h) R_h + Rb_h)``, then ``h = n + z * (h - n)`` (without a state
-    yet, ``h`` is zero)."""
+    yet, ``h`` is zero). ``weights``: :func:`_gru_weights`."""
+    r_zr, r_h, rb_h = weights
     xz, xr, xh = _gate_slices(ctx, g, RNN_GATES["GRU"], hidden, st)
     dt = g.type.dtype
     if h is not None:
-        r_zr = Constant(np.ascontiguousarray(r[: 2 * hidden]), name=f"{tag}.R_zr")
         hzr = ctx.call("dense", [h, r_zr], {}, f"{st}.hR_zr")
         hz, hr = _gate_slices(ctx, hzr, "zr", hidden, f"{st}.h")
         xz = ctx.call("add", [xz, hz], {}, f"{st}.z_in")
         xr = ctx.call("add", [xr, hr], {}, f"{st}.r_in")
     z = ctx.call("sigmoid", [xz], {}, f"{st}.update_gate")
     reset = ctx.call("sigmoid", [xr], {}, f"{st}.reset_gate")
-    r_h = Constant(np.ascontiguousarray(r[2 * hidden :]), name=f"{tag}.R_h")
     if before_reset:
+        hh: Value = rb_h  # h R_h + Rb_h with h zero
         if h is not None:
-            hh: Value = ctx.call("dense", [h, r_h, Constant(rb_h, name=f"{tag}.Rb_h")], {},
-                                 f"{st}.hR_h")  # fmt: skip
-        else:
-            hh = Constant(rb_h.reshape(1, hidden).astype(dt), name=f"{tag}.Rb_h")
+            hh = ctx.call("dense", [h, r_h, rb_h], {}, f"{st}.hR_h")
         inner = ctx.call("multiply", [reset, hh], {}, f"{st}.reset_hR")
         xh = ctx.call("add", [xh, inner], {}, f"{st}.n_in")
     elif h is not None:

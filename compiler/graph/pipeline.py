@@ -18,11 +18,11 @@ The default pipeline, read top to bottom:
 4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
    (``x * clip(x + 3, 0, 6) / 6``) become the declared operators, one integer operator each
    after quantization;
-5. ``flatten_matmul_rows``: a matmul by a constant weight becomes a 2-D matmul over the
-   flattened rows, its columns padded to whole register panels (the quantizer's
-   ``matmul_to_dense`` replaces it before quantization); ``dense_to_matmul`` (the cpu target;
-   ``dense_as_matmul=False`` leaves it out for the gpu): a dense layer by a constant weight
-   with several rows, or a reduction the split-K dense does not take, becomes such a matmul;
+5. ``dense_to_matmul`` (the cpu target; ``dense_as_matmul=False`` leaves it out for the gpu):
+   a dense layer by a constant weight with several rows, or a reduction the split-K dense does
+   not take, becomes a matmul by the transposed weight; ``flatten_matmul_rows``: a matmul by
+   a constant weight becomes a 2-D matmul over the flattened rows, its columns padded to whole
+   register panels (the quantizer's ``matmul_to_dense`` replaces it before quantization);
 6. ``eliminate_dead_nodes``: drop nodes no output depends on;
 7. ``pad_channels``, ``pack_layout`` and ``fold_layout_constants`` (only when a target asks
    for a packed layout, ``block_c``): convolutions whose output channels fill no whole block
@@ -36,7 +36,7 @@ The default pipeline, read top to bottom:
 Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', 'fold_hard_activations', \
-'flatten_matmul_rows', 'dense_to_matmul', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
+'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
 'fuse_ops', 'plan_memory']
     >>> graph_pipeline(block_c=16).names()[8:11]
     ['pad_channels', 'pack_layout', 'fold_layout_constants']
@@ -93,11 +93,11 @@ def graph_pipeline(
         graph_pass("fold_bias_add", fold_bias_add),
         graph_pass("fold_pad", fold_pad),
         graph_pass("fold_hard_activations", fold_hard_activations),
-        graph_pass("flatten_matmul_rows", flatten_matmul_rows),
     ]
     if dense_as_matmul:
         passes.append(graph_pass("dense_to_matmul", dense_to_matmul))
     passes += [
+        graph_pass("flatten_matmul_rows", flatten_matmul_rows),
         graph_pass("eliminate_dead_nodes", eliminate_dead_nodes),
     ]
     if block_c is not None:

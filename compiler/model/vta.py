@@ -252,20 +252,16 @@ def quantize_partition(
     return built.graph, built.partition, quantized
 
 
-#: Below this cosine between an int8 output and the float one, on the calibration data, the
-#: build warns (:func:`warn_if_far_from_fp32`; the target of ``--fp32-threshold auto``).
-#: PP-OCRv6's recognizer at the default threshold (0.85 over 16 rendered lines) reads under
-#: half of the characters; PP-OCRv4's (0.965) reads within 2 points of fp32.
-INT8_COSINE_WARNING = INT8_COSINE_TARGET
-
-
 def warn_if_far_from_fp32(graph: Graph) -> None:
     """A :class:`compiler.errors.QuantizeWarning` when one of the int8 ``graph``'s outputs is
-    under :data:`INT8_COSINE_WARNING` (cosine against the float graph's, the mean over the
-    calibration batches, as quantization measured it), naming the output, the figure and what
-    to try; nothing when it was not measured."""
+    under ``INT8_COSINE_TARGET`` (:mod:`compiler.quantize.sensitivity`, the target of
+    ``--fp32-threshold auto``: cosine against the float graph's, the mean over the calibration
+    batches, as quantization measured it), naming the output, the figure and what to try;
+    nothing when it was not measured. PP-OCRv6's recognizer at the default threshold (0.85
+    over 16 rendered lines) reads under half of the characters; PP-OCRv4's (0.965) reads
+    within 2 points of fp32."""
     cosines = getattr(graph, "calibration_cosine", ())
-    low = [(k, c) for k, c in enumerate(cosines) if c < INT8_COSINE_WARNING]
+    low = [(k, c) for k, c in enumerate(cosines) if c < INT8_COSINE_TARGET]
     if not low:
         return
     k, c = min(low, key=lambda kc: kc[1])
@@ -274,7 +270,7 @@ def warn_if_far_from_fp32(graph: Graph) -> None:
     kept = len(fp32_fallbacks(graph))
     warnings.warn(
         f"graph {graph.name}: int8 output {name!r} has cosine {c:.3f} against fp32 on its own "
-        f"calibration data (under {INT8_COSINE_WARNING}; {kept} node(s) kept fp32): its int8 "
+        f"calibration data (under {INT8_COSINE_TARGET}; {kept} node(s) kept fp32): its int8 "
         "results may be far from the float model's; a lower --fp32-threshold (e.g. 0.03, or "
         "auto) keeps more nodes fp32, and more calibration data may help (docs/quantization.md)",
         QuantizeWarning,

@@ -179,6 +179,14 @@ def test_routing_and_queues():
     assert isa.module_of(isa.Load(memory_type=isa.MemType.INP)) == "load"
     assert isa.module_of(isa.Load(memory_type=isa.MemType.ACC8)) == "compute"
     assert isa.module_of(isa.Store()) == "store"
+    # module_of (a type test, for speed) states the rule of module_of_fields (on decoded
+    # fields) a second time: they agree on every class and memory type
+    from isa.insn import module_of_fields
+
+    for mem in isa.MemType:
+        for insn in (isa.Load(memory_type=mem), isa.Store(), isa.Gemm(), isa.Alu(), isa.Finish()):
+            want = module_of_fields(int(insn.opcode), int(getattr(insn, "memory_type", 0)))
+            assert isa.module_of(insn) == want, insn
     g = isa.Gemm(pop_prev_dep=True, pop_next_dep=True, push_prev_dep=True, push_next_dep=True)
     assert g.pops() == ("load->compute", "store->compute")
     assert g.pushes() == ("compute->load", "compute->store")

@@ -143,15 +143,16 @@ DENSE_MATMUL_ROWS = 3
 
 def dense_to_matmul(graph: Graph, min_rows: int = DENSE_MATMUL_ROWS) -> Graph:
     """The CPU's choice between its two schedules of a linear layer: a float ``dense`` by a
-    constant weight ``W (N, K)`` becomes ``matmul(x, W^T)`` (the transpose folded, ``W^T``'s
-    columns padded to :data:`MATMUL_COLUMNS` and sliced off after the bias is added) when it
-    has at least ``min_rows`` rows, or when ``K`` is not a whole number of the split-K dense's
-    vector lanes (``compiler.strategy.compute.DENSE_LANES``; such a dense takes the generic
-    reduction schedule). The split-K dense is a GEMV: it streams every weight row once per row
-    of ``x``, where the matmul's register tiles reuse a weight panel over all the rows. Measured
-    (one thread, AMD EPYC), dense against matmul: 1 x 512 x 1000 0.048 / 0.076 ms, 3 rows
-    0.083 / 0.076, 8 rows 0.193 / 0.090, a CTC classifier's 32 x 512 x 8,210 8.5 / 1.9
-    ms (onnxruntime 1.3), 40 x 120 x 360 (K not a multiple of 16) 0.805 / 0.026 ms.
+    constant weight ``W (N, K)`` becomes ``matmul(x, W^T)`` (the transpose folded; the bias, if
+    any, an ``add`` after it) when it has at least ``min_rows`` rows, or when ``K`` is not a
+    whole number of the split-K dense's vector lanes (``compiler.strategy.compute.DENSE_LANES``;
+    such a dense takes the generic reduction schedule). :func:`flatten_matmul_rows`, after it
+    in the pipeline, pads the matmul's columns to whole panels. The split-K dense is a GEMV: it
+    streams every weight row once per row of ``x``, where the matmul's register tiles reuse a
+    weight panel over all the rows. Measured (one thread, AMD EPYC), dense against matmul: 1 x
+    512 x 1000 0.048 / 0.076 ms, 3 rows 0.083 / 0.076, 8 rows 0.193 / 0.090, a CTC
+    classifier's 32 x 512 x 8,210 8.5 / 1.9 ms (onnxruntime 1.3), 40 x 120 x 360 (K not a
+    multiple of 16) 0.805 / 0.026 ms.
 
     Example:
         >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
@@ -160,7 +161,7 @@ def dense_to_matmul(graph: Graph, min_rows: int = DENSE_MATMUL_ROWS) -> Graph:
         >>> b = Constant(np.ones((100,), np.float32), name="b")
         >>> g = dense_to_matmul(Graph.from_outputs([x], [Node("dense", (x, w, b), name="fc")]))
         >>> [(n.op, n.type.shape) for n in g.nodes]
-        [('matmul', (32, 192)), ('add', (32, 192)), ('strided_slice', (32, 100))]
+        [('matmul', (32, 100)), ('add', (32, 100))]
     """
     from compiler.strategy.compute import DENSE_LANES
 
@@ -179,24 +180,13 @@ def dense_to_matmul(graph: Graph, min_rows: int = DENSE_MATMUL_ROWS) -> Graph:
             or w.type.dtype != x.type.dtype
         ):
             return None
-        (m, k), n = x.type.shape, w.type.shape[0]
-        if m < min_rows and k % DENSE_LANES == 0:
+        if x.type.shape[0] < min_rows and x.type.shape[1] % DENSE_LANES == 0:
             return None
-        extra = -n % MATMUL_COLUMNS
-        wt = np.pad(np.asarray(w.value).T, ((0, 0), (0, extra)))
-        label = w.name or node.label
-        out: Value = Node(
-            "matmul", (x, Constant(np.ascontiguousarray(wt), name=f"{label}.t")),
-            name=node.name if not extra and bias is None else f"{node.label}.matmul",
-        )  # fmt: skip
-        if bias is not None:
-            bv = np.pad(np.asarray(bias.value), (0, extra))
-            out = Node("add", (out, Constant(bv, name=f"{bias.name or node.label}.cols")),
-                       name=node.name if not extra else f"{node.label}.bias")  # fmt: skip
-        if not extra:
-            return out
-        attrs = {"begin": (0, 0), "end": (m, n), "strides": (1, 1)}
-        return Node("strided_slice", (out,), attrs, name=node.name)
+        wt = Constant(np.ascontiguousarray(np.asarray(w.value).T), name=f"{w.name or node.label}.t")
+        if bias is None:
+            return Node("matmul", (x, wt), name=node.name)
+        out = Node("matmul", (x, wt), name=f"{node.label}.matmul")
+        return Node("add", (out, bias), name=node.name)
 
     return rebuild(graph, fold)
 

@@ -156,3 +156,19 @@ def test_peepholes_and_short_sequences_are_refused():
     with pytest.raises(FrontendError, match=r"sequence_lens \[3, 3\] differ from the sequence "
                        "length 4; only full-length sequences"):  # fmt: skip
         from_onnx(model)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_every_step_reads_one_recurrent_weight_per_direction(kind):
+    # a constant per step was a copy of R per step in the compiled model (ddddocr's CRNN: 62
+    # copies of two 4 MB weights, 292 MB of constants for a 52 MB model)
+    model, _ = rnn_model(kind, "bidirectional")
+    graph = from_onnx(model)
+    recurrent = [
+        n.inputs[1]
+        for n in graph.nodes
+        if n.op == "dense" and n.inputs[1].name.endswith((".R", ".R_zr", ".R_h"))
+    ]
+    assert len(recurrent) == 2 * (SEQ - 1) * (2 if kind == "GRU" else 1)  # no state at t0
+    per_direction = {"LSTM": 1, "GRU": 2, "RNN": 1}[kind]  # GRU: R of z and r, R of h
+    assert len({id(v) for v in recurrent}) == 2 * per_direction

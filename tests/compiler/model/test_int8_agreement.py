@@ -1,7 +1,7 @@
 """The int8 network's agreement with the float one on its own calibration data: quantization
 measures it (the lowest cosine per output over the batches, from the bias correction's walk),
 and a build warns, naming the output and what to try, when it is under
-``INT8_COSINE_WARNING``; ``vtac`` prints the warning as one line."""
+``INT8_COSINE_TARGET``; ``vtac`` prints the warning as one line."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_a_build_warns_when_an_output_is_far_from_fp32():
 def test_vtac_prints_the_warning_as_one_line(monkeypatch, capsys):
     from runtime.cli import main
 
-    monkeypatch.setattr(vta_model, "INT8_COSINE_WARNING", 1.01)  # every network is "far"
+    monkeypatch.setattr(vta_model, "INT8_COSINE_TARGET", 1.01)  # every network is "far"
     assert main(["run", "digits", "--target", "vta", "--quiet"]) == 0
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if "warning:" in ln]
