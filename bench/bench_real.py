@@ -6,7 +6,8 @@ weights, MTCNN's P-, R- and O-net, PP-OCRv4's detector and recognizer), each inp
 real image through ``runtime.inputs`` with the model's preprocessing (classifiers and face nets:
 the photos of the folder; OCR: its rendered page or text line):
 
-* fp32, cpu target: the largest relative error against onnxruntime over the inputs (max |diff|
+* fp32, cpu target (``--target gpu``: the gpu target, whose latency is one run's copies in and
+  out included): the largest relative error against onnxruntime over the inputs (max |diff|
   over max |onnxruntime|, per output), and both models' against the same graph computed in
   float64 by the reference executor (how far each float32 implementation is from the exact
   result: on an ill-conditioned input two of them can differ more than either errs), the
@@ -225,15 +226,20 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def bench_fp32(model: rm.RealModel, inputs, threads: int, repeat: int) -> dict[str, Any]:
-    """fp32 on the cpu target against onnxruntime: error and latency, same run."""
+def bench_fp32(
+    model: rm.RealModel, inputs, threads: int, repeat: int, target: str = "cpu"
+) -> dict[str, Any]:
+    """fp32 on ``target`` (cpu or gpu) against onnxruntime: error and latency, same run."""
     from runtime.session import InferenceSession
 
     ref = ort_session(model.path.read_bytes(), threads)
     name = ref.get_inputs()[0].name
     t0 = time.perf_counter()
     sess = InferenceSession(
-        str(model.path), "cpu", input_shapes={name: inputs[0][1].shape}, num_threads=threads
+        str(model.path),
+        target,
+        input_shapes={name: inputs[0][1].shape},
+        num_threads=threads if target == "cpu" else None,
     )
     compile_s = time.perf_counter() - t0
     # the yardstick of both: the float32 graph computed in float64 (the reference executor)
@@ -480,7 +486,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--photos", type=int, default=8, help="photos per classifier / face net")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per latency (median)")
     p.add_argument("--threads", type=int, default=1, help="threads for ours and onnxruntime")
-    p.add_argument("--skip-vta", action="store_true", help="fp32 on cpu only")
+    p.add_argument("--skip-vta", action="store_true", help="fp32 only, no int8")
+    p.add_argument(
+        "--target",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="where fp32 runs (gpu: CUDA kernels through numba, on a GPU or, with "
+        "NUMBA_ENABLE_CUDASIM=1, on its simulator)",
+    )
     p.add_argument("--json", metavar="FILE", default=None)
     p.add_argument("--ocr-lines", type=int, default=200, help="rendered lines (recognizer)")
     p.add_argument("--ocr-pages", type=int, default=8, help="rendered pages (detector)")
@@ -535,6 +548,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{cpu_model()} ({platform.machine()}), threads={args.threads}, repeat={args.repeat} "
         f"(median), onnxruntime {onnxruntime.__version__}, numpy {np.__version__}"
     )
+    if args.target == "gpu":
+        from compiler.targets.gpu.module import cuda_backend
+
+        if cuda_backend() == "cuda":
+            from numba import cuda
+
+            device = cuda.get_current_device()
+            print(f"gpu: {device.name.decode() if isinstance(device.name, bytes) else device.name}")
+        else:
+            print("gpu: numba's CUDA simulator (latencies are the simulator's)")
     print(f"models: {rm.folder()}\n", flush=True)
     doc: dict[str, Any] = {}
     for name in names:
@@ -566,16 +589,17 @@ def main(argv: list[str] | None = None) -> int:
         entry: dict[str, Any] = {"inputs": [n for n, _ in inputs]}
         doc[name] = entry
         try:
-            fp32 = bench_fp32(model, inputs, args.threads, args.repeat)
+            fp32 = bench_fp32(model, inputs, args.threads, args.repeat, args.target)
         except (CompilerError, SessionError) as e:
             entry["error"] = str(e)
-            print(f"{name}: fp32 cpu refused: {e}\n", flush=True)
+            print(f"{name}: fp32 {args.target} refused: {e}\n", flush=True)
             continue
         outputs = fp32.pop("outputs")
         graph = fp32.pop("graph")  # the imported float graph, for the int8 runs
         entry["fp32"] = fp32
         print(
-            f"{name} ({len(inputs)} input(s), {model.size[0]}x{model.size[1]}): fp32 cpu max "
+            f"{name} ({len(inputs)} input(s), {model.size[0]}x{model.size[1]}): fp32 "
+            f"{args.target} max "
             f"rel err {fp32['max_rel_err']:.1e} (against float64: ours "
             f"{fp32['ours_vs_float64']:.1e}, onnxruntime {fp32['ort_vs_float64']:.1e}); "
             f"{fp32['ours_ms']:.1f} ms vs onnxruntime "

@@ -7,6 +7,11 @@ argument that does not change between runs. A run then only allocates the output
 input and output arguments at the caller's arrays and calls each kernel through ctypes: there is
 no per-element Python and no allocation beyond the outputs.
 
+A gpu program keeps its tensors on the device (:class:`DeviceTensors`): the arena and the
+constants live there for the executor's lifetime, a run copies its inputs in and its outputs
+out, and nothing in between; each group waits for its kernels, so its time in the profile is
+theirs.
+
 Example:
     >>> import numpy as np
     >>> from compiler import te
@@ -66,8 +71,8 @@ def _cpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
 
 
 def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
-    """A GPU module called with raw host pointers: each argument is viewed as the array it is
-    (no copy); the module copies inputs to the device and the outputs back into those views."""
+    """A GPU module called with its arguments already on the device (see :class:`DeviceTensors`);
+    it returns once the kernels have finished, so a group's time is its kernels'."""
     module = program.modules.get(kernel.symbol)
     if module is None:
         raise SessionError(
@@ -75,19 +80,63 @@ def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
             "compile the model again for --target gpu"
         )
     module.load()  # JIT now: a run's time is the kernels', not their compilation
-    specs = [(a.shape, np.dtype(a.dtype)) for a in kernel.args]
+    from numba import cuda
 
-    def call(*pointers: int) -> None:
-        arrays = []
-        for ptr, (shape, dtype) in zip(pointers, specs, strict=True):
-            count = int(np.prod(shape, dtype=np.int64))
-            buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
-            # A ctypes array exports the buffer protocol; numpy's stubs list only common buffers.
-            view = np.frombuffer(buf, dtype=dtype, count=count)  # type: ignore[call-overload]
-            arrays.append(view.reshape(shape))
-        module(*arrays)
+    def call(*device_arrays: Any) -> None:
+        module.launch(*device_arrays)
+        cuda.synchronize()
 
     return call
+
+
+class DeviceTensors:
+    """A GPU program's tensors in device memory, so that a run copies only its inputs in and
+    its outputs out: the arena mirrored once on the device (each tensor a typed view of its
+    bytes, as on the host), and the constants the kernels read copied there once, when the
+    executor is built.
+
+    Example (numba's CUDA simulator where there is no GPU):
+        >>> import numpy as np
+        >>> from compiler.model.program import MemoryStats, Placement, Program
+        >>> prog = Program("m", "gpu", 1, (), (), {}, (), {}, 64, MemoryStats(0, 0))
+        >>> dev = DeviceTensors(prog, {})
+        >>> view = dev.view(Placement("arena", "t", 16, (2, 3), "float32"))
+        >>> view.shape, np.dtype(view.dtype).name
+        ((6,), 'float32')
+    """
+
+    def __init__(self, program: Program, constants: dict[str, np.ndarray]) -> None:
+        from numba import cuda
+
+        self._cuda = cuda
+        self.arena = cuda.device_array(max(program.arena_bytes, 1), dtype=np.uint8)
+        self.constants: dict[str, Any] = {}
+        self._host = constants
+
+    def view(self, p: Placement) -> Any:
+        """The flat device array of an arena or constant tensor (a constant is copied to the
+        device the first time a kernel asks for it)."""
+        dtype = np.dtype(p.dtype)
+        if p.kind == "constant":
+            if p.key not in self.constants:
+                host = np.ascontiguousarray(self._host[p.key]).reshape(-1)
+                self.constants[p.key] = self._cuda.to_device(host)
+            return self.constants[p.key]
+        if p.offset % dtype.itemsize:
+            raise SessionError(
+                f"tensor {p.key}: arena offset {p.offset} is not a multiple of its "
+                f"{dtype.itemsize}-byte {dtype.name} elements"
+            )
+        count = int(np.prod(p.shape, dtype=np.int64))
+        return self.arena[p.offset : p.offset + count * dtype.itemsize].view(dtype)
+
+    def upload(self, array: np.ndarray) -> Any:
+        """A run's input on the device."""
+        return self._cuda.to_device(array.reshape(-1))
+
+    def allocate(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A run's output on the device (flat)."""
+        return self._cuda.device_array(int(np.prod(shape, dtype=np.int64)), dtype=np.dtype(dtype))
 
 
 #: How each target turns a kernel's stored code into something callable with raw pointers.
@@ -117,8 +166,16 @@ class Executor:
         self.constants = {
             k: np.asarray(v, order="C") for k, v in program.constants.items()
         }  # fmt: skip
+        targets = {k.target for k in program.kernels}
+        if "gpu" in targets and len(targets) > 1:
+            raise SessionError(
+                f"program {program.name} mixes gpu kernels with {sorted(targets - {'gpu'})} "
+                "kernels; a gpu program runs every group on the GPU"
+            )
+        #: the tensors on the device, for a gpu program (kernel arguments are device arrays)
+        self._device = DeviceTensors(program, self.constants) if "gpu" in targets else None
         self._functions: list[Callable[..., None]] = []
-        self._static: list[list[int | None]] = []
+        self._static: list[list[Any]] = []
         self._dynamic: list[list[tuple[int, str, str]]] = []
         loaded: dict[tuple[str, str, str], Callable[..., None]] = {}
         for kernel in program.kernels:
@@ -137,7 +194,7 @@ class Executor:
                     f"group {kernel.name}: {len(kernel.args)} kernel arguments but "
                     f"{len(kernel.tensors)} tensors"
                 )
-            static: list[int | None] = []
+            static: list[Any] = []
             dynamic: list[tuple[int, str, str]] = []
             for pos, (arg, tensor) in enumerate(zip(kernel.args, kernel.tensors, strict=True)):
                 place = program.placements.get(tensor)
@@ -147,6 +204,8 @@ class Executor:
                 if place.kind in ("input", "output"):
                     static.append(None)
                     dynamic.append((pos, place.kind, place.key))
+                elif self._device is not None:
+                    static.append(self._device.view(place))
                 else:
                     static.append(self._address(place))
             self._static.append(static)
@@ -190,10 +249,18 @@ class Executor:
             p = prog.placements[prog.output_tensors[spec.name]]
             if p.kind == "output":
                 outs[p.key] = np.empty(spec.shape, spec.dtype)
-        pointers = {
-            "input": {k: int(v.ctypes.data) for k, v in feeds.items()},
-            "output": {k: int(v.ctypes.data) for k, v in outs.items()},
-        }
+        device = self._device
+        pointers: dict[str, dict[str, Any]]
+        if device is None:
+            pointers = {
+                "input": {k: int(v.ctypes.data) for k, v in feeds.items()},
+                "output": {k: int(v.ctypes.data) for k, v in outs.items()},
+            }
+        else:  # a gpu program: the inputs copied to the device once, the outputs made there
+            pointers = {
+                "input": {k: device.upload(v) for k, v in feeds.items()},
+                "output": {k: device.allocate(v.shape, v.dtype) for k, v in outs.items()},
+            }
         records: list[GroupRecord] = []
         clock = time.perf_counter_ns
         for kernel, fn, static, dynamic in zip(
@@ -213,11 +280,16 @@ class Executor:
                     device=_device(kernel.target),
                 )
             )  # fmt: skip
+        if device is not None:
+            for key, array in pointers["output"].items():
+                array.copy_to_host(outs[key].reshape(-1))
         result: dict[str, np.ndarray] = {}
         for spec in prog.outputs:
             p = prog.placements[prog.output_tensors[spec.name]]
             if p.kind == "output" and p.key == spec.name:
                 result[spec.name] = outs[spec.name]
+            elif p.kind == "arena" and device is not None:  # a tensor left on the device
+                result[spec.name] = device.view(p).copy_to_host().reshape(spec.shape)
             else:  # an output that is an input, a constant or another output: a copy of it
                 result[spec.name] = self.view(p, feeds, outs).reshape(spec.shape).copy()
         return result, Profile(tuple(records))

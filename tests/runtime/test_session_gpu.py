@@ -130,3 +130,26 @@ def test_the_table_labels_simulated_gpu_time(tmp_path, capsys):
     out = capsys.readouterr().out
     simulated = "cuda-simulator" in out and "not a GPU's" in out
     assert simulated == (cuda_backend() == "cuda-simulator")
+
+
+def test_a_run_copies_only_its_inputs_in_and_its_outputs_out(monkeypatch):
+    # the constants go to the device when the session is built, the arena stays there: a run
+    # copies the feed in and the output back, and nothing for the groups between them
+    from numba import cuda
+
+    sess = InferenceSession(_small_cnn(), target="gpu")
+    x = np.random.default_rng(1).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    (first,) = sess.run(None, {"x": x})
+    uploads: list[tuple[int, ...]] = []
+    to_device = cuda.to_device
+
+    def counting(array, *args, **kwargs):
+        uploads.append(np.shape(array))
+        return to_device(array, *args, **kwargs)
+
+    monkeypatch.setattr(cuda, "to_device", counting)
+    for _ in range(2):
+        (again,) = sess.run(None, {"x": x})
+        np.testing.assert_array_equal(again, first)
+    assert uploads == [(x.size,)] * 2
+    assert len(sess.profile().groups) > 3  # several groups, none of which copied anything

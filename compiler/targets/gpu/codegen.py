@@ -88,9 +88,8 @@ class KernelSource:
 
 def _np_name(buf: Buffer) -> str:
     name = buf.dtype.name
-    if name == "bool":
-        raise CodegenError(f"buffer {buf.name}: bool buffers are not supported on the GPU")
-    return name
+    # numba's name for numpy's bool (one byte per element, as numpy stores it)
+    return "boolean" if name == "bool" else name
 
 
 class _Namer:

@@ -83,6 +83,8 @@ class GpuModule:
     device: GpuDevice
     _jitted: dict[str, Any] = field(default_factory=dict, repr=False)
     _ptx: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict, repr=False)
+    #: device arrays of the intermediates, allocated by the first :meth:`launch`, then reused
+    _scratch: dict[Buffer, Any] = field(default_factory=dict, repr=False)
 
     @property
     def kernels(self) -> tuple[Kernel, ...]:
@@ -178,6 +180,33 @@ class GpuModule:
                 np.copyto(arr, dev[buf].copy_to_host().reshape(info.shape))
                 outs.append(arr)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def launch(self, *device_arrays: Any) -> None:
+        """Launch the kernels on arguments already on the device: one flat (1-d, C-order)
+        device array per parameter, in :attr:`args` order, outputs written in place. Nothing
+        is copied and nothing waits for the kernels (they queue on the default stream); the
+        intermediates are allocated on the device once, by the first launch."""
+        if len(device_arrays) != len(self.params):
+            raise CompilerError(
+                f"{self.name} takes all {len(self.params)} arguments on the device, "
+                f"got {len(device_arrays)}"
+            )
+        kernels = self._kernels()
+        if len(self._scratch) != len(self.plan.intermediates):
+            from numba import cuda
+
+            for buf in self.plan.intermediates:
+                self._scratch[buf] = cuda.device_array(buf.size, dtype=np.dtype(buf.dtype.name))
+        dev = dict(self._scratch)
+        for buf, info, arr in zip(self.params, self.args, device_arrays, strict=True):
+            if tuple(arr.shape) != (buf.size,) or np.dtype(arr.dtype) != np.dtype(info.dtype):
+                raise CompilerError(
+                    f"{self.name}: argument {info.name} on the device is {arr.dtype}"
+                    f"{list(arr.shape)}, expected {info.dtype}[{buf.size}]"
+                )
+            dev[buf] = arr
+        for k in self.plan.kernels:
+            kernels[k.name][k.launch.grid, k.launch.block](*(dev[b] for b in k.params))
 
     # PTX and resources --------------------------------------------------------------------
     def ptx(self, cc: tuple[int, int] | None = None) -> dict[str, str]:

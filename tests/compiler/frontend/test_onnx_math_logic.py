@@ -122,3 +122,35 @@ def test_bool_graph_input(target):
     feeds = {"x": x, "m": mask}
     model = make_model(nodes, feeds, ["y"], {"zero": np.zeros((), np.float32)})
     check_on_target(model, feeds, target)
+
+
+@pytest.mark.gpu
+def test_bool_buffers_compile_to_ptx():
+    """numba's CUDA simulator never reads a kernel's signature; the real target compiles each
+    kernel for it. A graph with bool inputs, bool intermediates and bool outputs compiles to
+    PTX (numba's real CUDA compiler, in a child process without the simulator; no GPU needed)."""
+    from compiler.targets.gpu.codegen import module_source
+    from compiler.targets.gpu.ptx import PtxUnavailable, compile_ptx
+    from runtime.session import InferenceSession
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=(4,)).astype(np.float32)
+    mask = rng.random((3, 4)) < 0.5
+    nodes = [
+        helper.make_node("Less", ["a", "b"], ["lt"]),
+        helper.make_node("And", ["lt", "m"], ["both"]),
+        helper.make_node("Not", ["both"], ["neither"]),
+        helper.make_node("Where", ["neither", "a", "b"], ["w"]),
+    ]
+    feeds = {"a": a, "b": b, "m": mask}
+    model = make_model(nodes, feeds, ["neither", "w"])
+    modules = InferenceSession(model.SerializeToString(), target="gpu").program.modules.values()
+    sources = [src for m in modules for src in m.sources]
+    signatures = [s.signature for s in sources]
+    assert any("boolean[::1]" in sig for sig in signatures), signatures
+    try:
+        ptx = compile_ptx(module_source(sources), [(s.name, s.signature) for s in sources])
+    except PtxUnavailable as exc:
+        pytest.skip(f"no PTX compiler on this machine: {exc}")
+    assert set(ptx) == {s.name for s in sources}
+    assert all(".entry" in text for text in ptx.values())
