@@ -14,14 +14,16 @@ names the fault (never a traceback):
    Gather, Cast, Slice, ConstantOfShape, Unsqueeze, Concat, ...) leave only constants behind
    (shapes are static, so ``Shape`` of anything is a constant).
 
-Supported operators (``docs/graph.md`` gives the details): Conv, ConvTranspose,
+Supported operators (``docs/graph.md`` gives the details): Conv (1-d and 2-d), ConvTranspose,
 BatchNormalization, InstanceNormalization, LayerNormalization, Relu, Clip, LeakyRelu, PRelu,
 Sigmoid, HardSigmoid, HardSwish, Softplus and Mish (decomposed into contract ops), Exp, Log,
 Sqrt, Tanh, Erf, Gelu, Neg, Pow, Abs, Reciprocal, Sign, Elu, Selu, Celu, Softsign and
 ThresholdedRelu (decomposed), Add/Sub/Mul/Div/Max/Min/Sum with broadcasting, the
-comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool, ReduceMean/Sum/Max/Min,
+comparisons, Not/And/Or, Where, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
+ReduceMean/Sum/Max/Min,
 ArgMax, Flatten, Reshape, Transpose, Squeeze/Unsqueeze, Concat, Split, Slice, Gather (constant
-indices), ScatterND (constant indices writing one block), Expand, Tile, Pad (constant mode),
+indices), ScatterND (constant indices writing one block), Expand, Tile, Pad (constant, reflect,
+edge and wrap),
 Resize, Upsample, Gemm, MatMul, Softmax, LRN (``beta`` a multiple of 1/4, decomposed into
 contract ops), LSTM, GRU and RNN (unrolled over the sequence), Constant, Identity, Dropout,
 Cast, and on constants only: Shape, Size, ConstantOfShape, Range.
@@ -288,9 +290,11 @@ def _conv(op_types: str) -> Callable[[Converter], Converter]:
 @_conv("Conv")
 def _c_conv(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     x, w = ins[0], ins[1]
+    if w.type.ndim == 3 and x.type.ndim == 3:
+        return _conv1d(ctx, node, ins, a, name)
     if w.type.ndim != 4:
         raise FrontendError(
-            f"node {name!r} (Conv): only 2-d convolutions are supported, the "
+            f"node {name!r} (Conv): only 1-d and 2-d convolutions are supported, the "
             f"weight has shape {w.type.shape}"
         )
     kernel = tuple(a.get("kernel_shape", w.type.shape[2:]))
@@ -303,6 +307,29 @@ def _c_conv(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
     attrs["groups"] = int(a.get("group", 1))
     args = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
     return [ctx.call("conv2d", args, attrs, name)]
+
+
+def _conv1d(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """A 1-d convolution (N, C, L) as a 2-d one over (N, C, 1, L), as TVM's importer runs it:
+    the window's attributes gain a height of one, the weight a kernel height of one."""
+    x, w = ins[0], ins[1]
+    if not isinstance(w, Constant):
+        raise FrontendError(
+            f"node {name!r} (Conv): the weight of a 1-d convolution must be a constant"
+        )
+    n, c, length = x.type.shape
+    a2 = dict(a)
+    a2["kernel_shape"] = (1, *[int(k) for k in a.get("kernel_shape", w.type.shape[2:])])
+    a2["strides"] = (1, *[int(k) for k in a.get("strides", (1,))])
+    a2["dilations"] = (1, *[int(k) for k in a.get("dilations", (1,))])
+    if "pads" in a:
+        begin, end = (int(k) for k in a["pads"])
+        a2["pads"] = (0, begin, 0, end)
+    x4 = _reshape(ctx, x, (n, c, 1, length), f"{name}.as2d")
+    w4 = Constant(w.value.reshape(w.type.shape[0], w.type.shape[1], 1, w.type.shape[2]))
+    y = _c_conv(ctx, node, [x4, w4, *ins[2:]], a2, f"{name}.conv2d")[0]
+    n, o, _, out = y.type.shape
+    return [_reshape(ctx, y, (n, o, out), name)]
 
 
 @_conv("ConvTranspose")
@@ -649,6 +676,19 @@ def _c_avgpool(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: st
     return [ctx.call("avg_pool2d", [ins[0]], attrs, name)]
 
 
+@_conv("GlobalMaxPool")
+def _c_gmp(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
+    """The maximum over every spatial axis (2 onwards), kept as size-1 axes."""
+    rank = ins[0].type.ndim
+    if rank < 3:
+        raise FrontendError(
+            f"node {name!r} (GlobalMaxPool): needs an input of rank 3 or more (N, C, spatial "
+            f"...), got shape {ins[0].type.shape}"
+        )
+    attrs = {"axes": tuple(range(2, rank)), "keepdims": True}
+    return [ctx.call("max", [ins[0]], attrs, name)]
+
+
 @_conv("GlobalAveragePool")
 def _c_gap(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -> list[Value]:
     if ins[0].type.ndim != 4:
@@ -819,7 +859,45 @@ def _c_pad(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) -
         width[ax] = (pads[k], pads[k + len(axes)])
     if all(w == (0, 0) for w in width):
         return [x]
-    return [ctx.call("pad", [x], {"pad_width": tuple(width), "pad_value": value}, name)]
+    mode = a.get("mode", "constant")
+    if mode == "constant":
+        return [ctx.call("pad", [x], {"pad_width": tuple(width), "pad_value": value}, name)]
+    # reflect, edge and wrap read the input itself: a gather along each padded axis
+    padded = [ax for ax in range(rank) if width[ax] != (0, 0)]
+    for ax in padded:
+        before, after = width[ax]
+        index = _pad_indices(mode, x.type.shape[ax], before, after, name, ax)
+        attrs = {"axis": ax, "indices": index, "indices_shape": (len(index),)}
+        x = ctx.call("take", [x], attrs, name if ax == padded[-1] else f"{name}.axis{ax}")
+    return [x]
+
+
+def _pad_indices(mode: str, size: int, before: int, after: int, name: str, axis: int) -> tuple:
+    """The input positions a ``reflect``, ``edge`` or ``wrap`` pad of ``before`` and ``after``
+    reads along an axis of ``size``, in output order.
+
+    Example:
+        >>> _pad_indices("reflect", 4, 2, 3, "p", 0)
+        (2, 1, 0, 1, 2, 3, 2, 1, 0)
+        >>> _pad_indices("edge", 3, 2, 1, "p", 0), _pad_indices("wrap", 3, 2, 1, "p", 0)
+        ((0, 0, 0, 1, 2, 2), (1, 2, 0, 1, 2, 0))
+    """
+    positions = np.arange(-before, size + after)
+    if mode == "reflect":
+        if before >= size or after >= size:
+            raise FrontendError(
+                f"node {name!r} (Pad): a reflect pad of ({before}, {after}) on axis {axis} of "
+                f"size {size} must be smaller than the axis"
+            )
+        positions = np.abs(positions)
+        positions = np.where(positions >= size, 2 * (size - 1) - positions, positions)
+    elif mode == "edge":
+        positions = np.clip(positions, 0, size - 1)
+    elif mode == "wrap":
+        positions = positions % size
+    else:
+        raise FrontendError(f"node {name!r} (Pad): unknown mode {mode!r}")
+    return tuple(int(k) for k in positions)
 
 
 @_conv("Gemm")
@@ -1590,8 +1668,8 @@ def _unsupported_reason(node: Any, a: dict[str, Any], const: set[str], used: set
         return "operator not supported"
     if t in CONST_ONLY and not all(not n or n in const for n in node.input):
         return "supported only on constant inputs (shape computations)"
-    if t == "Pad" and a.get("mode", "constant") != "constant":
-        return f"mode {a['mode']!r} (only constant)"
+    if t == "Pad" and a.get("mode", "constant") not in ("constant", "reflect", "edge", "wrap"):
+        return f"mode {a['mode']!r} (constant, reflect, edge and wrap are)"
     if (
         t == "LRN"
         and abs(float(a.get("beta", 0.75)) * 4 - round(float(a.get("beta", 0.75)) * 4)) > 1e-6

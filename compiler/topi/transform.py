@@ -200,9 +200,11 @@ def take(
 ) -> Tensor:
     """numpy's ``take`` with constant, non-negative ``indices`` (flat, of ``indices_shape``).
 
-    Indices that step evenly (a scalar, a range) read ``x`` at an affine position; others pick
-    their element with a chain of selects on the flat index position, so every read stays
-    in bounds without a data-dependent address.
+    Indices that step evenly (a scalar, a range) read ``x`` at an affine position. Others are
+    cut into runs that each step evenly (a reflect pad's indices are three: down, up, down),
+    and a balanced tree of selects on the flat index position picks the run, so the selects
+    nest only ``log2(runs)`` deep; each run's position is clamped to the indices it holds, so
+    every read stays in bounds without a data-dependent address.
     """
     idx = [int(k) for k in indices]
     ishape = tuple(int(d) for d in indices_shape)
@@ -224,12 +226,48 @@ def take(
         outer, inner = i[:axis], i[axis + rank :]
         if affine:
             return x(*outer, idx[0] + pos * step if step else idx[0], *inner)
-        value = x(*outer, idx[-1], *inner)
-        for j in range(len(idx) - 2, -1, -1):
-            value = op.if_then_else(op.equal(pos, j), x(*outer, idx[j], *inner), value)
-        return value
 
+        def run(r: tuple[int, int, int, int]) -> Expr:
+            first, length, start, stride = r
+            if length == 1:
+                return x(*outer, start, *inner)
+            last = start + (length - 1) * stride
+            at = op.add(start, op.mul(op.sub(pos, first), stride))
+            at = op.maximum(op.minimum(at, max(start, last)), min(start, last))
+            return x(*outer, at, *inner)
+
+        def pick(lo: int, hi: int) -> Expr:  # runs[lo:hi], split at the middle run
+            if hi - lo == 1:
+                return run(runs[lo])
+            mid = (lo + hi) // 2
+            return op.if_then_else(op.less(pos, runs[mid][0]), pick(lo, mid), pick(mid, hi))
+
+        return pick(0, len(runs))
+
+    runs = _affine_runs(idx)
     return compute(shape, fcompute, name=name, tag="injective")
+
+
+def _affine_runs(idx: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """``idx`` cut greedily into runs that step evenly: ``(first position, length, first
+    index, step)`` each.
+
+    Example:
+        >>> _affine_runs([2, 1, 0, 1, 2, 3, 2, 1])
+        [(0, 3, 2, -1), (3, 3, 1, 1), (6, 2, 2, -1)]
+        >>> _affine_runs([4, 0, 9])
+        [(0, 2, 4, -4), (2, 1, 9, 0)]
+    """
+    runs = []
+    j = 0
+    while j < len(idx):
+        step = idx[j + 1] - idx[j] if j + 1 < len(idx) else 0
+        k = j + 1
+        while k < len(idx) and idx[k] == idx[j] + (k - j) * step:
+            k += 1
+        runs.append((j, k - j, idx[j], step if k - j > 1 else 0))
+        j = k
+    return runs
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int], name: str = "broadcast_to") -> Tensor:

@@ -110,12 +110,12 @@ def test_every_unsupported_node_listed_at_once():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
         helper.make_node("Resize", ["a", "", "scales"], ["b"], mode="cubic", name="up"),
-        helper.make_node("Pad", ["b", "pads"], ["c"], mode="reflect", name="reflect"),
+        helper.make_node("Det", ["b"], ["c"], name="det"),
         helper.make_node("NonZero", ["c"], ["d"], name="nz"),
         helper.make_node("Gather", ["c", "d"], ["y"], name="gather_activation"),
         helper.make_node("MyOp", ["y"], ["z"], name="custom", domain="com.example"),
     ]
-    inits = {"scales": np.ones(4, np.float32), "pads": np.zeros(8, np.int64)}
+    inits = {"scales": np.ones(4, np.float32)}
     m = make_model(nodes, {"x": x}, ["z", "d"], inits)
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     with pytest.raises(FrontendError) as err:
@@ -124,14 +124,14 @@ def test_every_unsupported_node_listed_at_once():
     assert "5 unsupported node(s)" in text
     for line in (
         "up (Resize, ai.onnx opset 13): mode 'cubic' (supported: nearest, linear)",
-        "reflect (Pad, ai.onnx opset 13): mode 'reflect'",
+        "det (Det, ai.onnx opset 13): operator not supported",
         "nz (NonZero, ai.onnx opset 13)",
         "gather_activation (Gather, ai.onnx opset 13): non-constant shape, axes or bound input",
         "custom (MyOp, com.example opset 1): domain 'com.example'",
     ):
         assert line in text
     # more than three: how many of each operator, on the last line
-    assert text.splitlines()[-1] == ("  by operator: Resize 1, Pad 1, NonZero 1, Gather 1, MyOp 1")
+    assert text.splitlines()[-1] == ("  by operator: Resize 1, Det 1, NonZero 1, Gather 1, MyOp 1")
 
 
 def test_symbolic_dims_need_input_shapes():
@@ -145,11 +145,11 @@ def test_symbolic_dims_need_input_shapes():
         from_onnx(m, input_shapes={"data": (2, 3, 8, 8)})
 
 
-def test_conv_1d_named():
-    x = np.zeros((1, 2, 8), np.float32)
-    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c1d")
-    m = make_model([node], {"x": x}, ["y"], {"w": np.zeros((4, 2, 3), np.float32)})
-    with pytest.raises(FrontendError, match=r"node 'c1d' \(Conv\): only 2-d convolutions"):
+def test_conv_3d_named():
+    x = np.zeros((1, 2, 4, 4, 4), np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c3d")
+    m = make_model([node], {"x": x}, ["y"], {"w": np.zeros((4, 2, 3, 3, 3), np.float32)})
+    with pytest.raises(FrontendError, match=r"node 'c3d' \(Conv\): only 1-d and 2-d convolutions"):
         from_onnx(m)
 
 
