@@ -49,13 +49,23 @@ per-class NMS (``bench/real_models/detect.py``, score >= 0.3, IoU 0.5) matched a
 boxes (same class, IoU >= 0.5): matched / fp32's boxes, int8's box count, the matches' mean
 IoU.
 
+Magika (``file-type``): ``--files-per-type`` real files of each name suffix, this repository's
+and the model folder's (``bench/real_models/filetype.py``), fp32 against onnxruntime as above;
+int8 calibrated on other such files (``--file-calibrator``, KL by default), scored by the
+integer reference on every file and simulated on the first: the files where int8 names fp32's
+label, and of the files whose names tell their type (``.py``, ``.png``, ...) how many fp32 and
+int8 name it. Silero VAD (``voice-activity``): fp32 only, on ``--vad-signals`` made signals
+(``bench/real_models/vad.py``; no recorded speech ships offline to judge int8 by), the chunks
+of each fed as one batch with the LSTM state from zero, as ``faster-whisper`` feeds it.
+
 A model the compiler refuses is reported with the refusal (the unsupported nodes), as it is.
 
     python -m bench.bench_real [--models efficientnet_lite1,mtcnn_onet] [--configs default]
         [--photos 8] [--repeat 5] [--threads 1] [--skip-vta] [--json FILE]
         [--ocr-lines 200] [--ocr-pages 8] [--ocr-calibration 32] [--direction-pages 32]
         [--detector-pages 8] [--detector-calibration 8] [--detector-fp32-threshold X]
-        [--detector-calibrator percentile]
+        [--detector-calibrator percentile] [--files-per-type 6] [--file-calibrator kl]
+        [--vad-signals 4] [--target cpu|gpu]
     python -m bench.bench_real --models yolo --configs default
 """
 
@@ -87,7 +97,7 @@ import numpy as np  # noqa: E402
 
 from bench import real_models as rm  # noqa: E402
 from bench.common import cpu_model, median_time, ort_session  # noqa: E402
-from bench.real_models import detect, ocr  # noqa: E402
+from bench.real_models import detect, filetype, ocr, vad  # noqa: E402
 
 #: fp32 is "confident" on a photo when its softmax top-1 is at least this.
 CONFIDENT = 0.3
@@ -234,11 +244,16 @@ def bench_fp32(
 
     ref = ort_session(model.path.read_bytes(), threads)
     name = ref.get_inputs()[0].name
+
+    def feeds_of(x: Any) -> dict[str, np.ndarray]:  # an array feeds the first input
+        return dict(x) if isinstance(x, dict) else {name: x}
+
+    shapes = {k: v.shape for k, v in feeds_of(inputs[0][1]).items()}
     t0 = time.perf_counter()
     sess = InferenceSession(
         str(model.path),
         target,
-        input_shapes={name: inputs[0][1].shape},
+        input_shapes=shapes,
         num_threads=threads if target == "cpu" else None,
     )
     compile_s = time.perf_counter() - t0
@@ -246,17 +261,17 @@ def bench_fp32(
     from compiler.graph.reference import evaluate
     from runtime.graph_cli import load
 
-    graph = load(str(model.path), None, 1, {name: inputs[0][1].shape})
+    graph = load(str(model.path), None, 1, shapes)
     outputs, err, ours64, ort64 = [], 0.0, 0.0, 0.0
     for _, x in inputs:
-        got = sess.run(None, {name: x})
-        want = ref.run(None, {name: x})
-        exact = evaluate(graph, {name: x}, float64=True)
+        got = sess.run(None, feeds_of(x))
+        want = ref.run(None, feeds_of(x))
+        exact = evaluate(graph, feeds_of(x), float64=True)
         err = max([err] + [_relative(g, w) for g, w in zip(got, want, strict=True)])
         ours64 = max([ours64] + [_relative(g, t) for g, t in zip(got, exact, strict=True)])
         ort64 = max([ort64] + [_relative(w, t) for w, t in zip(want, exact, strict=True)])
         outputs.append(got)
-    x0 = {name: inputs[0][1]}
+    x0 = feeds_of(inputs[0][1])
     ours = median_time(lambda: sess.run(None, x0), repeat)
     ort = median_time(lambda: ref.run(None, x0), repeat)
     return {
@@ -438,6 +453,46 @@ def _bench_int8_detector(
     }
 
 
+def _bench_int8_filetype(
+    model: rm.RealModel, inputs, fp32_outputs, config: str, macs: int, graph: Any,
+    calibration: list[np.ndarray], expected: list[str], calibrator: str,
+) -> dict[str, Any]:  # fmt: skip
+    """Magika int8 on ``config``, calibrated on other files: the share of files where int8
+    names fp32's label, and each one's share of the files whose names say their label."""
+    net, int8, run, fields = _int8_runs(graph, config, inputs, calibration, calibrator, None, macs)
+    names = filetype.labels(model)
+    top32 = [names[int(f[0][0].argmax())] for f in fp32_outputs]
+    top8 = [names[int(q[0][0].argmax())] for q in int8]
+    told = [k for k, want in enumerate(expected) if want]
+    first = net.reference({graph.inputs[0].name: inputs[0][1]})[0]
+    return {
+        **fields,
+        "files": len(inputs),
+        "agree": sum(a == b for a, b in zip(top32, top8, strict=True)),
+        "named_files": len(told),
+        "fp32_right": sum(top32[k] == expected[k] for k in told),
+        "int8_right": sum(top8[k] == expected[k] for k in told),
+        "logit_cosine": float(
+            np.mean([_cosine(f[0], q[0]) for f, q in zip(fp32_outputs, int8, strict=True)])
+        ),
+        # the groups after the accelerator's run in float on the host (compiled against numpy)
+        "simulated_max_abs_diff": float(np.abs(run.outputs[0] - first).max()),
+    }
+
+
+def _print_filetype(q: dict[str, Any]) -> str:
+    return (
+        f"int8 names fp32's type for {q['agree']}/{q['files']} files; of the "
+        f"{q['named_files']} whose names tell their type fp32 names {q['fp32_right']}, int8 "
+        f"{q['int8_right']}; cosine {q['logit_cosine']:.4f}; MACs on the accelerator "
+        f"{q['mac_share']:.1%} ({q['accelerator_groups']} groups), "
+        f"{q['cycles_per_image']:.0f} cycles/file, {q['images_per_s']:.1f} files/s; "
+        f"{q['calibrator']} calibration, {q['fp32_nodes']} nodes kept fp32; simulated against "
+        f"the reference: max abs diff {q['simulated_max_abs_diff']:.1e}; compile "
+        f"{q['compile_s']} s"
+    )
+
+
 def _print_detector(q: dict[str, Any]) -> str:
     iou = q["matched_mean_iou"]
     return (
@@ -519,6 +574,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--detector-calibrator", default="percentile", help="detectors' calibrator")
     p.add_argument(
+        "--files-per-type", type=int, default=6, help="files of each name suffix (Magika)"
+    )
+    p.add_argument("--file-calibrator", default="kl", help="Magika's int8 calibrator")
+    p.add_argument("--vad-signals", type=int, default=4, help="made signals (Silero VAD)")
+    p.add_argument(
         "--detector-fp32-threshold",
         type=fp32_threshold,
         default=None,
@@ -565,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         is_ocr = model.kind in ("text-recognizer", "text-detector", "text-direction")
         texts: list[str] = []
         calibration: list[np.ndarray] | None = None
+        inputs: list[tuple[str, Any]]  # an array, or the feeds of a model of several inputs
         if is_ocr:
             count = args.ocr_lines
             if model.kind == "text-detector":
@@ -584,6 +645,17 @@ def main(argv: list[str] | None = None) -> int:
                 cal = args.detector_calibration
                 pages = _detector_inputs(model, cal, CALIBRATION_SEED, folder / "calib")
                 calibration = [x for _, x in pages]
+        elif model.kind == "file-type":
+            scored = filetype.files(args.files_per_type, SCORED_SEED)
+            inputs = [(p.name, filetype.features(model, p.read_bytes())[None]) for p in scored]
+            texts = [filetype.expected(p) or "" for p in scored]
+            others = filetype.files(args.files_per_type, CALIBRATION_SEED, skip=set(scored))
+            calibration = [filetype.features(model, p.read_bytes())[None] for p in others]
+        elif model.kind == "voice-activity":
+            names = [i.name for i in ort_session(model.path.read_bytes(), 1).get_inputs()]
+            inputs = [
+                (f"signal{k}", vad.first_feeds(names, seed=k)) for k in range(args.vad_signals)
+            ]
         else:
             inputs = _inputs(model, args.photos)
         entry: dict[str, Any] = {"inputs": [n for n, _ in inputs]}
@@ -609,10 +681,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not configs:
             continue
+        if model.kind == "voice-activity":
+            print("  int8: not measured (no recorded speech ships offline to judge it by)\n")
+            continue
         macs = graph_macs(graph)
         entry["macs"] = macs
         for config in configs:
             try:
+                if model.kind == "file-type":
+                    assert calibration is not None
+                    q = _bench_int8_filetype(
+                        model, inputs, outputs, config, macs, graph, calibration, texts,
+                        args.file_calibrator,
+                    )  # fmt: skip
+                    entry[config] = q
+                    print(f"  int8 {config}: {_print_filetype(q)}", flush=True)
+                    continue
                 if model.kind == "detector":
                     assert calibration is not None
                     q = _bench_int8_detector(

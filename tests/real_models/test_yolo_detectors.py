@@ -111,7 +111,7 @@ def test_yolov8n_int8_keeps_the_faces() -> None:
     calibration = [rm.read_input(model, p) for p in rm.photos() if p.name not in portraits]
     graph = load(str(model.path), None, 1, {"images": calibration[0].shape})
     net = compile_network(graph, "vta-1x16x16", calibration=[{"images": x} for x in calibration])
-    host = [n.name for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
+    host = [n.node for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
     assert not host, f"conv2d/dense on the host: {host}"
     for photo in portraits:
         x = rm.read_input(model, rm.folder() / "photos" / photo)

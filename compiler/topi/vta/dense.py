@@ -111,7 +111,10 @@ def schedule_dense_packed(out: Tensor, knobs: DenseKnobs, cfg: HwConfig) -> Sche
     store_pt = co0
     if knobs.oc_nthread > 1:
         store_pt, vt = s[out].split(co0, factor=knobs.oc_nthread)
-        s[out].reorder(vt, b0)
+        # the threads outermost, the rest in order: each (row tile, channel tile) keeps its
+        # own accumulator tile (swapping vt with b0 put the row tiles inside the store point)
+        rest = [iv for iv in s[out].leaf_iter_vars if iv is not vt]
+        s[out].reorder(vt, *rest)
         s[out].bind(vt, "cthread")
     place_gemm(s, out, dense, ewise, loads, cfg, store_pt, knobs.tile_ci)
     s[out].pragma(b1, DMA_COPY)

@@ -34,22 +34,28 @@ def test_attention_and_constant_first_matmuls_stay():
     assert [n.op for n in matmul_to_dense(g).nodes] == ["matmul", "matmul"]
 
 
-def test_a_linear_layer_runs_on_the_accelerator_bit_exact():
+@pytest.mark.parametrize("rows", [40, 1024])
+def test_a_linear_layer_runs_on_the_accelerator_bit_exact(rows):
+    # 1024 rows: more row tiles than fit the accumulator at once (Magika's byte embedding has
+    # 2048); the schedule put the row tiles inside the store point, and the group fell back
     from runtime.vta_target import compile_network
 
     rng = np.random.default_rng(0)
-    x = Var("x", TensorType((1, 40, 48), "float32"))
+    x = Var("x", TensorType((1, rows, 48), "float32"))
     w = Constant((rng.standard_normal((48, 32)) * 0.2).astype(np.float32), name="w")
     g = Graph.from_outputs([x], [Node("matmul", (x, w), name="proj")])
-    calib = [{"x": rng.standard_normal((1, 40, 48)).astype(np.float32)} for _ in range(2)]
+    calib = [{"x": rng.standard_normal((1, rows, 48)).astype(np.float32)} for _ in range(2)]
     net = compile_network(g, "vta-1x16x16", calibration=calib, sensitivity="off")
     rules = {p.node: (p.device, p.rule) for p in net.partition.placements}
     assert rules["proj.dense"] == ("vta", "dense-group"), rules
-    feed = {"x": rng.standard_normal((1, 40, 48)).astype(np.float32)}
+    feed = {"x": rng.standard_normal((1, rows, 48)).astype(np.float32)}
     out = net.run(feed).outputs[0]
     np.testing.assert_array_equal(out, net.reference(feed)[0])
     want = evaluate(g, feed)[0]
-    assert np.abs(out - want).max() < 0.03 * np.abs(want).max()
+    cosine = float((out * want).sum() / (np.linalg.norm(out) * np.linalg.norm(want)))
+    assert cosine > 0.999, cosine
+    if rows == 40:  # at 1024 random rows the calibration's percentile clips a few outliers
+        assert np.abs(out - want).max() < 0.03 * np.abs(want).max()
 
 
 @pytest.mark.parametrize(
