@@ -17,7 +17,9 @@ The default pipeline, read top to bottom:
    that reads it, so that no float pad stays between two integer operators after quantization;
 4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
    (``x * clip(x + 3, 0, 6) / 6``) become the declared operators, one integer operator each
-   after quantization;
+   after quantization; ``conv_columns_to_rows``: a convolution over a column of width 1 (a
+   1-d convolution as tf2onnx writes it) becomes the same one over a row, which the packed
+   schedules vectorize;
 5. ``dense_to_matmul`` (the cpu target; ``dense_as_matmul=False`` leaves it out for the gpu):
    a dense layer by a constant weight with several rows, or a reduction the split-K dense does
    not take, becomes a matmul by the transposed weight; ``flatten_matmul_rows``: a matmul by
@@ -36,9 +38,9 @@ The default pipeline, read top to bottom:
 Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', 'fold_hard_activations', \
-'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
-'fuse_ops', 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[8:11]
+'conv_columns_to_rows', 'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', \
+'eliminate_dead_nodes_final', 'fuse_ops', 'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[9:12]
     ['pad_channels', 'pack_layout', 'fold_layout_constants']
 """
 
@@ -74,6 +76,7 @@ def graph_pipeline(
     target keeps its dense schedule)."""
     from compiler.graph.memory import plan_memory
     from compiler.graph.passes import (
+        conv_columns_to_rows,
         dense_to_matmul,
         eliminate_dead_nodes,
         flatten_matmul_rows,
@@ -93,6 +96,7 @@ def graph_pipeline(
         graph_pass("fold_bias_add", fold_bias_add),
         graph_pass("fold_pad", fold_pad),
         graph_pass("fold_hard_activations", fold_hard_activations),
+        graph_pass("conv_columns_to_rows", conv_columns_to_rows),
     ]
     if dense_as_matmul:
         passes.append(graph_pass("dense_to_matmul", dense_to_matmul))

@@ -223,15 +223,27 @@ def schedule_group(
                 "has one anchor"
             )
         _inline_or_root(s, op, id(op) in output_ids)
-    # Producers outside the anchor: materialised at the root.
+    # Producers outside the anchor: materialised at the root, except one read once by another
+    # producer, which is inlined into it (a chain of elementwise stages is one vectorized pass:
+    # materialising each link cost Magika's GELU before its max 3.3 ms instead of 0.3)
+    before = {id(op) for op in ops if id(op) not in internal and id(op) not in after}
     for op in ops:
-        if id(op) in internal or id(op) in after:
+        if id(op) not in before:
             continue
         if isinstance(op, ComputeOp) and op.is_reduction:
             raise ScheduleError(
                 f"schedule: stage {op.name} before anchor {anchor.name} is a reduction; a group "
                 "has one anchor"
             )
+        users = readers.get(id(op), [])
+        if (
+            isinstance(op, ComputeOp)
+            and id(op) not in output_ids
+            and len(users) == 1
+            and id(users[0]) in before
+        ):
+            s[op].compute_inline()
+            continue
         apply_injective(s, op.output(0), 16, parallel)
 
     final = _final(outputs, anchor, after)

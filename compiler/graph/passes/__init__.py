@@ -6,6 +6,7 @@ Example:
     'fuse_ops'
 """
 
+from compiler.graph.passes.conv_rows import conv_columns_to_rows
 from compiler.graph.passes.dead_nodes import eliminate_dead_nodes
 from compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from compiler.graph.passes.fold_bias_add import fold_bias_add
@@ -22,6 +23,7 @@ from compiler.graph.passes.pack_layout import pack_layout
 from compiler.graph.passes.pad_channels import pad_channels
 
 __all__ = [
+    "conv_columns_to_rows",
     "eliminate_dead_nodes",
     "dense_to_matmul",
     "flatten_matmul_rows",

@@ -47,7 +47,8 @@ def test_list_passes(capsys):
     rc, out, _ = run(capsys, "--list-passes", "--block-c", "16")
     assert rc == 0 and out.split() == [
         "import", "fold_constants", "fold_batch_norm", "fold_bias_add", "fold_pad",
-        "fold_hard_activations", "dense_to_matmul", "flatten_matmul_rows", "eliminate_dead_nodes",
+        "fold_hard_activations", "conv_columns_to_rows", "dense_to_matmul", "flatten_matmul_rows",
+        "eliminate_dead_nodes",
         "pad_channels",
         "pack_layout",
         "fold_layout_constants", "eliminate_dead_nodes_final", "fuse_ops", "plan_memory",

@@ -341,6 +341,29 @@ def test_group_with_a_producer_before_the_anchor():
     close(topi.unpack_data(got), want, 1e-3)
 
 
+def test_an_elementwise_chain_before_a_reduction_is_one_stage():
+    """A chain of elementwise producers before a reduction (Magika's GELU before its max) is
+    inlined into its last link, which alone is materialised; a producer read twice stays."""
+    x = rand(2, 6, 40)
+    X = ph(x, "x")
+    cube = compute("multiply", [X, X], {}, "sq")  # reads x twice: x is a placeholder anyway
+    cube = compute("multiply", [cube, X], {}, "cube")
+    act = compute("tanh", [cube], {}, "act")
+    red = compute("max", [act], {"axes": (2,), "keepdims": True}, "red")
+    s = schedule([red], red)
+    assert type(s["sq"].attach).__name__ == "AttachInline"
+    assert type(s["cube"].attach).__name__ == "AttachInline"
+    assert type(s["act"].attach).__name__ == "AttachRoot"
+    got = build(s, [X, red], target="cpu")(x)
+    close(got, np.tanh(x * x * x).max(axis=2, keepdims=True), 1e-5)
+    # a producer two stages read is computed once, at the root
+    both = compute("add", [cube, act], {}, "both")
+    red2 = compute("max", [both], {"axes": (2,), "keepdims": True}, "red2")
+    s2 = schedule([red2], red2)
+    assert type(s2["cube"].attach).__name__ == "AttachRoot"
+    close(build(s2, [X, red2], target="cpu")(x), (x**3 + np.tanh(x**3)).max(2, keepdims=True), 1e-4)
+
+
 # Dense and matmul -------------------------------------------------------------------------------
 
 
