@@ -139,7 +139,8 @@ class DeviceTensors:
         return self._cuda.device_array(int(np.prod(shape, dtype=np.int64)), dtype=np.dtype(dtype))
 
 
-#: How each target turns a kernel's stored code into something callable with raw pointers.
+#: How each target turns a kernel's stored code into something callable: with raw pointers
+#: (cpu), or with device arrays (gpu, :class:`DeviceTensors`).
 KERNEL_LOADERS: dict[str, Callable[[KernelSpec, Program], Callable[..., None]]] = {
     "cpu": _cpu_function,
     "gpu": _gpu_function,
