@@ -647,10 +647,10 @@ def main(argv: list[str] | None = None) -> int:
                 calibration = [x for _, x in pages]
         elif model.kind == "file-type":
             scored = filetype.files(args.files_per_type, SCORED_SEED)
-            inputs = [(p.name, filetype.features(model, p.read_bytes())[None]) for p in scored]
+            inputs = [(p.name, filetype.read(model, p)[None]) for p in scored]
             texts = [filetype.expected(p) or "" for p in scored]
             others = filetype.files(args.files_per_type, CALIBRATION_SEED, skip=set(scored))
-            calibration = [filetype.features(model, p.read_bytes())[None] for p in others]
+            calibration = [filetype.read(model, p)[None] for p in others]
         elif model.kind == "voice-activity":
             names = [i.name for i in ort_session(model.path.read_bytes(), 1).get_inputs()]
             inputs = [

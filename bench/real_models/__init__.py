@@ -131,7 +131,7 @@ def example_feeds(model: RealModel) -> dict[str, np.ndarray]:
         from bench.real_models import filetype
 
         path = ROOT / "compiler" / "targets" / "vta" / "codegen.py"
-        return {names[0]: filetype.features(model, path.read_bytes())[None]}
+        return {names[0]: filetype.read(model, path)[None]}
     if model.kind == "voice-activity":
         from bench.real_models import vad
 

@@ -85,6 +85,22 @@ def features(model: RealModel, data: bytes, cfg: dict[str, Any] | None = None) -
     return row
 
 
+def read(model: RealModel, path: Path) -> np.ndarray:
+    """A file's input row (:func:`features`), reading only its first and last blocks."""
+    cfg = settings(model)
+    block = cfg["block_size"]
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(0)
+        head = f.read(block)
+        if size <= block:
+            return features(model, head, cfg)
+        f.seek(size - block)
+        tail = f.read(block)
+    # features() takes the head from the first block and the tail from the last
+    return features(model, head + tail, cfg)
+
+
 def expected(path: Path) -> str | None:
     """The label a file's name says it has, or None."""
     return EXTENSIONS.get(path.name) or EXTENSIONS.get(path.suffix)
@@ -110,7 +126,8 @@ def files(per_type: int, seed: int, skip: set[Path] | None = None) -> list[Path]
                 part.startswith(".") or part == "build" for part in p.parts[len(ROOT.parts) :]
             )
         ]
-    found += list(folder().rglob("*"))
+    root = folder()  # its own files, not the download cache (.wheels)
+    found += [p for p in root.rglob("*") if not p.relative_to(root).parts[0].startswith(".")]
     by_type: dict[str, list[Path]] = {}
     for p in sorted(set(found)):
         if p.is_file() and p.stat().st_size >= 8 and p not in (skip or set()):
