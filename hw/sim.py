@@ -117,6 +117,9 @@ def _key(
     for part in (
         toplevel,
         simulator,
+        # a Verilator model links cocotb's VPI library by its path in this environment: a
+        # build made from another environment (deleted since) must not be reused
+        _cocotb_libs(),
         cfg.replace(energy=()).to_json(),  # the energy figures price runs, not the RTL
         repr(sorted(parameters.items())),
         header,
@@ -128,6 +131,14 @@ def _key(
         h.update(src.read_bytes())
     h.update((RTL_DIR / "vta_derived.vh").read_bytes())
     return h.hexdigest()[:12]
+
+
+def _cocotb_libs() -> str:
+    """Where cocotb's simulator libraries lie in this environment, and its version."""
+    import cocotb
+    from cocotb_tools import config
+
+    return f"{config.libs_dir}:{cocotb.__version__}"
 
 
 @contextlib.contextmanager
