@@ -152,7 +152,14 @@ class Executor:
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self.arena = aligned_empty(program.arena_bytes)
+        targets = {k.target for k in program.kernels}
+        if "gpu" in targets and len(targets) > 1:
+            raise SessionError(
+                f"program {program.name} mixes gpu kernels with {sorted(targets - {'gpu'})} "
+                "kernels; a gpu program runs every group on the GPU"
+            )
+        # a gpu program's arena lives on the device (DeviceTensors), none on the host
+        self.arena = aligned_empty(0 if "gpu" in targets else program.arena_bytes)
         for name, p in program.placements.items():
             if p.kind not in ("input", "constant", "arena", "output"):
                 raise SessionError(f"tensor {name}: unknown placement kind {p.kind!r}")
@@ -167,12 +174,6 @@ class Executor:
         self.constants = {
             k: np.asarray(v, order="C") for k, v in program.constants.items()
         }  # fmt: skip
-        targets = {k.target for k in program.kernels}
-        if "gpu" in targets and len(targets) > 1:
-            raise SessionError(
-                f"program {program.name} mixes gpu kernels with {sorted(targets - {'gpu'})} "
-                "kernels; a gpu program runs every group on the GPU"
-            )
         #: the tensors on the device, for a gpu program (kernel arguments are device arrays)
         self._device = DeviceTensors(program, self.constants) if "gpu" in targets else None
         self._functions: list[Callable[..., None]] = []

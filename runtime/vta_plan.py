@@ -115,22 +115,28 @@ class InPlaceStep:
 
 
 class ReferenceKernel:
-    """A host group the CPU backend cannot compile (one node whose operator has no CPU
-    compute), run by the numpy reference executor; a plan with one runs, but an artifact,
-    which holds compiled kernels only, refuses it (naming ``reason``)."""
+    """A host group run node by node by the numpy reference executor, as the quantized graph's
+    integer reference evaluates it: a group the CPU backend cannot compile (one node whose
+    operator has no CPU compute, ``reason`` says why), or any group when a check wants the host
+    out of the comparison. A plan with one runs, but an artifact, which holds compiled kernels
+    only, refuses it (naming ``reason``)."""
 
     def __init__(self, host: Any) -> None:
-        (self.node,) = host.nodes
+        self.nodes = tuple(host.nodes)
         self.inputs = tuple(host.inputs)
+        self.outputs = tuple(host.outputs)
         self.reason = host.reason
 
-    def __call__(self, *args: np.ndarray) -> np.ndarray:
+    def __call__(self, *args: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         from compiler.graph import Constant
         from compiler.graph.reference import evaluate_node
 
-        given = {id(v): a for v, a in zip(self.inputs, args, strict=True)}
-        values = [v.value if isinstance(v, Constant) else given[id(v)] for v in self.node.inputs]
-        return evaluate_node(self.node, values)
+        values = {id(v): a for v, a in zip(self.inputs, args, strict=True)}
+        for node in self.nodes:
+            ins = [v.value if isinstance(v, Constant) else values[id(v)] for v in node.inputs]
+            values[id(node)] = evaluate_node(node, ins)
+        outs = tuple(values[id(o)] for o in self.outputs)
+        return outs[0] if len(outs) == 1 else outs
 
 
 @dataclass(frozen=True)

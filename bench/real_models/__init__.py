@@ -118,15 +118,21 @@ def read_input(model: RealModel, image: Path) -> np.ndarray:
     return np.ascontiguousarray(x, np.float32)
 
 
+def input_names(model: RealModel) -> list[str]:
+    """The model's graph inputs, in order (initializers left out)."""
+    import onnx
+
+    from compiler.frontend.shapes import declared_inputs
+
+    proto = onnx.load(str(model.path), load_external_data=False)
+    return [d.name for d in declared_inputs(proto)]
+
+
 def example_feeds(model: RealModel) -> dict[str, np.ndarray]:
     """One input of ``model`` by input name: a file's bytes (``file-type``), a chunk of a
     signal with a zero state (``voice-activity``), else its image or the first photo (a face
     net: the portrait) through :func:`read_input`."""
-    import onnx
-
-    proto = onnx.load(str(model.path), load_external_data=False)
-    consts = {t.name for t in proto.graph.initializer}
-    names = [i.name for i in proto.graph.input if i.name not in consts]
+    names = input_names(model)
     if model.kind == "file-type":
         from bench.real_models import filetype
 

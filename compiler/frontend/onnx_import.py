@@ -326,7 +326,10 @@ def _conv1d(ctx: _Ctx, node: Any, ins: list[Any], a: dict[str, Any], name: str) 
         begin, end = (int(k) for k in a["pads"])
         a2["pads"] = (0, begin, 0, end)
     x4 = _reshape(ctx, x, (n, c, 1, length), f"{name}.as2d")
-    w4 = Constant(w.value.reshape(w.type.shape[0], w.type.shape[1], 1, w.type.shape[2]))
+    w4 = Constant(
+        w.value.reshape(w.type.shape[0], w.type.shape[1], 1, w.type.shape[2]),
+        name=f"{w.name or name}.2d",
+    )
     y = _c_conv(ctx, node, [x4, w4, *ins[2:]], a2, f"{name}.conv2d")[0]
     n, o, _, out = y.type.shape
     return [_reshape(ctx, y, (n, o, out), name)]

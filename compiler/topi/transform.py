@@ -215,8 +215,7 @@ def take(
     rank = len(ishape)
     shape = x.shape[:axis] + ishape + x.shape[axis + 1 :]
     istrides = [math.prod(ishape[k + 1 :]) for k in range(rank)]
-    step = idx[1] - idx[0] if len(idx) > 1 else 0
-    affine = all(k == idx[0] + j * step for j, k in enumerate(idx))
+    runs = _affine_runs(idx)
 
     def fcompute(*i: Expr) -> Expr:
         pos: Expr | int = 0
@@ -224,12 +223,13 @@ def take(
             if d > 1:
                 pos = v * st if isinstance(pos, int) and pos == 0 else pos + v * st
         outer, inner = i[:axis], i[axis + rank :]
-        if affine:
-            return x(*outer, idx[0] + pos * step if step else idx[0], *inner)
+        if len(runs) == 1:  # evenly stepping: an affine position, in bounds by construction
+            _, _, start, stride = runs[0]
+            return x(*outer, start + pos * stride if stride else start, *inner)
 
         def run(r: tuple[int, int, int, int]) -> Expr:
             first, length, start, stride = r
-            if length == 1:
+            if stride == 0:  # one index, or one repeated (an edge pad's)
                 return x(*outer, start, *inner)
             last = start + (length - 1) * stride
             at = op.add(start, op.mul(op.sub(pos, first), stride))
@@ -244,7 +244,6 @@ def take(
 
         return pick(0, len(runs))
 
-    runs = _affine_runs(idx)
     return compute(shape, fcompute, name=name, tag="injective")
 
 

@@ -50,13 +50,6 @@ def _names() -> list[str]:
     return [] if rm.missing() else sorted(rm.models())
 
 
-def _image(model: rm.RealModel):
-    if model.image is not None:
-        return model.image
-    name = "grace_hopper.jpg" if model.kind == "face" else "chelsea.png"
-    return rm.folder() / "photos" / name
-
-
 def _unsupported(message: str) -> Counter[str]:
     """Operator counts of the nodes a FrontendError lists (``  name (Op, domain opset N): ...``)."""
     return Counter(re.findall(r"^\s+\S+ \((\w+), ", message, flags=re.M))
@@ -348,26 +341,14 @@ def _plan_with_reference_host_groups(net):
     executor, as ``net.reference`` evaluates them: what is left to differ is the accelerator."""
     import dataclasses
 
-    from compiler.graph import Constant
-    from compiler.graph.reference import evaluate_node
-    from runtime.vta_plan import HostStep, plan_network
+    from runtime.vta_plan import HostStep, ReferenceKernel, plan_network
 
     groups = {h.name: h for h in net.host_groups}
-
-    def reference(host):
-        def call(*args):
-            values = {id(v): a for v, a in zip(host.inputs, args, strict=True)}
-            for n in host.nodes:
-                ins = [v.value if isinstance(v, Constant) else values[id(v)] for v in n.inputs]
-                values[id(n)] = evaluate_node(n, ins)
-            outs = [values[id(o)] for o in host.outputs]
-            return outs[0] if len(outs) == 1 else tuple(outs)
-
-        return call
-
     plan = plan_network(net)
     steps = tuple(
-        dataclasses.replace(s, kernel=reference(groups[s.name])) if isinstance(s, HostStep) else s
+        dataclasses.replace(s, kernel=ReferenceKernel(groups[s.name]))
+        if isinstance(s, HostStep)
+        else s
         for s in plan.steps
     )
     return dataclasses.replace(plan, steps=steps)

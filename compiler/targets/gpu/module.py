@@ -163,21 +163,17 @@ class GpuModule:
         checked = [self._check(info, a) for info, a in zip(self.args, full, strict=True)]
         from numba import cuda
 
-        kernels = self._kernels()
-        dev: dict[Buffer, Any] = {}
-        for buf, info, arr in zip(self.params, self.args, checked, strict=True):
-            if info.is_output:
-                dev[buf] = cuda.device_array(buf.size, dtype=np.dtype(info.dtype))
-            else:
-                dev[buf] = cuda.to_device(np.ascontiguousarray(arr).reshape(-1))
-        for buf in self.plan.intermediates:
-            dev[buf] = cuda.device_array(buf.size, dtype=np.dtype(buf.dtype.name))
-        for k in self.plan.kernels:
-            kernels[k.name][k.launch.grid, k.launch.block](*(dev[b] for b in k.params))
+        dev = [
+            cuda.device_array(buf.size, dtype=np.dtype(info.dtype))
+            if info.is_output
+            else cuda.to_device(np.ascontiguousarray(arr).reshape(-1))
+            for buf, info, arr in zip(self.params, self.args, checked, strict=True)
+        ]
+        self.launch(*dev)
         outs = []
-        for buf, info, arr in zip(self.params, self.args, checked, strict=True):
+        for d, info, arr in zip(dev, self.args, checked, strict=True):
             if info.is_output:
-                np.copyto(arr, dev[buf].copy_to_host().reshape(info.shape))
+                np.copyto(arr, d.copy_to_host().reshape(info.shape))
                 outs.append(arr)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
