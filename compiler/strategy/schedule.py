@@ -255,7 +255,7 @@ def schedule_group(
             s[op].compute_inline()
     target_t = final if fused else None
     if kind == "conv2d_packed":
-        if final is not None and not fused and is_unpacked_output(final, core_t):
+        if final is not None and not fused and is_unpacked_output(final, core_t, s):
             target_t = final
         tile = register_tile_knobs(core_t)
         chosen = apply_conv2d_nchwc(

@@ -88,6 +88,18 @@ _LIBM = {"tanh": {"float": "tanhf", "double": "tanh"}}
 _VMATH = {"exp": exp_f32, "tanh": tanh_f32}
 
 
+#: Constant strides a vector load reads as one wide load and a shuffle instead of a gather
+#: (:meth:`CpuCodegen._strided_load`): the load spans ``stride`` times the lanes it keeps.
+SHUFFLE_STRIDES = (2, 3, 4)
+
+
+def _small_stride(index: E.Ramp) -> int:
+    """The stride of ``index`` when it is one of :data:`SHUFFLE_STRIDES`, else 0."""
+    if isinstance(index.stride, E.IntImm) and index.stride.value in SHUFFLE_STRIDES:
+        return int(index.stride.value)
+    return 0
+
+
 def _has_side_effect_free_branches(e: Expr) -> bool:
     """True if evaluating ``e`` eagerly cannot fault (no memory reads, no impure calls)."""
     ok = True
@@ -499,6 +511,8 @@ class CpuCodegen:
                     f"call {vty} @{fn}(ptr {p.ref}, i32 {align}, <{lanes} x i1> {mask}, "
                     f"{vty} zeroinitializer)",
                 )
+        elif isinstance(index, E.Ramp) and _small_stride(index) and e.predicate is None:
+            raw = self._strided_load(base_ptr, index, _small_stride(index), elem, lanes, align)
         else:
             idx = self.index(index)
             ptrs = self.op(f"<{lanes} x ptr>", f"getelementptr inbounds {elem}, {base_ptr}, {idx}")
@@ -511,6 +525,30 @@ class CpuCodegen:
                 f"{mask}, {vty} zeroinitializer)",
             )
         return self._from_storage(raw, buf.dtype, lanes)
+
+    def _strided_load(
+        self, base_ptr: Value, index: E.Ramp, stride: int, elem: str, lanes: int, align: int
+    ) -> Value:
+        """Every ``stride``-th element from ``index.base``: one load of the
+        ``stride * (lanes - 1) + 1`` elements they span (a masked load of ``stride * lanes``
+        lanes, the last ``stride - 1`` off, so nothing past the last element is read) and a
+        shuffle that keeps every ``stride``-th lane. A gather of 16 lanes at a constant stride
+        of 2 (YOLOX's Focus slices) ran 6x slower on AMD EPYC (288 -> 49 us)."""
+        wide = stride * lanes
+        span = stride * (lanes - 1) + 1
+        wty = vec_of(elem, wide)
+        idx = self.index(index.base)
+        p = self.op("ptr", f"getelementptr inbounds {elem}, {base_ptr}, {idx}")
+        fn = f"llvm.masked.load.{mangle(elem, wide)}.p0"
+        self.declare(fn, f"declare {wty} @{fn}(ptr, i32, <{wide} x i1>, {wty})")
+        mask = "<" + ", ".join("i1 true" if k < span else "i1 false" for k in range(wide)) + ">"
+        raw = self.op(
+            wty, f"call {wty} @{fn}(ptr {p.ref}, i32 {align}, <{wide} x i1> {mask}, {wty} poison)"
+        )
+        picks = ", ".join(f"i32 {k * stride}" for k in range(lanes))
+        return self.op(
+            vec_of(elem, lanes), f"shufflevector {raw}, {wty} poison, <{lanes} x i32> <{picks}>"
+        )
 
     def _from_storage(self, raw: Value, dtype: DType, lanes: int) -> Value:
         if not dtype.is_bool:

@@ -149,6 +149,46 @@ def test_packed_conv2d_with_an_nchw_output(c, o, hw, k, stride, padding, knobs):
     close(build(g.schedule, [*inputs, flat], target="cpu")(*arrays), want, 1e-3)
 
 
+@pytest.mark.parametrize("epilogue", ["bias", "bias_add_relu", "silu"])
+def test_packed_conv2d_with_an_epilogue_and_an_nchw_output(epilogue):
+    """A convolution whose epilogue (a bias, a residual, a SiLU) is re-stored in NCHW keeps the
+    fused register tile: the epilogue runs on the tile, vectorized over the channel block (one
+    16-lane ``exp`` for the SiLU, not one per column vector), then the tile is stored
+    transposed; nothing of the convolution is written whole."""
+    y, conv, inputs, arrays, want = conv_group(
+        16, 32, 9, 9, 3, 1, (1, 1, 1, 1), 16, 16, "bias" if epilogue == "silu" else epilogue
+    )
+    if epilogue == "silu":
+        y = compute("multiply", [y, compute("sigmoid", [y], {}, "sig")], {}, "silu")
+        want = want / (1 + np.exp(-want))
+    flat = compute(
+        "layout_transform", [y], {"src_layout": "NCHW1n16c", "dst_layout": "NCHW"}, "unpack"
+    )
+    g = schedule_group([flat], conv)
+    assert "local" in str(g.schedule[conv].scope)
+    mod = build(g.schedule, [*inputs, flat], target="cpu")
+    close(mod(*arrays), want, 1e-3)
+    code = mod.llvm_ir
+    assert "@malloc" not in code  # no buffer of the whole convolution
+    if epilogue == "silu":
+        assert "call <16 x float> @vtac.exp.v16f32" in code
+        assert "@vtac.exp.f32(" not in code and "x float> @vtac.exp.v9f32" not in code
+
+
+def test_default_register_tile_stacks_rows():
+    """A 4x2 register tile (8 accumulators, a width of 52) takes two output rows: 16."""
+    x, wt = rand(1, 32, 52, 52), rand(32, 32, 3, 3)
+    xp, wp = topi.pack_data(x, 1, 16), topi.pack_kernel(wt, 16, 16, "OIHWio")
+    X, W = ph(xp, "x"), ph(wp, "w")
+    attrs = dict(strides=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=1,
+                 data_layout="NCHW1n16c", kernel_layout="OIHW16i16o")  # fmt: skip
+    conv = compute("conv2d", [X, W], attrs, "conv")
+    g = schedule_group([conv], conv)
+    assert (g.knobs["oh_block"], g.knobs["ow_block"], g.knobs["oc_blocks"]) == (2, 4, 2)
+    want = reference.conv2d_nchw(x, wt, (1, 1), (1, 1, 1, 1), (1, 1), 1, np.float32)
+    close(topi.unpack_data(build(g.schedule, [X, W, conv], target="cpu")(xp, wp)), want, 1e-3)
+
+
 @pytest.mark.parametrize(
     "n_oc,width,tile",
     [

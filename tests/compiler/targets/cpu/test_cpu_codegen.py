@@ -197,3 +197,20 @@ def test_machine_code_is_cached_on_disk(tmp_path, monkeypatch):
     assert g.address != f.address
     a = np.arange(16, dtype=np.float32)
     np.testing.assert_array_equal(g(a), a * 5 - 3)
+
+
+@pytest.mark.parametrize("stride", [2, 3, 4])
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_constant_stride_load_is_one_wide_load(stride, dtype):
+    """A vector load at a constant stride of 2 to 4 is one wide masked load and a shuffle, not
+    a gather; its last lanes end on the buffer's last element (nothing past it is read)."""
+    n = 16 * 5
+    A = te.placeholder((stride * (n - 1) + 1,), dtype, name="A")
+    B = te.compute((n,), lambda i: A[i * stride], name="B")
+    s = create_schedule(B)
+    _, inner = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(inner)
+    f = build(s, [A, B])
+    assert "masked.gather" not in f.llvm_ir and "shufflevector" in f.llvm_ir
+    a = np.arange(A.shape[0]).astype(dtype)
+    np.testing.assert_array_equal(f(a), a[::stride])
