@@ -4,11 +4,14 @@ LLVM lowers ``llvm.exp`` on a vector to one libm call per lane, which no loop ve
 widen: a sigmoid, a SiLU or a softmax then spends most of its time in scalar ``expf`` calls.
 :func:`exp_f32` is an ``exp`` of plain arithmetic instead (Cephes' ``expf``: ``x = n ln 2 + r``
 with ``|r| <= ln 2 / 2``, a degree-7 polynomial in ``r``, then ``2**n`` built in the exponent
-field), which stays a vector of any width.
+field), which stays a vector of any width. The polynomial's Horner steps may be contracted into
+FMAs (15% less time for a SiLU on an AMD EPYC core, 91 -> 77 us over 260k values); the range
+reduction and the last steps are not: contracted too, the largest error grew to 1.01 ulp.
 
 Accuracy: within 1 ulp of ``exp`` computed in float64, on every one of the 2**32 float32 inputs
-(checked exhaustively: at most 0.99 ulp), gradual underflow included (``2**n`` is applied as two
-factors ``2**(n//2)`` and ``2**(n - n//2)``, each a normal float); where the float64 result
+(checked exhaustively, ``python -m tools.vmath_exhaustive``: at most 0.990 ulp, with the FMAs as
+without; ``tanh`` 1.330), gradual underflow included (``2**n`` is applied as two factors
+``2**(n//2)`` and ``2**(n - n//2)``, each a normal float); where the float64 result
 rounds to ``+inf`` or ``0`` (above 88.72, below -103.97, the infinities) the kernel gives exactly
 that, and a NaN comes back unchanged.
 
@@ -64,13 +67,13 @@ def exp_f32(lanes: int) -> tuple[str, str, dict[str, str]]:
         f"  %r0 = fsub {fty} %xc, %hi",
         f"  %lo = fmul {fty} %nf, {fs(LN2_LO)}",
         f"  %r = fsub {fty} %r0, %lo",
-        f"  %p0 = fmul {fty} %r, {fs(EXP_POLY[0])}",
+        f"  %p0 = fmul contract {fty} %r, {fs(EXP_POLY[0])}",
     ]
     prev = "%p0"
     for k, c in enumerate(EXP_POLY[1:], 1):
-        body.append(f"  %q{k} = fadd {fty} {prev}, {fs(c)}")
+        body.append(f"  %q{k} = fadd contract {fty} {prev}, {fs(c)}")
         if k < len(EXP_POLY) - 1:
-            body.append(f"  %p{k} = fmul {fty} %q{k}, %r")
+            body.append(f"  %p{k} = fmul contract {fty} %q{k}, %r")
             prev = f"%p{k}"
     last = f"%q{len(EXP_POLY) - 1}"
     body += [
