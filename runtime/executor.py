@@ -4,8 +4,11 @@ At construction the executor allocates the arena once (the static memory plan's 
 binds the constants, rebuilds every kernel (for the CPU, LLVM IR text compiled by llvmlite, the
 machine code coming from the on-disk cache when it holds it) and resolves the address of every
 argument that does not change between runs. A run then only allocates the outputs, points the
-input and output arguments at the caller's arrays and calls each kernel through ctypes: there is
-no per-element Python and no allocation beyond the outputs.
+input and output arguments at the caller's arrays and calls the kernels: a cpu program's through
+one native driver that calls and times them all (:mod:`runtime.cpu_driver`; one ctypes call per
+run, the profile's records made only when read), a run with a progress callback and a gpu
+program's one by one from Python. There is no per-element Python and no allocation beyond the
+outputs.
 
 A gpu program keeps its tensors on the device (:class:`DeviceTensors`): the arena and the
 constants live there for the executor's lifetime, a run copies its inputs in and its outputs
@@ -44,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from compiler.model.program import KernelSpec, Placement, Program
+from runtime.cpu_driver import compile_driver
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
 
@@ -212,6 +216,44 @@ class Executor:
                     static.append(self._address(place))
             self._static.append(static)
             self._dynamic.append(dynamic)
+        #: a cpu program's kernels are called by one native driver (:mod:`runtime.cpu_driver`)
+        self._driver: Callable[[int, int], None] | None = None
+        if program.kernels and targets == {"cpu"}:
+            self._bind_driver()
+
+    def _bind_driver(self) -> None:
+        """The driver's pointer table: the kernels' entry points, then one slot per distinct
+        argument (an address fixed now, or an input or output written at each run)."""
+        from compiler.targets.cpu.jit import compile_llvm
+
+        n = len(self._functions)
+        fixed: dict[int, int] = {}  # address -> slot
+        at_run: dict[tuple[str, str], int] = {}  # (input|output, name) -> slot
+        kernel_slots: list[list[int]] = []
+        for static, dynamic in zip(self._static, self._dynamic, strict=True):
+            run_time = {pos: (kind, key) for pos, kind, key in dynamic}
+            row = []
+            for pos, address in enumerate(static):
+                if pos in run_time:
+                    slot = at_run.setdefault(run_time[pos], len(fixed) + len(at_run))
+                else:
+                    slot = fixed.setdefault(int(address), len(fixed) + len(at_run))
+                row.append(slot)
+            kernel_slots.append(row)
+        table = np.zeros(n + len(fixed) + len(at_run), np.int64)
+        # the entry points (compiled when the kernels were loaded: these are cache lookups)
+        table[:n] = [compile_llvm(k.code, k.symbol) for k in self.program.kernels]
+        for address, slot in fixed.items():
+            table[n + slot] = address
+        self._run_slots = [(n + slot, kind, key) for (kind, key), slot in at_run.items()]
+        self._table, self._times = table, np.zeros(n, np.int64)
+        self._driver = compile_driver(kernel_slots)
+
+    def _records(self, nanoseconds: np.ndarray) -> list[GroupRecord]:
+        return [
+            GroupRecord(k.name, k.ops, k.target, float(t) / 1e3, device=_device(k.target))
+            for k, t in zip(self.program.kernels, nanoseconds.tolist(), strict=True)
+        ]
 
     @staticmethod
     def _check_arg(
@@ -263,25 +305,29 @@ class Executor:
                 "input": {k: device.upload(v) for k, v in feeds.items()},
                 "output": {k: device.allocate(v.shape, v.dtype) for k, v in outs.items()},
             }
-        records: list[GroupRecord] = []
-        clock = time.perf_counter_ns
-        for kernel, fn, static, dynamic in zip(
-            prog.kernels, self._functions, self._static, self._dynamic, strict=True
-        ):
-            args = list(static)
-            for pos, kind, key in dynamic:
-                args[pos] = pointers[kind][key]
-            t0 = clock()
-            fn(*args)
-            t1 = clock()
-            if progress is not None:
-                progress()
-            records.append(
-                GroupRecord(
-                    kernel.name, kernel.ops, kernel.target, (t1 - t0) / 1e3,
-                    device=_device(kernel.target),
-                )
-            )  # fmt: skip
+        profile: Profile
+        if self._driver is not None and progress is None:
+            table = self._table
+            for slot, kind, key in self._run_slots:
+                table[slot] = pointers[kind][key]
+            self._driver(table.ctypes.data, self._times.ctypes.data)
+            times = self._times.copy()
+            profile = Profile.deferred(lambda: self._records(times))
+        else:
+            nanoseconds = np.zeros(len(prog.kernels), np.int64)
+            clock = time.perf_counter_ns
+            for i, (fn, static, dynamic) in enumerate(
+                zip(self._functions, self._static, self._dynamic, strict=True)
+            ):
+                args = list(static)
+                for pos, kind, key in dynamic:
+                    args[pos] = pointers[kind][key]
+                t0 = clock()
+                fn(*args)
+                nanoseconds[i] = clock() - t0
+                if progress is not None:
+                    progress()
+            profile = Profile(self._records(nanoseconds))
         if device is not None:
             for key, array in pointers["output"].items():
                 array.copy_to_host(outs[key].reshape(-1))
@@ -294,7 +340,7 @@ class Executor:
                 result[spec.name] = device.view(p).copy_to_host().reshape(spec.shape)
             else:  # an output that is an input, a constant or another output: a copy of it
                 result[spec.name] = self.view(p, feeds, outs).reshape(spec.shape).copy()
-        return result, Profile(tuple(records))
+        return result, profile
 
 
 def _device(target: str) -> str:

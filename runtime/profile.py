@@ -33,7 +33,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,11 +76,43 @@ class GroupRecord:
         return d
 
 
-@dataclass(frozen=True)
 class Profile:
-    """The records of one run, in execution order."""
+    """The records of one run, in execution order; :meth:`deferred` makes them when they are
+    first read (a CPU run of hundreds of groups does not build its records unless asked).
 
-    groups: tuple[GroupRecord, ...]
+    Example:
+        >>> p = Profile.deferred(lambda: [GroupRecord("fc", ("dense",), "cpu", 2.5)])
+        >>> p.groups[0].name, p == Profile((GroupRecord("fc", ("dense",), "cpu", 2.5),))
+        ('fc', True)
+    """
+
+    __slots__ = ("_groups", "_make")
+
+    def __init__(self, groups: Sequence[GroupRecord]) -> None:
+        self._groups: tuple[GroupRecord, ...] | None = tuple(groups)
+        self._make: Callable[[], Sequence[GroupRecord]] | None = None
+
+    @classmethod
+    def deferred(cls, make: Callable[[], Sequence[GroupRecord]]) -> Profile:
+        """A profile whose records ``make()`` returns, called once, on first use."""
+        p = cls(())
+        p._groups, p._make = None, make
+        return p
+
+    @property
+    def groups(self) -> tuple[GroupRecord, ...]:
+        if self._groups is None:
+            assert self._make is not None
+            self._groups, self._make = tuple(self._make()), None
+        return self._groups
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Profile) and self.groups == other.groups
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Profile(groups={self.groups!r})"
 
     @property
     def total_us(self) -> float:

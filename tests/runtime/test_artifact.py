@@ -93,6 +93,28 @@ def test_executor_runs_kernels_in_order_over_the_arena(program):
     np.testing.assert_array_equal(outs["y"], _expected(x, program.constants["w"]))
 
 
+def test_the_native_driver_runs_as_the_python_loop(program):
+    """A cpu program's kernels are called by one native driver (``runtime.cpu_driver``); a run
+    with a progress callback calls them one by one from Python: the same outputs and records,
+    and the driver's profile is made when it is read."""
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 3
+    ex = Executor(program)
+    assert ex._driver is not None
+    calls = []
+    native, p_native = ex.run({"x": x})
+    looped, p_looped = ex.run({"x": x}, progress=lambda: calls.append(1))
+    assert len(calls) == len(program.kernels)
+    np.testing.assert_array_equal(native["y"], looped["y"])
+    np.testing.assert_array_equal(native["y"], _expected(x, program.constants["w"]))
+    assert p_native._groups is None  # not built yet
+    assert [(g.name, g.ops) for g in p_native.groups] == [(g.name, g.ops) for g in p_looped.groups]
+    assert all(g.time_us > 0 for g in p_native.groups)
+    # an unread profile holds its own run's times, not the buffer the next run writes
+    _, unread = ex.run({"x": x})
+    ex._times[:] = 0
+    assert all(g.time_us > 0 for g in unread.groups)
+
+
 def test_executor_refuses_a_placement_outside_the_arena(program):
     bad = dict(program.placements, t=Placement("arena", "t", 100, (2, 8), "float32"))
     with pytest.raises(SessionError, match="tensor t: bytes \\[100, 164\\) lie outside"):
