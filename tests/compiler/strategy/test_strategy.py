@@ -175,6 +175,21 @@ def test_packed_conv2d_with_an_epilogue_and_an_nchw_output(epilogue):
         assert "@vtac.exp.f32(" not in code and "x float> @vtac.exp.v9f32" not in code
 
 
+def test_packed_conv2d_with_an_nchw_epilogue_after_the_transform():
+    """A residual added after the transform to NCHW: the group still keeps the register tile
+    and computes the right values."""
+    y, conv, inputs, arrays, want = conv_group(16, 32, 9, 9, 3, 1, (1, 1, 1, 1), 16, 16, "bias")
+    flat = compute(
+        "layout_transform", [y], {"src_layout": "NCHW1n16c", "dst_layout": "NCHW"}, "unpack"
+    )
+    res = rand(*want.shape)
+    R = ph(res, "res")
+    out = compute("add", [flat, R], {}, "residual")
+    g = schedule_group([out], conv)
+    assert "local" in str(g.schedule[conv].scope)
+    close(build(g.schedule, [*inputs, R, out], target="cpu")(*arrays, res), want + res, 1e-3)
+
+
 def test_default_register_tile_stacks_rows():
     """A 4x2 register tile (8 accumulators, a width of 52) takes two output rows: 16."""
     x, wt = rand(1, 32, 52, 52), rand(32, 32, 3, 3)
