@@ -114,6 +114,10 @@ class Profile:
     def __repr__(self) -> str:
         return f"Profile(groups={self.groups!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled with its records (a deferred profile's maker may be a closure)
+        return (Profile, (self.groups,))
+
     @property
     def total_us(self) -> float:
         return float(sum(g.time_us or 0.0 for g in self.groups))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import zipfile
 
 import numpy as np
@@ -109,6 +110,8 @@ def test_the_native_driver_runs_as_the_python_loop(program):
     assert p_native._groups is None  # not built yet
     assert [(g.name, g.ops) for g in p_native.groups] == [(g.name, g.ops) for g in p_looped.groups]
     assert all(g.time_us > 0 for g in p_native.groups)
+    # pickled, a deferred profile carries its records
+    assert pickle.loads(pickle.dumps(ex.run({"x": x})[1])).groups[0].name == "mul"
     # an unread profile holds its own run's times, not the buffer the next run writes
     _, unread = ex.run({"x": x})
     ex._times[:] = 0
