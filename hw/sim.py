@@ -18,6 +18,7 @@ import dataclasses
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -141,6 +142,17 @@ def _cocotb_libs() -> str:
     return f"{config.libs_dir}:{cocotb.__version__}"
 
 
+#: The file of a build that names the environment it was made from (:func:`_cocotb_libs`).
+ENVIRONMENT_FILE = ".environment"
+
+
+def _environment() -> str:
+    """A tag of this environment (its cocotb libraries' folder and version): the builds of two
+    environments (two virtual environments, two clones' CI runs) live side by side, and each
+    prunes only its own older builds, never one the other may be running."""
+    return hashlib.sha256(_cocotb_libs().encode()).hexdigest()[:8]
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,13 +230,16 @@ def build(
     key = _key(toplevel, simulator, cfg, params, sources, header, build_args)
     root = Path(build_root) if build_root is not None else default_build_root()
     suffix = "".join(f"-{k}{v}" for k, v in sorted(params.items()))
-    family = f"{toplevel}-{cfg.name}-{simulator}{suffix}-"
+    kind = f"{toplevel}-{cfg.name}-{simulator}{suffix}-"
+    family = f"{kind}{_environment()}-"
     build_dir = root / f"{family}{key}"
     stamp = build_dir / ".built"
     with _locked(root / f".{toplevel}-{key}.lock"):
         if not stamp.exists():
             include = build_dir / "include"
             include.mkdir(parents=True, exist_ok=True)
+            # named first: another environment's prune leaves a build it sees being made
+            (build_dir / ENVIRONMENT_FILE).write_text(_cocotb_libs())
             (include / "vta_params.vh").write_text(header)
             runner = get_runner(simulator)
             try:
@@ -247,7 +262,7 @@ def build(
                     f"building {toplevel} with {simulator} failed ({e}):\n{tail}"
                 ) from None
             stamp.write_text(key)
-            _prune(root, family, build_dir)
+            _prune(root, kind, family, build_dir)
     return Build(toplevel, simulator, cfg, build_dir, params)
 
 
@@ -267,11 +282,29 @@ def _building(what: str) -> Iterator[None]:
         yield
 
 
-def _prune(root: Path, family: str, keep: Path) -> None:
-    """Remove older builds of the same toplevel, config name, simulator and parameters."""
-    for old in root.glob(f"{family}*"):
-        if old != keep and old.is_dir() and len(old.name) == len(keep.name):
+def _prune(root: Path, kind: str, family: str, keep: Path) -> None:
+    """Remove this environment's older builds of the same toplevel, config name, simulator and
+    parameters (``family``), and the builds of that ``kind`` whose environment is gone (the
+    cocotb libraries folder it names no longer exists, or it names none: made before builds
+    named their environment). Another live environment's builds are left alone: pruning them
+    deleted a model that another run was simulating."""
+    for old in root.glob(f"{kind}*"):
+        if old == keep or not old.is_dir():
+            continue
+        rest = old.name[len(kind) :]
+        if old.name.startswith(family) and len(old.name) == len(keep.name):
             shutil.rmtree(old, ignore_errors=True)
+        elif re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{12}|[0-9a-f]{12}", rest) and not _alive(old):
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _alive(build_dir: Path) -> bool:
+    """Whether the environment a build was made from still exists."""
+    named = build_dir / ENVIRONMENT_FILE
+    if not named.is_file():
+        return False
+    libs = named.read_text().rsplit(":", 1)[0]
+    return Path(libs).is_dir()
 
 
 @contextlib.contextmanager
