@@ -112,7 +112,7 @@ def _conv2d_space(s: Mapping[str, int]) -> ConfigSpace:
         Knob("ic_inner", _others(b_in, _divisors(b_in, b_in)), default=b_in),
         Knob("ic_block", _others(n_ic, _divisors(n_ic, n_ic)), default=n_ic),
         # default 1: what a record made before the knob means; without records the strategy
-        # takes topi.cpu.conv2d.default_oh_block (cpu_default)
+        # takes topi.cpu.conv2d.default_oh_block (cpu_default, conv2d_nchwc_default_knobs)
         Knob("oh_block", _divisors(oh, 8), default=1),
         # the strategy's register tile; up to 28 columns: the strategy's own default
         # (topi.cpu.conv2d's default_ow_block) must be a point of the space
@@ -282,14 +282,12 @@ def cpu_space(kind: str, s: Mapping[str, int]) -> ConfigSpace:
 
 def cpu_default(kind: str, s: Mapping[str, int]) -> dict[str, Any]:
     """The strategy's own knob choices (what compilation uses without records)."""
-    from compiler.topi.cpu.conv2d import default_oh_block, default_ow_block, register_tile_knobs
+    from compiler.topi.cpu.conv2d import conv2d_nchwc_default_knobs, default_ow_block
 
     added = {k.name: k.default for k in cpu_space(kind, s).knobs if k.default is not REQUIRED}
     if kind == "conv2d":
         _, out = _operator_cpu(kind, tuple(s.items()))
-        tile = register_tile_knobs(out)
-        rows = default_oh_block(out.shape[2], tile["ow_block"], tile["oc_blocks"])
-        return {**added, **tile, "oh_block": rows}
+        return {**added, **conv2d_nchwc_default_knobs(out)}
     if kind == "dense":
         return {**added, "units_block": default_ow_block(s["out_features"], 8)}
     if kind == "depthwise":

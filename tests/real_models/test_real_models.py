@@ -50,6 +50,11 @@ def _names() -> list[str]:
     return [] if rm.missing() else sorted(rm.models())
 
 
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
 def _unsupported(message: str) -> Counter[str]:
     """Operator counts of the nodes a FrontendError lists (``  name (Op, domain opset N): ...``)."""
     return Counter(re.findall(r"^\s+\S+ \((\w+), ", message, flags=re.M))
@@ -134,7 +139,7 @@ def test_int8_on_the_accelerator(name: str) -> None:
         np.testing.assert_array_equal(got, want)
     fp32 = evaluate(graph, {"input": x})
     for k, (q, f) in enumerate(zip(run.outputs, fp32, strict=True)):
-        cos = float((q * f).sum() / (np.linalg.norm(q) * np.linalg.norm(f)))
+        cos = _cosine(q, f)
         assert cos >= 0.98, f"{name} output {k}: int8 cosine {cos:.4f} against fp32"
     host_macs = [n.node for n in net.partition.host_nodes() if n.op in ("conv2d", "dense")]
     assert not host_macs, f"{name}: conv2d/dense on the host: {host_macs}"
@@ -327,8 +332,7 @@ def test_magika_names_file_types_fp32_and_int8_on_the_accelerator() -> None:
     # the float groups between and after the accelerator's run are compiled for the host, the
     # reference evaluates them in numpy: a rounding apart, which a later quantize can turn into
     # one step of an int8 value (1.2e-4 in a probability, seen), so only close
-    got, want = run.outputs[0].ravel(), net.reference({"bytes": rows[0]})[0].ravel()
-    assert float(got @ want / (np.linalg.norm(got) * np.linalg.norm(want))) > 0.999
+    assert _cosine(run.outputs[0], net.reference({"bytes": rows[0]})[0]) > 0.999
     # with those groups evaluated by numpy too, the run is the reference bit for bit
     exact = _plan_with_reference_host_groups(net).run({"bytes": rows[0]})
     np.testing.assert_array_equal(exact.outputs[0], net.reference({"bytes": rows[0]})[0])

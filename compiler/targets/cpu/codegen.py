@@ -93,9 +93,13 @@ _VMATH = {"exp": exp_f32, "tanh": tanh_f32}
 SHUFFLE_STRIDES = (2, 3, 4)
 
 
-def _small_stride(index: E.Ramp) -> int:
-    """The stride of ``index`` when it is one of :data:`SHUFFLE_STRIDES`, else 0."""
-    if isinstance(index.stride, E.IntImm) and index.stride.value in SHUFFLE_STRIDES:
+def _small_stride(index: Expr) -> int:
+    """The stride of ``index`` when it is a ramp of one of :data:`SHUFFLE_STRIDES`, else 0."""
+    if (
+        isinstance(index, E.Ramp)
+        and isinstance(index.stride, E.IntImm)
+        and index.stride.value in SHUFFLE_STRIDES
+    ):
         return int(index.stride.value)
     return 0
 
@@ -511,8 +515,9 @@ class CpuCodegen:
                     f"call {vty} @{fn}(ptr {p.ref}, i32 {align}, <{lanes} x i1> {mask}, "
                     f"{vty} zeroinitializer)",
                 )
-        elif isinstance(index, E.Ramp) and _small_stride(index) and e.predicate is None:
-            raw = self._strided_load(base_ptr, index, _small_stride(index), elem, lanes, align)
+        elif e.predicate is None and (stride := _small_stride(index)):
+            assert isinstance(index, E.Ramp)
+            raw = self._strided_load(base_ptr, index, stride, elem, lanes, align)
         else:
             idx = self.index(index)
             ptrs = self.op(f"<{lanes} x ptr>", f"getelementptr inbounds {elem}, {base_ptr}, {idx}")

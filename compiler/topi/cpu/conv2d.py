@@ -166,9 +166,10 @@ OUTER_ORDERS = ("oc_h", "h_oc")
 
 
 def conv2d_nchwc_default_knobs(conv: Tensor) -> dict[str, object]:
-    """Every knob of :func:`apply_conv2d_nchwc` at the value that leaves today's loop nest
-    unchanged (the reduction and the channel vector unsplit), with :func:`register_tile_knobs`'s
-    register tile.
+    """Every knob of :func:`apply_conv2d_nchwc` as the strategy chooses it without records
+    (the reduction and the channel vector unsplit, :func:`register_tile_knobs`'s register tile
+    with :func:`default_oh_block`'s rows): the tuner's default point
+    (``compiler.tune.cpu.cpu_default``).
 
     Example:
         >>> from compiler import te, topi
@@ -376,7 +377,7 @@ def apply_conv2d_nchwc(
     return knobs
 
 
-def is_unpacked_output(final: Tensor, conv: Tensor, s: Schedule | None = None) -> bool:
+def is_unpacked_output(final: Tensor, conv: Tensor, s: Schedule) -> bool:
     """Whether ``final`` is ``conv``'s packed output re-stored in NCHW: a 4-d stage of the
     logical shape ``(N, C, OH, OW)`` (the ``layout_transform`` that follows a convolution
     whose output channels fill only half blocks, or that feeds an NCHW consumer) that reads
@@ -409,7 +410,7 @@ def is_unpacked_output(final: Tensor, conv: Tensor, s: Schedule | None = None) -
                 reached = True
             elif id(t.op) in seen or not isinstance(t.op, ComputeOp):
                 continue  # an input of the kernel (a bias, a residual) or seen already
-            elif s is not None and s[t.op].attach is INLINE:
+            elif s[t.op].attach is INLINE:
                 seen.add(id(t.op))
                 todo.append(t.op)
             else:
