@@ -14,6 +14,7 @@ from . import timing
 from .config import HwConfig, load_config, preset_names
 from .encoding import (
     INSN_BYTES,
+    InsnBlock,
     decode,
     decode_fields,
     decode_stream,
@@ -22,6 +23,7 @@ from .encoding import (
     encode_int,
     encode_stream,
     encode_uops,
+    stream_length,
 )
 from .errors import (
     AsmError,
@@ -57,6 +59,8 @@ __all__ = [
     "load_config",
     "preset_names",
     "INSN_BYTES",
+    "InsnBlock",
+    "stream_length",
     "encode",
     "encode_int",
     "decode",

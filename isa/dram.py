@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import HwConfig
-from .encoding import encode_stream
+from .encoding import INSN_BYTES, InsnBlock, encode_stream
 from .errors import ProgramError
 from .insn import Insn, MemType
 from .program import Program, Symbol
@@ -215,7 +215,7 @@ class DramBuilder:
         return offset
 
     # ---- the program ------------------------------------------------------------------------
-    def program(self, insns: Sequence[Insn], symbols: Sequence[Symbol] = ()) -> Program:
+    def program(self, insns: Sequence[Insn | InsnBlock], symbols: Sequence[Symbol] = ()) -> Program:
         """The program file: every region's bytes, then ``insns`` after everything placed;
         ``symbols`` are declared besides the tensors'."""
         self.seal()
@@ -227,4 +227,4 @@ class DramBuilder:
             dram[r.offset : r.offset + r.nbytes] = arr.reshape(-1).view(np.uint8)
         dram[insn_base:] = code
         syms = dict(self.symbols) | {s.name: s for s in symbols}
-        return Program(self.cfg, dram, insn_base, len(insns), syms)
+        return Program(self.cfg, dram, insn_base, code.size // INSN_BYTES, syms)

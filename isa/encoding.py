@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -111,18 +112,162 @@ def decode(raw: bytes | int, cfg: HwConfig, *, index: int | None = None) -> Insn
     return cls(**kwargs)
 
 
-def _encode_one_by_one(insns: Sequence[Insn], cfg: HwConfig) -> np.ndarray:
+def _encode_one_by_one(items: Sequence[Insn | InsnBlock], cfg: HwConfig) -> np.ndarray:
     chunks = []
-    for i, insn in enumerate(insns):
+    pos = 0
+    for item in items:
+        if isinstance(item, InsnBlock):
+            at = np.arange(pos, pos + len(item))
+            chunks.append(encode_fields(item.fields, cfg, rows=at).tobytes())
+            pos += len(item)
+            continue
         try:
-            chunks.append(encode(insn, cfg))
+            chunks.append(encode(item, cfg))
         except EncodingError as e:
-            raise EncodingError(f"instruction {i}: {e}") from None
+            raise EncodingError(f"instruction {pos}: {e}") from None
+        pos += 1
     return np.frombuffer(b"".join(chunks), dtype=np.uint8).copy()
 
 
-def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
-    """Encode instructions into one uint8 array of 16 bytes each.
+@dataclasses.dataclass(frozen=True, eq=False)
+class InsnBlock:
+    """A run of instructions held as an int64 array of fields: one row per instruction, one
+    column per name of :func:`all_field_names` (``opcode`` first; a field that a format lacks
+    is 0). A code generator that issues the same pattern of instructions many times, with
+    fields that step by a constant, builds the run as an array instead of objects;
+    :func:`encode_stream` takes it among the instructions.
+
+    Example:
+        >>> from isa.config import load_config
+        >>> from isa.insn import Finish
+        >>> cfg = load_config("default")
+        >>> block = InsnBlock(fields_of([Finish(), Finish(pop_prev_dep=True)]))
+        >>> len(block), decode_stream(encode_stream([block], cfg), cfg)[1].pop_prev_dep
+        (2, True)
+    """
+
+    fields: np.ndarray
+
+    def __post_init__(self) -> None:
+        f = self.fields
+        if f.ndim != 2 or f.shape[1] != len(all_field_names()) or f.dtype != np.int64:
+            raise EncodingError(
+                f"an instruction block is an int64 array of one column per field "
+                f"({len(all_field_names())}), got {f.dtype} {f.shape}"
+            )
+
+    def __len__(self) -> int:
+        return int(self.fields.shape[0])
+
+    def insn(self, row: int) -> Insn:
+        """Row ``row`` as an instruction object."""
+        values = dict(zip(all_field_names(), self.fields[row].tolist(), strict=True))
+        op = values["opcode"]
+        if op not in OPCODE_FORMAT:
+            raise EncodingError(f"instruction {row}: field 'opcode' = {op} is not an opcode")
+        cls = INSN_CLASSES[Opcode(op)]
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            v = values[f.name]
+            if f.name in _ENUM_FIELDS:
+                kwargs[f.name] = _ENUM_FIELDS[f.name](v)
+            elif f.name in _BOOL_FIELDS:
+                kwargs[f.name] = bool(v)
+            else:
+                kwargs[f.name] = v
+        return cls(**kwargs)
+
+
+_COLUMNS: dict[type[Insn], tuple[Any, np.ndarray]] = {}
+
+
+def _columns(cls: type[Insn]) -> tuple[Any, np.ndarray]:
+    """An instruction class's field getter and the columns of those fields in a block."""
+    hit = _COLUMNS.get(cls)
+    if hit is None:
+        names = [f.name for f in dataclasses.fields(cls)]
+        index = {n: k for k, n in enumerate(all_field_names())}
+        get = attrgetter(*names) if names else None
+        hit = _COLUMNS[cls] = (get, np.asarray([index[n] for n in names], dtype=np.int64))
+    return hit
+
+
+def fields_of(items: Sequence[Insn | InsnBlock]) -> np.ndarray:
+    """The field array (as :class:`InsnBlock` holds it) of instructions and blocks, in order."""
+    n = stream_length(items)
+    out = np.zeros((n, len(all_field_names())), dtype=np.int64)
+    pos = 0
+    rows: dict[type[Insn], tuple[list[int], list[Insn]]] = {}
+    for item in items:
+        if isinstance(item, InsnBlock):
+            k = len(item)
+            out[pos : pos + k] = item.fields
+            pos += k
+            continue
+        group = rows.get(type(item))
+        if group is None:
+            group = rows[type(item)] = ([], [])
+        group[0].append(pos)
+        group[1].append(item)
+        pos += 1
+    for cls, (idx, insns) in rows.items():
+        where = np.asarray(idx, dtype=np.int64)
+        out[where, 0] = int(cls.opcode)
+        get, cols = _columns(cls)
+        if cols.size:
+            values = np.array([get(i) for i in insns], dtype=np.int64).reshape(len(insns), -1)
+            out[where[:, None], cols[None, :]] = values
+    return out
+
+
+def encode_fields(
+    fields: np.ndarray, cfg: HwConfig, *, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Encode a field array (:class:`InsnBlock`) into ``(n, 2)`` uint64 words; a value that
+    does not fit its field raises naming the instruction (its position in ``rows``, the
+    stream positions of the array's rows, when given) and the field."""
+    index = {n: k for k, n in enumerate(all_field_names())}
+    opcode = fields[:, 0]
+    words = np.zeros((fields.shape[0], 2), dtype=np.uint64)
+    for op in np.unique(opcode).tolist():
+        if op not in OPCODE_FORMAT:
+            k = int(np.flatnonzero(opcode == op)[0])
+            raise EncodingError(
+                f"instruction {_at(rows, k)}: field 'opcode' = {op} is not an opcode of the ISA"
+            )
+        sel = np.flatnonzero(opcode == op)
+        these = fields[sel]
+        packed = np.zeros((sel.size, 2), dtype=np.uint64)
+        for f in layout(OPCODE_FORMAT[op], cfg).fields:
+            v = these[:, index[f.name]]
+            bad = (v < f.min_value) | (v > f.max_value)
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                raise EncodingError(
+                    f"instruction {_at(rows, int(sel[k]))}: field {f.name!r} = {int(v[k])} "
+                    f"does not fit {f.width} {'signed ' if f.signed else ''}bits "
+                    f"[{f.min_value}, {f.max_value}]"
+                )
+            u = v.astype(np.uint64) & np.uint64(f.mask)
+            word, shift = f.lsb // 64, f.lsb % 64
+            packed[:, word] |= u << np.uint64(shift)
+            if shift + f.width > 64:  # the field runs on into the next word
+                packed[:, word + 1] |= u >> np.uint64(64 - shift)
+        words[sel] = packed
+    return words
+
+
+def _at(rows: np.ndarray | None, k: int) -> int:
+    return k if rows is None else int(rows[k])
+
+
+def stream_length(items: Iterable[Insn | InsnBlock]) -> int:
+    """How many instructions ``items`` hold (a block counts its rows)."""
+    return sum(len(x) if isinstance(x, InsnBlock) else 1 for x in items)
+
+
+def encode_stream(insns: Iterable[Insn | InsnBlock], cfg: HwConfig) -> np.ndarray:
+    """Encode instructions (and :class:`InsnBlock` runs) into one uint8 array of 16 bytes each.
 
     The instructions of each class are packed together with numpy, field by field (a network's
     programs hold hundreds of thousands of instructions); a value that does not fit its field
@@ -136,14 +281,20 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
         >>> code.shape, decode_stream(code, cfg)[1].push_next_dep
         ((32,), True)
     """
-    insns = list(insns)
-    words = np.zeros((len(insns), 2), dtype=np.uint64)
+    items = list(insns)
+    words = np.zeros((stream_length(items), 2), dtype=np.uint64)
     # per class: the stream positions, and for each the row of its instruction among the
     # class's distinct instruction objects (a stream often holds one object many times: a
     # compiler reuses an immutable instruction it issues again), each encoded once
     groups: dict[type[Insn], tuple[list[int], list[int], list[Insn]]] = {}
     row_of: dict[int, int] = {}
-    for i, insn in enumerate(insns):
+    pos = 0
+    blocks: list[tuple[int, np.ndarray]] = []
+    for insn in items:
+        if isinstance(insn, InsnBlock):
+            blocks.append((pos, insn.fields))
+            pos += len(insn)
+            continue
         group = groups.get(type(insn))
         if group is None:
             group = groups[type(insn)] = ([], [], [])
@@ -151,8 +302,9 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
         if row is None:
             row = row_of[id(insn)] = len(group[2])
             group[2].append(insn)
-        group[0].append(i)
+        group[0].append(pos)
         group[1].append(row)
+        pos += 1
     for cls, (idx, rows, distinct) in groups.items():
         lay = layout(cls.fmt, cfg)
         names = [f.name for f in dataclasses.fields(cls)]
@@ -163,7 +315,7 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
                 len(distinct), len(names)
             )
         except OverflowError:  # beyond 64 bits: certainly beyond its field
-            return _encode_one_by_one(insns, cfg)
+            return _encode_one_by_one(items, cfg)
         column = {n: values[:, k] for k, n in enumerate(names)}
         column["opcode"] = np.full(len(distinct), int(cls.opcode), dtype=np.int64)
         packed = np.zeros((len(distinct), 2), dtype=np.uint64)
@@ -172,13 +324,16 @@ def encode_stream(insns: Iterable[Insn], cfg: HwConfig) -> np.ndarray:
             if v is None:
                 continue
             if ((v < f.min_value) | (v > f.max_value)).any():
-                return _encode_one_by_one(insns, cfg)  # names the first value that does not fit
+                return _encode_one_by_one(items, cfg)  # names the first value that does not fit
             u = v.astype(np.uint64) & np.uint64(f.mask)
             word, shift = f.lsb // 64, f.lsb % 64
             packed[:, word] |= u << np.uint64(shift)
             if shift + f.width > 64:  # the field runs on into the next word
                 packed[:, word + 1] |= u >> np.uint64(64 - shift)
         words[idx] = packed[rows]
+    if blocks:  # all blocks in one call (a loop nest leaves hundreds of small ones)
+        where = np.concatenate([np.arange(p, p + f.shape[0]) for p, f in blocks])
+        words[where] = encode_fields(np.concatenate([f for _, f in blocks]), cfg, rows=where)
     return words.astype("<u8").view(np.uint8).reshape(-1).copy()
 
 
@@ -242,6 +397,7 @@ def decode_stream(raw: np.ndarray | bytes, cfg: HwConfig) -> list[Insn]:
     return [i for i in out if i is not None]
 
 
+@functools.cache
 def all_field_names() -> tuple[str, ...]:
     """Every field name of every instruction format (the keys of :func:`decode_fields`)."""
     names: list[str] = []

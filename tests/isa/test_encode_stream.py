@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import isa
 from isa.config import load_config, preset_names
-from isa.encoding import INSN_BYTES, decode, decode_stream, encode, encode_stream
+from isa.encoding import INSN_BYTES, decode, decode_stream, encode, encode_stream, fields_of
 from isa.errors import EncodingError
 from tests.isa.test_encoding import instructions
 
@@ -65,3 +65,39 @@ def test_decode_reports_the_first_instruction_outside_the_isa():
     words[1, f.lsb // 64] |= np.uint64(7 << (f.lsb % 64))
     with pytest.raises(EncodingError, match="instruction 1: field 'alu_opcode' = 7"):
         decode_stream(alu, cfg)
+
+
+@pytest.mark.parametrize("preset", preset_names())
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_blocks_of_fields_encode_as_their_instructions(preset, data):
+    """Runs held as field arrays (InsnBlock) among instruction objects encode as the objects
+    they hold, and each row reads back as its object."""
+    cfg = load_config(preset)
+    insns = data.draw(st.lists(instructions(cfg), min_size=1, max_size=24))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(insns)), max_size=4)))
+    items: list = []
+    edges = [0, *cuts, len(insns)]
+    for k, (a, b) in enumerate(zip(edges, edges[1:], strict=False)):
+        part = insns[a:b]
+        if k % 2 and part:
+            block = isa.InsnBlock(fields_of(part))
+            assert [block.insn(r) for r in range(len(block))] == part
+            items.append(block)
+        else:
+            items.extend(part)
+    assert isa.stream_length(items) == len(insns)
+    assert encode_stream(items, cfg).tobytes() == b"".join(encode(i, cfg) for i in insns)
+
+
+def test_a_value_past_its_field_in_a_block_names_its_stream_position():
+    cfg = load_config("default")
+    ok = isa.Load(memory_type=isa.MemType.INP, x_size=1, y_size=1, x_stride=1)
+    fields = fields_of([ok, ok, ok])
+    fields[2, isa.encoding.all_field_names().index("dram_base")] = 1 << 32
+    with pytest.raises(EncodingError, match="instruction 4: field 'dram_base' = 4294967296"):
+        encode_stream([ok, ok, isa.InsnBlock(fields), isa.Finish()], cfg)
+    with pytest.raises(EncodingError, match="instruction 3: field 'dram_base'"):
+        encode_stream([ok, isa.InsnBlock(fields)], cfg)  # one at a time after an overflow
+    with pytest.raises(EncodingError, match="one column per field"):
+        isa.InsnBlock(fields[:, :3])

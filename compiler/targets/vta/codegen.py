@@ -27,9 +27,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+from compiler.arith.linear import to_linear
 from compiler.ir.buffer import GLOBAL, Buffer, Scope
-from compiler.ir.expr import BufferLoad, Call, IntImm, Var
-from compiler.ir.functor import free_vars
+from compiler.ir.expr import BufferLoad, Call, Expr, IntImm, Var
+from compiler.ir.functor import free_vars, var_set
 from compiler.ir.printer import to_text
 from compiler.ir.stmt import (
     Allocate,
@@ -43,7 +44,7 @@ from compiler.ir.stmt import (
     SeqStmt,
     Stmt,
 )
-from isa import HwConfig, MemType, Program
+from isa import HwConfig, Insn, MemType, Program
 
 from . import dma
 from .calls import (
@@ -211,13 +212,18 @@ class _Generator:
                 s.var,
             )
 
-            def run_for(env: Env) -> None:
-                start = lo(env)
-                for i in range(start, start + ext(env)):
-                    env[var] = i
-                    body(env)
+            probes = _stepping_probes(s)
+            if probes is None:
 
-            return run_for
+                def run_for(env: Env) -> None:
+                    start = lo(env)
+                    for i in range(start, start + ext(env)):
+                        env[var] = i
+                        body(env)
+
+                return run_for
+
+            return self._repeated(var, lo, ext, body, probes)
         if isinstance(s, If):
             cond, then = compile_expr(s.cond), self.compile(s.then_body)
             other = self.compile(s.else_body) if s.else_body is not None else None
@@ -256,6 +262,75 @@ class _Generator:
                 "DMA copy, a tensorized GEMM or an ALU operation"
             )
         raise VTATargetError(f"cannot generate code for {type(s).__name__}")
+
+    def _repeated(self, var: Var, lo: Callable[[Env], int], ext: Callable[[Env], int], body: Run,
+                  probes: list[_Probe]) -> Run:  # fmt: skip
+        """A loop whose iterations may be issued from the difference of two
+        (:func:`_stepping_probes`): over each run of iterations where every probe keeps its
+        value, three iterations are issued one by one and the builder repeats the rest."""
+        b = self.builder
+        compiled = [
+            (compile_expr(p.atom), [(f.var, compile_expr(f.min), compile_expr(f.extent))
+                                    for f in p.loops])
+            for p in probes
+        ]  # fmt: skip
+
+        def value(env: Env, i: int) -> tuple[int, ...]:
+            """Every probe at ``i``, over the loops they read (their ranges fixed outside)."""
+            scope = dict(env)
+            scope[var] = i
+            out: list[int] = []
+            for fn, loops in compiled:
+                points: list[dict[Var, int]] = [scope]
+                for v, lo_fn, ext_fn in loops:
+                    first = lo_fn(scope)
+                    points = [{**p, v: x} for p in points
+                              for x in range(first, first + ext_fn(scope))]  # fmt: skip
+                out.extend(fn(p) for p in points)
+            return tuple(out)
+
+        def segments(env: Env, start: int, stop: int) -> list[tuple[int, int]]:
+            if not compiled:
+                return [(start, stop)]
+            cuts, last = [start], value(env, start)
+            for i in range(start + 1, stop):
+                now = value(env, i)
+                if now != last:
+                    cuts.append(i)
+                    last = now
+            return list(zip(cuts, [*cuts[1:], stop], strict=True))
+
+        def plain(env: Env, start: int, stop: int) -> None:
+            for i in range(start, stop):
+                env[var] = i
+                body(env)
+
+        def run_repeated(env: Env) -> None:
+            start = lo(env)
+            stop = start + ext(env)
+            if stop - start < REPEAT_MIN_ITERATIONS:
+                plain(env, start, stop)
+                return
+            for s0, s1 in segments(env, start, stop):
+                if s1 - s0 < REPEAT_MIN_ITERATIONS:
+                    plain(env, s0, s1)
+                    continue
+                plain(env, s0, s0 + 1)
+                first, state = len(b.insns), b.state()
+                plain(env, s0 + 1, s0 + 2)
+                second, again = len(b.insns), b.state()
+                last_issued = b.insns[-1]
+                plain(env, s0 + 2, s0 + 3)
+                rest = s1 - s0 - 3
+                if (
+                    (second - first) * rest >= REPEAT_MIN_ITEMS and isinstance(last_issued, Insn)
+                    and state == again == b.state() and b.repeat(first, second, last_issued, rest)
+                ):  # fmt: skip
+                    env[var] = s1 - 1
+                else:
+                    plain(env, s0 + 3, s1)
+
+        return run_repeated
 
     def call(self, call: Call) -> Run:
         b = self.builder
@@ -415,6 +490,118 @@ def generate_program(
         layout.alloc(name, shape, buf.dtype.name, layout=(layouts or {}).get(name, ""), role=role)
         names[buf] = name
     return _Generator(cfg, func, layout, names).run()
+
+
+#: Loops shorter than this run every iteration (three run to find the pattern of the rest),
+#: and so do those whose remaining iterations would issue fewer items than the second: the
+#: comparison costs about as much as issuing that many instructions one by one.
+REPEAT_MIN_ITERATIONS = 5
+REPEAT_MIN_ITEMS = 32
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """A part of a loop body's expressions that is not affine in the loop variable
+    (``max(1 - i, 0)``, a condition on ``i``), over the inner ``loops`` whose variables it
+    reads (their ranges do not depend on anything bound in the body)."""
+
+    atom: Expr
+    loops: tuple[For, ...] = ()
+
+
+def _stepping_probes(loop: For) -> list[_Probe] | None:
+    """Whether ``loop``'s iterations may be issued from the difference of two, and on what.
+
+    They may when, wherever the probes returned keep their values, every iteration issues the
+    same calls with the same decisions and every DMA address is an affine function of the loop
+    variable: sizes, strides, paddings, conditions, inner loop ranges and micro-op kernels use
+    the variable only through probes, and addresses through ``coeff * var`` terms and probes
+    (a ``let`` of an affine expression steps the same way). None when they may not: a part
+    that is not affine reads a variable bound inside the body (other than a loop with fixed
+    range), or a kernel changes with the variable. The builder then issues the iterations
+    after the first three of each such run from the difference of two
+    (:meth:`StreamBuilder.repeat`).
+
+    Example:
+        >>> from compiler.ir import Evaluate, For, ForKind, If, IntImm, Var
+        >>> i, nop = Var("i"), Evaluate(IntImm(0))
+        >>> _stepping_probes(For(i, IntImm(0), IntImm(8), ForKind.SERIAL, nop))
+        []
+        >>> probes = _stepping_probes(For(i, IntImm(0), IntImm(8), ForKind.SERIAL, If(i < 1, nop)))
+        >>> [to_text(p.atom) for p in probes]
+        ['i < 1']
+    """
+    stepping = {loop.var}
+    bound: set[Var] = set()  # bound inside the body
+    fixed: dict[Var, For] = {}  # inner loops whose range is fixed when the loop starts
+    probes: dict[Expr, _Probe] = {}
+
+    def uses(node: object) -> bool:
+        return not stepping.isdisjoint(var_set(node))  # type: ignore[arg-type]
+
+    def probe(atom: Expr) -> bool:
+        if atom in probes:
+            return True
+        inner = var_set(atom) & bound
+        if stepping & var_set(atom) - {loop.var} or not inner <= fixed.keys():
+            return False
+        probes[atom] = _Probe(atom, tuple(fixed[v] for v in sorted(inner, key=lambda v: v.uid)))
+        return True
+
+    def affine(e: Expr) -> bool:
+        """``e`` steps by a constant where the probes keep their values."""
+        if not uses(e):
+            return True
+        return all(atom in stepping or not uses(atom) or probe(atom) for atom in to_linear(e).terms)
+
+    def steady(e: Expr) -> bool:
+        """``e`` is constant where the probes keep their values."""
+        if not uses(e):
+            return True
+        return all(
+            atom not in stepping and (not uses(atom) or probe(atom)) for atom in to_linear(e).terms
+        )
+
+    def walk(st: Stmt) -> bool:
+        if isinstance(st, SeqStmt):
+            return all(walk(x) for x in st.stmts)
+        if isinstance(st, For):
+            if not (steady(st.min) and steady(st.extent)):
+                return False
+            if not (var_set(st.min) | var_set(st.extent)) & (bound | stepping):
+                fixed[st.var] = st
+            bound.add(st.var)
+            return walk(st.body)
+        if isinstance(st, If):
+            return (
+                steady(st.cond)
+                and walk(st.then_body)
+                and (st.else_body is None or walk(st.else_body))
+            )
+        if isinstance(st, LetStmt):
+            if uses(st.value):
+                if not affine(st.value):
+                    return False
+                stepping.add(st.var)
+            bound.add(st.var)
+            return walk(st.body)
+        if isinstance(st, Allocate):
+            return walk(st.body)
+        if isinstance(st, Pragma):
+            if st.key is UOP_KERNEL:  # the same kernels in every iteration
+                return not uses(st.body)
+            return st.key is COPROC_SCOPE and walk(st.body)
+        call = vta_call(st)
+        if call is not None:
+            if call.op in (DEP_PUSH, DEP_POP):
+                return True
+            if load_memory_type(call) is None and call.op != STORE_OP:
+                return False
+            addresses = [address_load(a).indices[0] for a in call.args[:2]]
+            return all(affine(a) for a in addresses) and all(steady(a) for a in call.args[2:])
+        return isinstance(st, Evaluate)
+
+    return list(probes.values()) if walk(loop.body) else None
 
 
 def _getter(keys: list[Var]) -> Callable[[Env], tuple[int, ...]]:

@@ -32,8 +32,9 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from isa import Alu, AluOp, Finish, Gemm, HwConfig, Insn, Load, MemType, Store
-from isa.insn import module_of
+from isa import Alu, AluOp, Finish, Gemm, HwConfig, Insn, InsnBlock, Load, MemType, Store
+from isa.encoding import all_field_names, fields_of
+from isa.insn import DEP_FLAGS, module_of
 
 from .errors import VTATargetError
 
@@ -108,13 +109,33 @@ class _Resident:
     end: int
 
 
+#: The columns of :class:`~isa.InsnBlock` fields that are decisions, never addresses: a loop's
+#: iterations that repeat one pattern of instructions issue them with the same values
+#: (:meth:`StreamBuilder.repeat`).
+_FIELD_COLUMN = {name: k for k, name in enumerate(all_field_names())}
+_DECISION_COLUMNS = np.asarray(
+    [
+        _FIELD_COLUMN[f]
+        for f in ("opcode", "memory_type", "alu_opcode", "use_imm", "reset", *DEP_FLAGS)
+    ]  # fmt: skip
+)
+
+
 @dataclasses.dataclass
 class Stream:
-    """A finished stream: instructions and the micro-op words they load from DRAM."""
+    """A finished stream: instructions (runs of a repeated loop body as
+    :class:`~isa.InsnBlock`) and the micro-op words they load from DRAM."""
 
-    insns: list[Insn]
+    insns: list[Insn | InsnBlock]
     uop_words: np.ndarray  # uint32, placed in DRAM at the builder's uop_dram_base (elements)
     uop_dram_base: int
+
+
+def _with_flags(insn: Insn, flags: Sequence[str]) -> Insn:
+    """``insn`` with every dependency flag in ``flags`` set."""
+    for flag in flags:
+        insn = _with_flag(insn, flag)
+    return insn
 
 
 def _with_flag(insn: Insn, flag: str) -> Insn:
@@ -132,7 +153,8 @@ class StreamBuilder:
 
     def __init__(self, cfg: HwConfig, *, uop_dram_base: int = 0):
         self.cfg = cfg
-        self.insns: list[Insn] = []
+        # the last item is always an instruction object (a dependency push may flag it)
+        self.insns: list[Insn | InsnBlock] = []
         self._pending: dict[str, dict[str, bool]] = {
             m: {"pop_prev_dep": False, "pop_next_dep": False} for m in MODULE_ORDER
         }
@@ -169,8 +191,8 @@ class StreamBuilder:
         self._commit_pending(src)
         insns = self.insns
         last = insns[-1] if insns else None
-        if last is not None and module_of(last) == src and not getattr(last, flag):
-            insns[-1] = _with_flag(last, flag)
+        if last is not None and module_of(last) == src and not getattr(last, flag):  # type: ignore[arg-type]
+            insns[-1] = _with_flag(last, flag)  # type: ignore[arg-type]
         else:
             self._nop(src, **{flag: True})
 
@@ -393,6 +415,66 @@ class StreamBuilder:
                 **self._take_pending("compute"),
             )
         )
+
+    # ---- loops that repeat a pattern ----------------------------------------------------
+    def state(self) -> tuple[Any, ...]:
+        """Everything besides the calls' arguments that decides what the builder issues next:
+        the last instruction's module and push flags, the pending pops, the uop buffer's
+        contents and how many kernels were loaded. Two points of a stream with equal states
+        issue the same instructions for the same calls."""
+        last = self.insns[-1] if self.insns else None
+        tail = None
+        if isinstance(last, Insn):
+            tail = (module_of(last), last.push_prev_dep, last.push_next_dep)
+        return (
+            tail,
+            tuple(tuple(p.values()) for p in self._pending.values()),
+            self._ring_end,
+            self._in_place,
+            self.uop_loads,
+            len(self._uop_words),
+            frozenset((k, r.begin, r.end) for k, r in self._resident.items()),
+        )
+
+    def repeat(self, first: int, second: int, last_issued: Insn, count: int) -> bool:
+        """Issue ``count`` more iterations of a loop body from the two just issued.
+
+        The items from ``first`` to ``second`` are one iteration, those from ``second`` to the
+        end the next, and the builder's :meth:`state` was the same before and after the second
+        (the caller checks); ``last_issued`` is the first iteration's last instruction as it was
+        issued, before the second iteration's first push could flag it. The caller
+        guarantees that every field of the body's instructions is an affine function of the
+        loop variable and that everything else the body decides does not depend on it; then
+        each further iteration is the second plus the difference between the two, and they
+        are appended as one :class:`~isa.InsnBlock` (the very last instruction as an object).
+        False (nothing appended) when the two iterations do not line up.
+        """
+        insns = self.insns
+        end = len(insns)
+        prev = insns[second - 1]
+        if count < 1 or end <= second or not isinstance(prev, Insn):
+            return False
+        t = fields_of([*insns[first : second - 1], last_issued])
+        u = fields_of(insns[second:end])
+        n = t.shape[0]
+        if n == 0 or u.shape[0] != n:
+            return False
+        delta = u - t
+        if delta[:, _DECISION_COLUMNS].any():
+            return False
+        # the flags the next iteration's first push sets on an iteration's last instruction
+        flagged = [f for f in DEP_FLAGS if getattr(prev, f) != getattr(last_issued, f)]
+        steps = np.arange(1, count + 1, dtype=np.int64)[:, None, None]
+        rows = (u[None] + steps * delta[None]).reshape(count * n, -1)
+        for f in flagged:
+            rows[n - 1 : -1 : n, _FIELD_COLUMN[f]] = 1
+        last = InsnBlock(rows[-1:]).insn(0)
+        if flagged:  # the second iteration's last instruction is followed by another now
+            insns[end - 1] = _with_flags(insns[end - 1], flagged)  # type: ignore[arg-type]
+        if count * n > 1:
+            insns.append(InsnBlock(rows[:-1]))
+        insns.append(last)
+        return True
 
     # ---- closing ----------------------------------------------------------------------
     def finish(self) -> Stream:
