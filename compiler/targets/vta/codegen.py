@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -315,20 +316,32 @@ class _Generator:
                 if s1 - s0 < REPEAT_MIN_ITERATIONS:
                     plain(env, s0, s1)
                     continue
-                plain(env, s0, s0 + 1)
-                first, state = len(b.insns), b.state()
-                plain(env, s0 + 1, s0 + 2)
-                second, again = len(b.insns), b.state()
-                last_issued = b.insns[-1]
-                plain(env, s0 + 2, s0 + 3)
-                rest = s1 - s0 - 3
-                if (
-                    (second - first) * rest >= REPEAT_MIN_ITEMS and isinstance(last_issued, Insn)
-                    and state == again == b.state() and b.repeat(first, second, last_issued, rest)
-                ):  # fmt: skip
-                    env[var] = s1 - 1
-                else:
-                    plain(env, s0 + 3, s1)
+                # issue iterations one by one until two in a row start in the state the second
+                # ends in (often the first two: then the rest repeats the difference)
+                pos, state = len(b.insns), b.state()
+                before: tuple[int, Any, Any] | None = None  # the previous iteration's
+                k = s0
+                while k < s1:
+                    plain(env, k, k + 1)
+                    k += 1
+                    now = (pos, state, b.insns[-1])
+                    pos, state = len(b.insns), b.state()
+                    if before is not None and before[1] == now[1] == state:
+                        first, second, last_issued = before[0], now[0], before[2]
+                        rest = s1 - k
+                        if (
+                            (second - first) * rest >= REPEAT_MIN_ITEMS
+                            and isinstance(last_issued, Insn)
+                            and b.repeat(first, second, last_issued, rest)
+                        ):
+                            env[var] = s1 - 1
+                        else:
+                            plain(env, k, s1)
+                        break
+                    if k - s0 >= REPEAT_TRIES:
+                        plain(env, k, s1)
+                        break
+                    before = now
 
         return run_repeated
 
@@ -497,6 +510,8 @@ def generate_program(
 #: comparison costs about as much as issuing that many instructions one by one.
 REPEAT_MIN_ITERATIONS = 5
 REPEAT_MIN_ITEMS = 32
+#: How many iterations are issued one by one, at most, looking for two that repeat.
+REPEAT_TRIES = 3
 
 
 @dataclass(frozen=True)
