@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from compiler.ir.buffer import Buffer
-from compiler.ir.expr import BufferLoad, Expr, Var
+from compiler.ir.expr import BufferLoad, Expr, FloatImm, IntImm, Var
 from compiler.ir.node import _CHILD_FIELD_CACHE, Node, child_fields, field_names
 from compiler.ir.stmt import Allocate, BufferStore, For, LetStmt, Stmt, Tensorize
 
@@ -132,7 +132,7 @@ def substitute(node: N, mapping: Mapping[Var, Expr]) -> N:
     """
     if not mapping:
         return node
-    from compiler.ir import op
+    op = _op()
 
     def post(n: Node) -> Node | None:
         if isinstance(n, Var):
@@ -155,10 +155,8 @@ def _refolded(n: Node) -> Node:
         return n if cached is True else cached
     if isinstance(n, Var):
         return n
-    from compiler.ir import op
-
     rebuilt = map_children(n, _refolded)
-    out = _refold(rebuilt, op)
+    out = _refold(rebuilt, _op())
     if out is None:
         out = rebuilt
     # the node itself is not stored on itself (a reference cycle for the collector)
@@ -168,15 +166,26 @@ def _refolded(n: Node) -> Node:
 
 def _refold(n: Node, op: object) -> Node | None:
     """Re-run constant folding on arithmetic whose operands became constants."""
-    from compiler.ir import expr as E
-
     name = _refold_builders().get(type(n))
-    if name is None or not isinstance(n, E.TWO_OPERANDS):
+    if name is None:  # every class with a builder has two operands, ``a`` and ``b``
         return None
-    a, b = n.a, n.b
-    if isinstance(a, E.IntImm | E.FloatImm) or isinstance(b, E.IntImm | E.FloatImm):
+    a, b = n.a, n.b  # type: ignore[attr-defined]
+    if isinstance(a, _CONSTANTS) or isinstance(b, _CONSTANTS):
         return getattr(op, name)(a, b)
     return None
+
+
+#: ``compiler.ir.op`` once imported (it imports this module), and the constant node classes
+_OP: list[Any] = []
+_CONSTANTS: tuple[type, ...] = (IntImm, FloatImm)
+
+
+def _op() -> Any:
+    if not _OP:
+        from compiler.ir import op
+
+        _OP.append(op)
+    return _OP[0]
 
 
 _REFOLD: dict[type, str] = {}
