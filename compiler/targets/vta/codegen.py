@@ -24,9 +24,9 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 from compiler.arith.linear import to_linear
 from compiler.ir.buffer import GLOBAL, Buffer, Scope
