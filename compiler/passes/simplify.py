@@ -22,7 +22,8 @@ from compiler.arith.bounds import const_bounds, tight_upper_bound
 from compiler.arith.simplify import Simplifier
 from compiler.ir import stmt as S
 from compiler.ir.expr import Expr, IntImm, Var
-from compiler.ir.functor import substitute
+from compiler.ir.functor import substitute, var_set
+from compiler.ir.node import Node
 
 Env = dict[Var, tuple[int, int]]
 
@@ -30,8 +31,15 @@ Env = dict[Var, tuple[int, int]]
 class _StmtSimplifier:
     def __init__(self) -> None:
         self.keep_loops = 0
+        # the variables of removed extent-1 loops, by their value: applied to each expression
+        # as it is simplified (substituting into a loop's whole body, level after level of
+        # nested extent-1 loops, rebuilt the same statements again and again)
+        self.values: dict[Var, Expr] = {}
+        self._plain: dict[int, tuple[S.Stmt, bool]] = {}  # the statement is kept alive
 
     def expr(self, e: Expr, env: Env) -> Expr:
+        if self.values and not var_set(e).isdisjoint(self.values):
+            e = substitute(e, self.values)
         return Simplifier(env).expr(e)
 
     def stmt(self, s: S.Stmt, env: Env) -> S.Stmt:
@@ -78,6 +86,31 @@ class _StmtSimplifier:
             return S.Tensorize(s.intrin, s.stage, s.loop_vars, body)
         return s
 
+    def _substitutable(self, s: S.Stmt) -> bool:
+        """Whether every expression in ``s`` passes through :meth:`expr` (so a removed loop's
+        value reaches each one): no thread binding, pragma value or tensorize region holds
+        expressions of its own. Asked once per statement object."""
+        hit = self._plain.get(id(s))
+        if hit is not None:
+            return hit[1]
+        ok: bool
+        if isinstance(s, S.SeqStmt):
+            ok = all(self._substitutable(x) for x in s.stmts)
+        elif isinstance(s, S.For):
+            ok = s.thread is None and self._substitutable(s.body)
+        elif isinstance(s, S.Allocate | S.LetStmt):
+            ok = self._substitutable(s.body)
+        elif isinstance(s, S.If):
+            ok = self._substitutable(s.then_body) and (
+                s.else_body is None or self._substitutable(s.else_body)
+            )
+        elif isinstance(s, S.Pragma):
+            ok = not isinstance(s.value, Node) and self._substitutable(s.body)
+        else:
+            ok = isinstance(s, S.BufferStore | S.Evaluate)
+        self._plain[id(s)] = (s, ok)
+        return ok
+
     def _for(self, s: S.For, env: Env) -> S.Stmt:
         lo = self.expr(s.min, env)
         ext = self.expr(s.extent, env)
@@ -87,7 +120,13 @@ class _StmtSimplifier:
             return S.NOP
         removable = s.kind is not S.ForKind.THREAD_BINDING and not self.keep_loops
         if removable and isinstance(ext, IntImm) and ext.value == 1:
-            return self.stmt(substitute(s.body, {s.var: lo}), env)
+            if not self._substitutable(s.body):
+                return self.stmt(substitute(s.body, {s.var: lo}), env)
+            self.values[s.var] = lo
+            try:
+                return self.stmt(s.body, env)
+            finally:
+                del self.values[s.var]
         inner = dict(env)
         if lo_b[0] is not None and lo_b[1] is not None and ext_b[1] is not None:
             inner[s.var] = (lo_b[0], lo_b[1] + ext_b[1] - 1)
