@@ -59,7 +59,7 @@ from compiler.errors import CompilerError, ModelError
 from compiler.graph import Constant, Graph
 from compiler.graph.ir import Attrs
 from compiler.partition import AccelGroup
-from compiler.topi.vta.qnn import QLayer
+from compiler.topi.vta.qnn import QLayer, reuse_programs_from_now, reusing_programs
 from isa import HwConfig
 
 #: The modules whose source decides a group's program (a change to any makes new keys).
@@ -204,12 +204,14 @@ def _attempt(
 
 def _compile_at(k: int) -> QLayer | CompilerError:
     """A worker's task: group ``k`` of the inherited work."""
+    reuse_programs_from_now()
     return _attempt(_WORK["compile"], _WORK["groups"][k], _WORK["config"])
 
 
 def _compile_pair(task: tuple[AccelGroup, HwConfig, GroupCompiler]) -> QLayer | CompilerError:
     """A task where workers are spawned (no fork): the group travels pickled."""
     group, cfg, compile_one = task
+    reuse_programs_from_now()
     return _attempt(compile_one, group, cfg)
 
 
@@ -326,7 +328,7 @@ def _compile(
     """
     workers = min(jobs, len(todo))
     if workers <= 1:
-        with _old_objects_frozen():
+        with _old_objects_frozen(), reusing_programs():
             for k in todo:
                 yield _attempt(compile_one, groups[k], cfg)
         return

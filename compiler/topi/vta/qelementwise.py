@@ -39,10 +39,11 @@ from compiler.quantize.ops import hard_sigmoid_params, hard_swish_params
 from compiler.quantize.requant import AluStep, add_alu_program, split_round_shift
 from compiler.schedule import Schedule
 from compiler.te.tensor import Tensor
-from isa import HwConfig
+from isa import HwConfig, Program
 
 from .qnn import (
     QLayer,
+    reused_program,
     accumulator_stages,
     alu_stages,
     attach_tile,
@@ -368,13 +369,15 @@ def compile_qelementwise(
     rhs = te.placeholder(rhs_packed, "int8", name="residual") if binary else None
     out = elementwise_packed(data, steps, rhs=rhs, name=name)
     tiles = elementwise_tiles(cfg, packed, 2 if binary else 1, nthreads)
-    s = schedule_elementwise_packed(out, cfg, tiles)
-    args = [data, *([rhs] if rhs is not None else []), out]
-    layout = f"NCHW{b}n{bo}c" if len(shape) == 4 else f"NC{b}n{bo}c"
-    prog = tgt.codegen(
-        lower(s, args, target=tgt),
-        layouts={t.name: layout for t in args},
-    )
+
+    def build() -> Program:
+        s = schedule_elementwise_packed(out, cfg, tiles)
+        args = [data, *([rhs] if rhs is not None else []), out]
+        layout = f"NCHW{b}n{bo}c" if len(shape) == 4 else f"NC{b}n{bo}c"
+        return tgt.codegen(lower(s, args, target=tgt), layouts={t.name: layout for t in args})
+
+    key = ("elementwise", cfg, tuple(shape), rhs_packed, binary, tiles, tuple(steps))
+    prog = reused_program(key, (), build)
     return QLayer(name, prog, {}, tiles, 0, binary, len(steps), imm_steps(steps))
 
 

@@ -21,9 +21,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -395,6 +397,72 @@ class QLayer:
         return tuple(self.program.symbols["out"].shape)
 
 
+#: The programs compiled while :func:`reusing_programs` is open, by everything their instructions
+#: depend on (not the group's name): the name that compiled one, its tiles' symbols, a copy.
+_PROGRAMS: dict[tuple[Any, ...], tuple[tuple[str, ...], Program]] = {}
+_REUSING = [0]
+
+
+@contextmanager
+def reusing_programs() -> Iterator[None]:
+    """While open, a group whose program an earlier group of the same structure already
+    compiled (the same kind, shapes, strides, padding, knobs and epilogue steps: only its
+    weights and per-channel tiles differ, and they are written into the program later, as
+    ``params``) gets a copy of that program with its own tile symbols, without lowering and
+    code generation again. A network repeats its blocks: YOLOX's 83 convolution groups are 39
+    programs. The copies are byte for byte what a compile gives (the names of the group and
+    its tiles reach nothing but the symbol table).
+
+    Example:
+        >>> import isa
+        >>> from compiler.quantize import choose_requant
+        >>> ep = QEpilogue(np.arange(8, dtype=np.int32), choose_requant(np.full(8, 0.01)), 0, 9)
+        >>> def conv(name):
+        ...     return compile_qconv2d(name, isa.load_config("default"), np.ones((8, 3, 3, 3),
+        ...         np.int8), ep, in_shape=(1, 3, 6, 6), stride=(1, 1), padding=(1, 1, 1, 1))
+        >>> with reusing_programs():
+        ...     a, b = conv("a"), conv("b")
+        >>> sorted(b.program.symbols), bool((a.program.dram == b.program.dram).all())
+        (['b_bias', 'data', 'kernel', 'out'], True)
+    """
+    _REUSING[0] += 1
+    try:
+        yield
+    finally:
+        _REUSING[0] -= 1
+        if not _REUSING[0]:
+            _PROGRAMS.clear()
+
+
+def reuse_programs_from_now() -> None:
+    """Open :func:`reusing_programs` for the rest of this process (a compile worker's)."""
+    _REUSING[0] = max(_REUSING[0], 1)
+
+
+def reused_program(
+    key: tuple[Any, ...], tiles: Sequence[str], build: Callable[[], Program]
+) -> Program:
+    """``build()``, or a copy of the program an earlier group of key ``key`` built, its tile
+    symbols renamed to ``tiles`` (see :func:`reusing_programs`)."""
+    if not _REUSING[0]:
+        return build()
+    hit = _PROGRAMS.get(key)
+    if hit is None:
+        prog = build()
+        _PROGRAMS[key] = (tuple(tiles), _copy_program(prog, {}))
+        return prog
+    names, prog = hit
+    return _copy_program(prog, dict(zip(names, tiles, strict=True)))
+
+
+def _copy_program(prog: Program, renames: Mapping[str, str]) -> Program:
+    symbols = {}
+    for key, sym in prog.symbols.items():
+        new = renames.get(key, key)
+        symbols[new] = sym if new == key else dataclasses.replace(sym, name=new)
+    return dataclasses.replace(prog, dram=prog.dram.copy(), symbols=symbols)
+
+
 def imm_steps(steps: Sequence[AluStep]) -> int:
     """How many of ``steps`` have an immediate operand (they issue every ``alu_imm_ii``).
 
@@ -485,7 +553,6 @@ def compile_qconv2d(
             cfg, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=(kh, kw), stride=stride,
             steps=steps, residual=residual, depthwise=depthwise, nthreads=nthreads,
         )  # fmt: skip
-        s = schedule_conv2d_packed(out, knobs, cfg)
     else:
         _tuned("conv2d", name, lambda: check_knobs(find_stages(out), knobs, cfg))
         misfit = conv2d_misfit(
@@ -495,14 +562,21 @@ def compile_qconv2d(
         )  # fmt: skip
         if misfit is not None:
             raise ScheduleError(f"conv2d group {name}: {misfit} on {cfg.name}")
-        s = schedule_conv2d_packed(out, knobs, cfg)
-    args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
-    func = lower(s, args, target=tgt)
-    prog = tgt.codegen(
-        func,
-        layouts=conv2d_layouts(cfg),
-        roles={"kernel": "param", **{t.name: "param" for t in tiles.values()}},
-    )
+    tuned = knobs
+
+    def build() -> Program:
+        s = schedule_conv2d_packed(out, tuned, cfg)
+        args = [data, kernel, *tiles.values(), *([res] if res is not None else []), out]
+        func = lower(s, args, target=tgt)
+        return tgt.codegen(
+            func,
+            layouts=conv2d_layouts(cfg),
+            roles={"kernel": "param", **{t.name: "param" for t in tiles.values()}},
+        )
+
+    key = ("conv2d", cfg, in_shape, weight.shape, stride, padding, residual, depthwise, knobs,
+           tuple(steps), tuple(tiles))  # fmt: skip
+    prog = reused_program(key, [t.name for t in tiles.values()], build)
     values["kernel"] = pack_kernel(depthwise_kernel(weight, bi) if depthwise else weight, cfg)
     macs = n * o * out_h * out_w * c2 * kh * kw
     return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
@@ -553,18 +627,23 @@ def compile_qdense(
     if knobs is None:
         knobs = quantized_dense_knobs(cfg, nb=nb, mb=mb, kb=kb, steps=steps, residual=residual,
                                       nthreads=nthreads)  # fmt: skip
-        s = schedule_dense_packed(out, knobs, cfg)
     else:
         acc = 1 + epilogue_channel_tiles(steps) + int(residual)
         misfit = dense_misfit(cfg, knobs, nb=nb, mb=mb, kb=kb, acc_buffers=acc)
         if misfit is not None:
             raise ScheduleError(f"dense group {name}: {misfit} on {cfg.name}")
-        s = schedule_dense_packed(out, knobs, cfg)
-    args = [data, wt, *tiles.values(), *([res] if res is not None else []), out]
-    prog = tgt.codegen(
-        lower(s, args, target=tgt),
-        roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
-    )
+    tuned = knobs
+
+    def build() -> Program:
+        s = schedule_dense_packed(out, tuned, cfg)
+        args = [data, wt, *tiles.values(), *([res] if res is not None else []), out]
+        return tgt.codegen(
+            lower(s, args, target=tgt),
+            roles={"weight": "param", **{t.name: "param" for t in tiles.values()}},
+        )
+
+    key = ("dense", cfg, batch, weight.shape, residual, knobs, tuple(steps), tuple(tiles))
+    prog = reused_program(key, [t.name for t in tiles.values()], build)
     values["weight"] = pack_weight(weight, cfg)
     macs = batch * m * k
     return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
