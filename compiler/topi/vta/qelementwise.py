@@ -43,12 +43,12 @@ from isa import HwConfig, Program
 
 from .qnn import (
     QLayer,
-    reused_program,
     accumulator_stages,
     alu_stages,
     attach_tile,
     imm_steps,
     place_in_accumulator,
+    reused_program,
 )
 
 INT8_MIN, INT8_MAX = -128, 127
