@@ -290,9 +290,19 @@ class _Generator:
                 out.extend(fn(p) for p in points)
             return tuple(out)
 
-        def segments(env: Env, start: int, stop: int) -> list[tuple[int, int]]:
+        def segments(env: Env, start: int, stop: int) -> list[tuple[int, int]] | None:
+            """The runs of iterations over which every probe keeps its value; None when
+            finding them would cost more than issuing the loop one iteration at a time."""
             if not compiled:
                 return [(start, stop)]
+            points = 0
+            for _, loops in compiled:
+                n = 1
+                for _, _, ext_fn in loops:
+                    n *= max(ext_fn(env), 0)
+                points += n
+            if points * (stop - start) > PROBE_EVALUATIONS:
+                return None
             cuts, last = [start], value(env, start)
             for i in range(start + 1, stop):
                 now = value(env, i)
@@ -312,7 +322,11 @@ class _Generator:
             if stop - start < REPEAT_MIN_ITERATIONS:
                 plain(env, start, stop)
                 return
-            for s0, s1 in segments(env, start, stop):
+            runs = segments(env, start, stop)
+            if runs is None:
+                plain(env, start, stop)
+                return
+            for s0, s1 in runs:
                 if s1 - s0 < REPEAT_MIN_ITERATIONS:
                     plain(env, s0, s1)
                     continue
@@ -512,6 +526,8 @@ REPEAT_MIN_ITERATIONS = 5
 REPEAT_MIN_ITEMS = 32
 #: How many iterations are issued one by one, at most, looking for two that repeat.
 REPEAT_TRIES = 3
+#: The most probe values evaluated to cut one loop into runs (beyond, it runs one by one).
+PROBE_EVALUATIONS = 20_000
 
 
 @dataclass(frozen=True)

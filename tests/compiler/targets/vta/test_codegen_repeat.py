@@ -94,3 +94,11 @@ def test_builder_repeat_flags_each_iterations_last_instruction(n):
     assert fast.repeat(first, second, last_issued, n - 3)
     code = isa.encode_stream(fast.finish().insns, cfg)
     assert code.tobytes() == isa.encode_stream(plain.finish().insns, cfg).tobytes()
+
+
+def test_loops_whose_probes_cost_too_much_run_one_by_one(monkeypatch):
+    task = TASKS[0]
+    index = task.default_config().index
+    fast = _program_bytes(task, index)
+    monkeypatch.setattr(codegen, "PROBE_EVALUATIONS", 0)
+    assert _program_bytes(task, index) == fast
