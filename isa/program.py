@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .config import HwConfig, parse_json
-from .encoding import INSN_BYTES, decode_fields, decode_stream, encode_stream
+from .encoding import INSN_BYTES, InsnBlock, decode_fields, decode_stream, encode_stream
 from .errors import ConfigError, ProgramError
 from .insn import Insn
 from .outputs import OutputFiles
@@ -158,7 +158,7 @@ class Program:
     def build(
         cls,
         config: HwConfig,
-        insns: Sequence[Insn],
+        insns: Sequence[Insn | InsnBlock],
         *,
         dram_bytes: int | None = None,
         insn_base: int = 0,
@@ -185,7 +185,7 @@ class Program:
         dram[insn_base:end] = code
         for off, blob in blobs.items():
             dram[off : off + blob.size] = blob
-        return cls(config, dram, insn_base, len(insns), syms)
+        return cls(config, dram, insn_base, code.size // INSN_BYTES, syms)
 
     # ---- validation ---------------------------------------------------------------------
     def validate(self) -> None:
