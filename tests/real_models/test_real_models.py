@@ -311,8 +311,11 @@ def test_magika_names_file_types_fp32_and_int8_on_the_accelerator() -> None:
 
     model = rm.models()["magika"]
     names = filetype.labels(model)
-    scored = filetype.files(per_type=3, seed=0)
-    calibration = filetype.files(per_type=2, seed=1, skip=set(scored))
+    # this repository's files as of a fixed commit, so the sample does not move with each
+    # commit; as many as the benchmark scores and calibrates on (the agreement of smaller
+    # samples spreads widely: 81% to 100% over 18 samples of 37 files, docs/real_models.md)
+    scored = filetype.files(per_type=6, seed=0, rev=filetype.PINNED)
+    calibration = filetype.files(per_type=6, seed=1, skip=set(scored), rev=filetype.PINNED)
     rows = [filetype.read(model, p)[None] for p in scored]
     sess = InferenceSession(str(model.path), "cpu", input_shapes={"bytes": (1, 2048)})
     fp32 = [sess.run(None, {"bytes": x})[0][0] for x in rows]
@@ -320,7 +323,7 @@ def test_magika_names_file_types_fp32_and_int8_on_the_accelerator() -> None:
     right = [
         names[int(f.argmax())] == want for (_, want), f in zip(told, fp32, strict=True) if want
     ]
-    assert len(right) >= 15 and sum(right) >= 0.8 * len(right), (sum(right), len(right))
+    assert len(right) >= 30 and sum(right) >= 0.8 * len(right), (sum(right), len(right))
     graph = load(str(model.path), None, 1, {"bytes": (1, 2048)})
     feeds = [{"bytes": filetype.read(model, p)[None]} for p in calibration]
     net = compile_network(graph, "vta-1x16x16", calibration=feeds, calibrator="kl")
