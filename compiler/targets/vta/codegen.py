@@ -268,7 +268,8 @@ class _Generator:
                   probes: list[_Probe]) -> Run:  # fmt: skip
         """A loop whose iterations may be issued from the difference of two
         (:func:`_stepping_probes`): over each run of iterations where every probe keeps its
-        value, three iterations are issued one by one and the builder repeats the rest."""
+        value, iterations are issued one by one (three at most) until two in a row start in
+        the builder state the second ends in, and the builder repeats the rest."""
         b = self.builder
         compiled = [
             (compile_expr(p.atom), [(f.var, compile_expr(f.min), compile_expr(f.extent))
@@ -303,12 +304,15 @@ class _Generator:
                 points += n
             if points * (stop - start) > PROBE_EVALUATIONS:
                 return None
-            cuts, last = [start], value(env, start)
-            for i in range(start + 1, stop):
-                now = value(env, i)
-                if now != last:
-                    cuts.append(i)
-                    last = now
+            try:
+                cuts, last = [start], value(env, start)
+                for i in range(start + 1, stop):
+                    now = value(env, i)
+                    if now != last:
+                        cuts.append(i)
+                        last = now
+            except ArithmeticError:  # a probe evaluated where the body would not evaluate it
+                return None
             return list(zip(cuts, [*cuts[1:], stop], strict=True))
 
         def plain(env: Env, start: int, stop: int) -> None:
@@ -549,8 +553,8 @@ def _stepping_probes(loop: For) -> list[_Probe] | None:
     the variable only through probes, and addresses through ``coeff * var`` terms and probes
     (a ``let`` of an affine expression steps the same way). None when they may not: a part
     that is not affine reads a variable bound inside the body (other than a loop with fixed
-    range), or a kernel changes with the variable. The builder then issues the iterations
-    after the first three of each such run from the difference of two
+    range), or a kernel changes with the variable. The builder then issues the iterations of
+    each such run after the first two or three from the difference of two
     (:meth:`StreamBuilder.repeat`).
 
     Example:
