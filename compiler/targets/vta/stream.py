@@ -442,13 +442,12 @@ class StreamBuilder:
         The items from ``first`` to ``second`` are one iteration, those from ``second`` to the
         end the next, and the builder's :meth:`state` was the same before the first, before the
         second and after it (the caller checks); ``last_issued`` is the first iteration's last
-        instruction as it was issued, before the second iteration's first push could flag it. The
-        caller
-        guarantees that every field of the body's instructions is an affine function of the
-        loop variable and that everything else the body decides does not depend on it; then
-        each further iteration is the second plus the difference between the two, and they
-        are appended as one :class:`~isa.InsnBlock` (the very last instruction as an object).
-        False (nothing appended) when the two iterations do not line up.
+        instruction as it was issued, before the second iteration's first push could flag it.
+        The caller guarantees that every field of the body's instructions is an affine function
+        of the loop variable and that everything else the body decides does not depend on it;
+        then each further iteration is the second plus the difference between the two, and
+        they are appended as one :class:`~isa.InsnBlock` (the very last instruction as an
+        object). False (nothing appended) when the two iterations do not line up.
         """
         insns = self.insns
         end = len(insns)
