@@ -179,49 +179,57 @@ def _pushed_if_valid(prog: Program) -> dict[str, int] | None:
     uop_load = is_load & (mem == MemType.UOP) & (f["x_size"] != 0) & (f["y_size"] != 0)
     loops = ((op == Opcode.GEMM) | (op == Opcode.ALU)) & (f["iter_out"] != 0)
     loops &= (f["iter_in"] != 0) & (f["uop_begin"] != f["uop_end"])
-    order = np.flatnonzero(uop_load | loops)
-    if order.size == 0:
+    if not loops.any():
         return pushed
-    names = [
-        "opcode", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0",
-        "x_pad_0", "x_pad_1", "reset", "use_imm", "uop_begin", "uop_end", "iter_out",
-        "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
-        "wgt_factor_out", "wgt_factor_in",
-    ]  # fmt: skip
-    cols = [f[name][order].tolist() for name in names]
+    begin, end = f["uop_begin"], f["uop_end"]
+    if ((begin > end) & loops).any() or ((end > cfg.uop_depth) & loops).any():
+        return None
+    # the uop buffer changes only at a LOAD UOP: between two of them (usually one, at the
+    # start) every GEMM and ALU reads the same micro-ops, checked together, with the column
+    # maxima of each distinct (begin, end) range computed once
     depths = {b: cfg.depth_of(b) for b in ("acc", "inp", "wgt")}
     uops = np.zeros((cfg.uop_depth, 3), np.int64)
-    tops: dict[tuple[int, int], list[int]] = {}  # (begin, end) -> column maxima, per kernel
-    for (
-        code, sram, dram, ys, xs, stride, yp0, xp0, xp1, reset, use_imm, begin, end,
-        it_out, it_in, d_out, d_in, s_out, s_in, w_out, w_in,
-    ) in zip(*cols, strict=True):  # fmt: skip
-        if code == Opcode.LOAD:
-            width = xp0 + xs + xp1
+    cuts = [*np.flatnonzero(uop_load).tolist(), n]
+    if cuts[0] > 0:
+        cuts.insert(0, 0)
+    for at, stop in zip(cuts[:-1], cuts[1:], strict=True):
+        if uop_load[at]:
+            ys, xs = int(f["y_size"][at]), int(f["x_size"][at])
+            stride, sram, dram = (
+                int(f["x_stride"][at]),
+                int(f["sram_base"][at]),
+                int(f["dram_base"][at]),
+            )
+            width = int(f["x_pad_0"][at]) + xs + int(f["x_pad_1"][at])
             for yy in range(ys):
                 lo = (dram + yy * stride) * 4
                 words = prog.dram[lo : lo + xs * 4].view(np.uint32)
-                row = sram + (yp0 + yy) * width + xp0
+                row = sram + (int(f["y_pad_0"][at]) + yy) * width + int(f["x_pad_0"][at])
                 uops[row : row + xs] = np.stack(decode_uops(words, cfg), 1)
-            tops.clear()
+        rows = at + np.flatnonzero(loops[at:stop])
+        if rows.size == 0:
             continue
-        if begin > end or end > cfg.uop_depth:
-            return None
-        top = tops.get((begin, end))
-        if top is None:
-            top = tops[(begin, end)] = uops[begin:end].max(axis=0).tolist()
-        o, i = it_out - 1, it_in - 1
-        if top[0] + o * d_out + i * d_in >= depths["acc"]:
-            return None
-        if reset:
-            continue
-        if code == Opcode.GEMM:
-            if top[1] + o * s_out + i * s_in >= depths["inp"]:
+        pairs, which = np.unique(begin[rows] * (cfg.uop_depth + 1) + end[rows], return_inverse=True)
+        top = np.array(
+            [
+                uops[p // (cfg.uop_depth + 1) : p % (cfg.uop_depth + 1)].max(axis=0)
+                for p in pairs.tolist()
+            ]
+        )[which.reshape(-1)]
+        o, i = f["iter_out"][rows] - 1, f["iter_in"][rows] - 1
+
+        reads = f["reset"][rows] == 0
+        gemm = reads & (op[rows] == Opcode.GEMM)
+        alu_src = reads & (op[rows] == Opcode.ALU) & (f["use_imm"][rows] == 0)
+        for col, factor, buf, sel in (
+            (0, "dst", "acc", None), (1, "src", "inp", gemm), (2, "wgt", "wgt", gemm),
+            (1, "src", "acc", alu_src),
+        ):  # fmt: skip
+            reach = top[:, col] + o * f[f"{factor}_factor_out"][rows]
+            reach += i * f[f"{factor}_factor_in"][rows]
+            over = reach >= depths[buf]
+            if (over if sel is None else sel & over).any():
                 return None
-            if top[2] + o * w_out + i * w_in >= depths["wgt"]:
-                return None
-        elif not use_imm and top[1] + o * s_out + i * s_in >= depths["acc"]:
-            return None
     return pushed
 
 
