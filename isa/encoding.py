@@ -186,7 +186,7 @@ def _columns(cls: type[Insn]) -> tuple[Any, np.ndarray]:
     hit = _COLUMNS.get(cls)
     if hit is None:
         names = [f.name for f in dataclasses.fields(cls)]
-        index = {n: k for k, n in enumerate(all_field_names())}
+        index = _field_index()
         get = attrgetter(*names) if names else None
         hit = _COLUMNS[cls] = (get, np.asarray([index[n] for n in names], dtype=np.int64))
     return hit
@@ -220,45 +220,61 @@ def fields_of(items: Sequence[Insn | InsnBlock]) -> np.ndarray:
     return out
 
 
-def encode_fields(
-    fields: np.ndarray, cfg: HwConfig, *, rows: np.ndarray | None = None
-) -> np.ndarray:
-    """Encode a field array (:class:`InsnBlock`) into ``(n, 2)`` uint64 words; a value that
-    does not fit its field raises naming the instruction (its position in ``rows``, the
-    stream positions of the array's rows, when given) and the field."""
-    index = {n: k for k, n in enumerate(all_field_names())}
+@functools.cache
+def _field_index() -> dict[str, int]:
+    """Each field's column in a field array (:class:`InsnBlock`)."""
+    return {n: k for k, n in enumerate(all_field_names())}
+
+
+def _pack(fields: np.ndarray, cfg: HwConfig) -> tuple[np.ndarray, tuple[int, str, int] | None]:
+    """The ``(n, 2)`` uint64 words of a field array, and the first row (in order) holding a
+    value its field cannot (row, field name, value), or None."""
+    index = _field_index()
     opcode = fields[:, 0]
     words = np.zeros((fields.shape[0], 2), dtype=np.uint64)
+    first: tuple[int, str, int] | None = None
     for op in np.unique(opcode).tolist():
-        if op not in OPCODE_FORMAT:
-            k = int(np.flatnonzero(opcode == op)[0])
-            raise EncodingError(
-                f"instruction {_at(rows, k)}: field 'opcode' = {op} is not an opcode of the ISA"
-            )
         sel = np.flatnonzero(opcode == op)
+        if op not in OPCODE_FORMAT:
+            if first is None or sel[0] < first[0]:
+                first = (int(sel[0]), "opcode", op)
+            continue
         these = fields[sel]
         packed = np.zeros((sel.size, 2), dtype=np.uint64)
         for f in layout(OPCODE_FORMAT[op], cfg).fields:
             v = these[:, index[f.name]]
-            bad = (v < f.min_value) | (v > f.max_value)
-            if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                raise EncodingError(
-                    f"instruction {_at(rows, int(sel[k]))}: field {f.name!r} = {int(v[k])} "
-                    f"does not fit {f.width} {'signed ' if f.signed else ''}bits "
-                    f"[{f.min_value}, {f.max_value}]"
-                )
+            bad = np.flatnonzero((v < f.min_value) | (v > f.max_value))
+            if bad.size and (first is None or sel[bad[0]] < first[0]):
+                first = (int(sel[bad[0]]), f.name, int(v[bad[0]]))
             u = v.astype(np.uint64) & np.uint64(f.mask)
             word, shift = f.lsb // 64, f.lsb % 64
             packed[:, word] |= u << np.uint64(shift)
             if shift + f.width > 64:  # the field runs on into the next word
                 packed[:, word + 1] |= u >> np.uint64(64 - shift)
         words[sel] = packed
-    return words
+    return words, first
 
 
-def _at(rows: np.ndarray | None, k: int) -> int:
-    return k if rows is None else int(rows[k])
+def encode_fields(
+    fields: np.ndarray, cfg: HwConfig, *, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Encode a field array (:class:`InsnBlock`) into ``(n, 2)`` uint64 words; a value that
+    does not fit its field raises naming the first such instruction (its position in ``rows``,
+    the stream positions of the array's rows, when given) and the field."""
+    words, first = _pack(fields, cfg)
+    if first is None:
+        return words
+    k, name, value = first
+    at = k if rows is None else int(rows[k])
+    if name == "opcode":
+        raise EncodingError(
+            f"instruction {at}: field 'opcode' = {value} is not an opcode of the ISA"
+        )
+    f = layout(OPCODE_FORMAT[int(fields[k, 0])], cfg).field(name)
+    raise EncodingError(
+        f"instruction {at}: field {name!r} = {value} does not fit {f.width} "
+        f"{'signed ' if f.signed else ''}bits [{f.min_value}, {f.max_value}]"
+    )
 
 
 def stream_length(items: Iterable[Insn | InsnBlock]) -> int:
@@ -269,7 +285,7 @@ def stream_length(items: Iterable[Insn | InsnBlock]) -> int:
 def encode_stream(insns: Iterable[Insn | InsnBlock], cfg: HwConfig) -> np.ndarray:
     """Encode instructions (and :class:`InsnBlock` runs) into one uint8 array of 16 bytes each.
 
-    The instructions of each class are packed together with numpy, field by field (a network's
+    The instructions are packed together with numpy, field by field, per format (a network's
     programs hold hundreds of thousands of instructions); a value that does not fit its field
     is reported by :func:`encode`, naming the instruction and the field, as one at a time.
 
@@ -283,57 +299,38 @@ def encode_stream(insns: Iterable[Insn | InsnBlock], cfg: HwConfig) -> np.ndarra
     """
     items = list(insns)
     words = np.zeros((stream_length(items), 2), dtype=np.uint64)
-    # per class: the stream positions, and for each the row of its instruction among the
-    # class's distinct instruction objects (a stream often holds one object many times: a
-    # compiler reuses an immutable instruction it issues again), each encoded once
-    groups: dict[type[Insn], tuple[list[int], list[int], list[Insn]]] = {}
+    # the distinct instruction objects (a stream often holds one object many times: a compiler
+    # reuses an immutable instruction it issues again), each encoded once, and where each
+    # stands; then the blocks' rows; all packed field by field in one call
+    distinct: list[Insn] = []
     row_of: dict[int, int] = {}
-    pos = 0
+    at: list[int] = []
+    rows: list[int] = []
     blocks: list[tuple[int, np.ndarray]] = []
-    for insn in items:
-        if isinstance(insn, InsnBlock):
-            blocks.append((pos, insn.fields))
-            pos += len(insn)
+    pos = 0
+    for item in items:
+        if isinstance(item, InsnBlock):
+            blocks.append((pos, item.fields))
+            pos += len(item)
             continue
-        group = groups.get(type(insn))
-        if group is None:
-            group = groups[type(insn)] = ([], [], [])
-        row = row_of.get(id(insn))
+        row = row_of.get(id(item))
         if row is None:
-            row = row_of[id(insn)] = len(group[2])
-            group[2].append(insn)
-        group[0].append(pos)
-        group[1].append(row)
+            row = row_of[id(item)] = len(distinct)
+            distinct.append(item)
+        at.append(pos)
+        rows.append(row)
         pos += 1
-    for cls, (idx, rows, distinct) in groups.items():
-        lay = layout(cls.fmt, cfg)
-        names = [f.name for f in dataclasses.fields(cls)]
-        # every field of an instruction in one call (fields are ints, bools and int enums)
-        fields_of = attrgetter(*names)
-        try:
-            values = np.array([fields_of(insn) for insn in distinct], dtype=np.int64).reshape(
-                len(distinct), len(names)
-            )
-        except OverflowError:  # beyond 64 bits: certainly beyond its field
-            return _encode_one_by_one(items, cfg)
-        column = {n: values[:, k] for k, n in enumerate(names)}
-        column["opcode"] = np.full(len(distinct), int(cls.opcode), dtype=np.int64)
-        packed = np.zeros((len(distinct), 2), dtype=np.uint64)
-        for f in lay.fields:
-            v = column.get(f.name)
-            if v is None:
-                continue
-            if ((v < f.min_value) | (v > f.max_value)).any():
-                return _encode_one_by_one(items, cfg)  # names the first value that does not fit
-            u = v.astype(np.uint64) & np.uint64(f.mask)
-            word, shift = f.lsb // 64, f.lsb % 64
-            packed[:, word] |= u << np.uint64(shift)
-            if shift + f.width > 64:  # the field runs on into the next word
-                packed[:, word + 1] |= u >> np.uint64(64 - shift)
-        words[idx] = packed[rows]
-    if blocks:  # all blocks in one call (a loop nest leaves hundreds of small ones)
+    try:
+        fields = np.concatenate([fields_of(distinct), *(f for _, f in blocks)])
+    except OverflowError:  # beyond 64 bits: certainly beyond its field
+        return _encode_one_by_one(items, cfg)
+    packed, bad = _pack(fields, cfg)
+    if bad is not None:
+        return _encode_one_by_one(items, cfg)  # names the first value that does not fit
+    words[at] = packed[rows]
+    if blocks:
         where = np.concatenate([np.arange(p, p + f.shape[0]) for p, f in blocks])
-        words[where] = encode_fields(np.concatenate([f for _, f in blocks]), cfg, rows=where)
+        words[where] = packed[len(distinct) :]
     return words.astype("<u8").view(np.uint8).reshape(-1).copy()
 
 
