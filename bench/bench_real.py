@@ -86,8 +86,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 os.environ.setdefault("VTAC_NUM_THREADS", _THREADS)
 
 import argparse  # noqa: E402
+import atexit  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -619,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
             print("gpu: numba's CUDA simulator (latencies are the simulator's)")
     print(f"models: {rm.folder()}\n", flush=True)
     doc: dict[str, Any] = {}
+    # rendered pages and lines go to one scratch folder of this run, removed when it ends
+    scratch = Path(tempfile.mkdtemp(prefix="bench-real-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     for name in names:
         model = available[name]
         is_ocr = model.kind in ("text-recognizer", "text-detector", "text-direction")
@@ -631,12 +636,12 @@ def main(argv: list[str] | None = None) -> int:
                 count = args.ocr_pages
             elif model.kind == "text-direction" and ocr.reads_pages(model):
                 count = args.direction_pages
-            folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+            folder = scratch / name
             inputs, texts = _ocr_inputs(model, count, SCORED_SEED, folder / "scored")
             cal, _ = _ocr_inputs(model, args.ocr_calibration, CALIBRATION_SEED, folder / "calib")
             calibration = [x for _, x in cal]
         elif model.kind == "detector":
-            folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+            folder = scratch / name
             inputs = _detector_inputs(model, args.detector_pages, SCORED_SEED, folder / "scored")
             if model.image is None:  # the photos, mirrored
                 calibration = [np.ascontiguousarray(x[..., ::-1]) for _, x in inputs]
