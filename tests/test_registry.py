@@ -105,6 +105,22 @@ def _int8_cases():
             ),
             Node("qmul", (x, x), {"multiplier": 3000, "shift": 12, **out}),
             Node(
+                "qprelu",
+                (x, g),
+                {
+                    "neg_min": -128,
+                    "neg_max": 3,
+                    "slope_multiplier": 23000,
+                    "slope_shift": 19,
+                    "slope_min": -120,
+                    "slope_max": 127,
+                    "pos_multiplier": 17000,
+                    "neg_multiplier": 9000,
+                    "shift": 15,
+                    **out,
+                },
+            ),  # fmt: skip
+            Node(
                 "qhard_sigmoid",
                 (x,),
                 {"multiplier": -700, "shift": 9, "offset": 40000, "out_max": 127},

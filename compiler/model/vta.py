@@ -50,6 +50,7 @@ from compiler.partition import AccelGroup, Partition, partition_graph
 from compiler.partition.partition import IN_PLACE, IN_PLACE_REASON
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
 from compiler.quantize import INT8_COSINE_TARGET, fp32_fallbacks, sensitivity_thresholds
+from compiler.quantize.fuse import fuse_qprelu
 from compiler.targets.vta.input_prep import InputPrep, input_preps
 from compiler.targets.vta.link import NetworkDram, check_plan, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
@@ -247,7 +248,8 @@ def quantize_partition(
     pipe = vta_pipeline(calibration=calibration, calibrator=calibrator, requant=requant,
                         cache=cache, sensitivity=sensitivity,
                         bias_correction=bias_correction)  # fmt: skip
-    built = run_build(NetworkBuild(graph, cfg), Pipeline(pipe.passes[:2]))
+    upto = [p.name for p in pipe.passes].index("partition") + 1
+    built = run_build(NetworkBuild(graph, cfg), Pipeline(pipe.passes[:upto]))
     assert built.partition is not None
     return built.graph, built.partition, quantized
 
@@ -402,13 +404,15 @@ def vta_pipeline(
 
     1. ``quantize``: int8 quantization (:func:`compiler.quantize.quantize_graph` through the
        compile cache), unless the graph is int8 already;
-    2. ``partition``: every node to the accelerator or the host (:func:`partition_graph`);
-    3. ``compile_groups``: one program per accelerator group, a group whose compile fails
+    2. ``fuse_qprelu``: each int8 PReLU's four nodes become one ``qprelu``
+       (:func:`compiler.quantize.fuse.fuse_qprelu`: one accelerator group instead of four);
+    3. ``partition``: every node to the accelerator or the host (:func:`partition_graph`);
+    4. ``compile_groups``: one program per accelerator group, a group whose compile fails
        sent to the host (:func:`compile_partition`);
-    4. ``plan_dram``: the network's one DRAM image (:func:`plan_network_dram`);
-    5. ``input_prep``: what the host does (pad, fold, pack) to each group input the image does
+    5. ``plan_dram``: the network's one DRAM image (:func:`plan_network_dram`);
+    6. ``input_prep``: what the host does (pad, fold, pack) to each group input the image does
        not hand over in place (:func:`compiler.targets.vta.input_prep.input_preps`);
-    6. ``compile_host_groups``: the host groups for the CPU (left out with
+    7. ``compile_host_groups``: the host groups for the CPU (left out with
        ``host_groups=False``).
 
     ``VTAC_VERIFY_IR=1`` checks the build after every pass (:func:`verify_build`: the graph,
@@ -419,7 +423,7 @@ def vta_pipeline(
 
     Example:
         >>> vta_pipeline().names()
-        ['quantize', 'partition', 'compile_groups', 'plan_dram', 'input_prep', \
+        ['quantize', 'fuse_qprelu', 'partition', 'compile_groups', 'plan_dram', 'input_prep', \
 'compile_host_groups']
     """
 
@@ -437,6 +441,10 @@ def vta_pipeline(
                                      chosen=getattr(graph, "threshold", None))  # fmt: skip
         warn_if_far_from_fp32(graph)
         return replace(b, graph=graph, scheme=scheme)
+
+    def fuse(b: NetworkBuild) -> NetworkBuild:
+        graph = fuse_qprelu(b.graph)
+        return b if graph is b.graph else replace(b, graph=graph)
 
     def partition(b: NetworkBuild) -> NetworkBuild:
         return replace(b, partition=partition_graph(b.graph, b.config))
@@ -469,6 +477,7 @@ def vta_pipeline(
 
     passes: list[Pass[NetworkBuild]] = [
         Pass("quantize", quantize),
+        Pass("fuse_qprelu", fuse),
         Pass("partition", partition),
         Pass("compile_groups", compile_groups),
         Pass("plan_dram", plan_dram),

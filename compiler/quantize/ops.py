@@ -23,7 +23,13 @@ operators are:
 * ``qmul`` (int8 ``a``, int8 ``b`` of ``a``'s shape or ``(N, C, 1, 1)`` for an NCHW ``a``;
   ``multiplier``, ``shift``, ``out_min``, ``out_max``):
   ``clip(rshift(a * b * multiplier, shift))``, the channel-wise multiply of a
-  squeeze-excitation (``|a b multiplier| <= 128 * 128 * 32767 < 2**31``).
+  squeeze-excitation (``|a b multiplier| <= 128 * 128 * 32767 < 2**31``);
+* ``qprelu`` (int8 ``x``, int8 ``slope`` of the shape a ``qmul`` gate of ``x`` has): an int8
+  PReLU as the four nodes it quantizes to, in one (:func:`compiler.quantize.fuse.fuse_qprelu`):
+  ``qadd(relu(x), qmul(clip(x, neg_min, neg_max), slope))`` with the ``qmul``'s
+  ``slope_multiplier``, ``slope_shift``, ``slope_min``, ``slope_max`` and the ``qadd``'s
+  ``pos_multiplier`` (of ``relu(x)``), ``neg_multiplier``, ``shift``, ``out_min``, ``out_max``;
+  the same integers, bit for bit.
 
 Example:
     >>> from compiler.graph.ir import Constant, Graph, Node, TensorType, Var
@@ -168,6 +174,31 @@ def _infer_qmul(node: Node) -> TensorType:
     return TensorType(a.shape, "int8", a.layout)
 
 
+def _infer_qprelu(node: Node) -> TensorType:
+    x = _need(node, 0, ("int8",))
+    slope = _need(node, 1, ("int8",))
+    per_channel = (x.shape[0], x.shape[1], 1, 1) if x.ndim == 4 else x.shape
+    if x.ndim not in (2, 4) or slope.shape != per_channel:
+        raise ShapeError(
+            f"{_where(node)} input 1: the slope must have shape {per_channel} for an input of "
+            f"shape {x.shape} (NCHW or (N, C)), got {slope.shape}"
+        )
+    lo = _int_attr(node, "neg_min", INT8_MIN, INT8_MAX)
+    if lo > _int_attr(node, "neg_max", INT8_MIN, INT8_MAX):
+        raise GraphError(f"{_where(node)}: neg_min {lo} is greater than neg_max")
+    _int_attr(node, "slope_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "slope_shift", 0, 30)
+    if _int_attr(node, "slope_min", INT8_MIN, INT8_MAX) > _int_attr(
+        node, "slope_max", INT8_MIN, INT8_MAX
+    ):
+        raise GraphError(f"{_where(node)}: slope_min is greater than slope_max")
+    _int_attr(node, "pos_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "neg_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "shift", 0, 30)
+    _out_range(node)
+    return TensorType(x.shape, "int8", x.layout)
+
+
 def _infer_hard(node: Node) -> TensorType:
     t = _need(node, 0, ("int8",))
     gate = "gate_" if node.op == "qhard_swish" else ""
@@ -192,6 +223,9 @@ def _infer_sum_pool(node: Node) -> TensorType:
 
 
 _OUT = {"out_min": INT8_MIN, "out_max": INT8_MAX}
+#: a ``qprelu``'s attributes besides the output range
+_PRELU_KEYS = ("neg_min", "neg_max", "slope_multiplier", "slope_shift", "slope_min", "slope_max",
+               "pos_multiplier", "neg_multiplier", "shift")  # fmt: skip
 _DEFS = (
     OpDef("quantize", PatternKind.INJECTIVE, 1, 1, {"scale": REQUIRED}, _infer_quantize, "integer"),
     OpDef(
@@ -223,6 +257,15 @@ _DEFS = (
         2,
         {"multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
         _infer_qmul,
+        "integer",
+    ),
+    OpDef(
+        "qprelu",
+        PatternKind.INJECTIVE,
+        2,
+        2,
+        {**{key: REQUIRED for key in _PRELU_KEYS}, **_OUT},
+        _infer_qprelu,
         "integer",
     ),
     OpDef(
@@ -305,6 +348,16 @@ def _qmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     )
 
 
+def _qprelu(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    x, slope = args
+    neg = np.clip(x, attrs["neg_min"], attrs["neg_max"]).astype(np.int8)
+    scaled = mul_int(neg, slope, attrs["slope_multiplier"], attrs["slope_shift"],
+                     attrs["slope_min"], attrs["slope_max"])  # fmt: skip
+    pos = np.maximum(x, 0).astype(np.int8)
+    return add_int(pos, scaled, attrs["pos_multiplier"], attrs["neg_multiplier"],
+                   attrs["shift"], attrs["out_min"], attrs["out_max"])  # fmt: skip
+
+
 def _qhard_sigmoid(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return hard_sigmoid_int(args[0], hard_sigmoid_params(attrs))
 
@@ -320,6 +373,7 @@ _IMPLS = {
     "qadd": _qadd,
     "global_sum_pool2d": _sum_pool,
     "qmul": _qmul,
+    "qprelu": _qprelu,
     "qhard_sigmoid": _qhard_sigmoid,
     "qhard_swish": _qhard_swish,
 }

@@ -633,6 +633,47 @@ def _qmul(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tens
     return compute(a.shape, fm, name=name, tag="qmul")
 
 
+def _qprelu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``compiler.quantize.ops``' ``qprelu``: the ``qadd`` of ``relu(x)`` and the ``qmul`` of
+    ``clip(x, neg_min, neg_max)`` by the per-channel ``slope``, in int64 as those two are."""
+    keys = ("neg_min", "neg_max", "slope_multiplier", "slope_shift", "slope_min", "slope_max",
+            "pos_multiplier", "neg_multiplier", "shift", "out_min", "out_max")  # fmt: skip
+    _known("qprelu", name, attrs, keys)
+    _arity("qprelu", name, inputs, 2)
+    _int8_inputs("qprelu", name, inputs)
+    x, slope = inputs
+    per_channel = (x.shape[0], x.shape[1], 1, 1) if x.ndim == 4 else tuple(x.shape)
+    if x.ndim not in (2, 4) or tuple(slope.shape) != tuple(per_channel):
+        raise _fail("qprelu", name, f"slope of shape {tuple(slope.shape)} does not match {x.name}")
+    big = (1 << 15) - 1
+    lo_n = _int_attr("qprelu", name, attrs, "neg_min", -128, 127)
+    hi_n = _int_attr("qprelu", name, attrs, "neg_max", -128, 127)
+    m1 = _int_attr("qprelu", name, attrs, "slope_multiplier", 0, big)
+    s1 = _int_attr("qprelu", name, attrs, "slope_shift", 0, 30)
+    lo_s = _int_attr("qprelu", name, attrs, "slope_min", -128, 127)
+    hi_s = _int_attr("qprelu", name, attrs, "slope_max", -128, 127)
+    mp = _int_attr("qprelu", name, attrs, "pos_multiplier", 0, big)
+    mn = _int_attr("qprelu", name, attrs, "neg_multiplier", 0, big)
+    shift = _int_attr("qprelu", name, attrs, "shift", 0, 30)
+    lo, hi = _out_range("qprelu", name, attrs)
+    i64 = as_dtype("int64")
+
+    def clipped(v: Any, a: int, b: int) -> Any:
+        return op.minimum(op.maximum(v, const(a, i64)), const(b, i64))
+
+    def fp(*i: Any) -> Any:
+        v = op.cast(i64, x(*i))
+        si = (i[0], i[1], 0, 0) if x.ndim == 4 else i
+        neg = clipped(v, lo_n, hi_n)
+        prod = E.Mul(E.Mul(neg, op.cast(i64, slope(*si))), const(m1, i64))
+        scaled = clipped(_round_shift(prod, const(s1, i64)), lo_s, hi_s)
+        # E.Mul, not op.mul, as in qadd: a multiplier of 0 must not fold an operand away
+        acc = E.Mul(op.maximum(v, const(0, i64)), const(mp, i64)) + E.Mul(scaled, const(mn, i64))
+        return op.cast("int8", clipped(_round_shift(acc, const(shift, i64)), lo, hi))
+
+    return compute(x.shape, fp, name=name, tag="qprelu")
+
+
 def _hard_gate(x: Any, m: int, shift: int, offset: int, top: int) -> Any:
     """``compiler.quantize.hard.hard_sigmoid_int`` on an int64 expression:
     ``clip(floor((x m + offset) / 2**shift), 0, top)``."""
@@ -749,6 +790,7 @@ OPS: dict[str, ComputeFn] = {
     "requantize": _requantize,
     "qadd": _qadd,
     "qmul": _qmul,
+    "qprelu": _qprelu,
     "qhard_sigmoid": _qhard_sigmoid,
     "qhard_swish": _qhard_swish,
 }

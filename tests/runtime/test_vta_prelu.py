@@ -1,7 +1,9 @@
 """PReLU (MTCNN's) on the accelerator: the frontend writes it as ``relu(x) + slope *
 min(x, 0)``; the quantizer makes ``min(x, 0)`` an int8 clip and the multiply by the per-channel
-slopes a ``qmul`` with an int8 gate constant, so every piece runs as an accelerator group, bit
-for bit against the quantized graph's integer reference, and close to onnxruntime."""
+slopes a ``qmul`` with an int8 gate constant; the build fuses the four int8 nodes into one
+``qprelu`` (``compiler/quantize/fuse.py``), one accelerator group, bit for bit against the
+quantized graph's integer reference and against the four groups it replaces, and close to
+onnxruntime."""
 
 import numpy as np
 import onnxruntime as ort
@@ -28,20 +30,34 @@ def _model(rank: int):
     return make_model(nodes, {"x": np.zeros(shape, np.float32)}, ["y"], inits), shape
 
 
-@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16", "4x4x4"])
 @pytest.mark.parametrize("rank", [4, 2])
-def test_prelu_runs_on_the_accelerator_bit_exact(preset, rank):
+def test_prelu_runs_on_the_accelerator_bit_exact(preset, rank, monkeypatch):
+    import compiler.model.vta as vta_build
+
     model, shape = _model(rank)
     rng = np.random.default_rng(10 + rank)
     calib = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(4)]
     net = compile_network(from_onnx(model), preset, calibration=calib, sensitivity="off")
     rules = {p.node: (p.device, p.rule) for p in net.partition.placements}
+    assert rules["prelu"] == ("vta", "qprelu-group"), rules
+    assert not {"prelu.pos", "prelu.neg", "prelu.slope"} & set(rules), rules
+    feed = {"x": np.random.default_rng(3).standard_normal(shape).astype(np.float32)}
+    run = net.run(feed)
+    out = run.outputs[0]
+    np.testing.assert_array_equal(out, net.reference(feed)[0])
+    # the four groups the fused one replaces give the same bytes, in more cycles
+    monkeypatch.setattr(vta_build, "fuse_qprelu", lambda graph: graph)
+    apart = compile_network(from_onnx(model), preset, calibration=calib, sensitivity="off")
+    rules = {p.node: (p.device, p.rule) for p in apart.partition.placements}
     assert rules["prelu.neg"] == ("vta", "clip-group"), rules
     assert rules["prelu.slope"] == ("vta", "qmul-group"), rules
     assert rules["prelu"] == ("vta", "qadd-group"), rules
-    feed = {"x": np.random.default_rng(3).standard_normal(shape).astype(np.float32)}
-    out = net.run(feed).outputs[0]
-    np.testing.assert_array_equal(out, net.reference(feed)[0])
+    run4 = apart.run(feed)
+    np.testing.assert_array_equal(run4.outputs[0], out)
+    prelu = sum(r.cycles for r in run.layers if r.name == "prelu")
+    pieces = sum(r.cycles for r in run4.layers if r.name.startswith("prelu"))
+    assert 0 < prelu < pieces, (prelu, pieces)
     (want,) = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"]).run(None, feed)  # fmt: skip
     cos = float(out.ravel() @ want.ravel() / np.linalg.norm(out) / np.linalg.norm(want))

@@ -13,9 +13,10 @@ Three kinds of groups (the partition, :mod:`compiler.partition`, forms them):
   in the weight layout at run time (:func:`compiler.topi.vta.qmatmul.compile_qmatmul`);
 * ``pool``: an int8 ``max_pool2d`` or ``global_sum_pool2d`` with its ``requantize``
   (:func:`~compiler.topi.vta.qnn.compile_qpool`);
-* ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qhard_sigmoid``, ``qhard_swish``
-  (:mod:`compiler.topi.vta.qelementwise`), and a nearest int8 ``resize`` that repeats each row
-  and column a whole number of times (:func:`compiler.topi.vta.qelementwise.compile_qresize`);
+* ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qprelu``, ``qhard_sigmoid``,
+  ``qhard_swish`` (:mod:`compiler.topi.vta.qelementwise`), and a nearest int8 ``resize`` that
+  repeats each row and column a whole number of times
+  (:func:`compiler.topi.vta.qelementwise.compile_qresize`);
 * ``rescale``: the ``cast`` of an int8 tensor to int32 with the ``requantize`` that reads it
   (an operand of a concat at another scale), its steps as ALU immediates.
 
@@ -549,13 +550,24 @@ def compile_pool(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
 
 def compile_elementwise(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     """The program of an elementwise group (its second operand: ``group.residual``)."""
-    from compiler.topi.vta.qelementwise import compile_qelementwise, elementwise_steps
+    from compiler.topi.vta.qelementwise import (
+        compile_qelementwise,
+        elementwise_steps,
+        prelu_slope,
+    )
 
     node = group.anchor
+    tiles = None
+    if node.op == "qprelu":  # the slopes: a per-channel tile of the program, not an input
+        slope = node.inputs[1]
+        if not isinstance(slope, Constant):
+            raise GraphError(f"group {group.name}: the qprelu's slope must be a constant")
+        tiles = {"slope": prelu_slope(slope.value)}
     return compile_qelementwise(
         group.name, cfg, elementwise_steps(node.op, node.attrs), shape=node.type.shape,
         binary=group.residual is not None,
         rhs_shape=group.residual.type.shape if group.residual is not None else None,
+        channel_tiles=tiles,
     )  # fmt: skip
 
 
@@ -652,6 +664,13 @@ ELEMENTWISE: dict[str, tuple[str, int | None]] = {
         "channel block, read by every pixel), MUL of the two, MUL, rounding shift and clip on "
         "the ALU",
         1,
+    ),
+    # a PReLU's four int8 nodes in one (compiler.quantize.fuse): its input is both operands
+    "qprelu": (
+        "the input loaded twice (ACC8); on one copy MIN (the negative part), MUL by the "
+        "per-channel slope tile, MUL, rounding shift and clip; MAX 0 on the other; then MUL, "
+        "ADD, rounding shift and clip of the two on the ALU",
+        0,
     ),
     "qhard_sigmoid": (
         "ACC8 load, MUL, ADD, SHR, ADD, MAX 0, MIN hi on the ALU (exact integer hard sigmoid)",

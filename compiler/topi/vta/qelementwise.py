@@ -11,7 +11,11 @@ runs the node's steps in place and the out buffer's low 8 bits are stored:
   the rounding shift and the clip (:mod:`compiler.quantize.hard`);
 * ``qadd``: the second operand goes to its own tile, then the quantizer's own sequence
   (:func:`compiler.quantize.add_alu_program`): ``MUL lhs``, ``MUL@rhs rhs``, ``ADD rhs``, the
-  rounding shift and the clip (a multiplier of 1 is no step).
+  rounding shift and the clip (a multiplier of 1 is no step);
+* ``qprelu`` (:mod:`compiler.quantize.fuse`): its input loaded twice; on the first copy the
+  negative part (the clip), the ``qmul``'s ``MUL slope`` (a per-channel int32 tile of the
+  program, written with its weights), multiplier, rounding shift and clip; ``MAX@rhs 0`` on the
+  second; then the ``qadd``'s sequence of the two (:func:`prelu_steps`).
 
 Tiles are ``tile_c`` channel blocks x ``tile_h`` rows x ``tile_w`` columns of one batch block
 (whole rows before several rows, whole channel blocks before several blocks, so every DMA is
@@ -32,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from compiler import te, topi
 from compiler.errors import ShapeError
 from compiler.quantize.hard import hard_sigmoid_steps, hard_swish_steps
@@ -47,6 +53,7 @@ from .qnn import (
     alu_stages,
     attach_tile,
     imm_steps,
+    pack_channel_vector,
     place_in_accumulator,
     reused_program,
 )
@@ -109,6 +116,43 @@ def qmul_steps(multiplier: int, shift: int, out_min: int, out_max: int) -> list[
     ]
 
 
+def prelu_steps(attrs: Mapping[str, Any]) -> list[AluStep]:
+    """The ALU steps of a ``qprelu`` (attributes as in :mod:`compiler.quantize.ops`): the
+    negative branch on the data tile (its clip, then :func:`qmul_steps` with the tile
+    ``slope`` for the second operand), ``relu`` on the second copy (``rhs``), then the
+    ``qadd``'s steps with the negative branch as their left operand (the sum is the same).
+
+    Example:
+        >>> a = {"neg_min": -128, "neg_max": 0, "slope_multiplier": 16384, "slope_shift": 20,
+        ...      "slope_min": -128, "slope_max": 127, "pos_multiplier": 16384,
+        ...      "neg_multiplier": 16384, "shift": 14, "out_min": -128, "out_max": 127}
+        >>> [str(s) for s in prelu_steps(a)]
+        ['MIN 0', 'MUL slope', 'MUL 16384', 'SHR 5', 'ADD 16384', 'SHR 15', 'MAX -128', \
+'MIN 127', 'MAX@rhs 0', 'ADD rhs', 'MAX -128', 'MIN 127']
+    """
+    neg = clip_steps(int(attrs["neg_min"]), int(attrs["neg_max"]))
+    scaled = qmul_steps(int(attrs["slope_multiplier"]), int(attrs["slope_shift"]),
+                        int(attrs["slope_min"]), int(attrs["slope_max"]))  # fmt: skip
+    scaled[0] = AluStep("MUL", tensor="slope")
+    add = qadd_steps(int(attrs["neg_multiplier"]), int(attrs["pos_multiplier"]),
+                     int(attrs["shift"]), int(attrs["out_min"]), int(attrs["out_max"]))  # fmt: skip
+    return [*neg, *scaled, AluStep("MAX", imm=0, dst="rhs"), *add]
+
+
+def prelu_slope(slope: np.ndarray) -> np.ndarray:
+    """A ``qprelu``'s int8 slope constant (of a ``qmul`` gate's shape) as one int32 per
+    channel, the tile its program reads; every batch row must hold the same values.
+
+    Example:
+        >>> prelu_slope(np.array([[3, -2]], np.int8)).tolist()
+        [3, -2]
+    """
+    v = np.asarray(slope)
+    if v.ndim not in (2, 4) or not (v == v[:1]).all():
+        raise ShapeError(f"qprelu: the slope {v.shape} must hold one value per channel")
+    return v[0].reshape(-1).astype(np.int32)
+
+
 def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
     """The ALU steps of the graph operator ``op`` (``relu``, ``clip``, ``qadd``,
     ``qhard_sigmoid``, ``qhard_swish``) with ``attrs`` (a clip's bounds are clamped to int8 and
@@ -141,22 +185,30 @@ def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
             int(attrs["out_min"]),
             int(attrs["out_max"]),
         )
+    if op == "qprelu":
+        return prelu_steps(attrs)
     if op == "qhard_sigmoid":
         return hard_sigmoid_steps(hard_sigmoid_params(attrs))
     if op == "qhard_swish":
         return hard_swish_steps(hard_swish_params(attrs))
     raise ShapeError(
         f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd, qmul, "
-        "qhard_sigmoid, qhard_swish)"
+        "qprelu, qhard_sigmoid, qhard_swish)"
     )
 
 
 def elementwise_packed(
-    data: Tensor, steps: list[AluStep], *, rhs: Tensor | None = None, name: str = "ew"
+    data: Tensor,
+    steps: list[AluStep],
+    *,
+    rhs: Tensor | None = None,
+    tiles: Mapping[str, Tensor] | None = None,
+    name: str = "ew",
 ) -> Tensor:
     """The int8 result ``out`` of ``steps`` on packed int8 ``data`` (and ``rhs``, the second
     operand of a binary node, read by the steps that name ``rhs``), computed in the
-    accumulator.
+    accumulator. ``tiles``: per-channel int32 tiles ``(C/bo, b, bo)`` by the name the steps
+    give them (a ``qprelu``'s ``slope``), loaded with each tile.
 
     Example:
         >>> x = te.placeholder((1, 2, 4, 4, 1, 4), "int8", name="x")
@@ -188,7 +240,23 @@ def elementwise_packed(
         other = te.compute(
             rhs.shape, lambda *i: rhs(*i).astype("int32"), name=f"{name}_rhs", tag="elemwise"
         )
-    if gate:
+    if tiles:
+        if gate:
+            raise ShapeError(f"{name}: per-channel tiles and a per-channel operand, not both")
+        loads = {
+            key: te.compute(t.shape, lambda *i, t=t: t(*i), name=f"{t.name}_acc", tag="elemwise")
+            for key, t in tiles.items()
+        }
+        lanes = (len(shape) - 2, len(shape) - 1)  # the batch row and lane of a packed index
+        cur = alu_stages(
+            cur,
+            steps,
+            rhs=other,
+            tiles=loads,
+            channel=lambda i: (i[1], i[lanes[0]], i[lanes[1]]),
+            prefix=f"{name}_",
+        )
+    elif gate:
         # one value per channel: a tile read at (n, c, 0, 0) by every pixel, as the per-channel
         # parameters of a convolution's epilogue are (source factors 0 over the pixel loops)
         assert other is not None
@@ -225,12 +293,12 @@ class ElementwiseTiles:
 
 
 def elementwise_tiles(
-    cfg: HwConfig, shape: tuple[int, ...], buffers: int, nthreads: int = 2
+    cfg: HwConfig, shape: tuple[int, ...], buffers: int, nthreads: int = 2, channel_tiles: int = 0
 ) -> ElementwiseTiles:
-    """The largest tile of the packed ``shape`` whose ``buffers`` accumulator tiles fit a
-    thread's share of the accumulator, with ``nthreads`` (1 or 2) virtual threads when the
-    outermost tiled axis splits evenly between them (one thread, with the whole buffer,
-    otherwise).
+    """The largest tile of the packed ``shape`` whose ``buffers`` accumulator tiles (and
+    ``channel_tiles`` per-channel tiles of one entry per channel block) fit a thread's share of
+    the accumulator, with ``nthreads`` (1 or 2) virtual threads when the outermost tiled axis
+    splits evenly between them (one thread, with the whole buffer, otherwise).
 
     Example:
         >>> import isa
@@ -253,7 +321,7 @@ def elementwise_tiles(
         raise ShapeError(f"elementwise: nthreads={nthreads} must be 1 or 2")
     for n in sorted({nthreads, 1}, reverse=True):
         for t in candidates:
-            if t.entries * buffers * n > cfg.acc_depth:
+            if (t.entries * buffers + t.tile_c * channel_tiles) * n > cfg.acc_depth:
                 continue
             counts = [nb, cb // t.tile_c, h // t.tile_h, w // t.tile_w]
             outer = next((k for k in counts if k > 1), 1)
@@ -332,13 +400,16 @@ def compile_qelementwise(
     shape: tuple[int, ...],
     binary: bool = False,
     rhs_shape: tuple[int, ...] | None = None,
+    channel_tiles: Mapping[str, np.ndarray] | None = None,
     nthreads: int = 2,
 ) -> QLayer:
     """Compile ``steps`` over int8 operands of NCHW (or ``(N, C)``) ``shape`` for ``cfg``: the
     first operand is the program's ``data``, a second one (``binary``, a ``qadd``) its
     ``residual``; both in the output layout, the layout an earlier group stores. ``rhs_shape``
     ``(N, C, 1, 1)`` makes the second operand one value per channel (a squeeze-excitation's
-    gate for ``qmul``), read by every pixel of its channel. ``nthreads``
+    gate for ``qmul``), read by every pixel of its channel. ``channel_tiles``: the per-channel
+    int32 values of the tiles the steps name (a ``qprelu``'s ``slope``), program symbols
+    ``{name}_{key}`` written with the group's weights (the layer's ``params``). ``nthreads``
     (1 or 2) virtual threads when the tiles split evenly (:func:`elementwise_tiles`).
 
     Example:
@@ -367,18 +438,32 @@ def compile_qelementwise(
             )
         rhs_packed = (packed[0], packed[1], 1, 1, b, bo)
     rhs = te.placeholder(rhs_packed, "int8", name="residual") if binary else None
-    out = elementwise_packed(data, steps, rhs=rhs, name=name)
-    tiles = elementwise_tiles(cfg, packed, 2 if binary else 1, nthreads)
+    params = {
+        key: te.placeholder((packed[1], b, bo), "int32", name=f"{name}_{key}")
+        for key in sorted(channel_tiles or {})
+    }
+    values = {
+        params[key].name: pack_channel_vector(np.asarray(vec), packed[1], b, bo)
+        for key, vec in (channel_tiles or {}).items()
+    }
+    out = elementwise_packed(data, steps, rhs=rhs, tiles=params, name=name)
+    tiles = elementwise_tiles(cfg, packed, 2 if binary else 1, nthreads, len(params))
 
     def build() -> Program:
         s = schedule_elementwise_packed(out, cfg, tiles)
-        args = [data, *([rhs] if rhs is not None else []), out]
+        ops = [data, *([rhs] if rhs is not None else []), out]
         layout = f"NCHW{b}n{bo}c" if len(shape) == 4 else f"NC{b}n{bo}c"
-        return tgt.codegen(lower(s, args, target=tgt), layouts={t.name: layout for t in args})
+        args = [*ops[:-1], *params.values(), out]
+        return tgt.codegen(
+            lower(s, args, target=tgt),
+            layouts={t.name: layout for t in ops},
+            roles={t.name: "param" for t in params.values()},
+        )
 
-    key = ("elementwise", cfg, tuple(shape), rhs_packed, binary, tiles, tuple(steps))
-    prog = reused_program(key, (), build)
-    return QLayer(name, prog, {}, tiles, 0, binary, len(steps), imm_steps(steps))
+    key = ("elementwise", cfg, tuple(shape), rhs_packed, binary, tiles, tuple(steps),
+           tuple(params))  # fmt: skip
+    prog = reused_program(key, [t.name for t in params.values()], build)
+    return QLayer(name, prog, values, tiles, 0, binary, len(steps), imm_steps(steps))
 
 
 def resize_packed(data: Tensor, factors: tuple[int, int], name: str = "resize") -> Tensor:
@@ -464,6 +549,8 @@ __all__ = [
     "elementwise_packed",
     "elementwise_steps",
     "elementwise_tiles",
+    "prelu_slope",
+    "prelu_steps",
     "qadd_steps",
     "qmul_steps",
     "relu_steps",

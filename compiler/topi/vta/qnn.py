@@ -176,7 +176,7 @@ class QEpilogue:
         return steps
 
 
-def _pack_vector(v: np.ndarray, blocks: int, batch: int, block: int) -> np.ndarray:
+def pack_channel_vector(v: np.ndarray, blocks: int, batch: int, block: int) -> np.ndarray:
     """A per-channel vector as ``(blocks, batch, block)`` int32 tiles (rows repeat it)."""
     padded = np.zeros(blocks * block, np.int32)
     padded[: v.size] = v
@@ -200,7 +200,7 @@ def epilogue_tensors(
     for key, vec in ep.tiles().items():
         t = te.placeholder((blocks, batch, block), "int32", name=f"{name}_{key}")
         placeholders[key] = t
-        values[t.name] = _pack_vector(vec, blocks, batch, block)
+        values[t.name] = pack_channel_vector(vec, blocks, batch, block)
     return placeholders, values
 
 
@@ -960,6 +960,7 @@ __all__ = [
     "QEpilogue",
     "apply_epilogue",
     "epilogue_tensors",
+    "pack_channel_vector",
     "qconv2d_packed",
     "qdense_packed",
 ]

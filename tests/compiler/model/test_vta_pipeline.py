@@ -36,8 +36,8 @@ def test_every_pass_is_verified_and_dumped_by_name():
         vta_pipeline(calibration=feed, cache=None),
         opts,
     )
-    assert list(dumps) == ["input", "quantize", "partition", "compile_groups", "plan_dram",
-                           "input_prep", "compile_host_groups"]  # fmt: skip
+    assert list(dumps) == ["input", "quantize", "fuse_qprelu", "partition", "compile_groups",
+                           "plan_dram", "input_prep", "compile_host_groups"]  # fmt: skip
     assert "quantize" not in dumps["input"] and "quantize" in dumps["quantize"]
     assert "conv2d-group" in dumps["partition"] and "DRAM image" not in dumps["partition"]
     assert "instructions" in dumps["compile_groups"]

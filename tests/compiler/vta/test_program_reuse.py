@@ -62,3 +62,25 @@ def test_groups_that_differ_in_structure_are_compiled_each():
     _same(d2, compile_qdense("d2", CFG, w * 2, _ep(4), batch=1))
     _same(e1, e2)
     assert d1.program.symbols.keys() != d2.program.symbols.keys()
+
+
+def test_prelu_groups_share_a_program_and_keep_their_own_slopes():
+    from compiler.topi.vta.qelementwise import prelu_steps
+
+    attrs = {"neg_min": -128, "neg_max": 0, "slope_multiplier": 20000, "slope_shift": 21,
+             "slope_min": -128, "slope_max": 127, "pos_multiplier": 16384,
+             "neg_multiplier": 11000, "shift": 14, "out_min": -128, "out_max": 127}  # fmt: skip
+
+    def prelu(name, slopes):
+        return compile_qelementwise(name, CFG, prelu_steps(attrs), shape=(1, 8, 3, 3),
+                                    binary=True, channel_tiles={"slope": slopes})  # fmt: skip
+
+    alone = prelu("q", np.arange(8))
+    with reusing_programs():
+        p = prelu("p", -np.arange(8))
+        q = prelu("q", np.arange(8))
+        assert len(qnn._PROGRAMS) == 1
+    _same(q, alone)
+    assert sorted(q.params) == ["q_slope"] and sorted(p.params) == ["p_slope"]
+    assert q.params["q_slope"][1, 0].tolist() == [4, 5, 6, 7]
+    assert p.params["p_slope"][1, 0].tolist() == [-4, -5, -6, -7]

@@ -1,5 +1,6 @@
-"""Elementwise int8 groups (relu, clip, unfused qadd) on the simulator, bit for bit against the
-integer reference (``compiler.graph.evaluate``) on the int8 graph node they compile."""
+"""Elementwise int8 groups (relu, clip, unfused qadd, a fused PReLU) on the simulator, bit for
+bit against the integer reference (``compiler.graph.evaluate``) on the int8 graph node they
+compile."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ import pytest
 import isa
 import vta_sim
 from compiler.errors import ShapeError
-from compiler.graph import Graph, Node, TensorType, Var, evaluate
+from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
 from compiler.quantize import quantize_graph  # noqa: F401  (registers qadd and its reference)
 from compiler.topi.vta.packing import pack_nchw_out, pack_rows, unpack_nchw, unpack_rows
 from compiler.topi.vta.qelementwise import (
@@ -15,6 +16,7 @@ from compiler.topi.vta.qelementwise import (
     compile_qelementwise,
     elementwise_steps,
     elementwise_tiles,
+    prelu_slope,
 )
 
 PRESETS = ["default", "vta-1x16x16", "4x4x4"]
@@ -67,6 +69,54 @@ def test_elementwise_group_is_bit_exact(preset, op, attrs):
     for k, shape in enumerate([(2, 20, 5, 7), (cfg.batch, 8, 6, 6), (3, 40)]):
         got, want, _, _ = _run(op, attrs, shape, cfg, seed=k)
         np.testing.assert_array_equal(got, want, err_msg=f"{op} {attrs} {shape} on {preset}")
+
+
+PRELUS = [
+    # MTCNN's shape of it: the negative part below 0, the qmul's full range
+    {"neg_min": -128, "neg_max": 0, "slope_multiplier": 20000, "slope_shift": 21,
+     "slope_min": -128, "slope_max": 127, "pos_multiplier": 16384, "neg_multiplier": 11000,
+     "shift": 14},
+    # multipliers of 1 (no step), a bound at the int8 edge (a copy), narrow clips
+    {"neg_min": -128, "neg_max": 127, "slope_multiplier": 1, "slope_shift": 3,
+     "slope_min": -50, "slope_max": 40, "pos_multiplier": 1, "neg_multiplier": 7,
+     "shift": 2, "out_min": -90, "out_max": 100},
+    {"neg_min": -100, "neg_max": 5, "slope_multiplier": 32767, "slope_shift": 30,
+     "slope_min": -128, "slope_max": 127, "pos_multiplier": 32767, "neg_multiplier": 32767,
+     "shift": 16, "out_min": 0},
+]  # fmt: skip
+
+
+def _run_prelu(attrs, shape, cfg, seed=0):
+    """(accelerator result, reference, simulation) of a ``qprelu`` over random int8 data."""
+    rng = np.random.default_rng(seed)
+    attrs = {"out_min": -128, "out_max": 127, **attrs}
+    layout = "NCHW" if len(shape) == 4 else ""
+    x = Var("x", TensorType(shape, "int8", layout))
+    per_channel = (shape[0], shape[1], 1, 1) if len(shape) == 4 else shape
+    row = rng.integers(-128, 128, (1, shape[1], *per_channel[2:]))
+    slope = np.broadcast_to(row, per_channel).astype(np.int8)
+    node = Node("qprelu", (x, Constant(slope)), attrs, name="prelu")
+    data = rng.integers(-128, 128, shape, dtype=np.int8)
+    want = evaluate(Graph.from_outputs([x], [node]), {"x": data})[0]
+    steps = elementwise_steps("qprelu", attrs)
+    layer = compile_qelementwise("prelu", cfg, steps, shape=shape, binary=True,
+                                 channel_tiles={"slope": prelu_slope(slope)})  # fmt: skip
+    prog = layer.program.copy()
+    for key, value in layer.params.items():
+        prog.write(key, value)
+    prog.write("data", _pack(data, cfg))
+    prog.write("residual", _pack(data, cfg))
+    result = vta_sim.simulate(prog)
+    return _unpack(result.read("out"), shape), want, result
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("attrs", PRELUS, ids=["mtcnn", "ones", "wide"])
+def test_fused_prelu_group_is_bit_exact(preset, attrs):
+    cfg = isa.load_config(preset)
+    for k, shape in enumerate([(2, 20, 5, 7), (cfg.batch, 8, 6, 6), (3, 40)]):
+        got, want, _ = _run_prelu(attrs, shape, cfg, seed=k)
+        np.testing.assert_array_equal(got, want, err_msg=f"{attrs} {shape} on {preset}")
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -128,6 +178,20 @@ def test_elementwise_group_on_the_rtl_equals_the_simulator(op, attrs):
         pytest.skip(f"icarus unavailable: {why}")
     cfg = isa.load_config("default")
     _, _, layer, sim = _run(op, attrs, (1, 8, 6, 6), cfg, seed=5)
+    rtl = run_rtl(sim.program)
+    assert rtl.finished and rtl.cycles == sim.cycles
+    np.testing.assert_array_equal(sim.program.read("out", dram=rtl.dram), sim.read("out"))
+
+
+@pytest.mark.rtl
+def test_fused_prelu_group_on_the_rtl_equals_the_simulator():
+    from hw.coverify import run_rtl
+    from hw.sim import missing_simulator
+
+    why = missing_simulator("icarus")
+    if why:
+        pytest.skip(f"icarus unavailable: {why}")
+    _, _, sim = _run_prelu(PRELUS[0], (1, 8, 6, 6), isa.load_config("default"), seed=6)
     rtl = run_rtl(sim.program)
     assert rtl.finished and rtl.cycles == sim.cycles
     np.testing.assert_array_equal(sim.program.read("out", dram=rtl.dram), sim.read("out"))
