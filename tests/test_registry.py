@@ -105,6 +105,11 @@ def _int8_cases():
             ),
             Node("qmul", (x, x), {"multiplier": 3000, "shift": 12, **out}),
             Node(
+                "qleaky_relu",
+                (x,),
+                {"pos_multiplier": 20000, "neg_multiplier": 2100, "shift": 15, **out},
+            ),
+            Node(
                 "qprelu",
                 (x, g),
                 {

@@ -896,7 +896,7 @@ register_op(
 register_op(OpDef("dense", COF, 2, 3, {}, _infer_dense, "int8"))
 register_op(OpDef("matmul", COF, 2, 2, {}, _infer_matmul, "int8"))
 register_op(OpDef("clip", INJ, 1, 1, {"a_min": REQUIRED, "a_max": REQUIRED}, _infer_clip, "int8"))
-register_op(OpDef("leaky_relu", INJ, 1, 1, {"alpha": 0.01}, _infer_leaky_relu))
+register_op(OpDef("leaky_relu", INJ, 1, 1, {"alpha": 0.01}, _infer_leaky_relu, "int8"))
 register_op(
     OpDef("hard_sigmoid", INJ, 1, 1, {"alpha": 0.2, "beta": 0.5}, _infer_hard_sigmoid, "int8")
 )

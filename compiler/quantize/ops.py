@@ -24,6 +24,9 @@ operators are:
   ``multiplier``, ``shift``, ``out_min``, ``out_max``):
   ``clip(rshift(a * b * multiplier, shift))``, the channel-wise multiply of a
   squeeze-excitation (``|a b multiplier| <= 128 * 128 * 32767 < 2**31``);
+* ``qleaky_relu`` (int8 -> int8; ``pos_multiplier``, ``neg_multiplier``, ``shift``,
+  ``out_min``, ``out_max``): ``clip(rshift(max(x, 0) * pos_multiplier + min(x, 0) *
+  neg_multiplier, shift))``, a LeakyReLU whose slope is in ``neg_multiplier``, rounded once;
 * ``qprelu`` (int8 ``x``, int8 ``slope`` of the shape a ``qmul`` gate of ``x`` has): an int8
   PReLU as the four nodes it quantizes to, in one (:func:`compiler.quantize.fuse.fuse_qprelu`):
   ``qadd(relu(x), qmul(clip(x, neg_min, neg_max), slope))`` with the ``qmul``'s
@@ -174,6 +177,15 @@ def _infer_qmul(node: Node) -> TensorType:
     return TensorType(a.shape, "int8", a.layout)
 
 
+def _infer_qleaky_relu(node: Node) -> TensorType:
+    x = _need(node, 0, ("int8",))
+    _int_attr(node, "pos_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "neg_multiplier", 0, MAX_MULTIPLIER)
+    _int_attr(node, "shift", 0, 30)
+    _out_range(node)
+    return TensorType(x.shape, "int8", x.layout)
+
+
 def _infer_qprelu(node: Node) -> TensorType:
     x = _need(node, 0, ("int8",))
     slope = _need(node, 1, ("int8",))
@@ -257,6 +269,15 @@ _DEFS = (
         2,
         {"multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
         _infer_qmul,
+        "integer",
+    ),
+    OpDef(
+        "qleaky_relu",
+        PatternKind.INJECTIVE,
+        1,
+        1,
+        {"pos_multiplier": REQUIRED, "neg_multiplier": REQUIRED, "shift": REQUIRED, **_OUT},
+        _infer_qleaky_relu,
         "integer",
     ),
     OpDef(
@@ -348,6 +369,13 @@ def _qmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     )
 
 
+def _qleaky_relu(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    (x,) = args
+    return add_int(np.maximum(x, 0), np.minimum(x, 0), attrs["pos_multiplier"],
+                   attrs["neg_multiplier"], attrs["shift"], attrs["out_min"],
+                   attrs["out_max"])  # fmt: skip
+
+
 def _qprelu(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     x, slope = args
     neg = np.clip(x, attrs["neg_min"], attrs["neg_max"]).astype(np.int8)
@@ -373,6 +401,7 @@ _IMPLS = {
     "qadd": _qadd,
     "global_sum_pool2d": _sum_pool,
     "qmul": _qmul,
+    "qleaky_relu": _qleaky_relu,
     "qprelu": _qprelu,
     "qhard_sigmoid": _qhard_sigmoid,
     "qhard_swish": _qhard_swish,

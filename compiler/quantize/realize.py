@@ -848,6 +848,25 @@ class _Realizer:
     def _hard_sigmoid(self, node: Node) -> bool:
         return self._hard(node, float(node.attrs["alpha"]), float(node.attrs["beta"]))
 
+    def _leaky_relu(self, node: Node) -> bool:
+        """``qleaky_relu``: ``max(x, 0)`` and ``min(x, 0)`` of the int8 input, rescaled to the
+        output by ``sx / so`` and ``alpha sx / so`` (:func:`choose_add`) and summed, rounded
+        once; a slope outside ``(0, 1]`` or a ratio the multipliers cannot hold stays float."""
+        x = node.inputs[0]
+        alpha = float(node.attrs["alpha"])
+        if not self.is_activation(x) or not 0.0 < alpha <= 1.0:
+            return False
+        sx, so = self.scale(x), self.scale(node)
+        try:
+            pos, neg, shift = choose_add(sx, alpha * sx, so)
+        except QuantizeError:
+            return False
+        qx, _ = self.as_int8(x)
+        attrs = {"pos_multiplier": pos, "neg_multiplier": neg, "shift": shift,
+                 "out_min": INT8_MIN, "out_max": INT8_MAX}  # fmt: skip
+        self.qv[id(node)] = (Node("qleaky_relu", (qx,), attrs, name=node.name), so)
+        return True
+
     def _hard_swish(self, node: Node) -> bool:
         return self._hard(node, 1.0 / 6.0, 0.5)
 
@@ -913,6 +932,7 @@ for _op, _rule in (
     ("maximum", _Realizer._maximum),
     ("hard_sigmoid", _Realizer._hard_sigmoid),
     ("hard_swish", _Realizer._hard_swish),
+    ("leaky_relu", _Realizer._leaky_relu),
     ("global_avg_pool2d", _Realizer._global_avg_pool2d),
     ("resize", _Realizer._resize),
     ("concat", _Realizer._concat),

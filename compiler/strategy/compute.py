@@ -633,6 +633,33 @@ def _qmul(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tens
     return compute(a.shape, fm, name=name, tag="qmul")
 
 
+def _qleaky_relu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    """``compiler.quantize.ops``' ``qleaky_relu``: ``clip(round_shift(max(x, 0) * pos +
+    min(x, 0) * neg, shift))`` in int64, as ``qadd`` computes its two operands."""
+    _known("qleaky_relu", name, attrs,
+           ("pos_multiplier", "neg_multiplier", "shift", "out_min", "out_max"))  # fmt: skip
+    _arity("qleaky_relu", name, inputs, 1)
+    _int8_inputs("qleaky_relu", name, inputs)
+    (x,) = inputs
+    big = (1 << 15) - 1
+    mp = _int_attr("qleaky_relu", name, attrs, "pos_multiplier", 0, big)
+    mn = _int_attr("qleaky_relu", name, attrs, "neg_multiplier", 0, big)
+    shift = _int_attr("qleaky_relu", name, attrs, "shift", 0, 30)
+    lo, hi = _out_range("qleaky_relu", name, attrs)
+    i64 = as_dtype("int64")
+    zero = const(0, i64)
+
+    def fl(*i: Any) -> Any:
+        v = op.cast(i64, x(*i))
+        # E.Mul, not op.mul, as in qadd: a multiplier of 0 must not fold an operand away
+        acc = E.Mul(op.maximum(v, zero), const(mp, i64)) + E.Mul(op.minimum(v, zero),
+                                                                 const(mn, i64))  # fmt: skip
+        y = _round_shift(acc, const(shift, i64))
+        return op.cast("int8", op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64)))
+
+    return compute(x.shape, fl, name=name, tag="qleaky_relu")
+
+
 def _qprelu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     """``compiler.quantize.ops``' ``qprelu``: the ``qadd`` of ``relu(x)`` and the ``qmul`` of
     ``clip(x, neg_min, neg_max)`` by the per-channel ``slope``, in int64 as those two are."""
@@ -790,6 +817,7 @@ OPS: dict[str, ComputeFn] = {
     "requantize": _requantize,
     "qadd": _qadd,
     "qmul": _qmul,
+    "qleaky_relu": _qleaky_relu,
     "qprelu": _qprelu,
     "qhard_sigmoid": _qhard_sigmoid,
     "qhard_swish": _qhard_swish,

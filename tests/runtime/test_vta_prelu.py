@@ -82,3 +82,30 @@ def test_min_and_max_of_an_int8_value_and_a_scalar_become_int8_clips():
     want = evaluate(g, feed)[0]
     got = evaluate(q, feed)[0]
     assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
+def test_leaky_relu_runs_on_the_accelerator(preset):
+    """A LeakyReLU (darknet-style detectors' activation) quantizes to one ``qleaky_relu`` and
+    runs as one accelerator group, where it used to stay fp32 on the host."""
+    rng = np.random.default_rng(7)
+    shape = (1, 8, 6, 6)
+    inits = {"w": (rng.standard_normal((16, 8, 3, 3)) * 0.3).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.1, name="leaky")]  # fmt: skip
+    model = make_model(nodes, {"x": np.zeros(shape, np.float32)}, ["y"], inits)
+    calib = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(4)]
+    graph = from_onnx(model)
+    assert [n.op for n in graph.nodes if n.name == "leaky"] == ["leaky_relu"]
+    net = compile_network(graph, preset, calibration=calib, sensitivity="off")
+    rules = {p.node: (p.device, p.rule) for p in net.partition.placements}
+    assert rules["leaky"] == ("vta", "qleaky_relu-group"), rules
+    assert [p.node for p in net.partition.placements if p.device == "cpu"] == [
+        "x.quantize", "leaky.dequantize"]  # fmt: skip
+    feed = {"x": np.random.default_rng(3).standard_normal(shape).astype(np.float32)}
+    out = net.run(feed).outputs[0]
+    np.testing.assert_array_equal(out, net.reference(feed)[0])
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feed)  # fmt: skip
+    cos = float(out.ravel() @ want.ravel() / np.linalg.norm(out) / np.linalg.norm(want))
+    assert cos > 0.99, cos

@@ -13,9 +13,9 @@ Three kinds of groups (the partition, :mod:`compiler.partition`, forms them):
   in the weight layout at run time (:func:`compiler.topi.vta.qmatmul.compile_qmatmul`);
 * ``pool``: an int8 ``max_pool2d`` or ``global_sum_pool2d`` with its ``requantize``
   (:func:`~compiler.topi.vta.qnn.compile_qpool`);
-* ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qprelu``, ``qhard_sigmoid``,
-  ``qhard_swish`` (:mod:`compiler.topi.vta.qelementwise`), and a nearest int8 ``resize`` that
-  repeats each row and column a whole number of times
+* ``elementwise``: ``relu``, ``clip``, ``qadd``, ``qmul``, ``qleaky_relu``, ``qprelu``,
+  ``qhard_sigmoid``, ``qhard_swish`` (:mod:`compiler.topi.vta.qelementwise`), and a nearest
+  int8 ``resize`` that repeats each row and column a whole number of times
   (:func:`compiler.topi.vta.qelementwise.compile_qresize`);
 * ``rescale``: the ``cast`` of an int8 tensor to int32 with the ``requantize`` that reads it
   (an operand of a concat at another scale), its steps as ALU immediates.
@@ -664,6 +664,12 @@ ELEMENTWISE: dict[str, tuple[str, int | None]] = {
         "channel block, read by every pixel), MUL of the two, MUL, rounding shift and clip on "
         "the ALU",
         1,
+    ),
+    # a LeakyReLU: its input is both operands, the negative and the positive part
+    "qleaky_relu": (
+        "the input loaded twice (ACC8); MIN 0 on one copy, MAX 0 on the other, then MUL, ADD, "
+        "rounding shift and clip of the two on the ALU",
+        0,
     ),
     # a PReLU's four int8 nodes in one (compiler.quantize.fuse): its input is both operands
     "qprelu": (

@@ -12,6 +12,9 @@ runs the node's steps in place and the out buffer's low 8 bits are stored:
 * ``qadd``: the second operand goes to its own tile, then the quantizer's own sequence
   (:func:`compiler.quantize.add_alu_program`): ``MUL lhs``, ``MUL@rhs rhs``, ``ADD rhs``, the
   rounding shift and the clip (a multiplier of 1 is no step);
+* ``qleaky_relu``: its input loaded twice, ``MIN 0`` on the first copy, ``MAX@rhs 0`` on
+  the second, then the ``qadd`` sequence of the two with the slope in the first's multiplier
+  (:func:`leaky_relu_steps`);
 * ``qprelu`` (:mod:`compiler.quantize.fuse`): its input loaded twice; on the first copy the
   negative part (the clip), the ``qmul``'s ``MUL slope`` (a per-channel int32 tile of the
   program, written with its weights), multiplier, rounding shift and clip; ``MAX@rhs 0`` on the
@@ -116,6 +119,23 @@ def qmul_steps(multiplier: int, shift: int, out_min: int, out_max: int) -> list[
     ]
 
 
+def leaky_relu_steps(attrs: Mapping[str, Any]) -> list[AluStep]:
+    """The ALU steps of a ``qleaky_relu``: ``min(x, 0)`` on the data tile, ``max(x, 0)`` on
+    the second copy (``rhs``), then the ``qadd``'s steps of the two (the negative part is the
+    left operand, its multiplier holds the slope).
+
+    Example:
+        >>> a = {"pos_multiplier": 20000, "neg_multiplier": 2000, "shift": 15,
+        ...      "out_min": -128, "out_max": 127}
+        >>> [str(s) for s in leaky_relu_steps(a)]
+        ['MIN 0', 'MAX@rhs 0', 'MUL 125', 'MUL@rhs 1250', 'ADD rhs', 'ADD 1024', 'SHR 11', \
+'MAX -128', 'MIN 127']
+    """
+    add = qadd_steps(int(attrs["neg_multiplier"]), int(attrs["pos_multiplier"]),
+                     int(attrs["shift"]), int(attrs["out_min"]), int(attrs["out_max"]))  # fmt: skip
+    return [AluStep("MIN", imm=0), AluStep("MAX", imm=0, dst="rhs"), *add]
+
+
 def prelu_steps(attrs: Mapping[str, Any]) -> list[AluStep]:
     """The ALU steps of a ``qprelu`` (attributes as in :mod:`compiler.quantize.ops`): the
     negative branch on the data tile (its clip, then :func:`qmul_steps` with the tile
@@ -187,13 +207,15 @@ def elementwise_steps(op: str, attrs: Mapping[str, Any]) -> list[AluStep]:
         )
     if op == "qprelu":
         return prelu_steps(attrs)
+    if op == "qleaky_relu":
+        return leaky_relu_steps(attrs)
     if op == "qhard_sigmoid":
         return hard_sigmoid_steps(hard_sigmoid_params(attrs))
     if op == "qhard_swish":
         return hard_swish_steps(hard_swish_params(attrs))
     raise ShapeError(
         f"{op}: not an elementwise operator the accelerator runs (relu, clip, qadd, qmul, "
-        "qprelu, qhard_sigmoid, qhard_swish)"
+        "qleaky_relu, qprelu, qhard_sigmoid, qhard_swish)"
     )
 
 
@@ -549,6 +571,7 @@ __all__ = [
     "elementwise_packed",
     "elementwise_steps",
     "elementwise_tiles",
+    "leaky_relu_steps",
     "prelu_slope",
     "prelu_steps",
     "qadd_steps",

@@ -649,7 +649,7 @@ def test_contract_is_covered():
     # and the quantized graphs' host operators (compiler.quantize.ops)
     quantized = {
         "quantize", "dequantize", "global_sum_pool2d", "requantize", "qadd", "qmul",
-        "qprelu", "qhard_sigmoid", "qhard_swish",
+        "qleaky_relu", "qprelu", "qhard_sigmoid", "qhard_swish",
     }  # fmt: skip
     assert set(OPS) == contract | quantized
 

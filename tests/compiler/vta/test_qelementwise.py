@@ -110,6 +110,32 @@ def _run_prelu(attrs, shape, cfg, seed=0):
     return _unpack(result.read("out"), shape), want, result
 
 
+LEAKY = [
+    {"pos_multiplier": 20000, "neg_multiplier": 2000, "shift": 15},
+    {"pos_multiplier": 1, "neg_multiplier": 32767, "shift": 17, "out_min": -60, "out_max": 90},
+]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("attrs", LEAKY, ids=["slope-0.1", "narrow"])
+def test_leaky_relu_group_is_bit_exact(preset, attrs):
+    cfg = isa.load_config(preset)
+    attrs = {"out_min": -128, "out_max": 127, **attrs}
+    for k, shape in enumerate([(2, 20, 5, 7), (cfg.batch, 8, 6, 6), (3, 40)]):
+        rng = np.random.default_rng(k)
+        x = Var("x", TensorType(shape, "int8", "NCHW" if len(shape) == 4 else ""))
+        node = Node("qleaky_relu", (x,), attrs, name="leaky")
+        data = rng.integers(-128, 128, shape, dtype=np.int8)
+        want = evaluate(Graph.from_outputs([x], [node]), {"x": data})[0]
+        layer = compile_qelementwise("leaky", cfg, elementwise_steps("qleaky_relu", attrs),
+                                     shape=shape, binary=True)  # fmt: skip
+        prog = layer.program.copy()
+        prog.write("data", _pack(data, cfg))
+        prog.write("residual", _pack(data, cfg))
+        got = _unpack(vta_sim.simulate(prog).read("out"), shape)
+        np.testing.assert_array_equal(got, want, err_msg=f"{attrs} {shape} on {preset}")
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("attrs", PRELUS, ids=["mtcnn", "ones", "wide"])
 def test_fused_prelu_group_is_bit_exact(preset, attrs):
