@@ -177,12 +177,18 @@ def _infer_qmul(node: Node) -> TensorType:
     return TensorType(a.shape, "int8", a.layout)
 
 
-def _infer_qleaky_relu(node: Node) -> TensorType:
-    x = _need(node, 0, ("int8",))
+def _check_parts(node: Node) -> None:
+    """The sum of a ``qleaky_relu`` or ``qprelu``: its two parts' multipliers, the shift and
+    the output range."""
     _int_attr(node, "pos_multiplier", 0, MAX_MULTIPLIER)
     _int_attr(node, "neg_multiplier", 0, MAX_MULTIPLIER)
     _int_attr(node, "shift", 0, 30)
     _out_range(node)
+
+
+def _infer_qleaky_relu(node: Node) -> TensorType:
+    x = _need(node, 0, ("int8",))
+    _check_parts(node)
     return TensorType(x.shape, "int8", x.layout)
 
 
@@ -204,10 +210,7 @@ def _infer_qprelu(node: Node) -> TensorType:
         node, "slope_max", INT8_MIN, INT8_MAX
     ):
         raise GraphError(f"{_where(node)}: slope_min is greater than slope_max")
-    _int_attr(node, "pos_multiplier", 0, MAX_MULTIPLIER)
-    _int_attr(node, "neg_multiplier", 0, MAX_MULTIPLIER)
-    _int_attr(node, "shift", 0, 30)
-    _out_range(node)
+    _check_parts(node)
     return TensorType(x.shape, "int8", x.layout)
 
 

@@ -91,3 +91,21 @@ def test_two_prelus_in_a_chain_are_both_fused():
     assert [(n.op, n.name) for n in fused.nodes] == [("qprelu", "a"), ("qprelu", "b")]
     v = rng.integers(-128, 128, (1, 4, 3, 3)).astype(np.int8)
     np.testing.assert_array_equal(evaluate(fused, {"x": v})[0], evaluate(graph, {"x": v})[0])
+
+
+def test_a_bad_slope_or_attribute_is_named():
+    from compiler.errors import GraphError, ShapeError
+
+    x = Var("x", TensorType((1, 4, 2, 2), "int8", "NCHW"))
+    attrs = {"neg_min": -128, "neg_max": 0, "slope_multiplier": 1, "slope_shift": 0,
+             "slope_min": -128, "slope_max": 127, "pos_multiplier": 1, "neg_multiplier": 1,
+             "shift": 0, **OUT}  # fmt: skip
+    wrong = Constant(np.ones((1, 4, 2, 2), np.int8))
+    with pytest.raises(ShapeError, match="slope must have shape \\(1, 4, 1, 1\\)"):
+        Graph.from_outputs([x], [Node("qprelu", (x, wrong), attrs, name="p")])
+    good = Constant(np.ones((1, 4, 1, 1), np.int8))
+    with pytest.raises(GraphError, match="neg_min 5 is greater than neg_max"):
+        Graph.from_outputs([x], [Node("qprelu", (x, good), {**attrs, "neg_min": 5}, name="p")])
+    leaky = {"pos_multiplier": 1, "neg_multiplier": 1, "shift": 31, **OUT}
+    with pytest.raises(GraphError, match="'l' \\(qleaky_relu\\): attribute shift"):
+        Graph.from_outputs([x], [Node("qleaky_relu", (x,), leaky, name="l")])
