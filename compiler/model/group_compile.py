@@ -96,7 +96,7 @@ def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
         "nodes": nodes,
         "roles": [
             index.get(id(n)) if n is not None else None
-            for n in (group.anchor, group.requantize, group.qadd)
+            for n in (group.anchor, group.requantize, group.qadd, group.post)
         ],  # fmt: skip
         "residual": None if residual is None else (residual.type.shape, str(residual.type.dtype)),
         "pool_load_pads": group.kind == "max_pool2d" and pool_load_pads(group),

@@ -22,6 +22,10 @@ Rules, tried on each node in topological order (the first that decides wins):
   for the whole tensor, repeated per channel).
 * ``qadd-fused``: a ``qadd`` that is the only reader of such a group's ``requantize`` (and
   whose other operand is an int8 tensor of the same shape) joins the group.
+* ``qhard_swish-fused``: a ``qhard_swish`` that is the only reader of a ``conv2d`` or
+  ``dense`` group's ``requantize`` joins the group (its gate on a copy of the requantized tile)
+  where the copy costs fewer cycles than the two loads a group of its own makes
+  (:func:`copy_pays`).
 * ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation; ceil mode
   runs as the padding its last windows reach, one output row's window within the accumulator
   buffer) or ``global_sum_pool2d`` with
@@ -115,9 +119,10 @@ class Placement:
 @dataclass(frozen=True)
 class AccelGroup:
     """Nodes that become one accelerator program: ``anchor`` (conv2d or dense), its
-    ``requantize`` and an optional fused ``qadd`` whose other operand is ``residual``; or a
-    pooling (with its ``requantize``); or one elementwise node (``relu``, ``clip``, a ``qadd``
-    of its own whose second operand is ``residual``)."""
+    ``requantize`` and an optional fused ``qadd`` whose other operand is ``residual`` or an
+    optional fused ``qhard_swish`` (``post``); or a pooling (with its ``requantize``); or one
+    elementwise node (``relu``, ``clip``, a ``qadd`` of its own whose second operand is
+    ``residual``)."""
 
     name: str
     kind: str
@@ -125,16 +130,19 @@ class AccelGroup:
     requantize: Node | None
     qadd: Node | None = None
     residual: Value | None = None
+    post: Node | None = None
 
     @property
     def output(self) -> Node:
-        if self.qadd is not None:
-            return self.qadd
-        return self.requantize if self.requantize is not None else self.anchor
+        for last in (self.post, self.qadd, self.requantize):
+            if last is not None:
+                return last
+        return self.anchor
 
     @property
     def nodes(self) -> tuple[Node, ...]:
-        return tuple(n for n in (self.anchor, self.requantize, self.qadd) if n is not None)
+        return tuple(n for n in (self.anchor, self.requantize, self.qadd, self.post)
+                     if n is not None)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,26 @@ _QADD_REASON = (
     "the other operand is loaded into the accumulator (ACC8), then MUL, ADD, rounding shift "
     "and clip on the ALU"
 )
+_HARD_SWISH_REASON = (
+    "on the requantized tile: a copy of it for the gate (MUL, ADD, SHR, ADD, MAX, MIN), MUL of "
+    "the two, then MUL, rounding shift and clip on the ALU"
+)
+
+
+def copy_pays(cfg: HwConfig) -> bool:
+    """Whether fusing a hard swish into the conv2d or dense group it follows saves cycles on
+    ``cfg``: fused, the compute module copies the tile for the gate (``MUL 0`` at
+    ``alu_imm_ii``, ``ADD`` at ``alu_ii`` per entry); a group of its own, the compute module
+    loads the int8 tile twice (ACC8, ``out_elem_bytes`` per entry each, ``bus_bytes`` a cycle).
+    On ``default`` (4-byte entries) the copy costs more than the loads it saves.
+
+    Example:
+        >>> import isa
+        >>> copy_pays(isa.load_config("vta-1x16x16")), copy_pays(isa.load_config("default"))
+        (True, False)
+    """
+    loads = 2 * cfg.out_elem_bytes / cfg.bus_bytes
+    return loads >= cfg.alu_imm_ii + cfg.alu_ii
 
 
 class AcceleratorPolicy:
@@ -263,10 +291,14 @@ class AcceleratorPolicy:
         anchor = group.nodes[0]
         if len(group.nodes) == 1:
             return self.requantize.get(id(anchor)) is node
-        if len(group.nodes) != 2 or self.impls[id(anchor)].kind != "gemm" or node.op != "qadd":
+        if len(group.nodes) != 2 or self.impls[id(anchor)].kind != "gemm":
             return False
         rq = group.tail
         if _only_reader(self.graph, rq, self.users) is not node:
+            return False
+        if node.op == "qhard_swish":  # on the requantized tile, of a conv2d or dense
+            return anchor.op in ("conv2d", "dense") and node.type == rq.type and copy_pays(self.cfg)
+        if node.op != "qadd":
             return False
         other = self.residual(node, rq)
         return other is not rq and other.type == rq.type and self._runs_before(other, group, walk)
@@ -326,7 +358,9 @@ def partition_graph(
         node = grown.nodes[0]
         impl = policy.impls[id(node)]
         rq = grown.nodes[1] if len(grown.nodes) > 1 else None
-        qadd = grown.nodes[2] if len(grown.nodes) > 2 else None
+        third = grown.nodes[2] if len(grown.nodes) > 2 else None
+        post = third if third is not None and third.op == "qhard_swish" else None
+        qadd = third if post is None else None
         if qadd is not None:
             assert rq is not None
             residual: Value | None = policy.residual(qadd, rq)
@@ -335,7 +369,7 @@ def partition_graph(
         else:
             residual = None
         name = node.name or node.op
-        group = AccelGroup(name, node.op, node, rq, qadd, residual)
+        group = AccelGroup(name, node.op, node, rq, qadd, residual, post)
         reason = exclude.get(name)
         if reason is not None:
             # the nodes it would have fused go with it: a requantize or qadd of its own would
@@ -350,6 +384,8 @@ def partition_graph(
             put(rq, VTA, name, "requantize-fused", _RQ_REASON[impl.kind])
         if qadd is not None:
             put(qadd, VTA, name, "qadd-fused", _QADD_REASON)
+        if post is not None:
+            put(post, VTA, name, "qhard_swish-fused", _HARD_SWISH_REASON)
     for node in graph.nodes:
         if id(node) not in placed:
             put(node, CPU, None, *policy.host[id(node)])

@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -271,6 +272,48 @@ class AluStep:
         return f"{head} {self.tensor if self.tensor else self.imm}"
 
 
+#: The step that starts the second tile (``rhs``) as a copy of the value so far: a hard swish
+#: fused after a requantization takes its gate from it. The ALU copies with ``MUL 0`` and an
+#: ``ADD`` of the source.
+COPY = AluStep("COPY", tensor="lhs", dst="rhs")
+
+
+def second_tile(steps: Sequence[AluStep]) -> bool:
+    """Whether ``steps`` use a second accumulator tile of the output's shape (``rhs``: a
+    residual loaded into it, or a copy of the value taken where a step first writes it).
+
+    Example:
+        >>> second_tile([AluStep("SHR", imm=8)]), second_tile([AluStep("ADD", tensor="rhs")])
+        (False, True)
+    """
+    return any(s.tensor == "rhs" or s.dst == "rhs" for s in steps)
+
+
+def reads_residual(steps: Sequence[AluStep]) -> bool:
+    """Whether ``steps`` take their second tile from a residual operand: they use one, and do
+    not start it with a ``COPY`` of the value so far (:data:`COPY`).
+
+    Example:
+        >>> reads_residual([COPY, AluStep("MUL", imm=3, dst="rhs")])
+        False
+    """
+    first = next((s for s in steps if s.tensor == "rhs" or s.dst == "rhs"), None)
+    return first is not None and first != COPY
+
+
+def alu_uops(steps: Sequence[AluStep]) -> tuple[int, int]:
+    """The ALU micro-ops a step list issues per accumulator entry, and how many of them have an
+    immediate operand: one a step, but a :data:`COPY`'s two (``MUL 0``, then ``ADD`` of the
+    source).
+
+    Example:
+        >>> alu_uops([COPY, AluStep("MUL", tensor="rhs"), AluStep("SHR", imm=3)])
+        (4, 2)
+    """
+    copies = sum(1 for s in steps if s == COPY)
+    return len(steps) + copies, sum(1 for s in steps if s.tensor is None) + copies
+
+
 def split_round_shift(s: int) -> list[AluStep]:
     """ALU steps of ``rshift(v, s)`` with 16-bit immediates: ``SHR s-b; ADD 2**(b-1); SHR b``
     with ``b = min(s, 15)``; ``floor((floor(v / 2**a) + 2**(b-1)) / 2**b)`` equals
@@ -372,6 +415,10 @@ def add_alu_program(
 
 
 __all__ = [
+    "COPY",
+    "alu_uops",
+    "reads_residual",
+    "second_tile",
     "add_alu_program",
     "AluStep",
     "QuantizeError",

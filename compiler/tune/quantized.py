@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.errors import CompilerError
-from compiler.quantize.requant import AluStep, RequantParams
+from compiler.quantize.requant import COPY, AluStep, RequantParams, reads_residual
 from compiler.topi.vta.qnn import QAdd, QEpilogue
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def epilogue_structure(steps: Sequence[AluStep]) -> str:
     for s in steps:
         head = f"{s.op}@{s.dst}" if s.dst else s.op
         what = "i" if s.tensor is None else ("r" if s.tensor == "rhs" else f"t.{s.tensor}")
-        out.append(f"{head}:{what}")
+        out.append("COPY@rhs:l" if s == COPY else f"{head}:{what}")
     return ";".join(out)
 
 
@@ -63,12 +63,15 @@ def structure_steps(text: str) -> list[AluStep]:
     refused naming the step at fault."""
     steps = []
     for k, part in enumerate(text.split(";") if text else []):
+        if part == "COPY@rhs:l":  # the second tile starts as a copy of the value so far
+            steps.append(COPY)
+            continue
         head, sep, what = part.partition(":")
         op, _, dst = head.partition("@")
         if not sep or op not in OPS or dst not in ("", "rhs"):
             raise CompilerError(
                 f"epilogue structure {text!r}: step {k} {part!r} is not OP[@rhs]:i|r|t.NAME "
-                f"with OP one of {OPS}"
+                f"with OP one of {OPS}, or COPY@rhs:l"
             )
         if what == "i":
             steps.append(AluStep(op, imm=_IMM[op], dst=dst or None))
@@ -102,7 +105,7 @@ class StructureEpilogue(QEpilogue):
 
     def tiles(self) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(self.seed)
-        names = dict.fromkeys(s.tensor for s in self.fixed if s.tensor not in (None, "rhs"))
+        names = dict.fromkeys(s.tensor for s in self.fixed if s.tensor not in (None, "rhs", "lhs"))
         return {n: rng.integers(0, 8, self.channels).astype(np.int32) for n in names}
 
 
@@ -113,9 +116,8 @@ def synthetic_epilogue(structure: str, channels: int, seed: int = 0) -> Structur
     ones = np.ones(channels, np.int32)
     zeros = np.zeros(channels, np.int32)
     params = RequantParams(ones, zeros, zeros, ones.astype(np.float64))
-    residual = any(s.tensor == "rhs" for s in steps)
-    add = QAdd(1, 1, 0, -128, 127) if residual else None
-    return StructureEpilogue(None, params, -128, 127, add, tuple(steps), seed)
+    add = QAdd(1, 1, 0, -128, 127) if reads_residual(steps) else None
+    return StructureEpilogue(None, params, -128, 127, add, fixed=tuple(steps), seed=seed)
 
 
 @dataclass

@@ -91,6 +91,8 @@ class Task:
             self._check_quantized()
 
     def _check_quantized(self) -> None:
+        from compiler.quantize.requant import reads_residual
+
         from .quantized import structure_steps
 
         who = f"task {self.name or '?'}"
@@ -103,7 +105,7 @@ class Task:
         steps = structure_steps(self.epilogue)
         if not steps:
             raise CompilerError(f"{who}: a quantized epilogue has at least its clip")
-        if any(st.tensor == "rhs" for st in steps) != self.residual:
+        if self.residual != reads_residual(steps):
             raise CompilerError(
                 f"{who}: residual={self.residual}, but the epilogue {self.epilogue!r} "
                 f"{'does not read' if self.residual else 'reads'} the residual"
@@ -324,6 +326,17 @@ class Task:
         from .quantized import structure_steps
 
         return epilogue_channel_tiles(structure_steps(self.epilogue))
+
+    def _second_tile(self) -> bool:
+        """Whether a quantized epilogue uses a second accumulator tile (a residual, or the
+        copy a fused hard swish takes for its gate)."""
+        if not self.epilogue:
+            return False
+        from compiler.quantize.requant import second_tile
+
+        from .quantized import structure_steps
+
+        return second_tile(structure_steps(self.epilogue))
 
     def _alu_ops(self) -> int:
         # the epilogue's accumulator stages (shr, optional add, clip as MAX and MIN)
@@ -651,7 +664,7 @@ def _space(task: Task) -> ConfigSpace:
 
         return cpu_space(task.kind, task.sizes)
     cfg, p = task.config_obj, task._packed()
-    acc_buffers = 2 if task.residual else 1
+    acc_buffers = 2 if task.residual or task._second_tile() else 1
     # a quantized epilogue's per-channel tiles: one acc entry per channel block of a tile each
     channel_tiles = task._channel_tiles()
     depthwise = task.depthwise
@@ -745,7 +758,7 @@ def _space(task: Task) -> ConfigSpace:
     )
 
     if task.epilogue:  # the quantized dense group's tiles and residual take acc tiles
-        acc_buffers = 1 + channel_tiles + int(task.residual)
+        acc_buffers = 1 + channel_tiles + int(task.residual or task._second_tile())
 
     def dense_rule(v: Mapping[str, Any]) -> str | None:
         n, tb, tco, tci = v["oc_nthread"], v["tile_b"], v["tile_co"], v["tile_ci"]

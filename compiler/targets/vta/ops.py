@@ -411,7 +411,12 @@ def group_epilogue(group: AccelGroup) -> QEpilogue:
             a["rhs_multiplier"] if mine_lhs else a["lhs_multiplier"],
             a["shift"], a["out_min"], a["out_max"],
         )  # fmt: skip
-    return QEpilogue(bias, params, rq.attrs["out_min"], rq.attrs["out_max"], add)
+    swish = None
+    if group.post is not None:  # a fused qhard_swish
+        from compiler.quantize.ops import hard_swish_params
+
+        swish = hard_swish_params(group.post.attrs)
+    return QEpilogue(bias, params, rq.attrs["out_min"], rq.attrs["out_max"], add, swish)
 
 
 # ---------------------------------------------------------------- template spaces

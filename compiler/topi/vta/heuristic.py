@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from compiler.errors import ScheduleError
-from compiler.quantize.requant import AluStep
+from compiler.quantize.requant import AluStep, alu_uops, second_tile
 from compiler.topi.utils import pair
 from isa import HwConfig
 from isa.timing import ALU_PIPE_LATENCY, GEMM_PIPE_LATENCY
@@ -346,7 +346,7 @@ def epilogue_channel_tiles(steps: Sequence[AluStep]) -> int:
         ...                         AluStep("ADD", tensor="rhs")])
         1
     """
-    return len({s.tensor for s in steps if s.tensor not in (None, "rhs")})
+    return len({s.tensor for s in steps if s.tensor not in (None, "rhs", "lhs")})
 
 
 def quantized_conv2d_knobs(
@@ -370,13 +370,12 @@ def quantized_conv2d_knobs(
     and one accumulator entry per channel block for each per-channel tile. ``icb`` is the
     kernel's input blocks (1 for a depthwise group). The tuner's default point of a group's
     task is this choice, so a tuned network is measured against the untuned one."""
-    alu_ops = len(steps) + 1
-    tensor_ops = sum(1 for s in steps if s.tensor is not None)
+    uops, imm = alu_uops(steps)
     return conv2d_knobs(
         cfg, nb=nb, ocb=ocb, icb=icb, oh=oh, ow=ow, k=k, stride=stride, nthreads=nthreads,
-        alu_ops=alu_ops, alu_imm_ops=max(0, alu_ops - tensor_ops),
-        acc_buffers=2 if residual else 1, channel_tiles=epilogue_channel_tiles(steps),
-        depthwise=depthwise,
+        alu_ops=uops + 1, alu_imm_ops=imm + 1,
+        acc_buffers=2 if residual or second_tile(steps) else 1,
+        channel_tiles=epilogue_channel_tiles(steps), depthwise=depthwise,
     )  # fmt: skip
 
 
@@ -392,7 +391,7 @@ def quantized_dense_knobs(
 ) -> DenseKnobs:
     """The heuristic's knobs of a quantized dense group (``compile_qdense``): each
     per-channel tile and the residual take an accumulator tile of their own."""
-    acc = 1 + epilogue_channel_tiles(steps) + int(residual)
+    acc = 1 + epilogue_channel_tiles(steps) + int(residual or second_tile(steps))
     return dense_knobs(cfg, nb=nb, mb=mb, kb=kb, nthreads=nthreads, acc_buffers=acc)
 
 

@@ -34,13 +34,17 @@ from compiler.errors import ScheduleError, ShapeError
 from compiler.ir import op
 from compiler.ir.buffer import Scope
 from compiler.ir.expr import Expr
+from compiler.quantize.hard import HardSwish, hard_swish_steps
 from compiler.quantize.requant import (
     CLAMP_MAX,
     CLAMP_MIN,
+    COPY,
     AluStep,
     RequantParams,
     add_alu_program,
     alu_program,
+    alu_uops,
+    second_tile,
     wrap32,
 )
 from compiler.schedule import Schedule
@@ -94,6 +98,9 @@ class QEpilogue:
     out_min: int
     out_max: int
     add: QAdd | None = None
+    #: a hard swish fused after the requantization (``qhard_swish``: its gate on a copy of
+    #: the requantized tile), never with ``add``
+    post: HardSwish | None = None
 
     @property
     def channels(self) -> int:
@@ -121,7 +128,7 @@ class QEpilogue:
         out: dict[str, np.ndarray] = {}
         steps = self.steps()
         for s in steps:
-            if s.tensor is None or s.tensor == "rhs":
+            if s.tensor in (None, "rhs", "lhs"):
                 continue
             if s.tensor == "bias":
                 out["bias"] = self._bias_tile()
@@ -173,6 +180,8 @@ class QEpilogue:
                 steps = [AluStep("ADD", imm=value), *steps]
         if self.add is not None:
             steps += self.add.steps()
+        if self.post is not None:
+            steps += [COPY, *hard_swish_steps(self.post)]
         return steps
 
 
@@ -215,10 +224,15 @@ def alu_stages(
 ) -> Tensor:
     """``steps`` as accumulator stages on the int32 ``acc`` (one stage a step, named
     ``{prefix}q{k}``): an immediate, the second operand ``rhs`` (a step whose ``dst`` is
-    ``rhs`` updates that operand instead, ``{prefix}rhs{k}``) or a per-channel tile of
-    ``tiles`` read at ``channel(index)``. Returns the last stage (``acc`` without steps)."""
+    ``rhs`` updates that operand instead, ``{prefix}rhs{k}``; a ``COPY`` makes it a copy of the
+    value so far) or a per-channel tile of ``tiles`` read at ``channel(index)``. Returns the
+    last stage (``acc`` without steps)."""
     cur = acc
     for k, step in enumerate(steps):
+        if step == COPY:  # the second tile starts as a copy of the value so far
+            rhs = te.compute(acc.shape, lambda *i, c=cur: c(*i), name=f"{prefix}rhs{k}",
+                             tag="elemwise")  # fmt: skip
+            continue
         fn = _ALU_OPS[step.op]
         if step.dst == "rhs":
             assert rhs is not None and step.imm is not None
@@ -557,8 +571,8 @@ def compile_qconv2d(
         _tuned("conv2d", name, lambda: check_knobs(find_stages(out), knobs, cfg))
         misfit = conv2d_misfit(
             cfg, knobs, nb=nb, ocb=ob, icb=kcb, oh=out_h, ow=out_w, k=(kh, kw), stride=stride,
-            acc_buffers=2 if residual else 1, channel_tiles=epilogue_channel_tiles(steps),
-            depthwise=depthwise,
+            acc_buffers=2 if second_tile(steps) else 1,
+            channel_tiles=epilogue_channel_tiles(steps), depthwise=depthwise,
         )  # fmt: skip
         if misfit is not None:
             raise ScheduleError(f"conv2d group {name}: {misfit} on {cfg.name}")
@@ -579,7 +593,7 @@ def compile_qconv2d(
     prog = reused_program(key, [t.name for t in tiles.values()], build)
     values["kernel"] = pack_kernel(depthwise_kernel(weight, bi) if depthwise else weight, cfg)
     macs = n * o * out_h * out_w * c2 * kh * kw
-    return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
+    return QLayer(name, prog, values, knobs, macs, residual, *alu_uops(steps))
 
 
 def compile_qdense(
@@ -628,7 +642,7 @@ def compile_qdense(
         knobs = quantized_dense_knobs(cfg, nb=nb, mb=mb, kb=kb, steps=steps, residual=residual,
                                       nthreads=nthreads)  # fmt: skip
     else:
-        acc = 1 + epilogue_channel_tiles(steps) + int(residual)
+        acc = 1 + epilogue_channel_tiles(steps) + int(second_tile(steps))
         misfit = dense_misfit(cfg, knobs, nb=nb, mb=mb, kb=kb, acc_buffers=acc)
         if misfit is not None:
             raise ScheduleError(f"dense group {name}: {misfit} on {cfg.name}")
@@ -646,7 +660,7 @@ def compile_qdense(
     prog = reused_program(key, [t.name for t in tiles.values()], build)
     values["weight"] = pack_weight(weight, cfg)
     macs = batch * m * k
-    return QLayer(name, prog, values, knobs, macs, residual, len(steps), imm_steps(steps))
+    return QLayer(name, prog, values, knobs, macs, residual, *alu_uops(steps))
 
 
 def _tuned(kind: str, name: str, check: Callable[[], object]) -> None:

@@ -24,6 +24,9 @@ from runtime.measure import measure_one, reference_output
 
 EP = "ADD:t.bias;SHR:t.shift;MAX:i;MIN:i;MUL:t.multiplier;SHR:i;ADD:i;SHR:i;MAX:i;MIN:i"
 RES = EP + ";MUL:i;MUL@rhs:i;ADD:r;ADD:i;SHR:i;MAX:i;MIN:i"
+#: a hard swish fused after the requantization: a copy of the tile for its gate
+HSWISH = EP + (";COPY@rhs:l;MUL@rhs:i;ADD@rhs:i;SHR@rhs:i;ADD@rhs:i;MAX@rhs:i;MIN@rhs:i;MUL:r;"
+               "MUL:i;SHR:i;ADD:i;SHR:i;MAX:i;MIN:i")  # fmt: skip
 CFG = "vta-1x16x16"
 
 
@@ -69,6 +72,7 @@ def test_the_key_holds_shapes_residual_depthwise_and_the_structure():
     [
         (dict(epilogue=RES), "reads the residual"),
         (dict(epilogue=EP, residual=True), "does not read"),
+        (dict(epilogue=HSWISH, residual=True), "does not read"),
         (dict(epilogue=EP, relu=True), "clip is in its epilogue"),
         (dict(depthwise=True), "give its epilogue"),
     ],
@@ -86,8 +90,10 @@ def test_inconsistent_quantized_tasks_are_refused(kwargs, message):
         conv2d_task(8, 8, 32, 32, 3, 1, 1, hw=CFG, epilogue=RES, residual=True),
         conv2d_task(8, 8, 32, 32, 3, 2, 1, hw=CFG, epilogue=EP, depthwise=True),
         dense_task(1, 256, 96, hw=CFG, epilogue=EP),
+        conv2d_task(8, 8, 32, 32, 3, 1, 1, hw=CFG, epilogue=HSWISH),
+        dense_task(1, 256, 96, hw=CFG, epilogue=HSWISH),
     ],
-    ids=["residual", "depthwise", "dense"],
+    ids=["residual", "depthwise", "dense", "hard-swish", "dense-hard-swish"],
 )
 def test_the_default_point_is_what_the_quantized_template_chooses(task):
     layer, _ = compile_task_group(task, None)
@@ -104,6 +110,20 @@ def test_a_candidate_is_checked_against_the_heuristic_schedules_output():
     built.expected = reference_output(built.reference)
     assert built.knobs == t.knobs(other) and built.matches(built.expected)
     assert not built.matches(built.expected + 1)
+
+
+def test_a_fused_hard_swish_task_takes_a_second_tile_and_checks_its_candidates():
+    steps = structure_steps(HSWISH)
+    assert epilogue_structure(steps) == HSWISH
+    # the copy for the gate is an accumulator tile: the space keeps fewer points
+    big = conv2d_task(28, 28, 64, 64, 3, 1, 1, hw=CFG, epilogue=HSWISH)
+    plain = conv2d_task(28, 28, 64, 64, 3, 1, 1, hw=CFG, epilogue=EP)
+    assert 0 < len(big.space().valid_indices()) < len(plain.space().valid_indices())
+    t = conv2d_task(8, 8, 32, 32, 3, 1, 1, hw=CFG, epilogue=HSWISH)
+    default = t.default_config().index
+    other = next(int(i) for i in t.space().valid_indices()[::53] if int(i) != default)
+    got = [MeasureResult.from_json(measure_one(t.to_json(), i)) for i in (default, other)]
+    assert all(r.ok and r.cost > 0 for r in got), got
 
 
 def test_records_of_quantized_tasks_round_trip():
