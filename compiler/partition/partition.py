@@ -24,7 +24,7 @@ Rules, tried on each node in topological order (the first that decides wins):
   whose other operand is an int8 tensor of the same shape) joins the group.
 * ``qhard_swish-fused``: a ``qhard_swish`` that is the only reader of a ``conv2d`` or
   ``dense`` group's ``requantize`` joins the group (its gate on a copy of the requantized tile)
-  where the copy costs fewer cycles than the two loads a group of its own makes
+  where the copy costs no more cycles than the two loads a group of its own makes
   (:func:`copy_pays`).
 * ``pool-group``: an int8 ``max_pool2d`` (square window, equal strides, no dilation; ceil mode
   runs as the padding its last windows reach, one output row's window within the accumulator
