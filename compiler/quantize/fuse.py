@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
+from compiler.quantize.requant import gate_shape
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -59,9 +60,7 @@ def _per_channel(slope: Value, x: Value) -> bool:
     values in every batch row (one value per channel)."""
     if not isinstance(slope, Constant) or slope.type.dtype != "int8":
         return False
-    shape = x.type.shape
-    want = (shape[0], shape[1], 1, 1) if len(shape) == 4 else tuple(shape)
-    if len(shape) not in (2, 4) or tuple(slope.type.shape) != want:
+    if x.type.ndim not in (2, 4) or tuple(slope.type.shape) != gate_shape(x.type.shape):
         return False
     v = np.asarray(slope.value)
     return bool((v == v[:1]).all())

@@ -69,6 +69,7 @@ from compiler.quantize.requant import (
     MAX_POST_SHIFT,
     MAX_PRE_SHIFT,
     add_int,
+    gate_shape,
     mul_int,
     requantize_int,
 )
@@ -195,7 +196,7 @@ def _infer_qleaky_relu(node: Node) -> TensorType:
 def _infer_qprelu(node: Node) -> TensorType:
     x = _need(node, 0, ("int8",))
     slope = _need(node, 1, ("int8",))
-    per_channel = (x.shape[0], x.shape[1], 1, 1) if x.ndim == 4 else x.shape
+    per_channel = gate_shape(x.shape)
     if x.ndim not in (2, 4) or slope.shape != per_channel:
         raise ShapeError(
             f"{_where(node)} input 1: the slope must have shape {per_channel} for an input of "

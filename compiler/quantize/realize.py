@@ -83,7 +83,13 @@ from compiler.graph.pipeline import graph_pass, graph_pipeline, run_pipeline
 from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
 from compiler.quantize.hard import choose_hard_sigmoid, choose_hard_swish, fixed_point
-from compiler.quantize.requant import QuantizeError, RequantParams, choose_add, choose_requant
+from compiler.quantize.requant import (
+    QuantizeError,
+    RequantParams,
+    choose_add,
+    choose_requant,
+    gate_shape,
+)
 from compiler.quantize.sensitivity import (
     INT8_COSINE_TARGET,
     MEASURED_OPS,
@@ -807,9 +813,7 @@ class _Realizer:
         """An NCHW or ``(N, C)`` activation times a constant of one value per channel (a
         PReLU's slopes, a scale): qmul with the constant as an int8 gate at its own scale
         (``max |value| / 127``), per channel for NCHW, of the tensor's shape for ``(N, C)``."""
-        found = self._constant_operand(
-            node, lambda t: (t.shape[0], t.shape[1], 1, 1) if t.ndim == 4 else t.shape
-        )
+        found = self._constant_operand(node, lambda t: gate_shape(t.shape))
         if found is None:
             return False
         x, qgate, sg = found

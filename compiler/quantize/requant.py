@@ -278,6 +278,30 @@ class AluStep:
 COPY = AluStep("COPY", tensor="lhs", dst="rhs")
 
 
+def channel_tile_names(steps: Sequence[AluStep]) -> list[str]:
+    """The per-channel int32 tiles ``steps`` read, by name in order of first use: every tensor
+    operand but the second tile (``rhs``) and a :data:`COPY`'s source.
+
+    Example:
+        >>> channel_tile_names([AluStep("ADD", tensor="bias"), COPY, AluStep("MUL", tensor="rhs")])
+        ['bias']
+    """
+    return list(dict.fromkeys(s.tensor for s in steps if s.tensor not in (None, "rhs", "lhs")))
+
+
+def gate_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape of an operand of one value per channel for a tensor of ``shape``: ``(N, C, 1,
+    1)`` for an NCHW tensor (a squeeze-excitation's gate, a PReLU's slopes), the shape itself
+    for an ``(N, C)`` one.
+
+    Example:
+        >>> gate_shape((1, 8, 5, 5)), gate_shape((2, 8))
+        ((1, 8, 1, 1), (2, 8))
+    """
+    shape = tuple(int(d) for d in shape)
+    return (shape[0], shape[1], 1, 1) if len(shape) == 4 else shape
+
+
 def second_tile(steps: Sequence[AluStep]) -> bool:
     """Whether ``steps`` use a second accumulator tile of the output's shape (``rhs``: a
     residual loaded into it, or a copy of the value taken where a step first writes it).
@@ -417,6 +441,8 @@ def add_alu_program(
 __all__ = [
     "COPY",
     "alu_uops",
+    "channel_tile_names",
+    "gate_shape",
     "reads_residual",
     "second_tile",
     "add_alu_program",

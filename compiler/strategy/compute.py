@@ -633,29 +633,47 @@ def _qmul(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tens
     return compute(a.shape, fm, name=name, tag="qmul")
 
 
+#: the attributes of the sum ``qleaky_relu`` and ``qprelu`` end in
+_PARTS = ("pos_multiplier", "neg_multiplier", "shift", "out_min", "out_max")
+
+
+def _clipped(v: Any, lo: int, hi: int) -> Any:
+    i64 = as_dtype("int64")
+    return op.minimum(op.maximum(v, const(lo, i64)), const(hi, i64))
+
+
+def _parts_sum(opname: str, name: str, attrs: Mapping[str, Any]) -> Callable[[Any, Any], Any]:
+    """The int8 sum a ``qleaky_relu`` or ``qprelu`` ends in, as a function of the int64 input
+    ``v`` and its negative part ``neg``: ``clip(round_shift(max(v, 0) * pos + neg * neg_m,
+    shift))``, as ``qadd`` computes its two operands."""
+    big = (1 << 15) - 1
+    mp = _int_attr(opname, name, attrs, "pos_multiplier", 0, big)
+    mn = _int_attr(opname, name, attrs, "neg_multiplier", 0, big)
+    shift = _int_attr(opname, name, attrs, "shift", 0, 30)
+    lo, hi = _out_range(opname, name, attrs)
+    i64 = as_dtype("int64")
+
+    def total(v: Any, neg: Any) -> Any:
+        # E.Mul, not op.mul, as in qadd: a multiplier of 0 must not fold an operand away
+        acc = E.Mul(op.maximum(v, const(0, i64)), const(mp, i64)) + E.Mul(neg, const(mn, i64))
+        return op.cast("int8", _clipped(_round_shift(acc, const(shift, i64)), lo, hi))
+
+    return total
+
+
 def _qleaky_relu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     """``compiler.quantize.ops``' ``qleaky_relu``: ``clip(round_shift(max(x, 0) * pos +
     min(x, 0) * neg, shift))`` in int64, as ``qadd`` computes its two operands."""
-    _known("qleaky_relu", name, attrs,
-           ("pos_multiplier", "neg_multiplier", "shift", "out_min", "out_max"))  # fmt: skip
+    _known("qleaky_relu", name, attrs, _PARTS)
     _arity("qleaky_relu", name, inputs, 1)
     _int8_inputs("qleaky_relu", name, inputs)
     (x,) = inputs
-    big = (1 << 15) - 1
-    mp = _int_attr("qleaky_relu", name, attrs, "pos_multiplier", 0, big)
-    mn = _int_attr("qleaky_relu", name, attrs, "neg_multiplier", 0, big)
-    shift = _int_attr("qleaky_relu", name, attrs, "shift", 0, 30)
-    lo, hi = _out_range("qleaky_relu", name, attrs)
+    total = _parts_sum("qleaky_relu", name, attrs)
     i64 = as_dtype("int64")
-    zero = const(0, i64)
 
     def fl(*i: Any) -> Any:
         v = op.cast(i64, x(*i))
-        # E.Mul, not op.mul, as in qadd: a multiplier of 0 must not fold an operand away
-        acc = E.Mul(op.maximum(v, zero), const(mp, i64)) + E.Mul(op.minimum(v, zero),
-                                                                 const(mn, i64))  # fmt: skip
-        y = _round_shift(acc, const(shift, i64))
-        return op.cast("int8", op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64)))
+        return total(v, op.minimum(v, const(0, i64)))
 
     return compute(x.shape, fl, name=name, tag="qleaky_relu")
 
@@ -663,40 +681,29 @@ def _qleaky_relu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) 
 def _qprelu(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     """``compiler.quantize.ops``' ``qprelu``: the ``qadd`` of ``relu(x)`` and the ``qmul`` of
     ``clip(x, neg_min, neg_max)`` by the per-channel ``slope``, in int64 as those two are."""
-    keys = ("neg_min", "neg_max", "slope_multiplier", "slope_shift", "slope_min", "slope_max",
-            "pos_multiplier", "neg_multiplier", "shift", "out_min", "out_max")  # fmt: skip
-    _known("qprelu", name, attrs, keys)
+    from compiler.quantize.requant import gate_shape
+
+    keys = ("neg_min", "neg_max", "slope_multiplier", "slope_shift", "slope_min", "slope_max")
+    _known("qprelu", name, attrs, (*keys, *_PARTS))
     _arity("qprelu", name, inputs, 2)
     _int8_inputs("qprelu", name, inputs)
     x, slope = inputs
-    per_channel = (x.shape[0], x.shape[1], 1, 1) if x.ndim == 4 else tuple(x.shape)
-    if x.ndim not in (2, 4) or tuple(slope.shape) != tuple(per_channel):
+    if x.ndim not in (2, 4) or tuple(slope.shape) != gate_shape(x.shape):
         raise _fail("qprelu", name, f"slope of shape {tuple(slope.shape)} does not match {x.name}")
-    big = (1 << 15) - 1
     lo_n = _int_attr("qprelu", name, attrs, "neg_min", -128, 127)
     hi_n = _int_attr("qprelu", name, attrs, "neg_max", -128, 127)
-    m1 = _int_attr("qprelu", name, attrs, "slope_multiplier", 0, big)
+    m1 = _int_attr("qprelu", name, attrs, "slope_multiplier", 0, (1 << 15) - 1)
     s1 = _int_attr("qprelu", name, attrs, "slope_shift", 0, 30)
     lo_s = _int_attr("qprelu", name, attrs, "slope_min", -128, 127)
     hi_s = _int_attr("qprelu", name, attrs, "slope_max", -128, 127)
-    mp = _int_attr("qprelu", name, attrs, "pos_multiplier", 0, big)
-    mn = _int_attr("qprelu", name, attrs, "neg_multiplier", 0, big)
-    shift = _int_attr("qprelu", name, attrs, "shift", 0, 30)
-    lo, hi = _out_range("qprelu", name, attrs)
+    total = _parts_sum("qprelu", name, attrs)
     i64 = as_dtype("int64")
-
-    def clipped(v: Any, a: int, b: int) -> Any:
-        return op.minimum(op.maximum(v, const(a, i64)), const(b, i64))
 
     def fp(*i: Any) -> Any:
         v = op.cast(i64, x(*i))
         si = (i[0], i[1], 0, 0) if x.ndim == 4 else i
-        neg = clipped(v, lo_n, hi_n)
-        prod = E.Mul(E.Mul(neg, op.cast(i64, slope(*si))), const(m1, i64))
-        scaled = clipped(_round_shift(prod, const(s1, i64)), lo_s, hi_s)
-        # E.Mul, not op.mul, as in qadd: a multiplier of 0 must not fold an operand away
-        acc = E.Mul(op.maximum(v, const(0, i64)), const(mp, i64)) + E.Mul(scaled, const(mn, i64))
-        return op.cast("int8", clipped(_round_shift(acc, const(shift, i64)), lo, hi))
+        prod = E.Mul(E.Mul(_clipped(v, lo_n, hi_n), op.cast(i64, slope(*si))), const(m1, i64))
+        return total(v, _clipped(_round_shift(prod, const(s1, i64)), lo_s, hi_s))
 
     return compute(x.shape, fp, name=name, tag="qprelu")
 

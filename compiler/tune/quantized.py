@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from compiler.errors import CompilerError
-from compiler.quantize.requant import COPY, AluStep, RequantParams, reads_residual
+from compiler.quantize.requant import (
+    COPY,
+    AluStep,
+    RequantParams,
+    channel_tile_names,
+    reads_residual,
+)
 from compiler.topi.vta.qnn import QAdd, QEpilogue
 
 if TYPE_CHECKING:
@@ -105,7 +111,7 @@ class StructureEpilogue(QEpilogue):
 
     def tiles(self) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(self.seed)
-        names = dict.fromkeys(s.tensor for s in self.fixed if s.tensor not in (None, "rhs", "lhs"))
+        names = channel_tile_names(self.fixed)
         return {n: rng.integers(0, 8, self.channels).astype(np.int32) for n in names}
 
 

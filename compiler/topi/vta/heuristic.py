@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from compiler.errors import ScheduleError
-from compiler.quantize.requant import AluStep, alu_uops, second_tile
+from compiler.quantize.requant import AluStep, alu_uops, channel_tile_names, second_tile
 from compiler.topi.utils import pair
 from isa import HwConfig
 from isa.timing import ALU_PIPE_LATENCY, GEMM_PIPE_LATENCY
@@ -346,7 +346,7 @@ def epilogue_channel_tiles(steps: Sequence[AluStep]) -> int:
         ...                         AluStep("ADD", tensor="rhs")])
         1
     """
-    return len({s.tensor for s in steps if s.tensor not in (None, "rhs", "lhs")})
+    return len(channel_tile_names(steps))
 
 
 def quantized_conv2d_knobs(

@@ -131,9 +131,16 @@ def leaky_relu_steps(attrs: Mapping[str, Any]) -> list[AluStep]:
         ['MIN 0', 'MAX@rhs 0', 'MUL 125', 'MUL@rhs 1250', 'ADD rhs', 'ADD 1024', 'SHR 11', \
 'MAX -128', 'MIN 127']
     """
+    return [AluStep("MIN", imm=0), *_parts_sum(attrs)]
+
+
+def _parts_sum(attrs: Mapping[str, Any]) -> list[AluStep]:
+    """The tail ``qleaky_relu`` and ``qprelu`` share, once their negative part is on the data
+    tile: ``relu`` on the second copy (``rhs``), then the ``qadd``'s steps with the negative
+    part as their left operand (the sum is the same either way)."""
     add = qadd_steps(int(attrs["neg_multiplier"]), int(attrs["pos_multiplier"]),
                      int(attrs["shift"]), int(attrs["out_min"]), int(attrs["out_max"]))  # fmt: skip
-    return [AluStep("MIN", imm=0), AluStep("MAX", imm=0, dst="rhs"), *add]
+    return [AluStep("MAX", imm=0, dst="rhs"), *add]
 
 
 def prelu_steps(attrs: Mapping[str, Any]) -> list[AluStep]:
@@ -154,9 +161,7 @@ def prelu_steps(attrs: Mapping[str, Any]) -> list[AluStep]:
     scaled = qmul_steps(int(attrs["slope_multiplier"]), int(attrs["slope_shift"]),
                         int(attrs["slope_min"]), int(attrs["slope_max"]))  # fmt: skip
     scaled[0] = AluStep("MUL", tensor="slope")
-    add = qadd_steps(int(attrs["neg_multiplier"]), int(attrs["pos_multiplier"]),
-                     int(attrs["shift"]), int(attrs["out_min"]), int(attrs["out_max"]))  # fmt: skip
-    return [*neg, *scaled, AluStep("MAX", imm=0, dst="rhs"), *add]
+    return [*neg, *scaled, *_parts_sum(attrs)]
 
 
 def prelu_slope(slope: np.ndarray) -> np.ndarray:

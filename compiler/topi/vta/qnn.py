@@ -44,6 +44,7 @@ from compiler.quantize.requant import (
     add_alu_program,
     alu_program,
     alu_uops,
+    channel_tile_names,
     second_tile,
     wrap32,
 )
@@ -126,14 +127,11 @@ class QEpilogue:
             "post_shift": s2,
         }
         out: dict[str, np.ndarray] = {}
-        steps = self.steps()
-        for s in steps:
-            if s.tensor in (None, "rhs", "lhs"):
-                continue
-            if s.tensor == "bias":
+        for name in channel_tile_names(self.steps()):
+            if name == "bias":
                 out["bias"] = self._bias_tile()
             else:
-                out[s.tensor] = values[s.tensor].astype(np.int32)
+                out[name] = values[name].astype(np.int32)
         return out
 
     def _fold_round(self) -> bool:
