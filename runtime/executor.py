@@ -10,10 +10,12 @@ run, the profile's records made only when read), a run with a progress callback 
 program's one by one from Python. There is no per-element Python and no allocation beyond the
 outputs.
 
-A gpu program keeps its tensors on the device (:class:`DeviceTensors`): the arena and the
-constants live there for the executor's lifetime, a run copies its inputs in and its outputs
-out, and nothing in between; each group waits for its kernels, so its time in the profile is
-theirs.
+A gpu program keeps its tensors on the device (:class:`DeviceTensors`): the arena, the
+constants and a buffer for each model input and output live there for the executor's lifetime,
+so every kernel launch is bound to its arguments when the executor is built. A run copies its
+inputs in, queues every group's kernels without waiting between groups, waits once, and copies
+its outputs out; each group's time in the profile is read from CUDA events recorded between
+the groups.
 
 Example:
     >>> import numpy as np
@@ -74,9 +76,11 @@ def _cpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
     return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(kernel.args)))(address)
 
 
-def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
-    """A GPU module called with its arguments already on the device (see :class:`DeviceTensors`);
-    it returns once the kernels have finished, so a group's time is its kernels'."""
+def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., Any]:
+    """A GPU module's binder: called once with its arguments on the device (see
+    :class:`DeviceTensors`), it returns the call that queues the module's kernels on them
+    (:meth:`compiler.targets.gpu.module.GpuModule.bind`); the executor times the queued
+    kernels with CUDA events."""
     module = program.modules.get(kernel.symbol)
     if module is None:
         raise SessionError(
@@ -84,20 +88,15 @@ def _gpu_function(kernel: KernelSpec, program: Program) -> Callable[..., None]:
             "compile the model again for --target gpu"
         )
     module.load()  # JIT now: a run's time is the kernels', not their compilation
-    from numba import cuda
-
-    def call(*device_arrays: Any) -> None:
-        module.launch(*device_arrays)
-        cuda.synchronize()
-
-    return call
+    return module.bind
 
 
 class DeviceTensors:
     """A GPU program's tensors in device memory, so that a run copies only its inputs in and
     its outputs out: the arena mirrored once on the device (each tensor a typed view of its
-    bytes, as on the host), and the constants the kernels read copied there once, when the
-    executor is built.
+    bytes, as on the host), the constants the kernels read copied there once, and one buffer
+    for each model input and output the kernels read or write, all made when the executor is
+    built.
 
     Example (numba's CUDA simulator where there is no GPU):
         >>> import numpy as np
@@ -112,40 +111,71 @@ class DeviceTensors:
     def __init__(self, program: Program, constants: dict[str, np.ndarray]) -> None:
         from numba import cuda
 
+        from compiler.targets.gpu.module import cuda_backend
+
         self._cuda = cuda
         self.arena = cuda.device_array(max(program.arena_bytes, 1), dtype=np.uint8)
         self.constants: dict[str, Any] = {}
         self._host = constants
+        #: the model's inputs and outputs the kernels read or write, on the device: allocated
+        #: once, so every kernel's arguments are fixed when the executor is built
+        self.run_buffers: dict[tuple[str, str], Any] = {}
+        #: one event before the first group and one after each, on a GPU (the CUDA simulator's
+        #: events record no time: there the groups are timed on the host, each synchronous)
+        self.events: list[Any] | None = None
+        if cuda_backend() == "cuda":
+            self.events = [cuda.event() for _ in range(len(program.kernels) + 1)]
 
     def view(self, p: Placement) -> Any:
-        """The flat device array of an arena or constant tensor (a constant is copied to the
-        device the first time a kernel asks for it)."""
+        """The flat device array of a tensor: a typed view of the arena's bytes, a constant
+        (copied to the device the first time a kernel asks for it), or the buffer of a model
+        input or output (allocated the first time)."""
         dtype = np.dtype(p.dtype)
         if p.kind == "constant":
             if p.key not in self.constants:
                 host = np.ascontiguousarray(self._host[p.key]).reshape(-1)
                 self.constants[p.key] = self._cuda.to_device(host)
             return self.constants[p.key]
+        count = int(np.prod(p.shape, dtype=np.int64))
+        if p.kind in ("input", "output"):
+            buf = self.run_buffers.get((p.kind, p.key))
+            if buf is None:
+                buf = self._cuda.device_array(count, dtype=dtype)
+                self.run_buffers[(p.kind, p.key)] = buf
+            if buf.size != count or np.dtype(buf.dtype) != dtype:
+                raise SessionError(
+                    f"{p.kind} {p.key}: kernels take it as {dtype.name}[{count}] and as "
+                    f"{np.dtype(buf.dtype).name}[{buf.size}]"
+                )
+            return buf
         if p.offset % dtype.itemsize:
             raise SessionError(
                 f"tensor {p.key}: arena offset {p.offset} is not a multiple of its "
                 f"{dtype.itemsize}-byte {dtype.name} elements"
             )
-        count = int(np.prod(p.shape, dtype=np.int64))
         return self.arena[p.offset : p.offset + count * dtype.itemsize].view(dtype)
 
-    def upload(self, array: np.ndarray) -> Any:
-        """A run's input on the device."""
-        return self._cuda.to_device(array.reshape(-1))
+    def upload(self, feeds: dict[str, np.ndarray]) -> None:
+        """A run's inputs copied into their device buffers."""
+        for (kind, key), buf in self.run_buffers.items():
+            if kind == "input":
+                buf.copy_to_device(feeds[key].reshape(-1))
 
-    def allocate(self, shape: tuple[int, ...], dtype: Any) -> Any:
-        """A run's output on the device (flat)."""
-        return self._cuda.device_array(int(np.prod(shape, dtype=np.int64)), dtype=np.dtype(dtype))
+    def synchronize(self) -> None:
+        """Wait for every kernel queued so far."""
+        self._cuda.synchronize()
+
+    def download(self, outs: dict[str, np.ndarray]) -> None:
+        """A run's outputs copied from their device buffers (after the kernels finished)."""
+        for (kind, key), buf in self.run_buffers.items():
+            if kind == "output":
+                buf.copy_to_host(outs[key].reshape(-1))
 
 
-#: How each target turns a kernel's stored code into something callable: with raw pointers
-#: (cpu), or with device arrays (gpu, :class:`DeviceTensors`).
-KERNEL_LOADERS: dict[str, Callable[[KernelSpec, Program], Callable[..., None]]] = {
+#: How each target turns a kernel's stored code into something callable: a function called with
+#: raw pointers (cpu), or a binder called once with device arrays (:class:`DeviceTensors`) that
+#: returns the group's launches (gpu).
+KERNEL_LOADERS: dict[str, Callable[[KernelSpec, Program], Callable[..., Any]]] = {
     "cpu": _cpu_function,
     "gpu": _gpu_function,
 }
@@ -180,10 +210,10 @@ class Executor:
         }  # fmt: skip
         #: the tensors on the device, for a gpu program (kernel arguments are device arrays)
         self._device = DeviceTensors(program, self.constants) if "gpu" in targets else None
-        self._functions: list[Callable[..., None]] = []
+        self._functions: list[Callable[..., Any]] = []
         self._static: list[list[Any]] = []
         self._dynamic: list[list[tuple[int, str, str]]] = []
-        loaded: dict[tuple[str, str, str], Callable[..., None]] = {}
+        loaded: dict[tuple[str, str, str], Callable[..., Any]] = {}
         for kernel in program.kernels:
             loader = KERNEL_LOADERS.get(kernel.target)
             if loader is None:
@@ -207,15 +237,21 @@ class Executor:
                 if place is None:
                     raise SessionError(f"group {kernel.name}: tensor {tensor} has no placement")
                 self._check_arg(kernel, arg.name, arg.shape, arg.dtype, place)
-                if place.kind in ("input", "output"):
+                if self._device is not None:
+                    static.append(self._device.view(place))
+                elif place.kind in ("input", "output"):
                     static.append(None)
                     dynamic.append((pos, place.kind, place.key))
-                elif self._device is not None:
-                    static.append(self._device.view(place))
                 else:
                     static.append(self._address(place))
             self._static.append(static)
             self._dynamic.append(dynamic)
+        #: a gpu program's groups, each its kernels' launches bound to their device arrays
+        self._launches: list[Callable[[], None]] = []
+        if self._device is not None:
+            self._launches = [
+                bind(*static) for bind, static in zip(self._functions, self._static, strict=True)
+            ]
         #: a cpu program's kernels are called by one native driver (:mod:`runtime.cpu_driver`)
         self._driver: Callable[[int, int], None] | None = None
         if program.kernels and targets == {"cpu"}:
@@ -248,6 +284,33 @@ class Executor:
         self._run_slots = [(n + slot, kind, key) for (kind, key), slot in at_run.items()]
         self._table, self._times = table, np.zeros(n, np.int64)
         self._driver = compile_driver(kernel_slots)
+
+    def _run_gpu(self, device: DeviceTensors, progress: Callable[[], Any] | None) -> np.ndarray:
+        """Queue every group's kernels and wait for them once; each group's time is read from
+        the CUDA events recorded between the groups (the GPU's own time from the end of the
+        group before to the end of this one). With ``progress`` (a bar), or on the CUDA
+        simulator, each group is waited for and timed on the host instead."""
+        nanoseconds = np.zeros(len(self._launches), np.int64)
+        events = device.events
+        if events is not None and progress is None:
+            events[0].record()
+            for launch, event in zip(self._launches, events[1:], strict=True):
+                launch()
+                event.record()
+            events[-1].synchronize()
+            for i in range(len(self._launches)):
+                nanoseconds[i] = round(events[i].elapsed_time(events[i + 1]) * 1e6)
+            return nanoseconds
+        synchronize = device.synchronize
+        clock = time.perf_counter_ns
+        for i, launch in enumerate(self._launches):
+            t0 = clock()
+            launch()
+            synchronize()
+            nanoseconds[i] = clock() - t0
+            if progress is not None:
+                progress()
+        return nanoseconds
 
     def _records(self, nanoseconds: np.ndarray) -> list[GroupRecord]:
         return [
@@ -294,26 +357,23 @@ class Executor:
             if p.kind == "output":
                 outs[p.key] = np.empty(spec.shape, spec.dtype)
         device = self._device
-        pointers: dict[str, dict[str, Any]]
-        if device is None:
-            pointers = {
-                "input": {k: int(v.ctypes.data) for k, v in feeds.items()},
-                "output": {k: int(v.ctypes.data) for k, v in outs.items()},
-            }
-        else:  # a gpu program: the inputs copied to the device once, the outputs made there
-            pointers = {
-                "input": {k: device.upload(v) for k, v in feeds.items()},
-                "output": {k: device.allocate(v.shape, v.dtype) for k, v in outs.items()},
-            }
         profile: Profile
-        if self._driver is not None and progress is None:
+        if device is not None:
+            device.upload(feeds)
+            profile = Profile(self._records(self._run_gpu(device, progress)))
+            device.download(outs)
+        elif self._driver is not None and progress is None:
             table = self._table
             for slot, kind, key in self._run_slots:
-                table[slot] = pointers[kind][key]
+                table[slot] = (feeds if kind == "input" else outs)[key].ctypes.data
             self._driver(table.ctypes.data, self._times.ctypes.data)
             times = self._times.copy()
             profile = Profile.deferred(lambda: self._records(times))
         else:
+            pointers = {
+                "input": {k: int(v.ctypes.data) for k, v in feeds.items()},
+                "output": {k: int(v.ctypes.data) for k, v in outs.items()},
+            }
             nanoseconds = np.zeros(len(prog.kernels), np.int64)
             clock = time.perf_counter_ns
             for i, (fn, static, dynamic) in enumerate(
@@ -328,9 +388,6 @@ class Executor:
                 if progress is not None:
                     progress()
             profile = Profile(self._records(nanoseconds))
-        if device is not None:
-            for key, array in pointers["output"].items():
-                array.copy_to_host(outs[key].reshape(-1))
         result: dict[str, np.ndarray] = {}
         for spec in prog.outputs:
             p = prog.placements[prog.output_tensors[spec.name]]

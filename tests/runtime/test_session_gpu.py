@@ -133,23 +133,32 @@ def test_the_table_labels_simulated_gpu_time(tmp_path, capsys):
 
 
 def test_a_run_copies_only_its_inputs_in_and_its_outputs_out(monkeypatch):
-    # the constants go to the device when the session is built, the arena stays there: a run
-    # copies the feed in and the output back, and nothing for the groups between them
+    # the constants go to the device when the session is built, the arena and a buffer for each
+    # input and output stay there: a run copies the feed into its buffer and the output back,
+    # allocates nothing on the device, and copies nothing for the groups between them
     from numba import cuda
 
     sess = InferenceSession(_small_cnn(), target="gpu")
     x = np.random.default_rng(1).normal(size=(1, 3, 8, 8)).astype(np.float32)
     (first,) = sess.run(None, {"x": x})
-    uploads: list[tuple[int, ...]] = []
-    to_device = cuda.to_device
+    device_array = type(cuda.device_array(1, np.float32))
+    calls: list[tuple[str, tuple[int, ...]]] = []
 
-    def counting(array, *args, **kwargs):
-        uploads.append(np.shape(array))
-        return to_device(array, *args, **kwargs)
+    def counting(name, fn):
+        def wrapped(*args, **kwargs):
+            array = args[1] if name.startswith("copy") else args[0]
+            calls.append((name, np.shape(array)))
+            return fn(*args, **kwargs)
 
-    monkeypatch.setattr(cuda, "to_device", counting)
+        return wrapped
+
+    for name in ("to_device", "device_array"):
+        monkeypatch.setattr(cuda, name, counting(name, getattr(cuda, name)))
+    for name in ("copy_to_device", "copy_to_host"):
+        monkeypatch.setattr(device_array, name, counting(name, getattr(device_array, name)))
     for _ in range(2):
         (again,) = sess.run(None, {"x": x})
         np.testing.assert_array_equal(again, first)
-    assert uploads == [(x.size,)] * 2
+    n_out = int(np.prod(first.shape))
+    assert calls == [("copy_to_device", (x.size,)), ("copy_to_host", (n_out,))] * 2
     assert len(sess.profile().groups) > 3  # several groups, none of which copied anything
