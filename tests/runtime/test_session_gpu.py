@@ -162,3 +162,42 @@ def test_a_run_copies_only_its_inputs_in_and_its_outputs_out(monkeypatch):
     n_out = int(np.prod(first.shape))
     assert calls == [("copy_to_device", (x.size,)), ("copy_to_host", (n_out,))] * 2
     assert len(sess.profile().groups) > 3  # several groups, none of which copied anything
+
+
+def test_a_launch_is_prepared_only_where_numba_would_only_convert_the_arguments():
+    # the prepared launch (arguments converted once) stands in for numba's launch only where
+    # that launch does nothing else; otherwise, or where numba-cuda lacks the parts it uses,
+    # the overload's own launch is kept (None)
+    from types import SimpleNamespace
+
+    from compiler.targets.gpu.module import _prepared_launch
+
+    configured = SimpleNamespace(griddim=(1, 1, 1), blockdim=(32, 1, 1), stream=0, sharedmem=0)
+    function = SimpleNamespace(kernel=object())
+    plain = dict(
+        _codelibrary=SimpleNamespace(get_cufunc=lambda: function),
+        argument_types=("t",),
+        debug=False,
+        cooperative=False,
+        extensions=[],
+    )
+
+    def overload(prepare, **changes):
+        return SimpleNamespace(**{**plain, "_prepare_args": prepare, **changes})
+
+    def pointer(ty, value, stream, writeback, values):
+        values.extend([0, 0, 8, 4, 1234])
+
+    def copied_back(ty, value, stream, writeback, values):
+        writeback.append(lambda: None)
+        values.append(0)
+
+    pytest.importorskip("cuda.core", reason="numba-cuda's cuda.core is not installed")
+    launch = _prepared_launch(overload(pointer), configured, ("array",))
+    assert launch is not None and launch.args[3:] == (0, 0, 8, 4, 1234)
+    assert _prepared_launch(overload(pointer, debug=True), configured, ("a",)) is None
+    assert _prepared_launch(overload(pointer, cooperative=True), configured, ("a",)) is None
+    assert _prepared_launch(overload(pointer, extensions=[object()]), configured, ("a",)) is None
+    assert _prepared_launch(overload(copied_back), configured, ("a",)) is None
+    missing = SimpleNamespace(**{k: v for k, v in plain.items() if k != "_codelibrary"})
+    assert _prepared_launch(missing, configured, ("a",)) is None
