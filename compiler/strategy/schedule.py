@@ -45,7 +45,7 @@ from compiler.topi.cpu.conv2d import (
 from compiler.topi.cpu.conv2d_nchw import apply_conv2d_nchw
 from compiler.topi.cpu.dense import apply_dense_split_k
 from compiler.topi.cpu.injective import apply_injective
-from compiler.topi.cpu.matmul import apply_matmul
+from compiler.topi.cpu.matmul import apply_matmul, default_matmul_rows
 from compiler.topi.cpu.pooling import apply_pool
 
 #: Tags of the stages an anchor operator builds for itself (walked back from the anchor).
@@ -290,7 +290,8 @@ def schedule_group(
             **_take(knobs, DENSE_KNOBS),
         )
     elif kind == "matmul":
-        rows, cols = int(knobs.pop("rows", 6)), int(knobs.pop("cols", 32))
+        rows = int(knobs.pop("rows", default_matmul_rows(core_t.shape[0])))
+        cols = int(knobs.pop("cols", 32))
         lanes = int(knobs.pop("lanes", 16))
         chosen = apply_matmul(s, core_t, rows, cols, lanes, parallel, **_take(knobs, MATMUL_KNOBS))
         target_t = None

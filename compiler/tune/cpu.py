@@ -25,7 +25,7 @@ Example:
     >>> from compiler.tune.task import cpu_task
     >>> t = cpu_task("matmul", m=64, k=64, n=64)
     >>> t.space().num_valid, t.knobs(t.default_config())["rows"]
-    (2452, 6)
+    (2452, 8)
     >>> t.knobs(t.default_config())["k_block"], t.knobs(t.default_config())["pack_b"]
     (64, True)
 """
@@ -295,7 +295,9 @@ def cpu_default(kind: str, s: Mapping[str, int]) -> dict[str, Any]:
 
         _, out = _operator_cpu(kind, tuple(s.items()))
         return {**added, **depthwise_conv2d_nchwc_knobs(out)}
-    return {**added, "rows": 6, "cols": 32}
+    from compiler.topi.cpu.matmul import default_matmul_rows
+
+    return {**added, "rows": default_matmul_rows(s["m"]), "cols": 32}
 
 
 @dataclass

@@ -191,7 +191,8 @@ def test_apply_best_passes_the_new_knobs_to_graph_compilation():
     task = cpu_task("matmul", m=20, k=64, n=48)
     space = task.space()
     index = space.index_of(task.default_config().values | dict(k_block=16, k_order="rows_k",
-                                                               pack_b=False, lanes=8))  # fmt: skip
+                                                               pack_b=False, lanes=8,
+                                                               rows=6))  # fmt: skip
     best = apply_best([Record(task, space.config(index), MeasureResult(1e-5))])
     a, b = te.placeholder((20, 64), name="a"), te.placeholder((64, 48), name="b")
     mm = compute("matmul", [a, b], {}, "mm")
