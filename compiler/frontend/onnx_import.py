@@ -387,6 +387,16 @@ def _c_conv_transpose(
         pads = [0, 0, 0, 0]
     else:
         pads = [int(v) for v in a.get("pads", (0, 0, 0, 0))]
+    bias = ins[2] if len(ins) > 2 else None
+    if (
+        groups == 1
+        and list(kernel) == strides
+        and dil == [1, 1]
+        and pads == [0, 0, 0, 0]
+        and out_pad == [0, 0]
+        and (bias is None or isinstance(bias, Constant))
+    ):
+        return [_conv_transpose_taps(ctx, x, w, bias, name)]
     # the convolution's padding on the dilated input: negative amounts are cropped first
     before = [sp - 1 - p for sp, p in zip(span, pads[:2], strict=True)]
     after = [sp - 1 - p + extra for sp, p, extra in zip(span, pads[2:], out_pad, strict=True)]
@@ -416,6 +426,30 @@ def _c_conv_transpose(
     if len(ins) > 2 and ins[2] is not None:
         args.append(ins[2])
     return [ctx.call("conv2d", args, attrs, name)]
+
+
+def _conv_transpose_taps(
+    ctx: _Ctx, x: Value, w: np.ndarray, bias: Constant | None, name: str
+) -> Value:
+    """A transposed convolution whose kernel equals its strides (no padding, no dilation, one
+    group), as in U-Net and DBNet upsampling heads: the windows do not overlap, so output pixel
+    ``(s i + p, s' j + q)`` takes tap ``(p, q)`` of input pixel ``(i, j)`` alone. It runs as
+    one 1x1 convolution to ``C_out * kh * kw`` channels (channel ``(o, p, q)`` weighs tap
+    ``(p, q)`` of output channel ``o``) whose result is interleaved into the output
+    (``reshape``, ``transpose``, ``reshape``: a depth-to-space), instead of a convolution over
+    an input with ``kh * kw - 1`` zeros inserted per pixel, which multiplies each of them."""
+    c_in, c_out, kh, kw = w.shape
+    taps = np.ascontiguousarray(w.transpose(1, 2, 3, 0).reshape(c_out * kh * kw, c_in, 1, 1))
+    args: list[Value] = [x, Constant(taps, name=f"{name}.taps_weight")]
+    if bias is not None:
+        args.append(Constant(np.repeat(np.asarray(bias.value).reshape(-1), kh * kw),
+                             name=f"{name}.taps_bias"))  # fmt: skip
+    attrs = {"strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "groups": 1}
+    y = ctx.call("conv2d", args, attrs, f"{name}.taps")
+    n, _, h, wd = y.type.shape
+    y = _reshape(ctx, y, (n, c_out, kh, kw, h, wd), f"{name}.taps_split")
+    y = ctx.call("transpose", [y], {"axes": (0, 1, 4, 2, 5, 3)}, f"{name}.interleave")
+    return _reshape(ctx, y, (n, c_out, h * kh, wd * kw), name)
 
 
 @_conv("BatchNormalization")

@@ -11,6 +11,9 @@ differ from loop pass names, so one ``VTAC_DUMP_IR`` list can name passes of bot
 The default pipeline, read top to bottom:
 
 1. ``fold_constants``: evaluate every node whose inputs are all constants;
+   ``elementwise_before_interleave``: an elementwise operator (a per-channel bias, a batch
+   norm, an activation) after an interleave (a depth-to-space, as a transposed convolution
+   whose kernel equals its strides is imported) moves before it, next to its convolution;
 2. ``fold_batch_norm``: fold batch norms into the preceding conv2d (or into a multiply/add);
    ``fold_bias_add``: a constant per-channel add after a conv2d or dense becomes its bias;
 3. ``fold_pad``: fold an explicit zero spatial pad into the conv2d (or counting avg_pool2d)
@@ -37,10 +40,11 @@ The default pipeline, read top to bottom:
 
 Example:
     >>> graph_pipeline().names()
-    ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', 'fold_hard_activations', \
-'conv_columns_to_rows', 'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', \
-'eliminate_dead_nodes_final', 'fuse_ops', 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[9:12]
+    ['fold_constants', 'elementwise_before_interleave', 'fold_batch_norm', 'fold_bias_add', \
+'fold_pad', 'fold_hard_activations', 'conv_columns_to_rows', 'dense_to_matmul', \
+'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', \
+'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[10:13]
     ['pad_channels', 'pack_layout', 'fold_layout_constants']
 """
 
@@ -78,6 +82,7 @@ def graph_pipeline(
     from compiler.graph.passes import (
         conv_columns_to_rows,
         dense_to_matmul,
+        elementwise_before_interleave,
         eliminate_dead_nodes,
         flatten_matmul_rows,
         fold_batch_norm,
@@ -92,6 +97,7 @@ def graph_pipeline(
 
     passes = [
         graph_pass("fold_constants", fold_constants),
+        graph_pass("elementwise_before_interleave", elementwise_before_interleave),
         graph_pass("fold_batch_norm", fold_batch_norm),
         graph_pass("fold_bias_add", fold_bias_add),
         graph_pass("fold_pad", fold_pad),

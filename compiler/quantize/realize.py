@@ -120,6 +120,7 @@ BIAS_LIMIT = 1 << 30
 #: The graph pipeline's passes that run before quantization.
 PREPARE_PASSES = (
     "fold_constants",
+    "elementwise_before_interleave",
     "fold_batch_norm",
     "fold_bias_add",
     "fold_pad",
@@ -333,8 +334,8 @@ def quantize_pipeline(
 
     Example:
         >>> quantize_pipeline({}).names()
-        ['fold_constants', 'fold_batch_norm', 'fold_bias_add', 'fold_pad', \
-'fold_hard_activations', 'matmul_to_dense', 'eliminate_dead_nodes', 'quantize']
+        ['fold_constants', 'elementwise_before_interleave', 'fold_batch_norm', 'fold_bias_add', \
+'fold_pad', 'fold_hard_activations', 'matmul_to_dense', 'eliminate_dead_nodes', 'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = list(prepare_pipeline().passes)

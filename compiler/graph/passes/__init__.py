@@ -14,6 +14,7 @@ from compiler.graph.passes.fold_constants import fold_constants
 from compiler.graph.passes.fold_hard_activations import fold_hard_activations
 from compiler.graph.passes.fold_pad import fold_pad
 from compiler.graph.passes.fuse_ops import fuse_ops
+from compiler.graph.passes.interleave import elementwise_before_interleave
 from compiler.graph.passes.matmul_to_dense import (
     dense_to_matmul,
     flatten_matmul_rows,
@@ -26,6 +27,7 @@ __all__ = [
     "conv_columns_to_rows",
     "eliminate_dead_nodes",
     "dense_to_matmul",
+    "elementwise_before_interleave",
     "flatten_matmul_rows",
     "fold_batch_norm",
     "fold_bias_add",

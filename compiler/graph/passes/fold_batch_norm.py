@@ -2,7 +2,9 @@
 
 ``batch_norm(conv2d(x, w, b), gamma, beta, mean, var)`` with constant parameters, where the
 batch norm is the convolution's only reader, becomes ``conv2d(x, w * s, (b - mean) * s + beta)``
-with ``s = gamma / sqrt(var + epsilon)`` per output channel. A batch norm that follows anything
+with ``s = gamma / sqrt(var + epsilon)`` per output channel, also when a constant per-channel
+add lies between the two (the convolution's bias, as Paddle exports it: folded first, see
+:func:`~compiler.graph.passes.fold_bias_add.bias_folded`). A batch norm that follows anything
 else becomes ``x * s + (beta - mean * s)`` with per-channel constants. Batch norms whose
 parameters are not constants are left alone.
 
@@ -28,6 +30,7 @@ import numpy as np
 
 from compiler.errors import GraphError
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
+from compiler.graph.passes.fold_bias_add import bias_folded
 
 
 def _scale_shift(bn: Node, params: tuple[Constant, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +59,10 @@ def fold_batch_norm(graph: Graph) -> Graph:
         scale, shift = _scale_shift(node, params)
         dtype = node.type.dtype
         old_x = node.inputs[0]
+        if isinstance(x, Node) and isinstance(old_x, Node) and x.op == "add":
+            # a bias add between the convolution and the batch norm (Paddle's export of a
+            # layer without batch norm of its own, then one): the bias first
+            x = bias_folded(old_x, x.inputs, users, out_ids) or x
         if (
             isinstance(x, Node)
             and x.op == "conv2d"

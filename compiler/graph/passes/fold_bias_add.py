@@ -25,6 +25,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
@@ -47,40 +49,43 @@ def _channel_bias(layer: Node, c: Constant) -> np.ndarray | None:
     return v.reshape(k)
 
 
+def bias_folded(node: Node, ins: tuple[Value, ...], users: Any, out_ids: set[int]) -> Node | None:
+    """The conv2d or dense layer that ``node``, an ``add`` (with ``ins`` its rewritten inputs),
+    adds a constant per-channel bias to, with that bias folded in; None when ``node`` is no
+    such add or the layer has other readers."""
+    if node.op != "add" or len(ins) != 2:
+        return None
+    for j in (0, 1):
+        layer, c, old = ins[j], ins[1 - j], node.inputs[j]
+        if not (isinstance(layer, Node) and isinstance(c, Constant)):
+            continue
+        if layer.op == "conv2d":
+            ok = layer.attrs["data_layout"] == "NCHW" and layer.attrs["kernel_layout"] == "OIHW"
+        else:
+            ok = layer.op == "dense"
+        if not ok or layer.type.shape != node.type.shape:
+            continue
+        if len(users.get(id(old), [])) != 1 or id(old) in out_ids:
+            continue
+        if len(layer.inputs) == 3 and not isinstance(layer.inputs[2], Constant):
+            continue
+        extra = _channel_bias(layer, c)
+        if extra is None:
+            continue
+        dtype = layer.type.dtype
+        b = layer.inputs[2].value if len(layer.inputs) == 3 else 0  # type: ignore[union-attr]
+        total = (np.asarray(b, np.float64) + extra).astype(dtype)
+        bias = Constant(total, name=f"{layer.name}.b")
+        return Node(layer.op, (layer.inputs[0], layer.inputs[1], bias), layer.attrs, layer.name)
+    return None
+
+
 def fold_bias_add(graph: Graph) -> Graph:
     """Fold every constant per-channel add after a conv2d (OIHW, NCHW) or dense layer into the
     layer's bias (see the module docstring)."""
     users = graph.users
     out_ids = {id(v) for v in graph.outputs}
-
-    def fold(node: Node, ins: tuple[Value, ...]) -> Value | None:
-        if node.op != "add" or len(ins) != 2:
-            return None
-        for j in (0, 1):
-            layer, c, old = ins[j], ins[1 - j], node.inputs[j]
-            if not (isinstance(layer, Node) and isinstance(c, Constant)):
-                continue
-            if layer.op == "conv2d":
-                ok = layer.attrs["data_layout"] == "NCHW" and layer.attrs["kernel_layout"] == "OIHW"
-            else:
-                ok = layer.op == "dense"
-            if not ok or layer.type.shape != node.type.shape:
-                continue
-            if len(users.get(id(old), [])) != 1 or id(old) in out_ids:
-                continue
-            if len(layer.inputs) == 3 and not isinstance(layer.inputs[2], Constant):
-                continue
-            extra = _channel_bias(layer, c)
-            if extra is None:
-                continue
-            dtype = layer.type.dtype
-            b = layer.inputs[2].value if len(layer.inputs) == 3 else 0  # type: ignore[union-attr]
-            total = (np.asarray(b, np.float64) + extra).astype(dtype)
-            bias = Constant(total, name=f"{layer.name}.b")
-            return Node(layer.op, (layer.inputs[0], layer.inputs[1], bias), layer.attrs, layer.name)
-        return None
-
-    return rebuild(graph, fold)
+    return rebuild(graph, lambda node, ins: bias_folded(node, ins, users, out_ids))
 
 
-__all__ = ["fold_bias_add"]
+__all__ = ["bias_folded", "fold_bias_add"]

@@ -66,6 +66,42 @@ def test_db_head_upsampling(target):
     check_on_target(make_model(nodes, {"x": x}, ["y"], inits), {"x": x}, target)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("kernel", "bias", "pads"),
+    [
+        ((2, 2), True, None),
+        ((3, 2), False, None),
+        ((2, 1), True, None),
+        ((2, 2), True, [0, 1, 0, 0]),
+    ],
+)
+def test_a_kernel_equal_to_its_strides_runs_as_one_1x1_convolution(kernel, bias, pads, target):
+    # non-overlapping windows (kernel == strides, no padding): a 1x1 convolution to
+    # C_out*kh*kw channels interleaved into the output, with no zeros inserted; with padding,
+    # the general form (dilate, then convolve)
+    from compiler.frontend.onnx_import import from_onnx
+
+    rng = np.random.default_rng(sum(kernel) + 7 * bias)
+    x = rng.normal(size=(1, 5, 3, 4)).astype(np.float32)
+    inits = {"w": rng.normal(size=(5, 3, *kernel)).astype(np.float32)}
+    names = ["x", "w"]
+    if bias:
+        inits["b"] = rng.normal(size=3).astype(np.float32)
+        names.append("b")
+    attrs = {"strides": list(kernel)} | ({"pads": pads} if pads else {})
+    node = helper.make_node("ConvTranspose", names, ["y"], **attrs)
+    model = make_model([node], {"x": x}, ["y"], inits)
+    ops = [n.op for n in from_onnx(model).nodes]
+    if pads:
+        assert "dilate" in ops
+    else:
+        assert "dilate" not in ops and ops.count("conv2d") == 1 and "transpose" in ops
+        conv = next(n for n in from_onnx(model).nodes if n.op == "conv2d")
+        assert conv.inputs[1].type.shape == (3 * kernel[0] * kernel[1], 5, 1, 1)
+    check_on_target(model, {"x": x}, target)
+
+
 def test_a_3d_transposed_convolution_is_named_at_the_scan():
     from compiler.errors import FrontendError
     from compiler.frontend.onnx_import import from_onnx

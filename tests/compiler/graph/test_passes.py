@@ -103,6 +103,17 @@ def test_batch_norm_folds_into_the_conv(bias):
     assert_same_results(g, folded)
 
 
+def test_batch_norm_after_a_bias_add_folds_into_the_conv():
+    # Paddle's export: conv2d, then its bias as an add, then a batch norm
+    x = nchw((1, 3, 5, 5))
+    b = Constant(np.arange(8, dtype=np.float32).reshape(1, 8, 1, 1), name="b")
+    y = Node("relu", (bn(Node("add", (conv(x, 8, name="c"), b), name="bias"), "bn"),), name="r")
+    g = Graph.from_outputs([x], [y])
+    folded = eliminate_dead_nodes(fold_batch_norm(g))
+    assert [n.op for n in folded.nodes] == ["conv2d", "relu"]
+    assert_same_results(g, folded)
+
+
 def test_batch_norm_alone_becomes_multiply_add():
     x = nchw((2, 5, 4, 4))
     c = conv(x, 5, name="c")

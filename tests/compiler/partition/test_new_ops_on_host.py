@@ -47,7 +47,10 @@ def _model():
         helper.make_node("Sigmoid", ["wh"], ["sg"], name="positive"),
         helper.make_node("Pow", ["sg", "two"], ["pw"], name="pow"),
         helper.make_node("Tanh", ["pw"], ["th"], name="tanh"),
-        helper.make_node("ConvTranspose", ["th", "wt"], ["ct"], strides=[2, 2], name="deconv"),
+        # padded (cropped), so it is not one 1x1 convolution: dilate, then conv2d
+        helper.make_node(
+            "ConvTranspose", ["th", "wt"], ["ct"], strides=[2, 2], pads=[0, 0, 1, 1], name="deconv"
+        ),
         helper.make_node("Gather", ["ct", "idx"], ["ga"], axis=1, name="pick_channels"),
         helper.make_node("ReduceMax", ["ga"], ["mx"], axes=[1], keepdims=1, name="chan_max"),
         helper.make_node("ArgMax", ["ct"], ["am"], axis=1, name="best"),
