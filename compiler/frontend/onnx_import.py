@@ -56,6 +56,7 @@ import numpy as np
 from compiler.errors import CompilerError, FrontendError, FrontendWarning
 from compiler.frontend.shapes import resolve_input_shapes
 from compiler.graph.ir import Constant, Graph, Node, TensorType, Value, Var
+from compiler.graph.passes.interleave import INTERLEAVE_AXES
 from compiler.graph.reference import evaluate_op
 
 #: Default-domain opsets the frontend accepts (the wheel's model-zoo files are opset 9).
@@ -442,13 +443,13 @@ def _conv_transpose_taps(
     taps = np.ascontiguousarray(w.transpose(1, 2, 3, 0).reshape(c_out * kh * kw, c_in, 1, 1))
     args: list[Value] = [x, Constant(taps, name=f"{name}.taps_weight")]
     if bias is not None:
-        args.append(Constant(np.repeat(np.asarray(bias.value).reshape(-1), kh * kw),
-                             name=f"{name}.taps_bias"))  # fmt: skip
+        per_tap = np.repeat(np.asarray(bias.value).reshape(-1), kh * kw)
+        args.append(Constant(per_tap, name=f"{name}.taps_bias"))
     attrs = {"strides": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "groups": 1}
     y = ctx.call("conv2d", args, attrs, f"{name}.taps")
     n, _, h, wd = y.type.shape
     y = _reshape(ctx, y, (n, c_out, kh, kw, h, wd), f"{name}.taps_split")
-    y = ctx.call("transpose", [y], {"axes": (0, 1, 4, 2, 5, 3)}, f"{name}.interleave")
+    y = ctx.call("transpose", [y], {"axes": INTERLEAVE_AXES}, f"{name}.interleave")
     return _reshape(ctx, y, (n, c_out, h * kh, wd * kw), name)
 
 

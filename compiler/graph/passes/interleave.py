@@ -96,8 +96,8 @@ def _per_channel(c: Value, channels: int, taps: int) -> Constant | None:
         return None
     # (C, 1, 1) or (1, C, 1, 1): the same rank, C * taps channels
     repeated = np.repeat(v.reshape(channels), taps)
-    return Constant(repeated.reshape((1,) * (v.ndim - 3) + (channels * taps, 1, 1)),
-                    name=f"{c.name}.taps" if c.name else "")  # fmt: skip
+    new_shape = (1,) * (v.ndim - 3) + (channels * taps, 1, 1)
+    return Constant(repeated.reshape(new_shape), name=f"{c.name}.taps" if c.name else "")
 
 
 def elementwise_before_interleave(graph: Graph) -> Graph:
@@ -126,8 +126,8 @@ def elementwise_before_interleave(graph: Graph) -> Graph:
                 if k == j:
                     new_ins.append(y)
                     continue
-                moved = _channel_vector(other, channels, taps) if node.op == "batch_norm" \
-                    else _per_channel(other, channels, taps)  # fmt: skip
+                convert = _channel_vector if node.op == "batch_norm" else _per_channel
+                moved = convert(other, channels, taps)
                 if moved is None:
                     break
                 new_ins.append(moved)
