@@ -38,8 +38,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
@@ -114,8 +112,10 @@ def elementwise_before_interleave(graph: Graph) -> Graph:
         if not (is_elementwise(node.op) or node.op == "batch_norm") or not ins:
             return None
         for j, v in enumerate(ins):
+            if not isinstance(v, Node) or not read_once(node.inputs[j]):
+                continue
             parts = interleave_parts(v)
-            if parts is None or not read_once(node.inputs[j]):
+            if parts is None:
                 continue
             split, t, y = parts
             if not (read_once(split) and read_once(t)):
@@ -137,7 +137,7 @@ def elementwise_before_interleave(graph: Graph) -> Graph:
                     return None
                 new_split = Node("reshape", (inner,), split.attrs, split.name)
                 new_t = Node("transpose", (new_split,), t.attrs, t.name)
-                return Node("reshape", (new_t,), _attrs(v), _name(v))
+                return Node("reshape", (new_t,), v.attrs, v.name)
             return None
         return None
 
@@ -149,14 +149,6 @@ def _channel_vector(c: Value, channels: int, taps: int) -> Constant | None:
     if not isinstance(c, Constant) or np.asarray(c.value).shape != (channels,):
         return None
     return Constant(np.repeat(np.asarray(c.value), taps), name=f"{c.name}.taps" if c.name else "")
-
-
-def _attrs(v: Value) -> Any:
-    return v.attrs if isinstance(v, Node) else {}
-
-
-def _name(v: Value) -> str:
-    return v.name if isinstance(v, Node) else ""
 
 
 __all__ = ["INTERLEAVE_AXES", "elementwise_before_interleave", "interleave_parts"]

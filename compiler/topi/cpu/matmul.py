@@ -46,8 +46,8 @@ def default_matmul_rows(m: int) -> int:
     With few rows each column panel of B serves few row blocks, and each B vector loaded feeds
     ``rows`` FMAs: measured one thread with 32-column panels, 8 rows ran 5-18% faster than 6
     at m = 20, 32, 48 and 64 (ddddocr CRNN's LSTM input product 32x512x2048 0.48 -> 0.42 ms,
-    its classifier 32x1024x8224 4.41 -> 4.15 ms), level at m = 100 and 1024, and 12% slower
-    at m = 256.
+    its classifier 32x1024x8224 4.41 -> 4.15 ms), 4-5% faster at m = 16 in two of three runs
+    (12% slower in the first), level at m = 8, 12, 24, 100 and 1024, and 12% slower at 256.
 
     Example:
         >>> default_matmul_rows(32), default_matmul_rows(1024), default_matmul_rows(4)
