@@ -67,26 +67,41 @@ class LinearForm:
 def to_linear(expr: Expr) -> LinearForm:
     """Split an integer expression into its affine form (non-affine parts become atoms).
 
+    The form is the caller's to change: the one kept on the node (see :func:`_linear`) is
+    copied.
+
     Example:
         >>> i = Var("i")
         >>> f = to_linear((i + 2) * 3 - i)
         >>> f.terms[i], f.const
         (2, 6)
     """
-    dtype = expr.dtype
+    form = _linear(expr)
+    return LinearForm(form.dtype, dict(form.terms), form.const)
+
+
+def _linear(expr: Expr) -> LinearForm:
+    """:func:`to_linear`'s form, kept on the node (the simplifier asks for the form of every
+    sum it rebuilds, whose operands it asked for just before): never changed once made."""
     if isinstance(expr, IntImm):
-        return LinearForm(dtype, {}, expr.value)
+        return LinearForm(expr.dtype, {}, expr.value)
+    fields = expr.__dict__
+    hit = fields.get("_linear")
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    dtype = expr.dtype
+    out: LinearForm | None = None
     if isinstance(expr, E.Add | E.Sub) and is_linear_dtype(dtype):
-        a, b = to_linear(expr.a), to_linear(expr.b)
-        return a.plus(b, 1 if isinstance(expr, E.Add) else -1)
-    if isinstance(expr, E.Mul) and is_linear_dtype(dtype):
-        a, b = to_linear(expr.a), to_linear(expr.b)
+        out = _linear(expr.a).plus(_linear(expr.b), 1 if isinstance(expr, E.Add) else -1)
+    elif isinstance(expr, E.Mul) and is_linear_dtype(dtype):
+        a, b = _linear(expr.a), _linear(expr.b)
         if b.is_const:
-            return a.scaled(b.const)
-        if a.is_const:
-            return b.scaled(a.const)
-    out = LinearForm(dtype)
-    out.add_term(expr, 1)
+            out = a.scaled(b.const)
+        elif a.is_const:
+            out = b.scaled(a.const)
+    if out is None:
+        out = LinearForm(dtype, {expr: 1}, 0)
+    fields["_linear"] = out
     return out
 
 

@@ -145,7 +145,7 @@ def node(cls: type[T]) -> type[T]:
 
 #: what traversals keep on a node once computed (see compiler.ir.functor): derived from the
 #: fields, so neither pickled nor copied
-_DERIVED = ("_vars", "_buffers", "_refolded")
+_DERIVED = ("_vars", "_buffers", "_refolded", "_linear")
 
 
 class Node:
