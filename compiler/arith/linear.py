@@ -88,7 +88,7 @@ def _linear(expr: Expr) -> LinearForm:
     fields = expr.__dict__
     hit = fields.get("_linear")
     if hit is not None:
-        return hit  # type: ignore[no-any-return]
+        return hit
     dtype = expr.dtype
     out: LinearForm | None = None
     if isinstance(expr, E.Add | E.Sub) and is_linear_dtype(dtype):

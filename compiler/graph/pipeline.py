@@ -18,6 +18,8 @@ The default pipeline, read top to bottom:
    ``fold_bias_add``: a constant per-channel add after a conv2d or dense becomes its bias;
 3. ``fold_pad``: fold an explicit zero spatial pad into the conv2d (or counting avg_pool2d)
    that reads it, so that no float pad stays between two integer operators after quantization;
+   ``fold_affine``: a constant multiply or add next to a conv2d or dense layer (a per-tensor
+   ``x * a + b`` as PP-LCNetV3 puts after its layers) folds into its weights and bias;
 4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
    (``x * clip(x + 3, 0, 6) / 6``) become the declared operators, one integer operator each
    after quantization; ``conv_columns_to_rows``: a convolution over a column of width 1 (a
@@ -41,10 +43,10 @@ The default pipeline, read top to bottom:
 Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'elementwise_before_interleave', 'fold_batch_norm', 'fold_bias_add', \
-'fold_pad', 'fold_hard_activations', 'conv_columns_to_rows', 'dense_to_matmul', \
-'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', 'fuse_ops', \
-'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[10:13]
+'fold_pad', 'fold_affine', 'fold_hard_activations', 'conv_columns_to_rows', \
+'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
+'fuse_ops', 'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[11:14]
     ['pad_channels', 'pack_layout', 'fold_layout_constants']
 """
 
@@ -85,6 +87,7 @@ def graph_pipeline(
         elementwise_before_interleave,
         eliminate_dead_nodes,
         flatten_matmul_rows,
+        fold_affine,
         fold_batch_norm,
         fold_bias_add,
         fold_constants,
@@ -101,6 +104,7 @@ def graph_pipeline(
         graph_pass("fold_batch_norm", fold_batch_norm),
         graph_pass("fold_bias_add", fold_bias_add),
         graph_pass("fold_pad", fold_pad),
+        graph_pass("fold_affine", fold_affine),
         graph_pass("fold_hard_activations", fold_hard_activations),
         graph_pass("conv_columns_to_rows", conv_columns_to_rows),
     ]

@@ -11,16 +11,18 @@ reference agree bit for bit:
   ``t = round(beta / s_y * 2**s) + 2**(s-1)`` (the rounding offset folded in), at the output
   scale ``s_y``; ``out_max = min(127, round(1 / s_y))``.
 * ``qhard_swish`` (:class:`HardSwish`): ``h`` as above at scale ``1 / 127``
-  (:data:`GATE_UNITS`), then ``y = clip(rshift(q h m2, s2), out_min, out_max)`` with
-  ``m2 / 2**s2 ~ s_x / (127 s_y)`` (``rshift`` rounds half up, as the requantization does).
+  (:data:`GATE_UNITS`), then ``y = clip(rshift(q h m2 + t2, s2), out_min, out_max)`` with
+  ``m2 / 2**s2 ~ s_x / (127 s_y)`` (``rshift`` rounds half up, as the requantization does) and
+  ``t2`` an offset, 0 unless a constant add after the hard swish was fused into it
+  (``hard_swish(x) + d``: ``t2 / 2**s2 ~ d / s_y``, :func:`compiler.quantize.requant.shift_offset`).
   ``|q h m2| <= 128 * 127 * 32767 < 2**31``: the int32 accumulator never wraps.
 
 ALU sequences (16-bit immediates): the offset ``t`` is split as ``t = c1 2**s + c0`` with
 ``0 <= c0 < 2**s``; ``floor((v + c0) / 2**s) + c1`` equals ``floor((v + t) / 2**s)`` exactly, so
 the hard sigmoid is ``MUL m; ADD c0; SHR s; ADD c1; MAX 0; MIN out_max``. The hard swish loads its
 input twice (the second copy is ``rhs``), runs that sequence on ``rhs``, then ``MUL rhs`` (the
-ALU's tensor-tensor multiply of two accumulator tiles), ``MUL m2``, the rounding shift and the
-clip.
+ALU's tensor-tensor multiply of two accumulator tiles), ``MUL m2``, the rounding shift (the offset
+added in its parts, :func:`compiler.quantize.requant.split_round_shift`) and the clip.
 
 Example:
     >>> p = choose_hard_sigmoid(1 / 6, 0.5, 6 / 127, 1 / 127)
@@ -45,6 +47,7 @@ from compiler.quantize.requant import (
     AluStep,
     QuantizeError,
     round_shift,
+    shift_offset,
     split_round_shift,
 )
 
@@ -74,13 +77,15 @@ class HardSigmoid:
 
 @dataclass(frozen=True)
 class HardSwish:
-    """``clip(rshift(q h multiplier, shift), out_min, out_max)`` with ``h`` the ``gate``."""
+    """``clip(rshift(q h multiplier + offset, shift), out_min, out_max)`` with ``h`` the
+    ``gate``."""
 
     gate: HardSigmoid
     multiplier: int
     shift: int
     out_min: int = INT8_MIN
     out_max: int = INT8_MAX
+    offset: int = 0
 
 
 def fixed_point(ratio: float, max_shift: int, what: str) -> tuple[int, int]:
@@ -117,17 +122,26 @@ def choose_hard_sigmoid(
     return p
 
 
-def choose_hard_swish(alpha: float, beta: float, scale_in: float, scale_out: float) -> HardSwish:
-    """The integer hard swish from int8 at ``scale_in`` to int8 at ``scale_out``.
+def choose_hard_swish(
+    alpha: float, beta: float, scale_in: float, scale_out: float, plus: float = 0.0
+) -> HardSwish:
+    """The integer hard swish from int8 at ``scale_in`` to int8 at ``scale_out``; ``plus``: a
+    constant added to its result (a fused ``add``). Raises :class:`QuantizeError` when
+    ``plus`` is more output steps than an ALU immediate holds.
 
     Example:
         >>> p = choose_hard_swish(1 / 6, 0.5, 6 / 127, 6 / 127)
         >>> hard_swish_int(np.array([-127, -32, 0, 32, 127], np.int8), p).tolist()
         [0, -8, 0, 24, 127]
+        >>> p = choose_hard_swish(1 / 6, 0.5, 6 / 127, 6 / 127, plus=-0.5)
+        >>> hard_swish_int(np.array([-127, -32, 0, 32, 127], np.int8), p).tolist()
+        [-11, -19, -11, 14, 116]
     """
     gate = choose_hard_sigmoid(alpha, beta, scale_in, 1.0 / GATE_UNITS, GATE_UNITS)
     m, s = fixed_point(scale_in / (GATE_UNITS * scale_out), MAX_SWISH_SHIFT, "hard_swish")
-    return HardSwish(gate, m, s)
+    offset = shift_offset(plus / scale_out, s)
+    split_round_shift(s, offset)  # the offset's parts fit the ALU's immediates
+    return HardSwish(gate, m, s, offset=offset)
 
 
 def hard_sigmoid_int(q: np.ndarray, p: HardSigmoid) -> np.ndarray:
@@ -140,7 +154,8 @@ def hard_swish_int(q: np.ndarray, p: HardSwish) -> np.ndarray:
     """The exact integer hard swish (int8 result)."""
     x = np.asarray(q, np.int64)
     h = hard_sigmoid_int(x, p.gate).astype(np.int64)
-    return np.clip(round_shift(x * h * p.multiplier, p.shift), p.out_min, p.out_max).astype(np.int8)
+    y = round_shift(x * h * p.multiplier + p.offset, p.shift)
+    return np.clip(y, p.out_min, p.out_max).astype(np.int8)
 
 
 def hard_sigmoid_steps(p: HardSigmoid, dst: str | None = None) -> list[AluStep]:
@@ -171,7 +186,7 @@ def hard_swish_steps(p: HardSwish) -> list[AluStep]:
         *hard_sigmoid_steps(p.gate, dst="rhs"),
         AluStep("MUL", tensor="rhs"),
         AluStep("MUL", imm=p.multiplier),
-        *split_round_shift(p.shift),
+        *split_round_shift(p.shift, p.offset),
         AluStep("MAX", imm=p.out_min),
         AluStep("MIN", imm=p.out_max),
     ]

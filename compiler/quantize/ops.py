@@ -18,8 +18,9 @@ operators are:
   ``requantize`` by ``1 / (H * W)`` turns into the average;
 * ``qhard_sigmoid`` (int8 -> int8; ``multiplier``, ``shift``, ``offset``, ``out_max``) and
   ``qhard_swish`` (int8 -> int8; the gate's ``gate_multiplier``, ``gate_shift``,
-  ``gate_offset``, then ``multiplier``, ``shift``, ``out_min``, ``out_max``): the integer hard
-  sigmoid and hard swish of :mod:`compiler.quantize.hard`;
+  ``gate_offset``, then ``multiplier``, ``shift``, ``out_min``, ``out_max`` and ``offset``,
+  default 0: a constant add fused into it): the integer hard sigmoid and hard swish of
+  :mod:`compiler.quantize.hard`;
 * ``qmul`` (int8 ``a``, int8 ``b`` of ``a``'s shape or ``(N, C, 1, 1)`` for an NCHW ``a``;
   ``multiplier``, ``shift``, ``out_min``, ``out_max``):
   ``clip(rshift(a * b * multiplier, shift))``, the channel-wise multiply of a
@@ -224,6 +225,7 @@ def _infer_hard(node: Node) -> TensorType:
     if gate:
         _int_attr(node, "multiplier", 0, MAX_MULTIPLIER)
         _int_attr(node, "shift", 0, 30)
+        _int_attr(node, "offset", -(1 << 45), 1 << 45)
         _out_range(node)
     else:
         _int_attr(node, "out_max", 0, INT8_MAX)
@@ -314,6 +316,7 @@ _DEFS = (
             "multiplier": REQUIRED,
             "shift": REQUIRED,
             **_OUT,
+            "offset": 0,
         },
         _infer_hard,
         "integer",
@@ -364,7 +367,8 @@ def hard_swish_params(attrs: Mapping[str, Any]) -> HardSwish:
     gate = HardSigmoid(
         attrs["gate_multiplier"], attrs["gate_shift"], attrs["gate_offset"], GATE_UNITS
     )
-    return HardSwish(gate, attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"])
+    return HardSwish(gate, attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"],
+                     attrs.get("offset", 0))  # fmt: skip
 
 
 def _qmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:

@@ -124,6 +124,7 @@ PREPARE_PASSES = (
     "fold_batch_norm",
     "fold_bias_add",
     "fold_pad",
+    "fold_affine",
     "fold_hard_activations",
     "eliminate_dead_nodes",
 )
@@ -335,7 +336,8 @@ def quantize_pipeline(
     Example:
         >>> quantize_pipeline({}).names()
         ['fold_constants', 'elementwise_before_interleave', 'fold_batch_norm', 'fold_bias_add', \
-'fold_pad', 'fold_hard_activations', 'matmul_to_dense', 'eliminate_dead_nodes', 'quantize']
+'fold_pad', 'fold_affine', 'fold_hard_activations', 'matmul_to_dense', 'eliminate_dead_nodes', \
+'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = list(prepare_pipeline().passes)
@@ -502,6 +504,22 @@ class _Realizer:
             return users[0]
         return None
 
+    def shifting_add(self, node: Node) -> tuple[Node, float] | None:
+        """The ``add`` of a one-value constant that is ``node``'s only reader (``node`` no
+        graph output, the add not kept in fp32), with that constant: a hard swish computes the
+        sum itself (its rounding shift's offset, :func:`choose_hard_swish`)."""
+        users = self.users.get(id(node), [])
+        if len(users) != 1 or id(node) in self.out_ids or users[0].op != "add":
+            return None
+        add = users[0]
+        if id(add) in self.keep_float:
+            return None
+        a, b = add.inputs
+        c = b if a is node else a
+        if not isinstance(c, Constant) or c.value.size != 1 or add.type.shape != node.type.shape:
+            return None
+        return add, float(c.value.reshape(()))
+
     def residual_scale(self, node: Node) -> float:
         """The output scale of the ``add`` that is ``node``'s only reader (0 when there is none):
         in the ``vta`` mode a convolution feeding a residual add requantizes straight to it when
@@ -565,7 +583,10 @@ class _Realizer:
 
     def _record(self, node: Node) -> None:
         out = node if id(node) in self.qv else self.fusable_activation(node)
-        assert out is not None
+        if out is None:
+            shifted = self.shifting_add(node)
+            assert shifted is not None
+            out = shifted[0]
         qout, scale = self.qv[id(out)]
         ins = tuple((v, *self.qv[id(v)]) for v in node.inputs if id(v) in self.qv)
         self.measured.append(Measured(node, out, qout, scale, ins))
@@ -881,7 +902,19 @@ class _Realizer:
         x = node.inputs[0]
         if not self.is_activation(x):
             return False
-        sx, sy = self.scale(x), self.scale(node)
+        # a constant added after a hard swish (PP-LCNetV3's ``* a + b`` that fold_affine
+        # leaves before a padded convolution) is its rounding shift's offset: one operator
+        shifted = self.shifting_add(node) if node.op == "hard_swish" else None
+        if shifted is not None and self._integer_hard(node, alpha, beta, *shifted):
+            return True
+        return self._integer_hard(node, alpha, beta, node, 0.0)
+
+    def _integer_hard(self, node: Node, alpha: float, beta: float, out: Node, plus: float) -> bool:
+        """``node`` as ``qhard_sigmoid`` / ``qhard_swish`` giving ``out`` (``node``, or the add
+        of ``plus`` that reads it) at ``out``'s scale; False where the immediates cannot hold
+        its parameters."""
+        x = node.inputs[0]
+        sx, sy = self.scale(x), self.scale(out)
         try:
             if node.op == "hard_sigmoid":
                 p = choose_hard_sigmoid(alpha, beta, sx, sy)
@@ -892,7 +925,7 @@ class _Realizer:
                     "out_max": p.out_max,
                 }
             else:
-                w = choose_hard_swish(alpha, beta, sx, sy)
+                w = choose_hard_swish(alpha, beta, sx, sy, plus)
                 attrs = {
                     "gate_multiplier": w.gate.multiplier,
                     "gate_shift": w.gate.shift,
@@ -901,11 +934,14 @@ class _Realizer:
                     "shift": w.shift,
                     "out_min": w.out_min,
                     "out_max": w.out_max,
+                    "offset": w.offset,
                 }
         except QuantizeError:
             return False
         qx, _ = self.as_int8(x)
-        self.qv[id(node)] = (Node(f"q{node.op}", (qx,), attrs, name=node.name), sy)
+        self.qv[id(out)] = (Node(f"q{node.op}", (qx,), attrs, name=node.name), sy)
+        if out is not node:
+            self.fused.add(id(out))
         return True
 
     def _global_avg_pool2d(self, node: Node) -> bool:

@@ -338,20 +338,47 @@ def alu_uops(steps: Sequence[AluStep]) -> tuple[int, int]:
     return len(steps) + copies, sum(1 for s in steps if s.tensor is None) + copies
 
 
-def split_round_shift(s: int) -> list[AluStep]:
-    """ALU steps of ``rshift(v, s)`` with 16-bit immediates: ``SHR s-b; ADD 2**(b-1); SHR b``
-    with ``b = min(s, 15)``; ``floor((floor(v / 2**a) + 2**(b-1)) / 2**b)`` equals
-    ``floor((v + 2**(a+b-1)) / 2**(a+b))`` exactly.
+def split_round_shift(s: int, offset: int = 0) -> list[AluStep]:
+    """ALU steps of ``rshift(v + offset, s)`` with 16-bit immediates: ``SHR s-b; ADD 2**(b-1);
+    SHR b`` with ``b = min(s, 15)``; ``floor((floor(v / 2**a) + 2**(b-1)) / 2**b)`` equals
+    ``floor((v + 2**(a+b-1)) / 2**(a+b))`` exactly. ``offset`` (a multiple of ``2**a``, see
+    :func:`shift_offset`) is ``t = c1 2**b + c0`` units of ``2**a`` with ``0 <= c0 < 2**b``:
+    ``ADD c0`` before the last shift, ``ADD c1`` after it (whole output steps).
 
     Example:
         >>> [str(x) for x in split_round_shift(21)]
         ['SHR 6', 'ADD 16384', 'SHR 15']
+        >>> [str(x) for x in split_round_shift(21, -3 * 2**21 + 5 * 2**6)]
+        ['SHR 6', 'ADD 16384', 'ADD 5', 'SHR 15', 'ADD -3']
     """
-    if s == 0:
-        return []
     b = min(s, ROUND_IMM_BITS)
+    unit = 1 << (s - b)
+    if offset % unit:
+        raise QuantizeError(f"offset {offset} is not a multiple of 2**{s - b}")
+    c1, c0 = divmod(offset // unit, 1 << b)
+    if abs(c1) > (1 << ROUND_IMM_BITS) - 1:
+        raise QuantizeError(f"offset {offset} is {c1} output steps, beyond a 16-bit immediate")
     steps = [AluStep("SHR", imm=s - b)] if s > b else []
-    return steps + [AluStep("ADD", imm=1 << (b - 1)), AluStep("SHR", imm=b)]
+    if b:
+        steps.append(AluStep("ADD", imm=1 << (b - 1)))
+    if c0:
+        steps.append(AluStep("ADD", imm=c0))
+    if b:
+        steps.append(AluStep("SHR", imm=b))
+    return steps + ([AluStep("ADD", imm=c1)] if c1 else [])
+
+
+def shift_offset(value: float, s: int) -> int:
+    """``value`` (output steps) as the ``offset`` of ``rshift(v + offset, s)`` that
+    :func:`split_round_shift` adds exactly: ``round(value * 2**b)`` units of ``2**(s - b)``,
+    ``b = min(s, 15)`` (a resolution of ``2**-15`` step at most).
+
+    Example:
+        >>> shift_offset(-2.5, 3), shift_offset(0.25, 20) == 2**13 * 2**5
+        (-20, True)
+    """
+    b = min(s, ROUND_IMM_BITS)
+    return int(math.floor(value * 2.0**b + 0.5)) << (s - b)
 
 
 def alu_program(params: RequantParams, out_min: int, out_max: int) -> list[AluStep]:

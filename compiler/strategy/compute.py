@@ -745,12 +745,12 @@ def _qhard_sigmoid(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str
 
 def _qhard_swish(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     """The exact integer hard swish (``compiler.quantize.hard.hard_swish_int``):
-    ``clip(round_shift(x * gate(x) * multiplier, shift))`` with the gate in
+    ``clip(round_shift(x * gate(x) * multiplier + offset, shift))`` with the gate in
     ``[0, GATE_UNITS]``."""
     from compiler.quantize.hard import GATE_UNITS
 
     keys = ("gate_multiplier", "gate_shift", "gate_offset", "multiplier", "shift")
-    _known("qhard_swish", name, attrs, (*keys, "out_min", "out_max"))
+    _known("qhard_swish", name, attrs, (*keys, "out_min", "out_max", "offset"))
     _arity("qhard_swish", name, inputs, 1)
     _int8_inputs("qhard_swish", name, inputs)
     (x,) = inputs
@@ -758,11 +758,18 @@ def _qhard_swish(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) 
     m = _int_attr("qhard_swish", name, attrs, "multiplier", 0, (1 << 15) - 1)
     shift = _int_attr("qhard_swish", name, attrs, "shift", 0, 30)
     lo, hi = _out_range("qhard_swish", name, attrs)
+    offset = (
+        _int_attr("qhard_swish", name, attrs, "offset", -(1 << 45), 1 << 45)
+        if "offset" in attrs
+        else 0
+    )
     i64 = as_dtype("int64")
 
     def fs(*i: Any) -> Any:
         v = op.cast(i64, x(*i))
-        acc = E.Mul(E.Mul(v, _hard_gate(v, gm, gs, go, GATE_UNITS)), const(m, i64))
+        acc: Any = E.Mul(E.Mul(v, _hard_gate(v, gm, gs, go, GATE_UNITS)), const(m, i64))
+        if offset:
+            acc = E.Add(acc, const(offset, i64))
         y = _round_shift(acc, const(shift, i64))
         return op.cast("int8", op.minimum(op.maximum(y, const(lo, i64)), const(hi, i64)))
 

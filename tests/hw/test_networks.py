@@ -213,3 +213,28 @@ def test_concat_and_split_in_place_agree_on_icarus():
     assert result.rtl_agrees, [c.line() for c in result.rtl_checks if not c.equal]
     for got, want in zip(result.outputs, net.reference(feed), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["conv", "depthwise"])
+def test_a_hard_swish_with_a_fused_add_equals_the_simulator_on_icarus(kind):
+    """A convolution, its hard swish and the constant add after it, in one group on
+    ``vta-1x16x16`` (the add as the rounding shift's offset: ``ADD`` immediates around its
+    last ``SHR``), byte for byte and cycle for cycle on the RTL."""
+    from compiler.frontend.onnx_import import from_onnx
+    from runtime.vta_target import compile_network
+    from tests.runtime.test_vta_hard_activations import _hswish_model
+
+    require("icarus")
+    rng = np.random.default_rng(9)
+    model, shape = _hswish_model(kind, rng, plus=-0.37)
+    calib = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(3)]
+    net = compile_network(from_onnx(model), "vta-1x16x16", calibration=calib, sensitivity="off")
+    rules = {p.node: p.rule for p in net.partition.placements}
+    assert rules["hswish"] == "qhard_swish-fused", rules
+    (swish,) = [n for n in net.graph.nodes if n.op == "qhard_swish"]
+    assert swish.attrs["offset"] != 0
+    feed = {"x": rng.standard_normal(shape).astype(np.float32)}
+    result = net.run(feed, device="rtl", simulator="icarus")
+    (check,) = result.rtl_checks
+    assert check.equal and check.stats_equal and check.events_equal, check.line()
+    np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])

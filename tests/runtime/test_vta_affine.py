@@ -1,8 +1,10 @@
-"""An affine layer after a convolution (PP-LCNet's learnable scale and shift: ``x * a + b``
-with scalar or per-channel constants) quantizes to int8 groups the accelerator runs: the
-multiply to a ``qmul`` with an int8 gate constant, the add to a ``qadd`` with the constant
-broadcast as an int8 operand; a shift below half an output step is the identity at int8 and
-keeps its input's int8 form. Bit for bit against the integer reference, close to float."""
+"""An affine layer (PP-LCNet's learnable scale and shift: ``x * a + b`` with scalar or
+per-channel constants) that no convolution takes (here after an activation; after a
+convolution ``fold_affine`` folds it into the weights) quantizes to int8 groups the
+accelerator runs: the multiply to a ``qmul`` with an int8 gate constant, the add to a ``qadd``
+with the constant broadcast as an int8 operand; a shift below half an output step is the
+identity at int8 and keeps its input's int8 form. Bit for bit against the integer reference,
+close to float."""
 
 import numpy as np
 import pytest
@@ -16,7 +18,8 @@ def _graph(scale, shift):
     x = Var("x", TensorType((1, 8, 6, 6), "float32", "NCHW"))
     w = Constant((rng.standard_normal((16, 8, 3, 3)) * 0.3).astype(np.float32), name="w")
     c = Node("conv2d", (x, w), {"padding": (1, 1, 1, 1)}, name="conv")
-    m = Node("multiply", (c, Constant(np.asarray(scale, np.float32))), name="scale")
+    r = Node("clip", (c,), {"a_min": -1.0, "a_max": 6.0}, name="clip")
+    m = Node("multiply", (r, Constant(np.asarray(scale, np.float32))), name="scale")
     a = Node("add", (Constant(np.asarray(shift, np.float32)), m), name="shift")
     return Graph.from_outputs([x], [Node("relu", (a,), name="act")])
 

@@ -51,9 +51,10 @@ def test_hard_activations_run_on_the_alu_bit_exact(preset):
         assert np.abs(got - evaluate(graph, feed)[0]).max() < 0.05
 
 
-def _hswish_model(kind, rng):
+def _hswish_model(kind, rng, plus=0.0):
     """``kind`` (a 3x3 stride-2 conv, a depthwise conv, a 1x1 conv or a dense layer) and the
-    HardSwish that alone reads it, with its input's shape."""
+    HardSwish that alone reads it (and the add of ``plus`` after it, which the quantizer
+    folds into the hard swish), with its input's shape."""
     if kind == "dense":
         inits = {"w": (rng.standard_normal((24, 40)) * 0.3).astype(np.float32)}
         first = helper.make_node("Gemm", ["x", "w"], ["c"], transB=1, name="conv")
@@ -68,17 +69,25 @@ def _hswish_model(kind, rng):
         inits = {"w": (rng.standard_normal(w) * 0.3).astype(np.float32)}
         first = helper.make_node("Conv", ["x", "w"], ["c"], name="conv", **attrs)
         shape = (1, c, 10, 10)
-    nodes = [first, helper.make_node("HardSwish", ["c"], ["y"], name="hswish")]
+    nodes = [first, helper.make_node("HardSwish", ["c"], ["h"], name="hswish")]
+    if plus:
+        inits["plus"] = np.float32([plus])
+        nodes.append(helper.make_node("Add", ["h", "plus"], ["y"], name="shift"))
+    else:
+        nodes[-1].output[0] = "y"
     return make_model(nodes, {"x": np.zeros(shape, np.float32)}, ["y"], inits, opset=14), shape
 
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16", "4x4x4"])
 @pytest.mark.parametrize("kind", ["conv", "depthwise", "1x1", "dense"])
-def test_a_hard_swish_fused_into_its_convolution_gives_the_same_bytes(kind, preset, monkeypatch):
+@pytest.mark.parametrize("plus", [0.0, -0.37])
+def test_a_hard_swish_fused_into_its_convolution_gives_the_same_bytes(
+    kind, plus, preset, monkeypatch
+):
     import compiler.partition.partition as partition
 
     rng = np.random.default_rng(5)
-    model, shape = _hswish_model(kind, rng)
+    model, shape = _hswish_model(kind, rng, plus)
     calib = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(3)]
     feed = {"x": rng.standard_normal(shape).astype(np.float32)}
     # default's copy costs more than the loads it saves, so it is not fused there unless asked:
@@ -91,6 +100,10 @@ def test_a_hard_swish_fused_into_its_convolution_gives_the_same_bytes(kind, pres
         net = compile_network(from_onnx(model), preset, calibration=calib, sensitivity="off")
         rule = next(p.rule for p in net.partition.placements if p.node == "hswish")
         assert rule == ("qhard_swish-fused" if fuse else "qhard_swish-group")
+        # the add is the hard swish's offset, no operator of its own
+        assert [p.op for p in net.partition.host_nodes()] == ["quantize", "dequantize"]
+        (swish,) = [n for n in net.graph.nodes if n.op == "qhard_swish"]
+        assert (swish.attrs["offset"] != 0) == bool(plus)
         run = net.run(feed)
         np.testing.assert_array_equal(run.outputs[0], net.reference(feed)[0])
         runs[fuse] = run

@@ -8,6 +8,7 @@ Example:
 
 from compiler.graph.passes.conv_rows import conv_columns_to_rows
 from compiler.graph.passes.dead_nodes import eliminate_dead_nodes
+from compiler.graph.passes.fold_affine import fold_affine
 from compiler.graph.passes.fold_batch_norm import fold_batch_norm
 from compiler.graph.passes.fold_bias_add import fold_bias_add
 from compiler.graph.passes.fold_constants import fold_constants
@@ -29,6 +30,7 @@ __all__ = [
     "dense_to_matmul",
     "elementwise_before_interleave",
     "flatten_matmul_rows",
+    "fold_affine",
     "fold_batch_norm",
     "fold_bias_add",
     "fold_constants",

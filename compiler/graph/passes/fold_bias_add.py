@@ -32,8 +32,9 @@ import numpy as np
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
 
 
-def _channel_bias(layer: Node, c: Constant) -> np.ndarray | None:
-    """``c`` as one value per output channel of ``layer`` (None when it is not that)."""
+def channel_values(layer: Node, c: Constant) -> np.ndarray | None:
+    """``c`` as one value per output channel of ``layer``, a conv2d or dense layer (None when
+    it is not that: a value per position, or another dtype)."""
     out = layer.type.shape
     k = out[1] if layer.op == "conv2d" else out[-1]
     v = c.value
@@ -69,7 +70,7 @@ def bias_folded(node: Node, ins: tuple[Value, ...], users: Any, out_ids: set[int
             continue
         if len(layer.inputs) == 3 and not isinstance(layer.inputs[2], Constant):
             continue
-        extra = _channel_bias(layer, c)
+        extra = channel_values(layer, c)
         if extra is None:
             continue
         dtype = layer.type.dtype
@@ -88,4 +89,4 @@ def fold_bias_add(graph: Graph) -> Graph:
     return rebuild(graph, lambda node, ins: bias_folded(node, ins, users, out_ids))
 
 
-__all__ = ["bias_folded", "fold_bias_add"]
+__all__ = ["bias_folded", "channel_values", "fold_bias_add"]

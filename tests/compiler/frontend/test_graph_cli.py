@@ -47,7 +47,7 @@ def test_list_passes(capsys):
     rc, out, _ = run(capsys, "--list-passes", "--block-c", "16")
     assert rc == 0 and out.split() == [
         "import", "fold_constants", "elementwise_before_interleave", "fold_batch_norm",
-        "fold_bias_add", "fold_pad",
+        "fold_bias_add", "fold_pad", "fold_affine",
         "fold_hard_activations", "conv_columns_to_rows", "dense_to_matmul", "flatten_matmul_rows",
         "eliminate_dead_nodes",
         "pad_channels",

@@ -373,7 +373,9 @@ def test_pack_layout_packs_convs_and_their_neighbours():
     x = nchw((1, 3, 8, 8))
     c1 = Node("relu", (conv(x, 16, name="c1"),), name="r1")  # 3 channels in: one block of 3
     c2 = conv(c1, 32, name="c2", strides=(2, 2))
-    m = Node("multiply", (c2, const(32, 1, 1, name="scale")), name="m")
+    # after a relu: a per-channel constant fold_affine leaves for the packing to pre-pack
+    r2 = Node("relu", (c2,), name="r2")
+    m = Node("multiply", (r2, const(32, 1, 1, name="scale")), name="m")
     p = Node("max_pool2d", (m,), {"pool_size": (2, 2), "strides": (2, 2)}, name="p")
     cat = Node("concat", (p, Node("relu", (p,), name="rp")), {"axis": 1}, name="cat")
     dw = conv(cat, 64, name="dw", groups=64)  # depthwise: packed, one channel per group
