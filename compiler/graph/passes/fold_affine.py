@@ -46,8 +46,11 @@ from compiler.graph.passes.fold_bias_add import bias_folded, channel_values
 
 
 def _layer(v: Value) -> bool:
-    """Whether ``v`` is a conv2d (NCHW, OIHW) or dense layer with constant weight and bias."""
+    """Whether ``v`` is a float conv2d (NCHW, OIHW) or dense layer with constant weight and
+    bias (an integer layer's weights cannot take a float scale)."""
     if not isinstance(v, Node) or v.op not in ("conv2d", "dense"):
+        return False
+    if not v.type.dtype.startswith("float"):
         return False
     if v.op == "conv2d" and (
         v.attrs["data_layout"] != "NCHW" or v.attrs["kernel_layout"] != "OIHW"

@@ -118,6 +118,12 @@ def test_what_does_not_fold():
         ins = [x, other] if what == "variable" else [x]
         g = Graph.from_outputs(ins, outputs)
         assert _ops(eliminate_dead_nodes(fold_affine(g))) == _ops(g), what
+    # an integer layer: its weights cannot take a scale
+    q = Var("q", TensorType((1, 8, 5, 6), "int8", "NCHW"))
+    w = Constant(RNG.integers(-5, 5, (8, 8, 1, 1)).astype(np.int8))
+    y = Node("multiply", (Node("conv2d", (q, w), name="qc"), Constant(np.int32([3]))))
+    g = Graph.from_outputs([q], [y])
+    assert _ops(fold_affine(g)) == ["conv2d", "multiply"]
 
 
 def test_the_pass_runs_before_quantization_and_hard_activations():
