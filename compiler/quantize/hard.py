@@ -123,11 +123,17 @@ def choose_hard_sigmoid(
 
 
 def choose_hard_swish(
-    alpha: float, beta: float, scale_in: float, scale_out: float, plus: float = 0.0
+    alpha: float,
+    beta: float,
+    scale_in: float,
+    scale_out: float,
+    plus: float = 0.0,
+    times: float = 1.0,
 ) -> HardSwish:
-    """The integer hard swish from int8 at ``scale_in`` to int8 at ``scale_out``; ``plus``: a
-    constant added to its result (a fused ``add``). Raises :class:`QuantizeError` when
-    ``plus`` is more output steps than an ALU immediate holds.
+    """The integer hard swish from int8 at ``scale_in`` to int8 at ``scale_out``, times
+    ``times`` (positive) plus ``plus``: a constant multiply and add after it, fused (the
+    multiply is a factor of its multiplier, the add its offset). Raises :class:`QuantizeError`
+    when ``plus`` is more output steps than an ALU immediate holds.
 
     Example:
         >>> p = choose_hard_swish(1 / 6, 0.5, 6 / 127, 6 / 127)
@@ -137,8 +143,11 @@ def choose_hard_swish(
         >>> hard_swish_int(np.array([-127, -32, 0, 32, 127], np.int8), p).tolist()
         [-11, -19, -11, 14, 116]
     """
+    if not times > 0:
+        raise QuantizeError(f"hard_swish: a factor of {times} after it is not positive")
     gate = choose_hard_sigmoid(alpha, beta, scale_in, 1.0 / GATE_UNITS, GATE_UNITS)
-    m, s = fixed_point(scale_in / (GATE_UNITS * scale_out), MAX_SWISH_SHIFT, "hard_swish")
+    ratio = scale_in * times / (GATE_UNITS * scale_out)
+    m, s = fixed_point(ratio, MAX_SWISH_SHIFT, "hard_swish")
     offset = shift_offset(plus / scale_out, s)
     split_round_shift(s, offset)  # the offset's parts fit the ALU's immediates
     return HardSwish(gate, m, s, offset=offset)

@@ -504,21 +504,32 @@ class _Realizer:
             return users[0]
         return None
 
-    def shifting_add(self, node: Node) -> tuple[Node, float] | None:
-        """The ``add`` of a one-value constant that is ``node``'s only reader (``node`` no
-        graph output, the add not kept in fp32), with that constant: a hard swish computes the
-        sum itself (its rounding shift's offset, :func:`choose_hard_swish`)."""
-        users = self.users.get(id(node), [])
-        if len(users) != 1 or id(node) in self.out_ids or users[0].op != "add":
-            return None
-        add = users[0]
-        if id(add) in self.keep_float:
-            return None
-        a, b = add.inputs
-        c = b if a is node else a
-        if not isinstance(c, Constant) or c.value.size != 1 or add.type.shape != node.type.shape:
-            return None
-        return add, float(c.value.reshape(()))
+    def affine_after(self, node: Node) -> tuple[Node, float, float] | None:
+        """A ``multiply`` by a positive one-value constant ``a`` and/or an ``add`` of a
+        one-value constant ``b`` that alone read ``node`` in turn (PP-LCNetV3's ``* a + b``
+        after a hard swish; ``node`` no graph output, none kept in fp32): ``(the last of
+        them, a, b)``; the hard swish computes them itself (:func:`choose_hard_swish`)."""
+        out, times, plus = node, 1.0, 0.0
+        for op in ("multiply", "add"):
+            users = self.users.get(id(out), [])
+            if len(users) != 1 or id(out) in self.out_ids or users[0].op != op:
+                continue
+            step = users[0]
+            if id(step) in self.keep_float or step.type.shape != out.type.shape:
+                break
+            a, b = step.inputs
+            c = b if a is out else a
+            if not isinstance(c, Constant) or c.value.size != 1:
+                break
+            value = float(c.value.reshape(()))
+            if op == "multiply":
+                if not value > 0:
+                    break
+                times = value
+            else:
+                plus = value
+            out = step
+        return None if out is node else (out, times, plus)
 
     def residual_scale(self, node: Node) -> float:
         """The output scale of the ``add`` that is ``node``'s only reader (0 when there is none):
@@ -584,9 +595,9 @@ class _Realizer:
     def _record(self, node: Node) -> None:
         out = node if id(node) in self.qv else self.fusable_activation(node)
         if out is None:
-            shifted = self.shifting_add(node)
-            assert shifted is not None
-            out = shifted[0]
+            fused = self.affine_after(node)
+            assert fused is not None
+            out = fused[0]
         qout, scale = self.qv[id(out)]
         ins = tuple((v, *self.qv[id(v)]) for v in node.inputs if id(v) in self.qv)
         self.measured.append(Measured(node, out, qout, scale, ins))
@@ -902,17 +913,20 @@ class _Realizer:
         x = node.inputs[0]
         if not self.is_activation(x):
             return False
-        # a constant added after a hard swish (PP-LCNetV3's ``* a + b`` that fold_affine
-        # leaves before a padded convolution) is its rounding shift's offset: one operator
-        shifted = self.shifting_add(node) if node.op == "hard_swish" else None
-        if shifted is not None and self._integer_hard(node, alpha, beta, *shifted):
+        # a constant multiply and add after a hard swish (PP-LCNetV3's ``* a + b`` where no
+        # convolution folds it, or the add that fold_affine leaves before a padded one) are
+        # its multiplier's factor and its rounding shift's offset: one operator
+        fused = self.affine_after(node) if node.op == "hard_swish" else None
+        if fused is not None and self._integer_hard(node, alpha, beta, *fused):
             return True
-        return self._integer_hard(node, alpha, beta, node, 0.0)
+        return self._integer_hard(node, alpha, beta, node, 1.0, 0.0)
 
-    def _integer_hard(self, node: Node, alpha: float, beta: float, out: Node, plus: float) -> bool:
-        """``node`` as ``qhard_sigmoid`` / ``qhard_swish`` giving ``out`` (``node``, or the add
-        of ``plus`` that reads it) at ``out``'s scale; False where the immediates cannot hold
-        its parameters."""
+    def _integer_hard(
+        self, node: Node, alpha: float, beta: float, out: Node, times: float, plus: float
+    ) -> bool:
+        """``node`` as ``qhard_sigmoid`` / ``qhard_swish`` giving ``out`` (``node``, or the
+        multiply by ``times`` and add of ``plus`` that read it) at ``out``'s scale; False where
+        the immediates cannot hold its parameters."""
         x = node.inputs[0]
         sx, sy = self.scale(x), self.scale(out)
         try:
@@ -925,7 +939,7 @@ class _Realizer:
                     "out_max": p.out_max,
                 }
             else:
-                w = choose_hard_swish(alpha, beta, sx, sy, plus)
+                w = choose_hard_swish(alpha, beta, sx, sy, plus, times)
                 attrs = {
                     "gate_multiplier": w.gate.multiplier,
                     "gate_shift": w.gate.shift,
@@ -940,8 +954,9 @@ class _Realizer:
             return False
         qx, _ = self.as_int8(x)
         self.qv[id(out)] = (Node(f"q{node.op}", (qx,), attrs, name=node.name), sy)
-        if out is not node:
+        while out is not node:  # the multiply and add it took
             self.fused.add(id(out))
+            out = next(v for v in out.inputs if not isinstance(v, Constant))
         return True
 
     def _global_avg_pool2d(self, node: Node) -> bool:

@@ -216,9 +216,9 @@ def test_concat_and_split_in_place_agree_on_icarus():
 
 
 @pytest.mark.parametrize("kind", ["conv", "depthwise"])
-def test_a_hard_swish_with_a_fused_add_equals_the_simulator_on_icarus(kind):
-    """A convolution, its hard swish and the constant add after it, in one group on
-    ``vta-1x16x16`` (the add as the rounding shift's offset: ``ADD`` immediates around its
+def test_a_hard_swish_with_a_fused_affine_equals_the_simulator_on_icarus(kind):
+    """A convolution, its hard swish and the constant multiply and add after it, in one group
+    on ``vta-1x16x16`` (the add as the rounding shift's offset: ``ADD`` immediates around its
     last ``SHR``), byte for byte and cycle for cycle on the RTL."""
     from compiler.frontend.onnx_import import from_onnx
     from runtime.vta_target import compile_network

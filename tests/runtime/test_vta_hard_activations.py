@@ -53,8 +53,9 @@ def test_hard_activations_run_on_the_alu_bit_exact(preset):
 
 def _hswish_model(kind, rng, plus=0.0):
     """``kind`` (a 3x3 stride-2 conv, a depthwise conv, a 1x1 conv or a dense layer) and the
-    HardSwish that alone reads it (and the add of ``plus`` after it, which the quantizer
-    folds into the hard swish), with its input's shape."""
+    HardSwish that alone reads it (and, with ``plus``, a multiply by 0.6 and the add of
+    ``plus`` after it, which the quantizer folds into the hard swish), with its input's
+    shape."""
     if kind == "dense":
         inits = {"w": (rng.standard_normal((24, 40)) * 0.3).astype(np.float32)}
         first = helper.make_node("Gemm", ["x", "w"], ["c"], transB=1, name="conv")
@@ -71,8 +72,9 @@ def _hswish_model(kind, rng, plus=0.0):
         shape = (1, c, 10, 10)
     nodes = [first, helper.make_node("HardSwish", ["c"], ["h"], name="hswish")]
     if plus:
-        inits["plus"] = np.float32([plus])
-        nodes.append(helper.make_node("Add", ["h", "plus"], ["y"], name="shift"))
+        inits["times"], inits["plus"] = np.float32([0.6]), np.float32([plus])
+        nodes.append(helper.make_node("Mul", ["times", "h"], ["m"], name="scale"))
+        nodes.append(helper.make_node("Add", ["m", "plus"], ["y"], name="shift"))
     else:
         nodes[-1].output[0] = "y"
     return make_model(nodes, {"x": np.zeros(shape, np.float32)}, ["y"], inits, opset=14), shape
@@ -100,7 +102,7 @@ def test_a_hard_swish_fused_into_its_convolution_gives_the_same_bytes(
         net = compile_network(from_onnx(model), preset, calibration=calib, sensitivity="off")
         rule = next(p.rule for p in net.partition.placements if p.node == "hswish")
         assert rule == ("qhard_swish-fused" if fuse else "qhard_swish-group")
-        # the add is the hard swish's offset, no operator of its own
+        # the multiply and add are the hard swish's factor and offset, no operators of their own
         assert [p.op for p in net.partition.host_nodes()] == ["quantize", "dequantize"]
         (swish,) = [n for n in net.graph.nodes if n.op == "qhard_swish"]
         assert (swish.attrs["offset"] != 0) == bool(plus)

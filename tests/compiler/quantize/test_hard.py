@@ -84,14 +84,16 @@ def test_quantizer_rewrites_hard_activations_to_integer_ops():
 
 @pytest.mark.parametrize("sx,sy", [(6 / 127, 6 / 127), (0.02, 0.015), (0.1, 0.05), (0.4, 1e-3)])
 @pytest.mark.parametrize("plus", [-7.3, -0.004, 0.25, 3.0])
-def test_hard_swish_plus_a_constant_close_to_float_and_alu_exact(sx, sy, plus):
-    # a constant add fused as the rounding shift's offset: its whole output steps after the
-    # shift, the fraction before it (the shift split past 15 bits where sy is fine)
-    p = choose_hard_swish(1 / 6, 0.5, sx, sy, plus)
+@pytest.mark.parametrize("times", [1.0, 0.03, 2.5])
+def test_hard_swish_times_plus_a_constant_close_to_float_and_alu_exact(sx, sy, plus, times):
+    # a constant multiply fused as a factor of the multiplier, an add as the rounding shift's
+    # offset: its whole output steps after the shift, the fraction before it (the shift split
+    # past 15 bits where sy is fine)
+    p = choose_hard_swish(1 / 6, 0.5, sx, sy, plus, times)
     got = hard_swish_int(Q, p)
     x = Q.astype(np.float64) * sx
-    ref = np.clip((x * np.clip(x / 6 + 0.5, 0, 1) + plus) / sy, -128, 127)
-    bound = 0.5 + np.abs(x).max() / sy / GATE_UNITS + 0.01
+    ref = np.clip((times * x * np.clip(x / 6 + 0.5, 0, 1) + plus) / sy, -128, 127)
+    bound = 0.5 + times * np.abs(x).max() / sy / GATE_UNITS + 0.01
     assert np.abs(got - ref).max() <= bound
     np.testing.assert_array_equal(_run_steps(hard_swish_steps(p), Q), got)
     assert p.offset != 0
@@ -102,12 +104,16 @@ def test_hard_swish_plus_more_steps_than_an_immediate_is_refused():
 
     with pytest.raises(QuantizeError, match="output steps"):
         choose_hard_swish(1 / 6, 0.5, 0.01, 1e-6, plus=1.0)
+    with pytest.raises(QuantizeError, match="not positive"):
+        choose_hard_swish(1 / 6, 0.5, 0.01, 0.01, times=-0.5)
 
 
-def test_quantizer_fuses_a_constant_add_after_a_hard_swish():
+@pytest.mark.parametrize("times", [None, 0.4])
+def test_quantizer_fuses_a_constant_multiply_and_add_after_a_hard_swish(times):
     x = Var("x", TensorType((1, 4, 5, 5), "float32", "NCHW"))
     hs = Node("hard_swish", (x,), name="hs")
-    shifted = Node("add", (hs, Constant(np.float32([-0.6]))), name="lab")
+    scaled = hs if times is None else Node("multiply", (Constant(np.float32([times])), hs))
+    shifted = Node("add", (scaled, Constant(np.float32([-0.6]))), name="lab")
     y = Node("relu", (Node("add", (shifted, x), name="res"),), name="r")
     g = Graph.from_outputs([x], [y])
     rng = np.random.default_rng(1)
@@ -124,5 +130,6 @@ def test_quantizer_fuses_a_constant_add_after_a_hard_swish():
     g2 = Graph.from_outputs([x], [shifted, hs])
     ops2 = [n.op for n in quantize_graph(g2, feeds, "minmax").nodes]
     assert ops2.count("qadd") == 1 and ops2.count("qhard_swish") == 1, ops2
+    assert ops2.count("qmul") == (times is not None), ops2
     assert all(n.attrs["offset"] == 0 for n in quantize_graph(g2, feeds, "minmax").nodes
                if n.op == "qhard_swish")  # fmt: skip
