@@ -22,9 +22,11 @@ The default pipeline, read top to bottom:
    ``x * a + b`` as PP-LCNetV3 puts after its layers) folds into its weights and bias;
 4. ``fold_hard_activations``: hard sigmoid / hard swish written out by the exporter
    (``x * clip(x + 3, 0, 6) / 6``) become the declared operators, one integer operator each
-   after quantization; ``conv_columns_to_rows``: a convolution over a column of width 1 (a
-   1-d convolution as tf2onnx writes it) becomes the same one over a row, which the packed
-   schedules vectorize;
+   after quantization; ``factor_residual_gate``: a gated residual ``x + x * g`` (a
+   squeeze-excitation gate ``g`` per channel) becomes ``x * (g + 1)``, one elementwise operator
+   over the tensor instead of two; ``conv_columns_to_rows``: a convolution over a column of
+   width 1 (a 1-d convolution as tf2onnx writes it) becomes the same one over a row, which the
+   packed schedules vectorize;
 5. ``dense_to_matmul`` (the cpu target; ``dense_as_matmul=False`` leaves it out for the gpu):
    a dense layer by a constant weight with several rows, or a reduction the split-K dense does
    not take, becomes a matmul by the transposed weight; ``flatten_matmul_rows``: a matmul by
@@ -43,10 +45,10 @@ The default pipeline, read top to bottom:
 Example:
     >>> graph_pipeline().names()
     ['fold_constants', 'elementwise_before_interleave', 'fold_batch_norm', 'fold_bias_add', \
-'fold_pad', 'fold_affine', 'fold_hard_activations', 'conv_columns_to_rows', \
-'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', 'eliminate_dead_nodes_final', \
-'fuse_ops', 'plan_memory']
-    >>> graph_pipeline(block_c=16).names()[11:14]
+'fold_pad', 'fold_affine', 'fold_hard_activations', 'factor_residual_gate', \
+'conv_columns_to_rows', 'dense_to_matmul', 'flatten_matmul_rows', 'eliminate_dead_nodes', \
+'eliminate_dead_nodes_final', 'fuse_ops', 'plan_memory']
+    >>> graph_pipeline(block_c=16).names()[12:15]
     ['pad_channels', 'pack_layout', 'fold_layout_constants']
 """
 
@@ -86,6 +88,7 @@ def graph_pipeline(
         dense_to_matmul,
         elementwise_before_interleave,
         eliminate_dead_nodes,
+        factor_residual_gate,
         flatten_matmul_rows,
         fold_affine,
         fold_batch_norm,
@@ -106,6 +109,7 @@ def graph_pipeline(
         graph_pass("fold_pad", fold_pad),
         graph_pass("fold_affine", fold_affine),
         graph_pass("fold_hard_activations", fold_hard_activations),
+        graph_pass("factor_residual_gate", factor_residual_gate),
         graph_pass("conv_columns_to_rows", conv_columns_to_rows),
     ]
     if dense_as_matmul:

@@ -126,6 +126,7 @@ PREPARE_PASSES = (
     "fold_pad",
     "fold_affine",
     "fold_hard_activations",
+    "factor_residual_gate",
     "eliminate_dead_nodes",
 )
 
@@ -336,8 +337,8 @@ def quantize_pipeline(
     Example:
         >>> quantize_pipeline({}).names()
         ['fold_constants', 'elementwise_before_interleave', 'fold_batch_norm', 'fold_bias_add', \
-'fold_pad', 'fold_affine', 'fold_hard_activations', 'matmul_to_dense', 'eliminate_dead_nodes', \
-'quantize']
+'fold_pad', 'fold_affine', 'fold_hard_activations', 'factor_residual_gate', 'matmul_to_dense', \
+'eliminate_dead_nodes', 'quantize']
     """
     feeds = calibration_feeds if isinstance(calibration_feeds, Mapping) else list(calibration_feeds)
     first = list(prepare_pipeline().passes)
@@ -954,9 +955,11 @@ class _Realizer:
             return False
         qx, _ = self.as_int8(x)
         self.qv[id(out)] = (Node(f"q{node.op}", (qx,), attrs, name=node.name), sy)
-        while out is not node:  # the multiply and add it took
-            self.fused.add(id(out))
-            out = next(v for v in out.inputs if not isinstance(v, Constant))
+        step: Value = out
+        while step is not node:  # the multiply and add it took
+            assert isinstance(step, Node)
+            self.fused.add(id(step))
+            step = next(v for v in step.inputs if not isinstance(v, Constant))
         return True
 
     def _global_avg_pool2d(self, node: Node) -> bool:

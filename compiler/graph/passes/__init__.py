@@ -23,10 +23,12 @@ from compiler.graph.passes.matmul_to_dense import (
 )
 from compiler.graph.passes.pack_layout import pack_layout
 from compiler.graph.passes.pad_channels import pad_channels
+from compiler.graph.passes.residual_gate import factor_residual_gate
 
 __all__ = [
     "conv_columns_to_rows",
     "eliminate_dead_nodes",
+    "factor_residual_gate",
     "dense_to_matmul",
     "elementwise_before_interleave",
     "flatten_matmul_rows",

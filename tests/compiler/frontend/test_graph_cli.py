@@ -48,7 +48,8 @@ def test_list_passes(capsys):
     assert rc == 0 and out.split() == [
         "import", "fold_constants", "elementwise_before_interleave", "fold_batch_norm",
         "fold_bias_add", "fold_pad", "fold_affine",
-        "fold_hard_activations", "conv_columns_to_rows", "dense_to_matmul", "flatten_matmul_rows",
+        "fold_hard_activations", "factor_residual_gate", "conv_columns_to_rows", "dense_to_matmul",
+        "flatten_matmul_rows",
         "eliminate_dead_nodes",
         "pad_channels",
         "pack_layout",

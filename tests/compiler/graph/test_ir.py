@@ -148,7 +148,7 @@ def test_pipeline_dumps_and_verifies_by_pass_name(tmp_path):
     assert seen == ["fuse_ops"]
     run_pipeline(g, options=PassOptions(dump=frozenset({"all"}), dump_dir=tmp_path))
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names[0] == "graph_00_input.txt" and "graph_14_plan_memory.txt" in names
+    assert names[0] == "graph_00_input.txt" and "graph_15_plan_memory.txt" in names
     stopped = run_pipeline(g, stop_after="eliminate_dead_nodes")
     assert stopped.groups is None
     with pytest.raises(GraphError, match="no graph pass named 'fuse'"):
