@@ -407,12 +407,19 @@ def all_field_names() -> tuple[str, ...]:
     return tuple(names)
 
 
+#: The last stream :func:`decode_fields` decoded (a copy), its config and its fields: one
+#: program's stream is decoded by the compiler's checker, the validator, the simulator and
+#: the energy count in turn.
+_LAST_DECODED: list[tuple[np.ndarray, HwConfig, dict[str, np.ndarray]]] = []
+
+
 def decode_fields(raw: np.ndarray, cfg: HwConfig) -> dict[str, np.ndarray]:
     """Fast batch decode: a uint8 array of n×16 bytes → {field: int64 array of length n}.
 
     Each instruction's fields are read with its own opcode's layout; a field that its format
     lacks reads as 0. Opcodes outside the ISA decode with every other field 0, so a consumer
-    can report them by index. Example:
+    can report them by index. The arrays are read-only: the same stream decoded again (the
+    same bytes and config as the last call) returns them without decoding. Example:
 
     >>> from isa.config import load_config
     >>> from isa.insn import Finish
@@ -424,6 +431,10 @@ def decode_fields(raw: np.ndarray, cfg: HwConfig) -> dict[str, np.ndarray]:
     raw = np.ascontiguousarray(raw, dtype=np.uint8)
     if raw.size % INSN_BYTES:
         raise EncodingError(f"instruction stream of {raw.size} bytes is not a multiple of 16")
+    if _LAST_DECODED:
+        last, last_cfg, fields = _LAST_DECODED[0]
+        if last.shape == raw.shape and last_cfg == cfg and np.array_equal(last, raw):
+            return fields
     words = raw.view("<u8").reshape(-1, 2)
     n = words.shape[0]
     opcode = (words[:, 0] & np.uint64(7)).astype(np.int64)
@@ -441,6 +452,9 @@ def decode_fields(raw: np.ndarray, cfg: HwConfig) -> dict[str, np.ndarray]:
             if f.signed:
                 v = np.where(v >> (f.width - 1), v - (1 << f.width), v)
             out[f.name][sel] = v
+    for v in out.values():
+        v.flags.writeable = False
+    _LAST_DECODED[:] = [(raw.copy(), cfg, out)]
     return out
 
 

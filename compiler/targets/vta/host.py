@@ -103,15 +103,14 @@ class _TooDeep(Exception):
 
 
 def _source(e: Expr, names: dict[E.Var, str], consts: list[object], depth: int) -> str:
-    """``e`` as a Python expression over ``env`` (variables and non-``int`` constants are
-    arguments of the function that evaluates it, named in ``names`` and ``consts``)."""
+    """``e`` as a Python expression over ``env`` (variables and constants are arguments of the
+    function that evaluates it, named in ``names`` and ``consts``: the text depends on the
+    expression's shape alone, so that the programs of one layer's schedules, which differ in
+    their tile sizes, share the compiled text)."""
     if depth > MAX_SOURCE_DEPTH:
         raise _TooDeep
     if isinstance(e, E.IntImm):
-        v = e.value
-        if type(v) is int:
-            return f"({v})"
-        consts.append(v)
+        consts.append(e.value)
         return f"c{len(consts) - 1}"
     if isinstance(e, E.Var):
         name = names.setdefault(e, f"v{len(names)}")
