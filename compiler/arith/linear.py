@@ -121,7 +121,7 @@ def from_linear(form: LinearForm) -> Expr:
         >>> to_text(from_linear(to_linear(j + i * 64 - 1)))
         'i*64 + j - 1'
     """
-    dtype = form.dtype
+    dtype, const = form.dtype, form.const
     items = list(form.terms.items())
     order = sorted(range(len(items)), key=lambda k: -abs(items[k][1]))
     pos = [items[k] for k in order if items[k][1] > 0]
@@ -145,6 +145,9 @@ def from_linear(form: LinearForm) -> Expr:
         out = E.Add(out, IntImm(form.const, dtype))
     elif form.const < 0:
         out = E.Sub(out, IntImm(-form.const, dtype))
+    if is_linear_dtype(dtype) and "_linear" not in out.__dict__:
+        # the form :func:`to_linear` finds in what was built: the terms in the order built
+        out.__dict__["_linear"] = LinearForm(dtype, dict(pos + neg), const)
     return out
 
 
