@@ -13,8 +13,9 @@ reference agree bit for bit:
 * ``qhard_swish`` (:class:`HardSwish`): ``h`` as above at scale ``1 / 127``
   (:data:`GATE_UNITS`), then ``y = clip(rshift(q h m2 + t2, s2), out_min, out_max)`` with
   ``m2 / 2**s2 ~ s_x / (127 s_y)`` (``rshift`` rounds half up, as the requantization does) and
-  ``t2`` an offset, 0 unless a constant add after the hard swish was fused into it
-  (``hard_swish(x) + d``: ``t2 / 2**s2 ~ d / s_y``, :func:`compiler.quantize.requant.shift_offset`).
+  ``t2`` an offset, 0 unless a constant multiply and add after the hard swish were fused into
+  it (``a hard_swish(x) + d``: ``m2 / 2**s2 ~ a s_x / (127 s_y)``, ``t2 / 2**s2 ~ d / s_y``,
+  :func:`compiler.quantize.requant.shift_offset`).
   ``|q h m2| <= 128 * 127 * 32767 < 2**31``: the int32 accumulator never wraps.
 
 ALU sequences (16-bit immediates): the offset ``t`` is split as ``t = c1 2**s + c0`` with

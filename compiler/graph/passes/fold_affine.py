@@ -18,7 +18,7 @@ and ``b``:
   layer pads nothing. A padded layer's zeros are not shifted by ``d`` (a bias would add it at
   every tap, the image's and the padding's alike), so there ``add(multiply(x, a), d)`` becomes
   ``add(x, d / a)`` and the multiply folds into ``w``: one add is left where there were two
-  operators (the same sum, rounded once more).
+  operators (the same sum, rounded differently).
 
 Each folded multiply or add must be read by the next step alone and be no graph output.
 

@@ -40,9 +40,9 @@ def _gate_of(mul: Value, x: Value) -> Value | None:
     gate = b if a is x else a if b is x else None
     if gate is None or gate is x or mul.type.shape != x.type.shape:
         return None
-    shape = x.type.shape
-    g = gate.type.shape
-    if len(g) > len(shape) or any(d not in (1, s) for d, s in zip(g[::-1], shape[::-1])):  # noqa: B905
+    shape, g = x.type.shape, gate.type.shape
+    trailing = zip(g[::-1], shape[::-1], strict=False)  # broadcasting aligns the last axes
+    if len(g) > len(shape) or any(d not in (1, s) for d, s in trailing):
         return None
     if int(np.prod(g)) >= int(np.prod(shape)):  # a gate per element: two operators either way
         return None
