@@ -139,6 +139,8 @@ def _int8_cases():
                     "gate_offset": 1 << 14,
                     "multiplier": 9000,
                     "shift": 17,
+                    # a fused add after it: -3 output steps and a fraction (units of 2**2)
+                    "offset": -(3 << 17) + (5 << 2),
                     **out,
                 },
             ),  # fmt: skip

@@ -58,6 +58,9 @@ GATE_UNITS = 127
 #: Largest right shift of the hard swish's product (the product stays below 2**31).
 MAX_SWISH_SHIFT = 30
 _IMM_MAX = (1 << 15) - 1
+#: Largest ``|offset|`` of a hard swish: whole output steps within an immediate, in units of
+#: ``2**shift`` (:func:`compiler.quantize.requant.split_round_shift`).
+MAX_SWISH_OFFSET = (1 << ROUND_IMM_BITS) << MAX_SWISH_SHIFT
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,7 @@ def hard_swish_steps(p: HardSwish) -> list[AluStep]:
 
 __all__ = [
     "GATE_UNITS",
+    "MAX_SWISH_OFFSET",
     "HardSigmoid",
     "HardSwish",
     "choose_hard_sigmoid",

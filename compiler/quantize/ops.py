@@ -60,6 +60,7 @@ from compiler.graph.ops import OPS, REQUIRED, OpDef, register_op
 from compiler.graph.reference import register_impl
 from compiler.quantize.hard import (
     GATE_UNITS,
+    MAX_SWISH_OFFSET,
     HardSigmoid,
     HardSwish,
     hard_sigmoid_int,
@@ -225,7 +226,7 @@ def _infer_hard(node: Node) -> TensorType:
     if gate:
         _int_attr(node, "multiplier", 0, MAX_MULTIPLIER)
         _int_attr(node, "shift", 0, 30)
-        _int_attr(node, "offset", -(1 << 45), 1 << 45)
+        _int_attr(node, "offset", -MAX_SWISH_OFFSET, MAX_SWISH_OFFSET)
         _out_range(node)
     else:
         _int_attr(node, "out_max", 0, INT8_MAX)
@@ -368,7 +369,7 @@ def hard_swish_params(attrs: Mapping[str, Any]) -> HardSwish:
         attrs["gate_multiplier"], attrs["gate_shift"], attrs["gate_offset"], GATE_UNITS
     )
     return HardSwish(gate, attrs["multiplier"], attrs["shift"], attrs["out_min"], attrs["out_max"],
-                     attrs.get("offset", 0))  # fmt: skip
+                     attrs["offset"])  # fmt: skip
 
 
 def _qmul(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:

@@ -79,6 +79,7 @@ import numpy as np
 
 import compiler.quantize.ops  # noqa: F401  (registers the int8 operators)
 from compiler.graph.ir import Constant, Graph, Node, Value
+from compiler.graph.passes.fold_hard_activations import keeps_type, scalar_operand
 from compiler.graph.pipeline import graph_pass, graph_pipeline, run_pipeline
 from compiler.passes.pipeline import Pipeline
 from compiler.quantize.calibrate import DEFAULT_BINS, Calibrator, calibrate, node_label
@@ -506,8 +507,9 @@ class _Realizer:
         return None
 
     def affine_after(self, node: Node) -> tuple[Node, float, float] | None:
-        """A ``multiply`` by a positive one-value constant ``a`` and/or an ``add`` of a
-        one-value constant ``b`` that alone read ``node`` in turn (PP-LCNetV3's ``* a + b``
+        """A ``multiply`` by a positive scalar constant ``a`` and/or an ``add`` of a scalar
+        constant ``b`` (:func:`~compiler.graph.passes.fold_hard_activations.scalar_operand`)
+        that alone read ``node`` in turn (PP-LCNetV3's ``* a + b``
         after a hard swish; ``node`` no graph output, none kept in fp32): ``(the last of
         them, a, b)``; the hard swish computes them itself (:func:`choose_hard_swish`)."""
         out, times, plus = node, 1.0, 0.0
@@ -516,13 +518,12 @@ class _Realizer:
             if len(users) != 1 or id(out) in self.out_ids or users[0].op != op:
                 continue
             step = users[0]
-            if id(step) in self.keep_float or step.type.shape != out.type.shape:
+            found = scalar_operand(step, op)
+            if id(step) in self.keep_float or found is None or found[0] is not out:
                 break
-            a, b = step.inputs
-            c = b if a is out else a
-            if not isinstance(c, Constant) or c.value.size != 1:
+            if not keeps_type(step, out):  # no constant broadcasts it
                 break
-            value = float(c.value.reshape(()))
+            value = found[1]
             if op == "multiply":
                 if not value > 0:
                     break

@@ -747,7 +747,7 @@ def _qhard_swish(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) 
     """The exact integer hard swish (``compiler.quantize.hard.hard_swish_int``):
     ``clip(round_shift(x * gate(x) * multiplier + offset, shift))`` with the gate in
     ``[0, GATE_UNITS]``."""
-    from compiler.quantize.hard import GATE_UNITS
+    from compiler.quantize.hard import GATE_UNITS, MAX_SWISH_OFFSET
 
     keys = ("gate_multiplier", "gate_shift", "gate_offset", "multiplier", "shift")
     _known("qhard_swish", name, attrs, (*keys, "out_min", "out_max", "offset"))
@@ -758,11 +758,7 @@ def _qhard_swish(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) 
     m = _int_attr("qhard_swish", name, attrs, "multiplier", 0, (1 << 15) - 1)
     shift = _int_attr("qhard_swish", name, attrs, "shift", 0, 30)
     lo, hi = _out_range("qhard_swish", name, attrs)
-    offset = (
-        _int_attr("qhard_swish", name, attrs, "offset", -(1 << 45), 1 << 45)
-        if "offset" in attrs
-        else 0
-    )
+    offset = _int_attr("qhard_swish", name, attrs, "offset", -MAX_SWISH_OFFSET, MAX_SWISH_OFFSET)
     i64 = as_dtype("int64")
 
     def fs(*i: Any) -> Any:

@@ -222,11 +222,11 @@ def test_a_hard_swish_with_a_fused_affine_equals_the_simulator_on_icarus(kind):
     last ``SHR``), byte for byte and cycle for cycle on the RTL."""
     from compiler.frontend.onnx_import import from_onnx
     from runtime.vta_target import compile_network
-    from tests.runtime.test_vta_hard_activations import _hswish_model
+    from tests.runtime.test_vta_hard_activations import hswish_model
 
     require("icarus")
     rng = np.random.default_rng(9)
-    model, shape = _hswish_model(kind, rng, plus=-0.37)
+    model, shape = hswish_model(kind, rng, plus=-0.37)
     calib = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(3)]
     net = compile_network(from_onnx(model), "vta-1x16x16", calibration=calib, sensitivity="off")
     rules = {p.node: p.rule for p in net.partition.placements}

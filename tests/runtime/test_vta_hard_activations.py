@@ -51,7 +51,7 @@ def test_hard_activations_run_on_the_alu_bit_exact(preset):
         assert np.abs(got - evaluate(graph, feed)[0]).max() < 0.05
 
 
-def _hswish_model(kind, rng, plus=0.0):
+def hswish_model(kind, rng, plus=0.0):
     """``kind`` (a 3x3 stride-2 conv, a depthwise conv, a 1x1 conv or a dense layer) and the
     HardSwish that alone reads it (and, with ``plus``, a multiply by 0.6 and the add of
     ``plus`` after it, which the quantizer folds into the hard swish), with its input's
@@ -89,7 +89,7 @@ def test_a_hard_swish_fused_into_its_convolution_gives_the_same_bytes(
     import compiler.partition.partition as partition
 
     rng = np.random.default_rng(5)
-    model, shape = _hswish_model(kind, rng, plus)
+    model, shape = hswish_model(kind, rng, plus)
     calib = [{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(3)]
     feed = {"x": rng.standard_normal(shape).astype(np.float32)}
     # default's copy costs more than the loads it saves, so it is not fused there unless asked:

@@ -12,8 +12,9 @@ and ``b``:
 * **after the layer**: ``multiply(y, c)`` with ``c`` one value per output channel (or one
   value) becomes the layer with ``w * c`` and ``b * c`` per output channel; an ``add`` of a
   per-channel constant after it folds into the bias as :mod:`fold_bias_add` folds it;
-* **before the layer**: ``layer(multiply(x, c))`` with ``c`` one value becomes the layer of
-  ``x`` with ``w * c`` (zero padding stays zero); ``layer(add(x, d))`` with ``d`` one value
+* **before the layer**: ``layer(multiply(x, c))`` with ``c`` a scalar (a constant whose
+  elements are all equal, as ``fold_hard_activations`` matches them) becomes the layer of
+  ``x`` with ``w * c`` (zero padding stays zero); ``layer(add(x, d))`` with ``d`` a scalar
   becomes the layer of ``x`` with ``b + d * sum(w)`` over each output channel's taps, when the
   layer pads nothing. A padded layer's zeros are not shifted by ``d`` (a bias would add it at
   every tap, the image's and the padding's alike), so there ``add(multiply(x, a), d)`` becomes
@@ -43,6 +44,7 @@ import numpy as np
 
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
 from compiler.graph.passes.fold_bias_add import bias_folded, channel_values
+from compiler.graph.passes.fold_hard_activations import keeps_type, scalar_operand
 
 
 def _layer(v: Value) -> bool:
@@ -74,21 +76,15 @@ def _relayered(layer: Node, data: Value, w: np.ndarray, b: np.ndarray) -> Node:
     return Node(layer.op, (data, weight, bias), layer.attrs, layer.name)
 
 
-def _by_one_value(v: Value, dtype: str) -> tuple[int, float] | None:
+def _by_scalar(v: Value) -> tuple[int, float] | None:
     """``(k, c)`` when ``v`` is a ``multiply`` or ``add`` of its operand ``k`` (of ``v``'s
-    shape) and a constant ``c`` of one element of ``dtype``, else None."""
-    if not isinstance(v, Node) or v.op not in ("multiply", "add") or len(v.inputs) != 2:
+    shape and dtype) and a scalar constant ``c``, else None."""
+    if not isinstance(v, Node) or v.op not in ("multiply", "add"):
         return None
-    for j in (0, 1):
-        c, x = v.inputs[j], v.inputs[1 - j]
-        if (
-            isinstance(c, Constant)
-            and c.value.size == 1
-            and c.type.dtype == dtype
-            and x.type.shape == v.type.shape
-        ):
-            return 1 - j, float(c.value.reshape(()))
-    return None
+    found = scalar_operand(v, v.op)
+    if found is None or not keeps_type(v, found[0]):
+        return None
+    return (0 if v.inputs[0] is found[0] else 1), found[1]
 
 
 def _scaled_after(node: Node, ins: tuple[Value, ...], sole: Any) -> Node | None:
@@ -113,17 +109,16 @@ def _scaled_after(node: Node, ins: tuple[Value, ...], sole: Any) -> Node | None:
 
 
 def _folded_before(node: Node, ins: tuple[Value, ...], sole: Any) -> Node | None:
-    """``node``, a layer, with the one-value multiplies and adds that alone feed its data
+    """``node``, a layer, with the scalar multiplies and adds that alone feed its data
     folded into its weights and bias (see the module docstring); None when there are none."""
     if not _layer(node):
         return None
-    dtype = node.type.dtype
     pads = node.op == "conv2d" and any(node.attrs["padding"])
     data, old = ins[0], node.inputs[0]
     w, b = _weights(node)
     folded = False
     while isinstance(data, Node) and isinstance(old, Node) and data.op == old.op and sole(old):
-        step = _by_one_value(data, dtype)
+        step = _by_scalar(data)
         if step is None:
             break
         k, c = step
@@ -134,14 +129,14 @@ def _folded_before(node: Node, ins: tuple[Value, ...], sole: Any) -> Node | None
         else:
             # x * a + c read through zero padding: (x + c / a) * a, whose multiply folds
             mul = data.inputs[k]
-            inner = _by_one_value(mul, dtype)
+            inner = _by_scalar(mul)
             if inner is None or not isinstance(mul, Node) or mul.op != "multiply":
                 break
             j, a = inner
             if a == 0.0 or not sole(old.inputs[k]):
                 break
             shape = data.inputs[1 - k].type.shape
-            shifted = Constant(np.full(shape, c / a, dtype), name=f"{data.name}.shift")
+            shifted = Constant(np.full(shape, c / a, node.type.dtype), name=f"{data.name}.shift")
             w = w * a
             data = Node("add", (mul.inputs[j], shifted), name=data.name)
             folded = True

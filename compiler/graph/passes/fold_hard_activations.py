@@ -64,14 +64,15 @@ def _scalar(v: Value) -> float | None:
     return first if np.all(flat == flat[0]) and np.isfinite(first) else None
 
 
-def _keeps_type(node: Node, x: Value) -> bool:
+def keeps_type(node: Node, x: Value) -> bool:
     """Whether ``node``'s result has ``x``'s shape and dtype (no constant broadcast it)."""
     return node.type.shape == x.type.shape and node.type.dtype == x.type.dtype
 
 
-def _with_constant(node: Value, op: str) -> tuple[Value, float] | None:
-    """``(other operand, constant)`` of a binary ``op`` node with one scalar constant operand;
-    for ``divide`` and ``subtract`` the constant must be the right-hand side."""
+def scalar_operand(node: Value, op: str) -> tuple[Value, float] | None:
+    """``(other operand, constant)`` of a binary ``op`` node with one scalar constant operand
+    (a float constant whose elements are all equal, finite); for ``divide`` and ``subtract``
+    the constant must be the right-hand side."""
     if not isinstance(node, Node) or node.op != op:
         return None
     a, b = node.inputs
@@ -86,10 +87,10 @@ def _with_constant(node: Value, op: str) -> tuple[Value, float] | None:
 
 def _scale(node: Value) -> tuple[Value, float] | None:
     """``(v, f)`` when ``node`` is ``v * f`` or ``v / (1 / f)``."""
-    found = _with_constant(node, "multiply")
+    found = scalar_operand(node, "multiply")
     if found is not None:
         return found
-    found = _with_constant(node, "divide")
+    found = scalar_operand(node, "divide")
     if found is not None and found[1] != 0.0:
         return found[0], 1.0 / found[1]
     return None
@@ -97,10 +98,10 @@ def _scale(node: Value) -> tuple[Value, float] | None:
 
 def _offset(node: Value) -> tuple[Value, float] | None:
     """``(v, b)`` when ``node`` is ``v + b`` or ``v - (-b)``."""
-    found = _with_constant(node, "add")
+    found = scalar_operand(node, "add")
     if found is not None:
         return found
-    found = _with_constant(node, "subtract")
+    found = scalar_operand(node, "subtract")
     return (found[0], -found[1]) if found is not None else None
 
 
@@ -153,28 +154,28 @@ def fold_hard_activations(graph: Graph) -> Graph:
             found = gate(v)
             if found is not None and _close(f * found[2], 1.0):
                 x, b, _ = found
-                if _keeps_type(node, x):
+                if keeps_type(node, x):
                     return Node("hard_sigmoid", (x,), {"alpha": f, "beta": b * f}, name)
             if isinstance(v, Node) and v.op == "multiply" and private(v):
                 for x, g in (v.inputs, v.inputs[::-1]):
                     found = gate(g)
                     if found is None or found[0] is not x or not _close(f * found[2], 1.0):
                         continue
-                    if is_swish_gate(f, found[1] * f) and _keeps_type(node, x):
+                    if is_swish_gate(f, found[1] * f) and keeps_type(node, x):
                         return Node("hard_swish", (x,), {}, name)
         clipped = _clip_from_zero(node)
         if clipped is not None and clipped[1] == 1.0:
             shifted = _offset(clipped[0])
             if shifted is not None and private(clipped[0]):
                 inner = _scale(shifted[0])
-                if inner is not None and private(shifted[0]) and _keeps_type(node, inner[0]):
+                if inner is not None and private(shifted[0]) and keeps_type(node, inner[0]):
                     attrs = {"alpha": inner[1], "beta": shifted[1]}
                     return Node("hard_sigmoid", (inner[0],), attrs, name)
         if node.op == "multiply":
             for x, g in (node.inputs, node.inputs[::-1]):
                 hs = hard_sigmoid_of(g)
                 if hs is not None and hs[0] is x and is_swish_gate(hs[1], hs[2]):
-                    if _keeps_type(node, x):
+                    if keeps_type(node, x):
                         return Node("hard_swish", (x,), {}, name)
         return None
 
@@ -192,4 +193,4 @@ def fold_hard_activations(graph: Graph) -> Graph:
     return rebuild(graph, fold)
 
 
-__all__ = ["RTOL", "fold_hard_activations"]
+__all__ = ["RTOL", "fold_hard_activations", "keeps_type", "scalar_operand"]
