@@ -26,8 +26,8 @@ Members:
 
 Loading checks more than the checksums: every member name the manifest gives, every slot's
 shape and dtype (numeric dtypes only) against the arrays and kernel arguments that use it,
-every symbol, write and instruction range inside the DRAM image, that each host write's padding,
-fold and packing turn its slot into exactly its symbol's tensor, the program files against the
+every symbol, write and instruction range inside the DRAM image, that each host write's packing
+turns its slot into exactly its symbol's tensor, the program files against the
 config and each group's symbols, that host kernels parse and that each one's arguments are the
 ones its compiled code records (the kernel is built on that record, never on the manifest's
 copy), and that every step reads only slots an earlier step (or the caller) provides. A fault
@@ -50,7 +50,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import json
@@ -219,9 +218,6 @@ def _write_json(w: HostInput) -> dict[str, Any]:
         "symbol": w.symbol,
         "slot": w.slot,
         "packing": w.packing,
-        "pad": list(w.pad) if w.pad is not None else None,
-        "pad_value": w.pad_value,
-        "fold": dataclasses.asdict(w.fold) if w.fold is not None else None,
     }
 
 
@@ -307,7 +303,6 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
     from compiler.errors import CodegenError
     from compiler.ir.stmt import ArgInfo
     from compiler.targets.cpu.jit import compiled_signature, make_function
-    from compiler.topi.vta.fold import InputFold
 
     c = _Check(where)
     top = "manifest"
@@ -402,7 +397,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 segments.append(Segment(*seg))
             writes = []
             for w in c.field(s, "writes", place, list):
-                write = _read_write(w, symbols, n, ready, place, c, InputFold)
+                write = _read_write(w, symbols, n, ready, place, c)
                 _check_packing(write, symbols[write.symbol], slots[write.slot], config, place, c)
                 writes.append(write)
             out = c.slot(s.get("output"), n, place, "output")
@@ -596,95 +591,51 @@ def _holds(sym: Symbol, slot: Slot) -> bool:
     return False
 
 
+#: The fields of a host write in the manifest.
+WRITE_FIELDS = ("symbol", "slot", "packing")
+
+
 def _read_write(
-    w: Any, symbols: dict[str, Symbol], n: int, ready: set[int], place: str, c: _Check,
-    fold_type: Any,
-) -> HostInput:  # fmt: skip
+    w: Any, symbols: dict[str, Symbol], n: int, ready: set[int], place: str, c: _Check
+) -> HostInput:
     symbol = c.field(w, "symbol", place, str)
     if symbol not in symbols:
         raise c.fail(place, f"field 'writes': {symbol!r} is not a symbol of the program")
+    unknown = sorted(set(w) - set(WRITE_FIELDS))
+    if unknown:
+        # a write packs its slot and nothing else (a format that padded or folded is refused
+        # rather than run without it)
+        fields = ", ".join(map(repr, unknown))
+        raise c.fail(place, f"field 'writes': {symbol!r} has unknown field(s) {fields}; a "
+                     f"write has {', '.join(WRITE_FIELDS)}")  # fmt: skip
     slot = c.slot(w.get("slot"), n, place, "writes")
     if slot not in ready:
         raise c.fail(place, f"field 'writes': slot {slot} is read before any step writes it")
     packing = c.field(w, "packing", place, str)
     if packing not in PACKINGS:
         raise c.fail(place, f"field 'writes': packing {packing!r} is not one of {PACKINGS}")
-    pad = w.get("pad")
-    if pad is not None:
-        pad = c.shape(w, "pad", place)
-        if len(pad) != 4:
-            raise c.fail(place, f"field 'pad' has {len(pad)} entries, expected 4")
-    fold = w.get("fold")
-    if fold is not None:
-        try:
-            fold = fold_type(
-                str(fold["kind"]), int(fold["in_c"]), int(fold["k"]),
-                tuple(int(v) for v in fold["in_hw"]), tuple(int(v) for v in fold["out_hw"]),
-                int(fold["stride"]), tuple(int(v) for v in fold["padding"]),
-                int(fold["kernel"]), int(fold["uops_per_entry"]),
-            )  # fmt: skip
-        except (KeyError, TypeError, ValueError) as e:
-            raise c.fail(place, f"field 'fold' is malformed ({type(e).__name__}: {e})") from None
-        if fold.kind not in ("space_to_depth", "im2col"):
-            raise c.fail(place, f"field 'fold': kind {fold.kind!r} is unknown")
-    pad_value = c.field(w, "pad_value", place, int)
-    dtype = np.dtype(symbols[symbol].dtype)
-    if dtype.kind in "iu" and not np.iinfo(dtype).min <= pad_value <= np.iinfo(dtype).max:
-        raise c.fail(place, f"field 'pad_value' {pad_value} does not fit symbol {symbol!r} "
-                     f"({dtype})")  # fmt: skip
-    return HostInput(symbol, packing, pad, pad_value, fold, slot=slot)
+    return HostInput(symbol, packing, slot=slot)
 
 
 def _check_packing(
     w: HostInput, sym: Symbol, slot: Slot, config: HwConfig, place: str, c: _Check
 ) -> None:
-    """Refuse a write whose padding, fold and packing do not turn its slot into exactly its
-    symbol's tensor: the image would take the bytes of another layout (or the write would fail
-    at run time). The sizes are bounded first, so that a hostile padding allocates nothing
-    large; then the host's own packing runs on zeros and its shape must be the symbol's."""
+    """Refuse a write whose packing does not turn its slot into exactly its symbol's tensor:
+    the image would take the bytes of another layout (or the write would fail at run time).
+    The slot's size is bounded first, so that a hostile shape allocates nothing large; then
+    the host's own packing runs on zeros and its shape must be the symbol's."""
     what = f"field 'writes': {w.symbol!r} from slot {slot.dtype}{list(slot.shape)}"
-    if w.packing in BATCH_PACKINGS:
-        if w.pad is not None or w.fold is not None:
-            raise c.fail(place, f"{what}: packing {w.packing!r} (a batch of matrices) takes "
-                         "no padding or folding")  # fmt: skip
-        if len(slot.shape) < 2:
-            raise c.fail(place, f"{what}: packing {w.packing!r} needs a batch of matrices "
-                         "(2 axes or more)")  # fmt: skip
-    if w.pad is not None or w.fold is not None:
-        if len(slot.shape) != 4:
-            raise c.fail(place, f"{what}: padding and folding apply to NCHW slots only")
-    hw = slot.shape[2:]
-    if w.pad is not None:
-        pt, pl, pb, pr = w.pad
-        hw = (hw[0] + pt + pb, hw[1] + pl + pr)
-    fold = w.fold
-    if fold is not None:
-        ints = (fold.k, fold.stride, fold.kernel, fold.uops_per_entry, fold.in_c, *fold.in_hw,
-                *fold.out_hw, *fold.padding)  # fmt: skip
-        if len(fold.in_hw) != 2 or len(fold.out_hw) != 2 or len(fold.padding) != 4:
-            raise c.fail(place, "field 'fold': in_hw, out_hw and padding need 2, 2 and 4 values")
-        if min(fold.k, fold.stride, fold.kernel, *fold.out_hw) < 1 or min(ints) < 0:
-            raise c.fail(place, "field 'fold': k, stride, kernel and out_hw must be positive, "
-                         "padding non-negative")  # fmt: skip
-        if max(ints) > sym.nbytes:
-            raise c.fail(place, f"field 'fold': a value exceeds the {sym.nbytes} bytes of "
-                         f"symbol {w.symbol!r}")  # fmt: skip
-        pt, pl, pb, pr = fold.padding
-        want = tuple((v + a + b - fold.kernel) // fold.stride + 1
-                     for v, a, b in ((hw[0], pt, pb), (hw[1], pl, pr)))  # fmt: skip
-        if tuple(fold.out_hw) != want:
-            raise c.fail(place, f"field 'fold': out_hw {list(fold.out_hw)}, but a kernel of "
-                         f"{fold.kernel} with stride {fold.stride} gives {list(want)}")  # fmt: skip
-    elif len(slot.shape) == 4 and len(sym.shape) == 6 and hw != tuple(sym.shape[2:4]):
-        raise c.fail(place, f"{what}: padded to {list(hw)}, symbol {w.symbol!r} is "
-                     f"{list(sym.shape[2:4])}")  # fmt: skip
-    # a real write's slot, padded, is no larger than its symbol times the stride's square
+    if w.packing in BATCH_PACKINGS and len(slot.shape) < 2:
+        raise c.fail(place, f"{what}: packing {w.packing!r} needs a batch of matrices "
+                     "(2 axes or more)")  # fmt: skip
+    if len(slot.shape) == 4 and len(sym.shape) == 6 and slot.shape[2:] != tuple(sym.shape[2:4]):
+        raise c.fail(place, f"{what}: rows and columns {list(slot.shape[2:])}, symbol "
+                     f"{w.symbol!r} is {list(sym.shape[2:4])}")  # fmt: skip
+    # a packed slot fills its symbol but for the padding of its last block
     elements = int(np.prod(slot.shape, dtype=object))
-    padded = int(np.prod((*slot.shape[:2], *hw), dtype=object)) if len(hw) == 2 else elements
-    for size in (elements, padded):
-        if size > 64 * sym.nbytes:
-            raise c.fail(place, f"{what}: {size} elements, more than symbol {w.symbol!r} "
-                         f"({sym.nbytes} bytes) could take")  # fmt: skip
+    if elements > 64 * sym.nbytes:
+        raise c.fail(place, f"{what}: {elements} elements, more than symbol {w.symbol!r} "
+                     f"({sym.nbytes} bytes) could take")  # fmt: skip
     try:
         shape = w.packed(np.zeros(slot.shape, slot.dtype), config).shape
     except (ValueError, TypeError, IndexError) as e:

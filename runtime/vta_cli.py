@@ -98,8 +98,8 @@ def graph_command(args: argparse.Namespace) -> int:
           f"{len(part.host_nodes())} host nodes")  # fmt: skip
     print(part.table())
     print()
-    print("# what each group reads: in place from the group that stored it, or written by the "
-          "host (pad, fold, pack)")  # fmt: skip
+    print("# what each group reads: in place from the group that stored it, or packed by the "
+          "host")  # fmt: skip
     print(_group_inputs_table(net))
     return 0
 

@@ -8,11 +8,9 @@ compiling anything:
 * **slots**: every value that crosses a step (the network's inputs, a host group's results and
   constants, an accelerator group's output), by index, with its shape and dtype;
 * an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
-  image (:class:`compiler.targets.vta.link.GroupImage`), which slot the host writes into its
-  ``data``
-  (and how: the -128 padding of a max pool, the first layer's fold, the packing) unless it is
-  read in place from the producing group, its ``residual`` likewise, the slot of its output and
-  the parts of its per-layer record that do not depend on a run;
+  image (:class:`compiler.targets.vta.link.GroupImage`), which slot the host packs into its
+  ``data`` unless it is read in place from the producing group, its ``residual`` likewise,
+  the slot of its output and the parts of its per-layer record that do not depend on a run;
 * a :class:`HostStep` per host group: its compiled CPU kernel (``CompiledFunction``, rebuilt
   from LLVM IR when loaded), the slots it reads and writes, and its nodes' names, operators
   and partition rules for the per-layer table;
@@ -72,8 +70,8 @@ class Slot:
 
 @dataclass(frozen=True)
 class HostInput(InputPrep):
-    """An input preparation the build chose (:class:`compiler.targets.vta.input_prep.InputPrep`:
-    pad, fold, pack into symbol ``symbol``) applied to the value of slot ``slot``."""
+    """A packing the build chose (:class:`compiler.targets.vta.input_prep.InputPrep`: into
+    symbol ``symbol``) applied to the value of slot ``slot``."""
 
     slot: int = -1
 

@@ -767,6 +767,24 @@ def _infer_dilate(node: Node) -> TensorType:
     )
 
 
+def _infer_im2col(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    if x.ndim != 4 or x.layout not in ("", "NCHW"):
+        raise _shape_err(node, 0, f"im2col reads an NCHW value, got {x.shape} {x.layout!r}")
+    window, stride = node.attrs["window"], node.attrs["stride"]
+    for key, v in (("window", window), ("stride", stride)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise GraphError(f"{_where(node)}: attribute {key} must be an int >= 1, got {v!r}")
+    before = _axis_ints(node, "pad_before", 2)
+    out_hw = _axis_ints(node, "out_hw", 2)
+    if min(before) < 0 or min(out_hw) < 1:
+        raise GraphError(
+            f"{_where(node)}: pad_before {before} must be >= 0 and out_hw {out_hw} >= 1"
+        )
+    n, c = x.shape[:2]
+    return TensorType((n, c * window * window, *out_hw), x.dtype, x.layout)
+
+
 def _infer_broadcast_to(node: Node) -> TensorType:
     x = node.inputs[0].type
     shape = node.attrs["shape"]
@@ -962,6 +980,17 @@ register_op(
     )
 )
 register_op(OpDef("dilate", INJ, 1, 1, {"strides": REQUIRED}, _infer_dilate))
+register_op(
+    OpDef(
+        "im2col",
+        INJ,
+        1,
+        1,
+        {"window": REQUIRED, "stride": REQUIRED, "pad_before": REQUIRED, "out_hw": REQUIRED},
+        _infer_im2col,
+        "pass-through",
+    )
+)
 register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))
 register_op(OpDef("tile", INJ, 1, 1, {"reps": REQUIRED}, _infer_tile))
 register_op(OpDef("cast", INJ, 1, 1, {"dtype": REQUIRED}, _infer_cast))

@@ -516,6 +516,40 @@ def _dilate(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return out
 
 
+def im2col(
+    x: np.ndarray, window: int, stride: int, pad_before: tuple[int, int], out_hw: tuple[int, int]
+) -> np.ndarray:
+    """The ``im2col`` operator: every output pixel's ``window x window`` patch as channels,
+    ``out[n, c*window*window + dy*window + dx, y, x] = x[n, c, y*stride + dy - top, x*stride +
+    dx - left]`` (``pad_before`` = ``(top, left)``), zero where that lies outside ``x``. With
+    ``window`` a convolution's kernel it is the input of the 1x1 convolution over the kernel's
+    taps; with ``window == stride`` a space-to-depth fold (the input of a stride-1
+    convolution over ``c*s*s`` channels).
+
+    Example:
+        >>> x = np.arange(16, dtype=np.int8).reshape(1, 1, 4, 4)
+        >>> im2col(x, 3, 1, (1, 1), (4, 4))[0, :, 1, 1]
+        array([ 0,  1,  2,  4,  5,  6,  8,  9, 10], dtype=int8)
+        >>> im2col(x, 2, 2, (0, 0), (2, 2))[0, :, 0, 0]
+        array([0, 1, 4, 5], dtype=int8)
+    """
+    top, left = pad_before
+    oh, ow = out_hw
+    n, c, h, w = x.shape
+    rows, cols = (oh - 1) * stride + window, (ow - 1) * stride + window
+    xp = np.zeros((n, c, max(rows, top + h), max(cols, left + w)), x.dtype)
+    xp[:, :, top : top + h, left : left + w] = x
+    win = np.lib.stride_tricks.sliding_window_view(xp, (window, window), axis=(2, 3))
+    win = win[:, :, ::stride, ::stride][:, :, :oh, :ow]  # n c oh ow dy dx
+    out = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * window * window, oh, ow)
+    return np.ascontiguousarray(out)
+
+
+@_impl("im2col")
+def _im2col(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    return im2col(args[0], attrs["window"], attrs["stride"], attrs["pad_before"], attrs["out_hw"])
+
+
 @_impl("broadcast_to")
 def _broadcast_to(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.broadcast_to(args[0], attrs["shape"]).copy()
@@ -714,6 +748,7 @@ __all__ = [
     "evaluate",
     "evaluate_node",
     "evaluate_op",
+    "im2col",
     "match_feeds",
     "nearest_source",
     "pack_nchw",

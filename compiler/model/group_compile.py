@@ -9,8 +9,7 @@ A group's key is everything :func:`compiler.model.vta.compile_group` reads: the 
 and kind; per node its op, attributes and output type; per input either which node of the group
 feeds it, the type of an outside value, or a constant's dtype, shape and bytes (so weights,
 bias and requantization parameters are part of the key and the cached program carries its
-packed parameters); whether a padded max pool's input is known non-negative (read from the
-producers outside the group); the config; ``extra`` (for instance the knobs a tuning log
+packed parameters); the config; ``extra`` (for instance the knobs a tuning log
 picks); and the source of the compiler (this module included) and of ``isa``
 (:func:`compiler.cache.source_version`). The cached value is the whole
 :class:`compiler.topi.vta.qnn.QLayer` (program, packed parameters, knobs, figures), pickled
@@ -74,8 +73,6 @@ _WORK: dict[str, Any] = {}
 
 def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
     """The cache key of ``group`` on ``cfg`` (see the module docstring)."""
-    from compiler.targets.vta.ops import pool_load_pads
-
     index = {id(n): k for k, n in enumerate(group.nodes)}
     nodes = []
     for n in group.nodes:
@@ -99,7 +96,6 @@ def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
             for n in (group.anchor, group.requantize, group.qadd, group.post)
         ],  # fmt: skip
         "residual": None if residual is None else (residual.type.shape, str(residual.type.dtype)),
-        "pool_load_pads": group.kind == "max_pool2d" and pool_load_pads(group),
         "config": cfg.to_json(),
         "extra": extra,
         "version": source_version(*VERSION_MODULES),

@@ -51,6 +51,7 @@ from compiler.partition.partition import IN_PLACE, IN_PLACE_REASON
 from compiler.passes.pipeline import Pass, PassOptions, Pipeline
 from compiler.quantize import INT8_COSINE_TARGET, fp32_fallbacks, sensitivity_thresholds
 from compiler.quantize.fuse import fuse_qprelu
+from compiler.targets.vta.host_steps import host_steps
 from compiler.targets.vta.input_prep import InputPrep, input_preps
 from compiler.targets.vta.link import NetworkDram, check_plan, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
@@ -70,8 +71,8 @@ class CompiledNetwork:
     compile_seconds: float = 0.0
     #: the whole network's DRAM image
     dram_plan: NetworkDram | None = None
-    #: per accelerator group, what the host does to the inputs it writes (pad, fold, pack;
-    #: :mod:`compiler.targets.vta.input_prep`)
+    #: per accelerator group, how the host packs the inputs it writes
+    #: (:mod:`compiler.targets.vta.input_prep`)
     input_preps: dict[str, tuple[InputPrep, ...]] = field(default_factory=dict)
     #: the host nodes, cut into groups compiled with the CPU backend (None: not compiled,
     #: ``compile_network(..., host_groups=False)``; such a network does not run)
@@ -406,13 +407,16 @@ def vta_pipeline(
        compile cache), unless the graph is int8 already;
     2. ``fuse_qprelu``: each int8 PReLU's four nodes become one ``qprelu``
        (:func:`compiler.quantize.fuse.fuse_qprelu`: one accelerator group instead of four);
-    3. ``partition``: every node to the accelerator or the host (:func:`partition_graph`);
-    4. ``compile_groups``: one program per accelerator group, a group whose compile fails
+    3. ``host_steps``: what the host computes before a group becomes graph nodes: a max
+       pool's -128 padding a ``pad``, the first layer's channel fold an ``im2col``
+       (:func:`compiler.targets.vta.host_steps.host_steps`);
+    4. ``partition``: every node to the accelerator or the host (:func:`partition_graph`);
+    5. ``compile_groups``: one program per accelerator group, a group whose compile fails
        sent to the host (:func:`compile_partition`);
-    5. ``plan_dram``: the network's one DRAM image (:func:`plan_network_dram`);
-    6. ``input_prep``: what the host does (pad, fold, pack) to each group input the image does
-       not hand over in place (:func:`compiler.targets.vta.input_prep.input_preps`);
-    7. ``compile_host_groups``: the host groups for the CPU (left out with
+    6. ``plan_dram``: the network's one DRAM image (:func:`plan_network_dram`);
+    7. ``input_prep``: how the host packs each group input the image does not hand over in
+       place (:func:`compiler.targets.vta.input_prep.input_preps`);
+    8. ``compile_host_groups``: the host groups for the CPU (left out with
        ``host_groups=False``).
 
     ``VTAC_VERIFY_IR=1`` checks the build after every pass (:func:`verify_build`: the graph,
@@ -423,8 +427,8 @@ def vta_pipeline(
 
     Example:
         >>> vta_pipeline().names()
-        ['quantize', 'fuse_qprelu', 'partition', 'compile_groups', 'plan_dram', 'input_prep', \
-'compile_host_groups']
+        ['quantize', 'fuse_qprelu', 'host_steps', 'partition', 'compile_groups', 'plan_dram', \
+'input_prep', 'compile_host_groups']
     """
 
     def quantize(b: NetworkBuild) -> NetworkBuild:
@@ -444,6 +448,10 @@ def vta_pipeline(
 
     def fuse(b: NetworkBuild) -> NetworkBuild:
         graph = fuse_qprelu(b.graph)
+        return b if graph is b.graph else replace(b, graph=graph)
+
+    def lower_host_steps(b: NetworkBuild) -> NetworkBuild:
+        graph = host_steps(b.graph, b.config)
         return b if graph is b.graph else replace(b, graph=graph)
 
     def partition(b: NetworkBuild) -> NetworkBuild:
@@ -469,7 +477,7 @@ def vta_pipeline(
     def input_prep(b: NetworkBuild) -> NetworkBuild:
         assert b.partition is not None and b.dram_plan is not None
         aliased = {name: g.aliased for name, g in b.dram_plan.groups.items()}
-        return replace(b, input_preps=input_preps(b.partition.groups, aliased, b.config))
+        return replace(b, input_preps=input_preps(b.partition.groups, aliased))
 
     def compile_host(b: NetworkBuild) -> NetworkBuild:
         assert b.partition is not None
@@ -478,6 +486,7 @@ def vta_pipeline(
     passes: list[Pass[NetworkBuild]] = [
         Pass("quantize", quantize),
         Pass("fuse_qprelu", fuse),
+        Pass("host_steps", lower_host_steps),
         Pass("partition", partition),
         Pass("compile_groups", compile_groups),
         Pass("plan_dram", plan_dram),

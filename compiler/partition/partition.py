@@ -411,9 +411,9 @@ def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
         if impl is not None and not impl.reason.startswith("float32 operator"):
             return "float-op", f"float32 operator: {impl.reason}"  # the operator's own reason
         return "float-op", "float32 operator: no integer form"
-    if op in ("reshape", "transpose", "layout_transform"):
+    if op in ("reshape", "transpose", "layout_transform", "im2col"):
         return "layout", f"{op} is a layout change done on the host"
-    if op in ("concat", "strided_slice"):
+    if op in ("concat", "strided_slice", "pad"):
         return "layout", f"{op} moves int8 elements on the host"
     if op == "requantize" or (op == "cast" and node.type.dtype == "int32"):
         return "requantize-host", "requantizes a value computed on the host"

@@ -395,6 +395,14 @@ def _dilate(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Te
     return transform.dilate(inputs[0], strides, name=name)
 
 
+def _im2col(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    keys = ("window", "stride", "pad_before", "out_hw")
+    _known("im2col", name, attrs, keys)
+    _arity("im2col", name, inputs, 1)
+    window, stride, before, out_hw = (_attr("im2col", name, attrs, k) for k in keys)
+    return transform.im2col(inputs[0], window, stride, before, out_hw, name=name)
+
+
 def _broadcast_to(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("broadcast_to", name, attrs, ("shape",))
     _arity("broadcast_to", name, inputs, 1)
@@ -817,6 +825,7 @@ OPS: dict[str, ComputeFn] = {
     "take": _take,
     "broadcast_to": _broadcast_to,
     "dilate": _dilate,
+    "im2col": _im2col,
     "resize": _resize,
     "tile": _tile,
     "cast": _cast,

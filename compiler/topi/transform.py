@@ -296,6 +296,38 @@ def tile(x: Tensor, reps: Sequence[int], name: str = "tile") -> Tensor:
     )
 
 
+def im2col(
+    x: Tensor,
+    window: int,
+    stride: int,
+    pad_before: Sequence[int],
+    out_hw: Sequence[int],
+    name: str = "im2col",
+) -> Tensor:
+    """The ``im2col`` operator (:func:`compiler.graph.reference.im2col`): every output pixel's
+    ``window x window`` patch of an NCHW ``x`` as channels, zero outside ``x``.
+
+    Example:
+        >>> from compiler import te
+        >>> im2col(te.placeholder((1, 3, 8, 8), name="x"), 7, 2, (3, 3), (4, 4)).shape
+        (1, 147, 4, 4)
+    """
+    if x.ndim != 4:
+        raise ShapeError(f"{name}: im2col reads an NCHW tensor, got {x.shape}")
+    n, c, h, w = x.shape
+    top, left = pad_before
+    oh, ow = out_hw
+    taps = window * window
+
+    def fcompute(b: Expr, i: Expr, y: Expr, xx: Expr) -> Expr:
+        row = y * stride + (i // window) % window - top
+        col = xx * stride + i % window - left
+        inside = op.all_of(row >= 0, row < h, col >= 0, col < w)
+        return op.if_then_else(inside, x(b, i // taps, row, col), op.convert(0, x.dtype))
+
+    return compute((n, c * taps, oh, ow), fcompute, name=name, tag="injective")
+
+
 def dilate(x: Tensor, strides: Sequence[int], name: str = "dilate") -> Tensor:
     """``strides[k] - 1`` zeros inserted between neighbours along each axis ``k`` (the input
     of a transposed convolution run as a convolution).

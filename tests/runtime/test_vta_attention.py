@@ -144,7 +144,11 @@ def _nchw_weight(writes):
             r"'weight' from slot int8\[1, 2, 5, 6\]: packs to \[2, 5, 2, 1, 4\], "
             r"symbol 'weight' is \[2, 2, 2, 4, 4\]",
         ),
-        (_padded_weight, r"packing 'batch_weight' \(a batch of matrices\) takes no padding"),
+        (
+            _padded_weight,
+            r"'weight' has unknown field\(s\) 'pad'; a write has symbol, slot, "
+            "packing",
+        ),
         (_nchw_weight, r"'weight' from slot int8\[1, 2, 5, 6\]: packs to"),
     ],
     ids=lambda v: v.__name__.strip("_") if callable(v) else "",

@@ -1,13 +1,20 @@
-"""``vtac graph MODEL --target vta`` lists, under the placements, how every accelerator group's
-inputs get there: read in place from the group that stored them, or written by the host with
-its steps (the -128 padding of a max pool over signed values, the first layer's fold, the
-packing into the config's blocks) — the steps the plan really runs."""
+"""``vtac graph MODEL --target vta`` prints what the host computes before a group as nodes of
+the placement table (the -128 padding of a max pool over signed values, a ``pad``; the first
+layer's fold, an ``im2col``) and lists, under it, how every accelerator group's inputs get
+there: read in place from the group that stored them, or packed by the host into the config's
+blocks — the steps the plan really runs."""
 
 import numpy as np
 from onnx import helper
 
 from runtime.cli import main
 from tests.compiler.frontend.helpers import make_model
+
+
+def _placed(out: str) -> dict[str, tuple[str, ...]]:
+    """Node -> (op, device, group, rule) of the placement table."""
+    table = out.split("# what each group reads")[0].splitlines()[3:]
+    return {ln.split()[0]: tuple(ln.split()[1:5]) for ln in table if ln.strip()}
 
 
 def _rows(out: str) -> dict[tuple[str, str], str]:
@@ -19,18 +26,21 @@ def _rows(out: str) -> dict[tuple[str, str], str]:
     return rows
 
 
-def test_resnet_groups_read_in_place_after_the_folded_first_layer(capsys):
+def test_resnet_groups_read_in_place_after_the_first_layers_fold_node(capsys):
     argv = ["graph", "resnet18", "--image-size", "32", "--target", "vta", "--config",
             "vta-1x16x16"]  # fmt: skip
     assert main(argv) == 0
-    rows = _rows(capsys.readouterr().out)
-    assert rows[("conv1", "data")].startswith("fold (")
-    assert rows[("conv1", "data")].endswith("pack NCHW into 1x16 blocks")
+    out = capsys.readouterr().out
+    rows, placed = _rows(out), _placed(out)
+    # the fold is a host node before the convolution, which reads its packed result
+    assert placed["conv1.im2col"] == ("im2col", "cpu", "-", "layout")
+    assert placed["conv1"][:3] == ("conv2d", "vta", "conv1")
+    assert rows[("conv1", "data")] == "pack NCHW into 1x16 blocks"
     assert rows[("maxpool", "data")] == "read in place from group conv1's output"
     assert rows[("layer1.0.conv2", "residual")] == "read in place from group maxpool's output"
 
 
-def test_a_max_pool_over_signed_values_is_padded_by_the_host(tmp_path, capsys):
+def test_a_max_pool_over_signed_values_is_padded_by_a_host_node(tmp_path, capsys):
     rng = np.random.default_rng(0)
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
@@ -49,7 +59,8 @@ def test_a_max_pool_over_signed_values_is_padded_by_the_host(tmp_path, capsys):
     path = tmp_path / "m.onnx"
     path.write_bytes(model.SerializeToString())
     assert main(["graph", str(path), "--target", "vta"]) == 0
-    rows = _rows(capsys.readouterr().out)
-    assert rows[("pool", "data")] == (
-        "pad (1, 1, 1, 1) (top, left, bottom, right) with -128, pack NCHW into 1x4 blocks"
-    )
+    out = capsys.readouterr().out
+    rows, placed = _rows(out), _placed(out)
+    assert placed["pool.pad"] == ("pad", "cpu", "-", "layout")
+    assert placed["pool"][:3] == ("max_pool2d", "vta", "pool")
+    assert rows[("pool", "data")] == "pack NCHW into 1x4 blocks"

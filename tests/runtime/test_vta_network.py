@@ -218,9 +218,16 @@ def test_padded_max_pool_over_signed_values_gets_its_padding_from_the_host():
     graph = Graph.from_outputs([x], [pool])
     feed = _feed(graph, seed=9)
     net = compile_network(graph, "default", calibration=feed)
+    # the padding is a host node of the graph (the host_steps pass), the pool runs unpadded
+    nodes = {n.name: n for n in net.graph.nodes}
+    pad = nodes["pool.pad"]
+    assert (pad.op, pad.attrs["pad_value"], nodes["pool"].inputs[0]) == ("pad", -128.0, pad)
+    assert nodes["pool"].attrs["padding"] == (0, 0, 0, 0)
+    assert net.partition.placement("pool.pad").device == "cpu"
     assert net.dram_plan.groups["pool"].aliased == ()
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
+    assert [r.name for r in result.layers if r.device == "cpu"][1] == "pool.pad"
 
 
 def test_softmax_runs_on_the_host_and_the_table_says_so():
@@ -272,8 +279,6 @@ def test_vtac_graph_and_run_with_the_vta_target(tmp_path, capsys):
     ],
 )
 def test_first_layer_folded_into_channels_is_bit_exact(config, in_c, k, stride, kind, kernel_hw):
-    from compiler.targets.vta.ops import input_fold
-
     x = Var("x", TensorType((1, in_c, 20, 20), "float32", "NCHW"))
     rng = np.random.default_rng(6)
     w = Constant(rng.normal(size=(16, in_c, k, k)).astype(np.float32), name="w")
@@ -282,8 +287,12 @@ def test_first_layer_folded_into_channels_is_bit_exact(config, in_c, k, stride, 
     graph = Graph.from_outputs([x], [Node("conv2d", (x, w), attrs, name="conv1")])
     feed = _feed(graph, seed=7)
     net = compile_network(graph, config, calibration=feed)
+    # the fold is a host node of the graph, the convolution over its channels a group
     (group,) = net.partition.groups
-    assert input_fold(group, net.config).kind == kind
+    (fold,) = [n for n in net.graph.nodes if n.op == "im2col"]
+    assert fold.name == f"conv1.{kind}" and group.anchor.inputs[0] is fold
+    assert net.partition.placement(fold.name).device == "cpu"
+    assert group.anchor.attrs["strides"] == (1, 1) and group.anchor.attrs["padding"] == (0,) * 4
     assert net.layers["conv1"].program.symbols["kernel"].shape[2:4] == kernel_hw
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])

@@ -1,31 +1,29 @@
-"""What the host does to a value before an accelerator group reads it: the input preparation
-of each group input that is not read in place from the group that stored it.
+"""What the host does to a value before an accelerator group reads it: the packing of each
+group input that is not read in place from the group that stored it.
 
 The accelerator's programs read packed int8 (or int32) tensors in its blocked layout. A group
 input that another accelerator group stored in that layout is read in place
-(:mod:`compiler.targets.vta.link`); any other is written into the group's input tensor by the
-host, in up to three steps, in this order:
+(:mod:`compiler.targets.vta.link`); any other is packed into the group's input tensor by the
+host: NCHW (or ``(N, C)`` rows) into the blocked layout, with ``block_in`` channels per block
+for a GEMM input, ``block_out`` for what an ALU group or a pool reads (the layout a producing
+group stores). A matmul of two activations reads a batch of matrices: its left operand as the
+rows of each matrix (``batch_rows``), its right operand ``(..., K, N)`` transposed into the
+weight layout (``batch_weight``: the weight tensor of its program is an activation the host
+writes at every run, not a constant), a fused residual in the output's rows
+(``batch_rows_out``).
 
-* **pad**: a max pool whose input may be negative (the LOAD pad fills zeros) gets its -128
-  padding from the host (:func:`compiler.targets.vta.ops.pool_load_pads`);
-* **fold**: the first layer's few input channels are folded (space-to-depth or im2col,
-  :mod:`compiler.topi.vta.fold`) so the GEMM core's input block is filled;
-* **pack**: NCHW (or ``(N, C)`` rows) into the blocked layout, with ``block_in`` channels per
-  block for a GEMM input, ``block_out`` for what an ALU group or a pool reads (the layout a
-  producing group stores). A matmul of two activations reads a batch of matrices: its left
-  operand as the rows of each matrix (``batch_rows``), its right operand ``(..., K, N)``
-  transposed into the weight layout (``batch_weight``: the weight tensor of its program is an
-  activation the host writes at every run, not a constant), a fused residual in the output's
-  rows (``batch_rows_out``).
+Whatever else the host computes before a group is a graph node of the host's: a max pool's
+-128 padding (a ``pad``) and the first layer's channel fold (an ``im2col``) are made nodes by the
+``host_steps`` pass (:mod:`compiler.targets.vta.host_steps`), which ``vtac graph --target vta``
+prints and the host groups run.
 
-The build decides these per group input (:func:`input_preps`, the ``input_prep`` pass of
-:func:`compiler.model.vta.vta_pipeline`); the runtime only carries them out.
+The build decides the packing per group input (:func:`input_preps`, the ``input_prep`` pass of
+:func:`compiler.model.vta.vta_pipeline`); the runtime only carries it out.
 
 Example:
     >>> from isa import load_config
-    >>> p = InputPrep("data", "nchw", pad=(1, 1, 1, 1), pad_value=-128)
-    >>> p.describe(load_config("default"))
-    'pad (1, 1, 1, 1) (top, left, bottom, right) with -128, pack NCHW into 1x4 blocks'
+    >>> InputPrep("data", "nchw").describe(load_config("default"))
+    'pack NCHW into 1x4 blocks'
 """
 
 from __future__ import annotations
@@ -37,8 +35,6 @@ from typing import Any
 import numpy as np
 
 from compiler.registry import lookup
-from compiler.targets.vta.ops import input_fold, pool_load_pads, pool_padding
-from compiler.topi.vta.fold import InputFold
 from compiler.topi.vta.packing import (
     pack_batch_rows,
     pack_batch_weight,
@@ -58,46 +54,25 @@ BATCH_PACKINGS = ("batch_rows", "batch_rows_out", "batch_weight")
 
 @dataclass(frozen=True)
 class InputPrep:
-    """How the host writes a value into symbol ``symbol`` of a group's program: pad the
-    spatial axes with ``pad_value`` (``pad``: top, left, bottom, right), fold it (``fold``),
-    then pack it (``packing``, one of :data:`PACKINGS`)."""
+    """How the host writes a value into symbol ``symbol`` of a group's program: packed
+    (``packing``, one of :data:`PACKINGS`)."""
 
     symbol: str
     packing: str
-    pad: tuple[int, int, int, int] | None = None
-    pad_value: int = 0
-    fold: InputFold | None = None
 
     def describe(self, cfg: HwConfig) -> str:
-        """The host's steps, in words (what ``vtac graph --target vta`` prints)."""
-        steps = []
-        if self.pad is not None:
-            steps.append(f"pad {self.pad} (top, left, bottom, right) with {self.pad_value}")
-        if self.fold is not None:
-            f = self.fold
-            steps.append(
-                f"fold ({f.kind.replace('_', '-')}): a {f.kernel}x{f.kernel} stride-{f.stride} "
-                f"conv over {f.in_c} folded channels of {f.in_hw[0]}x{f.in_hw[1]}, run as "
-                f"{f.k}x{f.k} stride 1"
-            )
+        """The host's packing, in words (what ``vtac graph --target vta`` prints)."""
         if self.packing == "batch_weight":
-            steps.append(
+            return (
                 f"transpose each (K, N) matrix into the weight layout, {cfg.block_out}x"
                 f"{cfg.block_in} blocks"
             )
-            return ", ".join(steps)
         block = cfg.block_in if self.packing in ("nchw", "rows", "batch_rows") else cfg.block_out
         layout = {"n": "NCHW", "r": "(N, C) rows", "b": "the rows of each matrix"}[self.packing[0]]
-        steps.append(f"pack {layout} into {cfg.batch}x{block} blocks")
-        return ", ".join(steps)
+        return f"pack {layout} into {cfg.batch}x{block} blocks"
 
     def packed(self, x: np.ndarray, cfg: HwConfig) -> np.ndarray:
-        """``x`` padded, folded and packed: the bytes of the group's input tensor."""
-        if self.pad is not None:
-            pt, pl, pb, pr = self.pad
-            x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=self.pad_value)
-        if self.fold is not None:
-            x = self.fold.input(x)
+        """``x`` packed: the bytes of the group's input tensor."""
         if self.packing == "batch_weight":
             return pack_batch_weight(x, cfg)
         if self.packing in ("batch_rows", "batch_rows_out"):
@@ -109,23 +84,18 @@ class InputPrep:
         return pack_rows(x, cfg, out=self.packing == "rows_out")
 
 
-def input_prep(group: Any, symbol: str, ndim: int, cfg: HwConfig) -> InputPrep:
-    """How the host prepares ``group``'s input ``symbol`` (``data``, ``residual``, or a
-    matmul's ``weight``) of ``ndim`` axes when no group stored it in place."""
+def input_prep(group: Any, symbol: str, ndim: int) -> InputPrep:
+    """How the host packs ``group``'s input ``symbol`` (``data``, ``residual``, or a matmul's
+    ``weight``) of ``ndim`` axes when no group stored it in place."""
     if group.kind == "matmul":
         return InputPrep(symbol, {"data": "batch_rows", "weight": "batch_weight",
                                   "residual": "batch_rows_out"}[symbol])  # fmt: skip
-    if symbol == "residual":
+    if (
+        symbol == "residual"
+        or group.kind in ("global_sum_pool2d", "max_pool2d")
+        or lookup("vta", group.kind).kind in ("elementwise", "rescale")
+    ):
         return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
-    if group.kind == "max_pool2d" and not pool_load_pads(group):
-        return InputPrep(symbol, "nchw_out", pad=pool_padding(group.anchor), pad_value=-128)
-    if group.kind in ("global_sum_pool2d", "max_pool2d"):
-        return InputPrep(symbol, "nchw_out")
-    if lookup("vta", group.kind).kind in ("elementwise", "rescale"):
-        return InputPrep(symbol, "nchw_out" if ndim == 4 else "rows_out")
-    fold = input_fold(group, cfg)
-    if fold is not None:
-        return InputPrep(symbol, "nchw", fold=fold)
     return InputPrep(symbol, "nchw" if ndim == 4 else "rows")
 
 
@@ -142,14 +112,14 @@ def group_inputs(group: Any) -> list[tuple[str, Any]]:
 
 
 def input_preps(
-    groups: Any, aliased: Mapping[str, tuple[str, ...]], cfg: HwConfig
+    groups: Any, aliased: Mapping[str, tuple[str, ...]]
 ) -> dict[str, tuple[InputPrep, ...]]:
-    """Per accelerator group (by name), the preparations of its inputs that the DRAM plan does
+    """Per accelerator group (by name), the packing of its inputs that the DRAM plan does
     not read in place (``aliased``: per group, the symbols read in place), in the order
     ``data``, ``weight``, ``residual``."""
     return {
         g.name: tuple(
-            input_prep(g, symbol, len(v.type.shape), cfg)
+            input_prep(g, symbol, len(v.type.shape))
             for symbol, v in group_inputs(g)
             if symbol not in aliased.get(g.name, ())
         )

@@ -13,9 +13,10 @@ The plan is static and made once per compiled network (:func:`plan_network_dram`
   group in the same packed layout is **not** a tensor of its own: the consumer's LOADs of it
   are pointed at the producer's output, so consecutive accelerator groups pass activations
   through DRAM in the packed layout, with no host step between them;
-* an input that the host produces (a host node's result, the network's quantized input) or
-  that needs a host step (the max pool's -128 padding, the first layer's fold) is written by
-  the host into the consumer's own input tensor, just before the consumer runs;
+* an input that the host produces (a host node's result, the network's quantized input; a
+  max pool's -128 padding and the first layer's fold are host nodes too,
+  :mod:`compiler.targets.vta.host_steps`) is written by the host into the consumer's own
+  input tensor, just before the consumer runs;
 * liveness is over the run order (:meth:`runtime.vta_target.VtaNetwork.run` walks the graph's
   nodes; an accelerator group runs at its anchor): an output is live from its group's step to
   the last step that reads it (an accelerator group reading it in place or by a host step, a
@@ -391,8 +392,6 @@ def _in_place(net: LinkedNetwork, progs: dict[str, Program]) -> _InPlace:
     producers store side by side into one tensor (their outputs, or consecutive slices that
     cover them, in order, in the packed layout with one batch block, so that the channel
     blocks of one operand follow the other's). Anything else the host writes."""
-    from compiler.targets.vta.ops import host_prepares
-
     cfg = net.config
     # every memory type an activation is read or written as (the accumulator's int32 too)
     kinds = (MemType.INP, MemType.OUT, MemType.ACC, MemType.ACC8)
@@ -468,8 +467,6 @@ def _in_place(net: LinkedNetwork, progs: dict[str, Program]) -> _InPlace:
         if g.residual is not None:
             inputs.append(("residual", g.residual))
         for name, value in inputs:
-            if name == "data" and host_prepares(g, cfg):
-                continue
             sym = progs[g.name].symbols[name]
             if id(value) in concat_shape:
                 if tuple(sym.shape) != concat_shape[id(value)] or np.dtype(sym.dtype) != np.int8:

@@ -50,7 +50,6 @@ from compiler.registry import (
     register_unsupported,
     support,
 )
-from compiler.topi.vta.fold import InputFold, choose_fold
 from isa import HwConfig, limits
 
 if TYPE_CHECKING:
@@ -189,8 +188,14 @@ def pool_fits(node: Node, cfg: HwConfig) -> Limit:
     if kh != kw or sh != sw:
         return "pool-shape", f"window {kh}x{kw}, strides {sh}x{sw}: square and equal only"
     pads = pool_padding(node)
+    if any(pads) and not pool_load_pads(node):
+        return "pool-shape", (
+            f"padding {pads} over an input that may be negative: LOAD pads zeros, the "
+            "reference the dtype's minimum (the accelerator build's host_steps pass makes it a "
+            "pad node on the host)"
+        )
     pad_max = limits(cfg).max("mem", "y_pad_0")
-    if pool_load_pads_node(node) and max(pads) > pad_max:
+    if max(pads) > pad_max:
         return "pool-shape", f"padding {pads} exceeds the LOAD pad field ({pad_max})"
     _, pl, _, pr = pads
     in_w = w + pl + pr
@@ -345,41 +350,10 @@ def pool_padding(node: Node) -> tuple[int, int, int, int]:
     return pt, pl, pb + extra_h, pr + extra_w
 
 
-def pool_load_pads_node(node: Node) -> bool:
-    """:func:`pool_load_pads` of a max pool node."""
-    return any(pool_padding(node)) and _non_negative(node.inputs[0])
-
-
-def pool_load_pads(group: AccelGroup) -> bool:
+def pool_load_pads(node: Node) -> bool:
     """A padded max pool whose input is non-negative: LOAD's zero padding is then exact (the
     reference pads with -128, and the window's maximum is at least 0 either way)."""
-    return pool_load_pads_node(group.anchor)
-
-
-def host_prepares(group: AccelGroup, cfg: HwConfig) -> bool:
-    """Whether the host writes the group's ``data`` itself: a max pool with padding over an
-    input that may be negative (the reference pads with -128) or a convolution run over folded
-    channels (:mod:`compiler.topi.vta.fold`)."""
-    if group.kind == "max_pool2d":
-        return any(pool_padding(group.anchor)) and not pool_load_pads(group)
-    return input_fold(group, cfg) is not None
-
-
-def input_fold(group: AccelGroup, cfg: HwConfig) -> InputFold | None:
-    """How the group's convolution runs over folded channels (space to depth or im2col,
-    :func:`compiler.topi.vta.fold.choose_fold`), or None when it runs directly."""
-    node = group.anchor
-    if group.kind != "conv2d" or is_depthwise(node):
-        return None
-    a = node.attrs
-    c = node.inputs[0].type.shape[1]
-    _, _, k, kw = node.inputs[1].type.shape
-    if k != kw or a["strides"][0] != a["strides"][1]:
-        return None  # the folds rewrite a square kernel of one stride; others run directly
-    oh, ow = node.type.shape[2:]
-    return choose_fold(
-        cfg, in_c=c, k=k, stride=a["strides"][0], padding=tuple(a["padding"]), out_hw=(oh, ow)
-    )
+    return any(pool_padding(node)) and _non_negative(node.inputs[0])
 
 
 def group_epilogue(group: AccelGroup) -> QEpilogue:
@@ -444,14 +418,6 @@ def gemm_task(group: AccelGroup, cfg: HwConfig) -> tuple[Task | None, str]:
         w = node.inputs[1].type.shape
         return dense_task(n, w[1], w[0], hw=hw, residual=residual, name=group.name,
                           epilogue=structure), ""  # fmt: skip
-    fold = input_fold(group, cfg)
-    if fold is not None:
-        weight = node.inputs[1]
-        assert isinstance(weight, Constant)
-        o, c, k, _ = fold.weight(np.asarray(weight.value, np.int8)).shape
-        h, wd = fold.in_hw
-        return conv2d_task(h, wd, c, o, k, 1, 0, batch=n, hw=hw, residual=residual,
-                           name=group.name, epilogue=structure), ""  # fmt: skip
     _, c, h, wd = node.inputs[0].type.shape
     o, _, kh, kw = node.inputs[1].type.shape
     a = node.attrs
@@ -479,15 +445,6 @@ def compile_gemm(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     if group.kind == "dense":
         return compile_qdense(group.name, cfg, w, ep, batch=n, residual=residual, knobs=knobs)
     a = node.attrs
-    fold = input_fold(group, cfg)
-    if fold is not None:
-        oh, ow = fold.out_hw
-        layer = compile_qconv2d(
-            group.name, cfg, fold.weight(w), ep, in_shape=(n, fold.in_c, *fold.in_hw),
-            stride=(1, 1), padding=(0, 0, 0, 0), residual=residual, knobs=knobs,
-        )  # fmt: skip
-        # utilization counts the layer's own MACs, not the folded kernel's zero taps
-        return replace(layer, macs=n * w.shape[0] * oh * ow * c * w.shape[2] * w.shape[3])
     _, _, h, wd = node.inputs[0].type.shape
     sh, sw = a["strides"]
     pt, pl, pb, pr = a["padding"]
@@ -541,15 +498,10 @@ def compile_pool(group: AccelGroup, cfg: HwConfig, knobs: Any) -> QLayer:
     pt, pl, pb, pr = pool_padding(node)
     kh, kw = a["pool_size"]
     sh, sw = a["strides"]
-    if pool_load_pads(group):
-        return compile_qpool(
-            group.name, cfg, "max", in_shape=(n, c, h, wd), pool=(kh, kw), stride=(sh, sw),
-            zero_padding=(pt, pl, pb, pr),
-        )  # fmt: skip
-    # the host writes the window padded with -128 (the reference's padding)
+    # padded only over a non-negative input (``pool_fits``): LOAD's zero padding is exact
     return compile_qpool(
-        group.name, cfg, "max", in_shape=(n, c, h + pt + pb, wd + pl + pr),
-        pool=(kh, kw), stride=(sh, sw),
+        group.name, cfg, "max", in_shape=(n, c, h, wd), pool=(kh, kw), stride=(sh, sw),
+        zero_padding=(pt, pl, pb, pr),
     )  # fmt: skip
 
 
@@ -724,7 +676,7 @@ for _op in ("quantize", "dequantize"):
     register_unsupported(
         "vta", _op, "converts between float32 and int8 at the integer region's edge (host)"
     )
-for _op in ("reshape", "transpose", "layout_transform"):
+for _op in ("reshape", "transpose", "layout_transform", "im2col"):
     register_unsupported("vta", _op, "a layout change, done on the host")
 for _op in ("sigmoid", "tanh"):
     register_unsupported(
@@ -759,15 +711,12 @@ __all__ = [
     "gemm_placement",
     "gemm_task",
     "group_epilogue",
-    "host_prepares",
-    "input_fold",
     "is_depthwise",
     "matmul_epilogue",
     "matmul_fits",
     "no_task",
     "pool_fits",
     "pool_load_pads",
-    "pool_load_pads_node",
     "pool_padding",
     "rescale_fits",
     "resize_factors",

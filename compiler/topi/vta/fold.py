@@ -4,7 +4,8 @@ GEMM core's ``block_in``-wide blocks.
 A direct packed convolution pads the input channels up to a whole block and runs one micro-op
 per block per kernel tap: ResNet's first layer (3 channels, 7x7, stride 2) on a 16-wide core
 does ``49`` micro-ops per output entry where its ``147`` products fill ``10`` blocks. Two
-host-side rewrites give the same integers with fewer micro-ops:
+rewrites, each an ``im2col`` node on the host and a convolution over the folded channels
+(:mod:`compiler.targets.vta.host_steps`), give the same integers with fewer micro-ops:
 
 * ``space_to_depth`` (:func:`compiler.topi.vta.qnn.space_to_depth_factor`): the stride is
   folded into channels, a stride-1 convolution with a ``ceil(k/s)`` kernel over ``c*s*s``
@@ -35,7 +36,7 @@ import numpy as np
 
 from isa import HwConfig
 
-from .qnn import space_to_depth_factor, space_to_depth_input, space_to_depth_weight
+from .qnn import space_to_depth_factor, space_to_depth_weight
 
 
 def _blocks(channels: int, block: int) -> int:
@@ -70,31 +71,12 @@ class InputFold:
         o = w.shape[0]
         return np.ascontiguousarray(w.reshape(o, -1, 1, 1))
 
-    def input(self, x: np.ndarray) -> np.ndarray:
-        """The rewritten convolution's NCHW input from the layer's NCHW input ``x``."""
-        if self.kind == "space_to_depth":
-            return space_to_depth_input(x, self.stride, self.padding, self.kernel, self.out_hw)
-        return im2col_input(x, self.kernel, self.stride, self.padding, self.out_hw)
-
-
-def im2col_input(
-    x: np.ndarray, k: int, stride: int, padding: tuple[int, int, int, int], out_hw: tuple[int, int]
-) -> np.ndarray:
-    """Every output pixel's ``k x k`` window as channels ``c*k*k + ky*k + kx`` (the order of
-    OIHW weights reshaped to ``(O, C*K*K)``), zero padded as the convolution pads.
-
-    Example:
-        >>> x = np.arange(16, dtype=np.int8).reshape(1, 1, 4, 4)
-        >>> im2col_input(x, 3, 1, (1, 1, 1, 1), (4, 4))[0, :, 1, 1]
-        array([ 0,  1,  2,  4,  5,  6,  8,  9, 10], dtype=int8)
-    """
-    pt, pl, pb, pr = padding
-    oh, ow = out_hw
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
-    win = win[:, :, ::stride, ::stride][:, :, :oh, :ow]  # n c oh ow ky kx
-    n, c = x.shape[:2]
-    return np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * k * k, oh, ow))
+    @property
+    def window(self) -> int:
+        """The ``im2col`` operator's window that folds the input
+        (:func:`compiler.graph.reference.im2col`): the kernel (im2col), or the stride (space to
+        depth: each ``s x s`` block into channels)."""
+        return self.kernel if self.kind == "im2col" else self.stride
 
 
 def choose_fold(
@@ -127,4 +109,4 @@ def choose_fold(
     return best
 
 
-__all__ = ["InputFold", "choose_fold", "direct_uops", "im2col_input"]
+__all__ = ["InputFold", "choose_fold", "direct_uops"]

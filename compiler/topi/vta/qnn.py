@@ -925,28 +925,6 @@ def space_to_depth_weight(w: np.ndarray, s: int) -> np.ndarray:
     return np.ascontiguousarray(wp.reshape(o, c * s * s, kq, kq))
 
 
-def space_to_depth_input(
-    x: np.ndarray, s: int, padding: tuple[int, int, int, int], k: int, out_hw: tuple[int, int]
-) -> np.ndarray:
-    """The input of the rewritten convolution: ``x`` padded (zeros, as the convolution pads),
-    cut or extended to the rows and columns the stride-1 windows read, and folded ``s x s``
-    into channels (the order of :func:`space_to_depth_weight`).
-
-    Example:
-        >>> space_to_depth_input(np.ones((1, 3, 8, 8), np.int8), 2, (3, 3, 3, 3), 7,
-        ...                      (4, 4)).shape
-        (1, 12, 7, 7)
-    """
-    pt, pl, pb, pr = padding
-    kq = -(-k // s)
-    rows, cols = (out_hw[0] + kq - 1) * s, (out_hw[1] + kq - 1) * s
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, max(pb, rows)), (pl, max(pr, cols))))
-    xp = xp[:, :, :rows, :cols]
-    n, c = x.shape[:2]
-    xp = xp.reshape(n, c, rows // s, s, cols // s, s).transpose(0, 1, 3, 5, 2, 4)
-    return np.ascontiguousarray(xp.reshape(n, c * s * s, rows // s, cols // s))
-
-
 def _find_tag(out: Tensor, tag: str) -> Tensor:
     stack = [out]
     while stack:
@@ -966,7 +944,6 @@ __all__ = [
     "depthwise_kernel",
     "pool2d_packed",
     "space_to_depth_factor",
-    "space_to_depth_input",
     "space_to_depth_weight",
     "schedule_pool_packed",
     "QEpilogue",

@@ -36,15 +36,17 @@ def test_every_pass_is_verified_and_dumped_by_name():
         vta_pipeline(calibration=feed, cache=None),
         opts,
     )
-    assert list(dumps) == ["input", "quantize", "fuse_qprelu", "partition", "compile_groups",
-                           "plan_dram", "input_prep", "compile_host_groups"]  # fmt: skip
+    assert list(dumps) == ["input", "quantize", "fuse_qprelu", "host_steps", "partition",
+                           "compile_groups", "plan_dram", "input_prep",
+                           "compile_host_groups"]  # fmt: skip
     assert "quantize" not in dumps["input"] and "quantize" in dumps["quantize"]
     assert "conv2d-group" in dumps["partition"] and "DRAM image" not in dumps["partition"]
     assert "instructions" in dumps["compile_groups"]
     assert "DRAM image:" in dumps["plan_dram"]
-    # the first conv's input comes from the host (folded and packed); the second reads the
-    # first's output in place
-    assert "a.data: fold" in dumps["input_prep"] and "b.data" not in dumps["input_prep"]
+    # the first conv's fold is a host node (an im2col the host_steps pass adds); its result
+    # is packed by the host, and the second conv reads the first's output in place
+    assert "im2col" not in dumps["fuse_qprelu"] and "= im2col(" in dumps["host_steps"]
+    assert "a.data: pack NCHW" in dumps["input_prep"] and "b.data" not in dumps["input_prep"]
     assert [p.symbol for p in built.input_preps["a"]] == ["data"] and not built.input_preps["b"]
     assert "host (compiled" in dumps["compile_host_groups"]
     assert set(built.layers) == {g.name for g in built.partition.groups}

@@ -1,11 +1,13 @@
-"""Folding a convolution's input into channels: both rewrites give the direct convolution's
-integers, and the chooser takes the fewest GEMM micro-ops per output entry."""
+"""Folding a convolution's input into channels: both rewrites (the ``im2col`` operator with
+the fold's window, and the folded weights) give the direct convolution's integers, and the
+chooser takes the fewest GEMM micro-ops per output entry."""
 
 import numpy as np
 import pytest
 
 import isa
-from compiler.topi.vta.fold import choose_fold, direct_uops, im2col_input
+from compiler.graph.reference import im2col
+from compiler.topi.vta.fold import choose_fold, direct_uops
 
 
 def _conv(x: np.ndarray, w: np.ndarray, stride: int, padding: tuple[int, int, int, int]):
@@ -38,7 +40,8 @@ def test_a_chosen_fold_computes_the_direct_convolution(config, in_c, k, stride, 
     fold = choose_fold(cfg, in_c=in_c, k=k, stride=stride, padding=padding, out_hw=out_hw)
     # every case has fewer channels than a block: some fold always needs fewer micro-ops
     assert fold is not None and fold.uops_per_entry < direct_uops(cfg, in_c, k)
-    xf, wf = fold.input(x), fold.weight(w)
+    xf = im2col(x, fold.window, stride, padding[:2], fold.in_hw)
+    wf = fold.weight(w)
     assert xf.shape[1] == wf.shape[1] == fold.in_c and xf.shape[2:] == fold.in_hw
     np.testing.assert_array_equal(_conv(xf, wf, 1, (0, 0, 0, 0)), expected)
 
@@ -53,6 +56,6 @@ def test_resnet_first_layer_folds_to_ten_blocks_on_vta_1x16x16():
 
 def test_im2col_keeps_the_padding_zero():
     x = np.full((1, 1, 3, 3), 7, np.int8)
-    cols = im2col_input(x, 3, 1, (1, 1, 1, 1), (3, 3))
+    cols = im2col(x, 3, 1, (1, 1), (3, 3))
     assert cols.shape == (1, 9, 3, 3)
     assert cols[0, :, 0, 0].tolist() == [0, 0, 0, 0, 7, 7, 0, 7, 7]
