@@ -983,7 +983,8 @@ register_op(OpDef("dilate", INJ, 1, 1, {"strides": REQUIRED}, _infer_dilate))
 register_op(
     OpDef(
         "im2col",
-        INJ,
+        OPQ,  # each input value is read window^2 / stride^2 times: fusing its producer into
+        # it would compute the producer as many times per value
         1,
         1,
         {"window": REQUIRED, "stride": REQUIRED, "pad_before": REQUIRED, "out_hw": REQUIRED},

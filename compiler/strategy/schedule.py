@@ -132,6 +132,10 @@ def _internal(anchor: Tensor) -> dict[int, Operation]:
 
 
 def _core(anchor: Tensor, internal: Mapping[int, Operation]) -> tuple[str, Operation]:
+    if anchor.op.tag == "injective":
+        # an opaque operator whose compute is injective (im2col): it reads each input value
+        # several times, so what feeds it is materialised at the root, never inlined into it
+        return "injective", anchor.op
     tags = {op.tag: op for op in internal.values()}
     for tag, kind in (
         ("conv2d_packed", "conv2d_packed"),
