@@ -3,7 +3,8 @@ every accelerator group, lay the programs out in one DRAM image, and compile the
 
 A float model is quantized to int8 (:func:`compiler.quantize.quantize_graph`, calibrated on the
 given data; cached by :func:`compiler.model.group_compile.quantize_cached`), partitioned
-(:func:`compiler.partition.partition_graph`: every operator's ``fits`` in the registry decides)
+(:func:`compiler.partition.partition_graph`: every operator's ``fits`` in the registry decides,
+after the host's steps before a group became graph nodes, :mod:`compiler.targets.vta.host_steps`)
 and every accelerator group (conv2d or dense with its per-channel requantization and a fused
 ``qadd``; a max pool; a global sum pool with its requantization; a standalone elementwise
 group) is compiled to one program for the config through its registered template
@@ -27,8 +28,8 @@ Example:
     >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
     >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
     >>> net = compile_network(g, calibration={"x": np.ones((1, 3, 6, 6), np.float32)})
-    >>> sorted(net.layers), [p.device for p in net.partition.placements]
-    (['conv'], ['cpu', 'vta', 'vta', 'cpu'])
+    >>> sorted(net.layers), [p.node for p in net.partition.placements if p.device == "cpu"]
+    (['conv'], ['x.quantize', 'conv.im2col', 'conv.dequantize'])
 """
 
 from __future__ import annotations
