@@ -131,3 +131,19 @@ def test_im2col_refuses_bad_attributes_naming_the_node():
     flat = Var("v", TensorType((3, 8), "int8"))
     with pytest.raises(CompilerError, match="cols.*NCHW"):
         Node("im2col", (flat,), good, name="cols")
+
+
+@pytest.mark.gpu
+def test_the_gpu_im2col_kernel_equals_the_reference():
+    from compiler import te
+    from compiler.build import build
+    from compiler.topi import transform
+    from compiler.topi.gpu import schedule_gpu
+
+    x = te.placeholder((1, 2, 9, 9), "int8", name="x")
+    out = transform.im2col(x, 3, 2, (1, 1), (5, 5))
+    # the group of an opaque operator whose compute is injective: anchored by it, or not
+    for anchor in (None, out):
+        f = build(schedule_gpu([out], anchor=anchor), [x, out], target="gpu")
+        xv = _int8((1, 2, 9, 9), 5)
+        np.testing.assert_array_equal(f(xv), im2col(xv, 3, 2, (1, 1), (5, 5)))
