@@ -631,9 +631,10 @@ def _check_packing(
     if len(slot.shape) == 4 and len(sym.shape) == 6 and slot.shape[2:] != tuple(sym.shape[2:4]):
         raise c.fail(place, f"{what}: rows and columns {list(slot.shape[2:])}, symbol "
                      f"{w.symbol!r} is {list(sym.shape[2:4])}")  # fmt: skip
-    # a packed slot fills its symbol but for the padding of its last block
+    # packing pads to whole blocks and drops nothing: a slot has no more elements than its
+    # symbol has bytes (bounded before the packing below allocates the slot's zeros)
     elements = int(np.prod(slot.shape, dtype=object))
-    if elements > 64 * sym.nbytes:
+    if elements > sym.nbytes:
         raise c.fail(place, f"{what}: {elements} elements, more than symbol {w.symbol!r} "
                      f"({sym.nbytes} bytes) could take")  # fmt: skip
     try:

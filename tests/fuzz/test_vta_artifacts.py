@@ -451,3 +451,30 @@ def test_random_mutations_are_run_or_refused_in_one_line(artifact, tmp_path_fact
     wrong = [f"case {k}: {v}" for k, v in enumerate(verdicts)
              if not (v in ("same", "different") or v.startswith("refused: "))]  # fmt: skip
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_write_larger_than_its_symbol_is_refused_before_it_is_packed(monkeypatch):
+    """Packing pads and drops nothing: a write whose slot has more elements than its symbol
+    has bytes is refused on its size, before the host's packing would allocate the slot."""
+    from isa import load_config
+    from isa.program import Symbol
+    from runtime import vta_artifact
+    from runtime.errors import ArtifactError
+    from runtime.vta_plan import HostInput, Slot
+
+    packed: list[tuple[int, ...]] = []
+    real = HostInput.packed
+
+    def packing(self: HostInput, x: np.ndarray, cfg: Any) -> np.ndarray:
+        packed.append(x.shape)
+        return real(self, x, cfg)
+
+    monkeypatch.setattr(HostInput, "packed", packing)
+    cfg = load_config("default")
+    sym = Symbol("data", 0, "int8", (1, 1, 8, 8, 1, 4))
+    write = HostInput("data", "nchw", slot=0)
+    check = vta_artifact._Check("a.vtac")
+    vta_artifact._check_packing(write, sym, Slot((1, 4, 8, 8), "int8"), cfg, "step 1", check)
+    with pytest.raises(ArtifactError, match=r"step 1: .* 4096 elements, more than symbol 'data'"):
+        vta_artifact._check_packing(write, sym, Slot((1, 64, 8, 8), "int8"), cfg, "step 1", check)
+    assert packed == [(1, 4, 8, 8)]  # the refused slot was never packed

@@ -7,17 +7,16 @@ def host_ops_but_folds(net: Any) -> list[str]:
     """The operators a compiled network leaves on the host, in order, without the channel
     folds (``im2col``) that the build's ``host_steps`` pass puts before a convolution with few
     input channels; each of those must feed a convolution on the accelerator."""
-    part = net.partition
-    readers: dict[str, list[Any]] = {}
-    for node in net.graph.nodes:
-        for v in node.inputs:
-            readers.setdefault(getattr(v, "name", ""), []).append(node)
+    part, users = net.partition, net.graph.users
+    nodes = {n.name: n for n in net.graph.nodes}
     ops = []
     for p in part.host_nodes():
         if p.op != "im2col":
             ops.append(p.op)
             continue
-        for reader in readers.get(p.node, []):
+        readers = users.get(id(nodes[p.node]), [])
+        assert readers, p.node
+        for reader in readers:
             assert reader.op == "conv2d", (p.node, reader.op)
             assert part.placement(reader.name).device == "vta", (p.node, reader.name)
     return ops

@@ -28,9 +28,9 @@ from compiler.graph.passes.residual_gate import factor_residual_gate
 __all__ = [
     "conv_columns_to_rows",
     "eliminate_dead_nodes",
-    "factor_residual_gate",
     "dense_to_matmul",
     "elementwise_before_interleave",
+    "factor_residual_gate",
     "flatten_matmul_rows",
     "fold_affine",
     "fold_batch_norm",

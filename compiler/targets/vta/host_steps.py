@@ -81,9 +81,10 @@ def _fold(node: Node, ins: tuple[Value, ...], cfg: HwConfig) -> Value | None:
     if k != kw:
         return None  # the folds rewrite a square kernel; others run directly
     stride = int(a["strides"][0])
-    pt, pl, pb, pr = (int(p) for p in a["padding"])
+    # the top and left padding: im2col reads zeros past the input's bottom and right edges
+    pt, pl = (int(p) for p in a["padding"][:2])
     oh, ow = node.type.shape[2:]
-    fold = choose_fold(cfg, in_c=c, k=k, stride=stride, padding=(pt, pl, pb, pr), out_hw=(oh, ow))
+    fold = choose_fold(cfg, in_c=c, k=k, stride=stride, out_hw=(oh, ow))
     if fold is None:
         return None
     cols = Node("im2col", (x,), {"window": fold.window, "stride": stride,

@@ -21,10 +21,10 @@ keeps the one that moves fewer bytes (direct, then space to depth, then im2col).
 Example:
     >>> import isa
     >>> cfg = isa.load_config("vta-1x16x16")
-    >>> f = choose_fold(cfg, in_c=3, k=7, stride=2, padding=(3, 3, 3, 3), out_hw=(112, 112))
+    >>> f = choose_fold(cfg, in_c=3, k=7, stride=2, out_hw=(112, 112))
     >>> f.kind, f.in_c, f.k, f.uops_per_entry, direct_uops(cfg, 3, 7)
     ('im2col', 147, 1, 10, 49)
-    >>> choose_fold(cfg, in_c=64, k=3, stride=1, padding=(1, 1, 1, 1), out_hw=(56, 56)) is None
+    >>> choose_fold(cfg, in_c=64, k=3, stride=1, out_hw=(56, 56)) is None
     True
 """
 
@@ -52,15 +52,13 @@ def direct_uops(cfg: HwConfig, in_c: int, k: int) -> int:
 class InputFold:
     """A convolution rewritten over folded channels: ``kind`` (``space_to_depth`` or
     ``im2col``), the rewritten layer's input channels ``in_c``, square kernel ``k`` (stride 1,
-    no padding) and input ``in_hw``; ``stride``/``padding``/``kernel`` of the original layer."""
+    no padding) and input ``in_hw``; ``stride`` and ``kernel`` of the original layer."""
 
     kind: str
     in_c: int
     k: int
     in_hw: tuple[int, int]
-    out_hw: tuple[int, int]
     stride: int
-    padding: tuple[int, int, int, int]
     kernel: int
     uops_per_entry: int
 
@@ -85,7 +83,6 @@ def choose_fold(
     in_c: int,
     k: int,
     stride: int,
-    padding: tuple[int, int, int, int],
     out_hw: tuple[int, int],
 ) -> InputFold | None:
     """The fold with the fewest GEMM micro-ops per output entry, or None when the direct
@@ -100,12 +97,11 @@ def choose_fold(
         if uops < best_uops:
             best_uops = uops
             best = InputFold(
-                "space_to_depth", in_c * s * s, kq, (oh + kq - 1, ow + kq - 1), out_hw,
-                stride, padding, k, uops,
+                "space_to_depth", in_c * s * s, kq, (oh + kq - 1, ow + kq - 1), stride, k, uops,
             )  # fmt: skip
     uops = _blocks(in_c * k * k, cfg.block_in)
     if uops < best_uops:
-        best = InputFold("im2col", in_c * k * k, 1, out_hw, out_hw, stride, padding, k, uops)
+        best = InputFold("im2col", in_c * k * k, 1, out_hw, stride, k, uops)
     return best
 
 

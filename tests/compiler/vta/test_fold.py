@@ -37,7 +37,7 @@ def test_a_chosen_fold_computes_the_direct_convolution(config, in_c, k, stride, 
     padding = (pad,) * 4
     expected = _conv(x, w, stride, padding)
     out_hw = expected.shape[2:]
-    fold = choose_fold(cfg, in_c=in_c, k=k, stride=stride, padding=padding, out_hw=out_hw)
+    fold = choose_fold(cfg, in_c=in_c, k=k, stride=stride, out_hw=out_hw)
     # every case has fewer channels than a block: some fold always needs fewer micro-ops
     assert fold is not None and fold.uops_per_entry < direct_uops(cfg, in_c, k)
     xf = im2col(x, fold.window, stride, padding[:2], fold.in_hw)
@@ -48,10 +48,10 @@ def test_a_chosen_fold_computes_the_direct_convolution(config, in_c, k, stride, 
 
 def test_resnet_first_layer_folds_to_ten_blocks_on_vta_1x16x16():
     cfg = isa.load_config("vta-1x16x16")
-    fold = choose_fold(cfg, in_c=3, k=7, stride=2, padding=(3,) * 4, out_hw=(112, 112))
+    fold = choose_fold(cfg, in_c=3, k=7, stride=2, out_hw=(112, 112))
     assert fold is not None and (fold.kind, fold.uops_per_entry) == ("im2col", 10)
     # 64 channels already fill the blocks: no fold
-    assert choose_fold(cfg, in_c=64, k=3, stride=2, padding=(1,) * 4, out_hw=(28, 28)) is None
+    assert choose_fold(cfg, in_c=64, k=3, stride=2, out_hw=(28, 28)) is None
 
 
 def test_im2col_keeps_the_padding_zero():
