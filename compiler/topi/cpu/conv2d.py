@@ -78,9 +78,14 @@ def conv2d_nchwc_knobs(
 
 #: Vector accumulators of a register tile that :func:`register_tile_knobs` builds from several
 #: channel blocks: 8 at least (two FMA pipes of four cycles' latency each need eight
-#: independent sums), 24 at most (of AVX-512's 32 registers, the rest hold the broadcast input
-#: and one weight vector per channel block).
-TILE_VECTORS = (8, 24)
+#: independent sums), 21 at most. Of AVX-512's 32 registers 24 accumulators would leave room
+#: for the broadcast input and three weight vectors, but measured one thread (AMD EPYC), the
+#: 8 x 3 tile of 24 ran slower than the next tile the rule picks at 21 on every 1x1 and
+#: stride-1 3x3 shape tried: 48 channels at 104x104 and 160x160, 144 at 56x56, 48 at 40x40
+#: (1x1; 4 x 3, 7 x 3 or 5 x 3: 9-24% less time), 48 at 104x104 (3x3, 4 x 3: 9% less); on
+#: stride-2 3x3 layers (48 channels at 104x104 out) 4 x 3 was 2-3% slower there, and 23% faster
+#: (921 against 1203 us) in an earlier measurement of YOLOX's 24 -> 48 one on another day.
+TILE_VECTORS = (8, 21)
 
 
 def register_tile_knobs(conv: Tensor) -> dict[str, int]:

@@ -212,6 +212,9 @@ def test_default_register_tile_stacks_rows():
         (3, 65, (5, 3)),  # odd channel blocks: several per tile
         (18, 33, (3, 6)),  # no width divisor in 4..8
         (7, 15, (3, 7)),
+        (9, 56, (7, 3)),  # 21 accumulators: within the bound
+        (3, 104, (4, 3)),  # not 8 x 3: 24 accumulators ran slower (TILE_VECTORS)
+        (3, 160, (5, 3)),
         (15, 17, (17, 1)),  # a prime width: the widest column block
     ],
 )
