@@ -98,6 +98,8 @@ HELPERS = (
     "_uop_loop_check",
     "gemm_check",
     "alu_check",
+    "load_check",
+    "store_check",
 )
 #: The instruction kernels.
 KERNELS = (
@@ -151,6 +153,59 @@ def alu_apply(op: int, x: IntLike, y: IntLike) -> IntLike:
 
 
 # ---- DMA kernels ------------------------------------------------------------------------
+def load_check(
+    sram: np.ndarray,
+    elem_bytes: int,
+    dram: np.ndarray,
+    sram_base: int,
+    dram_base: int,
+    y_size: int,
+    x_size: int,
+    x_stride: int,
+    y_pad_0: int,
+    y_pad_1: int,
+    x_pad_0: int,
+    x_pad_1: int,
+) -> int:
+    """Every check of :func:`load_kernel`, without its work: ``OK``, :data:`NOTHING_TO_DO`
+    (``x_size == 0``, a NOP) or an error code."""
+    if x_size == 0:
+        return NOTHING_TO_DO
+    depth = sram.shape[0] // elem_bytes
+    width = x_pad_0 + x_size + x_pad_1
+    rows = y_pad_0 + y_size + y_pad_1
+    if sram_base + rows * width > depth:
+        return ERR_SRAM_RANGE
+    if y_size > 0 and (dram_base + (y_size - 1) * x_stride + x_size) * elem_bytes > dram.shape[0]:
+        return ERR_DRAM_RANGE
+    return OK
+
+
+def store_check(
+    sram: np.ndarray,
+    elem_bytes: int,
+    dram: np.ndarray,
+    sram_base: int,
+    dram_base: int,
+    y_size: int,
+    x_size: int,
+    x_stride: int,
+    pad_sum: int,
+) -> int:
+    """Every check of :func:`store_kernel`, without its work: ``OK``, :data:`NOTHING_TO_DO`
+    (``x_size == 0``, a NOP) or an error code."""
+    if x_size == 0:
+        return NOTHING_TO_DO
+    if pad_sum != 0:
+        return ERR_STORE_PAD
+    depth = sram.shape[0] // elem_bytes
+    if sram_base + y_size * x_size > depth:
+        return ERR_SRAM_RANGE
+    if y_size > 0 and (dram_base + (y_size - 1) * x_stride + x_size) * elem_bytes > dram.shape[0]:
+        return ERR_DRAM_RANGE
+    return OK
+
+
 def load_kernel(
     sram: np.ndarray,
     elem_bytes: int,
@@ -171,15 +226,11 @@ def load_kernel(
     zeros, ``x_size`` elements from DRAM element ``dram_base + y·x_stride``, ``x_pad_1`` zeros),
     then ``y_pad_1`` zero rows. ``x_size == 0`` is a NOP.
     """
-    if x_size == 0:
-        return OK
-    depth = sram.shape[0] // elem_bytes
+    code = load_check(sram, elem_bytes, dram, sram_base, dram_base, y_size, x_size, x_stride,
+                      y_pad_0, y_pad_1, x_pad_0, x_pad_1)  # fmt: skip
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
     width = x_pad_0 + x_size + x_pad_1
-    rows = y_pad_0 + y_size + y_pad_1
-    if sram_base + rows * width > depth:
-        return ERR_SRAM_RANGE
-    if y_size > 0 and (dram_base + (y_size - 1) * x_stride + x_size) * elem_bytes > dram.shape[0]:
-        return ERR_DRAM_RANGE
     eb = elem_bytes
     top = sram_base * eb
     sram[top : top + y_pad_0 * width * eb] = 0
@@ -261,16 +312,11 @@ def store_kernel(
     pad_sum: int,
 ) -> int:
     """STORE: out entry ``sram_base + y·x_size + x`` → DRAM ``dram_base + y·x_stride + x``."""
-    if x_size == 0:
-        return OK
-    if pad_sum != 0:
-        return ERR_STORE_PAD
+    code = store_check(sram, elem_bytes, dram, sram_base, dram_base, y_size, x_size, x_stride,
+                       pad_sum)  # fmt: skip
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
     eb = elem_bytes
-    depth = sram.shape[0] // eb
-    if sram_base + y_size * x_size > depth:
-        return ERR_SRAM_RANGE
-    if y_size > 0 and (dram_base + (y_size - 1) * x_stride + x_size) * eb > dram.shape[0]:
-        return ERR_DRAM_RANGE
     for y in range(y_size):
         src = (sram_base + y * x_size) * eb
         dst = (dram_base + y * x_stride) * eb

@@ -1,4 +1,5 @@
-"""GEMM and ALU instructions run over dense blocks of the buffers, with the reference's meaning.
+"""GEMM and ALU instructions run over dense blocks of the buffers, with the reference's meaning
+(LOAD and STORE as flat copies, at the end of this module).
 
 The reference kernels (:func:`isa.semantics.gemm_kernel`, :func:`isa.semantics.alu_kernel`)
 decode the three loop indices of every micro-op and then work on one tile: a handful of MACs
@@ -1031,6 +1032,78 @@ def alu(
                 count = 1
     if count > 0:
         _alu_span(accf, outf, alu_opcode, use_imm, imm, start * lanes, src * lanes, count * lanes)
+    return OK
+
+
+# ---- LOAD and STORE ----------------------------------------------------------------------
+# The reference kernels copy and zero with slice assignments, four array views a row (about
+# 100 ns each in nopython code); a convolution's small LOADs (two rows of three 16-byte
+# entries) spent most of their time there. The same bytes are moved here in flat loops over
+# unsigned indices, and empty zero fills are skipped.
+
+
+@numba.njit(inline="always")
+def _zero(buf, start, n):
+    for k in range(n):
+        buf[start + k] = 0
+
+
+@numba.njit(inline="always")
+def _copy(dst, d0, src, s0, n):
+    for k in range(n):
+        dst[d0 + k] = src[s0 + k]
+
+
+@numba.njit
+def load(
+    sram, elem_bytes, dram, sram_base, dram_base, y_size, x_size, x_stride, y_pad_0, y_pad_1,
+    x_pad_0, x_pad_1,
+):  # fmt: skip
+    """LOAD with the arguments and result of :func:`isa.semantics.load_kernel`."""
+    code = _k.load_check(sram, elem_bytes, dram, sram_base, dram_base, y_size, x_size,
+                         x_stride, y_pad_0, y_pad_1, x_pad_0, x_pad_1)  # fmt: skip
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
+    eb = np.uint64(elem_bytes)
+    width = np.uint64(x_pad_0 + x_size + x_pad_1) * eb
+    head = np.uint64(x_pad_0) * eb
+    body = np.uint64(x_size) * eb
+    tail = np.uint64(x_pad_1) * eb
+    stride = np.uint64(x_stride) * eb
+    top = np.uint64(sram_base) * eb
+    if y_pad_0 > 0:
+        _zero(sram, top, np.uint64(y_pad_0) * width)
+    row = top + np.uint64(y_pad_0) * width
+    src = np.uint64(dram_base) * eb
+    for _ in range(y_size):
+        if head > 0:
+            _zero(sram, row, head)
+        _copy(sram, row + head, dram, src, body)
+        if tail > 0:
+            _zero(sram, row + head + body, tail)
+        row += width
+        src += stride
+    if y_pad_1 > 0:
+        _zero(sram, row, np.uint64(y_pad_1) * width)
+    return OK
+
+
+@numba.njit
+def store(sram, elem_bytes, dram, sram_base, dram_base, y_size, x_size, x_stride, pad_sum):
+    """STORE with the arguments and result of :func:`isa.semantics.store_kernel`."""
+    code = _k.store_check(sram, elem_bytes, dram, sram_base, dram_base, y_size, x_size,
+                          x_stride, pad_sum)  # fmt: skip
+    if code != OK:
+        return OK if code == NOTHING_TO_DO else code
+    eb = np.uint64(elem_bytes)
+    body = np.uint64(x_size) * eb
+    stride = np.uint64(x_stride) * eb
+    src = np.uint64(sram_base) * eb
+    dst = np.uint64(dram_base) * eb
+    for _ in range(y_size):
+        _copy(dram, dst, sram, src, body)
+        src += body
+        dst += stride
     return OK
 
 

@@ -238,7 +238,8 @@ def _execute(
     """Apply instruction ``i``'s functional effect; return 0 or an ISA error code.
 
     ``dense`` runs GEMM and ALU through :mod:`vta_sim.dense` (the same results, computed over
-    runs of micro-ops); otherwise through the reference kernels one micro-op at a time.
+    runs of micro-ops), and LOAD and STORE through its flat copies; otherwise through the
+    reference kernels, one micro-op and one array view at a time.
     """
     op = F[i, C_OPCODE]
     if op == OP_LOAD or op == OP_STORE:
@@ -251,17 +252,30 @@ def _execute(
             if mt != MT_OUT and x != 0:
                 return ERR_MEM_TYPE
             pads = F[i, C_YP0] + F[i, C_YP1] + F[i, C_XP0] + F[i, C_XP1]
-            code = _k.store(
-                out_b,
-                prm[P_EB + MT_OUT],
-                dram,
-                F[i, C_SRAM],
-                F[i, C_DRAM],
-                y,
-                x,
-                F[i, C_STRIDE],
-                pads,
-            )
+            if dense:
+                code = _d.store(
+                    out_b,
+                    prm[P_EB + MT_OUT],
+                    dram,
+                    F[i, C_SRAM],
+                    F[i, C_DRAM],
+                    y,
+                    x,
+                    F[i, C_STRIDE],
+                    pads,
+                )
+            else:
+                code = _k.store(
+                    out_b,
+                    prm[P_EB + MT_OUT],
+                    dram,
+                    F[i, C_SRAM],
+                    F[i, C_DRAM],
+                    y,
+                    x,
+                    F[i, C_STRIDE],
+                    pads,
+                )
         elif mt == MT_ACC8:
             code = _k.load_acc8(
                 acc_flat,
@@ -288,20 +302,36 @@ def _execute(
                 sram = inp_b
             else:
                 sram = acc_b
-            code = _k.load(
-                sram,
-                prm[P_EB + mt],
-                dram,
-                F[i, C_SRAM],
-                F[i, C_DRAM],
-                y,
-                x,
-                F[i, C_STRIDE],
-                F[i, C_YP0],
-                F[i, C_YP1],
-                F[i, C_XP0],
-                F[i, C_XP1],
-            )
+            if dense:
+                code = _d.load(
+                    sram,
+                    prm[P_EB + mt],
+                    dram,
+                    F[i, C_SRAM],
+                    F[i, C_DRAM],
+                    y,
+                    x,
+                    F[i, C_STRIDE],
+                    F[i, C_YP0],
+                    F[i, C_YP1],
+                    F[i, C_XP0],
+                    F[i, C_XP1],
+                )
+            else:
+                code = _k.load(
+                    sram,
+                    prm[P_EB + mt],
+                    dram,
+                    F[i, C_SRAM],
+                    F[i, C_DRAM],
+                    y,
+                    x,
+                    F[i, C_STRIDE],
+                    F[i, C_YP0],
+                    F[i, C_YP1],
+                    F[i, C_XP0],
+                    F[i, C_XP1],
+                )
             if code == 0 and mt == MT_UOP and x != 0:
                 rows = F[i, C_YP0] + y + F[i, C_YP1]
                 width = F[i, C_XP0] + x + F[i, C_XP1]

@@ -67,10 +67,13 @@ decode_uops = _kernel("decode_uop_kernel")
 store = _kernel("store_kernel")
 gemm = _kernel("gemm_kernel")
 alu = _kernel("alu_kernel")
-#: The checks of GEMM and ALU without their work (asked before refusing a run's last
-#: instruction at the cycle limit, so a fault is still reported as the fault).
+#: The checks of the kernels without their work: GEMM's and ALU's are asked before refusing a
+#: run's last instruction at the cycle limit (so a fault is still reported as the fault), and
+#: all four by :mod:`vta_sim.dense`'s kernels before they write.
 gemm_check = _SCOPE["gemm_check"]
 alu_check = _SCOPE["alu_check"]
+load_check = _SCOPE["load_check"]
+store_check = _SCOPE["store_check"]
 
 
 # The timing formulas of docs/timing.md, compiled from isa.timing in the same way: the event

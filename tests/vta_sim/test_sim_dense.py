@@ -1,4 +1,4 @@
-"""The dense GEMM/ALU kernels (:mod:`vta_sim.dense`) against the reference kernels.
+"""The dense GEMM/ALU/LOAD/STORE kernels (:mod:`vta_sim.dense`) against the reference kernels.
 
 Kernel level (hypothesis): random micro-op lists made of runs (dst stepping by one, src by a
 constant step, wgt fixed), scattered and repeated micro-ops, loops whose factors make runs
@@ -147,6 +147,56 @@ def test_alu_matches_the_reference_kernel(tile, data):
     assert code == ref.alu(a2, o2, *args)
     np.testing.assert_array_equal(a1, a2)
     np.testing.assert_array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("elem_bytes", [1, 4, 16, 64, 256])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_load_matches_the_reference_kernel(elem_bytes, data):
+    """Rows of entries with zero padding on every side (zero-size pads and rows too), DRAM
+    strides shorter and longer than a row, NOPs, and ranges past either memory: the same
+    bytes and error code, and a refused LOAD leaves the buffer as it was."""
+    d = Draw(data)
+    rng = np.random.default_rng(d.int(0, 2**32 - 1))
+    sram = rng.integers(0, 256, DEPTH * elem_bytes).astype(np.uint8)
+    dram = rng.integers(0, 256, 64 * elem_bytes).astype(np.uint8)
+    x_size = d.pick([0, 1, 2, 3, 5])
+    args = (
+        elem_bytes, dram, d.int(0, DEPTH - 1), d.int(0, 60), d.int(0, 4), x_size,
+        d.int(max(x_size - 2, 0), x_size + 6), d.int(0, 2), d.int(0, 2), d.int(0, 2),
+        d.int(0, 2),
+    )  # fmt: skip
+    s1, s2 = sram.copy(), sram.copy()
+    code = dense.load(s1, *args)
+    assert code == ref.load(s2, *args)
+    np.testing.assert_array_equal(s1, s2)
+    if code != 0:
+        np.testing.assert_array_equal(s1, sram)
+
+
+@pytest.mark.parametrize("elem_bytes", [1, 4, 16])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_store_matches_the_reference_kernel(elem_bytes, data):
+    """Rows of out entries to DRAM at strides shorter and longer than a row, NOPs, padding
+    (refused) and ranges past either memory: the same bytes and error code, and a refused
+    STORE leaves DRAM as it was."""
+    d = Draw(data)
+    rng = np.random.default_rng(d.int(0, 2**32 - 1))
+    sram = rng.integers(0, 256, DEPTH * elem_bytes).astype(np.uint8)
+    dram = rng.integers(0, 256, 64 * elem_bytes).astype(np.uint8)
+    x_size = d.pick([0, 1, 2, 3, 7])
+    pads = d.pick([0, 0, 0, 1])
+    args = (
+        elem_bytes, dram, d.int(0, DEPTH - 1), d.int(0, 60), d.int(0, 6), x_size,
+        d.int(max(x_size - 2, 0), x_size + 6), pads,
+    )  # fmt: skip
+    d1, d2 = dram.copy(), dram.copy()
+    code = dense.store(sram, elem_bytes, d1, *args[2:])
+    assert code == ref.store(sram, elem_bytes, d2, *args[2:])
+    np.testing.assert_array_equal(d1, d2)
+    if code != 0:
+        np.testing.assert_array_equal(d1, dram)
 
 
 def test_alu_reads_a_source_written_earlier_in_the_same_instruction():
