@@ -94,16 +94,20 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
     (measured on ResNet-18's 3x3, 7x7 and 1x1 layers, one thread, 10-45% faster than the
     default tile). Where that does not exist (an odd number of channel blocks, or a width such
     as 33, 17 or 9 with no divisor between 4 and 8), the tile of at most 8 channel blocks x a
-    divisor of the width of at least 3 columns, with :data:`TILE_VECTORS` accumulators, that
-    loads the fewest vectors per FMA (``1/ow_block + 1/oc_blocks``: one broadcast per column,
-    one weight vector per channel block), so each broadcast input feeds several FMAs and the
-    input is swept fewer times; measured on EfficientNet-Lite's 1x1 convolutions (one thread,
-    cold caches) 1.2-1.7x faster than one channel block x the widest column block (for
-    instance 3x5 for 24 output channels at 65x65, 6x3 for 288 at 33x33, 7x3 for 112 at 15x15).
-    Tiles of two columns or fewer are left out (8x2 on ResNet-18's 3x3 layers ran at half the
-    speed of 2x8); without any candidate, :func:`conv2d_nchwc_knobs`'s tile. Where the widest
-    such divisor is 4 and the rows are odd (a 1-d convolution, one row: Magika's 256 -> 512
-    kernel-5 one over 508 columns), the 4 x 2 tile's 8 accumulators cannot be stacked over
+    divisor of the width, with the rows :func:`default_oh_block` stacks onto it and
+    :data:`TILE_VECTORS` accumulators, that loads the fewest vectors per FMA
+    (``1/(oh_block·ow_block) + 1/oc_blocks``: one broadcast per pixel, one weight vector per
+    channel block), so each broadcast input feeds several FMAs and the input is swept fewer
+    times; measured on EfficientNet-Lite's 1x1 convolutions (one thread, cold caches) 1.2-1.7x
+    faster than one channel block x the widest column block (for instance 3x5 for 24 output
+    channels at 65x65, 6x3 for 288 at 33x33, 7x3 for 112 at 15x15). A tile of two columns
+    must have stacked rows (8x2 on ResNet-18's 3x3 layers ran at half the speed of 2x8): where
+    the width's other divisors are too wide (26, 38: 13 and 19 columns of one channel block
+    were the choice), 2 rows x 2 columns x 2 to 4 channel blocks ran 1-21% faster on YOLOX's
+    26x26, PP-PicoDet's 50x38 and MTCNN's first layers (one thread, 13 shapes). Without any
+    candidate, :func:`conv2d_nchwc_knobs`'s tile. Where the widest such divisor is 4 and the
+    rows are odd (a 1-d convolution, one row: Magika's 256 -> 512 kernel-5 one over 508
+    columns), the 4 x 2 tile's 8 accumulators cannot be stacked over
     rows, and four channel blocks make 16: measured one thread, 4 x 4 ran 3.24 -> 2.86 ms on
     Magika's, and 3-15% faster on four other one-row shapes of 44 to 508 columns.
 
@@ -132,17 +136,21 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
             return {"ow_block": 4, "oc_blocks": 4}
         return {"ow_block": ow, "oc_blocks": 2}
     low, high = TILE_VECTORS
-    tiles = [
-        (oc, ow)
-        for oc in range(1, min(n_oc, 8) + 1)
-        if n_oc % oc == 0
-        for ow in range(3, min(width, high) + 1)
-        if width % ow == 0 and low <= oc * ow <= high
-    ]
+    rows = conv.shape[2]
+    tiles = []
+    for oc in range(1, min(n_oc, 8) + 1):
+        for ow in range(2, min(width, high) + 1):
+            if n_oc % oc or width % ow:
+                continue
+            # the rows default_oh_block stacks onto a small tile: two columns only so (two
+            # columns of one row ran at half the speed of eight on ResNet-18's 3x3 layers)
+            oh = default_oh_block(rows, ow, oc)
+            if (ow >= 3 or oh >= 2) and low <= oh * ow * oc <= high:
+                tiles.append((oc, ow, oh))
     if tiles:
-        # fewest loads per FMA; of equals, the wider column block (its broadcasts are
-        # adjacent in memory)
-        oc, ow = min(tiles, key=lambda t: (1 / t[1] + 1 / t[0], -t[1]))
+        # fewest loads per FMA (a broadcast per pixel, a weight vector per channel block); of
+        # equals, the wider column block (its broadcasts are adjacent in memory)
+        oc, ow, _ = min(tiles, key=lambda t: (1 / (t[1] * t[2]) + 1 / t[0], -t[1]))
         return {"ow_block": ow, "oc_blocks": oc}
     return conv2d_nchwc_knobs(conv)
 

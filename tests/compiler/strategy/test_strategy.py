@@ -215,6 +215,8 @@ def test_default_register_tile_stacks_rows():
         (9, 56, (7, 3)),  # 21 accumulators: within the bound
         (3, 104, (4, 3)),  # not 8 x 3: 24 accumulators ran slower (TILE_VECTORS)
         (3, 160, (5, 3)),
+        (6, 26, (2, 3)),  # 2 columns x 2 stacked rows, not 13 columns of one block
+        (16, 38, (2, 4)),
         (15, 17, (17, 1)),  # a prime width: the widest column block
     ],
 )
