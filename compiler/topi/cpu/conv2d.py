@@ -77,15 +77,34 @@ def conv2d_nchwc_knobs(
 
 
 #: Vector accumulators of a register tile that :func:`register_tile_knobs` builds from several
-#: channel blocks: 8 at least (two FMA pipes of four cycles' latency each need eight
-#: independent sums), 21 at most. Of AVX-512's 32 registers 24 accumulators would leave room
-#: for the broadcast input and three weight vectors, but measured one thread (AMD EPYC), the
-#: 8 x 3 tile of 24 ran slower than the next tile the rule picks at 21 on every 1x1 and
-#: stride-1 3x3 shape tried: 48 channels at 104x104 and 160x160, 144 at 56x56, 48 at 40x40
-#: (1x1; 4 x 3, 7 x 3 or 5 x 3: 9-24% less time), 48 at 104x104 (3x3, 4 x 3: 9% less); on
-#: stride-2 3x3 layers (48 channels at 104x104 out) 4 x 3 was 2-3% slower there, and 23% faster
-#: (921 against 1203 us) in an earlier measurement of YOLOX's 24 -> 48 one on another day.
+#: channel blocks with the blocks unrolled outside the pixels (``tile_order="oc_w"``): 8 at
+#: least (two FMA pipes of four cycles' latency each need eight independent sums), 21 at most.
+#: Measured one thread (AMD EPYC), the 8 x 3 tile of 24 in that order ran slower than the next
+#: tile the rule picks at 21 on every 1x1 and stride-1 3x3 shape tried (48 channels at 104x104
+#: and 160x160, 144 at 56x56, 48 at 40x40: 9-24% more time); with the blocks inside the pixels
+#: it ran level with those or faster (:func:`default_tile_order`), which is how tiles of up to
+#: :data:`WIDE_TILE_VECTORS` are taken.
 TILE_VECTORS = (8, 21)
+#: The most accumulators of a tile whose channel blocks are unrolled inside its pixels
+#: (:func:`default_tile_order`): with one broadcast input live at a time, 26 accumulators and
+#: their weight vectors fit AVX-512's 32 registers.
+WIDE_TILE_VECTORS = 26
+
+
+def default_tile_order(oh_block: int, ow_block: int, oc_blocks: int) -> str:
+    """The register tile's unrolled order: channel blocks outside the pixels (``oc_w``) up to
+    :data:`TILE_VECTORS` accumulators, inside them (``w_oc``) beyond. Outside, each column's
+    broadcast input is live across the channel blocks, and past 21 accumulators those
+    broadcasts no longer fit beside them: measured one thread (AMD EPYC), 13 columns x 2
+    channel blocks ran 1.5-1.8x slower outside than inside (YOLOX's 13x13 layers), 8 x 3 1.2x
+    slower; at 16 and fewer accumulators the two orders ran level (ResNet-18's 8 x 2 and 7 x 2,
+    4 x 3, 5 x 3 and 2 x 2 x 3 tiles).
+
+    Example:
+        >>> default_tile_order(1, 8, 2), default_tile_order(1, 13, 2), default_tile_order(1, 8, 3)
+        ('oc_w', 'w_oc', 'w_oc')
+    """
+    return "w_oc" if oh_block * ow_block * oc_blocks > TILE_VECTORS[1] and oc_blocks > 1 else "oc_w"
 
 
 def register_tile_knobs(conv: Tensor) -> dict[str, int]:
@@ -95,7 +114,9 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
     default tile). Where that does not exist (an odd number of channel blocks, or a width such
     as 33, 17 or 9 with no divisor between 4 and 8), the tile of at most 8 channel blocks x a
     divisor of the width, with the rows :func:`default_oh_block` stacks onto it and
-    :data:`TILE_VECTORS` accumulators, that loads the fewest vectors per FMA
+    :data:`TILE_VECTORS` accumulators (up to :data:`WIDE_TILE_VECTORS` with several channel
+    blocks, unrolled inside the pixels: :func:`default_tile_order`), that loads the fewest
+    vectors per FMA
     (``1/(oh_block·ow_block) + 1/oc_blocks``: one broadcast per pixel, one weight vector per
     channel block), so each broadcast input feeds several FMAs and the input is swept fewer
     times; measured on EfficientNet-Lite's 1x1 convolutions (one thread, cold caches) 1.2-1.7x
@@ -135,7 +156,7 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
             # (:func:`default_oh_block`): four channel blocks instead
             return {"ow_block": 4, "oc_blocks": 4}
         return {"ow_block": ow, "oc_blocks": 2}
-    low, high = TILE_VECTORS
+    low, high = TILE_VECTORS[0], WIDE_TILE_VECTORS
     rows = conv.shape[2]
     tiles = []
     for oc in range(1, min(n_oc, 8) + 1):
@@ -145,7 +166,10 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
             # the rows default_oh_block stacks onto a small tile: two columns only so (two
             # columns of one row ran at half the speed of eight on ResNet-18's 3x3 layers)
             oh = default_oh_block(rows, ow, oc)
-            if (ow >= 3 or oh >= 2) and low <= oh * ow * oc <= high:
+            tile = oh * ow * oc
+            # past TILE_VECTORS only with several channel blocks, unrolled inside the pixels
+            wide = tile > TILE_VECTORS[1] and oc == 1
+            if (ow >= 3 or oh >= 2) and low <= tile <= high and not wide:
                 tiles.append((oc, ow, oh))
     if tiles:
         # fewest loads per FMA (a broadcast per pixel, a weight vector per channel block); of
@@ -207,13 +231,14 @@ def conv2d_nchwc_default_knobs(conv: Tensor) -> dict[str, object]:
     """
     weights = conv.op.input_tensors()[-1]
     tile = register_tile_knobs(conv)
+    oh_block = default_oh_block(conv.shape[2], tile["ow_block"], tile["oc_blocks"])
     return {
         **tile,
-        "oh_block": default_oh_block(conv.shape[2], tile["ow_block"], tile["oc_blocks"]),
+        "oh_block": oh_block,
         "ic_block": weights.shape[1],
         "ic_inner": weights.shape[4],
         "reduce_order": REDUCE_ORDERS[0],
-        "tile_order": TILE_ORDERS[0],
+        "tile_order": default_tile_order(oh_block, tile["ow_block"], tile["oc_blocks"]),
         "unroll_kw": False,
         "unroll_ic": False,
         "lanes": conv.shape[5],
@@ -263,7 +288,7 @@ def apply_conv2d_nchwc(
     ic_block: int | None = None,
     ic_inner: int | None = None,
     reduce_order: str = "ic_kh_kw",
-    tile_order: str = "oc_w",
+    tile_order: str | None = None,
     unroll_kw: bool = False,
     unroll_ic: bool = False,
     lanes: int | None = None,
@@ -278,9 +303,9 @@ def apply_conv2d_nchwc(
     fuses injective consumers into a convolution.
 
     The register tile is ``oh_block`` rows x ``ow_block`` columns x ``oc_blocks`` channel
-    blocks (unrolled; ``tile_order`` puts the channel blocks outside the pixels or inside;
-    ``oh_block`` of ``None``: :func:`default_oh_block`), of vectors of ``lanes`` channels (a
-    channel block of 16 as one vector, or as two of 8). The
+    blocks (unrolled; ``tile_order`` puts the channel blocks outside the pixels or inside,
+    ``None``: :func:`default_tile_order`; ``oh_block`` of ``None``: :func:`default_oh_block`),
+    of vectors of ``lanes`` channels (a channel block of 16 as one vector, or as two of 8). The
     reduction is tiled as in TVM's x86 ``conv2d_NCHWc``: input-channel blocks split by
     ``ic_block`` (the outer part outermost), the channels of a block by ``ic_inner`` (the
     inner part innermost), and ``reduce_order`` places the remaining channel loops among the
@@ -314,6 +339,8 @@ def apply_conv2d_nchwc(
     outer_order = default_outer_order(conv, pairs) if outer_order is None else outer_order
     if oh_block is None:
         oh_block = default_oh_block(conv.shape[2], block, pairs)
+    if tile_order is None:
+        tile_order = default_tile_order(oh_block, block, pairs)
     _divides("oh_block", oh_block, conv.shape[2], "output rows")
     _divides("ic_block", ic_block, n_ic, "input-channel blocks")
     _divides("ic_inner", ic_inner, b_in, "channels of an input block")

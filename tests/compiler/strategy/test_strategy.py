@@ -212,21 +212,31 @@ def test_default_register_tile_stacks_rows():
         (3, 65, (5, 3)),  # odd channel blocks: several per tile
         (18, 33, (3, 6)),  # no width divisor in 4..8
         (7, 15, (3, 7)),
-        (9, 56, (7, 3)),  # 21 accumulators: within the bound
-        (3, 104, (4, 3)),  # not 8 x 3: 24 accumulators ran slower (TILE_VECTORS)
-        (3, 160, (5, 3)),
-        (6, 26, (2, 3)),  # 2 columns x 2 stacked rows, not 13 columns of one block
-        (16, 38, (2, 4)),
+        (9, 56, (8, 3)),  # 24 accumulators, channel blocks inside the pixels
+        (3, 104, (8, 3)),
+        (6, 26, (13, 2)),  # 26, not 13 columns of one block
+        (24, 13, (13, 2)),  # a prime width: 13 columns x 2 blocks
+        (16, 38, (2, 4)),  # 2 columns x 2 stacked rows, not 19 columns of one block
+        (1, 80, (20, 1)),  # one block: at most 21 columns (TILE_VECTORS)
         (15, 17, (17, 1)),  # a prime width: the widest column block
     ],
 )
 def test_register_tile_heuristic(n_oc, width, tile):
-    from compiler.topi.cpu.conv2d import register_tile_knobs
+    from compiler.topi.cpu.conv2d import (
+        TILE_VECTORS,
+        conv2d_nchwc_default_knobs,
+        register_tile_knobs,
+    )
 
     x = te.placeholder((1, 4, width, width, 1, 16), name="x")
     w = te.placeholder((n_oc, 4, 1, 1, 16, 16), name="w")
-    knobs = register_tile_knobs(topi.conv2d_nchwc(x, w, kernel_layout="OIHWio"))
+    conv = topi.conv2d_nchwc(x, w, kernel_layout="OIHWio")
+    knobs = register_tile_knobs(conv)
     assert (knobs["ow_block"], knobs["oc_blocks"]) == tile
+    # past TILE_VECTORS accumulators the channel blocks are unrolled inside the pixels
+    chosen = conv2d_nchwc_default_knobs(conv)
+    size = chosen["oh_block"] * chosen["ow_block"] * chosen["oc_blocks"]
+    assert chosen["tile_order"] == ("w_oc" if size > TILE_VECTORS[1] else "oc_w")
 
 
 def test_packed_grouped_conv2d():
