@@ -252,30 +252,12 @@ def _execute(
             if mt != MT_OUT and x != 0:
                 return ERR_MEM_TYPE
             pads = F[i, C_YP0] + F[i, C_YP1] + F[i, C_XP0] + F[i, C_XP1]
+            sb, db, st = F[i, C_SRAM], F[i, C_DRAM], F[i, C_STRIDE]
+            eb = prm[P_EB + MT_OUT]
             if dense:
-                code = _d.store(
-                    out_b,
-                    prm[P_EB + MT_OUT],
-                    dram,
-                    F[i, C_SRAM],
-                    F[i, C_DRAM],
-                    y,
-                    x,
-                    F[i, C_STRIDE],
-                    pads,
-                )
+                code = _d.store(out_b, eb, dram, sb, db, y, x, st, pads)
             else:
-                code = _k.store(
-                    out_b,
-                    prm[P_EB + MT_OUT],
-                    dram,
-                    F[i, C_SRAM],
-                    F[i, C_DRAM],
-                    y,
-                    x,
-                    F[i, C_STRIDE],
-                    pads,
-                )
+                code = _k.store(out_b, eb, dram, sb, db, y, x, st, pads)
         elif mt == MT_ACC8:
             code = _k.load_acc8(
                 acc_flat,
@@ -302,36 +284,12 @@ def _execute(
                 sram = inp_b
             else:
                 sram = acc_b
+            sb, db, st, eb = F[i, C_SRAM], F[i, C_DRAM], F[i, C_STRIDE], prm[P_EB + mt]
+            yp0, yp1, xp0, xp1 = F[i, C_YP0], F[i, C_YP1], F[i, C_XP0], F[i, C_XP1]
             if dense:
-                code = _d.load(
-                    sram,
-                    prm[P_EB + mt],
-                    dram,
-                    F[i, C_SRAM],
-                    F[i, C_DRAM],
-                    y,
-                    x,
-                    F[i, C_STRIDE],
-                    F[i, C_YP0],
-                    F[i, C_YP1],
-                    F[i, C_XP0],
-                    F[i, C_XP1],
-                )
+                code = _d.load(sram, eb, dram, sb, db, y, x, st, yp0, yp1, xp0, xp1)
             else:
-                code = _k.load(
-                    sram,
-                    prm[P_EB + mt],
-                    dram,
-                    F[i, C_SRAM],
-                    F[i, C_DRAM],
-                    y,
-                    x,
-                    F[i, C_STRIDE],
-                    F[i, C_YP0],
-                    F[i, C_YP1],
-                    F[i, C_XP0],
-                    F[i, C_XP1],
-                )
+                code = _k.load(sram, eb, dram, sb, db, y, x, st, yp0, yp1, xp0, xp1)
             if code == 0 and mt == MT_UOP and x != 0:
                 rows = F[i, C_YP0] + y + F[i, C_YP1]
                 width = F[i, C_XP0] + x + F[i, C_XP1]
