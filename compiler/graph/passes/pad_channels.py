@@ -33,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from compiler.graph.ir import Constant, Graph, Node, Value, rebuild
@@ -56,6 +58,28 @@ def _pad_axis(v: np.ndarray, axis: int, to: int) -> np.ndarray:
     return np.pad(v, width)
 
 
+def _scatter_axis(v: np.ndarray, axis: int, positions: tuple[int, ...], to: int) -> np.ndarray:
+    """``v`` along ``axis`` placed at ``positions`` of a zero array ``to`` wide."""
+    shape = list(v.shape)
+    shape[axis] = to
+    out = np.zeros(shape, v.dtype)
+    index: list[Any] = [slice(None)] * v.ndim
+    index[axis] = np.asarray(positions)
+    out[tuple(index)] = v
+    return out
+
+
+def _runs(positions: tuple[int, ...]) -> list[tuple[int, int]]:
+    """``positions`` (increasing) as ``[lo, hi)`` runs of consecutive channels."""
+    runs: list[tuple[int, int]] = []
+    for p in positions:
+        if runs and runs[-1][1] == p:
+            runs[-1] = (runs[-1][0], p + 1)
+        else:
+            runs.append((p, p + 1))
+    return runs
+
+
 def _conv_ok(node: Node) -> bool:
     a = node.attrs
     return (
@@ -72,18 +96,25 @@ def pad_channels(graph: Graph, block_c: int = 16) -> Graph:
     forward (see the module docstring)."""
     from compiler.graph.passes.dead_nodes import eliminate_dead_nodes
 
-    wide: dict[int, tuple[Value, int]] = {}  # slice node id -> (wide value, real channels)
+    # the node that reads the real channels -> (wide value, the real channels' positions in it)
+    wide: dict[int, tuple[Value, tuple[int, ...]]] = {}
 
-    def narrow(value: Value, channels: int) -> Node:
+    def narrow(value: Value, channels: int | tuple[int, ...]) -> Node:
+        """The real channels of ``value``: the first ``channels``, or those at the positions
+        given (after a concatenation of wide values): a slice, or a concat of slices."""
+        positions = tuple(range(channels)) if isinstance(channels, int) else channels
         shape = value.type.shape
-        real = (shape[0], channels, *shape[2:])
-        node = Node(
-            "strided_slice",
-            (value,),
-            {"begin": (0,) * len(shape), "end": real, "strides": (1,) * len(shape)},
-            name=f"{value.name}.channels" if value.name else "",
-        )
-        wide[id(node)] = (value, channels)
+        name = f"{value.name}.channels" if value.name else ""
+        runs = _runs(positions)
+        parts = []
+        for lo, hi in runs:
+            begin = (0, lo) + (0,) * (len(shape) - 2)
+            end = (shape[0], hi, *shape[2:])
+            attrs = {"begin": begin, "end": end, "strides": (1,) * len(shape)}
+            part = name if len(runs) == 1 or not name else f"{name}.{lo}"
+            parts.append(Node("strided_slice", (value,), attrs, name=part))
+        node = parts[0] if len(parts) == 1 else Node("concat", tuple(parts), {"axis": 1}, name)
+        wide[id(node)] = (value, positions)
         return node
 
     def conv(node: Node, ins: tuple[Value, ...]) -> Value | None:
@@ -100,15 +131,16 @@ def pad_channels(graph: Graph, block_c: int = 16) -> Graph:
         if depthwise:
             if source is None:
                 return None  # only carried forward: a depthwise conv does not start padding
-            data, channels = source[0], source[0].type.shape[1]
-            w = _pad_axis(w, 0, channels)
-            bias = None if bias is None else _pad_axis(bias, 0, channels)
+            data, positions = source
+            channels = data.type.shape[1]
+            w = _scatter_axis(w, 0, positions, channels)
+            bias = None if bias is None else _scatter_axis(bias, 0, positions, channels)
             attrs = {**node.attrs, "groups": channels}
             out = Node("conv2d", _operands(data, w, bias, node), attrs, node.name)
-            return narrow(out, o)
+            return narrow(out, positions)
         if source is not None:
-            data = source[0]
-            w = _pad_axis(w, 1, data.type.shape[1])
+            data, positions = source
+            w = _scatter_axis(w, 1, positions, data.type.shape[1])
         to = _padded(o, block_c)
         if to is None:
             if source is None:
@@ -125,7 +157,7 @@ def pad_channels(graph: Graph, block_c: int = 16) -> Graph:
         widths = {(s.type.shape[1], c) for s, c in (wide[id(v)] for v in ins if id(v) in wide)}
         if len(widths) != 1:
             return None
-        ((to, real),) = widths
+        ((to, positions),) = widths
         operands: list[Value] = []
         for v in ins:
             if id(v) in wide:
@@ -135,15 +167,42 @@ def pad_channels(graph: Graph, block_c: int = 16) -> Graph:
             axis = {4: 1, 3: 0}.get(rank)  # the channel axis, broadcast against NCHW
             if axis is None or v.type.shape[axis] == 1:
                 operands.append(v)  # the same for every channel
-            elif v.type.shape[axis] == real and isinstance(v, Constant):
-                operands.append(Constant(_pad_axis(np.asarray(v.value), axis, to), name=v.name))
+            elif v.type.shape[axis] == len(positions) and isinstance(v, Constant):
+                value = _scatter_axis(np.asarray(v.value), axis, positions, to)
+                operands.append(Constant(value, name=v.name))
             else:
                 return None  # another activation of the real channels: read the slices
-        return narrow(Node(node.op, tuple(operands), node.attrs, node.name), real)
+        return narrow(Node(node.op, tuple(operands), node.attrs, node.name), positions)
+
+    def concat(node: Node, ins: tuple[Value, ...]) -> Value | None:
+        """Channels concatenated from wide values: the wide values concatenated, the real
+        channels at their offsets in it (a convolution reading it absorbs the gaps). Only when
+        every part is whole blocks, so the result is too; otherwise the real channels are
+        concatenated (a part of 24 channels beside a wide one would leave the result off the
+        blocks, and the layout pass would pad it again)."""
+        if len(node.type.shape) != 4 or node.attrs.get("axis") not in (1, -3):
+            return None
+        if not any(id(v) in wide for v in ins):
+            return None
+        parts = [wide[id(v)][0] if id(v) in wide else v for v in ins]
+        if any(p.type.shape[1] % block_c for p in parts):
+            return None
+        operands: list[Value] = []
+        positions: list[int] = []
+        offset = 0
+        for v in ins:
+            value, real = wide[id(v)] if id(v) in wide else (v, tuple(range(v.type.shape[1])))
+            operands.append(value)
+            positions += [offset + p for p in real]
+            offset += value.type.shape[1]
+        out = Node("concat", tuple(operands), {**node.attrs, "axis": 1}, node.name)
+        return narrow(out, tuple(positions))
 
     def fn(node: Node, ins: tuple[Value, ...]) -> Value | None:
         if node.op == "conv2d":
             return conv(node, ins)
+        if node.op == "concat":
+            return concat(node, ins)
         if (is_elementwise(node.op) and node.op != "cast") or node.op in _CHANNEL_LOCAL:
             return local(node, ins)
         return None

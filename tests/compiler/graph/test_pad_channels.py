@@ -83,6 +83,74 @@ def test_what_needs_the_real_channels_reads_a_slice():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def _csp(consumer: str):
+    """YOLOX's CSP block at 24 channels a half: two 1x1 convolutions, SiLU, a bottleneck with
+    a residual add on one half, the halves concatenated; read by ``consumer``."""
+    x = Var("x", TensorType((1, 48, 6, 6), "float32", "NCHW"))
+
+    def silu(v, name):
+        return Node("multiply", (v, Node("sigmoid", (v,))), name=name)
+
+    a = silu(_conv(x, 24, name="a"), "a.silu")
+    b = silu(_conv(x, 24, name="b"), "b.silu")
+    m = silu(_conv(silu(_conv(a, 24, name="m1"), "m1.silu"), 24, 3, name="m2"), "m2.silu")
+    cat = Node("concat", (Node("add", (m, a), name="res"), b), {"axis": 1}, name="cat")
+    if consumer == "conv":
+        out = _conv(cat, 48, name="merge")
+    else:
+        out = Node("reshape", (cat,), {"newshape": (1, 48 * 36)}, name="flat")
+    return x, Graph.from_outputs([x], [out])
+
+
+def test_concatenated_halves_stay_wide_and_the_next_conv_absorbs_the_gaps():
+    x, graph = _csp("conv")
+    padded = pad_channels(graph, block_c=16)
+    _same(graph, padded, x)
+    by_name = {n.name: n for n in padded.nodes}
+    assert by_name["cat"].type.shape[1] == 64  # 32 + 32: the real channels at 0-23, 32-55
+    merge = by_name["merge"]
+    assert merge.inputs[0] is by_name["cat"]
+    w = merge.inputs[1].value
+    assert w.shape[1] == 64 and not w[:, 24:32].any() and not w[:, 56:].any()
+    assert not [n for n in padded.nodes if n.op == "strided_slice"]
+
+
+def test_a_concatenation_read_by_another_node_gives_its_real_channels_back():
+    x, graph = _csp("reshape")
+    padded = pad_channels(graph, block_c=16)
+    _same(graph, padded, x)
+    flat = next(n for n in padded.nodes if n.name == "flat")
+    real = flat.inputs[0]  # the two runs of real channels of the wide concatenation
+    assert real.op == "concat" and real.type.shape[1] == 48
+    assert [(s.op, s.attrs["begin"][1], s.attrs["end"][1]) for s in real.inputs] == [
+        ("strided_slice", 0, 24),
+        ("strided_slice", 32, 56),
+    ]
+
+
+def test_a_concatenation_with_a_part_off_the_blocks_concatenates_the_real_channels():
+    """A wide half beside 24 channels that are not whole blocks (PP-OCRv4's detector joins
+    three resized 24-channel maps and a convolution's): 24 + 32 would leave the result off
+    the blocks, so the real channels are concatenated, as without the padding."""
+    x = Var("x", TensorType((1, 8, 4, 4), "float32", "NCHW"))
+    other = Var("y", TensorType((1, 24, 4, 4), "float32", "NCHW"))
+    cat = Node("concat", (other, _conv(x, 24, name="c")), {"axis": 1}, name="cat")
+    graph = Graph.from_outputs([x, other], [_conv(cat, 16, name="next")])
+    padded = pad_channels(graph, block_c=16)
+    by_name = {n.name: n for n in padded.nodes}
+    assert by_name["cat"].type.shape[1] == 48
+    assert [v.op if isinstance(v, Node) else "var" for v in by_name["cat"].inputs] == [
+        "var",
+        "strided_slice",
+    ]
+    feed = {
+        "x": RNG.standard_normal((1, 8, 4, 4)).astype(np.float32),
+        "y": RNG.standard_normal((1, 24, 4, 4)).astype(np.float32),
+    }
+    for got, want in zip(evaluate(padded, feed), evaluate(graph, feed), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "out,groups,why",
     [
