@@ -116,21 +116,20 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
     divisor of the width, with the rows :func:`default_oh_block` stacks onto it and
     :data:`TILE_VECTORS` accumulators (up to :data:`WIDE_TILE_VECTORS` with several channel
     blocks, unrolled inside the pixels: :func:`default_tile_order`), that loads the fewest
-    vectors per FMA
-    (``1/(oh_block·ow_block) + 1/oc_blocks``: one broadcast per pixel, one weight vector per
-    channel block), so each broadcast input feeds several FMAs and the input is swept fewer
-    times; measured on EfficientNet-Lite's 1x1 convolutions (one thread, cold caches) 1.2-1.7x
-    faster than one channel block x the widest column block (for instance 3x5 for 24 output
-    channels at 65x65, 6x3 for 288 at 33x33, 7x3 for 112 at 15x15). A tile of two columns
-    must have stacked rows (8x2 on ResNet-18's 3x3 layers ran at half the speed of 2x8): where
-    the width's other divisors are too wide (26, 38: 13 and 19 columns of one channel block
-    were the choice), 2 rows x 2 columns x 2 to 4 channel blocks ran 1-21% faster on YOLOX's
-    26x26, PP-PicoDet's 50x38 and MTCNN's first layers (one thread, 13 shapes). Without any
-    candidate, :func:`conv2d_nchwc_knobs`'s tile. Where the widest such divisor is 4 and the
-    rows are odd (a 1-d convolution, one row: Magika's 256 -> 512 kernel-5 one over 508
-    columns), the 4 x 2 tile's 8 accumulators cannot be stacked over
-    rows, and four channel blocks make 16: measured one thread, 4 x 4 ran 3.24 -> 2.86 ms on
-    Magika's, and 3-15% faster on four other one-row shapes of 44 to 508 columns.
+    vectors per FMA (``1/(oh_block·ow_block) + 1/oc_blocks``: one broadcast per pixel, one
+    weight vector per channel block), so each broadcast input feeds several FMAs and the input
+    is swept fewer times; measured on EfficientNet-Lite's 1x1 convolutions (one thread, cold
+    caches) 1.2-1.7x faster than one channel block x the widest column block (for instance 3x5
+    for 24 output channels at 65x65, 6x3 for 288 at 33x33, 7x3 for 112 at 15x15). A tile of
+    two columns must have stacked rows (8x2 on ResNet-18's 3x3 layers ran at half the speed of
+    2x8): where the width's other divisors are too wide (PP-PicoDet's 38 columns at 50x38: 19
+    columns of one channel block were the choice), 2 rows x 2 columns x 3 or 4 channel blocks
+    ran 7-21% faster (one thread, four shapes). Without any candidate,
+    :func:`conv2d_nchwc_knobs`'s tile. Where the widest such divisor is 4 and the rows are odd
+    (a 1-d convolution, one row: Magika's 256 -> 512 kernel-5 one over 508 columns), the 4 x 2
+    tile's 8 accumulators cannot be stacked over rows, and four channel blocks make 16:
+    measured one thread, 4 x 4 ran 3.24 -> 2.86 ms on Magika's, and 3-15% faster on four other
+    one-row shapes of 44 to 508 columns.
 
     Example:
         >>> from compiler import te, topi
