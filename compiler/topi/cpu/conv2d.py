@@ -76,35 +76,51 @@ def conv2d_nchwc_knobs(
     return {"ow_block": block, "oc_blocks": pairs}
 
 
-#: Vector accumulators of a register tile that :func:`register_tile_knobs` builds from several
-#: channel blocks with the blocks unrolled outside the pixels (``tile_order="oc_w"``): 8 at
-#: least (two FMA pipes of four cycles' latency each need eight independent sums), 21 at most.
-#: Measured one thread (AMD EPYC), the 8 x 3 tile of 24 in that order ran slower than the next
-#: tile the rule picks at 21 on every 1x1 and stride-1 3x3 shape tried (48 channels at 104x104
-#: and 160x160, 144 at 56x56, 48 at 40x40: 9-24% more time); with the blocks inside the pixels
-#: it ran level with those or faster (:func:`default_tile_order`), which is how tiles of up to
-#: :data:`WIDE_TILE_VECTORS` are taken.
+#: Vector accumulators of a register tile that :func:`register_tile_knobs` builds: 8 at least
+#: (two FMA pipes of four cycles' latency each need eight independent sums); 21 at most for a
+#: tile of one channel block, :data:`WIDE_TILE_VECTORS` for several, within the registers
+#: (:func:`tile_registers`).
 TILE_VECTORS = (8, 21)
-#: The most accumulators of a tile whose channel blocks are unrolled inside its pixels
-#: (:func:`default_tile_order`): with one broadcast input live at a time, 26 accumulators and
-#: their weight vectors fit AVX-512's 32 registers.
+#: The most accumulators of a tile of several channel blocks (13 columns x 2 blocks: YOLOX's
+#: 13- and 26-wide layers).
 WIDE_TILE_VECTORS = 26
+#: Vector registers (AVX-512's zmm0-31).
+VECTOR_REGISTERS = 32
+
+
+def tile_registers(oh_block: int, ow_block: int, oc_blocks: int, tile_order: str) -> int:
+    """Vector registers the register tile keeps live: its accumulators, and with the channel
+    blocks outside the pixels (``oc_w``) one weight vector and every pixel's broadcast input
+    (reused by each block; one with a single block), with the blocks inside (``w_oc``) one
+    broadcast and every block's weight vector.
+
+    Example:
+        >>> tile_registers(1, 8, 3, "oc_w"), tile_registers(1, 8, 3, "w_oc")
+        (33, 28)
+    """
+    tile, pixels = oh_block * ow_block * oc_blocks, oh_block * ow_block
+    if tile_order == "oc_w":
+        return tile + (pixels if oc_blocks > 1 else 1) + 1
+    return tile + oc_blocks + 1
 
 
 def default_tile_order(oh_block: int, ow_block: int, oc_blocks: int) -> str:
-    """The register tile's unrolled order: channel blocks outside the pixels (``oc_w``) up to
-    :data:`TILE_VECTORS` accumulators, inside them (``w_oc``) beyond. Outside, each column's
-    broadcast input is live across the channel blocks, and past 21 accumulators those
-    broadcasts no longer fit beside them: measured one thread (AMD EPYC), 13 columns x 2
-    channel blocks ran 1.5-1.8x slower outside than inside (YOLOX's 13x13 layers), 8 x 3 1.2x
-    slower; at 16 and fewer accumulators the two orders ran level (ResNet-18's 8 x 2 and 7 x 2,
-    4 x 3, 5 x 3 and 2 x 2 x 3 tiles).
+    """The register tile's unrolled order: channel blocks outside the pixels (``oc_w``) when
+    its registers fit :data:`VECTOR_REGISTERS` that way (:func:`tile_registers`), else inside
+    (``w_oc``) when they fit so. Measured one thread (AMD EPYC): 13 columns x 2 blocks (40
+    registers outside, 29 inside) ran 1.5-1.8x slower outside on YOLOX's 13x13 layers, 8 x 3
+    (33, 28) 1.2x slower, 11 x 2 (34, 25) 7%; 3 columns x 8 blocks (28, 33) ran 1.3x slower
+    inside on EfficientNet-Lite2's 9x9 head (395 against 296 us); where both fit the orders ran
+    level (5 x 5, 31 and 31; ResNet-18's 8 x 2 and 7 x 2; 4 x 3, 5 x 3, 2 x 2 x 3).
 
     Example:
-        >>> default_tile_order(1, 8, 2), default_tile_order(1, 13, 2), default_tile_order(1, 8, 3)
-        ('oc_w', 'w_oc', 'w_oc')
+        >>> [default_tile_order(1, w, c) for w, c in ((8, 2), (13, 2), (8, 3), (3, 8))]
+        ['oc_w', 'w_oc', 'w_oc', 'oc_w']
     """
-    return "w_oc" if oh_block * ow_block * oc_blocks > TILE_VECTORS[1] and oc_blocks > 1 else "oc_w"
+    fits = [
+        tile_registers(oh_block, ow_block, oc_blocks, o) <= VECTOR_REGISTERS for o in TILE_ORDERS
+    ]
+    return "w_oc" if fits == [False, True] else "oc_w"
 
 
 def register_tile_knobs(conv: Tensor) -> dict[str, int]:
@@ -115,7 +131,7 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
     as 33, 17 or 9 with no divisor between 4 and 8), the tile of at most 8 channel blocks x a
     divisor of the width, with the rows :func:`default_oh_block` stacks onto it and
     :data:`TILE_VECTORS` accumulators (up to :data:`WIDE_TILE_VECTORS` with several channel
-    blocks, unrolled inside the pixels: :func:`default_tile_order`), that loads the fewest
+    blocks, in an order whose registers fit: :func:`default_tile_order`), that loads the fewest
     vectors per FMA (``1/(oh_block·ow_block) + 1/oc_blocks``: one broadcast per pixel, one
     weight vector per channel block), so each broadcast input feeds several FMAs and the input
     is swept fewer times; measured on EfficientNet-Lite's 1x1 convolutions (one thread, cold
@@ -166,9 +182,9 @@ def register_tile_knobs(conv: Tensor) -> dict[str, int]:
             # columns of one row ran at half the speed of eight on ResNet-18's 3x3 layers)
             oh = default_oh_block(rows, ow, oc)
             tile = oh * ow * oc
-            # past TILE_VECTORS only with several channel blocks, unrolled inside the pixels
-            wide = tile > TILE_VECTORS[1] and oc == 1
-            if (ow >= 3 or oh >= 2) and low <= tile <= high and not wide:
+            fits = min(tile_registers(oh, ow, oc, o) for o in TILE_ORDERS) <= VECTOR_REGISTERS
+            most = high if oc > 1 else TILE_VECTORS[1]
+            if (ow >= 3 or oh >= 2) and low <= tile <= most and fits:
                 tiles.append((oc, ow, oh))
     if tiles:
         # fewest loads per FMA (a broadcast per pixel, a weight vector per channel block); of

@@ -218,14 +218,16 @@ def test_default_register_tile_stacks_rows():
         (24, 13, (13, 2)),  # a prime width: 13 columns x 2 blocks
         (16, 38, (2, 4)),  # 2 columns x 2 stacked rows, not 19 columns of one block
         (1, 80, (20, 1)),  # one block: at most 21 columns (TILE_VECTORS)
+        (80, 9, (3, 8)),  # EfficientNet-Lite2's 9x9 head: 24, channel blocks outside
         (15, 17, (17, 1)),  # a prime width: the widest column block
     ],
 )
 def test_register_tile_heuristic(n_oc, width, tile):
     from compiler.topi.cpu.conv2d import (
-        TILE_VECTORS,
+        VECTOR_REGISTERS,
         conv2d_nchwc_default_knobs,
         register_tile_knobs,
+        tile_registers,
     )
 
     x = te.placeholder((1, 4, width, width, 1, 16), name="x")
@@ -233,10 +235,12 @@ def test_register_tile_heuristic(n_oc, width, tile):
     conv = topi.conv2d_nchwc(x, w, kernel_layout="OIHWio")
     knobs = register_tile_knobs(conv)
     assert (knobs["ow_block"], knobs["oc_blocks"]) == tile
-    # past TILE_VECTORS accumulators the channel blocks are unrolled inside the pixels
+    # the channel blocks outside the pixels whenever the registers fit so, else inside
     chosen = conv2d_nchwc_default_knobs(conv)
-    size = chosen["oh_block"] * chosen["ow_block"] * chosen["oc_blocks"]
-    assert chosen["tile_order"] == ("w_oc" if size > TILE_VECTORS[1] else "oc_w")
+    shape = (chosen["oh_block"], chosen["ow_block"], chosen["oc_blocks"])
+    outside = tile_registers(*shape, "oc_w") <= VECTOR_REGISTERS
+    assert chosen["tile_order"] == ("oc_w" if outside else "w_oc")
+    assert tile_registers(*shape, chosen["tile_order"]) <= VECTOR_REGISTERS
 
 
 def test_packed_grouped_conv2d():
