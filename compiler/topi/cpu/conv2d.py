@@ -79,7 +79,10 @@ def conv2d_nchwc_knobs(
 #: Vector accumulators of a register tile that :func:`register_tile_knobs` builds: 8 at least
 #: (two FMA pipes of four cycles' latency each need eight independent sums); 21 at most for a
 #: tile of one channel block, :data:`WIDE_TILE_VECTORS` for several, within the registers
-#: (:func:`tile_registers`).
+#: (:func:`tile_registers`). One block's wider tiles (24 columns for 16 on PP-OCRv4's direction
+#: classifier, 26 for 13 on EfficientNet-Lite2's 130x130 layer) ran level or up to 4% faster
+#: as tasks alone, but the classifier 2-3% slower whole (ort/ours 2.03-2.04 against
+#: 1.97-2.01, three rounds in turns), so they keep 21.
 TILE_VECTORS = (8, 21)
 #: The most accumulators of a tile of several channel blocks (13 columns x 2 blocks: YOLOX's
 #: 13- and 26-wide layers).
