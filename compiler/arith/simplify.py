@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from compiler.arith.bounds import Env, const_bounds, prove
-from compiler.arith.linear import LinearForm, from_linear, is_linear_dtype, to_linear
+from compiler.arith.linear import LinearForm, _linear, from_linear, is_linear_dtype, to_linear
 from compiler.ir import expr as E
 from compiler.ir import op
 from compiler.ir.expr import Expr, IntImm, Var
@@ -93,6 +93,8 @@ def simplify_cache() -> Iterator[None]:
 
 #: leaves: nothing to simplify
 _LEAVES = (Var, IntImm, E.FloatImm)
+#: the operations of an affine form
+_LINEAR_OPS = (E.Add, E.Sub, E.Mul)
 
 
 class Simplifier:
@@ -110,19 +112,40 @@ class Simplifier:
         if type(e) in _LEAVES:
             return e
         if not _MEMO_OPEN[0]:
-            return rewrite(e, self._post)
+            return rewrite(e, self._post, self._pre)
         env = self.env
         try:
             key = (e, frozenset([(v, env[v]) for v in var_set(e) if v in env]))
             hit = _MEMO.get(key)
         except TypeError:  # a range that does not hash: simplified without the cache
-            return rewrite(e, self._post)
+            return rewrite(e, self._post, self._pre)
         if hit is None:
-            hit = rewrite(e, self._post)
+            hit = rewrite(e, self._post, self._pre)
             if len(_MEMO) >= _MEMO_LIMIT:
                 _MEMO.clear()
             _MEMO[key] = hit
         return hit
+
+    def _pre(self, n: Node) -> Node | None:
+        """A sum or product of integer indices whole: its affine form's atoms simplified, then
+        the form put in normal form once (post-order, every partial sum of a chain was put in
+        normal form, then rebuilt again by the sum above it)."""
+        if not isinstance(n, _LINEAR_OPS):
+            return None
+        dtype = n.dtype
+        if dtype.lanes != 1 or not is_linear_dtype(dtype):
+            return None
+        form = _linear(n)
+        if n in form.terms:
+            return None  # a product of two non-constants: an atom of its own
+        out = LinearForm(dtype, {}, form.const)
+        for atom, coeff in form.terms.items():
+            done = atom if type(atom) in _LEAVES else rewrite(atom, self._post, self._pre)
+            part = _linear(done)
+            out.const += part.const * coeff
+            for a, c in part.terms.items():
+                out.add_term(a, c * coeff)
+        return self._canonical(out)
 
     def _post(self, n: Node) -> Node | None:
         if type(n) in _LEAVES or not isinstance(n, Expr):

@@ -13,7 +13,8 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,11 @@ _SUPPORTED = {
 }
 
 
+#: the dtypes :meth:`DType.with_lanes` made, by (kind, bits, lanes): expressions ask for theirs
+#: again and again (a comparison's bool, a vector's element type)
+_WITH_LANES: dict[tuple[str, int, int], DType] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class DType:
     """An element type. Build one with :func:`as_dtype`.
@@ -47,6 +53,10 @@ class DType:
     kind: str
     bits: int
     lanes: int = 1
+    # derived once (every index expression's hash and linearity check asks): neither compared
+    # nor pickled (a string's hash differs between processes)
+    _hash: int = field(init=False, repr=False, compare=False)
+    _name: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.kind, self.bits) not in _SUPPORTED:
@@ -55,11 +65,19 @@ class DType:
             raise DTypeError(
                 f"dtype {self.kind}{self.bits} needs at least one lane, got {self.lanes}"
             )
+        base = "bool" if self.kind == "bool" else f"{self.kind}{self.bits}"
+        object.__setattr__(self, "_name", base if self.lanes == 1 else f"{base}x{self.lanes}")
+        object.__setattr__(self, "_hash", hash((self.kind, self.bits, self.lanes)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, tuple[str, int, int]]:
+        return (DType, (self.kind, self.bits, self.lanes))
 
     @property
     def name(self) -> str:
-        base = "bool" if self.kind == "bool" else f"{self.kind}{self.bits}"
-        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+        return self._name
 
     def __str__(self) -> str:
         return self.name
@@ -94,7 +112,13 @@ class DType:
         return self if self.lanes == 1 else DType(self.kind, self.bits, 1)
 
     def with_lanes(self, lanes: int) -> DType:
-        return DType(self.kind, self.bits, lanes)
+        if lanes == self.lanes:
+            return self
+        key = (self.kind, self.bits, lanes)
+        hit = _WITH_LANES.get(key)
+        if hit is None:
+            hit = _WITH_LANES[key] = DType(self.kind, self.bits, lanes)
+        return hit
 
     @property
     def bytes(self) -> int:

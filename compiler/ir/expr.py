@@ -224,6 +224,9 @@ class IntImm(Expr):
     dtype: DType = int32
 
     def __post_init__(self) -> None:
+        value = self.value
+        if self.dtype is int32 and type(value) is int and -0x80000000 <= value <= 0x7FFFFFFF:
+            return  # the common case, already in range (lowering builds thousands)
         dtype = self.dtype if isinstance(self.dtype, DType) else as_dtype(self.dtype)
         if not (dtype.is_int or dtype.is_bool) or dtype.lanes != 1:
             raise DTypeError(f"IntImm needs a scalar integer dtype, got {dtype}")
@@ -271,7 +274,13 @@ class BinaryOp(Expr):
 
     @property
     def dtype(self) -> DType:  # type: ignore[override]
-        return self.a.dtype
+        # kept on the node: asked of every operand of every sum the simplifier rebuilds, and
+        # an operand's own is its left operand's, down the whole chain
+        fields = self.__dict__
+        dtype = fields.get("_dtype")
+        if dtype is None:
+            dtype = fields["_dtype"] = self.a.dtype
+        return dtype
 
 
 @node

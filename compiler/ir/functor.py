@@ -244,8 +244,9 @@ def var_set(node: Node) -> frozenset[Var]:
     elif len(children) == 1:
         out = var_set(children[0])
     else:
-        out = _NO_VARS.union(*[var_set(c) for c in children])
-    object.__setattr__(node, "_vars", out)
+        # a variable child joins as itself (no one-element set built for it)
+        out = _NO_VARS.union(*[(c,) if type(c) is Var else var_set(c) for c in children])
+    fields["_vars"] = out
     return out
 
 

@@ -117,10 +117,13 @@ def _cached_hash(self: Any) -> int:
     try:
         return self.__dict__["_hash"]
     except KeyError:
-        value = hash(
-            (type(self).__name__,) + tuple(getattr(self, n) for n in field_names(type(self)))
-        )
-        object.__setattr__(self, "_hash", value)
+        cls = type(self)
+        names = _FIELD_CACHE.get(cls)
+        if names is None:
+            names = field_names(cls)
+        fields = self.__dict__
+        value = hash((cls.__name__, *[fields[n] for n in names]))
+        fields["_hash"] = value
         return value
 
 
@@ -139,13 +142,50 @@ def node(cls: type[T]) -> type[T]:
     """
     cls = dataclasses.dataclass(frozen=True, eq=True, repr=False)(cls)
     # The cached structural hash replaces the one dataclasses generates (same value, computed once).
-    cls.__hash__ = _cached_hash  # type: ignore[method-assign]
+    setattr(cls, "__hash__", _cached_hash)  # noqa: B010 - a method assigned to the class
+    setattr(cls, "__init__", _direct_init(cls))  # noqa: B010
     return cls
 
 
-#: what traversals keep on a node once computed (see compiler.ir.functor): derived from the
-#: fields, so neither pickled nor copied
-_DERIVED = ("_vars", "_buffers", "_refolded", "_linear")
+def _direct_init(cls: type) -> Any:
+    """A constructor with the dataclass's own signature that stores the fields straight into
+    the instance's ``__dict__``: the generated one of a frozen dataclass goes through
+    ``object.__setattr__`` for every field, and lowering builds hundreds of thousands of nodes.
+    ``__post_init__`` runs after, as in the generated one."""
+    fields = dataclasses.fields(cls)
+    if any(not f.init or f.kw_only for f in fields):
+        return getattr(cls, "__init__")  # noqa: B009 - a form not spelled here: the generated one
+    params, body = ["self"], ["    d = self.__dict__"]
+    scope: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    for f in fields:
+        if f.default is not dataclasses.MISSING:
+            scope[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+            body.append(f"    d[{f.name!r}] = {f.name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            scope[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(
+                f"    d[{f.name!r}] = _factory_{f.name}() if {f.name} is _MISSING else {f.name}"
+            )
+        else:
+            params.append(f.name)
+            body.append(f"    d[{f.name!r}] = {f.name}")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    source = f"def __init__({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(source, scope)  # noqa: S102 - the source is spelled above from the class's fields
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = getattr(cls, "__init__").__doc__  # noqa: B009
+    return init
+
+
+#: what a node keeps once computed (its hash; what traversals ask, see compiler.ir.functor):
+#: derived from the fields, so neither pickled nor copied (a string's hash, and so a node's,
+#: differs between processes)
+_DERIVED = ("_hash", "_dtype", "_vars", "_buffers", "_refolded", "_linear")
 
 
 class Node:

@@ -136,3 +136,53 @@ def test_derived_sets_are_not_pickled():
     copy = pickle.loads(pickle.dumps(nest))
     assert copy == nest
     assert not {"_vars", "_buffers", "_refolded"} & set(copy.__dict__)
+
+
+def test_hashes_are_not_pickled():
+    """A hash kept on a node (or a dtype) is this process's: strings hash differently in
+    another one, so an unpickled node that kept it would be equal to a fresh node but hash
+    apart from it (dictionary lookups would miss it)."""
+    import pickle
+    import subprocess
+    import sys
+
+    from compiler.ir.dtype import as_dtype
+
+    i = Var("i")
+    e = (i * 4 + 3) < 7
+    hash(e), e.a.dtype  # noqa: B018 - kept on the nodes
+    data = pickle.dumps(e)
+    assert not {"_hash", "_dtype"} & set(pickle.loads(data).__dict__)
+    assert pickle.loads(pickle.dumps(as_dtype("int32"))) == as_dtype("int32")
+    code = (
+        "import pickle, sys\n"
+        "from compiler.ir import expr as E\n"
+        "from compiler.ir.dtype import as_dtype\n"
+        "e = pickle.loads(sys.stdin.buffer.read())\n"
+        "fresh = E.LT(E.Add(E.Mul(e.a.a.a, e.a.a.b), e.a.b), e.b)\n"
+        "assert e == fresh and hash(e) == hash(fresh), 'stale hash'\n"
+        "assert hash(e.a.dtype) == hash(as_dtype('int32'))\n"
+    )
+    for seed in ("1", "2"):
+        env = {**__import__("os").environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", code], input=data, env=env,
+                              capture_output=True)  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode()[-500:]
+
+
+def test_direct_constructor_is_the_dataclass_one():
+    """The node constructor that stores fields straight into the instance takes the same
+    arguments, defaults and default factories, and runs ``__post_init__``."""
+    assert IntImm(300, "int8").value == 44  # wrapped by __post_init__
+    assert IntImm(value=5).dtype == E.int32
+    a, b = Var("a"), Var("a")
+    assert a.uid != b.uid and a != b  # a fresh uid from the factory each time
+    assert Var("c", E.int32, uid=a.uid) == Var("c", "int32", uid=a.uid)
+    with pytest.raises(TypeError):
+        E.Add(a)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        E.Add(a, b, a)  # type: ignore[call-arg]
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.name = "x"  # type: ignore[misc]
