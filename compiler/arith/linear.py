@@ -151,6 +151,22 @@ def from_linear(form: LinearForm) -> Expr:
     return out
 
 
+def linear_coefficient(expr: Expr, var: Var) -> int | None:
+    """The coefficient of ``var`` in ``expr``, or None when it occurs non-linearly: the first
+    entry of :func:`detect_linear_equation` ``(expr, [var])``, without rebuilding the rest.
+
+    Example:
+        >>> i, j = Var("i"), Var("j")
+        >>> [linear_coefficient(e, i) for e in (i * 16 + j, j, i // 2)]
+        [16, 0, None]
+    """
+    form = _linear(expr)
+    for atom in form.terms:
+        if atom is not var and atom != var and uses_var(atom, var):
+            return None
+    return form.terms.get(var, 0)
+
+
 def detect_linear_equation(expr: Expr, variables: Sequence[Var]) -> list[int | Expr] | None:
     """Coefficients of ``variables`` in ``expr`` followed by the remaining base expression.
 

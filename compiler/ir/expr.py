@@ -48,125 +48,77 @@ class Expr(Node):
 
     # Arithmetic -----------------------------------------------------------------------------
     def __add__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.add(self, other)
+        return _op.add(self, other)
 
     def __radd__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.add(other, self)
+        return _op.add(other, self)
 
     def __sub__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.sub(self, other)
+        return _op.sub(self, other)
 
     def __rsub__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.sub(other, self)
+        return _op.sub(other, self)
 
     def __mul__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.mul(self, other)
+        return _op.mul(self, other)
 
     def __rmul__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.mul(other, self)
+        return _op.mul(other, self)
 
     def __truediv__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.div(self, other)
+        return _op.div(self, other)
 
     def __rtruediv__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.div(other, self)
+        return _op.div(other, self)
 
     def __floordiv__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.floordiv(self, other)
+        return _op.floordiv(self, other)
 
     def __rfloordiv__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.floordiv(other, self)
+        return _op.floordiv(other, self)
 
     def __mod__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.floormod(self, other)
+        return _op.floormod(self, other)
 
     def __rmod__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.floormod(other, self)
+        return _op.floormod(other, self)
 
     def __neg__(self) -> Expr:
-        from compiler.ir import op
-
-        return op.neg(self)
+        return _op.neg(self)
 
     def __lshift__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.shift_left(self, other)
+        return _op.shift_left(self, other)
 
     def __rshift__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.shift_right(self, other)
+        return _op.shift_right(self, other)
 
     # Comparisons and logic ------------------------------------------------------------------
     def __lt__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.less(self, other)
+        return _op.less(self, other)
 
     def __le__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.less_equal(self, other)
+        return _op.less_equal(self, other)
 
     def __gt__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.greater(self, other)
+        return _op.greater(self, other)
 
     def __ge__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.greater_equal(self, other)
+        return _op.greater_equal(self, other)
 
     def __and__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.logical_and(self, other)
+        return _op.logical_and(self, other)
 
     def __rand__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.logical_and(other, self)
+        return _op.logical_and(other, self)
 
     def __or__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.logical_or(self, other)
+        return _op.logical_or(self, other)
 
     def __ror__(self, other: Any) -> Expr:
-        from compiler.ir import op
-
-        return op.logical_or(other, self)
+        return _op.logical_or(other, self)
 
     def __invert__(self) -> Expr:
-        from compiler.ir import op
-
-        return op.logical_not(self)
+        return _op.logical_not(self)
 
     def astype(self, dtype: DType | str) -> Expr:
         """Cast to ``dtype`` (int narrowing wraps, float to int truncates toward zero).
@@ -175,9 +127,7 @@ class Expr(Node):
             >>> Var("x", "int32").astype("int8").dtype
             DType('int8')
         """
-        from compiler.ir import op
-
-        return op.cast(dtype, self)
+        return _op.cast(dtype, self)
 
 
 # Leaves --------------------------------------------------------------------------------------
@@ -575,3 +525,8 @@ def const(value: int | float | bool, dtype: DType | str | None = None) -> Expr:
     if isinstance(value, float) and not float(value).is_integer():
         raise DTypeError(f"constant {value} is not an integer but the dtype is {dtype}")
     return IntImm(int(value), dtype)
+
+
+# The operators above build through compiler.ir.op, which imports this module: bound here, at
+# the end, once (an import statement inside each operator cost a lookup per call).
+from compiler.ir import op as _op  # noqa: E402

@@ -5,7 +5,7 @@ of one instruction (GEMM, GEMM reset, or one ALU operation with one immediate) b
 micro-op kernel, marked ``pragma vta.uop_kernel = <info>``. Up to two of its outermost loops
 are folded into the instruction's ``iter_out``/``iter_in`` loops: a loop folds when, for every
 micro-op under it, each operand index moves by the same whole number of SRAM entries per
-iteration (its coefficient, found with :func:`compiler.arith.detect_linear_equation`) and the
+iteration (its coefficient, found with :func:`compiler.arith.linear.linear_coefficient`) and the
 loop variable appears nowhere else. Before folding, a loop merges into the next inner one when
 together they walk the operands as one longer loop (``outer stride = inner stride * inner
 extent``; VTA's ALU loop flattening). The remaining inner loops are unrolled into the kernel's
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from compiler.arith.linear import detect_linear_equation
+from compiler.arith.linear import linear_coefficient
 from compiler.ir.expr import Call, Var
 from compiler.ir.functor import uses_var, visit
 from compiler.ir.node import Node
@@ -131,13 +131,13 @@ class _Folder:
         for call in calls:
             got = [0, 0, 0]
             for k, load in enumerate(uop_operands(call)):
-                eq = detect_linear_equation(load.indices[0], [var])
-                if eq is None or not isinstance(eq[0], int):
+                coeff = linear_coefficient(load.indices[0], var)
+                if coeff is None:
                     return None
                 lanes = self.lanes[load.buffer.scope]
-                if eq[0] % lanes:
+                if coeff % lanes:
                     return None
-                got[k] = eq[0] // lanes
+                got[k] = coeff // lanes
             t = (got[0], got[1], got[2])
             if found is None:
                 found = t
