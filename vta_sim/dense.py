@@ -32,9 +32,18 @@ int32 wrap-around. The sum runs along the longer side: along rows over the inp v
 per weight tile (register-blocked four lanes by four K, for few channels), or along the lanes
 with one multiply-add per micro-op's inp entry (many channels, few rows). On the ``default``
 preset (1×4×4 tiles, 16 MACs per micro-op) it turns a GEMM's thousands of 16-MAC steps into one
-product; a GEMM without such a loop (or past the size limit) takes the runs above. When each
-step of its other loop has accumulator entries and weight tiles of its own (one output row
-against its own taps), the one product would be block-diagonal, so each step is its own product.
+product. When each step of its other loop has accumulator entries and weight tiles of its own
+(one output row against its own taps), the one product would be block-diagonal, so each step is
+its own product. With 16×16 tiles (block_in and the lanes multiples of 16) the sum runs along
+the lanes in blocks of 16 instead, 16 inp values at a time (:func:`_rows16`, about 4 ns a row
+of 256 MACs), over the rows that share a weight tile; past the float32 bound, a reduction loop
+is summed in float32 chunks that each stay within it.
+
+A GEMM without such a loop (both loops move the source: a convolution whose channel blocks are
+in its micro-op list, or one reducing over input channel blocks in a loop) is the same product
+with a single column of lanes, when its tiles are 16×16 and its weight tiles each meet enough
+inp rows to pay for their panels (:func:`_gemm_rows`); otherwise, or past the size limit, it
+takes the runs above.
 
 Why numba loops and not BLAS: the event loop is one nopython function, so the work must be
 something numba compiles; numba's ``np.dot`` reaches BLAS only through SciPy (not a dependency).
@@ -80,6 +89,7 @@ from . import kernels as _k
 # an unsigned index has no such case. (numba types uint64 + int64 as float64, hence the typed
 # constants.)
 _U1, _U2, _U3, _U4 = np.uint64(1), np.uint64(2), np.uint64(3), np.uint64(4)
+_U16, _U32, _U48, _U64 = np.uint64(16), np.uint64(32), np.uint64(48), np.uint64(64)
 
 
 @numba.njit
@@ -248,6 +258,13 @@ _F64_TERMS = 1 << 39
 #: that would need more takes the run path (a compiled network's tiles are a few output rows of
 #: all their channels, far below).
 _COLUMNS_LIMIT = 1 << 20
+#: A GEMM without a column loop (its lanes one tile's block_out, :func:`_gemm_rows`) takes
+#: the product only when its weight tiles meet at least this many inp rows each on average: a
+#: tile's panel (its transpose in floating point, about 70 ns for 16x16) is then paid back by
+#: the faster sum (about 4 ns a row against 21 in the run path). Measured on 16x16
+#: convolutions: 0.5x at two rows per tile, about even at six, 1.05-1.3x at eight, 1.5-1.75x at
+#: 14, 2-3.5x at 28 and more.
+_ROW_USES = 8
 #: Products summed in floating point may be multiplied and added in one rounding: every
 #: intermediate is an integer the format holds exactly, so the fused result is the same.
 _CONTRACT = {"contract"}
@@ -299,9 +316,16 @@ def _gemm_columns(
         k = runs[q, 0]
         dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0] + runs[q, 1] - 1)
         wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
-    span = (dlo, dhi, wlo, whi)
+    # (int64: one compiled _columns_part for this caller and _gemm_rows)
+    span = (np.int64(dlo), np.int64(dhi), np.int64(wlo), np.int64(whi))
     split = False
-    if n_row > 1 and row_wgt != 0 and abs(row_dst) > dhi - dlo and abs(row_wgt) > whi - wlo:
+    if (
+        n_row > 1
+        and row_wgt != 0
+        and abs(row_dst) > dhi - dlo
+        and abs(row_wgt) > whi - wlo
+        and not _blocked(bi, acc.shape[2], lanes)
+    ):
         seen = np.zeros(whi - wlo + 1, np.bool_)
         n_slots = 0
         for q in range(n_runs):
@@ -313,14 +337,101 @@ def _gemm_columns(
         split = _by_rows(rows, lanes, n_slots * bi, 2 * n_uops * batch * bi)
     if not split:
         return _columns_part(inp, wgt, acc, out, uop, uop_begin, uop_end, n_col, col_dst,
-                             col_wgt, 0, n_row, row_dst, row_src, row_wgt, runs, n_runs,
-                             span)  # fmt: skip
+                             col_wgt, np.int64(0), n_row, row_dst, row_src, row_wgt, runs,
+                             n_runs, n_runs, span)  # fmt: skip
     for r in range(n_row):
         if not _columns_part(inp, wgt, acc, out, uop, uop_begin, uop_end, n_col, col_dst,
                              col_wgt, r, r + 1, row_dst, row_src, row_wgt, runs, n_runs,
-                             span):  # fmt: skip
+                             n_runs, span):  # fmt: skip
             return False  # the first step's limits, so nothing is written yet
     return True
+
+
+@numba.njit
+def _gemm_rows(
+    inp,
+    wgt,
+    acc,
+    out,
+    uop,
+    uop_begin,
+    uop_end,
+    iter_out,
+    iter_in,
+    dst_factor_out,
+    dst_factor_in,
+    src_factor_out,
+    src_factor_in,
+    wgt_factor_out,
+    wgt_factor_in,
+):
+    """A GEMM without a column loop (both loops move the source) as one product of
+    :func:`_columns_part` with one column: the lanes are one tile's block_out, the rows the acc
+    entries it writes, K its weight tiles' block_in lanes. Return False, with nothing written,
+    when its weight tiles would meet too few inp rows (:data:`_ROW_USES`) or its matrices
+    would exceed :data:`_COLUMNS_LIMIT` (the caller takes the run path).
+
+    One loop stays a loop, the row loop of :func:`_columns_part`: the one that leaves the
+    weight in place (the longer if both do), so that :func:`_sum_by_blocks` can run along it.
+    The other's steps are written out as micro-ops, step after step (a table of n_uops × its
+    steps): the column path's loops stay as they are (a second loop inside them cost the
+    ``default`` preset's small GEMMs 5-10%), and a reduction over its steps can be summed in
+    chunks of whole steps. Only for tiles that :func:`_sum_by_blocks` takes: with 4x4 tiles the
+    run path is faster (its 4x4 kernel against panels of 16 values: 1.2 against 0.8 GMAC/s on
+    the ``default`` preset's convolutions).
+    """
+    if wgt_factor_in == 0 and (wgt_factor_out != 0 or iter_in > iter_out):
+        n_row, row_dst, row_src, row_wgt = iter_in, dst_factor_in, src_factor_in, wgt_factor_in
+        n2, dst2, src2, wgt2 = iter_out, dst_factor_out, src_factor_out, wgt_factor_out
+    else:
+        n_row, row_dst, row_src, row_wgt = iter_out, dst_factor_out, src_factor_out, wgt_factor_out
+        n2, dst2, src2, wgt2 = iter_in, dst_factor_in, src_factor_in, wgt_factor_in
+    batch = acc.shape[1]
+    n_uops = uop_end - uop_begin
+    # known without counting: a loop that moves the weight has a tile of its own per step
+    fewest = max(n2 if wgt2 != 0 else 1, n_row if row_wgt != 0 else 1)
+    if n_uops * n_row * n2 * batch < _ROW_USES * fewest or 3 * n_uops * n2 > _COLUMNS_LIMIT:
+        return False
+    base = np.empty((n_uops, 3), np.int64)
+    period = _gemm_runs(uop, uop_begin, uop_end, batch, base)
+    table = np.empty((n_uops * n2, 3), uop.dtype)
+    runs = np.empty((period * n2, 3), np.int64)
+    for j in range(n2):
+        for k in range(n_uops):
+            table[j * n_uops + k, 0] = uop[uop_begin + k, 0] + j * dst2
+            table[j * n_uops + k, 1] = uop[uop_begin + k, 1] + j * src2
+            table[j * n_uops + k, 2] = uop[uop_begin + k, 2] + j * wgt2
+        for q in range(period):
+            runs[j * period + q, 0] = base[q, 0] - uop_begin + j * n_uops
+            runs[j * period + q, 1] = base[q, 1]
+            runs[j * period + q, 2] = base[q, 2]
+    # the table's accumulator and weight ranges, from the first step's runs
+    k = runs[0, 0]
+    dlo, dhi, wlo, whi = table[k, 0], table[k, 0], table[k, 2], table[k, 2]
+    for q in range(period):
+        k = runs[q, 0]
+        dlo, dhi = min(dlo, table[k, 0]), max(dhi, table[k, 0] + runs[q, 1] - 1)
+        wlo, whi = min(wlo, table[k, 2]), max(whi, table[k, 2])
+    last = (n2 - 1) * dst2
+    dlo, dhi = dlo + min(0, last), dhi + max(0, last)
+    last = (n2 - 1) * wgt2
+    wlo, whi = wlo + min(0, last), whi + max(0, last)
+    one, zero = np.int64(1), np.int64(0)
+    return _columns_part(inp, wgt, acc, out, table, zero, table.shape[0], one, zero, zero, zero,
+                         n_row, row_dst, row_src, row_wgt, runs, runs.shape[0], period,
+                         (np.int64(dlo), np.int64(dhi), np.int64(wlo),
+                          np.int64(whi)))  # fmt: skip
+
+
+@numba.njit
+def _blocked(bi, bo, lanes):
+    """Whether a product sums through :func:`_sum_by_blocks`: block_in and block_out
+    multiples of 16 (the ``vta-1x16x16`` preset's tiles), and at most 128 lanes. Wider rows
+    (16 channel blocks of 16) sum faster along all their lanes four inp values at a time
+    (:func:`_sum_by_lanes`, its loop long enough to vectorize: 73 against 49 GMAC/s on
+    ResNet-18's last 3x3 convolutions); up to 8 channel blocks the blocks are faster (1.1x to
+    3x on ResNet-18's and tuning candidates' convolutions)."""
+    return bi % 16 == 0 and bo % 16 == 0 and lanes <= 128
 
 
 @numba.njit
@@ -351,13 +462,15 @@ def _columns_part(
     row_wgt,
     runs,
     n_runs,
+    period,
     span,
 ):
     """Steps ``r0`` to ``r1`` of the other loop of :func:`_gemm_columns` as one matrix product:
     return False, with nothing written, when its matrices would exceed :data:`_COLUMNS_LIMIT`
     or when the weight panels would serve fewer than two inp rows each.
-    ``runs``: the micro-ops' runs (:func:`_gemm_runs`); ``span``: their lowest and highest
-    accumulator and weight index.
+    ``runs``: the micro-ops' runs (:func:`_gemm_runs`), in steps of ``period`` runs each when
+    the micro-op list is the steps of a loop written out (:func:`_gemm_rows`, else ``period =
+    n_runs``); ``span``: their lowest and highest accumulator and weight index.
 
     Every micro-op of the other loop (steps of ``row_dst``, ``row_src``,
     ``row_wgt``) reads one inp entry ``s`` and adds, for every column step ``c``, its product
@@ -369,10 +482,16 @@ def _columns_part(
     into its row (many channels, few rows), or along M over the inp entries gathered into a
     K × M matrix, four lanes at a time (when most of that matrix is filled).
 
+    With 16x16 tiles and up to 8 channel blocks (:func:`_blocked`) the sum runs along N in
+    blocks of 16 lanes (:func:`_sum_by_blocks`) on a panel laid out in such blocks, whatever
+    the shape (measured faster than both sums above on every compiled convolution, 1.1x to
+    3x).
+
     The product is summed in floating point, exactly (float32 when no lane sums more than
     :data:`_F32_TERMS` products, float64 otherwise), then added to acc with the reference's
     int32 wrap-around once per entry; out takes the low 8 bits, at exactly the entries the
-    reference writes.
+    reference writes. A GEMM without a column loop (``n_col = 1``, :func:`_gemm_rows`) is
+    refused unless its weight tiles meet :data:`_ROW_USES` inp rows each on average.
     """
     bi = inp.shape[2]
     bo = acc.shape[2]
@@ -408,13 +527,40 @@ def _columns_part(
         # the product (a one-row GEMM of a convolution's channel blocks, 2.4 us against 0.9
         # us for 16x16 tiles through the reference kernel)
         return False
-    by_rows = _by_rows(rows, lanes, depth, 2 * (r1 - r0) * (uop_end - uop_begin) * batch * bi)
+    blocked = _blocked(bi, bo, lanes)  # along N in blocks of 16 lanes and 16 inp values
+    if n_col == 1 and count.sum() * batch < _ROW_USES * n_slots:
+        return False  # no column loop: see _ROW_USES
+    by_rows = not blocked and _by_rows(
+        rows, lanes, depth, 2 * (r1 - r0) * (uop_end - uop_begin) * batch * bi
+    )
     terms = count.max() * bi
-    if terms <= _F32_TERMS:
-        tile32 = np.zeros(rows * lanes, np.float32)
-        panel32 = np.empty(depth * lanes, np.float32)
-        _panels(wgt, slot, wlo, n_col, col_wgt, panel32)
-        if by_rows:
+    chunk = n_runs if terms <= _F32_TERMS else 0  # runs per float32 sum
+    if blocked and chunk == 0 and period < n_runs:
+        # Past the float32 bound, the steps of a loop written out as micro-ops (a reduction
+        # over input channel blocks) are summed in chunks, each added to acc on its own.
+        # Every step's rows are the first one's, translated: a chunk of c steps sums at most c
+        # times the first step's most micro-ops into one row. (Each chunk adds to, and sets
+        # out at, every entry the GEMM writes: adding zero leaves acc as it is.)
+        first = np.zeros(dhi - dlo + 1, np.int64)
+        for r in range(r0, r1):
+            for q in range(period):
+                d = uop[runs[q, 0], 0] + r * row_dst - dlo
+                for t in range(runs[q, 1]):
+                    first[d + t] += 1
+        chunk = _F32_TERMS // (first.max() * bi) * period
+    if chunk > 0:
+        tile32 = _aligned(np.zeros(rows * lanes + 16, np.float32), rows * lanes)
+        panel32 = _aligned(np.empty(depth * lanes + 16, np.float32), depth * lanes)
+        _panels(wgt, slot, wlo, n_col, col_wgt, panel32, blocked)
+        if blocked:
+            for q0 in range(0, n_runs, chunk):
+                if q0 > 0:
+                    tile32[:] = 0
+                q1 = min(q0 + chunk, n_runs)
+                _sum_by_blocks(inp, uop, runs[q0:q1], r0, r1, row_dst, row_src, row_wgt, dlo,
+                               wlo, slot, panel32, tile32, lanes)  # fmt: skip
+                _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, lanes, 1)
+        elif by_rows:
             gathered32 = np.zeros(depth * rows, np.float32)
             _gather(inp, uop, runs, n_runs, r0, r1, row_dst, row_src, row_wgt, dlo, wlo, slot,
                     gathered32, rows)  # fmt: skip
@@ -425,21 +571,38 @@ def _columns_part(
                           wlo, slot, panel32, tile32, lanes)  # fmt: skip
             _columns_add(acc, out, count, dlo, n_col, col_dst, tile32, lanes, 1)
     elif terms <= _F64_TERMS:
-        tile64 = np.zeros(rows * lanes, np.float64)
-        panel64 = np.empty(depth * lanes, np.float64)
-        _panels(wgt, slot, wlo, n_col, col_wgt, panel64)
-        _sum_by_lanes(inp, uop, uop_begin, uop_end, r0, r1, row_dst, row_src, row_wgt, dlo, wlo,
-                      slot, panel64, tile64, lanes)  # fmt: skip
+        tile64 = _aligned(np.zeros(rows * lanes + 8, np.float64), rows * lanes)
+        panel64 = _aligned(np.empty(depth * lanes + 8, np.float64), depth * lanes)
+        _panels(wgt, slot, wlo, n_col, col_wgt, panel64, blocked)
+        if blocked:
+            _sum_by_blocks(inp, uop, runs[:n_runs], r0, r1, row_dst, row_src, row_wgt, dlo, wlo,
+                           slot, panel64, tile64, lanes)  # fmt: skip
+        else:
+            _sum_by_lanes(inp, uop, uop_begin, uop_end, r0, r1, row_dst, row_src, row_wgt, dlo,
+                          wlo, slot, panel64, tile64, lanes)  # fmt: skip
         _columns_add(acc, out, count, dlo, n_col, col_dst, tile64, lanes, 1)
     else:
         return False
     return True
 
 
+@numba.njit(inline="always")
+def _aligned(buf, n):
+    """The ``n`` elements of ``buf`` (64 bytes longer) from its first 64-byte boundary: the
+    tile and the panels are read and written a 64-byte vector at a time, from multiples of 16
+    lanes, and an array's data is only 16-byte aligned (numba's header before it): a vector
+    across two cache lines made whole GEMMs 1.4x slower, depending on where malloc put them."""
+    skip = (64 - buf.ctypes.data % 64) % 64 // buf.itemsize
+    return buf[skip : skip + n]
+
+
 @numba.njit
-def _panels(wgt, slot, wlo, n_col, col_wgt, panel):
-    """The weight panel of every slot: ``panel[(slot·block_in + ci)·N + c·block_out + o]`` is
-    element ``(o, ci)`` of weight tile ``wlo + w + c·col_wgt`` (N = n_col·block_out)."""
+def _panels(wgt, slot, wlo, n_col, col_wgt, panel, blocked):
+    """The weight panel of every slot: lane ``n = c·block_out + o`` of row ``ci`` is element
+    ``(o, ci)`` of weight tile ``wlo + w + c·col_wgt``, at ``panel[(slot·block_in + ci)·N + n]``
+    (N = n_col·block_out), or when ``blocked`` (block_out a multiple of 16, see
+    :func:`_rows16`), in blocks of 16 lanes, each block's block_in rows after one another:
+    ``panel[((slot·N/16 + n/16)·block_in + ci)·16 + n%16]``."""
     bo = wgt.shape[1]
     bi = wgt.shape[2]
     lanes = n_col * bo
@@ -451,6 +614,16 @@ def _panels(wgt, slot, wlo, n_col, col_wgt, panel):
             continue
         for c in range(n_col):
             t = np.uint64((wlo + w + c * col_wgt) * bo * bi)
+            if blocked:  # 16x16 blocks, in loops of fixed length
+                for o0 in range(np.uint64(0), ubo, _U16):
+                    qb = (np.uint64(p * lanes + c * bo) + o0) * ubi
+                    for c0 in range(np.uint64(0), ubi, _U16):
+                        for o in range(_U16):
+                            q = qb + c0 * _U16 + o
+                            x = t + (o0 + o) * ubi + c0
+                            for ci in range(_U16):
+                                panel[q + ci * _U16] = wgtf[x + ci]
+                continue
             for ci in range(bi):
                 q = np.uint64((p * bi + ci) * lanes + c * bo)
                 for o in range(ubo):
@@ -510,6 +683,143 @@ def _sum_by_lanes(
                     q = np.uint64((p * bi + c) * lanes)
                     for t in range(ul):
                         tile[row + t] += a * panel[q + t]
+
+
+@numba.njit
+def _sum_by_blocks(inp, uop, runs, r0, r1, row_dst, row_src, row_wgt, dlo, wlo, slot, panel,
+                   tile, lanes):  # fmt: skip
+    """:func:`_sum_by_lanes` for block_in and N multiples of 16, on a blocked panel
+    (:func:`_panels`), through :func:`_rows16` over rows that share a weight tile: a run's
+    micro-ops, or the steps of the row loop when it leaves the weight in place and is longer
+    (a loop over output rows whose micro-ops are a convolution's taps and input channel blocks,
+    each its own weight tile). ``runs``: the micro-ops' runs to sum (a chunk of them, see
+    :func:`_columns_part`). The range of inp entries they read (at most the buffer: about 1 us
+    for vta-1x16x16) is converted to the tile's type once, so that the kernel broadcasts them
+    straight from memory."""
+    bi = inp.shape[2]
+    batch = inp.shape[1]
+    n_runs = runs.shape[0]
+    # the inp entries read, from the runs' first and last over the row loop
+    slo, shi, longest = uop[runs[0, 0], 1], uop[runs[0, 0], 1], 1
+    for q in range(n_runs):
+        k = runs[q, 0]
+        slo = min(slo, uop[k, 1])
+        shi = max(shi, uop[k, 1] + (runs[q, 1] - 1) * runs[q, 2])
+        longest = max(longest, runs[q, 1])
+    first, last = r0 * row_src, (r1 - 1) * row_src
+    slo, shi = slo + min(first, last), shi + max(first, last)
+    width = batch * bi
+    inpx = np.empty((shi - slo + 1) * width, tile.dtype)
+    inpf = inp.reshape(-1)
+    base = np.uint64(slo * width)
+    for e in range(np.uint64(inpx.shape[0])):
+        inpx[e] = inpf[base + e]
+    if batch == 1 and row_wgt == 0 and row_dst >= 0 and row_src >= 0 and r1 - r0 > longest:
+        # along the row loop: one micro-op's entries at its steps
+        for k in range(runs[0, 0], runs[n_runs - 1, 0] + runs[n_runs - 1, 1]):
+            d = uop[k, 0] + r0 * row_dst - dlo
+            s = uop[k, 1] + r0 * row_src - slo
+            p = slot[uop[k, 2] - wlo]
+            _rows16(inpx, s, row_src, panel, p, tile, d, row_dst, r1 - r0, lanes, bi)
+        return
+    # along the runs: with a batch, a run's rows and inp rows follow one another
+    one = np.int64(1)
+    for r in range(r0, r1):
+        for q in range(n_runs):
+            k = runs[q, 0]
+            d = uop[k, 0] + r * row_dst - dlo
+            s = uop[k, 1] + r * row_src - slo
+            p = slot[uop[k, 2] + r * row_wgt - wlo]
+            step = runs[q, 2] if batch == 1 else one
+            _rows16(inpx, s * batch, step, panel, p, tile, d * batch, one, runs[q, 1] * batch,
+                    lanes, bi)  # fmt: skip
+
+
+@numba.njit(fastmath=_CONTRACT)
+def _rows16(inpx, x0, xs, panel, p, tile, m0, ms, n, lanes, bi):
+    """``n`` tile rows from ``m0``, ``ms`` rows apart, += their inp rows (from ``x0``, ``xs``
+    apart, in ``inpx``) times the blocked panel of slot ``p``.
+
+    Each step of the loop over 16 lanes (one vector) sums 16 products of broadcast inp values
+    with panel rows before one read-modify-write of the tile. The lane loop of
+    :func:`_sum_by_lanes` runs scalar on a 16-lane row (LLVM vectorizes a loop of unknown
+    length several vectors at a time) and reads back the lanes it just stored after every four
+    inp values; here the lane loop has a fixed length and the panel rows a fixed stride (with a
+    run-time stride, the check that the stores do not alias the panel sends the loop to its
+    scalar version). A 16-lane row broadcasts its inp values from memory (the load ports then
+    bound it, about 4 ns a row); a wider one loads them once and broadcasts them from
+    registers for all its blocks (measured 1.6x slower than from memory for 16 lanes).
+    Rows are not blocked by four to share the panel's loads: four rows' stores at run-time
+    distances need more alias checks than LLVM makes, and the loop runs scalar.
+    """
+    ubi, ul = np.uint64(bi), np.uint64(lanes)
+    uxs, ums = np.uint64(xs) * ubi, np.uint64(ms) * ul
+    x, m = np.uint64(x0) * ubi, np.uint64(m0) * ul
+    qp = np.uint64(p) * ul * ubi
+    for _ in range(n):
+        if ul == _U16:  # one block of lanes: inp values broadcast from memory
+            for g in range(np.uint64(0), ubi, _U16):
+                q = qp + g * _U16
+                for t in range(_U16):
+                    tile[m + t] += _dot16(inpx, x + g, panel, q, t)
+            x += uxs
+            m += ums
+            continue
+        for g in range(np.uint64(0), ubi, _U16):
+            xg = x + g
+            a0, a1, a2, a3 = inpx[xg], inpx[xg + _U1], inpx[xg + _U2], inpx[xg + _U3]
+            xg += _U4
+            a4, a5, a6, a7 = inpx[xg], inpx[xg + _U1], inpx[xg + _U2], inpx[xg + _U3]
+            xg += _U4
+            a8, a9, a10, a11 = inpx[xg], inpx[xg + _U1], inpx[xg + _U2], inpx[xg + _U3]
+            xg += _U4
+            a12, a13, a14, a15 = inpx[xg], inpx[xg + _U1], inpx[xg + _U2], inpx[xg + _U3]
+            for n0 in range(np.uint64(0), ul, _U16):
+                q = qp + n0 * ubi + g * _U16
+                q1, q2, q3, q4 = q + _U16, q + _U32, q + _U48, q + _U64
+                q5, q6, q7, q8 = q1 + _U64, q2 + _U64, q3 + _U64, q4 + _U64
+                q9, q10, q11, q12 = q5 + _U64, q6 + _U64, q7 + _U64, q8 + _U64
+                q13, q14, q15 = q9 + _U64, q10 + _U64, q11 + _U64
+                o = m + n0
+                for t in range(_U16):
+                    tile[o + t] += (
+                        ((a0 * panel[q + t] + a1 * panel[q1 + t])
+                         + (a2 * panel[q2 + t] + a3 * panel[q3 + t]))
+                        + ((a4 * panel[q4 + t] + a5 * panel[q5 + t])
+                           + (a6 * panel[q6 + t] + a7 * panel[q7 + t]))
+                    ) + (
+                        ((a8 * panel[q8 + t] + a9 * panel[q9 + t])
+                         + (a10 * panel[q10 + t] + a11 * panel[q11 + t]))
+                        + ((a12 * panel[q12 + t] + a13 * panel[q13 + t])
+                           + (a14 * panel[q14 + t] + a15 * panel[q15 + t]))
+                    )  # fmt: skip
+        x += uxs
+        m += ums
+
+
+@numba.njit(fastmath=_CONTRACT, inline="always")
+def _dot16(inpx, x, panel, q, t):
+    """Lane ``t`` of 16 inp values from ``x`` times 16 panel rows from ``q`` (16 apart),
+    summed as a tree (exact: every partial sum is an integer within the bound of its terms)."""
+    q1, q2, q3, q4 = q + _U16, q + _U32, q + _U48, q + _U64
+    q5, q6, q7, q8 = q1 + _U64, q2 + _U64, q3 + _U64, q4 + _U64
+    q9, q10, q11, q12 = q5 + _U64, q6 + _U64, q7 + _U64, q8 + _U64
+    q13, q14, q15 = q9 + _U64, q10 + _U64, q11 + _U64
+    x1, x2, x3, x4 = x + _U1, x + _U2, x + _U3, x + _U4
+    x5, x6, x7, x8 = x1 + _U4, x2 + _U4, x3 + _U4, x4 + _U4
+    x9, x10, x11, x12 = x5 + _U4, x6 + _U4, x7 + _U4, x8 + _U4
+    x13, x14, x15 = x9 + _U4, x10 + _U4, x11 + _U4
+    return (
+        ((inpx[x] * panel[q + t] + inpx[x1] * panel[q1 + t])
+         + (inpx[x2] * panel[q2 + t] + inpx[x3] * panel[q3 + t]))
+        + ((inpx[x4] * panel[q4 + t] + inpx[x5] * panel[q5 + t])
+           + (inpx[x6] * panel[q6 + t] + inpx[x7] * panel[q7 + t]))
+    ) + (
+        ((inpx[x8] * panel[q8 + t] + inpx[x9] * panel[q9 + t])
+         + (inpx[x10] * panel[q10 + t] + inpx[x11] * panel[q11 + t]))
+        + ((inpx[x12] * panel[q12 + t] + inpx[x13] * panel[q13 + t])
+           + (inpx[x14] * panel[q14 + t] + inpx[x15] * panel[q15 + t]))
+    )  # fmt: skip
 
 
 @numba.njit
@@ -754,6 +1064,12 @@ def gemm(
         if _gemm_columns(inp, wgt, acc, out, uop, uop_begin, uop_end, iter_in, dst_factor_in,
                          wgt_factor_in, iter_out, dst_factor_out, src_factor_out,
                          wgt_factor_out):  # fmt: skip
+            return OK
+    elif _blocked(block_in, block_out, block_out):
+        # no column loop (with 4x4 tiles the run path is faster: see _gemm_rows)
+        if _gemm_rows(inp, wgt, acc, out, uop, uop_begin, uop_end, iter_out, iter_in,
+                      dst_factor_out, dst_factor_in, src_factor_out, src_factor_in,
+                      wgt_factor_out, wgt_factor_in):  # fmt: skip
             return OK
     runs = np.empty((uop_end - uop_begin, 3), np.int64)
     n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)

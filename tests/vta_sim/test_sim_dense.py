@@ -363,3 +363,137 @@ def test_gemm_sums_past_the_float32_bound_stay_exact(tile):
     assert abs(int(a2[0, 0, 0])) > 2**24
     np.testing.assert_array_equal(a1, a2)
     np.testing.assert_array_equal(o1, o2)
+
+
+# ---- GEMMs without a column loop (both loops move the source) --------------------------------
+#: Tiles whose GEMMs without a column loop take one product (block_in and block_out multiples of
+#: 16: the vta-1x16x16 preset's, with a batch, two inp blocks of 16, two lane blocks of 16),
+#: and the default preset's, which keeps the run path.
+ROW_TILES = [(1, 16, 16), (2, 16, 16), (1, 32, 16), (1, 16, 32), (1, 4, 4)]
+
+
+def _conv_rows(shape: str) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Micro-ops and loops (iter_out, iter_in, dst/src/wgt factors out and in) of GEMMs that
+    compiled convolution candidates on vta-1x16x16 run without a column loop."""
+    if shape == "runs":  # 2 channel blocks × 3 taps × runs of 14 rows; j over input blocks
+        uop = [
+            (b * 28 + r, r + t, b * 48 + t) for b in range(2) for t in range(3) for r in range(14)
+        ]
+        return np.array(uop, np.int32), (2, 16, 14, 0, 16, 32, 0, 3)
+    if shape == "strided":  # 8 channel blocks × 3 taps × 14 rows 7 entries apart
+        uop = [(c * 98 + 7 * r, 9 * r + t, c * 24 + t) for c in range(8) for t in range(3)
+               for r in range(14)]  # fmt: skip
+        return np.array(uop, np.int32), (7, 8, 1, 0, 1, 126, 0, 3)
+    if shape == "fixed":  # 9 taps × 4 channel blocks, the weights fixed across both loops
+        uop = [(49 * c, 9 * (t // 3) + t % 3, 9 * c + t) for t in range(9) for c in range(4)]
+        return np.array(uop, np.int32), (7, 7, 7, 1, 9, 1, 0, 0)
+    # "reduction": 3 taps, i over 14 output rows, j over 48 input channel blocks: 144 micro-ops
+    # into every acc row, past the float32 bound (summed in chunks of input blocks)
+    return np.array([(0, 0, 0), (0, 1, 1), (0, 2, 2)], np.int32), (14, 48, 1, 0, 1, 16, 0, 3)
+
+
+def _row_buffers(rng, tile, uop, loops, extreme=False):
+    """Buffers just deep enough for the GEMM's indices (plus a few entries)."""
+    batch, block_in, block_out = tile
+    iter_out, iter_in, dfo, dfi, sfo, sfi, wfo, wfi = loops
+    reach = [int(uop[:, f].max()) + (iter_out - 1) * fo + (iter_in - 1) * fi + 3
+             for f, fo, fi in ((0, dfo, dfi), (1, sfo, sfi), (2, wfo, wfi))]  # fmt: skip
+    if extreme:  # products near 2**14 (127·127, -127·125), all odd but one a micro-op (odd
+        # sums): sums far past 2**24, which float32 would round (sums of multiples of 128, or
+        # of even partial sums, it would hold exactly)
+        inp = np.full((reach[1], batch, block_in), -127, np.int8)
+        inp[:, :, 0] = -126
+        wgt = np.where(rng.random((reach[2], block_out, block_in)) < 0.2, 125, -127)
+        return inp, wgt.astype(np.int8), np.zeros((reach[0], batch, block_out), np.int32)
+    inp = rng.integers(-128, 128, (reach[1], batch, block_in)).astype(np.int8)
+    inp[rng.random(reach[1]) < 0.2] = 0  # zero entries (padding)
+    wgt = rng.integers(-128, 128, (reach[2], block_out, block_in)).astype(np.int8)
+    return inp, wgt, _acc(rng, (reach[0], batch, block_out))
+
+
+def _same_gemm(inp, wgt, acc, uop, loops, out=None):
+    """dense.gemm and the reference kernel on copies: the same code, acc and out."""
+    out = np.zeros(acc.shape, np.int8) if out is None else out
+    args = (uop, 0, 0, uop.shape[0], *loops)
+    a1, o1, a2, o2 = acc.copy(), out.copy(), acc.copy(), out.copy()
+    assert dense.gemm(inp, wgt, a1, o1, *args) == ref.gemm(inp, wgt, a2, o2, *args)
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(o1, o2)
+    return a2
+
+
+@pytest.mark.parametrize("tile", ROW_TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("shape", ["runs", "strided", "fixed", "reduction"])
+def test_gemm_without_column_loop_matches_the_reference_kernel(tile, shape):
+    uop, loops = _conv_rows(shape)
+    rng = np.random.default_rng(len(shape))
+    inp, wgt, acc = _row_buffers(rng, tile, uop, loops)
+    out = rng.integers(-128, 128, acc.shape).astype(np.int8)  # entries not written keep theirs
+    _same_gemm(inp, wgt, acc, uop, loops, out)
+    if tile[1] % 16 == 0:  # these shapes take the product, not the run path
+        a1, o1 = acc.copy(), out.copy()
+        assert dense._gemm_rows(inp, wgt, a1, o1, uop, 0, uop.shape[0], *loops)
+
+
+@pytest.mark.parametrize("tile", ROW_TILES[:4], ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("shape", ["reduction", "float64"])
+def test_gemm_without_column_loop_sums_past_the_float32_bound_exactly(tile, shape):
+    # "reduction": 144 micro-ops into every acc row, summed in float32 chunks of 21 input
+    # channel blocks (21·3·16 products of at most 2**14 stay below 2**24); "float64": 120
+    # micro-ops into one row in a single step of the loop, past the bound for any chunk
+    if shape == "reduction":
+        uop, loops = _conv_rows("reduction")
+    else:
+        uop = np.array([(0, k, k) for k in range(120)], np.int32)
+        loops = (8, 2, 1, 0, 1, 130, 0, 120)
+    inp, wgt, acc = _row_buffers(np.random.default_rng(7), tile, uop, loops, extreme=True)
+    a = _same_gemm(inp, wgt, acc, uop, loops)
+    assert abs(int(a[0, 0, 0])) > 2**24
+    assert dense._gemm_rows(inp, wgt, acc.copy(), np.zeros(acc.shape, np.int8), uop, 0,
+                            uop.shape[0], *loops)  # fmt: skip
+
+
+def test_gemm_without_column_loop_declines_with_few_rows_per_weight_tile():
+    # each weight tile meets two inp rows: the run path, nothing written by the product path
+    uop = np.array([(0, 0, 0), (0, 1, 1), (0, 2, 2)], np.int32)
+    loops = (2, 16, 1, 0, 1, 4, 0, 3)
+    inp, wgt, acc = _row_buffers(np.random.default_rng(3), (1, 16, 16), uop, loops)
+    out = np.zeros(acc.shape, np.int8)
+    a1, o1 = acc.copy(), out.copy()
+    assert not dense._gemm_rows(inp, wgt, a1, o1, uop, 0, 3, *loops)
+    np.testing.assert_array_equal(a1, acc)
+    np.testing.assert_array_equal(o1, out)
+    _same_gemm(inp, wgt, acc, uop, loops)
+
+
+@pytest.mark.parametrize("tile", ROW_TILES, ids=lambda t: "x".join(map(str, t)))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_gemm_without_column_loop_random_shapes_match_the_reference_kernel(tile, data):
+    """Runs of micro-ops (src stepping by 0 to 2), scattered ones, both loops moving the
+    source, weights fixed along one loop or both or neither, small dst factors so that acc
+    entries are written by many micro-ops (and overlap between runs and loop steps),
+    accumulators near the int32 limits so that sums wrap, and zero inp entries."""
+    d = Draw(data)
+    rows: list[tuple[int, int, int]] = []
+    for _ in range(d.int(1, 4)):
+        dst, src, wgt = d.int(0, 30), d.int(0, 30), d.int(0, 30)
+        if d.flag():
+            step = d.pick([0, 1, 1, 2])
+            rows += [(dst + t, src + step * t, wgt) for t in range(d.int(2, 14))]
+        else:
+            rows.append((dst, src, wgt))
+    uop = np.array(rows, np.int32)
+    loops = (
+        d.int(1, 12),  # iter_out
+        d.int(1, 12),  # iter_in
+        d.pick([0, 1, 2, 7, 14]),  # dst_factor_out
+        d.pick([0, 0, 1, 3]),  # dst_factor_in
+        d.int(1, 16),  # src_factor_out
+        d.int(1, 40),  # src_factor_in
+        d.pick([0, 0, 0, 2]),  # wgt_factor_out
+        d.pick([0, 1, 3, 9]),  # wgt_factor_in
+    )
+    rng = np.random.default_rng(d.int(0, 2**32 - 1))
+    inp, wgt, acc = _row_buffers(rng, tile, uop, loops)
+    _same_gemm(inp, wgt, acc, uop, loops, rng.integers(-128, 128, acc.shape).astype(np.int8))
