@@ -1,6 +1,6 @@
 """The accelerator network artifact (``vtac compile MODEL --target vta -o model.vtac``): a
 compiled :class:`~runtime.vta_plan.NetworkPlan` in the archive format of
-:mod:`runtime.artifact`, format version 4 (``"kind": "vta"``), so the network runs again
+:mod:`runtime.artifact`, format version 6 (``"kind": "vta"``), so the network runs again
 without quantizing, partitioning or compiling.
 
 Members:
@@ -26,8 +26,8 @@ Members:
 
 Loading checks more than the checksums: every member name the manifest gives, every slot's
 shape and dtype (numeric dtypes only) against the arrays and kernel arguments that use it,
-every symbol, write and instruction range inside the DRAM image, that each host write's packing
-turns its slot into exactly its symbol's tensor, the program files against the
+every symbol, write and instruction range inside the DRAM image, that each host write's slot
+(a host group's packed result) is exactly its symbol's tensor, the program files against the
 config and each group's symbols, that host kernels parse and that each one's arguments are the
 ones its compiled code records (the kernel is built on that record, never on the manifest's
 copy), and that every step reads only slots an earlier step (or the caller) provides. A fault
@@ -50,6 +50,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -63,7 +64,6 @@ from typing import Any
 import numpy as np
 
 from compiler.model.program import ONNX_TYPE_NAMES, TensorSpec
-from compiler.targets.vta.input_prep import BATCH_PACKINGS, PACKINGS
 from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
@@ -78,9 +78,9 @@ from runtime.artifact import (
 from runtime.errors import ArtifactError
 from runtime.vta_plan import (
     AccelStep,
-    HostInput,
     HostNode,
     HostStep,
+    HostWrite,
     InPlaceStep,
     NetworkPlan,
     ReferenceKernel,
@@ -213,12 +213,8 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
     return members
 
 
-def _write_json(w: HostInput) -> dict[str, Any]:
-    return {
-        "symbol": w.symbol,
-        "slot": w.slot,
-        "packing": w.packing,
-    }
+def _write_json(w: HostWrite) -> dict[str, Any]:
+    return {"symbol": w.symbol, "slot": w.slot}
 
 
 def vta_artifact_bytes(plan: NetworkPlan) -> bytes:
@@ -397,9 +393,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 segments.append(Segment(*seg))
             writes = []
             for w in c.field(s, "writes", place, list):
-                write = _read_write(w, symbols, n, ready, place, c)
-                _check_packing(write, symbols[write.symbol], slots[write.slot], config, place, c)
-                writes.append(write)
+                writes.append(_read_write(w, symbols, slots, ready, place, c))
             out = c.slot(s.get("output"), n, place, "output")
             if not _holds(symbols["out"], slots[out]):
                 sym = symbols["out"]
@@ -421,8 +415,12 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             member = c.field(s, "program", place, str)
             prog = _read_program(read(member), member, c)
             if prog.config != config:
-                raise c.fail(f"member {member}", f"built for config {prog.config.name}, the "
-                             f"artifact is for {config.name}")  # fmt: skip
+                differ = [f.name for f in dataclasses.fields(config)
+                          if getattr(prog.config, f.name) != getattr(config, f.name)]  # fmt: skip
+                first = differ[0]
+                raise c.fail(f"member {member}", f"built for config {prog.config.name} with "
+                             f"{first}={getattr(prog.config, first)!r}, the artifact's config "
+                             f"has {first}={getattr(config, first)!r}")  # fmt: skip
             if prog.insn_count != count:
                 raise c.fail(f"member {member}", f"{prog.insn_count} instructions, the manifest's "
                              f"step says {count}")  # fmt: skip
@@ -592,58 +590,38 @@ def _holds(sym: Symbol, slot: Slot) -> bool:
 
 
 #: The fields of a host write in the manifest.
-WRITE_FIELDS = ("symbol", "slot", "packing")
+WRITE_FIELDS = ("symbol", "slot")
 
 
 def _read_write(
-    w: Any, symbols: dict[str, Symbol], n: int, ready: set[int], place: str, c: _Check
-) -> HostInput:
+    w: Any,
+    symbols: dict[str, Symbol],
+    slots: list[Slot],
+    ready: set[int],
+    place: str,
+    c: _Check,
+) -> HostWrite:
+    """A host write: the slot (a host group's packed result) must be exactly the symbol's
+    tensor, shape and dtype, so that the image takes its bytes as they are."""
     symbol = c.field(w, "symbol", place, str)
     if symbol not in symbols:
         raise c.fail(place, f"field 'writes': {symbol!r} is not a symbol of the program")
     unknown = sorted(set(w) - set(WRITE_FIELDS))
     if unknown:
-        # a write packs its slot and nothing else (a format that padded or folded is refused
-        # rather than run without it)
+        # a write copies its slot and nothing else (the host groups pack it: a format that
+        # packed, padded or folded at the write is refused rather than run without it)
         fields = ", ".join(map(repr, unknown))
         raise c.fail(place, f"field 'writes': {symbol!r} has unknown field(s) {fields}; a "
                      f"write has {', '.join(WRITE_FIELDS)}")  # fmt: skip
-    slot = c.slot(w.get("slot"), n, place, "writes")
+    slot = c.slot(w.get("slot"), len(slots), place, "writes")
     if slot not in ready:
         raise c.fail(place, f"field 'writes': slot {slot} is read before any step writes it")
-    packing = c.field(w, "packing", place, str)
-    if packing not in PACKINGS:
-        raise c.fail(place, f"field 'writes': packing {packing!r} is not one of {PACKINGS}")
-    return HostInput(symbol, packing, slot=slot)
-
-
-def _check_packing(
-    w: HostInput, sym: Symbol, slot: Slot, config: HwConfig, place: str, c: _Check
-) -> None:
-    """Refuse a write whose packing does not turn its slot into exactly its symbol's tensor:
-    the image would take the bytes of another layout (or the write would fail at run time).
-    The slot's size is bounded first, so that a hostile shape allocates nothing large; then
-    the host's own packing runs on zeros and its shape must be the symbol's."""
-    what = f"field 'writes': {w.symbol!r} from slot {slot.dtype}{list(slot.shape)}"
-    if w.packing in BATCH_PACKINGS and len(slot.shape) < 2:
-        raise c.fail(place, f"{what}: packing {w.packing!r} needs a batch of matrices "
-                     "(2 axes or more)")  # fmt: skip
-    if len(slot.shape) == 4 and len(sym.shape) == 6 and slot.shape[2:] != tuple(sym.shape[2:4]):
-        raise c.fail(place, f"{what}: rows and columns {list(slot.shape[2:])}, symbol "
-                     f"{w.symbol!r} is {list(sym.shape[2:4])}")  # fmt: skip
-    # packing pads to whole blocks and drops nothing: a slot has no more elements than its
-    # symbol has bytes (bounded before the packing below allocates the slot's zeros)
-    elements = int(np.prod(slot.shape, dtype=object))
-    if elements > sym.nbytes:
-        raise c.fail(place, f"{what}: {elements} elements, more than symbol {w.symbol!r} "
-                     f"({sym.nbytes} bytes) could take")  # fmt: skip
-    try:
-        shape = w.packed(np.zeros(slot.shape, slot.dtype), config).shape
-    except (ValueError, TypeError, IndexError) as e:
-        raise c.fail(place, f"{what}: cannot be packed ({e})") from None
-    if tuple(shape) != tuple(sym.shape):
-        raise c.fail(place, f"{what}: packs to {list(shape)}, symbol {w.symbol!r} is "
-                     f"{list(sym.shape)}")  # fmt: skip
+    sym, have = symbols[symbol], slots[slot]
+    if (tuple(have.shape), np.dtype(have.dtype)) != (tuple(sym.shape), np.dtype(sym.dtype)):
+        raise c.fail(place, f"field 'writes': {symbol!r} from slot {slot} "
+                     f"({have.dtype}{list(have.shape)}), but symbol {symbol!r} is "
+                     f"{sym.dtype}{list(sym.shape)}")  # fmt: skip
+    return HostWrite(symbol, slot)
 
 
 def _read_program(data: bytes, member: str, c: _Check) -> Any:

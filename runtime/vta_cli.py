@@ -98,28 +98,36 @@ def graph_command(args: argparse.Namespace) -> int:
           f"{len(part.host_nodes())} host nodes")  # fmt: skip
     print(part.table())
     print()
-    print("# what each group reads: in place from the group that stored it, or packed by the "
-          "host")  # fmt: skip
+    print("# what each group reads: in place from the group that stored it, or what a host "
+          "pack node wrote")  # fmt: skip
     print(_group_inputs_table(net))
     return 0
 
 
 def _group_inputs_table(net: Any) -> str:
-    """Per accelerator group and input (``data``, ``residual``): the value it reads and how it
-    gets there: read in place from the group that stored it (the linker's plan), or the host's
-    preparation the build chose (:mod:`compiler.targets.vta.input_prep`)."""
-    from compiler.targets.vta.input_prep import group_inputs
+    """Per accelerator group and input (``data``, ``residual``, a matmul's ``weight``): the
+    value it reads and how it gets there: read in place from the group that stored it (the
+    linker's plan), or written by the host from a ``pack`` node
+    (:mod:`compiler.targets.vta.pack`)."""
+    from compiler.graph import Node
+    from compiler.targets.vta.pack import group_inputs
     from isa.report import Column, format_table
+
+    def _label(v: Any) -> str:
+        return str(v.label if isinstance(v, Node) else v.name)
 
     rows = []
     for g in net.partition.groups:
         image = net.dram_plan.groups[g.name]
-        preps = {p.symbol: p for p in net.input_preps.get(g.name, ())}
         for symbol, value in group_inputs(g):
-            source = getattr(value, "name", "") or getattr(value, "label", "")
-            if symbol in preps:
-                how = preps[symbol].describe(net.config)
+            pack = value.inputs[0] if isinstance(value, Node) and value.op == "unpack" else None
+            if isinstance(pack, Node):
+                source = _label(pack.inputs[0])
+                b, c = pack.attrs["blocks"]
+                how = (f"packed by host node {pack.name} ({pack.attrs['layout']}, {b}x{c} "
+                       "blocks)")  # fmt: skip
             else:
+                source = _label(value)
                 via = image.producers.get(symbol, source)
                 # a producing group's name, or the slice or concat of group outputs it reads
                 what = via if " " in via else f"group {via}'s output"

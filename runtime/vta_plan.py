@@ -8,9 +8,10 @@ compiling anything:
 * **slots**: every value that crosses a step (the network's inputs, a host group's results and
   constants, an accelerator group's output), by index, with its shape and dtype;
 * an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
-  image (:class:`compiler.targets.vta.link.GroupImage`), which slot the host packs into its
-  ``data`` unless it is read in place from the producing group, its ``residual`` likewise,
-  the slot of its output and the parts of its per-layer record that do not depend on a run;
+  image (:class:`compiler.targets.vta.link.GroupImage`), which slot (a ``pack`` node's result,
+  :mod:`compiler.targets.vta.pack`) the host writes into its ``data`` unless it is read in
+  place from the producing group, its ``residual`` likewise, the slot of its output and the
+  parts of its per-layer record that do not depend on a run;
 * a :class:`HostStep` per host group: its compiled CPU kernel (``CompiledFunction``, rebuilt
   from LLVM IR when loaded), the slots it reads and writes, and its nodes' names, operators
   and partition rules for the per-layer table;
@@ -44,15 +45,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from compiler.model.program import TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
-from compiler.targets.vta.input_prep import InputPrep, group_inputs
 from compiler.targets.vta.link import GroupImage
+from compiler.targets.vta.pack import group_writes
 from compiler.topi.vta.packing import unpack_output
 from isa import HwConfig
 from isa.errors import IsaError
@@ -69,11 +70,12 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class HostInput(InputPrep):
-    """A packing the build chose (:class:`compiler.targets.vta.input_prep.InputPrep`: into
-    symbol ``symbol``) applied to the value of slot ``slot``."""
+class HostWrite:
+    """The host writes the value of slot ``slot`` (packed by a host group) into the tensor
+    of symbol ``symbol`` of a group's program."""
 
-    slot: int = -1
+    symbol: str
+    slot: int
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class AccelStep:
 
     name: str
     image: GroupImage
-    writes: tuple[HostInput, ...]
+    writes: tuple[HostWrite, ...]
     output: int
     record: LayerRecord
     #: the group's own program (weights and tiles written, before relocation into the image):
@@ -246,7 +248,7 @@ class NetworkPlan:
                     for w in step.writes:
                         x = value(w.slot)
                         t0 = clock()
-                        prog.write(w.symbol, w.packed(x, cfg))
+                        prog.write(w.symbol, x)
                         copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
                     # the run owns ``dram`` (a copy of the plan's image): each group runs on
                     # it in place, with its instructions decoded once per plan
@@ -377,13 +379,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         group = by_anchor.get(id(node))
         if group is not None:
             image = dram_plan.groups[group.name]
-            values = dict(group_inputs(group))
-            writes = [
-                HostInput(
-                    **{f.name: getattr(p, f.name) for f in fields(p)}, slot=slot(values[p.symbol])
-                )  # fmt: skip
-                for p in net.input_preps.get(group.name, ())
-            ]
+            writes = [HostWrite(symbol, slot(pack)) for symbol, pack in group_writes(group)]
             layer = net.layers[group.name]
             own = layer.program.copy()
             for key, array in layer.params.items():
@@ -451,7 +447,7 @@ def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:
 
 __all__ = [
     "AccelStep",
-    "HostInput",
+    "HostWrite",
     "HostNode",
     "HostStep",
     "InPlaceStep",

@@ -785,6 +785,80 @@ def _infer_im2col(node: Node) -> TensorType:
     return TensorType((n, c * window * window, *out_hw), x.dtype, x.layout)
 
 
+#: The block layouts of ``pack`` and ``unpack`` (:func:`block_pack_shape`).
+BLOCK_LAYOUTS = ("nchw", "rows", "batch_rows", "batch_weight")
+
+
+def block_pack_shape(
+    shape: tuple[int, ...], layout: str, blocks: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The shape of a value of ``shape`` packed in block layout ``layout`` with ``blocks``
+    ``(b, c)`` (the ``pack`` operator; the blocked axes padded up to whole blocks):
+    ``nchw``: ``(N, C, H, W)`` to ``(N/b, C/c, H, W, b, c)``; ``rows``: ``(N, K)`` to
+    ``(N/b, K/c, b, c)``; ``batch_rows``: ``(..., T, K)`` to ``(B, T/b, K/c, b, c)`` (the
+    leading axes flattened into ``B``); ``batch_weight``: ``(..., K, N)`` to
+    ``(B, N/b, K/c, b, c)`` (each matrix transposed).
+
+    Example:
+        >>> block_pack_shape((1, 3, 8, 8), "nchw", (1, 16))
+        (1, 1, 8, 8, 1, 16)
+        >>> block_pack_shape((2, 4, 6, 5), "batch_weight", (4, 4))
+        (8, 2, 2, 4, 4)
+    """
+    b, c = blocks
+    if layout == "nchw" and len(shape) == 4:
+        n, ch, h, w = shape
+        return (-(-n // b), -(-ch // c), h, w, b, c)
+    if layout == "rows" and len(shape) == 2:
+        return (-(-shape[0] // b), -(-shape[1] // c), b, c)
+    if layout in ("batch_rows", "batch_weight") and len(shape) >= 2:
+        t, k = shape[-2:] if layout == "batch_rows" else shape[-2:][::-1]
+        return (math.prod(shape[:-2]), -(-t // b), -(-k // c), b, c)
+    want = {"nchw": "4", "rows": "2"}.get(layout, "2 or more")
+    if layout not in BLOCK_LAYOUTS:
+        raise GraphError(f"block layout {layout!r} is not one of {BLOCK_LAYOUTS}")
+    raise ShapeError(f"block layout {layout} packs a value of {want} axes, got {shape}")
+
+
+def _block_layout(node: Node) -> str:
+    layout = node.attrs["layout"]
+    if layout not in BLOCK_LAYOUTS:
+        raise GraphError(
+            f"{_where(node)}: attribute layout {layout!r} is not one of {BLOCK_LAYOUTS}"
+        )
+    return str(layout)
+
+
+def _infer_pack(node: Node) -> TensorType:
+    x = node.inputs[0].type
+    layout = _block_layout(node)
+    blocks = _axis_ints(node, "blocks", 2)
+    if min(blocks) < 1:
+        raise GraphError(f"{_where(node)}: blocks {blocks} must be >= 1")
+    try:
+        return TensorType(block_pack_shape(x.shape, layout, blocks), x.dtype)
+    except ShapeError as e:
+        raise _shape_err(node, 0, str(e)) from None
+
+
+def _infer_unpack(node: Node) -> TensorType:
+    p = node.inputs[0].type
+    layout = _block_layout(node)
+    given = node.attrs["shape"]
+    shape = _axis_ints(node, "shape", len(given) if isinstance(given, tuple) else -1)
+    if min(shape, default=0) < 1:
+        raise GraphError(f"{_where(node)}: attribute shape {shape} must have axes >= 1")
+    try:
+        packed = block_pack_shape(shape, layout, p.shape[-2:] if p.ndim >= 2 else (1, 1))
+    except ShapeError as e:
+        raise _shape_err(node, None, f"attribute shape: {e}") from None
+    if packed != p.shape:
+        raise _shape_err(node, 0, f"{p.shape} is not shape {shape} packed in block layout "
+                                  f"{layout} (that is {packed})")  # fmt: skip
+    layout_name = "NCHW" if layout == "nchw" else ""
+    return TensorType(shape, p.dtype, layout_name)
+
+
 def _infer_broadcast_to(node: Node) -> TensorType:
     x = node.inputs[0].type
     shape = node.attrs["shape"]
@@ -992,6 +1066,12 @@ register_op(
         "pass-through",
     )
 )
+register_op(
+    OpDef("pack", INJ, 1, 1, {"layout": REQUIRED, "blocks": REQUIRED}, _infer_pack, "integer")
+)
+register_op(
+    OpDef("unpack", INJ, 1, 1, {"layout": REQUIRED, "shape": REQUIRED}, _infer_unpack, "integer")
+)
 register_op(OpDef("broadcast_to", INJ, 1, 1, {"shape": REQUIRED}, _infer_broadcast_to))
 register_op(OpDef("tile", INJ, 1, 1, {"reps": REQUIRED}, _infer_tile))
 register_op(OpDef("cast", INJ, 1, 1, {"dtype": REQUIRED}, _infer_cast))
@@ -1034,6 +1114,8 @@ __all__ = [
     "get_op",
     "is_elementwise",
     "layout_transform_shape",
+    "BLOCK_LAYOUTS",
+    "block_pack_shape",
     "op_names",
     "parse_packed",
     "parse_packed_kernel",

@@ -550,6 +550,20 @@ def _im2col(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return im2col(args[0], attrs["window"], attrs["stride"], attrs["pad_before"], attrs["out_hw"])
 
 
+@_impl("pack")
+def _pack(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    from compiler.topi.vta.packing import pack_blocks  # the accelerator's packer, one of them
+
+    return pack_blocks(args[0], attrs["layout"], attrs["blocks"])
+
+
+@_impl("unpack")
+def _unpack(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
+    from compiler.topi.vta.packing import unpack_blocks
+
+    return unpack_blocks(args[0], attrs["layout"], attrs["shape"])
+
+
 @_impl("broadcast_to")
 def _broadcast_to(args: list[np.ndarray], attrs: Attrs, t: TensorType) -> np.ndarray:
     return np.broadcast_to(args[0], attrs["shape"]).copy()

@@ -53,9 +53,9 @@ from compiler.passes.pipeline import Pass, PassOptions, Pipeline
 from compiler.quantize import INT8_COSINE_TARGET, fp32_fallbacks, sensitivity_thresholds
 from compiler.quantize.fuse import fuse_qprelu
 from compiler.targets.vta.host_steps import host_steps
-from compiler.targets.vta.input_prep import InputPrep, input_preps
 from compiler.targets.vta.link import NetworkDram, check_plan, plan_network_dram
 from compiler.targets.vta.ops import compile_group as compile_template
+from compiler.targets.vta.pack import group_writes, insert_packs
 from compiler.topi.vta.qnn import QLayer
 from isa import HwConfig, load_config
 
@@ -72,9 +72,6 @@ class CompiledNetwork:
     compile_seconds: float = 0.0
     #: the whole network's DRAM image
     dram_plan: NetworkDram | None = None
-    #: per accelerator group, how the host packs the inputs it writes
-    #: (:mod:`compiler.targets.vta.input_prep`)
-    input_preps: dict[str, tuple[InputPrep, ...]] = field(default_factory=dict)
     #: the host nodes, cut into groups compiled with the CPU backend (None: not compiled,
     #: ``compile_network(..., host_groups=False)``; such a network does not run)
     host_groups: list[HostGroup] | None = None
@@ -366,7 +363,6 @@ def compile_network(
     assert built.partition is not None and built.dram_plan is not None
     net = CompiledNetwork(built.graph, built.partition, cfg, dict(built.layers))
     net.tuning, net.scheme, net.dram_plan = tuning, built.scheme, built.dram_plan
-    net.input_preps = dict(built.input_preps)
     net.host_groups = None if built.host_groups is None else list(built.host_groups)
     net.compile_seconds = time.perf_counter() - t0
     return net
@@ -383,10 +379,11 @@ class NetworkBuild:
     partition: Partition | None = None
     layers: Mapping[str, QLayer] = field(default_factory=dict)
     dram_plan: NetworkDram | None = None
-    input_preps: Mapping[str, tuple[InputPrep, ...]] = field(default_factory=dict)
     host_groups: tuple[HostGroup, ...] | None = None
     #: the quantization scheme in words (empty when the graph came int8)
     scheme: str = ""
+    #: whether the ``pack`` pass has run (every group input read in place or packed by the host)
+    packed: bool = False
 
 
 def vta_pipeline(
@@ -415,21 +412,23 @@ def vta_pipeline(
     5. ``compile_groups``: one program per accelerator group, a group whose compile fails
        sent to the host (:func:`compile_partition`);
     6. ``plan_dram``: the network's one DRAM image (:func:`plan_network_dram`);
-    7. ``input_prep``: how the host packs each group input the image does not hand over in
-       place (:func:`compiler.targets.vta.input_prep.input_preps`);
+    7. ``pack``: each group input the image does not hand over in place becomes a ``pack``
+       node on the host and an ``unpack`` in the group that reads it
+       (:func:`compiler.targets.vta.pack.insert_packs`);
     8. ``compile_host_groups``: the host groups for the CPU (left out with
        ``host_groups=False``).
 
     ``VTAC_VERIFY_IR=1`` checks the build after every pass (:func:`verify_build`: the graph,
     that the partition places every node once, that every group has its program, that no two
-    live activations share a byte of the image); ``VTAC_DUMP_IR=partition,plan_dram`` (or
+    live activations share a byte of the image, that every input tensor of a program is read in
+    place or written from a host ``pack``); ``VTAC_DUMP_IR=partition,plan_dram`` (or
     ``all``) prints it after those passes (:func:`build_text`), ``VTAC_DUMP_DIR`` writes
     ``vta_NN_<pass>.txt`` files instead.
 
     Example:
         >>> vta_pipeline().names()
         ['quantize', 'fuse_qprelu', 'host_steps', 'partition', 'compile_groups', 'plan_dram', \
-'input_prep', 'compile_host_groups']
+'pack', 'compile_host_groups']
     """
 
     def quantize(b: NetworkBuild) -> NetworkBuild:
@@ -475,10 +474,13 @@ def vta_pipeline(
         )  # fmt: skip
         return replace(b, dram_plan=plan, partition=replace(b.partition, placements=placements))
 
-    def input_prep(b: NetworkBuild) -> NetworkBuild:
+    def pack(b: NetworkBuild) -> NetworkBuild:
         assert b.partition is not None and b.dram_plan is not None
         aliased = {name: g.aliased for name, g in b.dram_plan.groups.items()}
-        return replace(b, input_preps=input_preps(b.partition.groups, aliased))
+        graph, part = insert_packs(b.graph, b.partition, aliased, b.config)
+        packed = replace(b, graph=graph, partition=part, packed=True)
+        check_group_writes(packed)  # always: an input left unwritten would run on zeros
+        return packed
 
     def compile_host(b: NetworkBuild) -> NetworkBuild:
         assert b.partition is not None
@@ -491,7 +493,7 @@ def vta_pipeline(
         Pass("partition", partition),
         Pass("compile_groups", compile_groups),
         Pass("plan_dram", plan_dram),
-        Pass("input_prep", input_prep),
+        Pass("pack", pack),
     ]
     if host_groups:
         passes.append(Pass("compile_host_groups", compile_host))
@@ -511,7 +513,9 @@ def verify_build(b: NetworkBuild) -> None:
     """Raise :class:`compiler.errors.ModelError` (or the graph verifier's error) when the
     build is inconsistent: a malformed graph; a partition of another graph, or one that does
     not place every node exactly once or puts a group's node on the host; a group without its
-    program or a program without its group; a DRAM plan whose live activations share a byte."""
+    program or a program without its group; a DRAM plan whose live activations share a byte;
+    after the ``pack`` pass, a program input neither read in place nor packed by the host
+    (:func:`check_group_writes`)."""
     verify_graph(b.graph)
     part = b.partition
     if part is None:
@@ -537,18 +541,43 @@ def verify_build(b: NetworkBuild) -> None:
             raise ModelError(f"graph {b.graph.name}: groups and compiled programs differ: {odd}")
     if b.dram_plan is not None:
         check_plan(b.dram_plan)
-    for name, preps in b.input_preps.items():
-        symbols = b.layers[name].program.symbols if name in b.layers else {}
-        for prep in preps:
-            if prep.symbol not in symbols:
-                raise ModelError(f"group {name}: the host writes {prep.symbol!r}, which is not "
+    if b.packed:
+        check_group_writes(b)
+
+
+def check_group_writes(b: NetworkBuild) -> None:
+    """Raise :class:`compiler.errors.ModelError` unless, after the ``pack`` pass, every input
+    tensor of every group's program is read in place (the DRAM plan) or written by the host
+    from a ``pack`` node on the host whose result is exactly that tensor (shape and dtype)."""
+    assert b.partition is not None and b.dram_plan is not None
+    part = b.partition
+    for g in part.groups:
+        symbols = b.layers[g.name].program.symbols
+        writes = group_writes(g)
+        fed = set(b.dram_plan.groups[g.name].aliased) | {symbol for symbol, _ in writes}
+        unfed = sorted(n for n, sym in symbols.items() if sym.role == "input" and n not in fed)
+        if unfed:
+            raise ModelError(f"group {g.name}: input tensor(s) {unfed} of its program are "
+                             "neither read in place nor written by the host")  # fmt: skip
+        for symbol, pack in writes:
+            sym = symbols.get(symbol)
+            if sym is None:
+                raise ModelError(f"group {g.name}: the host writes {symbol!r}, which is not "
                                  "a symbol of its program")  # fmt: skip
+            if part.placement(pack.name).device != "cpu":
+                raise ModelError(f"group {g.name}: {symbol!r} is packed by {pack.name}, which "
+                                 "is not placed on the host")  # fmt: skip
+            if tuple(sym.shape) != pack.type.shape or str(sym.dtype) != pack.type.dtype:
+                raise ModelError(
+                    f"group {g.name}: {pack.name} gives {pack.type}, but the program's "
+                    f"{symbol!r} is {sym.dtype}{list(sym.shape)}"
+                )
 
 
 def build_text(b: NetworkBuild) -> str:
     """The build as text, for ``VTAC_DUMP_IR``: the graph, then what the passes so far made
-    (the partition table, each group's program size, the DRAM image's layout, the host's
-    input preparations, the host groups)."""
+    (the partition table, each group's program size, the DRAM image's layout, the host
+    groups)."""
     parts = [to_text(b.graph)]
     if b.partition is not None:
         parts.append(b.partition.table() + "\n")
@@ -562,10 +591,6 @@ def build_text(b: NetworkBuild) -> str:
             f"DRAM image: {d.dram.nbytes} bytes, static part {d.static_bytes}, "
             f"activations {d.activation_bytes} from byte {d.activation_base}\n"
         )
-    if b.input_preps:
-        lines = [f"{name}.{p.symbol}: {p.describe(b.config)}"
-                 for name, preps in b.input_preps.items() for p in preps]  # fmt: skip
-        parts.append("\n".join(lines) + "\n")
     if b.host_groups is not None:
         parts.append("\n".join(f"{h.name}: {h.how}" for h in b.host_groups) + "\n")
     return "".join(parts)
@@ -575,6 +600,7 @@ __all__ = [
     "CompiledNetwork",
     "NetworkBuild",
     "build_text",
+    "check_group_writes",
     "run_build",
     "verify_build",
     "vta_pipeline",

@@ -141,8 +141,17 @@ class AccelGroup:
 
     @property
     def nodes(self) -> tuple[Node, ...]:
-        return tuple(n for n in (self.anchor, self.requantize, self.qadd, self.post)
+        """The group's nodes in graph order: the ``unpack`` nodes through which it reads the
+        inputs the host packed (made by the accelerator build's ``pack`` pass,
+        :mod:`compiler.targets.vta.pack`), then its anchor and what it fused."""
+        core = tuple(n for n in (self.anchor, self.requantize, self.qadd, self.post)
                      if n is not None)  # fmt: skip
+        reads: dict[int, Node] = {}
+        for n in core:
+            for v in n.inputs:
+                if isinstance(v, Node) and v.op == "unpack":
+                    reads.setdefault(id(v), v)
+        return (*reads.values(), *core)
 
 
 @dataclass(frozen=True)
@@ -411,7 +420,7 @@ def _host_rule(node: Node, impl: Unsupported | None) -> tuple[str, str]:
         if impl is not None and not impl.reason.startswith("float32 operator"):
             return "float-op", f"float32 operator: {impl.reason}"  # the operator's own reason
         return "float-op", "float32 operator: no integer form"
-    if op in ("reshape", "transpose", "layout_transform", "im2col"):
+    if op in ("reshape", "transpose", "layout_transform", "im2col", "pack", "unpack"):
         return "layout", f"{op} is a layout change done on the host"
     if op in ("concat", "strided_slice", "pad"):
         return "layout", f"{op} moves int8 elements on the host"

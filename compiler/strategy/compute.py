@@ -403,6 +403,20 @@ def _im2col(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Te
     return transform.im2col(inputs[0], window, stride, before, out_hw, name=name)
 
 
+def _pack(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("pack", name, attrs, ("layout", "blocks"))
+    _arity("pack", name, inputs, 1)
+    layout, blocks = (_attr("pack", name, attrs, k) for k in ("layout", "blocks"))
+    return transform.block_pack(inputs[0], layout, _ints("pack", name, blocks, 2, "blocks"), name)
+
+
+def _unpack(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
+    _known("unpack", name, attrs, ("layout", "shape"))
+    _arity("unpack", name, inputs, 1)
+    layout, shape = (_attr("unpack", name, attrs, k) for k in ("layout", "shape"))
+    return transform.block_unpack(inputs[0], layout, shape, name)
+
+
 def _broadcast_to(inputs: Sequence[Tensor], attrs: Mapping[str, Any], name: str) -> Tensor:
     _known("broadcast_to", name, attrs, ("shape",))
     _arity("broadcast_to", name, inputs, 1)
@@ -826,6 +840,8 @@ OPS: dict[str, ComputeFn] = {
     "broadcast_to": _broadcast_to,
     "dilate": _dilate,
     "im2col": _im2col,
+    "pack": _pack,
+    "unpack": _unpack,
     "resize": _resize,
     "tile": _tile,
     "cast": _cast,

@@ -328,6 +328,105 @@ def im2col(
     return compute((n, c * taps, oh, ow), fcompute, name=name, tag="injective")
 
 
+def _unflatten(i: Expr, dims: Sequence[int]) -> list[Expr | int]:
+    """The indices of ``dims`` (row major) whose flat index is ``i``."""
+    out: list[Expr | int] = []
+    stride = math.prod(dims)
+    for d in dims:
+        stride //= d
+        out.append(0 if d == 1 else (i // stride) % d if stride > 1 else i % d)
+    return out
+
+
+def block_pack(x: Tensor, layout: str, blocks: Sequence[int], name: str = "pack") -> Tensor:
+    """The ``pack`` operator (:func:`compiler.graph.ops.block_pack_shape`): ``x`` in block
+    layout ``layout`` with ``blocks`` ``(b, c)``, zero past ``x``'s extent on the blocked axes.
+
+    Example:
+        >>> from compiler import te
+        >>> block_pack(te.placeholder((1, 3, 4, 4), "int8", name="x"), "nchw", (1, 16)).shape
+        (1, 1, 4, 4, 1, 16)
+    """
+    from compiler.graph.ops import block_pack_shape
+
+    b, c = (int(v) for v in blocks)
+    try:
+        shape = block_pack_shape(tuple(x.shape), layout, (b, c))
+    except (ShapeError, ValueError) as e:
+        raise ShapeError(f"{name}: {e}") from None
+    zero = op.convert(0, x.dtype)
+
+    def guarded(read: Expr, bounds: list[tuple[Expr, int, int]]) -> Expr:
+        # a blocked axis whose extent is a whole number of blocks needs no bound check
+        inside = [i < extent for i, extent, block in bounds if extent % block]
+        return op.if_then_else(op.all_of(*inside), read, zero) if inside else read
+
+    if layout == "nchw":
+
+        def nchw(nb: Expr, cb: Expr, y: Expr, xx: Expr, bi: Expr, ci: Expr) -> Expr:
+            n, ch = nb * b + bi, cb * c + ci
+            bounds = [(n, x.shape[0], b), (ch, x.shape[1], c)]
+            return guarded(x(n, ch, y, xx), bounds)
+
+        return compute(shape, nchw, name=name, tag="injective")
+    if layout == "rows":
+
+        def rows(nb: Expr, kb: Expr, bi: Expr, ci: Expr) -> Expr:
+            n, k = nb * b + bi, kb * c + ci
+            return guarded(x(n, k), [(n, x.shape[0], b), (k, x.shape[1], c)])
+
+        return compute(shape, rows, name=name, tag="injective")
+    lead = tuple(x.shape[:-2])
+    t_ext, k_ext = x.shape[-2:] if layout == "batch_rows" else x.shape[-2:][::-1]
+
+    def batch(m: Expr, tb: Expr, kb: Expr, bi: Expr, ci: Expr) -> Expr:
+        t, k = tb * b + bi, kb * c + ci
+        at = _unflatten(m, lead)
+        read = x(*at, t, k) if layout == "batch_rows" else x(*at, k, t)
+        return guarded(read, [(t, t_ext, b), (k, k_ext, c)])
+
+    return compute(shape, batch, name=name, tag="injective")
+
+
+def block_unpack(p: Tensor, layout: str, shape: Sequence[int], name: str = "unpack") -> Tensor:
+    """The ``unpack`` operator: the value of ``shape`` that :func:`block_pack` packed into
+    ``p`` (the padding dropped).
+
+    Example:
+        >>> from compiler import te
+        >>> p = te.placeholder((2, 2, 1, 4, 4), "int8", name="p")
+        >>> block_unpack(p, "batch_weight", (2, 6, 5)).shape
+        (2, 6, 5)
+    """
+    from compiler.graph.ops import block_pack_shape
+
+    out = tuple(int(d) for d in shape)
+    b, c = p.shape[-2:]
+    try:
+        packed = block_pack_shape(out, layout, (b, c))
+    except (ShapeError, ValueError) as e:
+        raise ShapeError(f"{name}: {e}") from None
+    if packed != tuple(p.shape):
+        raise ShapeError(f"{name}: {p.name}{p.shape} is not {out} packed in block layout "
+                         f"{layout} (that is {packed})")  # fmt: skip
+    if layout == "nchw":
+        return compute(out, lambda n, ch, y, xx: p(n // b, ch // c, y, xx, n % b, ch % c),
+                       name=name, tag="injective")  # fmt: skip
+    if layout == "rows":
+        return compute(out, lambda n, k: p(n // b, k // c, n % b, k % c), name=name,
+                       tag="injective")  # fmt: skip
+    lead = out[:-2]
+
+    def batch(*i: Expr) -> Expr:
+        flat: Expr | int = 0
+        for v, d in zip(i[:-2], lead, strict=True):
+            flat = flat * d + v
+        t, k = i[-2:] if layout == "batch_rows" else i[-2:][::-1]
+        return p(flat, t // b, k // c, t % b, k % c)
+
+    return compute(out, batch, name=name, tag="injective")
+
+
 def dilate(x: Tensor, strides: Sequence[int], name: str = "dilate") -> Tensor:
     """``strides[k] - 1`` zeros inserted between neighbours along each axis ``k`` (the input
     of a transposed convolution run as a convolution).

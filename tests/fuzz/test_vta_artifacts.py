@@ -260,12 +260,14 @@ CASES = {
     # the host's writes into the image
     "write slot out of range": (_set([*WRITE, "slot"], 99), "'writes': slot 99"),
     "write slot not ready": (_set([*WRITE, "slot"], 2), "read before"),
-    "write packing unknown": (_set([*WRITE, "packing"], "nhwc"), "packing 'nhwc'"),
-    # a write packs its slot and nothing else: the fields of a format that also padded and
-    # folded are refused (the pad and the fold are host kernels now), not run without them
+    "write slot of another shape": (_set([*WRITE, "slot"], 0), "but symbol 'data' is"),
+    # a write copies its slot and nothing else: the fields of a format that also packed,
+    # padded and folded are refused (the pack, the pad and the fold are host kernels now),
+    # not run without them
+    "write with a packing": (_set([*WRITE, "packing"], "nchw"), "unknown field(s) 'packing'"),
     "write with a pad": (_set([*WRITE, "pad"], [1, 1, 1, 1]), "unknown field(s) 'pad'"),
     "write with a fold": (_set([*WRITE, "fold"], {"kind": "im2col"}), "field(s) 'fold'"),
-    "write packing missing": (_del([*WRITE, "packing"]), "no field 'packing'"),
+    "write slot missing": (_del([*WRITE, "slot"]), "'writes'"),
     "segments malformed": (_set(["steps", VTA, "segments"], [[0, 1]]), "'segments'"),
     "producers a list": (_set(["steps", VTA, "producers"], ["conv"]), "'producers'"),
     # slots, inputs and outputs
@@ -305,7 +307,7 @@ CASES = {
     "activation_bytes negative": (_set(["activation_bytes"], -5), "'activation_bytes'"),
     "step kind unknown": (_set(["steps", 0, "kind"], "gpu"), "'kind' is 'gpu'"),
     "steps reordered": (_set(["steps"], lambda s: s[::-1]), "read before"),
-    "config block_in changed": (_set(["config", "block_in"], 16), "packs to"),
+    "config block_in changed": (_set(["config", "block_in"], 16), "with block_in=4, the"),
     "config unknown field": (_set(["config", "warp"], 2), "'config'"),
     # host kernels
     "kernel arg shape": (_set([*ARG, "shape"], [1]), "kernel argument"),
@@ -451,30 +453,3 @@ def test_random_mutations_are_run_or_refused_in_one_line(artifact, tmp_path_fact
     wrong = [f"case {k}: {v}" for k, v in enumerate(verdicts)
              if not (v in ("same", "different") or v.startswith("refused: "))]  # fmt: skip
     assert not wrong, "\n".join(wrong)
-
-
-def test_a_write_larger_than_its_symbol_is_refused_before_it_is_packed(monkeypatch):
-    """Packing pads and drops nothing: a write whose slot has more elements than its symbol
-    has bytes is refused on its size, before the host's packing would allocate the slot."""
-    from isa import load_config
-    from isa.program import Symbol
-    from runtime import vta_artifact
-    from runtime.errors import ArtifactError
-    from runtime.vta_plan import HostInput, Slot
-
-    packed: list[tuple[int, ...]] = []
-    real = HostInput.packed
-
-    def packing(self: HostInput, x: np.ndarray, cfg: Any) -> np.ndarray:
-        packed.append(x.shape)
-        return real(self, x, cfg)
-
-    monkeypatch.setattr(HostInput, "packed", packing)
-    cfg = load_config("default")
-    sym = Symbol("data", 0, "int8", (1, 1, 8, 8, 1, 4))
-    write = HostInput("data", "nchw", slot=0)
-    check = vta_artifact._Check("a.vtac")
-    vta_artifact._check_packing(write, sym, Slot((1, 4, 8, 8), "int8"), cfg, "step 1", check)
-    with pytest.raises(ArtifactError, match=r"step 1: .* 4096 elements, more than symbol 'data'"):
-        vta_artifact._check_packing(write, sym, Slot((1, 64, 8, 8), "int8"), cfg, "step 1", check)
-    assert packed == [(1, 4, 8, 8)]  # the refused slot was never packed

@@ -17,6 +17,7 @@ from compiler.frontend.onnx_import import from_onnx
 from compiler.graph import Constant, Graph, Node, TensorType, Var, evaluate
 from compiler.quantize import quantize_graph
 from compiler.registry import lookup
+from compiler.targets.vta.pack import group_writes
 from runtime.artifact import MANIFEST
 from runtime.errors import ArtifactError
 from runtime.vta_target import compile_network
@@ -83,8 +84,12 @@ def test_both_attention_matmuls_run_on_the_accelerator_bit_exact(graph, networks
     for name in ("qk", "pv"):
         group = next(g for g in net.partition.groups if g.name == name)
         assert group.requantize is not None  # fused: the group stores int8
-        preps = {p.symbol: p.packing for p in net.input_preps[name]}
-        assert preps == {"data": "batch_rows", "weight": "batch_weight"}
+        # both operands are activations the host packs (pack nodes), the right one transposed
+        # into the weight layout
+        packs = {symbol: pack.attrs["layout"] for symbol, pack in group_writes(group)}
+        assert packs == {"data": "batch_rows", "weight": "batch_weight"}
+        assert all(net.partition.placement(p.name).device == "cpu"
+                   for _, p in group_writes(group))  # fmt: skip
         assert net.layers[name].program.symbols["weight"].role == "input"
     for feed in _feeds(2, 2):
         np.testing.assert_array_equal(net.run(feed).outputs[0], net.reference(feed)[0])
@@ -104,9 +109,15 @@ def test_an_artifact_of_the_block_runs_the_same_bytes(networks, tmp_path):
     got = loaded.run(feed)
     np.testing.assert_array_equal(got.outputs[0], expected.outputs[0])
     assert got.total_cycles == expected.total_cycles
+    # the host writes both operands from the slots of the host groups' pack nodes, each
+    # exactly its symbol's tensor
     steps = {s.name: s for s in loaded.accel_steps}
-    assert {w.symbol: w.packing for w in steps["qk"].writes} == {
-        "data": "batch_rows", "weight": "batch_weight"}  # fmt: skip
+    writes = {w.symbol: loaded.slots[w.slot] for w in steps["qk"].writes}
+    symbols = steps["qk"].image.symbols
+    assert sorted(writes) == ["data", "weight"]
+    assert all(writes[k].shape == tuple(symbols[k].shape) for k in writes)
+    packs = {n.name: n.op for h in loaded.host_steps for n in h.nodes if n.op == "pack"}
+    assert set(packs) >= {"qk.data.pack", "qk.weight.pack"}, packs
 
 
 def _tampered(data, edit):
@@ -124,32 +135,31 @@ def _tampered(data, edit):
     return buf.getvalue()
 
 
-def _rows_for_weight(writes):
-    writes["weight"]["packing"] = "batch_rows"
+def _data_for_weight(writes):
+    writes["weight"]["slot"] = writes["data"]["slot"]
 
 
-def _padded_weight(writes):
-    writes["weight"]["pad"] = [1, 0, 1, 0]
+def _packing_field(writes):
+    writes["weight"]["packing"] = "batch_weight"
 
 
-def _nchw_weight(writes):
-    writes["weight"]["packing"] = "nchw"
+def _slot_out_of_range(writes):
+    writes["weight"]["slot"] = 10_000
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (
-            _rows_for_weight,
-            r"'weight' from slot int8\[1, 2, 5, 6\]: packs to \[2, 5, 2, 1, 4\], "
-            r"symbol 'weight' is \[2, 2, 2, 4, 4\]",
+            _data_for_weight,
+            r"'weight' from slot \d+ \(int8\[2, 6, 2, 1, 4\]\), but symbol 'weight' is "
+            r"int8\[2, 2, 2, 4, 4\]",
         ),
         (
-            _padded_weight,
-            r"'weight' has unknown field\(s\) 'pad'; a write has symbol, slot, "
-            "packing",
+            _packing_field,
+            r"'weight' has unknown field\(s\) 'packing'; a write has symbol, slot",
         ),
-        (_nchw_weight, r"'weight' from slot int8\[1, 2, 5, 6\]: packs to"),
+        (_slot_out_of_range, r"field 'writes': slot 10000 is not one of the \d+ slots"),
     ],
     ids=lambda v: v.__name__.strip("_") if callable(v) else "",
 )

@@ -32,10 +32,13 @@ def test_resnet_groups_read_in_place_after_the_first_layers_fold_node(capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     rows, placed = _rows(out), _placed(out)
-    # the fold is a host node before the convolution, which reads its packed result
+    # the fold is a host node before the convolution, which reads its result packed by a host
+    # pack node, through the group's unpack
     assert placed["conv1.im2col"] == ("im2col", "cpu", "-", "layout")
+    assert placed["conv1.data.pack"] == ("pack", "cpu", "-", "pack")
+    assert placed["conv1.data"] == ("unpack", "vta", "conv1", "packed-input")
     assert placed["conv1"][:3] == ("conv2d", "vta", "conv1")
-    assert rows[("conv1", "data")] == "pack NCHW into 1x16 blocks"
+    assert rows[("conv1", "data")] == "packed by host node conv1.data.pack (nchw, 1x16 blocks)"
     assert rows[("maxpool", "data")] == "read in place from group conv1's output"
     assert rows[("layer1.0.conv2", "residual")] == "read in place from group maxpool's output"
 
@@ -63,4 +66,4 @@ def test_a_max_pool_over_signed_values_is_padded_by_a_host_node(tmp_path, capsys
     rows, placed = _rows(out), _placed(out)
     assert placed["pool.pad"] == ("pad", "cpu", "-", "layout")
     assert placed["pool"][:3] == ("max_pool2d", "vta", "pool")
-    assert rows[("pool", "data")] == "pack NCHW into 1x4 blocks"
+    assert rows[("pool", "data")] == "packed by host node pool.data.pack (nchw, 1x4 blocks)"

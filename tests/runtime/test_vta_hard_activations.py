@@ -10,7 +10,7 @@ from compiler.frontend.onnx_import import from_onnx
 from compiler.graph import evaluate
 from runtime.vta_target import compile_network
 from tests.compiler.frontend.helpers import make_model
-from tests.runtime.helpers import host_ops_but_folds
+from tests.runtime.helpers import host_ops_but_group_feeds
 
 
 def _model():
@@ -44,7 +44,7 @@ def test_hard_activations_run_on_the_alu_bit_exact(preset):
     rule = "qhard_swish-fused" if preset == "vta-1x16x16" else "qhard_swish-group"
     assert placed["hswish"] == ("qhard_swish", "vta", rule), placed
     assert placed["hsig"] == ("qhard_sigmoid", "vta", "qhard_sigmoid-group"), placed
-    assert host_ops_but_folds(net) == ["quantize", "dequantize"]
+    assert host_ops_but_group_feeds(net) == ["quantize", "dequantize"]
     for feed in _feeds(2, 2):
         got = net.run(feed).outputs[0]
         np.testing.assert_array_equal(got, net.reference(feed)[0])
@@ -104,7 +104,7 @@ def test_a_hard_swish_fused_into_its_convolution_gives_the_same_bytes(
         rule = next(p.rule for p in net.partition.placements if p.node == "hswish")
         assert rule == ("qhard_swish-fused" if fuse else "qhard_swish-group")
         # the multiply and add are the hard swish's factor and offset, no operators of their own
-        assert host_ops_but_folds(net) == ["quantize", "dequantize"]
+        assert host_ops_but_group_feeds(net) == ["quantize", "dequantize"]
         (swish,) = [n for n in net.graph.nodes if n.op == "qhard_swish"]
         assert (swish.attrs["offset"] != 0) == bool(plus)
         run = net.run(feed)

@@ -221,13 +221,19 @@ def test_padded_max_pool_over_signed_values_gets_its_padding_from_the_host():
     # the padding is a host node of the graph (the host_steps pass), the pool runs unpadded
     nodes = {n.name: n for n in net.graph.nodes}
     pad = nodes["pool.pad"]
-    assert (pad.op, pad.attrs["pad_value"], nodes["pool"].inputs[0]) == ("pad", -128.0, pad)
+    # the pool reads the padded value packed by the host (a pack node and the group's unpack)
+    unpack = nodes["pool"].inputs[0]
+    assert (unpack.op, unpack.inputs[0].op, unpack.inputs[0].inputs[0]) == ("unpack", "pack", pad)
+    assert (pad.op, pad.attrs["pad_value"]) == ("pad", -128.0)
     assert nodes["pool"].attrs["padding"] == (0, 0, 0, 0)
     assert net.partition.placement("pool.pad").device == "cpu"
     assert net.dram_plan.groups["pool"].aliased == ()
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
-    assert [r.name for r in result.layers if r.device == "cpu"][1] == "pool.pad"
+    # the host rows: the input's quantize and the conv's pack, the pad and the pool's pack
+    # (one host group), then the dequantize
+    host = [r.name for r in result.layers if r.device == "cpu"]
+    assert host[2:4] == ["pool.pad", "pool.data.pack"], host
     # the pad is a compiled host kernel of the artifact: it runs from one as it ran here
     from runtime.vta_artifact import load_vta_artifact, vta_artifact_bytes
     from runtime.vta_plan import plan_network
@@ -297,7 +303,8 @@ def test_first_layer_folded_into_channels_is_bit_exact(config, in_c, k, stride, 
     # the fold is a host node of the graph, the convolution over its channels a group
     (group,) = net.partition.groups
     (fold,) = [n for n in net.graph.nodes if n.op == "im2col"]
-    assert fold.name == f"conv1.{kind}" and group.anchor.inputs[0] is fold
+    unpack = group.anchor.inputs[0]  # the group reads the fold packed by the host
+    assert fold.name == f"conv1.{kind}" and unpack.inputs[0].inputs[0] is fold
     assert net.partition.placement(fold.name).device == "cpu"
     assert group.anchor.attrs["strides"] == (1, 1) and group.anchor.attrs["padding"] == (0,) * 4
     assert net.layers["conv1"].program.symbols["kernel"].shape[2:4] == kernel_hw

@@ -25,9 +25,10 @@ def test_trace_slices_carry_the_rows_and_energy(tmp_path, capsys):
     assert counter[-1]["args"]["uJ"] == pytest.approx(report["energy_uj"])
     # the host groups on their own track, between the accelerator groups on one time axis
     host = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("tid") == 98]
-    # the first host group quantizes the input and folds it for the first convolution
+    # the first host group quantizes the input, folds it for the first convolution and packs
+    # the fold into the block layout
     assert host and host[0]["name"] == "data.quantize"
-    assert host[0]["args"]["ops"] == "quantize+im2col"
+    assert host[0]["args"]["ops"] == "quantize+im2col+pack"
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in slices + host)
     assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:], strict=False))
     assert any(h["ts"] >= s["ts"] + s["dur"] for h in host for s in slices)  # one after a group

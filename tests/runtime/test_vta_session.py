@@ -205,6 +205,7 @@ def _write_unknown_symbol(m):
 
 
 def _packing(m):
+    # a write copies a host group's packed result: a packing of its own is refused
     step = next(s for s in m["steps"] if s["kind"] == "vta" and s["writes"])
     step["writes"][0]["packing"] = "diagonal"
 
@@ -239,7 +240,7 @@ def _missing_field(m):
             r"'\w+' float32\[1, 1, \d+, \d+\] \(\d+ bytes, read\)",
         ),
         (_write_unknown_symbol, r"field 'writes': 'nope' is not a symbol"),
-        (_packing, r"packing 'diagonal' is not one of"),
+        (_packing, r"'data' has unknown field\(s\) 'packing'; a write has symbol, slot"),
         (_read_before_written, r"slot \d+ is read before any step writes it"),
         (_step_kind, r"step 0 \(data.quantize\): field 'kind' is 'gpu'"),
         (_config, r"manifest: field 'config'"),

@@ -18,7 +18,8 @@ Two groups read an input the host has to rewrite first, and the graph says so:
 Both rewrites keep the graph's integers (the reference executor gives the same outputs) and
 apply only to a node the accelerator takes (its registered ``fits`` accepts it, before and
 after): a node left on the host keeps its own form. What is left for the host at a group's
-edge is packing into the blocked layout (:mod:`compiler.targets.vta.input_prep`).
+edge is packing into the block layout, the ``pack`` nodes of the ``pack`` pass
+(:mod:`compiler.targets.vta.pack`).
 
 Example:
     >>> import numpy as np

@@ -676,8 +676,13 @@ for _op in ("quantize", "dequantize"):
     register_unsupported(
         "vta", _op, "converts between float32 and int8 at the integer region's edge (host)"
     )
-for _op in ("reshape", "transpose", "layout_transform", "im2col"):
+for _op in ("reshape", "transpose", "layout_transform", "im2col", "pack"):
     register_unsupported("vta", _op, "a layout change, done on the host")
+register_unsupported(
+    "vta", "unpack",
+    "not a group of its own: the first node of the group whose input the host packed, it "
+    "stands for that group's loads reading the block layout",
+)  # fmt: skip
 for _op in ("sigmoid", "tanh"):
     register_unsupported(
         "vta", _op, "no exact int8 form on the ALU short of one compare per output step "

@@ -26,20 +26,71 @@ def _pad_to(a: np.ndarray, axis: int, block: int) -> np.ndarray:
     return np.pad(a, widths)
 
 
+#: The block layouts of :func:`pack_blocks` (the graph's ``pack`` operator): ``nchw``: ``(N, C,
+#: H, W)`` to ``(N/b, C/c, H, W, b, c)``; ``rows``: ``(N, K)`` to ``(N/b, K/c, b, c)``;
+#: ``batch_rows``: ``(..., T, K)`` to ``(B, T/b, K/c, b, c)``, the rows of every matrix of a
+#: batch of matrices, the leading axes flattened into ``B``; ``batch_weight``: ``(..., K, N)``
+#: to ``(B, N/b, K/c, b, c)``, every matrix transposed into the weight layout (the right
+#: operand of a matmul). ``(b, c)`` are the ``blocks``; the blocked axes are zero padded.
+BLOCK_LAYOUTS = ("nchw", "rows", "batch_rows", "batch_weight")
+
+
+def pack_blocks(x: np.ndarray, layout: str, blocks: tuple[int, int]) -> np.ndarray:
+    """``x`` in block layout ``layout`` (:data:`BLOCK_LAYOUTS`) with ``blocks`` ``(b, c)``.
+
+    Example:
+        >>> x = np.arange(2 * 3 * 5, dtype=np.int8).reshape(2, 3, 5)
+        >>> p = pack_blocks(x, "batch_weight", (4, 4))
+        >>> p.shape, bool((unpack_blocks(p, "batch_weight", x.shape) == x).all())
+        ((2, 2, 1, 4, 4), True)
+    """
+    b, c = blocks
+    if layout == "nchw":
+        x = _pad_to(_pad_to(x, 0, b), 1, c)
+        n, ch, h, w = x.shape
+        p = x.reshape(n // b, b, ch // c, c, h, w)
+        return np.ascontiguousarray(p.transpose(0, 2, 4, 5, 1, 3))
+    if layout == "rows":
+        x = _pad_to(_pad_to(x, 0, b), 1, c)
+        n, k = x.shape
+        return np.ascontiguousarray(x.reshape(n // b, b, k // c, c).transpose(0, 2, 1, 3))
+    if layout not in ("batch_rows", "batch_weight"):
+        raise ValueError(f"block layout {layout!r} is not one of {BLOCK_LAYOUTS}")
+    if x.ndim < 2:
+        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
+    flat = x.reshape(-1, *x.shape[-2:])
+    if layout == "batch_weight":
+        flat = flat.transpose(0, 2, 1)  # (B, N, K): each matrix's columns as rows
+    flat = _pad_to(_pad_to(flat, 1, b), 2, c)
+    nb, t, k = flat.shape
+    p = flat.reshape(nb, t // b, b, k // c, c)
+    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
+
+
+def unpack_blocks(p: np.ndarray, layout: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The value of ``shape`` that :func:`pack_blocks` packed into ``p`` (the padding
+    dropped)."""
+    if layout == "nchw":
+        return unpack_nchw(p, shape[0], shape[1])
+    if layout == "rows":
+        return unpack_rows(p, shape[0], shape[1])
+    if layout == "batch_rows":
+        return unpack_batch_rows(p, shape)
+    if layout != "batch_weight":
+        raise ValueError(f"block layout {layout!r} is not one of {BLOCK_LAYOUTS}")
+    k, n = shape[-2:]
+    cols = unpack_batch_rows(p, (p.shape[0], n, k))  # (B, N, K)
+    return np.ascontiguousarray(cols.transpose(0, 2, 1).reshape(shape))
+
+
 def pack_nchw(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     """``(N, C, H, W)`` to ``(N/b, C/bi, H, W, b, bi)``."""
-    x = _pad_to(_pad_to(x, 0, cfg.batch), 1, cfg.block_in)
-    n, c, h, w = x.shape
-    p = x.reshape(n // cfg.batch, cfg.batch, c // cfg.block_in, cfg.block_in, h, w)
-    return np.ascontiguousarray(p.transpose(0, 2, 4, 5, 1, 3))
+    return pack_blocks(x, "nchw", (cfg.batch, cfg.block_in))
 
 
 def pack_nchw_out(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
     """``(N, C, H, W)`` to the output layout ``(N/b, C/bo, H, W, b, bo)`` (a residual)."""
-    x = _pad_to(_pad_to(x, 0, cfg.batch), 1, cfg.block_out)
-    n, c, h, w = x.shape
-    p = x.reshape(n // cfg.batch, cfg.batch, c // cfg.block_out, cfg.block_out, h, w)
-    return np.ascontiguousarray(p.transpose(0, 2, 4, 5, 1, 3))
+    return pack_blocks(x, "nchw", (cfg.batch, cfg.block_out))
 
 
 def unpack_nchw(p: np.ndarray, n: int, c: int) -> np.ndarray:
@@ -66,11 +117,7 @@ def pack_kernel(w: np.ndarray, cfg: HwConfig) -> np.ndarray:
 
 def pack_rows(x: np.ndarray, cfg: HwConfig, *, out: bool = False) -> np.ndarray:
     """``(N, K)`` to ``(N/b, K/bi, b, bi)`` (``(N/b, K/bo, b, bo)`` with ``out``)."""
-    block = cfg.block_out if out else cfg.block_in
-    x = _pad_to(_pad_to(x, 0, cfg.batch), 1, block)
-    n, k = x.shape
-    p = x.reshape(n // cfg.batch, cfg.batch, k // block, block)
-    return np.ascontiguousarray(p.transpose(0, 2, 1, 3))
+    return pack_blocks(x, "rows", (cfg.batch, cfg.block_out if out else cfg.block_in))
 
 
 def unpack_rows(p: np.ndarray, n: int, m: int) -> np.ndarray:
@@ -102,14 +149,7 @@ def pack_batch_rows(x: np.ndarray, cfg: HwConfig, *, out: bool = False) -> np.nd
         >>> pack_batch_rows(np.ones((1, 8, 5, 6), np.int8), isa.load_config("default")).shape
         (8, 5, 2, 1, 4)
     """
-    if x.ndim < 2:
-        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
-    block = cfg.block_out if out else cfg.block_in
-    t, k = x.shape[-2:]
-    flat = _pad_to(_pad_to(x.reshape(-1, t, k), 1, cfg.batch), 2, block)
-    b, t, k = flat.shape
-    p = flat.reshape(b, t // cfg.batch, cfg.batch, k // block, block)
-    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
+    return pack_blocks(x, "batch_rows", (cfg.batch, cfg.block_out if out else cfg.block_in))
 
 
 def pack_batch_weight(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
@@ -121,14 +161,7 @@ def pack_batch_weight(x: np.ndarray, cfg: HwConfig) -> np.ndarray:
         >>> pack_batch_weight(np.ones((2, 3, 6, 5), np.int8), isa.load_config("default")).shape
         (6, 2, 2, 4, 4)
     """
-    if x.ndim < 2:
-        raise ValueError(f"a batch of matrices has 2 axes or more, got shape {x.shape}")
-    k, n = x.shape[-2:]
-    flat = x.reshape(-1, k, n).transpose(0, 2, 1)  # (B, N, K)
-    flat = _pad_to(_pad_to(flat, 1, cfg.block_out), 2, cfg.block_in)
-    b, n, k = flat.shape
-    p = flat.reshape(b, n // cfg.block_out, cfg.block_out, k // cfg.block_in, cfg.block_in)
-    return np.ascontiguousarray(p.transpose(0, 1, 3, 2, 4))
+    return pack_blocks(x, "batch_weight", (cfg.block_out, cfg.block_in))
 
 
 def unpack_batch_rows(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -159,14 +192,17 @@ def unpack_output(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 __all__ = [
+    "BLOCK_LAYOUTS",
     "pack_batch_rows",
     "pack_batch_weight",
+    "pack_blocks",
     "pack_kernel",
     "pack_nchw",
     "pack_nchw_out",
     "pack_rows",
     "pack_weight",
     "unpack_batch_rows",
+    "unpack_blocks",
     "unpack_nchw",
     "unpack_output",
     "unpack_rows",

@@ -3,7 +3,7 @@
 per-tensor requantization on the ALU.
 
 Neither operand is a compile-time constant. The host writes both into the program's tensors
-at run time (:mod:`compiler.targets.vta.input_prep`): ``A`` as rows into ``data``
+at run time (``pack`` nodes, :mod:`compiler.targets.vta.pack`): ``A`` as rows into ``data``
 ``(B, T/b, K/bi, b, bi)`` (the dense layer's data layout, one matrix after another) and ``B``
 transposed into the weight layout ``weight (B, N/bo, K/bi, bo, bi)``, so that each matrix of
 the batch is a dense layer whose weights are ``B[h]^T``. The result ``out (B, T/b, N/bo, b, bo)``

@@ -12,6 +12,7 @@ from compiler.errors import ModelError
 from compiler.graph import Constant, Graph, Node, TensorType, Var
 from compiler.model.vta import NetworkBuild, compile_network, run_build, verify_build, vta_pipeline
 from compiler.passes.pipeline import PassOptions
+from compiler.targets.vta.pack import group_writes
 from isa import load_config
 
 
@@ -37,17 +38,23 @@ def test_every_pass_is_verified_and_dumped_by_name():
         opts,
     )
     assert list(dumps) == ["input", "quantize", "fuse_qprelu", "host_steps", "partition",
-                           "compile_groups", "plan_dram", "input_prep",
+                           "compile_groups", "plan_dram", "pack",
                            "compile_host_groups"]  # fmt: skip
     assert "quantize" not in dumps["input"] and "quantize" in dumps["quantize"]
     assert "conv2d-group" in dumps["partition"] and "DRAM image" not in dumps["partition"]
     assert "instructions" in dumps["compile_groups"]
     assert "DRAM image:" in dumps["plan_dram"]
     # the first conv's fold is a host node (an im2col the host_steps pass adds); its result
-    # is packed by the host, and the second conv reads the first's output in place
+    # is packed by the host (a pack node, which the group reads through an unpack), and the
+    # second conv reads the first's output in place
     assert "im2col" not in dumps["fuse_qprelu"] and "= im2col(" in dumps["host_steps"]
-    assert "a.data: pack NCHW" in dumps["input_prep"] and "b.data" not in dumps["input_prep"]
-    assert [p.symbol for p in built.input_preps["a"]] == ["data"] and not built.input_preps["b"]
+    assert "= pack(" not in dumps["plan_dram"] and "%a.data.pack = pack(" in dumps["pack"]
+    assert "%a.data = unpack(%a.data.pack)" in dumps["pack"] and "b.data" not in dumps["pack"]
+    groups = {g.name: g for g in built.partition.groups}
+    assert [(s, p.name) for s, p in group_writes(groups["a"])] == [("data", "a.data.pack")]
+    assert not group_writes(groups["b"])
+    assert built.partition.placement("a.data.pack").device == "cpu"
+    assert built.partition.placement("a.data").group == "a"
     assert "host (compiled" in dumps["compile_host_groups"]
     assert set(built.layers) == {g.name for g in built.partition.groups}
 

@@ -1,0 +1,240 @@
+"""The host's packing of an accelerator group's inputs, made graph nodes: the ``pack`` pass of
+the accelerator build (:func:`compiler.model.vta.vta_pipeline`, after the DRAM plan).
+
+The accelerator's programs read int8 (or int32) tensors in its block layout. A group input that
+another accelerator group stored in that layout is read in place (the DRAM plan,
+:mod:`compiler.targets.vta.link`); any other the host packs, and the graph says so. For each
+such input the pass inserts two nodes:
+
+* a ``pack`` on the host (:func:`compiler.graph.ops.block_pack_shape`): the value in the block
+  layout, padded to whole blocks: NCHW (or ``(N, C)`` rows) with ``block_in`` channels per
+  block for what a GEMM reads, ``block_out`` for what an ALU group or a pool reads (the layout
+  a producing group stores) and for a fused residual; a matmul of two activations reads its
+  left operand as the rows of each matrix (``batch_rows``) and its right operand ``(..., K,
+  N)`` transposed into the weight layout (``batch_weight``: the weight tensor of its program
+  is an activation the host writes at every run, not a constant). The host groups compile and
+  run it like any host node (fused with the node that makes the value), and one ``pack`` serves
+  every group that reads the value in the same layout;
+* an ``unpack`` in the group, the node that reads the packed value: it stands for the group's
+  loads, which read the block layout, so that the graph keeps its meaning (the reference
+  executor gives the same integers) and the group's input is the ``pack``'s result, which the
+  runtime writes into the program's tensor (:func:`group_writes`).
+
+Whatever else the host computes before a group is a graph node too: a max pool's -128 padding
+(a ``pad``) and the first layer's channel fold (an ``im2col``), made by the ``host_steps`` pass
+(:mod:`compiler.targets.vta.host_steps`). ``vtac graph MODEL --target vta`` prints them all.
+
+Example:
+    >>> from isa import load_config
+    >>> from compiler.graph import Graph, Node, TensorType, Var
+    >>> from compiler.partition import partition_graph
+    >>> x = Var("x", TensorType((1, 16, 4, 4), "int8", "NCHW"))
+    >>> cfg = load_config("vta-1x16x16")
+    >>> g = Graph.from_outputs([x], [Node("relu", (x,), name="r")])
+    >>> graph, part = insert_packs(g, partition_graph(g, cfg), {}, cfg)
+    >>> [(n.op, n.name, part.placement(n.name).device) for n in graph.nodes]
+    [('pack', 'r.data.pack', 'cpu'), ('unpack', 'r.data', 'vta'), ('relu', 'r', 'vta')]
+    >>> [(symbol, v.op, v.type.shape) for symbol, v in group_writes(part.groups[0])]
+    [('data', 'pack', (1, 1, 4, 4, 1, 16))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from compiler.errors import ModelError
+from compiler.graph import Constant, Graph, Node, Value
+from compiler.graph.ir import rebuild
+from compiler.partition.partition import CPU, VTA, AccelGroup, Partition, Placement
+from compiler.registry import lookup
+from isa import HwConfig
+
+#: The rule of a ``pack`` node (on the host) and of an ``unpack`` node (in its group).
+PACK_RULE = "pack"
+PACKED_INPUT_RULE = "packed-input"
+
+
+def _name(v: Value) -> str:
+    return v.label if isinstance(v, Node) else v.name
+
+
+def group_inputs(group: AccelGroup) -> list[tuple[str, Value]]:
+    """``(symbol, value)`` of the inputs of ``group`` that come from outside it: its
+    ``data``, a matmul's right operand (its program's ``weight``, an activation) and, for a
+    group with a fused residual, its ``residual``. After the ``pack`` pass a packed input's
+    value is the group's ``unpack`` node."""
+    inputs = [("data", group.anchor.inputs[0])]
+    if group.kind == "matmul":
+        inputs.append(("weight", group.anchor.inputs[1]))
+    if group.residual is not None:
+        inputs.append(("residual", group.residual))
+    return inputs
+
+
+def group_writes(group: AccelGroup) -> list[tuple[str, Node]]:
+    """``(symbol, pack node)`` of the inputs of ``group`` the host writes: each read through
+    an ``unpack`` (the others are read in place from the group that stored them)."""
+    writes = []
+    for symbol, v in group_inputs(group):
+        if isinstance(v, Node) and v.op == "unpack" and isinstance(v.inputs[0], Node):
+            writes.append((symbol, v.inputs[0]))
+    return writes
+
+
+def block_packing(
+    group: AccelGroup, symbol: str, ndim: int, cfg: HwConfig
+) -> tuple[str, tuple[int, int]]:
+    """The block layout and blocks ``(b, c)`` in which ``group`` reads input ``symbol``
+    (``data``, ``weight`` or ``residual``) of ``ndim`` axes."""
+    if group.kind == "matmul":
+        if symbol == "weight":
+            return "batch_weight", (cfg.block_out, cfg.block_in)
+        return "batch_rows", (cfg.batch, cfg.block_in if symbol == "data" else cfg.block_out)
+    out = (
+        symbol == "residual"
+        or group.kind in ("global_sum_pool2d", "max_pool2d")
+        or lookup("vta", group.kind).kind in ("elementwise", "rescale")
+    )
+    return ("nchw" if ndim == 4 else "rows"), (cfg.batch, cfg.block_out if out else cfg.block_in)
+
+
+def _readers(group: AccelGroup, aliased: tuple[str, ...]) -> list[tuple[Node, int, str]]:
+    """``(node, input position, symbol)`` of each read of a packed input inside ``group``."""
+    found = []
+    if "data" not in aliased:
+        found.append((group.anchor, 0, "data"))
+    if group.kind == "matmul" and "weight" not in aliased:
+        found.append((group.anchor, 1, "weight"))
+    if group.residual is not None and "residual" not in aliased:
+        for node in group.nodes:
+            for k, v in enumerate(node.inputs):
+                mine = node is group.anchor and (k == 0 or (group.kind == "matmul" and k == 1))
+                if v is group.residual and not mine:
+                    found.append((node, k, "residual"))
+    return found
+
+
+def _second_read(group: AccelGroup, aliased: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether ``group`` reads its data again as its packed residual (an elementwise group
+    whose second operand is its first input: no input position of its own)."""
+    return (
+        group.residual is not None
+        and "residual" not in aliased.get(group.name, ())
+        and not any(symbol == "residual" for _, _, symbol in _readers(group, ()))
+    )
+
+
+def insert_packs(
+    graph: Graph, partition: Partition, aliased: Mapping[str, tuple[str, ...]], cfg: HwConfig
+) -> tuple[Graph, Partition]:
+    """``graph`` with a ``pack`` and an ``unpack`` node for every input of an accelerator
+    group that the DRAM plan does not read in place (``aliased``: per group, the symbols read
+    in place), and ``partition`` over the new graph: each ``pack`` on the host, each
+    ``unpack`` in its group (the module docstring)."""
+    if partition.graph is not graph:
+        raise ModelError(f"graph {graph.name}: the partition is of another graph")
+    taken = {n.name for n in graph.nodes} | {v.name for v in graph.inputs}
+
+    def fresh(name: str) -> str:
+        k, out = 1, name
+        while out in taken:
+            k, out = k + 1, f"{name}{k}"
+        taken.add(out)
+        return out
+
+    reads: dict[int, list[tuple[int, AccelGroup, str]]] = {}
+    for g in partition.groups:
+        for node, k, symbol in _readers(g, tuple(aliased.get(g.name, ()))):
+            reads.setdefault(id(node), []).append((k, g, symbol))
+    packs: dict[tuple[int, str, tuple[int, int]], Node] = {}
+    pack_users: dict[str, list[str]] = {}
+    unpacks: dict[tuple[str, str], Node] = {}  # (group, symbol) -> unpack node
+    new_of: dict[int, Value] = {}
+
+    def packed(value: Value, g: AccelGroup, symbol: str) -> Node:
+        if (g.name, symbol) in unpacks:
+            return unpacks[(g.name, symbol)]
+        shape = tuple(int(d) for d in value.type.shape)
+        layout, blocks = block_packing(g, symbol, len(shape), cfg)
+        key = (id(value), layout, blocks)
+        if key not in packs:
+            attrs = {"layout": layout, "blocks": blocks}
+            packs[key] = Node("pack", (value,), attrs, fresh(f"{g.name}.{symbol}.pack"))
+        pack = packs[key]
+        pack_users.setdefault(pack.name, []).append(f"{g.name}.{symbol}")
+        unpack = Node("unpack", (pack,), {"layout": layout, "shape": shape},
+                      fresh(f"{g.name}.{symbol}"))  # fmt: skip
+        unpacks[(g.name, symbol)] = unpack
+        return unpack
+
+    def rewrite(node: Node, ins: tuple[Value, ...]) -> Value:
+        new = list(ins)
+        for k, g, symbol in reads.get(id(node), ()):
+            new[k] = packed(ins[k], g, symbol)
+        same = all(a is b for a, b in zip(new, node.inputs, strict=True))
+        out = node if same else Node(node.op, tuple(new), node.attrs, node.name)
+        new_of[id(node)] = out
+        return out
+
+    if not reads and not any(_second_read(g, aliased) for g in partition.groups):
+        return graph, partition
+    new_graph = rebuild(graph, rewrite)
+    for g in partition.groups:
+        if _second_read(g, aliased) and (g.name, "residual") not in unpacks:
+            # an input loaded twice (a LeakyReLU's, a hard swish's): its residual is its data,
+            # read through the same unpack, so the host writes the one pack into both
+            data = unpacks.get((g.name, "data"))
+            assert g.residual is not None
+            layout = block_packing(g, "residual", len(g.residual.type.shape), cfg)
+            pack = data.inputs[0] if data is not None else None
+            same = isinstance(pack, Node) and (pack.attrs["layout"], pack.attrs["blocks"]) == layout
+            if data is None or not isinstance(pack, Node) or not same:
+                how = "read in place" if data is None else f"packed {data.attrs['layout']}"
+                raise ModelError(
+                    f"group {g.name}: its input is both its data ({how}) and its residual "
+                    f"(packed {layout[0]} in {layout[1]} blocks): one pack cannot write both"
+                )
+            unpacks[(g.name, "residual")] = data
+            pack_users[pack.name].append(f"{g.name}.residual")
+
+    def remap(v: Any) -> Any:
+        return v if v is None or isinstance(v, Constant) else new_of.get(id(v), v)
+
+    groups = []
+    for g in partition.groups:
+        residual = unpacks.get((g.name, "residual"), remap(g.residual))
+        nodes = {k: remap(getattr(g, k)) for k in ("anchor", "requantize", "qadd", "post")}
+        groups.append(replace(g, residual=residual, **nodes))
+    old = {p.node: p for p in partition.placements}
+    pack_ids = {id(n) for n in packs.values()}
+    group_of = {id(u): name for (name, _), u in unpacks.items()}
+    placements = []
+    for n in new_graph.nodes:
+        if id(n) in pack_ids:
+            b, c = n.attrs["blocks"]
+            placements.append(Placement(
+                n.name, n.op, CPU, None, PACK_RULE,
+                f"the host packs {_name(n.inputs[0])} into {n.attrs['layout']} blocks of "
+                f"{b}x{c} for {', '.join(pack_users[n.name])}",
+            ))  # fmt: skip
+        elif id(n) in group_of:
+            placements.append(Placement(
+                n.name, n.op, VTA, group_of[id(n)], PACKED_INPUT_RULE,
+                "the group's loads read the block layout that the host packed",
+            ))  # fmt: skip
+        else:
+            placements.append(old[n.name])
+    part = replace(partition, graph=new_graph, placements=tuple(placements), groups=tuple(groups))
+    return new_graph, part
+
+
+__all__ = [
+    "PACKED_INPUT_RULE",
+    "PACK_RULE",
+    "block_packing",
+    "group_inputs",
+    "group_writes",
+    "insert_packs",
+]
