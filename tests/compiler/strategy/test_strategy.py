@@ -655,6 +655,44 @@ def test_layout_transform_round_trip():
     np.testing.assert_array_equal(got_c, x)
 
 
+@pytest.mark.parametrize(
+    ("layout", "shape", "blocks"),
+    [
+        ("nchw", (1, 3, 5, 4), (1, 16)),  # channels padded to a block
+        ("nchw", (3, 32, 2, 3), (2, 16)),  # batch padded, channels whole
+        ("rows", (3, 10), (4, 4)),
+        ("rows", (2, 16), (1, 16)),  # nothing padded: no bound checks
+        ("batch_rows", (2, 3, 5, 6), (4, 4)),
+        ("batch_rows", (7, 9), (1, 4)),  # one matrix
+        ("batch_weight", (2, 3, 6, 5), (4, 4)),
+        ("batch_weight", (1, 16, 16), (16, 16)),
+    ],
+)
+def test_pack_and_unpack_compile_to_the_accelerators_block_layouts(layout, shape, blocks):
+    from compiler.topi.vta.packing import pack_blocks
+
+    x = RNG.integers(-128, 128, size=shape).astype(np.int8)
+    X = ph(x, "x")
+    packed = compute("pack", [X], {"layout": layout, "blocks": blocks}, "p")
+    (got,) = run([packed], None, [X], [x])
+    want = pack_blocks(x, layout, blocks)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    P = ph(want, "pk")
+    back = compute("unpack", [P], {"layout": layout, "shape": shape}, "u")
+    (again,) = run([back], None, [P], [want])
+    np.testing.assert_array_equal(again, x)
+
+
+def test_pack_refuses_a_value_of_the_wrong_rank_naming_the_node():
+    X = te.placeholder((3, 4), "int8", name="x")
+    with pytest.raises(CompilerError, match=r"p: block layout nchw packs a value of 4 axes"):
+        compute("pack", [X], {"layout": "nchw", "blocks": (1, 4)}, "p")
+    P = te.placeholder((1, 1, 4, 4), "int8", name="pk")
+    with pytest.raises(CompilerError, match=r"u: pk\(1, 1, 4, 4\) is not \(5, 4\) packed"):
+        compute("unpack", [P], {"layout": "rows", "shape": (5, 4)}, "u")
+
+
 # Errors ------------------------------------------------------------------------------------------
 
 
@@ -675,7 +713,9 @@ def test_contract_is_covered():
         "quantize", "dequantize", "global_sum_pool2d", "requantize", "qadd", "qmul",
         "qleaky_relu", "qprelu", "qhard_sigmoid", "qhard_swish",
     }  # fmt: skip
-    assert set(OPS) == contract | quantized
+    # and the accelerator build's packing of a group's input (compiler.targets.vta.pack)
+    packing = {"pack", "unpack"}
+    assert set(OPS) == contract | quantized | packing
 
 
 @pytest.mark.parametrize(
