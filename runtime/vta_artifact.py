@@ -395,7 +395,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             for w in c.field(s, "writes", place, list):
                 writes.append(_read_write(w, symbols, slots, ready, place, c))
             out = c.slot(s.get("output"), n, place, "output")
-            if not _holds(symbols["out"], slots[out]):
+            if not _holds(symbols["out"], slots[out]):  # the bytes of 'out', as they lie
                 sym = symbols["out"]
                 raise c.fail(place, f"field 'output': slot {out} is {slots[out].dtype}"
                              f"{list(slots[out].shape)}, which symbol 'out' ({sym.dtype}"
@@ -567,26 +567,9 @@ def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
 
 
 def _holds(sym: Symbol, slot: Slot) -> bool:
-    """Whether the packed tensor ``sym`` unpacks to ``slot``: NCHW from
-    ``(N/b, C/bo, H, W, b, bo)``, rows from ``(N/b, M/bo, b, bo)``, or a batch of matrices
-    ``(..., T, N)`` from ``(B, T/b, N/bo, b, bo)``, same dtype."""
-    shape, packed = slot.shape, tuple(sym.shape)
-    if np.dtype(sym.dtype) != np.dtype(slot.dtype):
-        return False
-    if len(shape) == 4 and len(packed) == 6:
-        nb, cb, h, w, b, bo = packed
-        return (h, w) == shape[2:] and nb * b >= shape[0] and cb * bo >= shape[1]
-    if len(shape) == 2 and len(packed) == 4:
-        nb, mb, b, bo = packed
-        return nb * b >= shape[0] and mb * bo >= shape[1]
-    if len(shape) >= 2 and len(packed) == 5:  # a batch of matrices (a matmul's rows)
-        batch, tb, nb, b, bo = packed
-        return (
-            batch == int(np.prod(shape[:-2], dtype=np.int64))
-            and tb * b >= shape[-2]
-            and nb * bo >= shape[-1]
-        )
-    return False
+    """Whether slot ``slot`` is exactly the tensor ``sym`` (shape and dtype): what a group's
+    ``out`` is copied into, and what a host ``unpack`` node reads."""
+    return (tuple(slot.shape), np.dtype(slot.dtype)) == (tuple(sym.shape), np.dtype(sym.dtype))
 
 
 #: The fields of a host write in the manifest.

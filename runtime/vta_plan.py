@@ -6,11 +6,12 @@ runs again from an artifact (:mod:`runtime.vta_artifact`) without quantizing, pa
 compiling anything:
 
 * **slots**: every value that crosses a step (the network's inputs, a host group's results and
-  constants, an accelerator group's output), by index, with its shape and dtype;
+  constants, an accelerator group's ``out`` tensor as it lies in the image, which a host
+  ``unpack`` node reads), by index, with its shape and dtype;
 * an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
   image (:class:`compiler.targets.vta.link.GroupImage`), which slot (a ``pack`` node's result,
   :mod:`compiler.targets.vta.pack`) the host writes into its ``data`` unless it is read in
-  place from the producing group, its ``residual`` likewise, the slot of its output and the
+  place from the producing group, its ``residual`` likewise, the slot of its ``out`` and the
   parts of its per-layer record that do not depend on a run;
 * a :class:`HostStep` per host group: its compiled CPU kernel (``CompiledFunction``, rebuilt
   from LLVM IR when loaded), the slots it reads and writes, and its nodes' names, operators
@@ -54,7 +55,6 @@ from compiler.model.program import TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
 from compiler.targets.vta.link import GroupImage
 from compiler.targets.vta.pack import group_writes
-from compiler.topi.vta.packing import unpack_output
 from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
@@ -225,9 +225,9 @@ class NetworkPlan:
                 if producer is None:
                     raise SessionError(f"slot {slot} is read before any step produced it")
                 t0 = clock()
-                out = producer.image.program(cfg, dram).read("out")
-                shape = self.slots[slot].shape
-                env[slot] = unpack_output(out, shape)
+                # the group's ``out`` tensor as it lies in the image (its ``store``'s value:
+                # a host ``unpack`` node makes the logical value)
+                env[slot] = producer.image.program(cfg, dram).read("out")
                 copies[producer.name] = copies.get(producer.name, 0.0) + clock() - t0
             return env[slot]
 
@@ -385,9 +385,13 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
             for key, array in layer.params.items():
                 own.write(key, array)
             record = static_record(group, layer, cfg)
-            steps.append(
-                AccelStep(group.name, image, tuple(writes), slot(group.output), record, own)
-            )
+            if group.store is not None:
+                out = slot(group.store)
+            else:  # read by no host node: a slot of the ``out`` tensor that no step reads
+                sym = image.symbols["out"]
+                out = len(slots)
+                slots.append(Slot(tuple(int(d) for d in sym.shape), str(np.dtype(sym.dtype))))
+            steps.append(AccelStep(group.name, image, tuple(writes), out, record, own))
             continue
         host = host_first.get(id(node))
         if host is None:

@@ -548,7 +548,8 @@ def verify_build(b: NetworkBuild) -> None:
 def check_group_writes(b: NetworkBuild) -> None:
     """Raise :class:`compiler.errors.ModelError` unless, after the ``pack`` pass, every input
     tensor of every group's program is read in place (the DRAM plan) or written by the host
-    from a ``pack`` node on the host whose result is exactly that tensor (shape and dtype)."""
+    from a ``pack`` node on the host whose result is exactly that tensor (shape and dtype), and
+    a group's ``store`` (the pack of the output the host reads back) is exactly its ``out``."""
     assert b.partition is not None and b.dram_plan is not None
     part = b.partition
     for g in part.groups:
@@ -559,6 +560,13 @@ def check_group_writes(b: NetworkBuild) -> None:
         if unfed:
             raise ModelError(f"group {g.name}: input tensor(s) {unfed} of its program are "
                              "neither read in place nor written by the host")  # fmt: skip
+        out = symbols["out"]
+        if g.store is not None and (g.store.type.shape, g.store.type.dtype) != (
+            tuple(out.shape),
+            str(out.dtype),
+        ):
+            raise ModelError(f"group {g.name}: its store {g.store.name} is {g.store.type}, but "
+                             f"the program's 'out' is {out.dtype}{list(out.shape)}")  # fmt: skip
         for symbol, pack in writes:
             sym = symbols.get(symbol)
             if sym is None:

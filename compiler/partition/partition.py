@@ -131,6 +131,9 @@ class AccelGroup:
     qadd: Node | None = None
     residual: Value | None = None
     post: Node | None = None
+    #: the ``pack`` of the group's output that stands for its stores, when the host reads the
+    #: output (made by the accelerator build's ``pack`` pass, :mod:`compiler.targets.vta.pack`)
+    store: Node | None = None
 
     @property
     def output(self) -> Node:
@@ -143,7 +146,8 @@ class AccelGroup:
     def nodes(self) -> tuple[Node, ...]:
         """The group's nodes in graph order: the ``unpack`` nodes through which it reads the
         inputs the host packed (made by the accelerator build's ``pack`` pass,
-        :mod:`compiler.targets.vta.pack`), then its anchor and what it fused."""
+        :mod:`compiler.targets.vta.pack`), its anchor and what it fused, and the ``store``
+        the host reads back."""
         core = tuple(n for n in (self.anchor, self.requantize, self.qadd, self.post)
                      if n is not None)  # fmt: skip
         reads: dict[int, Node] = {}
@@ -151,7 +155,7 @@ class AccelGroup:
             for v in n.inputs:
                 if isinstance(v, Node) and v.op == "unpack":
                     reads.setdefault(id(v), v)
-        return (*reads.values(), *core)
+        return (*reads.values(), *core, *((self.store,) if self.store is not None else ()))
 
 
 @dataclass(frozen=True)

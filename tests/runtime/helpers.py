@@ -8,11 +8,17 @@ def host_ops_but_group_feeds(net: Any) -> list[str]:
     feed an accelerator group: the channel folds (``im2col``) that the build's ``host_steps``
     pass puts before a convolution with few input channels, each of which must feed a
     convolution on the accelerator, and the ``pack`` nodes of the ``pack`` pass, each of which
-    must be read by ``unpack`` nodes of accelerator groups."""
+    must be read by ``unpack`` nodes of accelerator groups, and its ``unpack`` nodes, each of
+    which must read a group's store back."""
     part, users = net.partition, net.graph.users
     nodes = {n.name: n for n in net.graph.nodes}
     ops = []
     for p in part.host_nodes():
+        if p.op == "unpack":
+            # the host's read-back of a group's output: it reads the group's store
+            (store,) = nodes[p.node].inputs
+            assert store.op == "pack" and part.placement(store.name).device == "vta", p.node
+            continue
         if p.op not in ("im2col", "pack"):
             ops.append(p.op)
             continue

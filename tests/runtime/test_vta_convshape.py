@@ -66,7 +66,8 @@ def test_non_square_kernels_and_unequal_strides_run_on_the_accelerator_bit_exact
         rule = "depthwise-group" if depthwise else "conv2d-group"
         assert placed[name] == ("vta", rule), (name, placed[name])
     host = [p.op for p in net.partition.host_nodes()]
-    assert host == ["quantize", "pack", "dequantize"], host  # the input packed once
+    # the input packed once, the output read back once
+    assert host == ["quantize", "pack", "unpack", "dequantize"], host
     # the output shapes follow each axis's kernel, stride and padding
     shapes = {g.name: g.anchor.type.shape[2:] for g in net.partition.groups}
     assert shapes["c3x1_s21"] == (6, 16) and shapes["c3x3_s21"] == (3, 16)

@@ -222,8 +222,9 @@ def test_a_concat_and_a_split_of_accelerator_outputs_run_in_place(preset, tmp_pa
         assert run.chained_inputs == 3  # m reads the concat, y0 and y1 their halves of m
         rows = {r.name: (r.device, r.rule) for r in run.layers}
         assert rows["cat"] == rows["h1"] == ("dram", "in-place")
-        # quantize, the input's pack (for p and q) and the dequantizes of y0 and y1
-        assert "5 groups (4 host nodes, 3 concats and slices done in place)" in run.table()
+        # quantize, the input's pack (for p and q), and the read-backs and dequantizes of y0
+        # and y1
+        assert "5 groups (6 host nodes, 3 concats and slices done in place)" in run.table()
         for got, want in zip(run.outputs, net.reference(feed), strict=True):
             np.testing.assert_array_equal(got, want)
         for got, want in zip(loaded.run(feed).outputs, run.outputs, strict=True):

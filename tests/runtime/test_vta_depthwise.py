@@ -58,7 +58,8 @@ def test_depthwise_runs_on_the_gemm_core_bit_exact(preset, k, stride, act):
     placed = {p.node: (p.device, p.rule) for p in net.partition.placements}
     assert placed["dw"] == ("vta", "depthwise-group"), placed
     host = [p.op for p in net.partition.host_nodes()]
-    assert host == ["quantize", "pack", "dequantize"], host  # the input packed once
+    # the input packed once, the output read back once
+    assert host == ["quantize", "pack", "unpack", "dequantize"], host
     layer = net.layers["dw"]
     out = SIZE // stride if stride == 1 else -(-SIZE // stride)
     assert layer.macs == C * out * out * k * k

@@ -74,14 +74,17 @@ def test_digits_host_nodes_run_as_compiled_cpu_kernels():
     result = net.run(feed)
     np.testing.assert_array_equal(result.outputs[0], net.reference(feed)[0])
     host = {r.ops: r for r in result.layers if r.device == "cpu"}
-    # a host group's row names its first node's operator; the folded image and the flattened
-    # features are packed in the groups that make them
-    assert set(host) == {"quantize", "im2col", "pack", "reshape", "dequantize"}
+    # one row per host node: the folded image and the flattened features are packed in the
+    # kernels that make them, the pool's and the classifier's outputs unpacked in the kernels
+    # that read them
+    assert set(host) == {"quantize", "im2col", "pack", "unpack", "reshape", "dequantize"}
     assert all(r.host.startswith("host (compiled") for r in host.values())
     table = result.table()
-    # the first layer's fold runs in the quantize's group (one kernel)
+    # the first layer's fold and its packing run in the quantize's group (one kernel), the
+    # flatten and the classifier's packing in the pool's read-back's
     groups = {"data.quantize": "data.quantize", "conv1.im2col": "data.quantize",
-              "flatten": "flatten", "fc.dequantize": "fc.dequantize"}  # fmt: skip
+              "conv1.data.pack": "data.quantize", "flatten": "avgpool.sum.read",
+              "fc.data.pack": "avgpool.sum.read", "fc.dequantize": "fc.read"}  # fmt: skip
     for name, group in groups.items():
         line = next(ln for ln in table.splitlines() if ln.startswith(name))
         assert f"host (compiled, group {group})" in line
@@ -98,14 +101,15 @@ def test_softmax_on_the_host_is_compiled_with_its_dequantize():
     feed = {"x": np.random.default_rng(4).standard_normal((2, 3, 6, 6)).astype(np.float32)}
     net = compile_network(graph, "default", calibration=feed)
     (after,) = [h for h in net.host_groups if "prob" in [n.name for n in h.nodes]]
-    assert [n.op for n in after.nodes] == ["dequantize", "softmax"] and after.compiled
+    # the read-back of the conv's output, its dequantize and the softmax: one kernel
+    assert [n.op for n in after.nodes] == ["unpack", "dequantize", "softmax"] and after.compiled
     result = net.run(feed)
     ref = net.reference(feed)[0]
     # float64 inside, rounded once to float32, as the reference: equal up to an ulp of exp
     np.testing.assert_allclose(result.outputs[0], ref, rtol=1e-6, atol=0)
     np.testing.assert_allclose(result.outputs[0].sum(axis=1), 1.0, rtol=1e-5)
     rows = {r.name: r for r in result.layers}
-    assert rows["prob"].host == "host (compiled, group conv.dequantize)"
+    assert rows["prob"].host == "host (compiled, group conv.read)"
 
 
 def test_a_host_qadd_is_compiled_and_equals_the_reference():

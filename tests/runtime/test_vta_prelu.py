@@ -101,9 +101,9 @@ def test_leaky_relu_runs_on_the_accelerator(preset):
     rules = {p.node: (p.device, p.rule) for p in net.partition.placements}
     assert rules["leaky"] == ("vta", "qleaky_relu-group"), rules
     assert [p.node for p in net.partition.placements if p.device == "cpu"] == (
-        ["x.quantize", "conv.data.pack", "leaky.dequantize"] if preset == "default"
-        else ["x.quantize", "conv.im2col", "conv.data.pack", "leaky.dequantize"]  # 8 of 16
-        # channels: folded
+        ["x.quantize", "conv.data.pack", "leaky.read", "leaky.dequantize"] if preset == "default"
+        else ["x.quantize", "conv.im2col", "conv.data.pack", "leaky.read", "leaky.dequantize"]
+        # (8 channels of 16: folded)
     )  # fmt: skip
     feed = {"x": np.random.default_rng(3).standard_normal(shape).astype(np.float32)}
     out = net.run(feed).outputs[0]

@@ -20,6 +20,13 @@ such input the pass inserts two nodes:
   executor gives the same integers) and the group's input is the ``pack``'s result, which the
   runtime writes into the program's tensor (:func:`group_writes`).
 
+The way back is the same: a group output that the host reads (a host node's operand, an
+operand the host packs for another group, a graph output) gets a ``pack`` in the group, its
+``store``, which stands for the group's stores into its ``out`` tensor (:func:`stored_packing`),
+and an ``unpack`` on the host (rule ``read-back``), which a host group compiles. The runtime
+then only copies bytes: a packed slot into a program's input tensor, a program's ``out`` tensor
+into the slot of its ``store``.
+
 Whatever else the host computes before a group is a graph node too: a max pool's -128 padding
 (a ``pad``) and the first layer's channel fold (an ``im2col``), made by the ``host_steps`` pass
 (:mod:`compiler.targets.vta.host_steps`). ``vtac graph MODEL --target vta`` prints them all.
@@ -32,8 +39,13 @@ Example:
     >>> cfg = load_config("vta-1x16x16")
     >>> g = Graph.from_outputs([x], [Node("relu", (x,), name="r")])
     >>> graph, part = insert_packs(g, partition_graph(g, cfg), {}, cfg)
-    >>> [(n.op, n.name, part.placement(n.name).device) for n in graph.nodes]
-    [('pack', 'r.data.pack', 'cpu'), ('unpack', 'r.data', 'vta'), ('relu', 'r', 'vta')]
+    >>> for n in graph.nodes:
+    ...     print(n.op, n.name, part.placement(n.name).device)
+    pack r.data.pack cpu
+    unpack r.data vta
+    relu r vta
+    pack r.out vta
+    unpack r.read cpu
     >>> [(symbol, v.op, v.type.shape) for symbol, v in group_writes(part.groups[0])]
     [('data', 'pack', (1, 1, 4, 4, 1, 16))]
 """
@@ -51,9 +63,12 @@ from compiler.partition.partition import CPU, VTA, AccelGroup, Partition, Placem
 from compiler.registry import lookup
 from isa import HwConfig
 
-#: The rule of a ``pack`` node (on the host) and of an ``unpack`` node (in its group).
+#: The rules of a ``pack`` node on the host and of the ``unpack`` node in the group that reads
+#: it; of a group's ``pack`` of its output (its store) and the host's ``unpack`` of it.
 PACK_RULE = "pack"
 PACKED_INPUT_RULE = "packed-input"
+PACKED_OUTPUT_RULE = "packed-output"
+READ_BACK_RULE = "read-back"
 
 
 def _name(v: Value) -> str:
@@ -126,13 +141,23 @@ def _second_read(group: AccelGroup, aliased: Mapping[str, tuple[str, ...]]) -> b
     )
 
 
+def stored_packing(group: AccelGroup, cfg: HwConfig) -> tuple[str, tuple[int, int]]:
+    """The block layout and blocks in which ``group`` stores its output (its program's
+    ``out``): NCHW, rows or the rows of each matrix, ``block_out`` channels per block."""
+    ndim = len(group.output.type.shape)
+    layout = "batch_rows" if group.kind == "matmul" else "nchw" if ndim == 4 else "rows"
+    return layout, (cfg.batch, cfg.block_out)
+
+
 def insert_packs(
     graph: Graph, partition: Partition, aliased: Mapping[str, tuple[str, ...]], cfg: HwConfig
 ) -> tuple[Graph, Partition]:
-    """``graph`` with a ``pack`` and an ``unpack`` node for every input of an accelerator
-    group that the DRAM plan does not read in place (``aliased``: per group, the symbols read
-    in place), and ``partition`` over the new graph: each ``pack`` on the host, each
-    ``unpack`` in its group (the module docstring)."""
+    """``graph`` with the packing at the edges of the accelerator groups as nodes, and
+    ``partition`` over the new graph (the module docstring): for every group input that the
+    DRAM plan does not read in place (``aliased``: per group, the symbols read in place), a
+    ``pack`` on the host and an ``unpack`` in the group; for every group output the host
+    reads (a host node's operand, a graph output), a ``pack`` in the group (its store, the
+    group's ``store``) and an ``unpack`` on the host."""
     if partition.graph is not graph:
         raise ModelError(f"graph {graph.name}: the partition is of another graph")
     taken = {n.name for n in graph.nodes} | {v.name for v in graph.inputs}
@@ -148,14 +173,35 @@ def insert_packs(
     for g in partition.groups:
         for node, k, symbol in _readers(g, tuple(aliased.get(g.name, ()))):
             reads.setdefault(id(node), []).append((k, g, symbol))
+    on_host = {p.node for p in partition.placements if p.device == CPU}
+    output_of = {id(g.output): g for g in partition.groups}
     packs: dict[tuple[int, str, tuple[int, int]], Node] = {}
     pack_users: dict[str, list[str]] = {}
     unpacks: dict[tuple[str, str], Node] = {}  # (group, symbol) -> unpack node
+    stores: dict[str, Node] = {}  # group -> the pack of its output (its store)
+    read_backs: dict[str, Node] = {}  # group -> the host's unpack of its stored output
+    stored: dict[int, AccelGroup] = {}  # id(a group's output in the new graph) -> group
     new_of: dict[int, Value] = {}
+
+    def read_back(value: Value) -> Value:
+        """``value``, or the host's unpack of it when it is a group's output."""
+        g = stored.get(id(value))
+        if g is None:
+            return value
+        if g.name not in read_backs:
+            layout, blocks = stored_packing(g, cfg)
+            shape = tuple(int(d) for d in value.type.shape)
+            store = Node("pack", (value,), {"layout": layout, "blocks": blocks},
+                         fresh(f"{g.name}.out"))  # fmt: skip
+            stores[g.name] = store
+            read_backs[g.name] = Node("unpack", (store,), {"layout": layout, "shape": shape},
+                                      fresh(f"{g.name}.read"))  # fmt: skip
+        return read_backs[g.name]
 
     def packed(value: Value, g: AccelGroup, symbol: str) -> Node:
         if (g.name, symbol) in unpacks:
             return unpacks[(g.name, symbol)]
+        value = read_back(value)  # another group's output the plan does not hand over
         shape = tuple(int(d) for d in value.type.shape)
         layout, blocks = block_packing(g, symbol, len(shape), cfg)
         key = (id(value), layout, blocks)
@@ -170,17 +216,23 @@ def insert_packs(
         return unpack
 
     def rewrite(node: Node, ins: tuple[Value, ...]) -> Value:
-        new = list(ins)
+        new = [read_back(v) for v in ins] if node.name in on_host else list(ins)
         for k, g, symbol in reads.get(id(node), ()):
             new[k] = packed(ins[k], g, symbol)
         same = all(a is b for a, b in zip(new, node.inputs, strict=True))
         out = node if same else Node(node.op, tuple(new), node.attrs, node.name)
         new_of[id(node)] = out
+        if id(node) in output_of:
+            stored[id(out)] = output_of[id(node)]
         return out
 
-    if not reads and not any(_second_read(g, aliased) for g in partition.groups):
+    rebuilt = rebuild(graph, rewrite)
+    outputs = tuple(read_back(v) for v in rebuilt.outputs)
+    extra = [n for g, u in read_backs.items() for n in (stores[g], u)
+             if not any(n is m for m in rebuilt.nodes)]  # fmt: skip
+    if not unpacks and not any(_second_read(g, aliased) for g in partition.groups) and not stores:
         return graph, partition
-    new_graph = rebuild(graph, rewrite)
+    new_graph = Graph(rebuilt.inputs, (*rebuilt.nodes, *extra), outputs, rebuilt.name)
     for g in partition.groups:
         if _second_read(g, aliased) and (g.name, "residual") not in unpacks:
             # an input loaded twice (a LeakyReLU's, a hard swish's): its residual is its data,
@@ -206,10 +258,12 @@ def insert_packs(
     for g in partition.groups:
         residual = unpacks.get((g.name, "residual"), remap(g.residual))
         nodes = {k: remap(getattr(g, k)) for k in ("anchor", "requantize", "qadd", "post")}
-        groups.append(replace(g, residual=residual, **nodes))
+        groups.append(replace(g, residual=residual, store=stores.get(g.name), **nodes))
     old = {p.node: p for p in partition.placements}
     pack_ids = {id(n) for n in packs.values()}
     group_of = {id(u): name for (name, _), u in unpacks.items()}
+    store_of = {id(n): name for name, n in stores.items()}
+    read_of = {id(n): name for name, n in read_backs.items()}
     placements = []
     for n in new_graph.nodes:
         if id(n) in pack_ids:
@@ -224,6 +278,17 @@ def insert_packs(
                 n.name, n.op, VTA, group_of[id(n)], PACKED_INPUT_RULE,
                 "the group's loads read the block layout that the host packed",
             ))  # fmt: skip
+        elif id(n) in store_of:
+            placements.append(Placement(
+                n.name, n.op, VTA, store_of[id(n)], PACKED_OUTPUT_RULE,
+                "the group's stores write its output in the block layout",
+            ))  # fmt: skip
+        elif id(n) in read_of:
+            placements.append(Placement(
+                n.name, n.op, CPU, None, READ_BACK_RULE,
+                f"the host reads group {read_of[id(n)]}'s output back from the image and "
+                "unpacks it",
+            ))  # fmt: skip
         else:
             placements.append(old[n.name])
     part = replace(partition, graph=new_graph, placements=tuple(placements), groups=tuple(groups))
@@ -232,9 +297,12 @@ def insert_packs(
 
 __all__ = [
     "PACKED_INPUT_RULE",
+    "PACKED_OUTPUT_RULE",
+    "READ_BACK_RULE",
     "PACK_RULE",
     "block_packing",
     "group_inputs",
     "group_writes",
     "insert_packs",
+    "stored_packing",
 ]

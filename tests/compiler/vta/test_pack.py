@@ -1,5 +1,7 @@
 """The ``pack`` pass: every accelerator group input that the DRAM plan does not read in place
-becomes a ``pack`` node on the host and an ``unpack`` in its group, with the same integers; one
+becomes a ``pack`` node on the host and an ``unpack`` in its group, and every group output the
+host reads a ``pack`` in the group (its store) and an ``unpack`` on the host, with the same
+integers; one
 ``pack`` serves every group reading the value in the same layout; an input read twice (a
 LeakyReLU's) is written from one pack into both of its program's tensors; and the build refuses
 a program input that nothing writes."""
@@ -11,7 +13,14 @@ import isa
 from compiler.errors import CompilerError, ModelError
 from compiler.graph import Graph, Node, TensorType, Var, evaluate
 from compiler.partition import partition_graph
-from compiler.targets.vta.pack import PACK_RULE, PACKED_INPUT_RULE, group_writes, insert_packs
+from compiler.targets.vta.pack import (
+    PACK_RULE,
+    PACKED_INPUT_RULE,
+    PACKED_OUTPUT_RULE,
+    READ_BACK_RULE,
+    group_writes,
+    insert_packs,
+)
 from runtime.vta_target import compile_network
 
 
@@ -26,7 +35,7 @@ def test_two_groups_reading_one_host_value_share_its_pack():
     b = Node("clip", (x,), {"a_min": -3.0, "a_max": 7.0}, name="b")
     graph = Graph.from_outputs([x], [a, b])
     new, part = insert_packs(graph, partition_graph(graph, cfg), {}, cfg)
-    packs = [n for n in new.nodes if n.op == "pack"]
+    packs = [n for n in new.nodes if n.op == "pack" and part.placement(n.name).device == "cpu"]
     assert [p.name for p in packs] == ["a.data.pack"]
     assert packs[0].attrs == {"layout": "nchw", "blocks": (1, 16)}
     placed = part.placement("a.data.pack")
@@ -46,9 +55,30 @@ def test_an_input_read_in_place_gets_no_pack():
     cfg = isa.load_config("default")
     x = _x()
     graph = Graph.from_outputs([x], [Node("relu", (x,), name="r")])
-    part = partition_graph(graph, cfg)
-    new, again = insert_packs(graph, part, {"r": ("data",)}, cfg)
-    assert new is graph and again is part
+    new, part = insert_packs(graph, partition_graph(graph, cfg), {"r": ("data",)}, cfg)
+    (group,) = part.groups
+    assert group.anchor.inputs[0] is x and not group_writes(group)
+    assert [n.name for n in new.nodes if part.placement(n.name).device == "cpu"] == ["r.read"]
+
+
+def test_an_output_the_host_reads_is_stored_packed_and_unpacked_on_the_host():
+    cfg = isa.load_config("vta-1x16x16")
+    x = _x((1, 3, 4, 4))
+    r = Node("relu", (x,), name="r")
+    graph = Graph.from_outputs([x], [Node("transpose", (r,), {"axes": (0, 2, 3, 1)}, name="t")])
+    new, part = insert_packs(graph, partition_graph(graph, cfg), {}, cfg)
+    (group,) = part.groups
+    store = group.store
+    assert store is not None and store.inputs[0] is group.output and store in group.nodes
+    assert (store.attrs["layout"], store.type.shape) == ("nchw", (1, 1, 4, 4, 1, 16))
+    placed = {n.name: (part.placement(n.name).device, part.placement(n.name).rule)
+              for n in new.nodes}  # fmt: skip
+    assert placed["r.out"] == ("vta", PACKED_OUTPUT_RULE)
+    assert placed["r.read"] == ("cpu", READ_BACK_RULE)
+    t = next(n for n in new.nodes if n.name == "t")
+    assert t.inputs[0].name == "r.read" and t.inputs[0].type == r.type
+    feed = {"x": np.random.default_rng(3).integers(-128, 128, (1, 3, 4, 4)).astype(np.int8)}
+    np.testing.assert_array_equal(evaluate(new, feed)[0], evaluate(graph, feed)[0])
 
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
