@@ -54,7 +54,7 @@ import numpy as np
 from compiler.model.program import TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
 from compiler.targets.vta.link import GroupImage
-from compiler.targets.vta.pack import group_writes
+from compiler.targets.vta.pack import READ_BACK_RULE, group_writes
 from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
@@ -407,9 +407,15 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
                 host.how,
             )
         )
-    names = output_names or tuple(
-        getattr(v, "name", "") or f"output{k}" for k, v in enumerate(graph.outputs)
-    )
+
+    def output_name(v: Any, k: int) -> str:
+        # a group output the host reads back is named as the group's own output
+        p = placement.get(getattr(v, "label", ""))
+        if p is not None and p.rule == READ_BACK_RULE:
+            v = v.inputs[0].inputs[0]
+        return getattr(v, "name", "") or f"output{k}"
+
+    names = output_names or tuple(output_name(v, k) for k, v in enumerate(graph.outputs))
     if len(names) != len(graph.outputs):
         raise SessionError(f"{len(names)} output names for {len(graph.outputs)} outputs")
     outputs = tuple(
@@ -427,7 +433,7 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         output_slots=tuple(slot(v) for v in graph.outputs),
         slots=tuple(slots),
         constants=constants,
-        steps=tuple(steps),
+        steps=_in_run_order(steps, {*input_slots, *constants}, net.graph.name),
         dram=dram_plan.dram,
         activation_bytes=dram_plan.activation_bytes,
         activation_bytes_unshared=dram_plan.activation_bytes_unshared,
@@ -435,6 +441,52 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         compile_seconds=net.compile_seconds,
         scheme=net.scheme,
     )
+
+
+def _in_run_order(
+    steps: list[AccelStep | HostStep | InPlaceStep], ready: set[int], name: str
+) -> tuple[AccelStep | HostStep | InPlaceStep, ...]:
+    """``steps`` (a host group at its first node, an accelerator group at its anchor) with
+    each host group that makes what a later step reads moved before that step: a group runs at
+    its anchor, and a host ``pack`` of what a later node of the group reads (a residual made
+    after the anchor in the graph's order) must run before it. The accelerator groups keep
+    their order (the DRAM plan's)."""
+    producer = {s: k for k, step in enumerate(steps) if isinstance(step, HostStep)
+                for s in step.outputs}  # fmt: skip
+    done: set[int] = set()
+    order: list[AccelStep | HostStep | InPlaceStep] = []
+
+    def run(k: int, need: tuple[int, ...], who: str) -> None:
+        for slot in need:
+            if slot in ready:
+                continue
+            src = producer.get(slot)
+            if src is None or src in done:
+                raise SessionError(f"network {name}: {who} reads slot {slot}, which no earlier "
+                                   "step makes")  # fmt: skip
+            host = steps[src]
+            assert isinstance(host, HostStep)
+            run(src, host.inputs, f"host group {host.name}")
+        if k in done:
+            return
+        done.add(k)
+        order.append(steps[k])
+        step = steps[k]
+        if isinstance(step, HostStep):
+            ready.update(step.outputs)
+        elif isinstance(step, AccelStep):
+            ready.add(step.output)
+
+    for k, step in enumerate(steps):
+        if k in done:
+            continue
+        if isinstance(step, AccelStep):
+            run(k, tuple(w.slot for w in step.writes), f"group {step.name}")
+        elif isinstance(step, HostStep):
+            run(k, step.inputs, f"host group {step.name}")
+        else:
+            run(k, (), step.name)
+    return tuple(order)
 
 
 def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:

@@ -432,7 +432,7 @@ def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecor
     entries = int(np.prod(out[:-2]))  # accumulator entries the epilogue touches
     imm = layer.alu_imm_steps
     alu = entries * (imm * cfg.alu_imm_ii + (layer.alu_steps - imm) * cfg.alu_ii)
-    ops = "+".join(n.op for n in group.nodes)
+    ops = "+".join(n.op for n in group.compute_nodes)
     rule, _ = lookup("vta", group.anchor.op).placement(group.anchor, cfg)  # the partition's
     knobs = layer.knobs.describe() if hasattr(layer.knobs, "describe") else ""
     return LayerRecord(

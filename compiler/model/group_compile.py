@@ -73,9 +73,9 @@ _WORK: dict[str, Any] = {}
 
 def group_key(group: AccelGroup, cfg: HwConfig, extra: Any = None) -> str:
     """The cache key of ``group`` on ``cfg`` (see the module docstring)."""
-    index = {id(n): k for k, n in enumerate(group.nodes)}
+    index = {id(n): k for k, n in enumerate(group.compute_nodes)}
     nodes = []
-    for n in group.nodes:
+    for n in group.compute_nodes:
         inputs: list[Any] = []
         for v in n.inputs:
             if id(v) in index:

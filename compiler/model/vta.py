@@ -29,7 +29,7 @@ Example:
     >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
     >>> net = compile_network(g, calibration={"x": np.ones((1, 3, 6, 6), np.float32)})
     >>> sorted(net.layers), [p.node for p in net.partition.placements if p.device == "cpu"]
-    (['conv'], ['x.quantize', 'conv.im2col', 'conv.dequantize'])
+    (['conv'], ['x.quantize', 'conv.im2col', 'conv.data.pack', 'conv.read', 'conv.dequantize'])
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def compile_network_host_groups(graph: Graph, partition: Partition) -> list[Host
         >>> net = compile_network(g, calibration={"x": np.ones((1, 3, 6, 6), np.float32)},
         ...                       host_groups=False)
         >>> [h.how for h in compile_network_host_groups(net.graph, net.partition)]
-        ['host (compiled, group x.quantize)', 'host (compiled, group conv.dequantize)']
+        ['host (compiled, group x.quantize)', 'host (compiled, group conv.read)']
     """
     in_group = {id(n) for g in partition.groups for n in g.nodes}
     done = {p.node for p in partition.placements if p.rule == IN_PLACE}

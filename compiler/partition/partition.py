@@ -143,13 +143,19 @@ class AccelGroup:
         return self.anchor
 
     @property
+    def compute_nodes(self) -> tuple[Node, ...]:
+        """The nodes the group computes: its anchor and what it fused (without the ``unpack``
+        and ``store`` nodes that stand for its loads and stores)."""
+        return tuple(n for n in (self.anchor, self.requantize, self.qadd, self.post)
+                     if n is not None)  # fmt: skip
+
+    @property
     def nodes(self) -> tuple[Node, ...]:
         """The group's nodes in graph order: the ``unpack`` nodes through which it reads the
         inputs the host packed (made by the accelerator build's ``pack`` pass,
         :mod:`compiler.targets.vta.pack`), its anchor and what it fused, and the ``store``
         the host reads back."""
-        core = tuple(n for n in (self.anchor, self.requantize, self.qadd, self.post)
-                     if n is not None)  # fmt: skip
+        core = self.compute_nodes
         reads: dict[int, Node] = {}
         for n in core:
             for v in n.inputs:

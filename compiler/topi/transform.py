@@ -394,7 +394,7 @@ def block_unpack(p: Tensor, layout: str, shape: Sequence[int], name: str = "unpa
 
     Example:
         >>> from compiler import te
-        >>> p = te.placeholder((2, 2, 1, 4, 4), "int8", name="p")
+        >>> p = te.placeholder((2, 2, 2, 4, 4), "int8", name="p")
         >>> block_unpack(p, "batch_weight", (2, 6, 5)).shape
         (2, 6, 5)
     """

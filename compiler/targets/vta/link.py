@@ -49,7 +49,7 @@ Example:
     >>> plan.groups["b"].aliased, plan.groups["a"].aliased
     (('data',), ())
     >>> [(t.group, t.symbol, t.first, t.last) for t in plan.activations]
-    [('a', 'data', 1, 1), ('a', 'out', 1, 3), ('b', 'out', 3, 5)]
+    [('a', 'data', 3, 3), ('a', 'out', 3, 5), ('b', 'out', 5, 8)]
     >>> # b's output takes the bytes of a's input, dead after step 1
     >>> plan.activation_bytes, plan.activation_bytes_unshared
     (288, 432)
@@ -553,7 +553,9 @@ def plan_network_dram(net: LinkedNetwork) -> NetworkDram:
     outputs = {id(v) for v in net.graph.outputs}
 
     def out_last(g: Any) -> int:
-        readers = [step[id(u)] for u in users.get(id(g.output), [])]
+        # after the build's pack pass the host reads an output through the group's store
+        stored = (g.output, *((g.store,) if g.store is not None else ()))
+        readers = [step[id(u)] for v in stored for u in users.get(id(v), [])]
         extra = places.readers.get((g.name, "out"), [])
         return max([step[id(g.anchor)], *readers, *extra,
                     *([end] if id(g.output) in outputs else [])])  # fmt: skip

@@ -58,7 +58,6 @@ from typing import Any
 
 from compiler.errors import ModelError
 from compiler.graph import Constant, Graph, Node, Value
-from compiler.graph.ir import rebuild
 from compiler.partition.partition import CPU, VTA, AccelGroup, Partition, Placement
 from compiler.registry import lookup
 from isa import HwConfig
@@ -173,8 +172,21 @@ def insert_packs(
     for g in partition.groups:
         for node, k, symbol in _readers(g, tuple(aliased.get(g.name, ()))):
             reads.setdefault(id(node), []).append((k, g, symbol))
-    on_host = {p.node for p in partition.placements if p.device == CPU}
+    if len(partition.placements) != len(graph.nodes) or any(
+        p.node != n.label for p, n in zip(partition.placements, graph.nodes, strict=False)
+    ):
+        raise ModelError(f"graph {graph.name}: the partition does not place its nodes in order")
+    # by node, not by name: a graph may hold two nodes of one name (an LSTM's unrolled steps)
+    place_of = {id(n): p for n, p in zip(graph.nodes, partition.placements, strict=True)}
+    on_host = {id(n) for n in graph.nodes if place_of[id(n)].device == CPU}
+    anchor_of = {id(g.anchor): g for g in partition.groups}
     output_of = {id(g.output): g for g in partition.groups}
+    # the group outputs the host reads: a host node's operand, a graph output, or an input
+    # another group reads packed (the host reads it back to pack it)
+    read = {id(v) for n in graph.nodes if id(n) in on_host for v in n.inputs}
+    read |= {id(v) for v in graph.outputs}
+    read |= {id(n.inputs[k]) for g in partition.groups
+             for n, k, _ in _readers(g, tuple(aliased.get(g.name, ())))}  # fmt: skip
     packs: dict[tuple[int, str, tuple[int, int]], Node] = {}
     pack_users: dict[str, list[str]] = {}
     unpacks: dict[tuple[str, str], Node] = {}  # (group, symbol) -> unpack node
@@ -182,6 +194,21 @@ def insert_packs(
     read_backs: dict[str, Node] = {}  # group -> the host's unpack of its stored output
     stored: dict[int, AccelGroup] = {}  # id(a group's output in the new graph) -> group
     new_of: dict[int, Value] = {}
+    order: list[Node] = []
+    placed: set[int] = set()
+
+    def emit(v: Value) -> None:
+        """Append ``v`` and the new nodes it reads that are not placed yet, inputs first."""
+        stack: list[tuple[Value, int]] = [(v, 0)]
+        while stack:
+            cur, k = stack.pop()
+            if not isinstance(cur, Node) or id(cur) in placed:
+                continue
+            if k < len(cur.inputs):
+                stack += [(cur, k + 1), (cur.inputs[k], 0)]
+            else:
+                placed.add(id(cur))
+                order.append(cur)
 
     def read_back(value: Value) -> Value:
         """``value``, or the host's unpack of it when it is a group's output."""
@@ -189,12 +216,10 @@ def insert_packs(
         if g is None:
             return value
         if g.name not in read_backs:
-            layout, blocks = stored_packing(g, cfg)
+            layout = stores[g.name].attrs["layout"]
             shape = tuple(int(d) for d in value.type.shape)
-            store = Node("pack", (value,), {"layout": layout, "blocks": blocks},
-                         fresh(f"{g.name}.out"))  # fmt: skip
-            stores[g.name] = store
-            read_backs[g.name] = Node("unpack", (store,), {"layout": layout, "shape": shape},
+            read_backs[g.name] = Node("unpack", (stores[g.name],),
+                                      {"layout": layout, "shape": shape},
                                       fresh(f"{g.name}.read"))  # fmt: skip
         return read_backs[g.name]
 
@@ -215,38 +240,55 @@ def insert_packs(
         unpacks[(g.name, symbol)] = unpack
         return unpack
 
-    def rewrite(node: Node, ins: tuple[Value, ...]) -> Value:
-        new = [read_back(v) for v in ins] if node.name in on_host else list(ins)
-        for k, g, symbol in reads.get(id(node), ()):
-            new[k] = packed(ins[k], g, symbol)
-        same = all(a is b for a, b in zip(new, node.inputs, strict=True))
-        out = node if same else Node(node.op, tuple(new), node.attrs, node.name)
+    for node in graph.nodes:
+        anchored = anchor_of.get(id(node))
+        if anchored is not None:
+            # the group runs at its anchor: every input it reads packed is packed before it
+            # (a residual a later node of the group reads included), so the host runs the
+            # packs in the host group just before the group
+            for reader, k, symbol in _readers(anchored, tuple(aliased.get(anchored.name, ()))):
+                value = reader.inputs[k]
+                if isinstance(value, Node) and id(value) not in new_of:
+                    continue  # made later in the graph's order: packed where it is read
+                emit(packed(new_of.get(id(value), value), anchored, symbol))
+        ins = [new_of.get(id(v), v) for v in node.inputs]
+        if id(node) in on_host:
+            ins = [read_back(v) for v in ins]
+        for k, reader_group, symbol in reads.get(id(node), ()):
+            ins[k] = packed(ins[k], reader_group, symbol)
+            emit(ins[k])
+        same = all(a is b for a, b in zip(ins, node.inputs, strict=True))
+        out = node if same else Node(node.op, tuple(ins), node.attrs, node.name)
         new_of[id(node)] = out
-        if id(node) in output_of:
-            stored[id(out)] = output_of[id(node)]
-        return out
-
-    rebuilt = rebuild(graph, rewrite)
-    outputs = tuple(read_back(v) for v in rebuilt.outputs)
-    extra = [n for g, u in read_backs.items() for n in (stores[g], u)
-             if not any(n is m for m in rebuilt.nodes)]  # fmt: skip
-    if not unpacks and not any(_second_read(g, aliased) for g in partition.groups) and not stores:
+        emit(out)
+        producer = output_of.get(id(node))
+        if producer is not None and id(node) in read:
+            # the group's store, just after its output: it does not cut the host's runs
+            layout, blocks = stored_packing(producer, cfg)
+            stores[producer.name] = Node("pack", (out,), {"layout": layout, "blocks": blocks},
+                                         fresh(f"{producer.name}.out"))  # fmt: skip
+            stored[id(out)] = producer
+            emit(stores[producer.name])
+    outputs = tuple(read_back(new_of.get(id(v), v)) for v in graph.outputs)
+    for v in outputs:
+        emit(v)
+    if not unpacks and not stores:
         return graph, partition
-    new_graph = Graph(rebuilt.inputs, (*rebuilt.nodes, *extra), outputs, rebuilt.name)
+    new_graph = Graph(graph.inputs, tuple(order), outputs, graph.name)
     for g in partition.groups:
         if _second_read(g, aliased) and (g.name, "residual") not in unpacks:
             # an input loaded twice (a LeakyReLU's, a hard swish's): its residual is its data,
             # read through the same unpack, so the host writes the one pack into both
             data = unpacks.get((g.name, "data"))
             assert g.residual is not None
-            layout = block_packing(g, "residual", len(g.residual.type.shape), cfg)
+            want = block_packing(g, "residual", len(g.residual.type.shape), cfg)
             pack = data.inputs[0] if data is not None else None
-            same = isinstance(pack, Node) and (pack.attrs["layout"], pack.attrs["blocks"]) == layout
+            same = isinstance(pack, Node) and (pack.attrs["layout"], pack.attrs["blocks"]) == want
             if data is None or not isinstance(pack, Node) or not same:
                 how = "read in place" if data is None else f"packed {data.attrs['layout']}"
                 raise ModelError(
                     f"group {g.name}: its input is both its data ({how}) and its residual "
-                    f"(packed {layout[0]} in {layout[1]} blocks): one pack cannot write both"
+                    f"(packed {want[0]} in {want[1]} blocks): one pack cannot write both"
                 )
             unpacks[(g.name, "residual")] = data
             pack_users[pack.name].append(f"{g.name}.residual")
@@ -259,7 +301,7 @@ def insert_packs(
         residual = unpacks.get((g.name, "residual"), remap(g.residual))
         nodes = {k: remap(getattr(g, k)) for k in ("anchor", "requantize", "qadd", "post")}
         groups.append(replace(g, residual=residual, store=stores.get(g.name), **nodes))
-    old = {p.node: p for p in partition.placements}
+    old = {id(new_of[id(n)]): place_of[id(n)] for n in graph.nodes}
     pack_ids = {id(n) for n in packs.values()}
     group_of = {id(u): name for (name, _), u in unpacks.items()}
     store_of = {id(n): name for name, n in stores.items()}
@@ -290,7 +332,7 @@ def insert_packs(
                 "unpacks it",
             ))  # fmt: skip
         else:
-            placements.append(old[n.name])
+            placements.append(old[id(n)])
     part = replace(partition, graph=new_graph, placements=tuple(placements), groups=tuple(groups))
     return new_graph, part
 
