@@ -340,17 +340,7 @@ class Graph:
         order: list[Node] = []
         seen: set[int] = set()
         for out in outputs:
-            stack: list[tuple[Value, int]] = [(out, 0)]
-            while stack:
-                v, k = stack.pop()
-                if not isinstance(v, Node) or id(v) in seen:
-                    continue
-                if k < len(v.inputs):
-                    stack.append((v, k + 1))
-                    stack.append((v.inputs[k], 0))
-                else:
-                    seen.add(id(v))
-                    order.append(v)
+            post_order(out, seen, order)
         return Graph(tuple(inputs), tuple(order), outputs, name)
 
     def with_(self, **changes: Any) -> Graph:
@@ -392,6 +382,30 @@ class Graph:
         return to_text(self)
 
 
+def post_order(value: Value, seen: set[int], order: list[Node]) -> None:
+    """Append to ``order`` the nodes ``value`` depends on (itself included) that are not in
+    ``seen`` (by ``id``), inputs before readers, inputs left to right; ``seen`` grows with them.
+
+    Example:
+        >>> x = Var("x", TensorType((4,), "float32"))
+        >>> order: list[Node] = []
+        >>> post_order(Node("exp", (Node("relu", (x,)),)), set(), order)
+        >>> [n.op for n in order]
+        ['relu', 'exp']
+    """
+    stack: list[tuple[Value, int]] = [(value, 0)]
+    while stack:
+        cur, k = stack.pop()
+        if not isinstance(cur, Node) or id(cur) in seen:
+            continue
+        if k < len(cur.inputs):
+            stack.append((cur, k + 1))
+            stack.append((cur.inputs[k], 0))
+        else:
+            seen.add(id(cur))
+            order.append(cur)
+
+
 def rebuild(graph: Graph, fn: Any, *, name: str | None = None, keep_dead: bool = True) -> Graph:
     """Rewrite a graph node by node. ``fn(node, new_inputs)`` returns the value that replaces
     ``node`` (a new node, an existing value or a constant), given the rewritten inputs; a node
@@ -415,19 +429,8 @@ def rebuild(graph: Graph, fn: Any, *, name: str | None = None, keep_dead: bool =
 
     def add(v: Value) -> None:
         # a replacement may be a small subgraph: add every new node it depends on, in order
-        stack: list[tuple[Value, int]] = [(v, 0)]
-        while stack:
-            cur, k = stack.pop()
-            if not isinstance(cur, Node) or id(cur) in seen or id(cur) in inputs_ids:
-                continue
-            if k < len(cur.inputs):
-                stack.append((cur, k + 1))
-                stack.append((cur.inputs[k], 0))
-            else:
-                seen.add(id(cur))
-                new_nodes.append(cur)
+        post_order(v, seen, new_nodes)
 
-    inputs_ids = {id(v) for v in graph.inputs}
     for node in graph.nodes:
         ins = tuple(get(v) for v in node.inputs)
         out = fn(node, ins)

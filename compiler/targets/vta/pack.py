@@ -58,6 +58,7 @@ from typing import Any
 
 from compiler.errors import ModelError
 from compiler.graph import Constant, Graph, Node, Value
+from compiler.graph.ir import post_order
 from compiler.partition.partition import CPU, VTA, AccelGroup, Partition, Placement
 from compiler.registry import lookup
 from isa import HwConfig
@@ -199,16 +200,7 @@ def insert_packs(
 
     def emit(v: Value) -> None:
         """Append ``v`` and the new nodes it reads that are not placed yet, inputs first."""
-        stack: list[tuple[Value, int]] = [(v, 0)]
-        while stack:
-            cur, k = stack.pop()
-            if not isinstance(cur, Node) or id(cur) in placed:
-                continue
-            if k < len(cur.inputs):
-                stack += [(cur, k + 1), (cur.inputs[k], 0)]
-            else:
-                placed.add(id(cur))
-                order.append(cur)
+        post_order(v, placed, order)
 
     def read_back(value: Value) -> Value:
         """``value``, or the host's unpack of it when it is a group's output."""
