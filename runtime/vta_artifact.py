@@ -417,7 +417,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             if prog.config != config:
                 differ = [f.name for f in dataclasses.fields(config)
                           if getattr(prog.config, f.name) != getattr(config, f.name)]  # fmt: skip
-                first = differ[0]
+                first = differ[0] if differ else "name"
                 raise c.fail(f"member {member}", f"built for config {prog.config.name} with "
                              f"{first}={getattr(prog.config, first)!r}, the artifact's config "
                              f"has {first}={getattr(config, first)!r}")  # fmt: skip
@@ -600,7 +600,7 @@ def _read_write(
     if slot not in ready:
         raise c.fail(place, f"field 'writes': slot {slot} is read before any step writes it")
     sym, have = symbols[symbol], slots[slot]
-    if (tuple(have.shape), np.dtype(have.dtype)) != (tuple(sym.shape), np.dtype(sym.dtype)):
+    if not _holds(sym, have):
         raise c.fail(place, f"field 'writes': {symbol!r} from slot {slot} "
                      f"({have.dtype}{list(have.shape)}), but symbol {symbol!r} is "
                      f"{sym.dtype}{list(sym.shape)}")  # fmt: skip

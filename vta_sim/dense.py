@@ -308,14 +308,7 @@ def _gemm_columns(
         return False  # one inp row per weight tile (see _columns_part), known without counting
     runs = np.empty((n_uops, 3), np.int64)
     n_runs = _gemm_runs(uop, uop_begin, uop_end, batch, runs)
-    # the micro-ops' accumulator and weight ranges, from their runs (a run's weight is fixed,
-    # its accumulator entries consecutive)
-    k = runs[0, 0]
-    dlo, dhi, wlo, whi = uop[k, 0], uop[k, 0], uop[k, 2], uop[k, 2]
-    for q in range(n_runs):
-        k = runs[q, 0]
-        dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0] + runs[q, 1] - 1)
-        wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
+    dlo, dhi, wlo, whi = _run_span(uop, runs, n_runs)
     # (int64: one compiled _columns_part for this caller and _gemm_rows)
     span = (np.int64(dlo), np.int64(dhi), np.int64(wlo), np.int64(whi))
     split = False
@@ -345,6 +338,20 @@ def _gemm_columns(
                              n_runs, span):  # fmt: skip
             return False  # the first step's limits, so nothing is written yet
     return True
+
+
+@numba.njit
+def _run_span(uop, runs, n_runs):
+    """The lowest and highest accumulator and weight index of the micro-ops of the first
+    ``n_runs`` runs (:func:`_gemm_runs`: a run's weight is fixed, its accumulator entries
+    consecutive)."""
+    k = runs[0, 0]
+    dlo, dhi, wlo, whi = uop[k, 0], uop[k, 0], uop[k, 2], uop[k, 2]
+    for q in range(n_runs):
+        k = runs[q, 0]
+        dlo, dhi = min(dlo, uop[k, 0]), max(dhi, uop[k, 0] + runs[q, 1] - 1)
+        wlo, whi = min(wlo, uop[k, 2]), max(whi, uop[k, 2])
+    return dlo, dhi, wlo, whi
 
 
 @numba.njit
@@ -405,13 +412,8 @@ def _gemm_rows(
             runs[j * period + q, 0] = base[q, 0] - uop_begin + j * n_uops
             runs[j * period + q, 1] = base[q, 1]
             runs[j * period + q, 2] = base[q, 2]
-    # the table's accumulator and weight ranges, from the first step's runs
-    k = runs[0, 0]
-    dlo, dhi, wlo, whi = table[k, 0], table[k, 0], table[k, 2], table[k, 2]
-    for q in range(period):
-        k = runs[q, 0]
-        dlo, dhi = min(dlo, table[k, 0]), max(dhi, table[k, 0] + runs[q, 1] - 1)
-        wlo, whi = min(wlo, table[k, 2]), max(whi, table[k, 2])
+    # the table's accumulator and weight ranges: the first step's, over the steps
+    dlo, dhi, wlo, whi = _run_span(table, runs, period)
     last = (n2 - 1) * dst2
     dlo, dhi = dlo + min(0, last), dhi + max(0, last)
     last = (n2 - 1) * wgt2
@@ -776,49 +778,42 @@ def _rows16(inpx, x0, xs, panel, p, tile, m0, ms, n, lanes, bi):
             a12, a13, a14, a15 = inpx[xg], inpx[xg + _U1], inpx[xg + _U2], inpx[xg + _U3]
             for n0 in range(np.uint64(0), ul, _U16):
                 q = qp + n0 * ubi + g * _U16
-                q1, q2, q3, q4 = q + _U16, q + _U32, q + _U48, q + _U64
-                q5, q6, q7, q8 = q1 + _U64, q2 + _U64, q3 + _U64, q4 + _U64
-                q9, q10, q11, q12 = q5 + _U64, q6 + _U64, q7 + _U64, q8 + _U64
-                q13, q14, q15 = q9 + _U64, q10 + _U64, q11 + _U64
                 o = m + n0
                 for t in range(_U16):
-                    tile[o + t] += (
-                        ((a0 * panel[q + t] + a1 * panel[q1 + t])
-                         + (a2 * panel[q2 + t] + a3 * panel[q3 + t]))
-                        + ((a4 * panel[q4 + t] + a5 * panel[q5 + t])
-                           + (a6 * panel[q6 + t] + a7 * panel[q7 + t]))
-                    ) + (
-                        ((a8 * panel[q8 + t] + a9 * panel[q9 + t])
-                         + (a10 * panel[q10 + t] + a11 * panel[q11 + t]))
-                        + ((a12 * panel[q12 + t] + a13 * panel[q13 + t])
-                           + (a14 * panel[q14 + t] + a15 * panel[q15 + t]))
-                    )  # fmt: skip
+                    tile[o + t] += _tree16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11,
+                                           a12, a13, a14, a15, panel, q, t)  # fmt: skip
         x += uxs
         m += ums
 
 
 @numba.njit(fastmath=_CONTRACT, inline="always")
 def _dot16(inpx, x, panel, q, t):
-    """Lane ``t`` of 16 inp values from ``x`` times 16 panel rows from ``q`` (16 apart),
+    """Lane ``t`` of 16 inp values from ``x`` times 16 panel rows from ``q`` (16 apart)."""
+    x1, x2, x3, x4 = x + _U1, x + _U2, x + _U3, x + _U4
+    x5, x6, x7, x8 = x1 + _U4, x2 + _U4, x3 + _U4, x4 + _U4
+    x9, x10, x11, x12 = x5 + _U4, x6 + _U4, x7 + _U4, x8 + _U4
+    x13, x14, x15 = x9 + _U4, x10 + _U4, x11 + _U4
+    return _tree16(inpx[x], inpx[x1], inpx[x2], inpx[x3], inpx[x4], inpx[x5], inpx[x6],
+                   inpx[x7], inpx[x8], inpx[x9], inpx[x10], inpx[x11], inpx[x12], inpx[x13],
+                   inpx[x14], inpx[x15], panel, q, t)  # fmt: skip
+
+
+@numba.njit(fastmath=_CONTRACT, inline="always")
+def _tree16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, panel, q, t):
+    """Lane ``t`` of the 16 values ``a0``..``a15`` times 16 panel rows from ``q`` (16 apart),
     summed as a tree (exact: every partial sum is an integer within the bound of its terms)."""
     q1, q2, q3, q4 = q + _U16, q + _U32, q + _U48, q + _U64
     q5, q6, q7, q8 = q1 + _U64, q2 + _U64, q3 + _U64, q4 + _U64
     q9, q10, q11, q12 = q5 + _U64, q6 + _U64, q7 + _U64, q8 + _U64
     q13, q14, q15 = q9 + _U64, q10 + _U64, q11 + _U64
-    x1, x2, x3, x4 = x + _U1, x + _U2, x + _U3, x + _U4
-    x5, x6, x7, x8 = x1 + _U4, x2 + _U4, x3 + _U4, x4 + _U4
-    x9, x10, x11, x12 = x5 + _U4, x6 + _U4, x7 + _U4, x8 + _U4
-    x13, x14, x15 = x9 + _U4, x10 + _U4, x11 + _U4
     return (
-        ((inpx[x] * panel[q + t] + inpx[x1] * panel[q1 + t])
-         + (inpx[x2] * panel[q2 + t] + inpx[x3] * panel[q3 + t]))
-        + ((inpx[x4] * panel[q4 + t] + inpx[x5] * panel[q5 + t])
-           + (inpx[x6] * panel[q6 + t] + inpx[x7] * panel[q7 + t]))
+        ((a0 * panel[q + t] + a1 * panel[q1 + t]) + (a2 * panel[q2 + t] + a3 * panel[q3 + t]))
+        + ((a4 * panel[q4 + t] + a5 * panel[q5 + t]) + (a6 * panel[q6 + t] + a7 * panel[q7 + t]))
     ) + (
-        ((inpx[x8] * panel[q8 + t] + inpx[x9] * panel[q9 + t])
-         + (inpx[x10] * panel[q10 + t] + inpx[x11] * panel[q11 + t]))
-        + ((inpx[x12] * panel[q12 + t] + inpx[x13] * panel[q13 + t])
-           + (inpx[x14] * panel[q14 + t] + inpx[x15] * panel[q15 + t]))
+        ((a8 * panel[q8 + t] + a9 * panel[q9 + t])
+         + (a10 * panel[q10 + t] + a11 * panel[q11 + t]))
+        + ((a12 * panel[q12 + t] + a13 * panel[q13 + t])
+           + (a14 * panel[q14 + t] + a15 * panel[q15 + t]))
     )  # fmt: skip
 
 

@@ -334,3 +334,28 @@ def test_a_model_the_compiler_cannot_handle_fails_naming_every_offending_node(tm
     assert main(["run", str(path), "--target", "vta"]) != 0
     err = capsys.readouterr().err
     assert "up (Resize" in err and "nz (NonZero" in err and "Traceback" not in err
+
+
+def test_a_plan_runs_a_host_group_before_the_group_that_reads_what_it_makes():
+    """A group runs at its anchor; a host group placed after it in the graph's order that
+    makes what the group's host writes read (a pack of a residual made after the anchor) is
+    moved before it, the accelerator groups keeping their order; a read of a slot that no
+    earlier step makes is refused naming the step."""
+    from runtime.errors import SessionError
+    from runtime.vta_plan import AccelStep, HostStep, HostWrite, _in_run_order
+
+    def accel(name, writes, output):
+        writes = tuple(HostWrite("residual", s) for s in writes)
+        return AccelStep(name, None, writes, output, None)  # the order reads no more
+
+    def host(name, inputs, outputs):
+        return HostStep(name, (), inputs, outputs, None, "")
+
+    a, g = accel("a", (), 1), accel("g", (2,), 3)
+    h, k = host("h", (1,), (2,)), host("k", (3,), (4,))
+    assert [s.name for s in _in_run_order([a, g, h, k], {0}, "net")] == ["a", "h", "g", "k"]
+    with pytest.raises(SessionError, match="group g reads slot 2, which no earlier step makes"):
+        _in_run_order([g, a], {0}, "net")  # no step makes slot 2
+    late = host("late", (3,), (2,))  # needs g's own output
+    with pytest.raises(SessionError, match="host group late reads slot 3"):
+        _in_run_order([a, g, late], {0}, "net")

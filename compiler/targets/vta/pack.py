@@ -13,8 +13,10 @@ such input the pass inserts two nodes:
   left operand as the rows of each matrix (``batch_rows``) and its right operand ``(..., K,
   N)`` transposed into the weight layout (``batch_weight``: the weight tensor of its program
   is an activation the host writes at every run, not a constant). The host groups compile and
-  run it like any host node (fused with the node that makes the value), and one ``pack`` serves
-  every group that reads the value in the same layout;
+  run it like any host node: a group's packs are placed together just before it, so they run
+  in the host kernel that precedes the group (with the node that makes the value, when that
+  node comes right before). One ``pack`` serves every group that reads the value in the same
+  layout;
 * an ``unpack`` in the group, the node that reads the packed value: it stands for the group's
   loads, which read the block layout, so that the graph keeps its meaning (the reference
   executor gives the same integers) and the group's input is the ``pack``'s result, which the
@@ -238,11 +240,17 @@ def insert_packs(
             # the group runs at its anchor: every input it reads packed is packed before it
             # (a residual a later node of the group reads included), so the host runs the
             # packs in the host group just before the group
+            made = []
             for reader, k, symbol in _readers(anchored, tuple(aliased.get(anchored.name, ()))):
                 value = reader.inputs[k]
                 if isinstance(value, Node) and id(value) not in new_of:
                     continue  # made later in the graph's order: packed where it is read
-                emit(packed(new_of.get(id(value), value), anchored, symbol))
+                made.append(packed(new_of.get(id(value), value), anchored, symbol))
+            # the packs first, then the group's unpacks: one run of host nodes, not cut by them
+            for unpack in made:
+                emit(unpack.inputs[0])
+            for unpack in made:
+                emit(unpack)
         ins = [new_of.get(id(v), v) for v in node.inputs]
         if id(node) in on_host:
             ins = [read_back(v) for v in ins]

@@ -172,25 +172,6 @@ def unpack_batch_rows(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.ascontiguousarray(rows[:, : shape[-2], : shape[-1]].reshape(shape))
 
 
-def unpack_output(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """A group's packed output ``p`` as the value of ``shape``: NCHW from a 6-d
-    ``(N/b, C/bo, H, W, b, bo)``, rows from a 4-d ``(N/b, M/bo, b, bo)``, a batch of matrices
-    from a 5-d ``(B, T/b, N/bo, b, bo)``.
-
-    Example:
-        >>> import isa
-        >>> x = np.arange(2 * 3 * 5, dtype=np.int8).reshape(2, 3, 5)
-        >>> p = pack_batch_rows(x, isa.load_config("default"), out=True)
-        >>> bool((unpack_output(p, x.shape) == x).all())
-        True
-    """
-    if p.ndim == 6:
-        return unpack_nchw(p, shape[0], shape[1])
-    if p.ndim == 5:
-        return unpack_batch_rows(p, shape)
-    return unpack_rows(p, shape[0], shape[1])
-
-
 __all__ = [
     "BLOCK_LAYOUTS",
     "pack_batch_rows",
@@ -204,6 +185,5 @@ __all__ = [
     "unpack_batch_rows",
     "unpack_blocks",
     "unpack_nchw",
-    "unpack_output",
     "unpack_rows",
 ]

@@ -13,7 +13,7 @@ from compiler.partition import partition_graph
 from compiler.quantize import choose_requant
 from compiler.quantize.realize import requantize_node
 from compiler.targets.vta.ops import compile_group, rescale_fits
-from compiler.topi.vta.packing import pack_nchw_out, pack_rows, unpack_output
+from compiler.topi.vta.packing import pack_nchw_out, pack_rows, unpack_blocks
 
 
 def _graph(shape, ratio, mode="multiplier", readers=1, dtype="int8"):
@@ -49,7 +49,8 @@ def test_rescale_group_is_bit_exact(preset, shape, ratio, mode):
     prog = layer.program.copy()
     packed = pack_nchw_out(feed, cfg) if len(shape) == 4 else pack_rows(feed, cfg, out=True)
     prog.write("data", packed)
-    got = unpack_output(vta_sim.simulate(prog).read("out"), shape)
+    layout = "nchw" if len(shape) == 4 else "rows"
+    got = unpack_blocks(vta_sim.simulate(prog).read("out"), layout, shape)
     np.testing.assert_array_equal(got, evaluate(graph, {"x": feed})[0])
 
 

@@ -15,7 +15,6 @@ from compiler.topi.vta.packing import (
     pack_batch_rows,
     pack_batch_weight,
     unpack_batch_rows,
-    unpack_output,
 )
 from compiler.topi.vta.qmatmul import compile_qmatmul
 from compiler.topi.vta.qnn import QAdd, QEpilogue
@@ -49,7 +48,7 @@ def test_batched_products_are_bit_exact(preset, batch, rows, k, cols, knobs):
     p = ep.requant
     acc = np.matmul(a.astype(np.int32), b.astype(np.int32))
     want = requantize_int(acc, p.multiplier, p.shift, p.post_shift, -128, 127, 2)
-    np.testing.assert_array_equal(unpack_output(out, (batch, rows, cols)), want)
+    np.testing.assert_array_equal(unpack_batch_rows(out, (batch, rows, cols)), want)
     assert layer.program.symbols["weight"].role == "input"
     assert layer.macs == batch * rows * k * cols
 
