@@ -1,13 +1,14 @@
 """The accelerator network artifact (``vtac compile MODEL --target vta -o model.vtac``): a
 compiled :class:`~runtime.vta_plan.NetworkPlan` in the archive format of
-:mod:`runtime.artifact`, format version 6 (``"kind": "vta"``), so the network runs again
+:mod:`runtime.artifact`, format version 7 (``"kind": "vta"``), so the network runs again
 without quantizing, partitioning or compiling.
 
 Members:
 
 * ``manifest.json``: format, version and kind; the model's name, inputs and outputs; the
   accelerator config (as ``isa`` writes it); the slots (shape and dtype of every value that
-  crosses a step); the steps in order: per accelerator group where its relocated program lies
+  crosses a step, and its offset in the host arena, -1 where it lies elsewhere) and the
+  arena's bytes; the steps in order: per accelerator group where its relocated program lies
   in the DRAM image (instruction base and count, symbols, the pieces moved), what the host
   writes into it and its record's static figures; per host group its kernel (entry symbol,
   arguments) and slots; per concat or slice the DRAM plan does in place (``"kind":
@@ -26,11 +27,13 @@ Members:
 
 Loading checks more than the checksums: every member name the manifest gives, every slot's
 shape and dtype (numeric dtypes only) against the arrays and kernel arguments that use it,
-every symbol, write and instruction range inside the DRAM image, that each host write's slot
-(a host group's packed result) is exactly its symbol's tensor, the program files against the
-config and each group's symbols, that host kernels parse and that each one's arguments are the
-ones its compiled code records (the kernel is built on that record, never on the manifest's
-copy), and that every step reads only slots an earlier step (or the caller) provides. A fault
+every symbol, write and instruction range inside the DRAM image, that every value a step
+makes for a later one has its own bytes of the host arena while it is live, that each host
+write's slot (a host group's packed result) is exactly its symbol's tensor, the program files
+against the config and each group's symbols, that host kernels parse and that each one's
+arguments are the ones its compiled code records (the kernel is built on that record, never on
+the manifest's copy), and that every step reads only slots an earlier step (or the caller)
+provides. A fault
 is refused in one line naming the member or step and the field.
 
 Example:
@@ -76,6 +79,7 @@ from runtime.artifact import (
     write_members,
 )
 from runtime.errors import ArtifactError
+from runtime.program_check import MAX_TENSOR_BYTES
 from runtime.vta_plan import (
     AccelStep,
     HostNode,
@@ -85,6 +89,7 @@ from runtime.vta_plan import (
     NetworkPlan,
     ReferenceKernel,
     Slot,
+    check_host_arena,
 )
 from runtime.vta_target import LayerRecord
 
@@ -198,7 +203,11 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
         "outputs": [s.to_json() for s in plan.outputs],
         "input_slots": list(plan.input_slots),
         "output_slots": list(plan.output_slots),
-        "slots": [{"shape": list(s.shape), "dtype": s.dtype} for s in plan.slots],
+        "slots": [
+            {"shape": list(s.shape), "dtype": s.dtype, "offset": s.offset} for s in plan.slots
+        ],  # fmt: skip
+        "arena_bytes": plan.arena_bytes,
+        "arena_naive_bytes": plan.arena_naive_bytes,
         "constants": constants,
         "steps": steps,
         "dram": "dram.npy",
@@ -311,7 +320,11 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
 
     slots = []
     for k, s in enumerate(c.field(manifest, "slots", top, list)):
-        slots.append(Slot(c.shape(s, "shape", f"slot {k}"), c.dtype(s, "dtype", f"slot {k}")))
+        offset = c.field(s, "offset", f"slot {k}", int)
+        if offset < -1:
+            raise c.fail(f"slot {k}", f"field 'offset' is {offset}: an arena offset or -1")
+        slots.append(Slot(c.shape(s, "shape", f"slot {k}"), c.dtype(s, "dtype", f"slot {k}"),
+                          offset))  # fmt: skip
     n = len(slots)
 
     def specs(key: str) -> tuple[TensorSpec, ...]:
@@ -515,6 +528,13 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
     for v in io_slots["output_slots"]:
         if v not in ready:
             raise c.fail(top, f"output slot {v} is written by no step")
+    arena_bytes = c.count(manifest, "arena_bytes", top)
+    if arena_bytes > MAX_TENSOR_BYTES:
+        raise c.fail(top, f"field 'arena_bytes' is {arena_bytes}, past the {MAX_TENSOR_BYTES} "
+                     "an artifact may declare")  # fmt: skip
+    bad = check_host_arena(steps, slots, io_slots["output_slots"], arena_bytes)
+    if bad is not None:
+        raise c.fail(top, f"host arena: {bad}")
     quant_member = c.field(manifest, "quantization", top, str)
     try:
         quantization = json.loads(read(quant_member))
@@ -533,6 +553,8 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         dram=dram,
         activation_bytes=c.count(manifest, "activation_bytes", top),
         activation_bytes_unshared=c.count(manifest, "activation_bytes_unshared", top),
+        arena_bytes=arena_bytes,
+        arena_naive_bytes=c.count(manifest, "arena_naive_bytes", top),
         quantization=quantization,
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
         scheme=str(manifest.get("scheme", "")),

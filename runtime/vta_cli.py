@@ -308,7 +308,8 @@ def compile_command(args: argparse.Namespace) -> int:
     print(
         f"compiled {plan.name} for vta ({plan.config.name}) in {sess.compile_seconds:.2f} s: "
         f"{accel} accelerator groups, {len(plan.host_steps)} host groups, DRAM image "
-        f"{plan.dram.size / 2**20:.2f} MiB -> {args.output}"
+        f"{plan.dram.size / 2**20:.2f} MiB, host arena {plan.arena_bytes / 2**20:.2f} MiB "
+        f"(naive {plan.arena_naive_bytes / 2**20:.2f}) -> {args.output}"
     )
     return 0
 

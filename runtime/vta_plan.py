@@ -7,7 +7,9 @@ compiling anything:
 
 * **slots**: every value that crosses a step (the network's inputs, a host group's results and
   constants, an accelerator group's ``out`` tensor as it lies in the image, which a host
-  ``unpack`` node reads), by index, with its shape and dtype;
+  ``unpack`` node reads), by index, with its shape and dtype; the values a step makes for a
+  later one live in one host arena, at offsets planned by liveness over the steps
+  (:func:`plan_host_arena`), so that a run allocates only the arrays it returns;
 * an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
   image (:class:`compiler.targets.vta.link.GroupImage`), which slot (a ``pack`` node's result,
   :mod:`compiler.targets.vta.pack`) the host writes into its ``data`` unless it is read in
@@ -44,29 +46,41 @@ Example:
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from compiler.model.program import TensorSpec
+from compiler.graph.memory import ALIGNMENT, first_fit
+from compiler.model.program import MemoryStats, TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
 from compiler.targets.vta.link import GroupImage
 from compiler.targets.vta.pack import READ_BACK_RULE, group_writes
 from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
+from runtime.executor import aligned_empty
 from runtime.vta_target import IN_PLACE_DEVICE, LayerRecord, NetworkRun
 
 
 @dataclass(frozen=True)
 class Slot:
-    """A value that crosses steps: its shape and dtype."""
+    """A value that crosses steps: its shape and dtype, and where it lives during a run:
+    ``offset`` bytes into the plan's host arena, or -1 for a value that is not in the arena
+    (a network input, a constant, a network output, which each run allocates and returns,
+    or a group's ``out`` that no step reads back)."""
 
     shape: tuple[int, ...]
     dtype: str
+    offset: int = -1
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
 @dataclass(frozen=True)
@@ -169,6 +183,11 @@ class NetworkPlan:
     dram: np.ndarray
     activation_bytes: int = 0
     activation_bytes_unshared: int = 0
+    #: the host arena: the bytes that hold every value a step makes for a later step (the
+    #: slots with an ``offset``), planned by liveness over the steps in order
+    #: (:func:`plan_host_arena`), against one buffer per value (``arena_naive_bytes``)
+    arena_bytes: int = 0
+    arena_naive_bytes: int = 0
     #: the quantized graph's scales and requantization parameters, per node (informative)
     quantization: list[dict[str, Any]] = field(default_factory=list)
     compile_seconds: float = 0.0
@@ -178,6 +197,40 @@ class NetworkPlan:
     #: first run on the simulator (the instructions lie in the image's static part, which no
     #: run writes: :func:`compiler.targets.vta.link.check_plan`)
     _decoded: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
+    #: the host arena and the view of every slot in it, made at the first run and reused (a
+    #: run that finds it in use by another thread makes its own)
+    _arena: tuple[np.ndarray, dict[int, np.ndarray]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    _arena_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def memory(self) -> MemoryStats:
+        """The host arena's figures: its bytes against one buffer per value it holds (the
+        accelerator's activations lie in the DRAM image: ``activation_bytes``)."""
+        return MemoryStats(self.arena_bytes, self.arena_naive_bytes)
+
+    def _arena_views(self, arena: np.ndarray) -> dict[int, np.ndarray]:
+        return {
+            k: np.ndarray(s.shape, s.dtype, buffer=arena, offset=s.offset)
+            for k, s in enumerate(self.slots)
+            if s.offset >= 0
+        }
+
+    @contextmanager
+    def _host_arena(self) -> Iterator[dict[int, np.ndarray]]:
+        """The views of the arena's slots for one run: the plan's own arena, or a fresh one
+        while another thread runs on it."""
+        if not self._arena_lock.acquire(blocking=False):
+            yield self._arena_views(aligned_empty(self.arena_bytes))
+            return
+        try:
+            if self._arena is None:
+                arena = aligned_empty(self.arena_bytes)
+                self._arena = (arena, self._arena_views(arena))
+            yield self._arena[1]
+        finally:
+            self._arena_lock.release()
 
     @property
     def batch(self) -> int:
@@ -206,6 +259,19 @@ class NetworkPlan:
         checked against the simulator; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` whose
         build is reused), host groups on the CPU; ``progress`` shows a bar of the accelerator
         groups on stderr."""
+        with self._host_arena() as views:
+            return self._run(feeds, views, trace, device, simulator, progress, rtl)
+
+    def _run(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        views: dict[int, np.ndarray],
+        trace: bool,
+        device: str,
+        simulator: str | None,
+        progress: bool,
+        rtl: Any,
+    ) -> NetworkRun:
         from runtime.vta_target import execute_group, progress_bar, rtl_device, run_record
 
         rtl = rtl_device(device, simulator, trace, rtl)
@@ -226,11 +292,19 @@ class NetworkPlan:
                     raise SessionError(f"slot {slot} is read before any step produced it")
                 t0 = clock()
                 # the group's ``out`` tensor as it lies in the image (its ``store``'s value:
-                # a host ``unpack`` node makes the logical value)
-                env[slot] = producer.image.program(cfg, dram).read("out")
+                # a host ``unpack`` node makes the logical value), copied into its slot
+                sym = producer.image.symbols["out"]
+                raw = dram[sym.offset : sym.offset + sym.nbytes].view(np.dtype(sym.dtype))
+                dst = views.get(slot)
+                if dst is None:
+                    dst = raw.reshape(sym.shape).copy()
+                else:
+                    dst.reshape(-1)[...] = raw
+                env[slot] = dst
                 copies[producer.name] = copies.get(producer.name, 0.0) + clock() - t0
             return env[slot]
 
+        fresh: dict[int, np.ndarray] = {}
         records: list[LayerRecord] = []
         traces: list[tuple[str, int, Any]] = []
         host_slices: list[tuple[str, str, int, float]] = []
@@ -275,11 +349,18 @@ class NetworkPlan:
             args = [np.asarray(value(s), self.slots[s].dtype, order="C") for s in step.inputs]
             if any(n.op == "quantize" for n in step.nodes):
                 _check_finite(step, args)
+            # each result goes to its slot in the arena, or (a network output) to an array
+            # this run returns
+            dests = []
+            for slot in step.outputs:
+                dst = views.get(slot)
+                if dst is None:
+                    sl = self.slots[slot]
+                    dst = fresh[slot] = np.empty(sl.shape, sl.dtype)
+                dests.append(dst)
+                env[slot] = dst
             t0 = clock()
-            res_h = step.kernel(*args)
-            res_h = res_h if isinstance(res_h, tuple) else (res_h,)
-            for slot, arr in zip(step.outputs, res_h, strict=True):
-                env[slot] = arr
+            _call_host(step.kernel, args, dests)
             seconds = clock() - t0
             if trace:
                 ops = "+".join(n.op for n in step.nodes)
@@ -289,7 +370,12 @@ class NetworkPlan:
                 records.append(LayerRecord(n.name, n.op, "cpu", n.rule, host=step.how,
                                            host_seconds=seconds if k == 0 else 0.0,
                                            reason=n.reason))  # fmt: skip
-        outs = [np.array(value(s)) for s in self.output_slots]
+        outs: list[np.ndarray] = []
+        for s in self.output_slots:
+            # a network output a host group wrote is this run's own array; any other (an
+            # input, a constant, an output given twice) is copied
+            arr = fresh.pop(s, None)
+            outs.append(arr if arr is not None else np.array(value(s)))
         chained = sum(len(s.image.aliased) for s in self.accel_steps)
         if bar is not None:
             bar.close()
@@ -422,6 +508,9 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         TensorSpec(n, tuple(v.type.shape), str(v.type.dtype))
         for n, v in zip(names, graph.outputs, strict=True)
     )
+    ordered = _in_run_order(steps, {*input_slots, *constants}, net.graph.name)
+    output_slots = tuple(slot(v) for v in graph.outputs)
+    placed, arena_bytes, naive_bytes = plan_host_arena(ordered, slots, output_slots)
     return NetworkPlan(
         name=graph.name or "model",
         config=cfg,
@@ -430,13 +519,15 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
         ),  # fmt: skip
         outputs=outputs,
         input_slots=input_slots,
-        output_slots=tuple(slot(v) for v in graph.outputs),
-        slots=tuple(slots),
+        output_slots=output_slots,
+        slots=placed,
         constants=constants,
-        steps=_in_run_order(steps, {*input_slots, *constants}, net.graph.name),
+        steps=ordered,
         dram=dram_plan.dram,
         activation_bytes=dram_plan.activation_bytes,
         activation_bytes_unshared=dram_plan.activation_bytes_unshared,
+        arena_bytes=arena_bytes,
+        arena_naive_bytes=naive_bytes,
         quantization=quantization_table(graph),
         compile_seconds=net.compile_seconds,
         scheme=net.scheme,
@@ -489,6 +580,115 @@ def _in_run_order(
     return tuple(order)
 
 
+def slot_lifetimes(
+    steps: Sequence[AccelStep | HostStep | InPlaceStep],
+) -> dict[int, tuple[int, int, bool]]:
+    """Every slot a step makes (a host group's result, a group's ``out``): the step that makes
+    it, the last step that reads it (the maker when none does) and whether any step reads it.
+
+    Example:
+        >>> h = HostStep("h", (), (0,), (1,), None, "")
+        >>> slot_lifetimes([h, HostStep("g", (), (1,), (2,), None, "")])
+        {1: (0, 1, True), 2: (1, 1, False)}
+    """
+    made: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for k, step in enumerate(steps):
+        if isinstance(step, HostStep):
+            reads, makes = step.inputs, step.outputs
+        elif isinstance(step, AccelStep):
+            reads, makes = tuple(w.slot for w in step.writes), (step.output,)
+        else:
+            continue
+        for s in reads:
+            last[s] = k
+        for s in makes:
+            made.setdefault(s, k)
+    return {s: (k, max(k, last.get(s, k)), s in last) for s, k in made.items()}
+
+
+def _in_arena(
+    steps: Sequence[AccelStep | HostStep | InPlaceStep], outputs: Sequence[int]
+) -> dict[int, tuple[int, int]]:
+    """The slots the host arena holds, with their lifetimes: what a host group makes and what
+    the host reads back from a group, except the network's outputs (each run's own arrays)."""
+    hosted = {s for step in steps if isinstance(step, HostStep) for s in step.outputs}
+    return {
+        s: (first, last)
+        for s, (first, last, read) in slot_lifetimes(steps).items()
+        if s not in outputs and (s in hosted or read)
+    }
+
+
+def plan_host_arena(
+    steps: Sequence[AccelStep | HostStep | InPlaceStep],
+    slots: Sequence[Slot],
+    outputs: Sequence[int],
+) -> tuple[tuple[Slot, ...], int, int]:
+    """``slots`` with an arena ``offset`` for each value a step makes for a later one, by
+    liveness over ``steps`` in run order (:func:`compiler.graph.memory.first_fit`, the planner
+    the cpu target's arena uses); the arena's bytes and one buffer per value's bytes."""
+    lives = _in_arena(steps, outputs)
+    order = sorted(lives)
+    offsets, peak = first_fit(
+        [(slots[s].nbytes, *lives[s]) for s in order], ALIGNMENT
+    )  # fmt: skip
+    placed = list(slots)
+    for s, offset in zip(order, offsets, strict=True):
+        placed[s] = replace(slots[s], offset=offset)
+    naive = sum(-(-max(slots[s].nbytes, 1) // ALIGNMENT) * ALIGNMENT for s in order)
+    return tuple(placed), peak, naive
+
+
+def check_host_arena(
+    steps: Sequence[AccelStep | HostStep | InPlaceStep],
+    slots: Sequence[Slot],
+    outputs: Sequence[int],
+    arena_bytes: int,
+) -> str | None:
+    """What is wrong with the slots' arena offsets, or None: every value a step makes for a
+    later one lies inside the arena, aligned, and shares no byte with a value live at one of
+    its steps; no other slot has an offset."""
+    lives = _in_arena(steps, outputs)
+    for k, sl in enumerate(slots):
+        if sl.offset < 0:
+            if k in lives:
+                return f"slot {k} is made by a step for a later one but has no arena offset"
+            continue
+        if k not in lives:
+            return (f"slot {k} has arena offset {sl.offset}, but it is not a value a step "
+                    "makes for a later one")  # fmt: skip
+        if sl.offset % ALIGNMENT:
+            return f"slot {k}: arena offset {sl.offset} is not a multiple of {ALIGNMENT}"
+        if sl.offset + sl.nbytes > arena_bytes:
+            return (f"slot {k}: arena bytes [{sl.offset}, {sl.offset + sl.nbytes}) end past "
+                    f"the {arena_bytes}-byte arena")  # fmt: skip
+    # a sweep over the steps: at each step, the slots live at it must not overlap
+    starting: dict[int, list[int]] = {}
+    for s, (first, _) in lives.items():
+        starting.setdefault(first, []).append(s)
+    live: list[int] = []
+    for k in range(len(steps)):
+        live = [s for s in live if lives[s][1] >= k] + starting.get(k, [])
+        spans = sorted((slots[s].offset, slots[s].offset + slots[s].nbytes, s) for s in live)
+        for (_, end, a), (start, _, b) in zip(spans, spans[1:], strict=False):
+            if start < end:
+                return (f"slots {a} and {b} share arena bytes at step {k}, where both "
+                        "are live")  # fmt: skip
+    return None
+
+
+def _call_host(kernel: Any, args: list[np.ndarray], dests: list[np.ndarray]) -> None:
+    """Run a host group's kernel on ``args``, its results written into ``dests``."""
+    if isinstance(kernel, ReferenceKernel):
+        res = kernel(*args)
+        for dst, arr in zip(dests, res if isinstance(res, tuple) else (res,), strict=True):
+            dst[...] = arr
+        return
+    ins, outs = iter(args), iter(dests)
+    kernel(*(next(outs) if a.is_output else next(ins) for a in kernel.args))
+
+
 def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:
     """A value about to be quantized to int8 must be finite: NaN and Inf have no int8 code,
     and rounding them would give confident garbage instead of an error."""
@@ -510,6 +710,9 @@ __all__ = [
     "NetworkPlan",
     "ReferenceKernel",
     "Slot",
+    "check_host_arena",
+    "plan_host_arena",
     "plan_network",
+    "slot_lifetimes",
     "quantization_table",
 ]

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from compiler.model.calibration import calibration_feeds
-from compiler.model.program import TensorSpec
+from compiler.model.program import MemoryStats, TensorSpec
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
 from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
@@ -225,9 +225,10 @@ class VtaInferenceSession(InferenceSession):
         return list(self.plan.outputs)
 
     @property
-    def memory(self) -> Any:
-        raise SessionError("target vta has no activation arena: see the plan's DRAM image "
-                           "(session.plan.dram, activation_bytes)")  # fmt: skip
+    def memory(self) -> MemoryStats:
+        """The host arena: peak bytes against one buffer per value the host keeps between
+        steps (the accelerator's activations lie in the DRAM image: ``plan.activation_bytes``)."""
+        return self.plan.memory
 
     def run(self, output_names: Sequence[str] | None, feeds: Mapping[str, Any]) -> list[np.ndarray]:
         """Run the network on ``feeds``; return the outputs named (all when ``None``)."""

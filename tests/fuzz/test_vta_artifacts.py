@@ -281,6 +281,16 @@ CASES = {
     "output dtype float64": (_set(["outputs", 0, "dtype"], "float64"), "output_slots"),
     "output slot unwritten": (_set(["output_slots", 0], 1), "output_slots"),
     "input slot out of range": (_set(["input_slots", 0], -1), "'input_slots'"),
+    # the host arena (slots 1 and 3 are the values the host keeps between steps)
+    "arena slot offset misaligned": (_set(["slots", 1, "offset"], 8), "multiple of 64"),
+    "arena slot offset past the arena": (_set(["slots", 3, "offset"], 1 << 20), "end past"),
+    "arena cut": (_set(["arena_bytes"], 64), "end past the 64-byte arena"),
+    "arena huge": (_set(["arena_bytes"], 1 << 40), "'arena_bytes'"),
+    "arena slot without offset": (_set(["slots", 1, "offset"], -1), "has no arena offset"),
+    "input slot given an offset": (_set(["slots", 0, "offset"], 0), "slot 0 has arena offset"),
+    "output slot given an offset": (_set(["slots", 4, "offset"], 0), "slot 4 has arena offset"),
+    "slot offset below -1": (_set(["slots", 1, "offset"], -7), "'offset' is -7"),
+    "slot offset missing": (_del(["slots", 1, "offset"]), "no field 'offset'"),
     # the DRAM image
     "dram truncated": (_dram(lambda a: a[: a.size // 4].copy()), "DRAM image"),
     "dram int32": (_dram(lambda a: a.astype(np.int32)), "not 1-D uint8"),
@@ -385,6 +395,7 @@ def test_no_op_mutations_run_as_the_original(artifact, tmp_path):
         _set(["steps", VTA, "record", "roofline_cycles"], 1.5),
         _set(["name"], "renamed"),
         _set(["compile_seconds"], 0),
+        _set(["arena_naive_bytes"], 0),
     ]
     paths = [_mutated(path, m, tmp_path / f"noop{k}.vtac") for k, m in enumerate(no_ops)]
     assert _run_cases(artifact, paths) == ["same"] * len(no_ops)

@@ -359,3 +359,55 @@ def test_a_plan_runs_a_host_group_before_the_group_that_reads_what_it_makes():
     late = host("late", (3,), (2,))  # needs g's own output
     with pytest.raises(SessionError, match="host group late reads slot 3"):
         _in_run_order([a, g, late], {0}, "net")
+
+
+def test_a_plans_host_values_live_in_one_arena_planned_by_liveness():
+    """The values a step makes for a later one (a host group's results, a group's ``out`` read
+    back) get bytes of one host arena, planned over the steps in run order; the plan runs as
+    the network does, from two threads at once too, and returns arrays of the run's own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runtime.vta_plan import check_host_arena, plan_network
+
+    graph = from_onnx(load_zoo("resnet18", batch=1, image_size=32))
+    feed = _feed(graph)
+    net = compile_network(graph, "default", calibration=feed)
+    plan = plan_network(net)
+    held = [k for k, s in enumerate(plan.slots) if s.offset >= 0]
+    # the quantized input, its im2col pack, the classifier's read-back and its unpack
+    assert len(held) == 4 and not set(held) & {*plan.input_slots, *plan.output_slots}
+    assert check_host_arena(plan.steps, plan.slots, plan.output_slots, plan.arena_bytes) is None
+    assert 0 < plan.arena_bytes <= plan.arena_naive_bytes
+    assert plan.memory.peak_bytes == plan.arena_bytes
+    want = net.run(feed)
+    first = plan.run(feed)
+    np.testing.assert_array_equal(first.outputs[0], want.outputs[0])
+    assert first.total_cycles == want.total_cycles
+    first.outputs[0][...] = 0  # the caller's array: the next run does not see it
+    with ThreadPoolExecutor(2) as pool:
+        outs = list(pool.map(lambda _: plan.run(feed).outputs[0], range(4)))
+    for out in outs:
+        np.testing.assert_array_equal(out, want.outputs[0])
+
+
+def test_the_host_arena_check_refuses_values_live_at_once_that_share_bytes():
+    from runtime.vta_plan import HostStep, Slot, check_host_arena, plan_host_arena
+
+    def host(name, inputs, outputs):
+        return HostStep(name, (), inputs, outputs, None, "")
+
+    # 0 is the input, 1 and 2 are live together at step 1, 3 reuses 1's bytes, 4 the output
+    steps = [host("a", (0,), (1,)), host("b", (1,), (2,)), host("c", (2,), (3,)),
+             host("d", (3,), (4,))]  # fmt: skip
+    slots = [Slot((64,), "float32")] * 5
+    placed, peak, naive = plan_host_arena(steps, slots, (4,))
+    assert [s.offset for s in placed] == [-1, 0, 256, 0, -1] and (peak, naive) == (512, 768)
+    assert check_host_arena(steps, placed, (4,), peak) is None
+    clash = [*placed[:2], Slot((64,), "float32", 128), *placed[3:]]
+    assert check_host_arena(steps, clash, (4,), peak) == (
+        "slots 1 and 2 share arena bytes at step 1, where both are live"
+    )
+    unplaced = [*placed[:3], Slot((64,), "float32"), placed[4]]
+    assert "slot 3 is made by a step for a later one but has no arena offset" in str(
+        check_host_arena(steps, unplaced, (4,), peak)
+    )

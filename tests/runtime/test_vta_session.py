@@ -110,6 +110,8 @@ def test_artifact_round_trip_gives_the_same_bytes_and_cycles(model, size, config
     assert artifact_kind(path) == "vta"
     loaded = load_vta_artifact(path)
     assert loaded.config == plan.config and len(loaded.steps) == len(plan.steps)
+    # the host arena as planned: every slot at its offset, the same bytes
+    assert loaded.slots == plan.slots and loaded.memory == plan.memory
     again = loaded.run(feed)
     for a, b in zip(again.outputs, direct.outputs, strict=True):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
@@ -126,6 +128,7 @@ def test_artifact_round_trip_gives_the_same_bytes_and_cycles(model, size, config
     # the session runs the artifact without a target, as the compiled network
     sess = InferenceSession(path)
     assert isinstance(sess, VtaInferenceSession) and sess.config.name == config
+    assert sess.memory == plan.memory and sess.memory.peak_bytes <= sess.memory.naive_bytes
     outs = sess.run(None, feed)
     assert outs[0].tobytes() == direct.outputs[0].tobytes()
     assert sess.profile().total_cycles == direct.total_cycles
