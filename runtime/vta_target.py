@@ -26,7 +26,8 @@ Example:
     >>> net = compile_network(g, "default", calibration=feed)
     >>> result = net.run(feed)
     >>> [(r.name, r.device) for r in result.layers]
-    [('x.quantize', 'cpu'), ('conv', 'vta'), ('conv.dequantize', 'cpu')]
+    [('x.quantize', 'cpu'), ('conv.im2col', 'cpu'), ('conv.data.pack', 'cpu'), ('conv', 'vta'),
+     ('conv.read', 'cpu'), ('conv.dequantize', 'cpu')]
     >>> bool((result.outputs[0] == net.reference(feed)[0]).all())
     True
 """

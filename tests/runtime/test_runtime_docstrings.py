@@ -1,25 +1,21 @@
-"""The docstring examples of the runtime's modules run and hold."""
+"""The docstring examples of every module of the runtime run and hold."""
 
 import doctest
 import importlib
+import pkgutil
 
 import pytest
 
-MODULES = [
-    "runtime.errors",
-    "runtime.profile",
-    "runtime.executor",
-    "runtime.artifact",
-    "runtime.session",
-    "runtime.model_cli",
-    "runtime.inputs",
-]
+import runtime
+
+MODULES = sorted(m.name for m in pkgutil.walk_packages(runtime.__path__, "runtime."))
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(importlib.import_module(name), optionflags=flags)
+    assert result.failed == 0, f"{result.failed} docstring example(s) of {name} failed"
 
 
 def test_dispatcher_docstring_examples():
