@@ -16,7 +16,9 @@ the field, every manifest that would:
   the arena: its feed would reach no kernel);
 * a kernel argument whose tensor is unknown, or whose placement's dtype or element count differs
   from what the kernel was compiled for; a written argument that is an input or a constant;
-* within one kernel, a written region of the arena that overlaps another argument's region.
+* within one kernel, a written region of the arena that overlaps another argument's region;
+  across kernels, two arena tensors that share a byte while both are in use (from the first
+  kernel that names a tensor to the last).
 
 Example:
     >>> from compiler.model.program import MemoryStats, Placement, Program, TensorSpec
@@ -38,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.graph.memory import shared_bytes
 from compiler.model.program import ONNX_TYPE_NAMES, PLACEMENT_KINDS, Program
 from runtime.errors import ArtifactError
 
@@ -128,6 +131,7 @@ def check_program(prog: Program, where: str) -> None:
     for s in prog.outputs:
         if s.name not in prog.output_tensors:
             raise ArtifactError(f"{where}: output {s.name!r} has no tensor")
+    _check_lifetimes(prog, regions, where)
     written: set[str] = set()
     for k in prog.kernels:
         _check_kernel(prog, k, regions, where)
@@ -140,6 +144,27 @@ def check_program(prog: Program, where: str) -> None:
                     f"{tensor!r} before any kernel writes it"
                 )
         written.update(t for t, a in zip(k.tensors, k.args, strict=True) if a.is_output)
+
+
+def _check_lifetimes(prog: Program, regions: dict[str, tuple[int, int]], where: str) -> None:
+    """No two arena tensors in use at one kernel share a byte (a tensor is in use from the
+    first kernel that names it to the last)."""
+    use: dict[str, tuple[int, int]] = {}
+    for i, k in enumerate(prog.kernels):
+        for tensor in k.tensors:
+            if tensor in regions:
+                use[tensor] = (use.get(tensor, (i, i))[0], i)
+    held = sorted(use)
+    clash = shared_bytes(
+        [(regions[t][0], regions[t][1] - regions[t][0], use[t][0], use[t][1]) for t in held]
+    )
+    if clash is not None:
+        a, b, kernel = (held[clash[0]], held[clash[1]], prog.kernels[clash[2]].name)
+        raise ArtifactError(
+            f"{where}: arena tensors {a!r} ({regions[a][0]}..{regions[a][1]}) and {b!r} "
+            f"({regions[b][0]}..{regions[b][1]}) share bytes while both are in use, at kernel "
+            f"{kernel!r}"
+        )
 
 
 def _check_kernel(prog: Program, k: Any, regions: dict[str, tuple[int, int]], where: str) -> None:

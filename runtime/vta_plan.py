@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph.memory import ALIGNMENT, first_fit
+from compiler.graph.memory import ALIGNMENT, first_fit, shared_bytes
 from compiler.model.program import MemoryStats, TensorSpec
 from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
 from compiler.targets.vta.link import GroupImage
@@ -663,18 +663,11 @@ def check_host_arena(
         if sl.offset + sl.nbytes > arena_bytes:
             return (f"slot {k}: arena bytes [{sl.offset}, {sl.offset + sl.nbytes}) end past "
                     f"the {arena_bytes}-byte arena")  # fmt: skip
-    # a sweep over the steps: at each step, the slots live at it must not overlap
-    starting: dict[int, list[int]] = {}
-    for s, (first, _) in lives.items():
-        starting.setdefault(first, []).append(s)
-    live: list[int] = []
-    for k in range(len(steps)):
-        live = [s for s in live if lives[s][1] >= k] + starting.get(k, [])
-        spans = sorted((slots[s].offset, slots[s].offset + slots[s].nbytes, s) for s in live)
-        for (_, end, a), (start, _, b) in zip(spans, spans[1:], strict=False):
-            if start < end:
-                return (f"slots {a} and {b} share arena bytes at step {k}, where both "
-                        "are live")  # fmt: skip
+    held = sorted(lives)
+    clash = shared_bytes([(slots[s].offset, slots[s].nbytes, *lives[s]) for s in held])
+    if clash is not None:
+        a, b, step = clash
+        return f"slots {held[a]} and {held[b]} share arena bytes at step {step}, where both live"
     return None
 
 

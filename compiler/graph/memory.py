@@ -141,6 +141,33 @@ def first_fit(tensors: Sequence[tuple[int, int, int]], alignment: int) -> tuple[
     return offsets, max((e for _, e, _, _ in placed), default=0)
 
 
+def shared_bytes(spans: Sequence[tuple[int, int, int, int]]) -> tuple[int, int, int] | None:
+    """The first two of ``spans``, given as ``(offset, nbytes, first, last)`` (live from step
+    ``first`` to ``last``, both included), that are live at one step and share a byte, as
+    ``(i, j, step)``; None when there are none. What every planned arena must satisfy (this
+    module's plans, the accelerator network's host arena, an artifact's placements).
+
+    Example:
+        >>> shared_bytes([(0, 100, 0, 1), (64, 100, 2, 3), (192, 64, 1, 2)])
+        >>> shared_bytes([(0, 100, 0, 1), (64, 100, 1, 3)])
+        (0, 1, 1)
+    """
+    starting: dict[int, list[int]] = {}
+    for k, (_, _, first, _) in enumerate(spans):
+        starting.setdefault(first, []).append(k)
+    live: list[int] = []
+    for step in sorted(starting):
+        live = [k for k in live if spans[k][3] >= step] + starting[step]
+        order = sorted((spans[k][0], spans[k][0] + spans[k][1], k) for k in live if spans[k][1])
+        end, owner = -1, -1
+        for lo, hi, k in order:
+            if lo < end:
+                return (min(owner, k), max(owner, k), step)
+            if hi > end:
+                end, owner = hi, k
+    return None
+
+
 def plan_memory(graph: Graph, alignment: int = ALIGNMENT) -> Graph:
     """The graph with a :class:`MemoryPlan` attached (see the module docstring)."""
     lives = _lifetimes(graph)
@@ -175,15 +202,21 @@ def check_plan(graph: Graph, plan: MemoryPlan) -> None:
                 f"misaligned or beyond the arena ({plan.peak_bytes} bytes)"
             )
         allocs.append(a)
-    for i, a in enumerate(allocs):
-        for b in allocs[i + 1 :]:
-            live = not (a.last < b.first or b.last < a.first)
-            overlap = a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes
-            if live and overlap:
-                raise GraphError(
-                    f"memory plan: {a.node.label!r} and {b.node.label!r} are live "
-                    "at the same time in overlapping bytes"
-                )
+    clash = shared_bytes([(a.offset, a.nbytes, a.first, a.last) for a in allocs])
+    if clash is not None:
+        a, b = allocs[clash[0]], allocs[clash[1]]
+        raise GraphError(
+            f"memory plan: {a.node.label!r} and {b.node.label!r} are live "
+            "at the same time in overlapping bytes"
+        )
 
 
-__all__ = ["ALIGNMENT", "Allocation", "MemoryPlan", "check_plan", "first_fit", "plan_memory"]
+__all__ = [
+    "ALIGNMENT",
+    "Allocation",
+    "MemoryPlan",
+    "check_plan",
+    "first_fit",
+    "plan_memory",
+    "shared_bytes",
+]

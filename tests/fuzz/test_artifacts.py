@@ -171,6 +171,10 @@ CASES = {
     "unaligned offset": (
         _set(["placements", lambda m: _arena(m)[0], "offset"], 8), "not a multiple of 64"),
     "arena shrunk": (_set(["arena_bytes"], 64), "end past the arena"),
+    # the conv's packed input moved onto the conv's output, which its kernel writes
+    "arena tensors in use at once overlap": (
+        _set(["placements", "conv.data_to_NCHW1n3c", "offset"], 0),
+        "share bytes while both are in use, at kernel 'conv.conv'"),
     "arena_bytes negative": (_set(["arena_bytes"], -1), "arena_bytes -1"),
     "input shape shrunk": (_set(["inputs", 0, "shape"], [1, 3, 4, 4]), "but input 'x' has 48"),
     "input dtype object": (_set(["inputs", 0, "dtype"], "object"), "dtype 'object'"),

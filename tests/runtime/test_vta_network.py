@@ -405,7 +405,7 @@ def test_the_host_arena_check_refuses_values_live_at_once_that_share_bytes():
     assert check_host_arena(steps, placed, (4,), peak) is None
     clash = [*placed[:2], Slot((64,), "float32", 128), *placed[3:]]
     assert check_host_arena(steps, clash, (4,), peak) == (
-        "slots 1 and 2 share arena bytes at step 1, where both are live"
+        "slots 1 and 2 share arena bytes at step 1, where both live"
     )
     unplaced = [*placed[:3], Slot((64,), "float32"), placed[4]]
     assert "slot 3 is made by a step for a later one but has no arena offset" in str(
