@@ -151,20 +151,43 @@ def save_artifact(program: Program, path: str | os.PathLike) -> None:
     write_members(artifact_members(program), path)
 
 
+#: An array member is deflated when at least this share of its bytes are zero (an accelerator
+#: network's DRAM image and its groups' program files, whose activation regions are zeroed);
+#: other arrays (weights) hardly compress and are stored.
+DEFLATE_ZEROS = 0.25
+
+
+def _deflates(member: str, data: bytes) -> bool:
+    """Whether ``member`` is worth deflating: text always, an array when zeros fill
+    :data:`DEFLATE_ZEROS` of it.
+
+    Example:
+        >>> _deflates("manifest.json", b"{}"), _deflates("dram.npy", bytes(64) + b"x" * 64)
+        (True, True)
+        >>> _deflates("constants/w.npy", bytes(range(1, 129)))
+        False
+    """
+    if not member.endswith((".npy", ".npz")):
+        return True
+    raw = np.frombuffer(data, np.uint8)
+    return bool(raw.size) and bool(raw.size - np.count_nonzero(raw) >= DEFLATE_ZEROS * raw.size)
+
+
 def write_members(members: dict[str, bytes], path: str | os.PathLike) -> None:
     """Write an archive of ``members`` to ``path`` atomically: a temporary file in the same
-    directory, then ``os.replace``; ``.npy`` and ``.npz`` members are stored, the rest
-    deflated."""
+    directory, then ``os.replace``; text and mostly-zero arrays deflated (level 1, fast), the
+    other arrays stored (:func:`_deflates`)."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
             for member, data in members.items():
-                # Weights do not compress; text does.
-                stored = member.endswith((".npy", ".npz"))
-                method = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
-                zf.writestr(member, data, compress_type=method)
+                if _deflates(member, data):
+                    zf.writestr(member, data, compress_type=zipfile.ZIP_DEFLATED,
+                                compresslevel=1)  # fmt: skip
+                else:
+                    zf.writestr(member, data, compress_type=zipfile.ZIP_STORED)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
