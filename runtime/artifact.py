@@ -42,7 +42,7 @@ import os
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -326,47 +326,64 @@ def check_signatures(prog: Program, where: str) -> None:
     byte size, and lie inside its allocation: the arena, the constant's array, the input or
     output of that size.
     """
-    from compiler.errors import CodegenError
-    from compiler.targets.cpu.jit import compiled_signature
-
-    records: dict[tuple[str, str], tuple[ArgSignature, ...] | None] = {}
+    records: dict[tuple[str, str], tuple[ArgSignature, ...]] = {}
     for k in prog.kernels:
         if k.target != "cpu":
             continue  # other targets' kernels are not run from an artifact (the executor says so)
         key = (k.symbol, k.code)
         if key not in records:
-            try:
-                records[key] = compiled_signature(k.code, k.symbol)
-            except CodegenError as e:
-                # LLVM's diagnostics span lines (the source line, a caret): the first says it
-                first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
-                raise ArtifactError(f"{where}: kernel {k.name!r}: {first}") from None
-        sig = records[key]
-        if sig is None:
-            raise ArtifactError(
-                f"{where}: kernel {k.name!r}: its code ({k.symbol}) records no argument shapes "
-                "(compile the model again)"
-            )
-        _check_bindings(prog, k, sig, where)
+            records[key] = recorded_signature(k.code, k.symbol, f"{where}: kernel {k.name!r}")
+        _check_bindings(prog, k, records[key], where)
+
+
+def argument_mismatch(said: Sequence[Any], recorded: Sequence[ArgSignature]) -> str | None:
+    """How the arguments a manifest gives a host kernel (name, shape, dtype, written or read)
+    differ from those its compiled code records, or None."""
+    if len(said) != len(recorded):
+        return (f"the manifest gives {len(said)} arguments, the compiled code records "
+                f"{len(recorded)}")  # fmt: skip
+    for arg, rec in zip(said, recorded, strict=True):
+        mine = (arg.name, tuple(arg.shape), np.dtype(arg.dtype), arg.is_output)
+        if mine != (rec.name, tuple(rec.shape), np.dtype(rec.dtype), rec.is_output):
+            use = "written" if arg.is_output else "read"
+            return (f"argument {arg.name!r} is {arg.dtype}{list(arg.shape)} ({use}) in the "
+                    f"manifest, the compiled code records {rec.name!r} {rec}")  # fmt: skip
+    return None
+
+
+def recorded_signature(code: str, symbol: str, what: str) -> tuple[ArgSignature, ...]:
+    """The arguments a host kernel's code records (:mod:`compiler.targets.cpu.signature`),
+    compiling it (LLVM or the object cache); code that does not parse, or that records none
+    (compiled before kernels carried the record), is refused as ``what``: the one reading of a
+    kernel's record for every artifact kind."""
+    from compiler.errors import CodegenError
+    from compiler.targets.cpu.jit import compiled_signature
+
+    try:
+        sig = compiled_signature(code, symbol)
+    except CodegenError as e:
+        # LLVM's diagnostics span lines (the source line, a caret): the first says it
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
+        raise ArtifactError(f"{what}: {first}") from None
+    if sig is None:
+        raise ArtifactError(f"{what}: its code ({symbol}) records no argument shapes (compile "
+                            "the model again)")  # fmt: skip
+    return sig
 
 
 def _check_bindings(
     prog: Program, k: KernelSpec, sig: tuple[ArgSignature, ...], where: str
 ) -> None:
     what = f"{where}: kernel {k.name!r}"
-    if len(sig) != len(k.args) or len(sig) != len(k.tensors):
+    if len(sig) != len(k.tensors):
         raise ArtifactError(
-            f"{what}: the manifest gives {len(k.args)} arguments and {len(k.tensors)} tensors, "
-            f"the compiled code records {len(sig)} arguments"
+            f"{what}: the manifest gives {len(k.tensors)} tensors, the compiled code records "
+            f"{len(sig)} arguments"
         )
-    for rec, arg, tensor in zip(sig, k.args, k.tensors, strict=True):
-        said = (arg.name, tuple(arg.shape), np.dtype(arg.dtype), arg.is_output)
-        if said != (rec.name, rec.shape, np.dtype(rec.dtype), rec.is_output):
-            use = "written" if arg.is_output else "read"
-            raise ArtifactError(
-                f"{what}: argument {arg.name!r} is {arg.dtype}{list(arg.shape)} ({use}) in the "
-                f"manifest, the compiled code records {rec.name!r} {rec}"
-            )
+    wrong = argument_mismatch(k.args, sig)
+    if wrong is not None:
+        raise ArtifactError(f"{what}: {wrong}")
+    for rec, tensor in zip(sig, k.tensors, strict=True):
         p = prog.placements[tensor]
         dtype = np.dtype(rec.dtype)
         if p.kind == "arena":

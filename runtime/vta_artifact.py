@@ -75,7 +75,9 @@ from runtime.artifact import (
     FORMAT_NAME,
     MANIFEST,
     VTA_FORMAT_VERSION,
+    argument_mismatch,
     read_artifact,
+    recorded_signature,
     write_members,
 )
 from runtime.errors import ArtifactError
@@ -305,9 +307,8 @@ def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
 
 
 def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
-    from compiler.errors import CodegenError
     from compiler.ir.stmt import ArgInfo
-    from compiler.targets.cpu.jit import compiled_signature, make_function
+    from compiler.targets.cpu.jit import make_function
 
     c = _Check(where)
     top = "manifest"
@@ -489,20 +490,15 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 except UnicodeDecodeError as e:
                     raise c.fail(f"member {member}", f"not LLVM IR text ({e.reason} at byte "
                                  f"{e.start})") from None  # fmt: skip
-                try:
-                    recorded = compiled_signature(code, symbol)
-                except CodegenError as e:
-                    # LLVM's diagnostics span lines (the source line, a caret): the first says it
-                    first = str(e).strip().splitlines()[0] if str(e).strip() else "invalid"
-                    raise c.fail(f"{place}: member {member}", f"kernel {symbol!r}: {first}") \
-                        from None  # fmt: skip
-                if recorded is None:
-                    raise c.fail(f"{place}: member {member}", f"kernel {symbol!r} records no "
-                                 "argument shapes (compile the model again)")  # fmt: skip
+                recorded = recorded_signature(
+                    code, symbol, f"{where}: {place}: member {member}: kernel {symbol!r}"
+                )
                 # the function is built on the arguments the code records, never the manifest's
                 own = [ArgInfo(a.name, a.shape, a.dtype, a.is_output) for a in recorded]
-                kernels[key] = make_function(symbol, own, code, "")
-            _check_kernel_args(args, kernels[key].args, symbol, place, c)
+                kernels[key] = (make_function(symbol, own, code, ""), recorded)
+            wrong = argument_mismatch(args, kernels[key][1])
+            if wrong is not None:
+                raise c.fail(place, f"kernel {symbol!r}: {wrong}")
             nodes = []
             for row in c.field(s, "nodes", place, list):
                 if not (
@@ -515,7 +511,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                     )
                 nodes.append(HostNode(*row))
             how = c.field(s, "how", place, str)
-            steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key], how))
+            steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key][0], how))
             ready.update(outs)
         elif kind == "in-place":
             op = c.field(s, "op", place, str)
@@ -559,25 +555,6 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
         compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
         scheme=str(manifest.get("scheme", "")),
     )
-
-
-def _check_kernel_args(said: list[Any], recorded: tuple[Any, ...], symbol: str, place: str,
-                       c: _Check) -> None:  # fmt: skip
-    """Refuse a host step whose manifest arguments differ from what its kernel's compiled code
-    records (:mod:`compiler.targets.cpu.signature`): edited together with the slots that name
-    them, they would hand the kernel buffers of other extents than its code touches."""
-    if len(said) != len(recorded):
-        raise c.fail(place, f"kernel {symbol!r}: the manifest gives {len(said)} arguments, the "
-                     f"compiled code records {len(recorded)}")  # fmt: skip
-    for a, r in zip(said, recorded, strict=True):
-        mine = (a.name, a.shape, np.dtype(a.dtype), a.is_output)
-        if mine != (r.name, tuple(r.shape), np.dtype(r.dtype), r.is_output):
-            nbytes = int(np.prod(r.shape, dtype=np.int64)) * np.dtype(r.dtype).itemsize
-            use, rec_use = ("written" if x.is_output else "read" for x in (a, r))
-            raise c.fail(place, f"kernel {symbol!r}: argument {a.name!r} is {a.dtype}"
-                         f"{list(a.shape)} ({use}) in the manifest, the compiled code records "
-                         f"{r.name!r} {r.dtype}{list(r.shape)} ({nbytes} bytes, "
-                         f"{rec_use})")  # fmt: skip
 
 
 def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
