@@ -235,16 +235,16 @@ def network_bench(
     spec = sess.get_inputs()[0]
     feed = {spec.name: np.random.default_rng(0).standard_normal(spec.shape).astype(np.float32)}
     t0 = time.perf_counter()
-    sim = sess.plan.run(feed)
+    sim = sess.executor.run(feed)
     sim_wall = time.perf_counter() - t0
     device = RtlDevice(simulator)
     t0 = time.perf_counter()
-    rtl = sess.plan.run(feed, device="rtl", rtl=device, progress=sys.stderr.isatty())
+    rtl = sess.executor.run(feed, device="rtl", rtl=device, progress=sys.stderr.isatty())
     rtl_wall = time.perf_counter() - t0
     checks = rtl.rtl_checks
     print(
         f"\n{model} {image_size}x{image_size} on {preset}: {len(checks)} accelerator groups, "
-        f"DRAM image {sess.plan.dram.size:,} bytes; compiled in {compile_s:.1f} s"
+        f"DRAM image {sess.accel.dram.size:,} bytes; compiled in {compile_s:.1f} s"
     )
     columns = [
         Column("group"),
@@ -309,7 +309,7 @@ def network_bench(
         bfeed = {bspec.name: np.random.default_rng(0).standard_normal(bspec.shape)
                  .astype(np.float32)}  # fmt: skip
         t0 = time.perf_counter()
-        bsim = big.plan.run(bfeed)
+        bsim = big.executor.run(bfeed)
         bwall = time.perf_counter() - t0
         est = bsim.total_cycles / rtl_rate
         print(

@@ -44,7 +44,7 @@ def bench_vta(config: str, image_size: int, repeat: int, jobs: int) -> dict[str,
     from compiler.cache import CompileCache
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
-    from runtime.vta_plan import plan_network
+    from runtime.vta_plan import VtaExecutor, plan_network
     from runtime.vta_target import compile_network
 
     graph = from_onnx(load_zoo("resnet18", batch=1, image_size=image_size))
@@ -65,9 +65,9 @@ def bench_vta(config: str, image_size: int, repeat: int, jobs: int) -> dict[str,
         cache = CompileCache(Path(folder))
         timed(cache=cache)  # fills the cache
         cached_s = timed(cache=cache)[0]
-    plan = plan_network(net)
-    run = plan.run(feed)
-    sim_s = median_time(lambda: plan.run(feed), repeat, warmup=0)
+    executor = VtaExecutor(plan_network(net))
+    run = executor.run(feed)
+    sim_s = median_time(lambda: executor.run(feed), repeat, warmup=0)
     macs = sum(r.macs for r in run.layers)
     a = np.random.default_rng(1).standard_normal((3136, 576)).astype(np.float32)
     b = np.random.default_rng(2).standard_normal((576, 64)).astype(np.float32)

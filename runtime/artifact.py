@@ -65,7 +65,7 @@ FORMAT_NAME = "vtac-artifact"
 #: Bumped whenever the manifest's meaning changes; other versions are refused.
 FORMAT_VERSION = 3
 #: The version of an accelerator network artifact (:mod:`runtime.vta_artifact`).
-VTA_FORMAT_VERSION = 7
+VTA_FORMAT_VERSION = 8
 #: What each version holds, in words and as the target it runs on.
 ARTIFACT_KINDS = {FORMAT_VERSION: "a cpu program", VTA_FORMAT_VERSION: "an accelerator network"}
 KIND_OF = {FORMAT_VERSION: "cpu", VTA_FORMAT_VERSION: "vta"}

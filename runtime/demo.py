@@ -45,6 +45,7 @@ NEXT_STEPS = (
 def run_demo(args: argparse.Namespace) -> int:
     """The ``vtac demo`` command; returns the exit status."""
     from runtime.session import check_feeds
+    from runtime.vta_plan import accel_kernels, host_kernels
     from runtime.vta_session import VtaInferenceSession
     from vta_sim.plot import save_gantt, save_network_figure
 
@@ -56,10 +57,11 @@ def run_demo(args: argparse.Namespace) -> int:
     sess = VtaInferenceSession(
         "resnet18", "vta", config=CONFIG, image_size=IMAGE_SIZE, calibration=x
     )
-    plan = sess.plan
-    print(f"   {len(plan.accel_steps)} accelerator groups and {len(plan.host_steps)} host "
+    prog = sess.program
+    groups = accel_kernels(prog)
+    print(f"   {len(groups)} accelerator groups and {len(host_kernels(prog))} host "
           f"groups, compiled in {sess.compile_seconds:.1f} s", flush=True)  # fmt: skip
-    run = plan.run(check_feeds(plan.inputs, {plan.inputs[0].name: x}), trace=True)
+    run = sess.executor.run(check_feeds(prog.inputs, {prog.inputs[0].name: x}), trace=True)
     print(f"== run on the simulator ({time.perf_counter() - t0:.1f} s so far)\n", flush=True)
     print(run.table(legend=False))
 
@@ -74,7 +76,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"Gantt chart of the slowest layer, {slowest.name}: {gantt}")
     print(f"Perfetto trace of the whole run (ui.perfetto.dev): {OUT / 'demo_trace.json'}")
 
-    ok = _rtl_check(plan, layers)
+    ok = _rtl_check(groups, layers)
     print(f"\n(demo took {time.perf_counter() - t0:.1f} s)")
     print("\nwhat to try next:")
     for what, command in NEXT_STEPS:
@@ -82,13 +84,14 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _rtl_check(plan: Any, layers: list[Any]) -> bool:
+def _rtl_check(groups: list[Any], layers: list[Any]) -> bool:
     """Run the program of the network's shortest accelerator layer on the RTL (Icarus), with
     seeded int8 data, and compare it with the simulator; a missing RTL simulator is said, not
     failed."""
     from hw.sim import missing_simulator
 
-    step = min(plan.accel_steps, key=lambda s: next(r.cycles for r in layers if r.name == s.name))
+    cycles = {r.name: r.cycles for r in layers}
+    kernel, step = min(groups, key=lambda g: cycles[g[0].name])
     reason = missing_simulator("icarus")
     if reason is not None:
         print(f"\nRTL check skipped: {reason}")
@@ -98,7 +101,7 @@ def _rtl_check(plan: Any, layers: list[Any]) -> bool:
     prog = step.program.copy()
     data = prog.read("data")
     prog.write("data", np.random.default_rng(1).integers(-128, 128, data.shape, data.dtype))
-    print(f"\n== layer {step.name} on the Verilog RTL (Icarus) against the simulator", flush=True)
+    print(f"\n== layer {kernel.name} on the Verilog RTL (Icarus) against the simulator", flush=True)
     res = coverify(prog, simulator="icarus")
     same_bytes = "equal" if res.match else f"DIFFERENT ({res.mismatch and res.mismatch.message()})"
     same_cycles = "equal" if res.rtl_cycles == res.sim_cycles else "DIFFERENT"

@@ -1,19 +1,19 @@
 """The accelerator network artifact (``vtac compile MODEL --target vta -o model.vtac``): a
-compiled :class:`~runtime.vta_plan.NetworkPlan` in the archive format of
-:mod:`runtime.artifact`, format version 7 (``"kind": "vta"``), so the network runs again
-without quantizing, partitioning or compiling.
+compiled :class:`~compiler.model.program.Program` with accelerator groups
+(:mod:`runtime.vta_plan`) in the archive format of :mod:`runtime.artifact`, format version 8
+(``"kind": "vta"``), so the network runs again without quantizing, partitioning or compiling.
 
 Members:
 
 * ``manifest.json``: format, version and kind; the model's name, inputs and outputs; the
-  accelerator config (as ``isa`` writes it); the slots (shape and dtype of every value that
-  crosses a step, and its offset in the host arena, -1 where it lies elsewhere) and the
-  arena's bytes; the steps in order: per accelerator group where its relocated program lies
-  in the DRAM image (instruction base and count, symbols, the pieces moved), what the host
-  writes into it and its record's static figures; per host group its kernel (entry symbol,
-  arguments) and slots; per concat or slice the DRAM plan does in place (``"kind":
-  "in-place"``) its name, operator and reason, for the per-layer table (a reader that predates
-  this kind refuses it naming the step); and the SHA-256 of every other member;
+  accelerator config (as ``isa`` writes it); the slots, the program's tensors in order (name,
+  shape and dtype, and offset in the host arena, -1 where it lies elsewhere: an input, a
+  constant, an output, a group's ``out`` left in the image) and the arena's bytes; the steps,
+  the kernels in order: per accelerator group where its relocated program lies in the DRAM
+  image (instruction base and count, symbols, the pieces moved), what the host writes into it
+  and its record's static figures; per host kernel its code (entry symbol, arguments) and
+  slots; per concat or slice the DRAM plan does in place (``"kind": "in-place"``) its name,
+  operator and reason, for the per-layer table; and the SHA-256 of every other member;
 * ``dram.npy``: the network's initial DRAM image (every relocated program, weights and tiles;
   the activation region zeroed);
 * ``programs/<k>.npz``: each accelerator group's own program in the ``isa`` program format
@@ -33,21 +33,22 @@ write's slot (a host group's packed result) is exactly its symbol's tensor, the 
 against the config and each group's symbols, that host kernels parse and that each one's
 arguments are the ones its compiled code records (the kernel is built on that record, never on
 the manifest's copy), and that every step reads only slots an earlier step (or the caller)
-provides. A fault
-is refused in one line naming the member or step and the field.
+provides. A fault is refused in one line naming the member or step and the field.
 
 Example:
     >>> import numpy as np
     >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
-    >>> from runtime.vta_plan import plan_network
+    >>> from runtime.vta_plan import VtaExecutor, plan_network
     >>> from runtime.vta_target import compile_network
     >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
     >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
     >>> g = Graph.from_outputs([x], [Node("conv2d", (x, w), {}, name="conv")])
     >>> feed = {"x": np.ones((1, 3, 6, 6), np.float32)}
-    >>> plan = plan_network(compile_network(g, calibration=feed))
-    >>> again = load_vta_artifact(vta_artifact_bytes(plan))
-    >>> again.run(feed).total_cycles == plan.run(feed).total_cycles
+    >>> program = plan_network(compile_network(g, calibration=feed))
+    >>> again = load_vta_artifact(vta_artifact_bytes(program))
+    >>> again.kernels == program.kernels and again.placements == program.placements
+    True
+    >>> VtaExecutor(again).run(feed).total_cycles == VtaExecutor(program).run(feed).total_cycles
     True
 """
 
@@ -66,7 +67,20 @@ from typing import Any
 
 import numpy as np
 
-from compiler.model.program import ONNX_TYPE_NAMES, TensorSpec
+from compiler.model.program import (
+    ONNX_TYPE_NAMES,
+    AccelKernel,
+    AccelModule,
+    HostKernel,
+    HostNode,
+    InPlaceCopy,
+    KernelArg,
+    KernelSpec,
+    MemoryStats,
+    Placement,
+    Program,
+    TensorSpec,
+)
 from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
@@ -82,17 +96,7 @@ from runtime.artifact import (
 )
 from runtime.errors import ArtifactError
 from runtime.program_check import MAX_TENSOR_BYTES
-from runtime.vta_plan import (
-    AccelStep,
-    HostNode,
-    HostStep,
-    HostWrite,
-    InPlaceStep,
-    NetworkPlan,
-    ReferenceKernel,
-    Slot,
-    check_host_arena,
-)
+from runtime.vta_plan import ReferenceKernel, check_host_arena, out_of, writes_of
 from runtime.vta_target import LayerRecord
 
 KIND = "vta"
@@ -119,31 +123,39 @@ def _program_file(prog: Any) -> bytes:
     return buf.getvalue()
 
 
-def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
-    """Every member of the archive of ``plan``, the manifest last."""
-    members: dict[str, bytes] = {"dram.npy": _npy(plan.dram)}
-    members["quantization.json"] = json.dumps(plan.quantization, indent=1).encode()
+def vta_artifact_members(program: Program) -> dict[str, bytes]:
+    """Every member of the archive of ``program`` (with accelerator groups), the manifest
+    last."""
+    accel = program.accel
+    if accel is None:
+        raise ArtifactError(f"program {program.name}: no accelerator groups (target "
+                            f"{program.target}): save it with runtime.artifact")  # fmt: skip
+    slot = {t: k for k, t in enumerate(program.placements)}
+    members: dict[str, bytes] = {"dram.npy": _npy(accel.dram)}
+    members["quantization.json"] = json.dumps(accel.quantization, indent=1).encode()
     constants = []
-    for slot, arr in sorted(plan.constants.items()):
-        member = f"constants/{slot}.npy"
-        members[member] = _npy(arr)
-        constants.append({"slot": slot, "member": member})
+    for t, p in program.placements.items():
+        if p.kind == "constant":
+            member = f"constants/{slot[t]}.npy"
+            members[member] = _npy(program.constants[p.key])
+            constants.append({"slot": slot[t], "member": member})
     steps: list[dict[str, Any]] = []
-    for k, step in enumerate(plan.steps):
-        if isinstance(step, InPlaceStep):
-            steps.append({"kind": "in-place", "name": step.name, "op": step.op,
+    for k, (kernel, step) in enumerate(zip(program.kernels, accel.steps, strict=True)):
+        if isinstance(step, InPlaceCopy):
+            steps.append({"kind": "in-place", "name": kernel.name, "op": kernel.ops[0],
                           "reason": step.reason})  # fmt: skip
             continue
-        if isinstance(step, AccelStep):
+        if isinstance(step, AccelKernel):
             if step.program is None:
-                raise ArtifactError(f"group {step.name}: the plan holds no program to save")
+                raise ArtifactError(f"group {kernel.name}: the program holds no group program "
+                                    "to save")  # fmt: skip
             member = f"programs/{k}.npz"
             members[member] = _program_file(step.program)
             img = step.image
             steps.append(
                 {
                     "kind": "vta",
-                    "name": step.name,
+                    "name": kernel.name,
                     "program": member,
                     "insn_base": img.insn_base,
                     "insn_count": img.insn_count,
@@ -151,98 +163,103 @@ def vta_artifact_members(plan: NetworkPlan) -> dict[str, bytes]:
                     "aliased": list(img.aliased),
                     "producers": dict(img.producers),
                     "segments": [[s.start, s.end, s.to] for s in img.segments],
-                    "writes": [_write_json(w) for w in step.writes],
-                    "output": step.output,
+                    "writes": [{"symbol": sym, "slot": slot[t]} for sym, t in writes_of(kernel)],
+                    "output": slot[out_of(kernel)],
                     "record": {f: getattr(step.record, f) for f in RECORD_FIELDS},
                     # the schedule the program was compiled with (tuned or the heuristic's)
                     "knobs": step.record.knobs,
                 }
             )
-        else:
-            if isinstance(step.kernel, ReferenceKernel):
-                raise ArtifactError(
-                    f"host group {step.name} runs in the reference executor "
-                    f"({step.kernel.reason}): an artifact holds compiled kernels only"
-                )
-            code = step.kernel.llvm_ir.encode()
-            member = f"kernels/{_sha256(code)[:24]}.ll"
-            members.setdefault(member, code)
-            steps.append(
-                {
-                    "kind": "cpu",
-                    "name": step.name,
-                    # a compile-failed node's reason as a fourth entry
-                    "nodes": [
-                        [n.name, n.op, n.rule, *([n.reason] if n.reason else [])]
-                        for n in step.nodes
-                    ],  # fmt: skip
-                    "inputs": list(step.inputs),
-                    "outputs": list(step.outputs),
-                    "how": step.how,
-                    "kernel": {
-                        "code": member,
-                        "symbol": step.kernel.name,
-                        "args": [
-                            {
-                                "name": a.name,
-                                "shape": list(a.shape),
-                                "dtype": a.dtype,
-                                "is_output": a.is_output,
-                            }  # fmt: skip
-                            for a in step.kernel.args
-                        ],
-                    },
-                }
+            continue
+        fn = program.modules.get(kernel.symbol)
+        if isinstance(fn, ReferenceKernel) or not kernel.code:
+            reason = fn.reason if isinstance(fn, ReferenceKernel) else "no code"
+            raise ArtifactError(
+                f"host group {kernel.name} runs in the reference executor ({reason}): an "
+                "artifact holds compiled kernels only"
             )
+        code = kernel.code.encode()
+        member = f"kernels/{_sha256(code)[:24]}.ll"
+        members.setdefault(member, code)
+        pairs = list(zip(kernel.args, kernel.tensors, strict=True))
+        steps.append(
+            {
+                "kind": "cpu",
+                "name": kernel.name,
+                # a compile-failed node's reason as a fourth entry
+                "nodes": [
+                    [n.name, n.op, n.rule, *([n.reason] if n.reason else [])] for n in step.nodes
+                ],  # fmt: skip
+                "inputs": [slot[t] for a, t in pairs if not a.is_output],
+                "outputs": [slot[t] for a, t in pairs if a.is_output],
+                "how": step.how,
+                "kernel": {
+                    "code": member,
+                    "symbol": kernel.symbol,
+                    "args": [
+                        {
+                            "name": a.name,
+                            "shape": list(a.shape),
+                            "dtype": a.dtype,
+                            "is_output": a.is_output,
+                        }
+                        for a in kernel.args
+                    ],  # fmt: skip
+                },
+            }
+        )
+    inputs = {p.key: t for t, p in program.placements.items() if p.kind == "input"}
     manifest = {
         "format": FORMAT_NAME,
         "version": VTA_FORMAT_VERSION,
         "kind": KIND,
-        "name": plan.name,
+        "name": program.name,
         "target": "vta",
-        "config": json.loads(plan.config.to_json()),
-        "inputs": [s.to_json() for s in plan.inputs],
-        "outputs": [s.to_json() for s in plan.outputs],
-        "input_slots": list(plan.input_slots),
-        "output_slots": list(plan.output_slots),
+        "config": json.loads(accel.config.to_json()),
+        "inputs": [s.to_json() for s in program.inputs],
+        "outputs": [s.to_json() for s in program.outputs],
+        "input_slots": [slot[inputs[s.name]] for s in program.inputs],
+        "output_slots": [slot[program.output_tensors[s.name]] for s in program.outputs],
         "slots": [
-            {"shape": list(s.shape), "dtype": s.dtype, "offset": s.offset} for s in plan.slots
+            {
+                "name": t,
+                "shape": list(p.shape),
+                "dtype": p.dtype,
+                "offset": p.offset if p.kind == "arena" else -1,
+            }
+            for t, p in program.placements.items()
         ],  # fmt: skip
-        "arena_bytes": plan.arena_bytes,
-        "arena_naive_bytes": plan.arena_naive_bytes,
+        "arena_bytes": program.arena_bytes,
+        "arena_naive_bytes": program.memory.naive_bytes,
         "constants": constants,
         "steps": steps,
         "dram": "dram.npy",
         "quantization": "quantization.json",
-        "activation_bytes": plan.activation_bytes,
-        "activation_bytes_unshared": plan.activation_bytes_unshared,
-        "compile_seconds": round(plan.compile_seconds, 3),
-        "scheme": plan.scheme,
+        "activation_bytes": accel.activation_bytes,
+        "activation_bytes_unshared": accel.activation_bytes_unshared,
+        "compile_seconds": round(accel.compile_seconds, 3),
+        "scheme": accel.scheme,
         "checksums": {m: _sha256(b) for m, b in sorted(members.items())},
     }
     members[MANIFEST] = json.dumps(manifest, indent=1).encode()
     return members
 
 
-def _write_json(w: HostWrite) -> dict[str, Any]:
-    return {"symbol": w.symbol, "slot": w.slot}
-
-
-def vta_artifact_bytes(plan: NetworkPlan) -> bytes:
-    """The artifact of ``plan`` as bytes (what :func:`save_vta_artifact` writes)."""
+def vta_artifact_bytes(program: Program) -> bytes:
+    """The artifact of ``program`` as bytes (what :func:`save_vta_artifact` writes)."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "model.vtac")
-        save_vta_artifact(plan, path)
+        save_vta_artifact(program, path)
         with open(path, "rb") as f:
             return f.read()
 
 
-def save_vta_artifact(plan: NetworkPlan, path: str | os.PathLike) -> None:
-    """Write ``plan`` to ``path`` atomically (as :func:`runtime.artifact.save_artifact`)."""
-    write_members(vta_artifact_members(plan), path)
+def save_vta_artifact(program: Program, path: str | os.PathLike) -> None:
+    """Write ``program`` to ``path`` atomically (as :func:`runtime.artifact.save_artifact`)."""
+    write_members(vta_artifact_members(program), path)
 
 
-def load_vta_artifact(source: str | os.PathLike | bytes) -> NetworkPlan:
+def load_vta_artifact(source: str | os.PathLike | bytes) -> Program:
     """Read and validate an artifact written by :func:`save_vta_artifact`."""
     return read_artifact(source, {VTA_FORMAT_VERSION: "an accelerator network"}, _load)
 
@@ -306,7 +323,17 @@ def _array(data: bytes, member: str, check: _Check) -> np.ndarray:
     return arr
 
 
-def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> NetworkPlan:
+@dataclasses.dataclass(frozen=True)
+class _Slot:
+    """A tensor as the manifest gives it: name, shape, dtype, arena offset or -1."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    offset: int
+
+
+def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> Program:
     from compiler.ir.stmt import ArgInfo
     from compiler.targets.cpu.jit import make_function
 
@@ -319,14 +346,20 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
     except ConfigError as e:
         raise c.fail(top, f"field 'config': {e}") from None
 
-    slots = []
+    slots: list[_Slot] = []
     for k, s in enumerate(c.field(manifest, "slots", top, list)):
-        offset = c.field(s, "offset", f"slot {k}", int)
+        place = f"slot {k}"
+        offset = c.field(s, "offset", place, int)
         if offset < -1:
-            raise c.fail(f"slot {k}", f"field 'offset' is {offset}: an arena offset or -1")
-        slots.append(Slot(c.shape(s, "shape", f"slot {k}"), c.dtype(s, "dtype", f"slot {k}"),
-                          offset))  # fmt: skip
+            raise c.fail(place, f"field 'offset' is {offset}: an arena offset or -1")
+        name = c.field(s, "name", place, str)
+        slots.append(_Slot(name, c.shape(s, "shape", place), c.dtype(s, "dtype", place), offset))
     n = len(slots)
+    seen: dict[str, int] = {}
+    for k, sl in enumerate(slots):
+        if sl.name in seen:
+            raise c.fail(f"slot {k}", f"field 'name' {sl.name!r} is slot {seen[sl.name]}'s too")
+        seen[sl.name] = k
 
     def specs(key: str) -> tuple[TensorSpec, ...]:
         out = []
@@ -374,9 +407,14 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             raise c.fail(place, f"{what} at bytes [{lo}, {hi}) lies outside the {size}-byte "
                          "DRAM image")  # fmt: skip
 
+    def arg(sl: _Slot, name: str, is_output: bool) -> KernelArg:
+        return KernelArg(name, sl.shape, sl.dtype, is_output)
+
     ready = set(io_slots["input_slots"]) | set(constants)
-    steps: list[AccelStep | HostStep | InPlaceStep] = []
-    kernels: dict[str, Any] = {}
+    kernels: list[KernelSpec] = []
+    steps: list[HostKernel | AccelKernel | InPlaceCopy] = []
+    functions: dict[str, tuple[Any, Any]] = {}
+    modules: dict[str, Any] = {}
     for k, s in enumerate(c.field(manifest, "steps", top, list)):
         kind = c.field(s, "kind", f"step {k}", str)
         name = c.field(s, "name", f"step {k}", str)
@@ -405,15 +443,20 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                         and all(isinstance(v, int) for v in seg)):  # fmt: skip
                     raise c.fail(place, f"field 'segments': {seg!r:.40} is not [start, end, to]")
                 segments.append(Segment(*seg))
-            writes = []
+            group_args: list[KernelArg] = []
+            group_tensors: list[str] = []
             for w in c.field(s, "writes", place, list):
-                writes.append(_read_write(w, symbols, slots, ready, place, c))
+                symbol, slot = _read_write(w, symbols, slots, ready, place, c)
+                group_args.append(arg(slots[slot], symbol, False))
+                group_tensors.append(slots[slot].name)
             out = c.slot(s.get("output"), n, place, "output")
             if not _holds(symbols["out"], slots[out]):  # the bytes of 'out', as they lie
                 sym = symbols["out"]
                 raise c.fail(place, f"field 'output': slot {out} is {slots[out].dtype}"
                              f"{list(slots[out].shape)}, which symbol 'out' ({sym.dtype}"
                              f"{list(sym.shape)}) does not hold")  # fmt: skip
+            group_args.append(arg(slots[out], "out", True))
+            group_tensors.append(slots[out].name)
             rec = c.field(s, "record", place, dict)
             for f in RECORD_FIELDS:
                 if f not in rec:
@@ -455,7 +498,10 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 raise c.fail(place, "field 'producers' is not a mapping of symbol to group")
             image = GroupImage(name, base, count, symbols, aliased, tuple(segments),
                                {str(a): str(b) for a, b in producers.items()})  # fmt: skip
-            steps.append(AccelStep(name, image, tuple(writes), out, record, prog))
+            ops = tuple(record.ops.split("+"))
+            kernels.append(KernelSpec(name, ops, "vta", name, tuple(group_args),
+                                      tuple(group_tensors), ""))  # fmt: skip
+            steps.append(AccelKernel(image, record, prog))
             ready.add(out)
         elif kind == "cpu":
             ins = tuple(c.slot(v, n, place, "inputs") for v in c.field(s, "inputs", place, list))
@@ -467,13 +513,13 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
             kern = c.field(s, "kernel", place, dict)
             member = c.field(kern, "code", place, str)
             symbol = c.field(kern, "symbol", place, str)
-            args = []
+            said = []
             for a in c.field(kern, "args", place, list):
-                args.append(ArgInfo(c.field(a, "name", place, str), c.shape(a, "shape", place),
+                said.append(ArgInfo(c.field(a, "name", place, str), c.shape(a, "shape", place),
                                     c.dtype(a, "dtype", place),
                                     bool(c.field(a, "is_output", place, bool))))  # fmt: skip
-            arg_in = [a for a in args if not a.is_output]
-            arg_out = [a for a in args if a.is_output]
+            arg_in = [a for a in said if not a.is_output]
+            arg_out = [a for a in said if a.is_output]
             for label, slots_of, arg_of in (("inputs", ins, arg_in), ("outputs", outs, arg_out)):
                 if len(slots_of) != len(arg_of):
                     raise c.fail(place, f"field '{label}': {len(slots_of)} slots for the "
@@ -484,7 +530,7 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                                      f"{list(a.shape)} but slot {v} is {slots[v].dtype}"
                                      f"{list(slots[v].shape)}")  # fmt: skip
             key = f"{member}:{symbol}"
-            if key not in kernels:
+            if key not in functions:
                 try:
                     code = read(member).decode()
                 except UnicodeDecodeError as e:
@@ -493,10 +539,14 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 recorded = recorded_signature(
                     code, symbol, f"{where}: {place}: member {member}: kernel {symbol!r}"
                 )
+                if symbol in modules:
+                    raise c.fail(place, f"kernel symbol {symbol!r} names two kernels' code")
                 # the function is built on the arguments the code records, never the manifest's
                 own = [ArgInfo(a.name, a.shape, a.dtype, a.is_output) for a in recorded]
-                kernels[key] = (make_function(symbol, own, code, ""), recorded)
-            wrong = argument_mismatch(args, kernels[key][1])
+                functions[key] = (make_function(symbol, own, code, ""), recorded)
+                modules[symbol] = functions[key][0]
+            fn, recorded = functions[key]
+            wrong = argument_mismatch(said, recorded)
             if wrong is not None:
                 raise c.fail(place, f"kernel {symbol!r}: {wrong}")
             nodes = []
@@ -511,14 +561,22 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                     )
                 nodes.append(HostNode(*row))
             how = c.field(s, "how", place, str)
-            steps.append(HostStep(name, tuple(nodes), ins, outs, kernels[key][0], how))
+            it_in, it_out = iter(ins), iter(outs)
+            order = [next(it_out) if a.is_output else next(it_in) for a in fn.args]
+            kernels.append(KernelSpec(
+                name, tuple(nd.op for nd in nodes), "cpu", symbol,
+                tuple(KernelArg(a.name, tuple(a.shape), a.dtype, a.is_output) for a in fn.args),
+                tuple(slots[v].name for v in order), fn.llvm_ir,
+            ))  # fmt: skip
+            steps.append(HostKernel(tuple(nodes), how))
             ready.update(outs)
         elif kind == "in-place":
             op = c.field(s, "op", place, str)
             if op not in ("concat", "strided_slice"):
                 raise c.fail(place, f"field 'op' is {op!r}: only a concat or a slice is done "
                              "in place")  # fmt: skip
-            steps.append(InPlaceStep(name, op, c.field(s, "reason", place, str)))
+            kernels.append(KernelSpec(name, (op,), "copy", "", (), (), ""))
+            steps.append(InPlaceCopy(c.field(s, "reason", place, str)))
         else:
             raise c.fail(place, f"field 'kind' is {kind!r}, expected 'vta', 'cpu' or 'in-place'")
     for v in io_slots["output_slots"]:
@@ -528,33 +586,54 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
     if arena_bytes > MAX_TENSOR_BYTES:
         raise c.fail(top, f"field 'arena_bytes' is {arena_bytes}, past the {MAX_TENSOR_BYTES} "
                      "an artifact may declare")  # fmt: skip
-    bad = check_host_arena(steps, slots, io_slots["output_slots"], arena_bytes)
-    if bad is not None:
-        raise c.fail(top, f"host arena: {bad}")
+    placements: dict[str, Placement] = {}
+    kinds: dict[int, tuple[str, str]] = {}
+    for slot, spec in zip(io_slots["input_slots"], inputs, strict=True):
+        kinds[slot] = ("input", spec.name)
+    for slot in constants:
+        kinds.setdefault(slot, ("constant", slots[slot].name))
+    for slot, spec in zip(io_slots["output_slots"], outputs, strict=True):
+        kinds.setdefault(slot, ("output", spec.name))
+    for k, sl in enumerate(slots):
+        kind, key = kinds.get(k, ("arena" if sl.offset >= 0 else "image", sl.name))
+        if kind != "arena" and sl.offset >= 0:
+            raise c.fail(f"slot {k}", f"field 'offset' is {sl.offset}, but the slot is {kind} "
+                         f"{key!r}, not in the arena")  # fmt: skip
+        placements[sl.name] = Placement(kind, key, max(sl.offset, 0), sl.shape, sl.dtype)
     quant_member = c.field(manifest, "quantization", top, str)
     try:
         quantization = json.loads(read(quant_member))
     except ValueError as e:
         raise c.fail(f"member {quant_member}", f"not valid JSON ({e})") from None
-    return NetworkPlan(
+    program = Program(
         name=c.field(manifest, "name", top, str),
-        config=config,
+        target="vta",
+        num_threads=1,
         inputs=inputs,
         outputs=outputs,
-        input_slots=io_slots["input_slots"],
-        output_slots=io_slots["output_slots"],
-        slots=tuple(slots),
-        constants=constants,
-        steps=tuple(steps),
-        dram=dram,
-        activation_bytes=c.count(manifest, "activation_bytes", top),
-        activation_bytes_unshared=c.count(manifest, "activation_bytes_unshared", top),
+        placements=placements,
+        kernels=tuple(kernels),
+        constants={slots[k].name: arr for k, arr in constants.items()},
         arena_bytes=arena_bytes,
-        arena_naive_bytes=c.count(manifest, "arena_naive_bytes", top),
-        quantization=quantization,
-        compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
-        scheme=str(manifest.get("scheme", "")),
-    )
+        memory=MemoryStats(arena_bytes, c.count(manifest, "arena_naive_bytes", top)),
+        output_tensors={spec.name: slots[v].name
+                        for spec, v in zip(outputs, io_slots["output_slots"], strict=True)},
+        modules=modules,
+        accel=AccelModule(
+            config=config,
+            dram=dram,
+            steps=tuple(steps),
+            activation_bytes=c.count(manifest, "activation_bytes", top),
+            activation_bytes_unshared=c.count(manifest, "activation_bytes_unshared", top),
+            quantization=quantization,
+            scheme=str(manifest.get("scheme", "")),
+            compile_seconds=float(c.field(manifest, "compile_seconds", top, (int, float))),
+        ),
+    )  # fmt: skip
+    bad = check_host_arena(program)
+    if bad is not None:
+        raise c.fail(top, f"host arena: {bad}")
+    return program
 
 
 def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
@@ -565,7 +644,7 @@ def _knobs_field(step: dict[str, Any], place: str, c: _Check) -> str:
     return str(c.field(step, "knobs", place, str))
 
 
-def _holds(sym: Symbol, slot: Slot) -> bool:
+def _holds(sym: Symbol, slot: _Slot) -> bool:
     """Whether slot ``slot`` is exactly the tensor ``sym`` (shape and dtype): what a group's
     ``out`` is copied into, and what a host ``unpack`` node reads."""
     return (tuple(slot.shape), np.dtype(slot.dtype)) == (tuple(sym.shape), np.dtype(sym.dtype))
@@ -578,13 +657,13 @@ WRITE_FIELDS = ("symbol", "slot")
 def _read_write(
     w: Any,
     symbols: dict[str, Symbol],
-    slots: list[Slot],
+    slots: list[_Slot],
     ready: set[int],
     place: str,
     c: _Check,
-) -> HostWrite:
-    """A host write: the slot (a host group's packed result) must be exactly the symbol's
-    tensor, shape and dtype, so that the image takes its bytes as they are."""
+) -> tuple[str, int]:
+    """A host write (symbol, slot): the slot (a host group's packed result) must be exactly
+    the symbol's tensor, shape and dtype, so that the image takes its bytes as they are."""
     symbol = c.field(w, "symbol", place, str)
     if symbol not in symbols:
         raise c.fail(place, f"field 'writes': {symbol!r} is not a symbol of the program")
@@ -603,7 +682,7 @@ def _read_write(
         raise c.fail(place, f"field 'writes': {symbol!r} from slot {slot} "
                      f"({have.dtype}{list(have.shape)}), but symbol {symbol!r} is "
                      f"{sym.dtype}{list(sym.shape)}")  # fmt: skip
-    return HostWrite(symbol, slot)
+    return symbol, slot
 
 
 def _read_program(data: bytes, member: str, c: _Check) -> Any:

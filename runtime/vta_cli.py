@@ -302,14 +302,15 @@ def compile_command(args: argparse.Namespace) -> int:
         tuning_log=getattr(args, "tuning_log", None), progress=args.progress or None,
     )  # fmt: skip
     _tuning_report(args, sess.tuning)
-    plan = sess.plan
+    prog = sess.program
     sess.save(args.output)
-    accel = len(plan.accel_steps)
+    groups = sum(k.target == "vta" for k in prog.kernels)
+    hosts = sum(k.target == "cpu" for k in prog.kernels)
     print(
-        f"compiled {plan.name} for vta ({plan.config.name}) in {sess.compile_seconds:.2f} s: "
-        f"{accel} accelerator groups, {len(plan.host_steps)} host groups, DRAM image "
-        f"{plan.dram.size / 2**20:.2f} MiB, host arena {plan.arena_bytes / 2**20:.2f} MiB "
-        f"(naive {plan.arena_naive_bytes / 2**20:.2f}) -> {args.output}"
+        f"compiled {prog.name} for vta ({sess.config.name}) in {sess.compile_seconds:.2f} s: "
+        f"{groups} accelerator groups, {hosts} host groups, DRAM image "
+        f"{sess.accel.dram.size / 2**20:.2f} MiB, host arena {prog.arena_bytes / 2**20:.2f} MiB "
+        f"(naive {prog.memory.naive_bytes / 2**20:.2f}) -> {args.output}"
     )
     return 0
 
@@ -334,9 +335,9 @@ def run_artifact_command(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
     from runtime.session import check_feeds
 
-    result = sess.plan.run(check_feeds(specs, feeds), trace=args.trace is not None,
-                           device=sess.device, rtl=sess.rtl,
-                           progress=_progress(args, sess.device))  # fmt: skip
+    result = sess.executor.run(check_feeds(specs, feeds), trace=args.trace is not None,
+                               device=sess.device, rtl=sess.rtl,
+                               progress=_progress(args, sess.device))  # fmt: skip
     return _report(args, [s.name for s in sess.get_outputs()], result)
 
 

@@ -1,28 +1,27 @@
-"""A compiled accelerator network as a flat list of steps, runnable without its graph.
+"""An accelerator network as a :class:`~compiler.model.program.Program`, and its runner.
 
-:class:`runtime.vta_target.VtaNetwork` runs by walking the quantized graph. A
-:class:`NetworkPlan` is what that walk needs and nothing more, so that a network compiled once
-runs again from an artifact (:mod:`runtime.vta_artifact`) without quantizing, partitioning or
-compiling anything:
+:class:`runtime.vta_target.VtaNetwork` is the compiled network with its graph.
+:func:`plan_network` flattens it into the program format every target shares, so that a network
+compiled once runs again from an artifact (:mod:`runtime.vta_artifact`) without quantizing,
+partitioning or compiling anything:
 
-* **slots**: every value that crosses a step (the network's inputs, a host group's results and
-  constants, an accelerator group's ``out`` tensor as it lies in the image, which a host
-  ``unpack`` node reads), by index, with its shape and dtype; the values a step makes for a
-  later one live in one host arena, at offsets planned by liveness over the steps
-  (:func:`plan_host_arena`), so that a run allocates only the arrays it returns;
-* an :class:`AccelStep` per accelerator group: where its relocated program lies in the one DRAM
-  image (:class:`compiler.targets.vta.link.GroupImage`), which slot (a ``pack`` node's result,
-  :mod:`compiler.targets.vta.pack`) the host writes into its ``data`` unless it is read in
-  place from the producing group, its ``residual`` likewise, the slot of its ``out`` and the
-  parts of its per-layer record that do not depend on a run;
-* a :class:`HostStep` per host group: its compiled CPU kernel (``CompiledFunction``, rebuilt
-  from LLVM IR when loaded), the slots it reads and writes, and its nodes' names, operators
-  and partition rules for the per-layer table;
-* an :class:`InPlaceStep` per concat or slice the DRAM plan does in place: nothing runs, and
-  the per-layer table shows where it went.
+* **kernels**, in run order, each on one of the targets ``cpu`` (a host group: its compiled
+  kernel, LLVM IR; a group the CPU backend cannot compile runs in the numpy reference executor,
+  :class:`ReferenceKernel`), ``vta`` (an accelerator group: its arguments are the host tensors
+  a host ``pack`` made, written into its program's symbols, and its ``out``, as it lies in the
+  image, which a host ``unpack`` reads) or ``copy`` (a concat or slice the DRAM plan does in
+  place: nothing runs);
+* **placements**: every tensor that crosses kernels: the network's inputs and outputs, the
+  host kernels' constants, and the values a kernel makes for a later one, which live in one
+  host arena at offsets planned by liveness over the kernels (:func:`plan_host_arena`), so that
+  a run allocates only the arrays it returns; a group's ``out`` that no kernel reads stays in
+  the image (placement ``image``);
+* the accelerator's part (:class:`~compiler.model.program.AccelModule`): the config, the one
+  DRAM image, and per kernel what the per-layer table needs (a group's relocated program,
+  :class:`compiler.targets.vta.link.GroupImage`, and static record; a host kernel's nodes).
 
-:meth:`NetworkPlan.run` does what :meth:`VtaNetwork.run` does, step for step (an output held in
-the image is read back only when a later step needs it), and returns the same
+:class:`VtaExecutor` runs it as :meth:`VtaNetwork.run` does, kernel for kernel (an ``out`` held
+in the image is read back only when a later kernel needs it), and returns a
 :class:`~runtime.vta_target.NetworkRun`: the same outputs, bit for bit, and the same cycles.
 
 Example:
@@ -36,10 +35,10 @@ Example:
     ...                                   name="conv")])
     >>> feed = {"x": np.random.default_rng(1).normal(size=(1, 3, 6, 6)).astype(np.float32)}
     >>> net = compile_network(g, "default", calibration=feed)
-    >>> plan = plan_network(net)
-    >>> [type(s).__name__ for s in plan.steps]
-    ['HostStep', 'AccelStep', 'HostStep']
-    >>> a, b = plan.run(feed), net.run(feed)
+    >>> program = plan_network(net)
+    >>> [k.target for k in program.kernels]
+    ['cpu', 'vta', 'cpu']
+    >>> a, b = VtaExecutor(program).run(feed), net.run(feed)
     >>> bool((a.outputs[0] == b.outputs[0]).all()), a.total_cycles == b.total_cycles
     (True, True)
 """
@@ -50,90 +49,40 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from compiler.graph.memory import ALIGNMENT, first_fit, shared_bytes
-from compiler.model.program import MemoryStats, TensorSpec
-from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE, Placement
-from compiler.targets.vta.link import GroupImage
+from compiler.model.program import (
+    AccelKernel,
+    AccelModule,
+    HostKernel,
+    HostNode,
+    InPlaceCopy,
+    KernelArg,
+    KernelSpec,
+    MemoryStats,
+    Placement,
+    Program,
+    TensorSpec,
+)
+from compiler.partition.partition import EXPLAINED_RULES, IN_PLACE
+from compiler.partition.partition import Placement as NodePlacement
 from compiler.targets.vta.pack import READ_BACK_RULE, group_writes
-from isa import HwConfig
 from isa.errors import IsaError
 from runtime.errors import SessionError
 from runtime.executor import aligned_empty
 from runtime.vta_target import IN_PLACE_DEVICE, LayerRecord, NetworkRun
 
 
-@dataclass(frozen=True)
-class Slot:
-    """A value that crosses steps: its shape and dtype, and where it lives during a run:
-    ``offset`` bytes into the plan's host arena, or -1 for a value that is not in the arena
-    (a network input, a constant, a network output, which each run allocates and returns,
-    or a group's ``out`` that no step reads back)."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    offset: int = -1
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
-
-@dataclass(frozen=True)
-class HostWrite:
-    """The host writes the value of slot ``slot`` (packed by a host group) into the tensor
-    of symbol ``symbol`` of a group's program."""
-
-    symbol: str
-    slot: int
-
-
-@dataclass(frozen=True)
-class AccelStep:
-    """One accelerator group (see the module docstring)."""
-
-    name: str
-    image: GroupImage
-    writes: tuple[HostWrite, ...]
-    output: int
-    record: LayerRecord
-    #: the group's own program (weights and tiles written, before relocation into the image):
-    #: what an artifact stores as the group's program file
-    program: Any = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class HostNode:
-    """One node of a host group, for the per-layer table."""
-
-    name: str
-    op: str
-    rule: str
-    #: the placement's reason where the report repeats it (a ``compile-failed`` node: what
-    #: the compiler said), else empty
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class InPlaceStep:
-    """A concat or slice that the DRAM plan does in place (rule ``in-place``): nothing runs;
-    the per-layer table shows it, with ``reason``, where the graph has it."""
-
-    name: str
-    op: str
-    reason: str
-
-
 class ReferenceKernel:
     """A host group run node by node by the numpy reference executor, as the quantized graph's
     integer reference evaluates it: a group the CPU backend cannot compile (one node whose
     operator has no CPU compute, ``reason`` says why), or any group when a check wants the host
-    out of the comparison. A plan with one runs, but an artifact, which holds compiled kernels
-    only, refuses it (naming ``reason``)."""
+    out of the comparison. A program with one runs, but an artifact, which holds compiled
+    kernels only, refuses it (naming ``reason``)."""
 
     def __init__(self, host: Any) -> None:
         self.nodes = tuple(host.nodes)
@@ -153,96 +102,91 @@ class ReferenceKernel:
         return outs[0] if len(outs) == 1 else outs
 
 
-@dataclass(frozen=True)
-class HostStep:
-    """One host group: ``kernel`` called on the arrays of ``inputs``, giving ``outputs``."""
-
-    name: str
-    nodes: tuple[HostNode, ...]
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    kernel: Any
-    how: str
+def reference_symbol(k: int) -> str:
+    """The symbol of the ``k``-th kernel when it runs in the reference executor (its callable
+    lives in ``Program.modules`` only: an artifact refuses it)."""
+    return f"reference.{k}"
 
 
-@dataclass
-class NetworkPlan:
-    """A compiled accelerator network, runnable without its graph (module docstring)."""
+def accel_kernels(program: Program) -> list[tuple[KernelSpec, AccelKernel]]:
+    """The ``vta`` kernels of ``program`` with what each runs, in order."""
+    accel = _accel(program)
+    return [(k, s) for k, s in zip(program.kernels, accel.steps, strict=True)
+            if isinstance(s, AccelKernel)]  # fmt: skip
 
-    name: str
-    config: HwConfig
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-    #: the slot of every input and output, in the order of ``inputs`` and ``outputs``
-    input_slots: tuple[int, ...]
-    output_slots: tuple[int, ...]
-    slots: tuple[Slot, ...]
-    #: slots that hold a constant (a host group's weight or table)
-    constants: dict[int, np.ndarray]
-    steps: tuple[AccelStep | HostStep | InPlaceStep, ...]
-    dram: np.ndarray
-    activation_bytes: int = 0
-    activation_bytes_unshared: int = 0
-    #: the host arena: the bytes that hold every value a step makes for a later step (the
-    #: slots with an ``offset``), planned by liveness over the steps in order
-    #: (:func:`plan_host_arena`), against one buffer per value (``arena_naive_bytes``)
-    arena_bytes: int = 0
-    arena_naive_bytes: int = 0
-    #: the quantized graph's scales and requantization parameters, per node (informative)
-    quantization: list[dict[str, Any]] = field(default_factory=list)
-    compile_seconds: float = 0.0
-    #: the int8 scheme, in words (:func:`compiler.model.vta.quantization_scheme`)
-    scheme: str = ""
-    #: per accelerator group, its instructions decoded and checked, and their events, from the
-    #: first run on the simulator (the instructions lie in the image's static part, which no
-    #: run writes: :func:`compiler.targets.vta.link.check_plan`)
-    _decoded: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False, compare=False)
-    #: the host arena and the view of every slot in it, made at the first run and reused (a
-    #: run that finds it in use by another thread makes its own)
-    _arena: tuple[np.ndarray, dict[int, np.ndarray]] | None = field(
-        default=None, repr=False, compare=False
-    )
-    _arena_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+def host_kernels(program: Program) -> list[tuple[KernelSpec, HostKernel]]:
+    """The ``cpu`` kernels of an accelerator network's ``program`` with their nodes, in order."""
+    accel = _accel(program)
+    return [(k, s) for k, s in zip(program.kernels, accel.steps, strict=True)
+            if isinstance(s, HostKernel)]  # fmt: skip
+
+
+def _accel(program: Program) -> AccelModule:
+    if program.accel is None:
+        raise SessionError(f"program {program.name} (target {program.target}) has no "
+                           "accelerator groups")  # fmt: skip
+    return program.accel
+
+
+def writes_of(kernel: KernelSpec) -> list[tuple[str, str]]:
+    """A ``vta`` kernel's host writes: (its program's symbol, the tensor written into it)."""
+    return [(a.name, t) for a, t in zip(kernel.args, kernel.tensors, strict=True)
+            if not a.is_output]  # fmt: skip
+
+
+def out_of(kernel: KernelSpec) -> str:
+    """The tensor of a ``vta`` kernel's ``out``: read back into the arena when a later kernel
+    reads it, else placed ``image`` (it stays in the DRAM image)."""
+    return next(t for a, t in zip(kernel.args, kernel.tensors, strict=True) if a.is_output)
+
+
+class VtaExecutor:
+    """Runs a program with accelerator groups (the module docstring). The host arena is made at
+    the first run and reused; a run that finds it in use by another thread runs on an arena of
+    its own. Each group's instructions are decoded and checked once, at its first run on the
+    simulator (they lie in the image's static part, which no run writes:
+    :func:`compiler.targets.vta.link.check_plan`)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.accel = _accel(program)
+        self._functions: list[Any] = []
+        for kernel in program.kernels:
+            fn = None
+            if kernel.target == "cpu":
+                fn = program.modules.get(kernel.symbol)
+                if fn is None:
+                    fn = _host_function(kernel)
+            self._functions.append(fn)
+        self._decoded: dict[int, tuple[Any, Any]] = {}
+        self._arena: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
+        self._arena_lock = threading.Lock()
 
     @property
-    def memory(self) -> MemoryStats:
-        """The host arena's figures: its bytes against one buffer per value it holds (the
-        accelerator's activations lie in the DRAM image: ``activation_bytes``)."""
-        return MemoryStats(self.arena_bytes, self.arena_naive_bytes)
+    def batch(self) -> int:
+        inputs = self.program.inputs
+        return inputs[0].shape[0] if inputs and inputs[0].shape else 1
 
-    def _arena_views(self, arena: np.ndarray) -> dict[int, np.ndarray]:
+    def _arena_views(self, arena: np.ndarray) -> dict[str, np.ndarray]:
         return {
-            k: np.ndarray(s.shape, s.dtype, buffer=arena, offset=s.offset)
-            for k, s in enumerate(self.slots)
-            if s.offset >= 0
+            t: np.ndarray(p.shape, p.dtype, buffer=arena, offset=p.offset)
+            for t, p in self.program.placements.items()
+            if p.kind == "arena"
         }
 
     @contextmanager
-    def _host_arena(self) -> Iterator[dict[int, np.ndarray]]:
-        """The views of the arena's slots for one run: the plan's own arena, or a fresh one
-        while another thread runs on it."""
+    def _host_arena(self) -> Iterator[dict[str, np.ndarray]]:
         if not self._arena_lock.acquire(blocking=False):
-            yield self._arena_views(aligned_empty(self.arena_bytes))
+            yield self._arena_views(aligned_empty(self.program.arena_bytes))
             return
         try:
             if self._arena is None:
-                arena = aligned_empty(self.arena_bytes)
+                arena = aligned_empty(self.program.arena_bytes)
                 self._arena = (arena, self._arena_views(arena))
             yield self._arena[1]
         finally:
             self._arena_lock.release()
-
-    @property
-    def batch(self) -> int:
-        return self.inputs[0].shape[0] if self.inputs and self.inputs[0].shape else 1
-
-    @property
-    def accel_steps(self) -> list[AccelStep]:
-        return [s for s in self.steps if isinstance(s, AccelStep)]
-
-    @property
-    def host_steps(self) -> list[HostStep]:
-        return [s for s in self.steps if isinstance(s, HostStep)]
 
     def run(
         self,
@@ -254,10 +198,10 @@ class NetworkPlan:
         progress: bool = False,
         rtl: Any = None,
     ) -> NetworkRun:
-        """Run every step on ``feeds`` (by input name; already checked against ``inputs``):
-        accelerator groups on the simulator or the RTL (under ``simulator``, each group
+        """Run every kernel on ``feeds`` (by input name; already checked against the program's
+        inputs): accelerator groups on the simulator or the RTL (under ``simulator``, each group
         checked against the simulator; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` whose
-        build is reused), host groups on the CPU; ``progress`` shows a bar of the accelerator
+        build is reused), host kernels on the CPU; ``progress`` shows a bar of the accelerator
         groups on stderr."""
         with self._host_arena() as views:
             return self._run(feeds, views, trace, device, simulator, progress, rtl)
@@ -265,7 +209,7 @@ class NetworkPlan:
     def _run(
         self,
         feeds: Mapping[str, np.ndarray],
-        views: dict[int, np.ndarray],
+        views: dict[str, np.ndarray],
         trace: bool,
         device: str,
         simulator: str | None,
@@ -274,62 +218,70 @@ class NetworkPlan:
     ) -> NetworkRun:
         from runtime.vta_target import execute_group, progress_bar, rtl_device, run_record
 
+        prog, accel = self.program, self.accel
+        cfg = accel.config
         rtl = rtl_device(device, simulator, trace, rtl)
-        bar = progress_bar(len(self.accel_steps), self.name) if progress else None
-        cfg = self.config
-        env: dict[int, np.ndarray] = dict(self.constants)
-        for spec, slot in zip(self.inputs, self.input_slots, strict=True):
-            env[slot] = feeds[spec.name]
-        in_dram: dict[int, AccelStep] = {}
-        dram = self.dram.copy()
+        groups = sum(k.target == "vta" for k in prog.kernels)
+        bar = progress_bar(groups, prog.name) if progress else None
+        places = prog.placements
+        env: dict[str, np.ndarray] = {}
+        for t, p in places.items():
+            if p.kind == "input":
+                env[t] = feeds[p.key]
+            elif p.kind == "constant":
+                env[t] = prog.constants[p.key]
+        in_dram: dict[str, tuple[str, Any]] = {}  # tensor -> (group, its image)
+        dram = accel.dram.copy()
         copies: dict[str, float] = {}
         clock = time.perf_counter
+        fresh: dict[str, np.ndarray] = {}
 
-        def value(slot: int) -> np.ndarray:
-            if slot not in env:
-                producer = in_dram.get(slot)
+        def value(tensor: str) -> np.ndarray:
+            if tensor not in env:
+                producer = in_dram.get(tensor)
                 if producer is None:
-                    raise SessionError(f"slot {slot} is read before any step produced it")
+                    raise SessionError(f"tensor {tensor} is read before any kernel made it")
+                group, image = producer
                 t0 = clock()
                 # the group's ``out`` tensor as it lies in the image (its ``store``'s value:
-                # a host ``unpack`` node makes the logical value), copied into its slot
-                sym = producer.image.symbols["out"]
+                # a host ``unpack`` node makes the logical value), copied into its place
+                sym = image.symbols["out"]
                 raw = dram[sym.offset : sym.offset + sym.nbytes].view(np.dtype(sym.dtype))
-                dst = views.get(slot)
+                dst = views.get(tensor)
                 if dst is None:
-                    dst = raw.reshape(sym.shape).copy()
+                    dst = fresh[tensor] = raw.reshape(sym.shape).copy()
                 else:
                     dst.reshape(-1)[...] = raw
-                env[slot] = dst
-                copies[producer.name] = copies.get(producer.name, 0.0) + clock() - t0
-            return env[slot]
+                env[tensor] = dst
+                copies[group] = copies.get(group, 0.0) + clock() - t0
+            return env[tensor]
 
-        fresh: dict[int, np.ndarray] = {}
         records: list[LayerRecord] = []
         traces: list[tuple[str, int, Any]] = []
         host_slices: list[tuple[str, str, int, float]] = []
         cycles_so_far = 0
-        host_cycles = 0  # the host groups' wall time so far, at the accelerator's clock
-        for step in self.steps:
-            if isinstance(step, InPlaceStep):
-                records.append(
-                    LayerRecord(step.name, step.op, IN_PLACE_DEVICE, IN_PLACE, reason=step.reason)
-                )
+        host_cycles = 0  # the host kernels' wall time so far, at the accelerator's clock
+        chained = 0
+        for k, (kernel, step) in enumerate(zip(prog.kernels, accel.steps, strict=True)):
+            if isinstance(step, InPlaceCopy):
+                records.append(LayerRecord(kernel.name, kernel.ops[0], IN_PLACE_DEVICE, IN_PLACE,
+                                           reason=step.reason))  # fmt: skip
                 continue
-            if isinstance(step, AccelStep):
-                prog = step.image.program(cfg, dram)
+            if isinstance(step, AccelKernel):
+                chained += len(step.image.aliased)
+                group = step.image.program(cfg, dram)
                 try:
-                    for w in step.writes:
-                        x = value(w.slot)
+                    for symbol, tensor in writes_of(kernel):
+                        x = value(tensor)
                         t0 = clock()
-                        prog.write(w.symbol, x)
-                        copies[step.name] = copies.get(step.name, 0.0) + clock() - t0
-                    # the run owns ``dram`` (a copy of the plan's image): each group runs on
-                    # it in place, with its instructions decoded once per plan
-                    static = self._decoded.get(step.name)
+                        group.write(symbol, x)
+                        copies[kernel.name] = copies.get(kernel.name, 0.0) + clock() - t0
+                    # the run owns ``dram`` (a copy of the image): each group runs on it in
+                    # place, with its instructions decoded once per executor
+                    static = self._decoded.get(k)
                     if static is None and device == "sim":
-                        static = self._decoded[step.name] = _decode(prog)
-                    res = execute_group(prog, device, trace, rtl, step.name, bar,
+                        static = self._decoded[k] = _decode(group)
+                    res = execute_group(group, device, trace, rtl, kernel.name, bar,
                                         table=static[0] if static else None,
                                         in_place=device == "sim")  # fmt: skip
                 except IsaError as e:
@@ -337,56 +289,80 @@ class NetworkPlan:
                     # image) is refused naming its group, in one line (the simulator's
                     # diagnosis spans several: one per module)
                     detail = "; ".join(ln.strip() for ln in str(e).splitlines() if ln.strip())
-                    raise SessionError(f"group {step.name}: {detail}") from None
+                    raise SessionError(f"group {kernel.name}: {detail}") from None
                 dram = res.dram
                 if trace:
-                    traces.append((step.name, cycles_so_far + host_cycles, res.trace))
+                    traces.append((kernel.name, cycles_so_far + host_cycles, res.trace))
                 cycles_so_far += res.cycles
-                in_dram[step.output] = step
+                in_dram[out_of(kernel)] = (kernel.name, step.image)
                 records.append(run_record(step.record, res, static[1] if static else None))
                 continue
             # reading an input out of the image counts as its producer's copy, not host time
-            args = [np.asarray(value(s), self.slots[s].dtype, order="C") for s in step.inputs]
+            ins, dests = [], []
+            for arg, tensor in zip(kernel.args, kernel.tensors, strict=True):
+                if arg.is_output:
+                    dst = views.get(tensor)
+                    if dst is None:  # a network output: an array this run returns
+                        p = places[tensor]
+                        dst = fresh[tensor] = np.empty(p.shape, p.dtype)
+                    env[tensor] = dst
+                    dests.append(dst)
+                else:
+                    ins.append(np.asarray(value(tensor), arg.dtype, order="C"))
             if any(n.op == "quantize" for n in step.nodes):
-                _check_finite(step, args)
-            # each result goes to its slot in the arena, or (a network output) to an array
-            # this run returns
-            dests = []
-            for slot in step.outputs:
-                dst = views.get(slot)
-                if dst is None:
-                    sl = self.slots[slot]
-                    dst = fresh[slot] = np.empty(sl.shape, sl.dtype)
-                dests.append(dst)
-                env[slot] = dst
+                _check_finite(kernel.name, ins)
             t0 = clock()
-            _call_host(step.kernel, args, dests)
+            _call_host(self._functions[k], kernel, ins, dests)
             seconds = clock() - t0
             if trace:
                 ops = "+".join(n.op for n in step.nodes)
-                host_slices.append((step.name, ops, cycles_so_far + host_cycles, seconds))
+                host_slices.append((kernel.name, ops, cycles_so_far + host_cycles, seconds))
                 host_cycles += max(1, round(seconds * cfg.clock_mhz * 1e6))
-            for k, n in enumerate(step.nodes):
+            for j, n in enumerate(step.nodes):
                 records.append(LayerRecord(n.name, n.op, "cpu", n.rule, host=step.how,
-                                           host_seconds=seconds if k == 0 else 0.0,
+                                           host_seconds=seconds if j == 0 else 0.0,
                                            reason=n.reason))  # fmt: skip
         outs: list[np.ndarray] = []
-        for s in self.output_slots:
-            # a network output a host group wrote is this run's own array; any other (an
-            # input, a constant, an output given twice) is copied
-            arr = fresh.pop(s, None)
-            outs.append(arr if arr is not None else np.array(value(s)))
-        chained = sum(len(s.image.aliased) for s in self.accel_steps)
+        for spec in prog.outputs:
+            tensor = prog.output_tensors[spec.name]
+            # a network output a kernel wrote is this run's own array; any other (an input, a
+            # constant, an output given twice) is copied
+            arr = fresh.pop(tensor, None)
+            outs.append(arr if arr is not None else np.array(value(tensor)))
         if bar is not None:
             bar.close()
         return NetworkRun(
-            outs, records, cfg, self.batch, device, int(self.dram.size), chained, traces,
-            activation_bytes=self.activation_bytes,
-            activation_bytes_unshared=self.activation_bytes_unshared, copy_seconds=copies,
-            scheme=self.scheme,
+            outs, records, cfg, self.batch, device, int(accel.dram.size), chained, traces,
+            activation_bytes=accel.activation_bytes,
+            activation_bytes_unshared=accel.activation_bytes_unshared, copy_seconds=copies,
+            scheme=accel.scheme,
             rtl_checks=list(rtl.checks) if rtl is not None else [],
             simulator=rtl.simulator if rtl is not None else None, host_slices=host_slices,
         )  # fmt: skip
+
+
+def _host_function(kernel: KernelSpec) -> Any:
+    """A host kernel rebuilt from its code (the machine code from the object cache when it
+    holds it), called with every argument in order."""
+    from compiler.ir.stmt import ArgInfo
+    from compiler.targets.cpu.jit import make_function
+
+    if not kernel.code:
+        raise SessionError(f"host kernel {kernel.name}: no code, and no callable in the "
+                           "program's modules")  # fmt: skip
+    args = [ArgInfo(a.name, a.shape, a.dtype, a.is_output) for a in kernel.args]
+    return make_function(kernel.symbol, args, kernel.code, "")
+
+
+def _call_host(fn: Any, kernel: KernelSpec, ins: list[np.ndarray], dests: list[np.ndarray]) -> None:
+    """Run a host kernel on ``ins``, its results written into ``dests``."""
+    if isinstance(fn, ReferenceKernel):
+        res = fn(*ins)
+        for dst, arr in zip(dests, res if isinstance(res, tuple) else (res,), strict=True):
+            dst[...] = arr
+        return
+    it_in, it_out = iter(ins), iter(dests)
+    fn(*(next(it_out) if a.is_output else next(it_in) for a in kernel.args))
 
 
 def _decode(prog: Any) -> tuple[Any, Any]:
@@ -418,18 +394,21 @@ def quantization_table(graph: Any) -> list[dict[str, Any]]:
     return table
 
 
-def _host_node(p: Placement) -> HostNode:
+def _host_node(p: NodePlacement) -> HostNode:
     """A host node's table entry; a node whose rule the report explains
     (:data:`compiler.partition.partition.EXPLAINED_RULES`: a failed compile's error, a
     measured int8 error) keeps its reason, the other rules speak for themselves."""
     return HostNode(p.node, p.op, p.rule, p.reason if p.rule in EXPLAINED_RULES else "")
 
 
-def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> NetworkPlan:
-    """The :class:`NetworkPlan` of a compiled :class:`~runtime.vta_target.VtaNetwork`;
-    ``output_names``: the model's names of its outputs (default: the quantized graph's, where
-    a dequantize may have renamed them)."""
-    from compiler.graph import Constant
+Step = tuple[KernelSpec, HostKernel | AccelKernel | InPlaceCopy]
+
+
+def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Program:
+    """The :class:`~compiler.model.program.Program` of a compiled
+    :class:`~runtime.vta_target.VtaNetwork`; ``output_names``: the model's names of its outputs
+    (default: the quantized graph's, where a dequantize may have renamed them)."""
+    from compiler.graph import Constant, Var
     from runtime.vta_target import static_record
 
     graph, cfg = net.graph, net.config
@@ -440,59 +419,86 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
             "compiler.model.vta.compile_network (host_groups=True) to run it"
         )
     dram_plan = net.dram_plan
-    slot_of: dict[int, int] = {}
-    slots: list[Slot] = []
-    constants: dict[int, np.ndarray] = {}
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    types: dict[str, tuple[tuple[int, ...], str]] = {}
+    constants: dict[str, np.ndarray] = {}
 
-    def slot(v: Any) -> int:
-        if id(v) not in slot_of:
-            slot_of[id(v)] = len(slots)
-            slots.append(Slot(tuple(int(d) for d in v.type.shape), str(v.type.dtype)))
+    def unique(base: str) -> str:
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}#{n}"
+        taken.add(name)
+        return name
+
+    def tensor(v: Any) -> str:
+        if id(v) not in names:
+            base = v.name if isinstance(v, Var) else (getattr(v, "label", "") or v.name)
+            t = names[id(v)] = unique(base or "value")
+            types[t] = (tuple(int(d) for d in v.type.shape), str(v.type.dtype))
             if isinstance(v, Constant):
-                constants[slot_of[id(v)]] = np.asarray(v.value, v.type.dtype, order="C")
-        return slot_of[id(v)]
+                constants[t] = np.asarray(v.value, v.type.dtype, order="C")
+        return names[id(v)]
 
-    input_slots = tuple(slot(v) for v in graph.inputs)
+    inputs = [tensor(v) for v in graph.inputs]
     by_anchor = {id(g.anchor): g for g in net.partition.groups}
     host_first = {id(h.nodes[0]): h for h in net.host_groups}
     placement = {p.node: p for p in net.partition.placements}
-    steps: list[AccelStep | HostStep | InPlaceStep] = []
+    steps: list[Step] = []
+    modules: dict[str, Any] = {}
     for node in graph.nodes:
         p = placement.get(node.label)
         if p is not None and p.rule == IN_PLACE:
-            steps.append(InPlaceStep(p.node, p.op, p.reason))
+            steps.append((KernelSpec(p.node, (p.op,), "copy", "", (), (), ""),
+                          InPlaceCopy(p.reason)))  # fmt: skip
             continue
         group = by_anchor.get(id(node))
         if group is not None:
             image = dram_plan.groups[group.name]
-            writes = [HostWrite(symbol, slot(pack)) for symbol, pack in group_writes(group)]
+            args, tensors = [], []
+            for symbol, pack in group_writes(group):
+                sym = image.symbols[symbol]
+                args.append(KernelArg(symbol, tuple(sym.shape), str(np.dtype(sym.dtype)), False))
+                tensors.append(tensor(pack))
+            sym = image.symbols["out"]
+            if group.store is not None:
+                out = tensor(group.store)
+            else:  # read by no host node: it stays in the image
+                out = unique(f"{group.name}.out")
+                types[out] = (tuple(int(d) for d in sym.shape), str(np.dtype(sym.dtype)))
+            args.append(KernelArg("out", tuple(sym.shape), str(np.dtype(sym.dtype)), True))
+            tensors.append(out)
             layer = net.layers[group.name]
             own = layer.program.copy()
             for key, array in layer.params.items():
                 own.write(key, array)
             record = static_record(group, layer, cfg)
-            if group.store is not None:
-                out = slot(group.store)
-            else:  # read by no host node: a slot of the ``out`` tensor that no step reads
-                sym = image.symbols["out"]
-                out = len(slots)
-                slots.append(Slot(tuple(int(d) for d in sym.shape), str(np.dtype(sym.dtype))))
-            steps.append(AccelStep(group.name, image, tuple(writes), out, record, own))
+            ops = tuple(n.op for n in group.compute_nodes)
+            kernel = KernelSpec(group.name, ops, "vta", group.name, tuple(args), tuple(tensors), "")
+            steps.append((kernel, AccelKernel(image, record, own)))
             continue
         host = host_first.get(id(node))
         if host is None:
             continue
         nodes = tuple(_host_node(placement[n.label]) for n in host.nodes)
-        steps.append(
-            HostStep(
-                host.name,
-                nodes,
-                tuple(slot(v) for v in host.inputs),
-                tuple(slot(v) for v in host.outputs),
-                host.kernel if host.kernel is not None else ReferenceKernel(host),
-                host.how,
-            )
-        )
+        ins = [tensor(v) for v in host.inputs]
+        outs = [tensor(v) for v in host.outputs]
+        fn = host.kernel if host.kernel is not None else ReferenceKernel(host)
+        if isinstance(fn, ReferenceKernel):
+            symbol = reference_symbol(len(modules))
+            args = [KernelArg(f"in{j}", *types[t], False) for j, t in enumerate(ins)]
+            args += [KernelArg(f"out{j}", *types[t], True) for j, t in enumerate(outs)]
+            order, code = ins + outs, ""
+        else:
+            symbol, code = fn.name, fn.llvm_ir
+            it_in, it_out = iter(ins), iter(outs)
+            args = [KernelArg(a.name, tuple(a.shape), a.dtype, a.is_output) for a in fn.args]
+            order = [next(it_out) if a.is_output else next(it_in) for a in fn.args]
+        modules[symbol] = fn
+        kernel = KernelSpec(host.name, tuple(n.op for n in nodes), "cpu", symbol, tuple(args),
+                            tuple(order), code)  # fmt: skip
+        steps.append((kernel, HostKernel(nodes, host.how)))
 
     def output_name(v: Any, k: int) -> str:
         # a group output the host reads back is named as the group's own output
@@ -501,211 +507,221 @@ def plan_network(net: Any, output_names: tuple[str, ...] | None = None) -> Netwo
             v = v.inputs[0].inputs[0]
         return getattr(v, "name", "") or f"output{k}"
 
-    names = output_names or tuple(output_name(v, k) for k, v in enumerate(graph.outputs))
-    if len(names) != len(graph.outputs):
-        raise SessionError(f"{len(names)} output names for {len(graph.outputs)} outputs")
+    out_names = output_names or tuple(output_name(v, k) for k, v in enumerate(graph.outputs))
+    if len(out_names) != len(graph.outputs):
+        raise SessionError(f"{len(out_names)} output names for {len(graph.outputs)} outputs")
     outputs = tuple(
         TensorSpec(n, tuple(v.type.shape), str(v.type.dtype))
-        for n, v in zip(names, graph.outputs, strict=True)
+        for n, v in zip(out_names, graph.outputs, strict=True)
     )
-    ordered = _in_run_order(steps, {*input_slots, *constants}, net.graph.name)
-    output_slots = tuple(slot(v) for v in graph.outputs)
-    placed, arena_bytes, naive_bytes = plan_host_arena(ordered, slots, output_slots)
-    return NetworkPlan(
+    output_tensors = {n: tensor(v) for n, v in zip(out_names, graph.outputs, strict=True)}
+    ordered = _in_run_order(steps, {*inputs, *constants}, graph.name)
+    kinds: dict[str, tuple[str, str]] = {t: ("input", v.name) for t, v in
+                                         zip(inputs, graph.inputs, strict=True)}  # fmt: skip
+    kinds.update({t: ("constant", t) for t in constants})
+    for n, t in output_tensors.items():
+        kinds.setdefault(t, ("output", n))
+    offsets, arena_bytes, naive = plan_host_arena([k for k, _ in ordered], types, kinds)
+    placements = {}
+    for t, (shape, dtype) in types.items():
+        kind, key = kinds.get(t, ("arena", t) if t in offsets else ("image", t))
+        placements[t] = Placement(kind, key, offsets.get(t, 0), shape, dtype)
+    return Program(
         name=graph.name or "model",
-        config=cfg,
+        target="vta",
+        num_threads=1,
         inputs=tuple(
             TensorSpec(v.name, tuple(v.type.shape), str(v.type.dtype)) for v in graph.inputs
         ),  # fmt: skip
         outputs=outputs,
-        input_slots=input_slots,
-        output_slots=output_slots,
-        slots=placed,
+        placements=placements,
+        kernels=tuple(k for k, _ in ordered),
         constants=constants,
-        steps=ordered,
-        dram=dram_plan.dram,
-        activation_bytes=dram_plan.activation_bytes,
-        activation_bytes_unshared=dram_plan.activation_bytes_unshared,
         arena_bytes=arena_bytes,
-        arena_naive_bytes=naive_bytes,
-        quantization=quantization_table(graph),
-        compile_seconds=net.compile_seconds,
-        scheme=net.scheme,
+        memory=MemoryStats(arena_bytes, naive),
+        output_tensors=output_tensors,
+        modules=modules,
+        accel=AccelModule(
+            config=cfg,
+            dram=dram_plan.dram,
+            steps=tuple(s for _, s in ordered),
+            activation_bytes=dram_plan.activation_bytes,
+            activation_bytes_unshared=dram_plan.activation_bytes_unshared,
+            quantization=quantization_table(graph),
+            scheme=net.scheme,
+            compile_seconds=net.compile_seconds,
+        ),
     )
 
 
-def _in_run_order(
-    steps: list[AccelStep | HostStep | InPlaceStep], ready: set[int], name: str
-) -> tuple[AccelStep | HostStep | InPlaceStep, ...]:
-    """``steps`` (a host group at its first node, an accelerator group at its anchor) with
-    each host group that makes what a later step reads moved before that step: a group runs at
-    its anchor, and a host ``pack`` of what a later node of the group reads (a residual made
-    after the anchor in the graph's order) must run before it. The accelerator groups keep
-    their order (the DRAM plan's)."""
-    producer = {s: k for k, step in enumerate(steps) if isinstance(step, HostStep)
-                for s in step.outputs}  # fmt: skip
-    done: set[int] = set()
-    order: list[AccelStep | HostStep | InPlaceStep] = []
+def _reads(kernel: KernelSpec) -> list[str]:
+    return [t for a, t in zip(kernel.args, kernel.tensors, strict=True) if not a.is_output]
 
-    def run(k: int, need: tuple[int, ...], who: str) -> None:
-        for slot in need:
-            if slot in ready:
+
+def _makes(kernel: KernelSpec) -> list[str]:
+    return [t for a, t in zip(kernel.args, kernel.tensors, strict=True) if a.is_output]
+
+
+def _in_run_order(steps: list[Step], ready: set[str], name: str) -> list[Step]:
+    """``steps`` (a host kernel at its first node, a group at its anchor) with each host kernel
+    that makes what a later kernel reads moved before that kernel: a group runs at its anchor,
+    and a host ``pack`` of what a later node of the group reads (a residual made after the
+    anchor in the graph's order) must run before it. The groups keep their order (the DRAM
+    plan's)."""
+    producer = {t: k for k, (kernel, _) in enumerate(steps) if kernel.target == "cpu"
+                for t in _makes(kernel)}  # fmt: skip
+    done: set[int] = set()
+    order: list[Step] = []
+
+    def run(k: int, who: str) -> None:
+        for t in _reads(steps[k][0]):
+            if t in ready:
                 continue
-            src = producer.get(slot)
+            src = producer.get(t)
             if src is None or src in done:
-                raise SessionError(f"network {name}: {who} reads slot {slot}, which no earlier "
-                                   "step makes")  # fmt: skip
-            host = steps[src]
-            assert isinstance(host, HostStep)
-            run(src, host.inputs, f"host group {host.name}")
+                raise SessionError(f"network {name}: {who} reads tensor {t}, which no earlier "
+                                   "kernel makes")  # fmt: skip
+            run(src, f"host kernel {steps[src][0].name}")
         if k in done:
             return
         done.add(k)
         order.append(steps[k])
-        step = steps[k]
-        if isinstance(step, HostStep):
-            ready.update(step.outputs)
-        elif isinstance(step, AccelStep):
-            ready.add(step.output)
+        ready.update(_makes(steps[k][0]))
 
-    for k, step in enumerate(steps):
-        if k in done:
-            continue
-        if isinstance(step, AccelStep):
-            run(k, tuple(w.slot for w in step.writes), f"group {step.name}")
-        elif isinstance(step, HostStep):
-            run(k, step.inputs, f"host group {step.name}")
-        else:
-            run(k, (), step.name)
-    return tuple(order)
+    for k, (kernel, _) in enumerate(steps):
+        if k not in done:
+            kind = "group" if kernel.target == "vta" else "host kernel"
+            run(k, f"{kind} {kernel.name}")
+    return order
 
 
-def slot_lifetimes(
-    steps: Sequence[AccelStep | HostStep | InPlaceStep],
-) -> dict[int, tuple[int, int, bool]]:
-    """Every slot a step makes (a host group's result, a group's ``out``): the step that makes
-    it, the last step that reads it (the maker when none does) and whether any step reads it.
+def tensor_lifetimes(kernels: Sequence[KernelSpec]) -> dict[str, tuple[int, int, bool]]:
+    """Every tensor a kernel makes: the kernel that makes it, the last kernel that reads it (the
+    maker when none does) and whether any kernel reads it.
 
     Example:
-        >>> h = HostStep("h", (), (0,), (1,), None, "")
-        >>> slot_lifetimes([h, HostStep("g", (), (1,), (2,), None, "")])
-        {1: (0, 1, True), 2: (1, 1, False)}
+        >>> def k(name, reads, makes):
+        ...     args = [KernelArg(t, (1,), "int8", False) for t in reads]
+        ...     args += [KernelArg(t, (1,), "int8", True) for t in makes]
+        ...     return KernelSpec(name, (), "cpu", name, tuple(args), (*reads, *makes), "")
+        >>> tensor_lifetimes([k("h", ["x"], ["a"]), k("g", ["a"], ["b"])])
+        {'a': (0, 1, True), 'b': (1, 1, False)}
     """
-    made: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for k, step in enumerate(steps):
-        if isinstance(step, HostStep):
-            reads, makes = step.inputs, step.outputs
-        elif isinstance(step, AccelStep):
-            reads, makes = tuple(w.slot for w in step.writes), (step.output,)
-        else:
-            continue
-        for s in reads:
-            last[s] = k
-        for s in makes:
-            made.setdefault(s, k)
-    return {s: (k, max(k, last.get(s, k)), s in last) for s, k in made.items()}
+    made: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for k, kernel in enumerate(kernels):
+        for t in _reads(kernel):
+            last[t] = k
+        for t in _makes(kernel):
+            made.setdefault(t, k)
+    return {t: (k, max(k, last.get(t, k)), t in last) for t, k in made.items()}
 
 
 def _in_arena(
-    steps: Sequence[AccelStep | HostStep | InPlaceStep], outputs: Sequence[int]
-) -> dict[int, tuple[int, int]]:
-    """The slots the host arena holds, with their lifetimes: what a host group makes and what
-    the host reads back from a group, except the network's outputs (each run's own arrays)."""
-    hosted = {s for step in steps if isinstance(step, HostStep) for s in step.outputs}
+    kernels: Sequence[KernelSpec], outside: Mapping[str, Any]
+) -> dict[str, tuple[int, int]]:
+    """The tensors the host arena holds, with their lifetimes: what a host kernel makes and
+    what the host reads back from a group, except those ``outside`` it (inputs, constants and
+    the network's outputs, which are each run's own arrays)."""
+    hosted = {t for k in kernels if k.target == "cpu" for t in _makes(k)}
     return {
-        s: (first, last)
-        for s, (first, last, read) in slot_lifetimes(steps).items()
-        if s not in outputs and (s in hosted or read)
+        t: (first, last)
+        for t, (first, last, read) in tensor_lifetimes(kernels).items()
+        if t not in outside and (t in hosted or read)
     }
 
 
 def plan_host_arena(
-    steps: Sequence[AccelStep | HostStep | InPlaceStep],
-    slots: Sequence[Slot],
-    outputs: Sequence[int],
-) -> tuple[tuple[Slot, ...], int, int]:
-    """``slots`` with an arena ``offset`` for each value a step makes for a later one, by
-    liveness over ``steps`` in run order (:func:`compiler.graph.memory.first_fit`, the planner
-    the cpu target's arena uses); the arena's bytes and one buffer per value's bytes."""
-    lives = _in_arena(steps, outputs)
-    order = sorted(lives)
-    offsets, peak = first_fit(
-        [(slots[s].nbytes, *lives[s]) for s in order], ALIGNMENT
-    )  # fmt: skip
-    placed = list(slots)
-    for s, offset in zip(order, offsets, strict=True):
-        placed[s] = replace(slots[s], offset=offset)
-    naive = sum(-(-max(slots[s].nbytes, 1) // ALIGNMENT) * ALIGNMENT for s in order)
-    return tuple(placed), peak, naive
+    kernels: Sequence[KernelSpec],
+    types: Mapping[str, tuple[tuple[int, ...], str]],
+    outside: Mapping[str, Any],
+) -> tuple[dict[str, int], int, int]:
+    """An arena offset for each tensor a kernel makes for a later one (shapes and dtypes in
+    ``types``; those in ``outside`` excepted), by liveness over ``kernels`` in run order
+    (:func:`compiler.graph.memory.first_fit`, the planner the cpu target's arena uses); the
+    arena's bytes and one buffer per tensor's bytes."""
+    lives = _in_arena(kernels, outside)
+    order = list(lives)
+    sizes = [_nbytes(*types[t]) for t in order]
+    offsets, peak = first_fit([(n, *lives[t]) for n, t in zip(sizes, order, strict=True)],
+                              ALIGNMENT)  # fmt: skip
+    naive = sum(-(-max(n, 1) // ALIGNMENT) * ALIGNMENT for n in sizes)
+    return dict(zip(order, offsets, strict=True)), peak, naive
 
 
-def check_host_arena(
-    steps: Sequence[AccelStep | HostStep | InPlaceStep],
-    slots: Sequence[Slot],
-    outputs: Sequence[int],
-    arena_bytes: int,
-) -> str | None:
-    """What is wrong with the slots' arena offsets, or None: every value a step makes for a
-    later one lies inside the arena, aligned, and shares no byte with a value live at one of
-    its steps; no other slot has an offset."""
-    lives = _in_arena(steps, outputs)
-    for k, sl in enumerate(slots):
-        if sl.offset < 0:
-            if k in lives:
-                return f"slot {k} is made by a step for a later one but has no arena offset"
+def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def check_host_arena(program: Program) -> str | None:
+    """What is wrong with the placements of ``program`` with accelerator groups, or None:
+    every tensor a kernel makes for a later one lies in the arena, aligned, inside it, and
+    shares no byte with a tensor live at one of its kernels; an ``image`` tensor is a group's
+    ``out`` that no kernel reads; no other tensor is in the arena or the image."""
+    places = program.placements
+    outside = {t for t, p in places.items() if p.kind in ("input", "constant", "output")}
+    lives = _in_arena(program.kernels, dict.fromkeys(outside))
+    made = tensor_lifetimes(program.kernels)
+    for t, p in places.items():
+        if p.kind == "image":
+            if t not in made or made[t][2] or t in lives:
+                return f"tensor {t!r} is in the image, but it is not a group's out read by none"
             continue
-        if k not in lives:
-            return (f"slot {k} has arena offset {sl.offset}, but it is not a value a step "
-                    "makes for a later one")  # fmt: skip
-        if sl.offset % ALIGNMENT:
-            return f"slot {k}: arena offset {sl.offset} is not a multiple of {ALIGNMENT}"
-        if sl.offset + sl.nbytes > arena_bytes:
-            return (f"slot {k}: arena bytes [{sl.offset}, {sl.offset + sl.nbytes}) end past "
-                    f"the {arena_bytes}-byte arena")  # fmt: skip
-    held = sorted(lives)
-    clash = shared_bytes([(slots[s].offset, slots[s].nbytes, *lives[s]) for s in held])
+        if p.kind != "arena":
+            continue
+        if t not in lives:
+            return f"tensor {t!r} is in the arena, but it is not a value a kernel makes for a " \
+                "later one"  # fmt: skip
+        if p.offset % ALIGNMENT:
+            return f"tensor {t!r}: arena offset {p.offset} is not a multiple of {ALIGNMENT}"
+        if p.offset < 0 or p.offset + p.nbytes > program.arena_bytes:
+            return (f"tensor {t!r}: arena bytes [{p.offset}, {p.offset + p.nbytes}) end past "
+                    f"the {program.arena_bytes}-byte arena")  # fmt: skip
+    for t in lives:
+        if places[t].kind != "arena":
+            return f"tensor {t!r} is made by a kernel for a later one but is not in the arena"
+    held = list(lives)
+    clash = shared_bytes([(places[t].offset, places[t].nbytes, *lives[t]) for t in held])
     if clash is not None:
-        a, b, step = clash
-        return f"slots {held[a]} and {held[b]} share arena bytes at step {step}, where both live"
+        a, b, k = clash
+        return (f"tensors {held[a]!r} and {held[b]!r} share arena bytes at kernel "
+                f"{program.kernels[k].name!r}, where both live")  # fmt: skip
     return None
 
 
-def _call_host(kernel: Any, args: list[np.ndarray], dests: list[np.ndarray]) -> None:
-    """Run a host group's kernel on ``args``, its results written into ``dests``."""
-    if isinstance(kernel, ReferenceKernel):
-        res = kernel(*args)
-        for dst, arr in zip(dests, res if isinstance(res, tuple) else (res,), strict=True):
-            dst[...] = arr
-        return
-    ins, outs = iter(args), iter(dests)
-    kernel(*(next(outs) if a.is_output else next(ins) for a in kernel.args))
-
-
-def _check_finite(step: HostStep, args: list[np.ndarray]) -> None:
+def _check_finite(name: str, args: list[np.ndarray]) -> None:
     """A value about to be quantized to int8 must be finite: NaN and Inf have no int8 code,
     and rounding them would give confident garbage instead of an error."""
     for arr in args:
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             bad = int(np.count_nonzero(~np.isfinite(arr)))
             raise SessionError(
-                f"host group {step.name}: {bad} of {arr.size} values to quantize are NaN or "
+                f"host group {name}: {bad} of {arr.size} values to quantize are NaN or "
                 "Inf: int8 cannot represent them (the cpu target computes in float)"
             )
 
 
+def with_host(program: Program, **fields: Any) -> Program:
+    """``program`` with ``fields`` replaced (a name, the compile time)."""
+    accel = program.accel
+    top = {k: v for k, v in fields.items() if k != "compile_seconds"}
+    if "compile_seconds" in fields and accel is not None:
+        top["accel"] = replace(accel, compile_seconds=fields["compile_seconds"])
+    return replace(program, **top)
+
+
 __all__ = [
-    "AccelStep",
-    "HostWrite",
-    "HostNode",
-    "HostStep",
-    "InPlaceStep",
-    "NetworkPlan",
     "ReferenceKernel",
-    "Slot",
+    "VtaExecutor",
+    "accel_kernels",
     "check_host_arena",
+    "host_kernels",
+    "out_of",
     "plan_host_arena",
     "plan_network",
-    "slot_lifetimes",
     "quantization_table",
+    "reference_symbol",
+    "tensor_lifetimes",
+    "with_host",
+    "writes_of",
 ]

@@ -1,6 +1,7 @@
 """The ``vta`` target of :class:`runtime.session.InferenceSession`: a whole model quantized to
-int8, partitioned, and compiled once into a :class:`~runtime.vta_plan.NetworkPlan`
-(accelerator programs laid out in one DRAM image, host groups compiled for the CPU), or loaded
+int8, partitioned, and compiled once into a :class:`~compiler.model.program.Program` with
+accelerator groups (:mod:`runtime.vta_plan`: accelerator programs laid out in one DRAM image,
+host kernels compiled for the CPU), or loaded
 from an artifact (:mod:`runtime.vta_artifact`) without quantizing or compiling anything.
 
 ``InferenceSession(model, target="vta", config=..., device="sim"|"rtl", calibration=...,
@@ -41,11 +42,18 @@ from typing import Any
 import numpy as np
 
 from compiler.model.calibration import calibration_feeds
-from compiler.model.program import MemoryStats, TensorSpec
+from compiler.model.program import (
+    AccelKernel,
+    AccelModule,
+    InPlaceCopy,
+    MemoryStats,
+    Program,
+    TensorSpec,
+)
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
 from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
-from runtime.vta_plan import AccelStep, InPlaceStep, NetworkPlan, plan_network
+from runtime.vta_plan import VtaExecutor, plan_network, with_host
 
 #: Devices the accelerator groups run on.
 DEVICES = ("sim", "rtl")
@@ -66,14 +74,14 @@ def compile_plan(
     cache: bool = True,
     tuning: Any = None,
     progress: bool | None = False,
-) -> NetworkPlan:
+) -> Program:
     """Import ``model`` (free input dimensions from ``input_shapes``), quantize it (calibrated
     on ``calibration`` with ``calibrator``, ``percentile`` when None, requantized by
     ``requant``: ``multiplier`` when None; a node whose own
     int8 error exceeds ``sensitivity`` kept fp32, docs/quantization.md), partition it,
     compile every group (with ``tuning``'s knobs, a :class:`compiler.model.tuning.NetworkTuning`,
     where it has them; ``jobs`` processes, through the compile cache unless ``cache`` is False)
-    and lay the network out: the :class:`NetworkPlan` a session runs."""
+    and lay the network out: the program a session runs (:mod:`runtime.vta_plan`)."""
     from compiler.frontend.onnx_import import from_onnx
     from runtime.vta_target import compile_network
 
@@ -89,10 +97,8 @@ def compile_plan(
                           tuning=tuning, progress=progress)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
-    plan = plan_network(net, names)
-    plan.name = name
-    plan.compile_seconds = time.perf_counter() - t0
-    return plan
+    return with_host(plan_network(net, names), name=name,
+                     compile_seconds=time.perf_counter() - t0)  # fmt: skip
 
 
 def _name(model: ModelSource, proto: Any) -> str:
@@ -187,9 +193,10 @@ class VtaInferenceSession(InferenceSession):
                 raise SessionError(f"input_shapes names unknown inputs {unknown}")
             if config is not None:
                 wanted = config if isinstance(config, str) else getattr(config, "name", config)
-                if wanted != plan.config.name:
+                have = plan.accel.config.name if plan.accel is not None else "?"
+                if wanted != have:
                     raise SessionError(f"config {wanted!r}: the artifact was compiled for "
-                                       f"{plan.config.name!r}")  # fmt: skip
+                                       f"{have!r}")  # fmt: skip
         tuning = None
         if not is_artifact_source(model):
             if tuning_log is not None:
@@ -202,7 +209,10 @@ class VtaInferenceSession(InferenceSession):
                                 image_size=image_size, batch=batch,
                                 input_shapes=input_shapes, jobs=jobs,
                                 cache=cache, tuning=tuning, progress=progress)  # fmt: skip
+        #: the compiled model (a :class:`~compiler.model.program.Program` with accelerator
+        #: groups) and its executor
         self.plan = plan
+        self.executor = VtaExecutor(plan)
         self.graph = None
         #: the tuning log's records the groups compiled with (``report()``: which groups were
         #: tuned, which fell back to the heuristic and why), or None
@@ -216,7 +226,18 @@ class VtaInferenceSession(InferenceSession):
     @property
     def config(self) -> Any:
         """The accelerator config (an ``isa.HwConfig``)."""
-        return self.plan.config
+        return self.accel.config
+
+    @property
+    def accel(self) -> AccelModule:
+        """The program's accelerator part (config, DRAM image, what each kernel runs)."""
+        assert self.plan.accel is not None
+        return self.plan.accel
+
+    @property
+    def program(self) -> Program:
+        """The compiled model: the program format of every target, with accelerator groups."""
+        return self.plan
 
     def get_inputs(self) -> list[TensorSpec]:
         return list(self.plan.inputs)
@@ -227,7 +248,8 @@ class VtaInferenceSession(InferenceSession):
     @property
     def memory(self) -> MemoryStats:
         """The host arena: peak bytes against one buffer per value the host keeps between
-        steps (the accelerator's activations lie in the DRAM image: ``plan.activation_bytes``)."""
+        steps (the accelerator's activations lie in the DRAM image:
+        ``plan.accel.activation_bytes``)."""
         return self.plan.memory
 
     def run(self, output_names: Sequence[str] | None, feeds: Mapping[str, Any]) -> list[np.ndarray]:
@@ -241,7 +263,7 @@ class VtaInferenceSession(InferenceSession):
                 )
         checked = check_feeds(self.plan.inputs, feeds)
         with self._lock:
-            result = self.plan.run(checked, device=self.device, rtl=self.rtl)
+            result = self.executor.run(checked, device=self.device, rtl=self.rtl)
             self.last_run = result
             self._profile = network_profile(self.plan, result)
         if not result.rtl_agrees:
@@ -258,31 +280,32 @@ class VtaInferenceSession(InferenceSession):
         save_vta_artifact(self.plan, path)
 
 
-def network_profile(plan: NetworkPlan, result: Any) -> Profile:
-    """The :class:`Profile` of one run of ``plan``: one record per step (a host group's nodes
-    together), and a ``copy`` record after each accelerator group whose inputs the host packed
-    or whose output the host read back."""
+def network_profile(program: Program, result: Any) -> Profile:
+    """The :class:`Profile` of one run of ``program``: one record per kernel (a host kernel's
+    nodes together), and a ``copy`` record after each accelerator group whose inputs the host
+    packed or whose output the host read back."""
+    assert program.accel is not None
     records: list[GroupRecord] = []
     layers = iter(result.layers)
-    for step in plan.steps:
-        if isinstance(step, InPlaceStep):  # nothing ran: no time, no record of its own
+    for kernel, step in zip(program.kernels, program.accel.steps, strict=True):
+        if isinstance(step, InPlaceCopy):  # nothing ran: no time, no record of its own
             next(layers)
             continue
-        if isinstance(step, AccelStep):
+        if isinstance(step, AccelKernel):
             r = next(layers)
             records.append(GroupRecord(
                 r.name, tuple(r.ops.split("+")), "vta", cycles=r.cycles,
                 utilization=r.utilization, dram_bytes=r.dram_bytes, limiter=r.limiter,
                 device="vta",
             ))  # fmt: skip
-            if step.name in result.copy_seconds:
-                records.append(GroupRecord(f"{step.name}:copy", ("copy",), "vta",
-                                           result.copy_seconds[step.name] * 1e6,
+            if kernel.name in result.copy_seconds:
+                records.append(GroupRecord(f"{kernel.name}:copy", ("copy",), "vta",
+                                           result.copy_seconds[kernel.name] * 1e6,
                                            device="copy"))  # fmt: skip
             continue
         rows = [next(layers) for _ in step.nodes]
         seconds = sum(r.host_seconds for r in rows)
-        records.append(GroupRecord(step.name, tuple(n.op for n in step.nodes), "vta",
+        records.append(GroupRecord(kernel.name, tuple(n.op for n in step.nodes), "vta",
                                    seconds * 1e6, device="cpu"))  # fmt: skip
     return Profile(tuple(records))
 

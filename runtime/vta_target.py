@@ -169,7 +169,7 @@ class NetworkRun:
     activation_bytes: int = 0
     activation_bytes_unshared: int = 0
     #: per accelerator group: host seconds spent packing its inputs into the image and
-    #: unpacking its output out of it (recorded by :meth:`runtime.vta_plan.NetworkPlan.run`)
+    #: unpacking its output out of it (recorded by :meth:`runtime.vta_plan.VtaExecutor.run`)
     copy_seconds: dict[str, float] = field(default_factory=dict)
     #: the quantization scheme, in words (:func:`quantization_scheme`)
     scheme: str = ""
@@ -332,9 +332,11 @@ class VtaNetwork(CompiledNetwork):
     """A compiled network (:class:`compiler.model.vta.CompiledNetwork`) that runs: on the
     simulator or the RTL, through its plan."""
 
-    #: the network flattened into steps (:func:`runtime.vta_plan.plan_network`), made on the
-    #: first run: the one runner of a compiled network, here and in sessions and artifacts
+    #: the network as a program (:func:`runtime.vta_plan.plan_network`), made on the first
+    #: run, and its executor: the one runner of a compiled network, here and in sessions and
+    #: artifacts
     plan: Any = field(default=None, repr=False, compare=False)
+    executor: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, net: CompiledNetwork) -> VtaNetwork:
@@ -361,13 +363,14 @@ class VtaNetwork(CompiledNetwork):
         group's simulator trace for :meth:`NetworkRun.save_trace`; ``progress`` shows a bar
         of the accelerator groups on stderr; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` to
         reuse (its build) across runs."""
-        from runtime.vta_plan import plan_network
+        from runtime.vta_plan import VtaExecutor, plan_network
 
         env = check_feeds(self.graph, feeds)
         if self.plan is None:
             self.plan = plan_network(self)
+            self.executor = VtaExecutor(self.plan)
         named = {v.name: env[id(v)] for v in self.graph.inputs}
-        return self.plan.run(
+        return self.executor.run(
             named, trace=trace, device=device, simulator=simulator, progress=progress, rtl=rtl
         )
 

@@ -1,14 +1,25 @@
-"""What a compiled model is at run time: the kernels in order, where every tensor lives, the
-constants and the arena size. The executor runs a :class:`Program`; the artifact format stores
-one; the graph compiler (``compiler/model/cpu.py``) produces one from an optimized graph.
+"""What a compiled model is at run time, for every target: the kernels in order, where every
+tensor lives, the constants and the arena size. The executors run a :class:`Program`
+(``runtime.executor`` the cpu and gpu ones, ``runtime.vta_plan`` one with accelerator groups);
+the artifact format stores one; the graph compiler (``compiler/model/cpu.py``) produces one from
+an optimized graph, and the accelerator build's plan (``runtime.vta_plan.plan_network``) from a
+partitioned int8 network.
 
-A tensor lives in one of four places (:class:`Placement`):
+A kernel (:class:`KernelSpec`) runs on one of :data:`KERNEL_TARGETS`: ``cpu`` (compiled LLVM
+IR), ``gpu`` (CUDA kernels), ``vta`` (an accelerator group: its program in the network's DRAM
+image, :class:`AccelModule`; its arguments are the host tensors written into the image and its
+``out`` read back) or ``copy`` (a concat or slice the accelerator's DRAM plan does in place:
+nothing runs).
+
+A tensor lives in one of five places (:class:`Placement`):
 
 * ``input``: a feed, given at ``run`` (``key`` is the model input's name);
 * ``constant``: a weight bound once when the session is created (``key`` names it);
 * ``arena``: a region of the one activation arena, at byte ``offset`` (the static memory plan);
 * ``output``: an array allocated by each ``run`` and returned to the caller (``key`` is the
-  model output's name).
+  model output's name);
+* ``image``: an accelerator group's ``out`` that no host kernel reads: it stays in the DRAM
+  image (``key`` is the group).
 
 A placement whose shape differs from its base's (same element count) is a view: a reshape that
 costs nothing.
@@ -39,7 +50,9 @@ ONNX_TYPE_NAMES = {
     "bool": "tensor(bool)",
 }
 
-PLACEMENT_KINDS = ("input", "constant", "arena", "output")
+PLACEMENT_KINDS = ("input", "constant", "arena", "output", "image")
+#: What a kernel runs on (the module docstring).
+KERNEL_TARGETS = ("cpu", "gpu", "vta", "copy")
 
 
 @dataclass(frozen=True)
@@ -161,6 +174,65 @@ class MemoryStats:
 
 
 @dataclass(frozen=True)
+class HostNode:
+    """One node of a host kernel of an accelerator network, for the per-layer table: its
+    name, operator and partition rule, and the placement's reason where the report repeats it
+    (a ``compile-failed`` node: what the compiler said), else empty."""
+
+    name: str
+    op: str
+    rule: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HostKernel:
+    """What the per-layer table says of a ``cpu`` kernel of an accelerator network: its nodes
+    and how they ran (``host (compiled, group G)`` or ``host (reference): <reason>``)."""
+
+    nodes: tuple[HostNode, ...]
+    how: str
+
+
+@dataclass(frozen=True)
+class AccelKernel:
+    """A ``vta`` kernel: where its relocated program lies in the network's DRAM image
+    (``compiler.targets.vta.link.GroupImage``), the parts of its per-layer record that do not
+    depend on a run (``runtime.vta_target.LayerRecord``) and its own program (weights written,
+    before relocation: what an artifact stores as the group's program file)."""
+
+    image: Any
+    record: Any
+    program: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class InPlaceCopy:
+    """A ``copy`` kernel: a concat or slice that the DRAM plan does in place, and why."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class AccelModule:
+    """The accelerator's part of a program whose kernels include ``vta`` ones: the config, the
+    network's initial DRAM image (every relocated program, weights and tiles; activations
+    zeroed), per kernel what it runs (``steps``, one per entry of ``Program.kernels``), and
+    the figures and tables the reports print."""
+
+    config: Any
+    dram: np.ndarray = field(repr=False)
+    steps: tuple[HostKernel | AccelKernel | InPlaceCopy, ...] = field(repr=False)
+    activation_bytes: int = 0
+    activation_bytes_unshared: int = 0
+    #: the quantized graph's scales and requantization parameters, per node (informative)
+    quantization: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    #: the int8 scheme, in words (:func:`compiler.model.vta.quantization_scheme`)
+    scheme: str = ""
+    compile_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class Program:
     """A whole compiled model: run the kernels in order over the placements."""
 
@@ -180,3 +252,5 @@ class Program:
     #: compiled modules by symbol, for targets whose kernels live only in this process (the
     #: GPU: numba compiles kernel source for a device at launch); never stored in an artifact
     modules: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the accelerator's part, for a program with ``vta`` kernels (else None)
+    accel: AccelModule | None = field(default=None, repr=False)

@@ -286,9 +286,13 @@ CASES = {
     "arena slot offset past the arena": (_set(["slots", 3, "offset"], 1 << 20), "end past"),
     "arena cut": (_set(["arena_bytes"], 64), "end past the 64-byte arena"),
     "arena huge": (_set(["arena_bytes"], 1 << 40), "'arena_bytes'"),
-    "arena slot without offset": (_set(["slots", 1, "offset"], -1), "has no arena offset"),
-    "input slot given an offset": (_set(["slots", 0, "offset"], 0), "slot 0 has arena offset"),
-    "output slot given an offset": (_set(["slots", 4, "offset"], 0), "slot 4 has arena offset"),
+    # without an offset, a tensor a host kernel makes would be a group's out left in the image
+    "arena slot without offset": (_set(["slots", 1, "offset"], -1), "is in the image, but"),
+    "input slot given an offset": (_set(["slots", 0, "offset"], 0), "is input 'x', not in the"),
+    "output slot given an offset": (_set(["slots", 4, "offset"], 0), "is output 'y', not in the"),
+    "slot name missing": (_del(["slots", 1, "name"]), "slot 1: no field 'name'"),
+    "slot names repeated": (lambda m, members: m["slots"][2].update(name=m["slots"][1]["name"]),
+                            "is slot 1's too"),
     "slot offset below -1": (_set(["slots", 1, "offset"], -7), "'offset' is -7"),
     "slot offset missing": (_del(["slots", 1, "offset"]), "no field 'offset'"),
     # the DRAM image

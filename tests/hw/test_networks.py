@@ -55,9 +55,9 @@ def test_resnet18_at_32_on_verilator_equals_the_simulator_group_by_group(verilat
 
     sess = InferenceSession("resnet18", target="vta", config="vta-1x16x16", image_size=32)
     feed = _feed(sess.get_inputs())
-    sim = sess.plan.run(feed)
-    rtl = sess.plan.run(feed, device="rtl", rtl=verilator_device)
-    groups = [s.name for s in sess.plan.accel_steps]
+    sim = sess.executor.run(feed)
+    rtl = sess.executor.run(feed, device="rtl", rtl=verilator_device)
+    groups = [k.name for k in sess.program.kernels if k.target == "vta"]
     assert [c.name for c in rtl.rtl_checks] == groups and len(groups) > 20
     bad = [c.line() for c in rtl.rtl_checks if not (c.equal and c.stats_equal and c.events_equal)]
     assert not bad, bad

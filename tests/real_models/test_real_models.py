@@ -344,18 +344,17 @@ def test_magika_names_file_types_fp32_and_int8_on_the_accelerator() -> None:
 
 
 def _plan_with_reference_host_groups(net):
-    """``net``'s plan with every host group evaluated node by node by the numpy reference
-    executor, as ``net.reference`` evaluates them: what is left to differ is the accelerator."""
+    """An executor of ``net``'s program with every host kernel evaluated node by node by the
+    numpy reference executor, as ``net.reference`` evaluates them: what is left to differ is
+    the accelerator."""
     import dataclasses
 
-    from runtime.vta_plan import HostStep, ReferenceKernel, plan_network
+    from runtime.vta_plan import ReferenceKernel, VtaExecutor, plan_network
 
     groups = {h.name: h for h in net.host_groups}
-    plan = plan_network(net)
-    steps = tuple(
-        dataclasses.replace(s, kernel=ReferenceKernel(groups[s.name]))
-        if isinstance(s, HostStep)
-        else s
-        for s in plan.steps
-    )
-    return dataclasses.replace(plan, steps=steps)
+    program = plan_network(net)
+    modules = dict(program.modules)
+    for k in program.kernels:
+        if k.target == "cpu":
+            modules[k.symbol] = ReferenceKernel(groups[k.name])
+    return VtaExecutor(dataclasses.replace(program, modules=modules))

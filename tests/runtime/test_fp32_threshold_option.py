@@ -48,4 +48,4 @@ def test_fp32_threshold_is_refused_where_it_does_not_apply(tmp_path, capsys):
     with pytest.raises(SessionError, match="sensitivity applies to target vta"):
         InferenceSession("digits", target="cpu", sensitivity=0.2)
     sess = InferenceSession("digits", target="vta", sensitivity="off")
-    assert sess.plan.scheme == quantization_scheme("percentile", "multiplier", "off")
+    assert sess.accel.scheme == quantization_scheme("percentile", "multiplier", "off")

@@ -100,23 +100,25 @@ def test_both_attention_matmuls_run_on_the_accelerator_bit_exact(graph, networks
 
 def test_an_artifact_of_the_block_runs_the_same_bytes(networks, tmp_path):
     from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
+    from runtime.vta_plan import VtaExecutor, accel_kernels, host_kernels, writes_of
 
     net = networks["default"]
     feed = _feeds(5, 1)[0]
     expected = net.run(feed)
     save_vta_artifact(net.plan, tmp_path / "attention.vtac")
     loaded = load_vta_artifact(tmp_path / "attention.vtac")
-    got = loaded.run(feed)
+    got = VtaExecutor(loaded).run(feed)
     np.testing.assert_array_equal(got.outputs[0], expected.outputs[0])
     assert got.total_cycles == expected.total_cycles
-    # the host writes both operands from the slots of the host groups' pack nodes, each
+    # the host writes both operands from the tensors of the host kernels' pack nodes, each
     # exactly its symbol's tensor
-    steps = {s.name: s for s in loaded.accel_steps}
-    writes = {w.symbol: loaded.slots[w.slot] for w in steps["qk"].writes}
-    symbols = steps["qk"].image.symbols
+    groups = {k.name: (k, s) for k, s in accel_kernels(loaded)}
+    kernel, step = groups["qk"]
+    writes = {symbol: loaded.placements[t] for symbol, t in writes_of(kernel)}
+    symbols = step.image.symbols
     assert sorted(writes) == ["data", "weight"]
     assert all(writes[k].shape == tuple(symbols[k].shape) for k in writes)
-    packs = {n.name: n.op for h in loaded.host_steps for n in h.nodes if n.op == "pack"}
+    packs = {n.name: n.op for _, h in host_kernels(loaded) for n in h.nodes if n.op == "pack"}
     assert set(packs) >= {"qk.data.pack", "qk.weight.pack"}, packs
 
 

@@ -93,13 +93,14 @@ def test_the_report_gives_the_rule_and_the_reason(quantized):
 
 def test_an_artifact_keeps_the_host_group_and_its_reason(quantized, tmp_path):
     from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
+    from runtime.vta_plan import VtaExecutor
 
     net = compile_network(quantized, SMALL_INP, cache=False)
     feed = _feed(4)
     expected = net.run(feed)
     save_vta_artifact(net.plan, tmp_path / "a.vtac")
     loaded = load_vta_artifact(tmp_path / "a.vtac")
-    got = loaded.run(feed)
+    got = VtaExecutor(loaded).run(feed)
     np.testing.assert_array_equal(got.outputs[0], expected.outputs[0])
     row = next(r for r in got.layers if r.name == "c2")
     assert (row.rule, row.reason) == ("compile-failed", net.partition.placement("c2").reason)

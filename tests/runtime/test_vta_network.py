@@ -237,9 +237,9 @@ def test_padded_max_pool_over_signed_values_gets_its_padding_from_the_host():
     assert host[2:5] == ["conv.read", "pool.pad", "pool.data.pack"], host
     # the pad is a compiled host kernel of the artifact: it runs from one as it ran here
     from runtime.vta_artifact import load_vta_artifact, vta_artifact_bytes
-    from runtime.vta_plan import plan_network
+    from runtime.vta_plan import VtaExecutor, plan_network
 
-    again = load_vta_artifact(vta_artifact_bytes(plan_network(net))).run(feed)
+    again = VtaExecutor(load_vta_artifact(vta_artifact_bytes(plan_network(net)))).run(feed)
     np.testing.assert_array_equal(again.outputs[0], result.outputs[0])
     assert again.total_cycles == result.total_cycles
 
@@ -337,77 +337,104 @@ def test_a_model_the_compiler_cannot_handle_fails_naming_every_offending_node(tm
 
 
 def test_a_plan_runs_a_host_group_before_the_group_that_reads_what_it_makes():
-    """A group runs at its anchor; a host group placed after it in the graph's order that
+    """A group runs at its anchor; a host kernel placed after it in the graph's order that
     makes what the group's host writes read (a pack of a residual made after the anchor) is
-    moved before it, the accelerator groups keeping their order; a read of a slot that no
-    earlier step makes is refused naming the step."""
+    moved before it, the accelerator groups keeping their order; a read of a tensor that no
+    earlier kernel makes is refused naming the kernel."""
+    from compiler.model.program import KernelArg, KernelSpec
     from runtime.errors import SessionError
-    from runtime.vta_plan import AccelStep, HostStep, HostWrite, _in_run_order
+    from runtime.vta_plan import _in_run_order
 
-    def accel(name, writes, output):
-        writes = tuple(HostWrite("residual", s) for s in writes)
-        return AccelStep(name, None, writes, output, None)  # the order reads no more
+    def kernel(target, name, reads, makes):
+        args = [KernelArg("residual" if target == "vta" else t, (1,), "int8", False)
+                for t in reads]  # fmt: skip
+        args += [KernelArg("out" if target == "vta" else t, (1,), "int8", True) for t in makes]
+        return (KernelSpec(name, (), target, name, tuple(args), (*reads, *makes), ""), None)
 
-    def host(name, inputs, outputs):
-        return HostStep(name, (), inputs, outputs, None, "")
-
-    a, g = accel("a", (), 1), accel("g", (2,), 3)
-    h, k = host("h", (1,), (2,)), host("k", (3,), (4,))
-    assert [s.name for s in _in_run_order([a, g, h, k], {0}, "net")] == ["a", "h", "g", "k"]
-    with pytest.raises(SessionError, match="group g reads slot 2, which no earlier step makes"):
-        _in_run_order([g, a], {0}, "net")  # no step makes slot 2
-    late = host("late", (3,), (2,))  # needs g's own output
-    with pytest.raises(SessionError, match="host group late reads slot 3"):
-        _in_run_order([a, g, late], {0}, "net")
+    a, g = kernel("vta", "a", (), ("t1",)), kernel("vta", "g", ("t2",), ("t3",))
+    h, k = kernel("cpu", "h", ("t1",), ("t2",)), kernel("cpu", "k", ("t3",), ("t4",))
+    order = _in_run_order([a, g, h, k], {"t0"}, "net")
+    assert [kern.name for kern, _ in order] == ["a", "h", "g", "k"]
+    with pytest.raises(SessionError, match="group g reads tensor t2, which no earlier kernel"):
+        _in_run_order([g, a], {"t0"}, "net")  # no kernel makes t2
+    late = kernel("cpu", "late", ("t3",), ("t2",))  # needs g's own output
+    with pytest.raises(SessionError, match="host kernel late reads tensor t3"):
+        _in_run_order([a, g, late], {"t0"}, "net")
 
 
 def test_a_plans_host_values_live_in_one_arena_planned_by_liveness():
-    """The values a step makes for a later one (a host group's results, a group's ``out`` read
-    back) get bytes of one host arena, planned over the steps in run order; the plan runs as
-    the network does, from two threads at once too, and returns arrays of the run's own."""
+    """The values a kernel makes for a later one (a host kernel's results, a group's ``out``
+    read back) get bytes of one host arena, planned over the kernels in run order; the program
+    runs as the network does, from two threads at once too, and returns arrays of the run's
+    own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from runtime.vta_plan import check_host_arena, plan_network
+    from runtime.vta_plan import VtaExecutor, check_host_arena, plan_network
 
     graph = from_onnx(load_zoo("resnet18", batch=1, image_size=32))
     feed = _feed(graph)
     net = compile_network(graph, "default", calibration=feed)
-    plan = plan_network(net)
-    held = [k for k, s in enumerate(plan.slots) if s.offset >= 0]
-    # the quantized input, its im2col pack, the classifier's read-back and its unpack
-    assert len(held) == 4 and not set(held) & {*plan.input_slots, *plan.output_slots}
-    assert check_host_arena(plan.steps, plan.slots, plan.output_slots, plan.arena_bytes) is None
-    assert 0 < plan.arena_bytes <= plan.arena_naive_bytes
-    assert plan.memory.peak_bytes == plan.arena_bytes
+    program = plan_network(net)
+    kinds = {}
+    for t, p in program.placements.items():
+        kinds.setdefault(p.kind, []).append(t)
+    # the first conv's and the classifier's packed inputs, and the global pool's and the
+    # classifier's outputs read back; the 21 other groups' outputs stay in the image
+    assert sorted(kinds["arena"]) == ["avgpool.sum.out", "conv1.data.pack", "fc.data.pack",
+                                      "fc.out"]  # fmt: skip
+    assert len(kinds["image"]) == 21
+    assert len(kinds["input"]) == len(kinds["output"]) == 1
+    assert check_host_arena(program) is None
+    assert 0 < program.arena_bytes <= program.memory.naive_bytes
     want = net.run(feed)
-    first = plan.run(feed)
+    executor = VtaExecutor(program)
+    first = executor.run(feed)
     np.testing.assert_array_equal(first.outputs[0], want.outputs[0])
     assert first.total_cycles == want.total_cycles
     first.outputs[0][...] = 0  # the caller's array: the next run does not see it
     with ThreadPoolExecutor(2) as pool:
-        outs = list(pool.map(lambda _: plan.run(feed).outputs[0], range(4)))
+        outs = list(pool.map(lambda _: executor.run(feed).outputs[0], range(4)))
     for out in outs:
         np.testing.assert_array_equal(out, want.outputs[0])
 
 
 def test_the_host_arena_check_refuses_values_live_at_once_that_share_bytes():
-    from runtime.vta_plan import HostStep, Slot, check_host_arena, plan_host_arena
+    from dataclasses import replace
 
-    def host(name, inputs, outputs):
-        return HostStep(name, (), inputs, outputs, None, "")
-
-    # 0 is the input, 1 and 2 are live together at step 1, 3 reuses 1's bytes, 4 the output
-    steps = [host("a", (0,), (1,)), host("b", (1,), (2,)), host("c", (2,), (3,)),
-             host("d", (3,), (4,))]  # fmt: skip
-    slots = [Slot((64,), "float32")] * 5
-    placed, peak, naive = plan_host_arena(steps, slots, (4,))
-    assert [s.offset for s in placed] == [-1, 0, 256, 0, -1] and (peak, naive) == (512, 768)
-    assert check_host_arena(steps, placed, (4,), peak) is None
-    clash = [*placed[:2], Slot((64,), "float32", 128), *placed[3:]]
-    assert check_host_arena(steps, clash, (4,), peak) == (
-        "slots 1 and 2 share arena bytes at step 1, where both live"
+    from compiler.model.program import (
+        KernelArg,
+        KernelSpec,
+        MemoryStats,
+        Placement,
+        Program,
+        TensorSpec,
     )
-    unplaced = [*placed[:3], Slot((64,), "float32"), placed[4]]
-    assert "slot 3 is made by a step for a later one but has no arena offset" in str(
-        check_host_arena(steps, unplaced, (4,), peak)
+    from runtime.vta_plan import check_host_arena, plan_host_arena
+
+    def host(name, reads, makes):
+        args = [KernelArg(t, (64,), "float32", False) for t in reads]
+        args += [KernelArg(t, (64,), "float32", True) for t in makes]
+        return KernelSpec(name, (), "cpu", name, tuple(args), (*reads, *makes), "")
+
+    # x is the input, a and b are live together at kernel 1, c reuses a's bytes, y the output
+    kernels = [host("ka", ["x"], ["a"]), host("kb", ["a"], ["b"]), host("kc", ["b"], ["c"]),
+               host("kd", ["c"], ["y"])]  # fmt: skip
+    types = {t: ((64,), "float32") for t in "xabcy"}
+    offsets, peak, naive = plan_host_arena(kernels, types, {"x": 0, "y": 0})
+    assert offsets == {"a": 0, "b": 256, "c": 0} and (peak, naive) == (512, 768)
+    spec = TensorSpec("x", (64,), "float32")
+    places = {t: Placement("arena", t, offsets[t], (64,), "float32") for t in offsets}
+    places["x"] = Placement("input", "x", 0, (64,), "float32")
+    places["y"] = Placement("output", "y", 0, (64,), "float32")
+    program = Program("p", "vta", 1, (spec,), (replace(spec, name="y"),), places,
+                      tuple(kernels), {}, peak, MemoryStats(peak, naive),
+                      output_tensors={"y": "y"})  # fmt: skip
+    assert check_host_arena(program) is None
+    clash = replace(program, placements={**places, "b": replace(places["b"], offset=128)})
+    assert check_host_arena(clash) == (
+        "tensors 'a' and 'b' share arena bytes at kernel 'kb', where both live"
+    )
+    unplaced = replace(program, placements={**places, "c": replace(places["c"], kind="image")})
+    assert "tensor 'c' is in the image, but it is not a group's out" in str(
+        check_host_arena(unplaced)
     )

@@ -25,7 +25,7 @@ def test_vtac_compile_keeps_the_requantization_and_its_artifact_refuses_another(
     argv = ["compile", "digits", "--target", "vta", "--requant", "shift", "-o", str(art)]
     assert main(argv) == 0
     capsys.readouterr()
-    assert InferenceSession(str(art)).plan.scheme == quantization_scheme("percentile", "shift")
+    assert InferenceSession(str(art)).accel.scheme == quantization_scheme("percentile", "shift")
     assert main(["run", str(art), "--requant", "vta"]) != 0
     assert "--requant applies when a model is compiled" in capsys.readouterr().err
 
@@ -39,7 +39,7 @@ def test_requant_is_refused_on_other_targets(capsys):
 
 def test_session_requant_keyword_quantizes_with_vta_scheme():
     sess = InferenceSession("digits", target="vta", requant="vta")
-    assert sess.plan.scheme == quantization_scheme("percentile", "vta")
+    assert sess.accel.scheme == quantization_scheme("percentile", "vta")
     x = np.random.default_rng(0).standard_normal((1, 1, 28, 28)).astype(np.float32)
     (logits,) = sess.run(None, {"data": x})
     assert logits.shape == (1, 10) and np.isfinite(logits).all()
@@ -52,7 +52,7 @@ def test_the_calibrator_option_reaches_the_quantizer_and_is_refused_where_it_doe
     argv = ["compile", "digits", "--target", "vta", "--calibrator", "mse", "-o", str(art)]
     assert main(argv) == 0
     capsys.readouterr()
-    assert InferenceSession(str(art)).plan.scheme == quantization_scheme("mse", "multiplier")
+    assert InferenceSession(str(art)).accel.scheme == quantization_scheme("mse", "multiplier")
     assert main(["run", str(art), "--calibrator", "kl"]) != 0
     assert "--calibrator applies when a model is compiled" in capsys.readouterr().err
     assert main(["run", "digits", "--target", "cpu", "--calibrator", "kl"]) != 0

@@ -17,7 +17,7 @@ from runtime.cli import main
 from runtime.errors import ArtifactError, SessionError
 from runtime.session import InferenceSession
 from runtime.vta_artifact import load_vta_artifact, save_vta_artifact, vta_artifact_bytes
-from runtime.vta_plan import plan_network
+from runtime.vta_plan import VtaExecutor, plan_network
 from runtime.vta_session import VtaInferenceSession
 from runtime.vta_target import compile_network
 
@@ -109,10 +109,12 @@ def test_artifact_round_trip_gives_the_same_bytes_and_cycles(model, size, config
     save_vta_artifact(plan, path)
     assert artifact_kind(path) == "vta"
     loaded = load_vta_artifact(path)
-    assert loaded.config == plan.config and len(loaded.steps) == len(plan.steps)
-    # the host arena as planned: every slot at its offset, the same bytes
-    assert loaded.slots == plan.slots and loaded.memory == plan.memory
-    again = loaded.run(feed)
+    # one program format for every target: kernels of kinds cpu, vta and copy
+    assert loaded.target == "vta" and {k.target for k in loaded.kernels} <= {"cpu", "vta", "copy"}
+    assert loaded.accel.config == plan.accel.config and loaded.kernels == plan.kernels
+    # the host arena as planned: every tensor at its offset, the same bytes
+    assert loaded.placements == plan.placements and loaded.memory == plan.memory
+    again = VtaExecutor(loaded).run(feed)
     for a, b in zip(again.outputs, direct.outputs, strict=True):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
     assert [r.cycles for r in again.layers] == [r.cycles for r in direct.layers]
@@ -167,8 +169,8 @@ def test_the_images_zeroed_activations_are_deflated_and_the_rest_of_the_arrays_s
             else:
                 assert info.compress_type == zipfile.ZIP_STORED, (info.filename, zeros)
     assert deflated >= 8  # the program files of the groups with the largest activations
-    again = load_vta_artifact(path).run(feed)
-    assert again.outputs[0].tobytes() == plan.run(feed).outputs[0].tobytes()
+    again = VtaExecutor(load_vta_artifact(path)).run(feed)
+    assert again.outputs[0].tobytes() == VtaExecutor(plan).run(feed).outputs[0].tobytes()
 
 
 def _members(data):

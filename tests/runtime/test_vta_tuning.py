@@ -58,6 +58,8 @@ def digits_log(tmp_path_factory):
 
 
 def test_tuned_records_give_their_knobs_and_the_same_bits(digits_log, tmp_path):
+    from runtime.vta_plan import accel_kernels
+
     log, chosen, _, _ = digits_log
     x = np.random.default_rng(3).standard_normal((1, 1, 28, 28)).astype(np.float32)
     plain = InferenceSession("digits", target="vta", config=CFG)
@@ -66,11 +68,11 @@ def test_tuned_records_give_their_knobs_and_the_same_bits(digits_log, tmp_path):
     reasons = dict(tuned.tuning.fell_back)
     assert set(reasons) == {"block1.conv1", "fc"}
     assert reasons["fc"].startswith("no record for vta/vta-1x16x16/dense/")
-    knobs = {s.name: s.record.knobs for s in tuned.plan.accel_steps}
+    knobs = {k.name: s.record.knobs for k, s in accel_kernels(tuned.program)}
     for name, k in chosen.items():
         assert knobs[name] == k.describe()
-    assert any(knobs[n] != s.record.knobs for s in plain.plan.accel_steps for n in chosen
-               if s.name == n)  # fmt: skip
+    assert any(knobs[n] != s.record.knobs for k, s in accel_kernels(plain.program) for n in chosen
+               if k.name == n)  # fmt: skip
     (a,) = tuned.run(None, {"data": x})
     (b,) = plain.run(None, {"data": x})
     assert a.tobytes() == b.tobytes()
@@ -78,7 +80,7 @@ def test_tuned_records_give_their_knobs_and_the_same_bits(digits_log, tmp_path):
     art = tmp_path / "d.vtac"
     tuned.save(art)
     again = InferenceSession(art)
-    assert {s.name: s.record.knobs for s in again.plan.accel_steps} == knobs
+    assert {k.name: s.record.knobs for k, s in accel_kernels(again.program)} == knobs
     (c,) = again.run(None, {"data": x})
     assert c.tobytes() == a.tobytes()
 
