@@ -13,9 +13,10 @@ process with ``taskset -c 1`` on a shared machine; BLAS threads are pinned here)
   seconds beside, which a loaded machine inflates less), from it (a fresh cache filled by one
   compile first) and with ``--jobs`` worker processes (they share the CPUs the process may
   run on: pin to two cores, ``taskset -c 0,1``, to see them help);
-* simulate: one whole-network run of the compiled plan (median of ``--repeat``), simulated
+* simulate: one whole-network run of the compiled program (median of ``--repeat``), simulated
   cycles per second, and the ratio to float32 BLAS doing the network's MACs on this core;
-* tuner: measurements per second of one worker on a ResNet-18 layer (C9) of ``vta-1x16x16``;
+* tuner: measurements per second of one worker on a ResNet-18 layer (C9) of ``vta-1x16x16``,
+  and over all 12 of ResNet-18's conv2d tasks (``--tune-measurements`` seeded candidates each);
 * CPU: ours against onnxruntime (one thread, interleaved medians) on ResNet-18 (zoo) and, after
   ``make real-models``, EfficientNet-Lite1 and PP-OCRv4's text recognizer.
 """
@@ -44,7 +45,8 @@ def bench_vta(config: str, image_size: int, repeat: int, jobs: int) -> dict[str,
     from compiler.cache import CompileCache
     from compiler.frontend.onnx_import import from_onnx
     from compiler.frontend.zoo import load_zoo
-    from runtime.vta_plan import VtaExecutor, plan_network
+    from compiler.model.vta_program import plan_network
+    from runtime.vta_plan import VtaExecutor
     from runtime.vta_target import compile_network
 
     graph = from_onnx(load_zoo("resnet18", batch=1, image_size=image_size))
@@ -107,6 +109,36 @@ def bench_tuner(measurements: int) -> float:
     if bad:
         raise SystemExit(f"tuner measurement failed: {bad[0].error}: {bad[0].message}")
     return len(indices) / seconds
+
+
+def bench_tuner_tasks(per_task: int) -> float:
+    """Measurements per second of one worker over every conv2d task of ResNet-18 on
+    ``vta-1x16x16`` (C1..C12), ``per_task`` seeded candidates each, as the tuner's search draws
+    them; each task's first candidate (the worker's imports, the task's data and numpy
+    reference) is measured first and not counted."""
+    import numpy as np
+
+    from compiler.tune import resnet18_tasks
+    from runtime.measure import LocalRunner
+
+    work = []
+    for task in resnet18_tasks("vta-1x16x16"):
+        valid = task.space().valid_indices()
+        picks = np.random.default_rng(0).choice(len(valid), size=min(per_task + 1, len(valid)),
+                                                replace=False)  # fmt: skip
+        work.append((task, [int(valid[k]) for k in picks]))
+    count, seconds = 0, 0.0
+    with LocalRunner(1) as runner:
+        for task, indices in work:
+            runner.measure(task, indices[:1])
+            t0 = time.perf_counter()
+            results = runner.measure(task, indices[1:])
+            seconds += time.perf_counter() - t0
+            count += len(results)
+            bad = [r for r in results if not r.ok]
+            if bad:
+                raise SystemExit(f"{task.name}: {bad[0].error}: {bad[0].message}")
+    return count / seconds
 
 
 def bench_cpu(name: str, model: Any, feed: dict[str, Any], repeat: int) -> dict[str, float]:
@@ -189,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         print("[tuner] measuring", flush=True)
         rate = bench_tuner(args.tune_measurements)
         rows.append(("tuner, one worker, C9 on vta-1x16x16", rate, "measurements/s", ""))
+        rate = bench_tuner_tasks(args.tune_measurements)
+        rows.append(("tuner, one worker, ResNet-18's 12 tasks", rate, "measurements/s",
+                     f"{args.tune_measurements} candidates each, vta-1x16x16"))  # fmt: skip
     if not args.skip_cpu:
         for name, model, feed in _cpu_models(args.image_size):
             print(f"[cpu] {name}", flush=True)

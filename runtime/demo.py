@@ -44,8 +44,8 @@ NEXT_STEPS = (
 
 def run_demo(args: argparse.Namespace) -> int:
     """The ``vtac demo`` command; returns the exit status."""
+    from compiler.model.vta_program import accel_kernels, host_kernels
     from runtime.session import check_feeds
-    from runtime.vta_plan import accel_kernels, host_kernels
     from runtime.vta_session import VtaInferenceSession
     from vta_sim.plot import save_gantt, save_network_figure
 

@@ -1,6 +1,6 @@
 """The accelerator network artifact (``vtac compile MODEL --target vta -o model.vtac``): a
 compiled :class:`~compiler.model.program.Program` with accelerator groups
-(:mod:`runtime.vta_plan`) in the archive format of :mod:`runtime.artifact`, format version 8
+(:mod:`compiler.model.vta_program`) in the archive format of :mod:`runtime.artifact`, version 8
 (``"kind": "vta"``), so the network runs again without quantizing, partitioning or compiling.
 
 Members:
@@ -38,7 +38,8 @@ provides. A fault is refused in one line naming the member or step and the field
 Example:
     >>> import numpy as np
     >>> from compiler.graph import Constant, Graph, Node, TensorType, Var
-    >>> from runtime.vta_plan import VtaExecutor, plan_network
+    >>> from compiler.model.vta_program import plan_network
+    >>> from runtime.vta_plan import VtaExecutor
     >>> from runtime.vta_target import compile_network
     >>> x = Var("x", TensorType((1, 3, 6, 6), "float32", "NCHW"))
     >>> w = Constant(np.ones((8, 3, 3, 3), np.float32), name="w")
@@ -71,6 +72,7 @@ from compiler.model.program import (
     ONNX_TYPE_NAMES,
     AccelKernel,
     AccelModule,
+    GroupFigures,
     HostKernel,
     HostNode,
     InPlaceCopy,
@@ -81,6 +83,7 @@ from compiler.model.program import (
     Program,
     TensorSpec,
 )
+from compiler.model.vta_program import ReferenceKernel, check_host_arena, out_of, writes_of
 from compiler.targets.vta.link import GroupImage, Segment
 from isa import ConfigError, HwConfig, ProgramError
 from isa.encoding import INSN_BYTES
@@ -96,8 +99,6 @@ from runtime.artifact import (
 )
 from runtime.errors import ArtifactError
 from runtime.program_check import MAX_TENSOR_BYTES
-from runtime.vta_plan import ReferenceKernel, check_host_arena, out_of, writes_of
-from runtime.vta_target import LayerRecord
 
 KIND = "vta"
 #: The static figures of an accelerator group's record that the manifest keeps.
@@ -462,11 +463,11 @@ def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) ->
                 if f not in rec:
                     raise c.fail(place, f"field 'record' has no {f!r}")
             at = f"{place}: field 'record'"
-            record = LayerRecord(
-                c.field(rec, "name", at, str), c.field(rec, "ops", at, str), "vta",
-                c.field(rec, "rule", at, str), 0, c.count(rec, "macs", at),
+            record = GroupFigures(
+                c.field(rec, "name", at, str), c.field(rec, "ops", at, str),
+                c.field(rec, "rule", at, str), c.count(rec, "macs", at),
                 c.number(rec, "ideal_cycles", at), c.number(rec, "roofline_cycles", at),
-                c.number(rec, "alu_roofline_cycles", at), 0, c.count(rec, "compulsory_bytes", at),
+                c.number(rec, "alu_roofline_cycles", at), c.count(rec, "compulsory_bytes", at),
                 knobs=_knobs_field(s, place, c),
             )  # fmt: skip
             member = c.field(s, "program", place, str)

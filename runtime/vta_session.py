@@ -50,10 +50,11 @@ from compiler.model.program import (
     Program,
     TensorSpec,
 )
+from compiler.model.vta_program import plan_network, with_host
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
 from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
-from runtime.vta_plan import VtaExecutor, plan_network, with_host
+from runtime.vta_plan import VtaExecutor
 
 #: Devices the accelerator groups run on.
 DEVICES = ("sim", "rtl")

@@ -36,17 +36,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from compiler.graph import Graph, evaluate
 from compiler.graph.reference import check_feeds
+from compiler.model.program import GroupFigures
 from compiler.model.vta import CompiledNetwork
 from compiler.model.vta import compile_network as build_network
-from compiler.partition import AccelGroup
-from compiler.topi.vta.qnn import QLayer
 from isa import HwConfig
 from runtime.errors import SessionError
 
@@ -332,7 +331,7 @@ class VtaNetwork(CompiledNetwork):
     """A compiled network (:class:`compiler.model.vta.CompiledNetwork`) that runs: on the
     simulator or the RTL, through its plan."""
 
-    #: the network as a program (:func:`runtime.vta_plan.plan_network`), made on the first
+    #: the network as a program (:func:`compiler.model.vta_program.plan_network`), made on the first
     #: run, and its executor: the one runner of a compiled network, here and in sessions and
     #: artifacts
     plan: Any = field(default=None, repr=False, compare=False)
@@ -363,7 +362,8 @@ class VtaNetwork(CompiledNetwork):
         group's simulator trace for :meth:`NetworkRun.save_trace`; ``progress`` shows a bar
         of the accelerator groups on stderr; ``rtl``: a :class:`runtime.vta_rtl.RtlDevice` to
         reuse (its build) across runs."""
-        from runtime.vta_plan import VtaExecutor, plan_network
+        from compiler.model.vta_program import plan_network
+        from runtime.vta_plan import VtaExecutor
 
         env = check_feeds(self.graph, feeds)
         if self.plan is None:
@@ -423,34 +423,12 @@ def execute_group(
     return res
 
 
-def static_record(group: AccelGroup, layer: QLayer, cfg: HwConfig) -> LayerRecord:
-    """The parts of an accelerator group's :class:`LayerRecord` that do not depend on a run
-    (MACs, ideal and roofline cycles, compulsory bytes; ``cycles`` 0): a compiled network keeps
-    them, and each run adds its cycles, DRAM bytes and limiter (:func:`run_record`)."""
-    from compiler.registry import lookup
-    from compiler.topi.vta.metrics import compulsory_bytes, ideal_cycles, roofline_cycles
-
-    comp = compulsory_bytes(layer.program)
-    ideal = ideal_cycles(layer.macs, cfg)
-    out = layer.out_shape
-    entries = int(np.prod(out[:-2]))  # accumulator entries the epilogue touches
-    imm = layer.alu_imm_steps
-    alu = entries * (imm * cfg.alu_imm_ii + (layer.alu_steps - imm) * cfg.alu_ii)
-    ops = "+".join(n.op for n in group.compute_nodes)
-    rule, _ = lookup("vta", group.anchor.op).placement(group.anchor, cfg)  # the partition's
-    knobs = layer.knobs.describe() if hasattr(layer.knobs, "describe") else ""
-    return LayerRecord(
-        group.name, ops, "vta", rule, 0, layer.macs, ideal,
-        roofline_cycles(layer.macs, comp, cfg), max(ideal + alu, comp / cfg.bus_bytes),
-        0, comp, "", 0.0, knobs=knobs,
-    )  # fmt: skip
-
-
-def run_record(static: LayerRecord, res: Any, events: Any = None) -> LayerRecord:
-    """``static`` with one run's cycles, DRAM bytes, per-module cycles, limiter (the module
-    with the most busy cycles) and energy (docs/energy.md); ``events``: the program's
-    :func:`isa.energy.count_events`, when the caller has them from an earlier run of the same
-    instructions."""
+def run_record(static: GroupFigures, res: Any, events: Any = None) -> LayerRecord:
+    """A group's row of the per-layer table: its figures before any run (``static``:
+    :func:`compiler.model.vta_program.group_figures`) with one run's cycles, DRAM bytes,
+    per-module cycles, limiter (the module with the most busy cycles) and energy
+    (docs/energy.md); ``events``: the program's :func:`isa.energy.count_events`, when the
+    caller has them from an earlier run of the same instructions."""
     from isa.energy import count_events, estimate_energy
 
     busy = {m: c.get("busy", 0) for m, c in res.modules.items()}
@@ -458,15 +436,21 @@ def run_record(static: LayerRecord, res: Any, events: Any = None) -> LayerRecord
     if events is None:
         events = count_events(res.program)
     energy = estimate_energy(events, res.program.config, res.cycles)
-    return replace(
-        static,
+    return LayerRecord(
+        static.name, static.ops, "vta", static.rule,
         cycles=res.cycles,
+        macs=static.macs,
+        ideal_cycles=static.ideal_cycles,
+        roofline_cycles=static.roofline_cycles,
+        alu_roofline_cycles=static.alu_roofline_cycles,
         dram_bytes=sum(res.dram_bytes.values()),
+        compulsory_bytes=static.compulsory_bytes,
         limiter=limiter,
         modules={m: dict(c) for m, c in res.modules.items()},
         energy_pj=energy.total_pj,
         energy_parts=dict(energy.by_part),
-    )
+        knobs=static.knobs,
+    )  # fmt: skip
 
 
 def compile_network(graph: Graph, config: str | HwConfig = "default", **options: Any) -> VtaNetwork:
@@ -486,5 +470,4 @@ __all__ = [
     "progress_bar",
     "rtl_device",
     "run_record",
-    "static_record",
 ]

@@ -2,8 +2,8 @@
 tensor lives, the constants and the arena size. The executors run a :class:`Program`
 (``runtime.executor`` the cpu and gpu ones, ``runtime.vta_plan`` one with accelerator groups);
 the artifact format stores one; the graph compiler (``compiler/model/cpu.py``) produces one from
-an optimized graph, and the accelerator build's plan (``runtime.vta_plan.plan_network``) from a
-partitioned int8 network.
+an optimized graph, and :func:`compiler.model.vta_program.plan_network` from a compiled int8
+network for the accelerator.
 
 A kernel (:class:`KernelSpec`) runs on one of :data:`KERNEL_TARGETS`: ``cpu`` (compiled LLVM
 IR), ``gpu`` (CUDA kernels), ``vta`` (an accelerator group: its program in the network's DRAM
@@ -195,14 +195,34 @@ class HostKernel:
 
 
 @dataclass(frozen=True)
+class GroupFigures:
+    """What an accelerator group's row of the per-layer table says before any run: its name,
+    operators (``+``-joined), partition rule, MACs, ideal and roofline cycles (the GEMM core's
+    peak; with the epilogue's ALU micro-ops), the bytes every input, weight and output needs
+    once, and the schedule knobs its program was compiled with (``describe()``; empty for a
+    group without knobs). Each run adds its cycles, DRAM bytes, limiter and energy
+    (``runtime.vta_target.run_record``)."""
+
+    name: str
+    ops: str
+    rule: str
+    macs: int
+    ideal_cycles: float
+    roofline_cycles: float
+    alu_roofline_cycles: float
+    compulsory_bytes: int
+    knobs: str = ""
+
+
+@dataclass(frozen=True)
 class AccelKernel:
     """A ``vta`` kernel: where its relocated program lies in the network's DRAM image
-    (``compiler.targets.vta.link.GroupImage``), the parts of its per-layer record that do not
-    depend on a run (``runtime.vta_target.LayerRecord``) and its own program (weights written,
-    before relocation: what an artifact stores as the group's program file)."""
+    (``compiler.targets.vta.link.GroupImage``), what its per-layer row says before any run
+    (:class:`GroupFigures`) and its own program (weights written, before relocation: what an
+    artifact stores as the group's program file)."""
 
     image: Any
-    record: Any
+    record: GroupFigures
     program: Any = field(default=None, repr=False, compare=False)
 
 

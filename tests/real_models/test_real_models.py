@@ -349,7 +349,8 @@ def _plan_with_reference_host_groups(net):
     the accelerator."""
     import dataclasses
 
-    from runtime.vta_plan import ReferenceKernel, VtaExecutor, plan_network
+    from compiler.model.vta_program import ReferenceKernel, plan_network
+    from runtime.vta_plan import VtaExecutor
 
     groups = {h.name: h for h in net.host_groups}
     program = plan_network(net)

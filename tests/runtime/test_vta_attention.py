@@ -99,8 +99,9 @@ def test_both_attention_matmuls_run_on_the_accelerator_bit_exact(graph, networks
 
 
 def test_an_artifact_of_the_block_runs_the_same_bytes(networks, tmp_path):
+    from compiler.model.vta_program import accel_kernels, host_kernels, writes_of
     from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
-    from runtime.vta_plan import VtaExecutor, accel_kernels, host_kernels, writes_of
+    from runtime.vta_plan import VtaExecutor
 
     net = networks["default"]
     feed = _feeds(5, 1)[0]

@@ -149,8 +149,9 @@ def test_linear_resize_stays_float():
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
 def test_data_movement_runs_bit_exact(preset, tmp_path):
+    from compiler.model.vta_program import plan_network
     from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
-    from runtime.vta_plan import VtaExecutor, plan_network
+    from runtime.vta_plan import VtaExecutor
 
     graph = from_onnx(_model())
     net = compile_network(graph, preset, calibration=_feeds(1, 4))
@@ -191,8 +192,9 @@ def test_data_movement_runs_bit_exact(preset, tmp_path):
 
 @pytest.mark.parametrize("preset", ["default", "vta-1x16x16"])
 def test_a_concat_and_a_split_of_accelerator_outputs_run_in_place(preset, tmp_path):
+    from compiler.model.vta_program import plan_network
     from runtime.vta_artifact import load_vta_artifact, save_vta_artifact
-    from runtime.vta_plan import VtaExecutor, plan_network
+    from runtime.vta_plan import VtaExecutor
 
     graph = from_onnx(_csp_model())
     net = compile_network(graph, preset, calibration=_csp_feeds(1, 4))

@@ -236,8 +236,9 @@ def test_padded_max_pool_over_signed_values_gets_its_padding_from_the_host():
     host = [r.name for r in result.layers if r.device == "cpu"]
     assert host[2:5] == ["conv.read", "pool.pad", "pool.data.pack"], host
     # the pad is a compiled host kernel of the artifact: it runs from one as it ran here
+    from compiler.model.vta_program import plan_network
     from runtime.vta_artifact import load_vta_artifact, vta_artifact_bytes
-    from runtime.vta_plan import VtaExecutor, plan_network
+    from runtime.vta_plan import VtaExecutor
 
     again = VtaExecutor(load_vta_artifact(vta_artifact_bytes(plan_network(net)))).run(feed)
     np.testing.assert_array_equal(again.outputs[0], result.outputs[0])
@@ -341,9 +342,9 @@ def test_a_plan_runs_a_host_group_before_the_group_that_reads_what_it_makes():
     makes what the group's host writes read (a pack of a residual made after the anchor) is
     moved before it, the accelerator groups keeping their order; a read of a tensor that no
     earlier kernel makes is refused naming the kernel."""
+    from compiler.errors import ModelError
     from compiler.model.program import KernelArg, KernelSpec
-    from runtime.errors import SessionError
-    from runtime.vta_plan import _in_run_order
+    from compiler.model.vta_program import _in_run_order
 
     def kernel(target, name, reads, makes):
         args = [KernelArg("residual" if target == "vta" else t, (1,), "int8", False)
@@ -355,10 +356,10 @@ def test_a_plan_runs_a_host_group_before_the_group_that_reads_what_it_makes():
     h, k = kernel("cpu", "h", ("t1",), ("t2",)), kernel("cpu", "k", ("t3",), ("t4",))
     order = _in_run_order([a, g, h, k], {"t0"}, "net")
     assert [kern.name for kern, _ in order] == ["a", "h", "g", "k"]
-    with pytest.raises(SessionError, match="group g reads tensor t2, which no earlier kernel"):
+    with pytest.raises(ModelError, match="group g reads tensor t2, which no earlier kernel"):
         _in_run_order([g, a], {"t0"}, "net")  # no kernel makes t2
     late = kernel("cpu", "late", ("t3",), ("t2",))  # needs g's own output
-    with pytest.raises(SessionError, match="host kernel late reads tensor t3"):
+    with pytest.raises(ModelError, match="host kernel late reads tensor t3"):
         _in_run_order([a, g, late], {"t0"}, "net")
 
 
@@ -369,7 +370,8 @@ def test_a_plans_host_values_live_in_one_arena_planned_by_liveness():
     own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from runtime.vta_plan import VtaExecutor, check_host_arena, plan_network
+    from compiler.model.vta_program import check_host_arena, plan_network
+    from runtime.vta_plan import VtaExecutor
 
     graph = from_onnx(load_zoo("resnet18", batch=1, image_size=32))
     feed = _feed(graph)
@@ -409,7 +411,7 @@ def test_the_host_arena_check_refuses_values_live_at_once_that_share_bytes():
         Program,
         TensorSpec,
     )
-    from runtime.vta_plan import check_host_arena, plan_host_arena
+    from compiler.model.vta_program import check_host_arena, plan_host_arena
 
     def host(name, reads, makes):
         args = [KernelArg(t, (64,), "float32", False) for t in reads]

@@ -12,12 +12,13 @@ import pytest
 from compiler.errors import ModelError
 from compiler.frontend.onnx_import import from_onnx
 from compiler.frontend.zoo import load_zoo
+from compiler.model.vta_program import plan_network
 from runtime.artifact import MANIFEST, artifact_kind
 from runtime.cli import main
 from runtime.errors import ArtifactError, SessionError
 from runtime.session import InferenceSession
 from runtime.vta_artifact import load_vta_artifact, save_vta_artifact, vta_artifact_bytes
-from runtime.vta_plan import VtaExecutor, plan_network
+from runtime.vta_plan import VtaExecutor
 from runtime.vta_session import VtaInferenceSession
 from runtime.vta_target import compile_network
 

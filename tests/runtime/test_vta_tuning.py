@@ -58,7 +58,7 @@ def digits_log(tmp_path_factory):
 
 
 def test_tuned_records_give_their_knobs_and_the_same_bits(digits_log, tmp_path):
-    from runtime.vta_plan import accel_kernels
+    from compiler.model.vta_program import accel_kernels
 
     log, chosen, _, _ = digits_log
     x = np.random.default_rng(3).standard_normal((1, 1, 28, 28)).astype(np.float32)
