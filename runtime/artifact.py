@@ -1,7 +1,10 @@
 """The compiled-model file (``vtac compile -o model.vtac``): one zip archive holding a
-:class:`~compiler.model.program.Program`, so a model runs again without its ONNX file.
+:class:`~compiler.model.program.Program` of any target, so a model runs again without its ONNX
+file. :func:`save_artifact` and :func:`load_artifact` write and read both layouts: a cpu
+program's (format version 3, below) and an accelerator network's (version 8, with its DRAM
+image and group programs: :mod:`runtime.vta_artifact`).
 
-Members:
+Members of a cpu program's:
 
 * ``manifest.json``: the format name and version, the model's inputs and outputs, the
   placement of every tensor (the static memory plan), the kernels in order (group name, fused
@@ -147,7 +150,14 @@ def _umask() -> int:
 
 
 def save_artifact(program: Program, path: str | os.PathLike) -> None:
-    """Write ``program`` to ``path`` atomically (see the module docstring)."""
+    """Write ``program`` to ``path`` atomically (see the module docstring); a program with
+    accelerator groups in the accelerator network's layout
+    (:func:`runtime.vta_artifact.vta_artifact_members`)."""
+    if program.accel is not None:
+        from runtime.vta_artifact import vta_artifact_members
+
+        write_members(vta_artifact_members(program), path)
+        return
     write_members(artifact_members(program), path)
 
 
@@ -298,10 +308,18 @@ def artifact_kind(source: str | os.PathLike | bytes) -> str:
 
 
 def load_artifact(source: str | os.PathLike | bytes) -> Program:
-    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes), and check
-    its memory plan and specs against its kernels before any of them can run
-    (:func:`runtime.program_check.check_program`)."""
-    return read_artifact(source, {FORMAT_VERSION: ARTIFACT_KINDS[FORMAT_VERSION]}, _checked)
+    """Read an artifact written by :func:`save_artifact` (a path or the file's bytes), of any
+    target, and check it before any of its kernels can run: a cpu program's memory plan and
+    specs against its kernels (:func:`runtime.program_check.check_program`), an accelerator
+    network's as :func:`runtime.vta_artifact.load_vta_artifact` does."""
+    from runtime.vta_artifact import load_vta_manifest
+
+    def load(manifest: dict[str, Any], read: Any, where: str) -> Program:
+        if manifest["version"] == VTA_FORMAT_VERSION:
+            return load_vta_manifest(manifest, read, where)
+        return _checked(manifest, read, where)
+
+    return read_artifact(source, ARTIFACT_KINDS, load)
 
 
 def _checked(manifest: dict[str, Any], read: Any, where: str) -> Program:

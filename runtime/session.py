@@ -359,7 +359,7 @@ class InferenceSession:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the compiled model as an artifact (see :mod:`runtime.artifact`)."""
-        if self.program.modules:
+        if any(k.target == "gpu" for k in self.program.kernels):
             raise SessionError(
                 f"a {self.program.target} program cannot be saved as an artifact (its kernels "
                 "are compiled for the device in the session that runs them)"

@@ -262,7 +262,8 @@ def save_vta_artifact(program: Program, path: str | os.PathLike) -> None:
 
 def load_vta_artifact(source: str | os.PathLike | bytes) -> Program:
     """Read and validate an artifact written by :func:`save_vta_artifact`."""
-    return read_artifact(source, {VTA_FORMAT_VERSION: "an accelerator network"}, _load)
+    return read_artifact(source, {VTA_FORMAT_VERSION: "an accelerator network"},
+                         load_vta_manifest)  # fmt: skip
 
 
 class _Check:
@@ -334,7 +335,11 @@ class _Slot:
     offset: int
 
 
-def _load(manifest: dict[str, Any], read: Callable[[str], bytes], where: str) -> Program:
+def load_vta_manifest(
+    manifest: dict[str, Any], read: Callable[[str], bytes], where: str
+) -> Program:
+    """The program an accelerator network's manifest describes, checked (the module
+    docstring); ``read(member)`` gives a member's bytes once its checksum is verified."""
     from compiler.ir.stmt import ArgInfo
     from compiler.targets.cpu.jit import make_function
 
@@ -701,6 +706,7 @@ def _read_program(data: bytes, member: str, c: _Check) -> Any:
 
 __all__ = [
     "load_vta_artifact",
+    "load_vta_manifest",
     "save_vta_artifact",
     "vta_artifact_bytes",
     "vta_artifact_members",

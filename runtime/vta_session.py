@@ -274,12 +274,6 @@ class VtaInferenceSession(InferenceSession):
         outs = dict(zip(known, result.outputs, strict=True))
         return [outs[n] for n in names]
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the compiled network as an artifact (:mod:`runtime.vta_artifact`)."""
-        from runtime.vta_artifact import save_vta_artifact
-
-        save_vta_artifact(self.plan, path)
-
 
 def network_profile(program: Program, result: Any) -> Profile:
     """The :class:`Profile` of one run of ``program``: one record per kernel (a host kernel's
