@@ -123,7 +123,7 @@ def reference_output(program: Any) -> Any:
 
         import vta_sim
 
-        hit = (program, np.asarray(vta_sim.simulate(program).read("out")))
+        hit = (program, np.asarray(vta_sim.simulate(program, trace=False).read("out")))
         _REFERENCE_OUTPUTS[id(program)] = hit
     return hit[1]
 
@@ -139,7 +139,7 @@ def _run(task: Task, built: Any, build_s: float) -> MeasureResult:
     from compiler.topi.vta.metrics import compulsory_bytes, ideal_cycles, roofline_cycles
 
     t0 = time.perf_counter()
-    r = vta_sim.simulate(built.program)
+    r = vta_sim.simulate(built.program, trace=False)
     run_s = time.perf_counter() - t0
     if getattr(built, "expected", None) is None:  # a quantized group: its reference schedule's
         built.expected = reference_output(built.reference)

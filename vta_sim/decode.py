@@ -46,21 +46,24 @@ def instruction_table(prog: Program) -> np.ndarray:
     route = table[:, COLUMNS.index("route")]
     pops = table[:, COLUMNS.index("pops")]
     pushes = table[:, COLUMNS.index("pushes")]
-    # Few distinct (opcode, memory type) pairs exist, so route and flag meaning per pair.
-    # (a 1-D unique of one key per pair: numpy's row-wise unique sorts a structured view and
-    # costs more than the rest of the decoding together)
-    lo = int(memtype.min()) if n else 0
-    span = int(memtype.max()) - lo + 1 if n else 1
-    keys = np.unique(opcode.astype(np.int64) * span + (memtype - lo)) if n else np.zeros(0)
-    for op, mt in zip((keys // span).tolist(), (keys % span + lo).tolist(), strict=True):
-        sel = (opcode == op) & (memtype == mt)
-        module = module_of_fields(int(op), int(mt))
-        route[sel] = MODULES.index(module)
+    # Few distinct (opcode, memory type) pairs exist, so route and flag meaning per pair, then
+    # each row takes its pair's values (a 1-D unique of one key per pair: numpy's row-wise
+    # unique sorts a structured view and costs more than the rest of the decoding together)
+    if n:
+        lo = int(memtype.min())
+        span = int(memtype.max()) - lo + 1
+        keys, pair = np.unique(opcode.astype(np.int64) * span + (memtype - lo), return_inverse=True)
+        pair = pair.reshape(-1)
+        ops, mts = (keys // span).tolist(), (keys % span + lo).tolist()
+        modules = [module_of_fields(int(op), int(mt)) for op, mt in zip(ops, mts, strict=True)]
+        route[:] = np.array([MODULES.index(m) for m in modules], np.int64)[pair]
         for flag in DEP_FLAGS:
-            q = queue_of(module, flag)
-            if q is not None:
-                target = pops if flag.startswith("pop") else pushes
-                target[sel & (fields[flag] != 0)] |= 1 << _QUEUE_IDS[q]
+            bits = [queue_of(m, flag) for m in modules]
+            if all(q is None for q in bits):
+                continue
+            bit = np.array([0 if q is None else 1 << _QUEUE_IDS[q] for q in bits], np.int64)
+            target = pops if flag.startswith("pop") else pushes
+            target |= np.where(fields[flag] != 0, bit[pair], 0)
     # the faults the fields alone show, from the ISA's one stream validator
     codes, where = stream_faults(fields)
     table[:, COLUMNS.index("fault")] = codes

@@ -10,7 +10,27 @@ Example:
 from __future__ import annotations
 
 from compiler.ir import stmt as S
-from compiler.ir.functor import buffers_used
+from compiler.ir.buffer import Buffer
+from compiler.ir.expr import BufferLoad
+from compiler.ir.node import Node
+
+
+def _uses_buffer(node: Node, buf: Buffer) -> bool:
+    """Whether ``node`` loads, stores or allocates ``buf``: a walk that stops at the first
+    use (an allocation's body mostly uses its buffer at once), reading the buffer sets already
+    kept on nodes (:func:`compiler.ir.functor.buffer_set`) without building new ones."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kept = n.__dict__.get("_buffers")
+        if kept is not None:
+            if buf in kept:
+                return True
+            continue
+        if isinstance(n, BufferLoad | S.BufferStore | S.Allocate) and n.buffer == buf:
+            return True
+        stack.extend(n.children())
+    return False
 
 
 def _clean(s: S.Stmt) -> S.Stmt:
@@ -29,7 +49,7 @@ def _clean(s: S.Stmt) -> S.Stmt:
         return S.If(s.cond, then, other)
     if isinstance(s, S.Allocate):
         body = _clean(s.body)
-        if s.buffer not in buffers_used(body):
+        if not _uses_buffer(body, s.buffer):
             return body
         return S.Allocate(s.buffer, body)
     if isinstance(s, S.Pragma):

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from compiler.arith.linear import linear_coefficient
-from compiler.ir.expr import Call, Var
+from compiler.ir.expr import Call, Expr, Var
 from compiler.ir.functor import uses_var, visit
 from compiler.ir.node import Node
 from compiler.ir.pragma import declare_pragma
@@ -238,23 +238,22 @@ class _Folder:
 
 
 def _used_in_control(var: Var, s: Stmt) -> bool:
-    """True if ``var`` decides control flow (loop bounds, branches, lets) inside ``s``."""
-    found = False
-
-    def fn(n: Node) -> bool | None:
-        nonlocal found
-        if found:
-            return False
-        if isinstance(n, For) and (uses_var(n.min, var) or uses_var(n.extent, var)):
-            found = True
-        elif isinstance(n, If) and uses_var(n.cond, var):
-            found = True
-        elif isinstance(n, LetStmt) and uses_var(n.value, var):
-            found = True
-        return None
-
-    visit(s, fn)
-    return found
+    """True if ``var`` decides control flow (loop bounds, branches, lets) inside ``s``. The walk
+    goes through statements only (no expression holds one) and stops at the first use."""
+    stack: list[Node] = [s]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, For):
+            if uses_var(n.min, var) or uses_var(n.extent, var):
+                return True
+        elif isinstance(n, If):
+            if uses_var(n.cond, var):
+                return True
+        elif isinstance(n, LetStmt):
+            if uses_var(n.value, var):
+                return True
+        stack.extend(c for c in n.children() if not isinstance(c, Expr))
+    return False
 
 
 def make_fold_uop_loops(cfg: HwConfig) -> Callable[[PrimFunc], PrimFunc]:
