@@ -121,7 +121,7 @@ def accel_module(program: Program) -> AccelModule:
     """The accelerator's part of ``program``; a program without one is refused."""
     if program.accel is None:
         raise ModelError(f"program {program.name} (target {program.target}) has no "
-                           "accelerator groups")  # fmt: skip
+                         "accelerator groups")  # fmt: skip
     return program.accel
 
 
@@ -365,7 +365,7 @@ def _in_run_order(steps: list[Step], ready: set[str], name: str) -> list[Step]:
             src = producer.get(t)
             if src is None or src in done:
                 raise ModelError(f"network {name}: {who} reads tensor {t}, which no earlier "
-                                   "kernel makes")  # fmt: skip
+                                 "kernel makes")  # fmt: skip
             run(src, f"host kernel {steps[src][0].name}")
         if k in done:
             return
