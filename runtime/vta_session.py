@@ -50,7 +50,7 @@ from compiler.model.program import (
     Program,
     TensorSpec,
 )
-from compiler.model.vta_program import plan_network, with_host
+from compiler.model.vta_program import plan_network, with_fields
 from runtime.errors import SessionError
 from runtime.profile import GroupRecord, Profile
 from runtime.session import InferenceSession, ModelSource, check_feeds, load_onnx
@@ -98,7 +98,7 @@ def compile_plan(
                           tuning=tuning, progress=progress)  # fmt: skip
     # the model's own output names, as onnxruntime and the cpu target give them
     names = tuple(o.name for o in proto.graph.output)
-    return with_host(plan_network(net, names), name=name,
+    return with_fields(plan_network(net, names), name=name,
                      compile_seconds=time.perf_counter() - t0)  # fmt: skip
 
 

@@ -168,6 +168,17 @@ def shared_bytes(spans: Sequence[tuple[int, int, int, int]]) -> tuple[int, int, 
     return None
 
 
+def naive_bytes(sizes: Sequence[int], alignment: int) -> int:
+    """What the tensors of ``sizes`` bytes take at one aligned buffer each: what a plan's arena
+    is measured against.
+
+    Example:
+        >>> naive_bytes([100, 0, 64], 64)
+        256
+    """
+    return sum(_align(max(n, 1), alignment) for n in sizes)
+
+
 def plan_memory(graph: Graph, alignment: int = ALIGNMENT) -> Graph:
     """The graph with a :class:`MemoryPlan` attached (see the module docstring)."""
     lives = _lifetimes(graph)
@@ -177,7 +188,7 @@ def plan_memory(graph: Graph, alignment: int = ALIGNMENT) -> Graph:
         for k, (node, first, last) in enumerate(lives)
     }
     allocations = tuple(allocs[k] for k in range(len(lives)))
-    naive = sum(_align(max(n.type.nbytes, 1), alignment) for n, _, _ in lives)
+    naive = naive_bytes([n.type.nbytes for n, _, _ in lives], alignment)
     return graph.with_(memory_plan=MemoryPlan(allocations, peak, naive, alignment))
 
 
@@ -217,6 +228,7 @@ __all__ = [
     "MemoryPlan",
     "check_plan",
     "first_fit",
+    "naive_bytes",
     "plan_memory",
     "shared_bytes",
 ]

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import ModelError
-from compiler.graph.memory import ALIGNMENT, first_fit, shared_bytes
+from compiler.graph.memory import ALIGNMENT, first_fit, naive_bytes, shared_bytes
 from compiler.model.program import (
     AccelKernel,
     AccelModule,
@@ -430,7 +430,7 @@ def plan_host_arena(
     sizes = [_nbytes(*types[t]) for t in order]
     offsets, peak = first_fit([(n, *lives[t]) for n, t in zip(sizes, order, strict=True)],
                               ALIGNMENT)  # fmt: skip
-    naive = sum(-(-max(n, 1) // ALIGNMENT) * ALIGNMENT for n in sizes)
+    naive = naive_bytes(sizes, ALIGNMENT)
     return dict(zip(order, offsets, strict=True)), peak, naive
 
 
@@ -474,7 +474,7 @@ def check_host_arena(program: Program) -> str | None:
     return None
 
 
-def with_host(program: Program, **fields: Any) -> Program:
+def with_fields(program: Program, **fields: Any) -> Program:
     """``program`` with ``fields`` replaced (a name, the compile time)."""
     accel = program.accel
     top = {k: v for k, v in fields.items() if k != "compile_seconds"}
@@ -496,6 +496,6 @@ __all__ = [
     "quantization_table",
     "reference_symbol",
     "tensor_lifetimes",
-    "with_host",
+    "with_fields",
     "writes_of",
 ]
